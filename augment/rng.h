@@ -1,0 +1,128 @@
+// augment/rng.h — counter-based random numbers (Philox4x32-10) shared by the CPU and CUDA engines.
+//
+// Every random draw in augmentd is a pure function of
+//     (session seed, global sample index, transform index, sub-stream, draw counter)
+// so a sample's augmentation parameters do not depend on batch size, thread count, device or scheduling,
+// and the CPU reference and the CUDA kernels draw identical values (same integer arithmetic on both).
+//
+//   augmentd::RandomStream rng(seed, sample_index, transform_index);
+//   bool apply = rng.Uniform() < 0.2;          // draw 0
+//   double sigma = rng.Uniform(0.0, 0.1);      // draw 1
+//   // Per-voxel fields (noise) use a sub-stream and address draws by element index:
+//   float n = augmentd::NormalAt(seed, sample_index, transform_index, /*substream=*/channel, voxel);
+//
+// Header-only, no dependencies; every function is usable in host and device code. Thread-safety: a
+// RandomStream is a small value type, not shared between threads.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define AUGMENTD_HD __host__ __device__ __forceinline__
+#else
+#define AUGMENTD_HD inline
+#endif
+
+namespace augmentd {
+
+struct Philox4x32 {
+  uint32_t v[4];
+};
+
+// Philox4x32 with 10 rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11).
+AUGMENTD_HD Philox4x32 Philox4x32_10(Philox4x32 ctr, uint32_t k0, uint32_t k1) {
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = static_cast<uint64_t>(kM0) * ctr.v[0];
+    const uint64_t p1 = static_cast<uint64_t>(kM1) * ctr.v[2];
+    const uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
+    const uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
+    ctr = Philox4x32{{hi1 ^ ctr.v[1] ^ k0, lo1, hi0 ^ ctr.v[3] ^ k1, lo0}};
+    k0 += kW0;
+    k1 += kW1;
+  }
+  return ctr;
+}
+
+// 53-bit uniform double in [0, 1) from two 32-bit words.
+AUGMENTD_HD double ToUnitDouble(uint32_t a, uint32_t b) {
+  const uint64_t bits = (static_cast<uint64_t>(a) << 21) ^ (static_cast<uint64_t>(b) >> 11);
+  return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+// 24-bit uniform float in (0, 1] (never 0, so log() is safe).
+AUGMENTD_HD float ToUnitFloatOpenZero(uint32_t a) {
+  return (static_cast<float>(a >> 8) + 1.0f) * (1.0f / 16777216.0f);
+}
+
+// The key mixes the session seed with the high half of the sample index; the counter carries the rest.
+struct StreamKey {
+  uint32_t k0, k1;
+  uint32_t sample_lo, transform_and_substream;
+};
+
+AUGMENTD_HD StreamKey MakeStreamKey(uint64_t seed, uint64_t sample_index, uint32_t transform_index,
+                                    uint32_t substream) {
+  StreamKey key;
+  key.k0 = static_cast<uint32_t>(seed) ^ (static_cast<uint32_t>(sample_index >> 32) * 0x85EBCA6Bu);
+  key.k1 = static_cast<uint32_t>(seed >> 32) ^ 0x632BE5ABu;
+  key.sample_lo = static_cast<uint32_t>(sample_index);
+  key.transform_and_substream = (transform_index << 20) ^ substream;  // <4096 transforms, <1M substreams
+  return key;
+}
+
+// Four random words for block `block` of a stream.
+AUGMENTD_HD Philox4x32 RandomBlock(const StreamKey& key, uint64_t block) {
+  Philox4x32 ctr{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), key.transform_and_substream,
+                  key.sample_lo}};
+  return Philox4x32_10(ctr, key.k0, key.k1);
+}
+
+// Standard normal for element `i` of a per-element field (e.g. the noise of voxel i). Box–Muller on the two
+// uniforms of block i; deterministic for (key, i) on every device.
+AUGMENTD_HD float NormalAt(const StreamKey& key, uint64_t i) {
+  const Philox4x32 r = RandomBlock(key, i);
+  const float u1 = ToUnitFloatOpenZero(r.v[0]);
+  const float u2 = ToUnitFloatOpenZero(r.v[1]);
+  return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
+}
+
+// A sequential stream of scalar draws (transform parameters). Each draw consumes one Philox block, so
+// the k-th draw is the same whatever came before it in other streams.
+class RandomStream {
+ public:
+  AUGMENTD_HD RandomStream(uint64_t seed, uint64_t sample_index, uint32_t transform_index, uint32_t substream = 0)
+      : key_(MakeStreamKey(seed, sample_index, transform_index, substream)) {}
+
+  AUGMENTD_HD uint32_t NextU32() { return RandomBlock(key_, counter_++).v[0]; }
+  // Uniform double in [0, 1).
+  AUGMENTD_HD double Uniform() {
+    const Philox4x32 r = RandomBlock(key_, counter_++);
+    return ToUnitDouble(r.v[0], r.v[1]);
+  }
+  // Uniform in [lo, hi); returns lo when lo == hi (numpy.random.uniform semantics for a degenerate range).
+  AUGMENTD_HD double Uniform(double lo, double hi) { return lo == hi ? lo : lo + (hi - lo) * Uniform(); }
+  // Integer uniform in [lo, hi] inclusive (hi >= lo).
+  AUGMENTD_HD int64_t UniformInt(int64_t lo, int64_t hi) {
+    const double u = Uniform();
+    int64_t v = lo + static_cast<int64_t>(u * static_cast<double>(hi - lo + 1));
+    return v > hi ? hi : v;
+  }
+  AUGMENTD_HD bool Bernoulli(double p) { return Uniform() < p; }
+  AUGMENTD_HD double Normal(double mean = 0.0, double stddev = 1.0) {
+    const Philox4x32 r = RandomBlock(key_, counter_++);
+    const double u1 = 1.0 - ToUnitDouble(r.v[0], r.v[1]);  // (0, 1]
+    const double u2 = ToUnitDouble(r.v[2], r.v[3]);
+    return mean + stddev * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+  }
+  AUGMENTD_HD const StreamKey& key() const { return key_; }
+  AUGMENTD_HD uint64_t counter() const { return counter_; }
+
+ private:
+  StreamKey key_;
+  uint64_t counter_ = 0;
+};
+
+}  // namespace augmentd
