@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__)
 #define AUGMENTD_HD __host__ __device__ __forceinline__
@@ -80,13 +81,99 @@ AUGMENTD_HD Philox4x32 RandomBlock(const StreamKey& key, uint64_t block) {
   return Philox4x32_10(ctr, key.k0, key.k1);
 }
 
+// IEEE single-precision basic operations with round-to-nearest and no contraction on every device (nvcc fuses
+// a*b+c into FMA by default; the _rn intrinsics forbid it). Host code is compiled without FP contraction
+// (-std=c++17, no -ffast-math), so plain operators are exact IEEE there.
+#if defined(__CUDA_ARCH__)
+AUGMENTD_HD float RnMul(float a, float b) { return __fmul_rn(a, b); }
+AUGMENTD_HD float RnAdd(float a, float b) { return __fadd_rn(a, b); }
+AUGMENTD_HD float RnSub(float a, float b) { return __fsub_rn(a, b); }
+AUGMENTD_HD float RnDiv(float a, float b) { return __fdiv_rn(a, b); }
+AUGMENTD_HD float RnSqrt(float a) { return __fsqrt_rn(a); }
+#else
+AUGMENTD_HD float RnMul(float a, float b) { return a * b; }
+AUGMENTD_HD float RnAdd(float a, float b) { return a + b; }
+AUGMENTD_HD float RnSub(float a, float b) { return a - b; }
+AUGMENTD_HD float RnDiv(float a, float b) { return a / b; }
+AUGMENTD_HD float RnSqrt(float a) { return sqrtf(a); }
+#endif
+
+AUGMENTD_HD uint32_t FloatAsBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+AUGMENTD_HD float BitsAsFloat(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+// Natural logarithm of u in [2^-24, 1] (the ToUnitFloatOpenZero range) from basic IEEE operations only, so every
+// device computes the same bits (library logf differs between glibc and CUDA). Classic reduction
+// u = 2^k · x, x in [√2/2, √2), log(x) = 2s + s·R(s²) with s = f/(2+f), f = x − 1; minimax R (< 1 ulp).
+AUGMENTD_HD float LogUnit(float u) {
+  uint32_t ix = FloatAsBits(u);
+  ix += 0x3F800000u - 0x3F3504F3u;
+  const int k = static_cast<int>(ix >> 23) - 0x7F;
+  ix = (ix & 0x007FFFFFu) + 0x3F3504F3u;
+  const float x = BitsAsFloat(ix);
+  const float f = RnSub(x, 1.0f);
+  const float s = RnDiv(f, RnAdd(2.0f, f));
+  const float z = RnMul(s, s);
+  const float w = RnMul(z, z);
+  const float t1 = RnMul(w, RnAdd(0.40000972152f, RnMul(w, 0.24279078841f)));
+  const float t2 = RnMul(z, RnAdd(0.66666662693f, RnMul(w, 0.28498786688f)));
+  const float r = RnAdd(t2, t1);
+  const float hfsq = RnMul(RnMul(0.5f, f), f);
+  const float dk = static_cast<float>(k);
+  // s·(hfsq + R) + k·ln2_lo − hfsq + f + k·ln2_hi
+  float y = RnMul(s, RnAdd(hfsq, r));
+  y = RnAdd(y, RnMul(dk, 9.0580006145e-06f));
+  y = RnSub(y, hfsq);
+  y = RnAdd(y, f);
+  return RnAdd(y, RnMul(dk, 6.9313812256e-01f));
+}
+
+// cos(2π·u) for u in [0, 1] from basic IEEE operations. u − q/4 (q = nearest quarter turn) is exact for the
+// 24-bit uniforms used here; the remaining |θ| ≤ π/4 uses Taylor polynomials (error < 1e-7).
+AUGMENTD_HD float CosTwoPi(float u) {
+  const int qi = static_cast<int>(RnAdd(RnMul(u, 4.0f), 0.5f));  // floor: the argument is positive
+  const float q = static_cast<float>(qi);
+  const float r = RnSub(u, RnMul(q, 0.25f));
+  const float t = RnMul(r, 6.2831853071795865f);
+  const float t2 = RnMul(t, t);
+  // cos t = 1 − t²/2 + t⁴/24 − t⁶/720 + t⁸/40320 ;  sin t = t·(1 − t²/6 + t⁴/120 − t⁶/5040 + t⁸/362880)
+  float c = RnAdd(-1.0f / 720.0f, RnMul(t2, 1.0f / 40320.0f));
+  c = RnAdd(1.0f / 24.0f, RnMul(t2, c));
+  c = RnAdd(-0.5f, RnMul(t2, c));
+  c = RnAdd(1.0f, RnMul(t2, c));
+  float sn = RnAdd(-1.0f / 5040.0f, RnMul(t2, 1.0f / 362880.0f));
+  sn = RnAdd(1.0f / 120.0f, RnMul(t2, sn));
+  sn = RnAdd(-1.0f / 6.0f, RnMul(t2, sn));
+  sn = RnAdd(1.0f, RnMul(t2, sn));
+  sn = RnMul(t, sn);
+  const int quadrant = qi & 3;  // cos(θ + qπ/2) = c, −s, −c, s
+  const float mag = (quadrant & 1) ? sn : c;
+  return ((quadrant + 1) & 2) ? -mag : mag;  // negative in quadrants 1 and 2
+}
+
 // Standard normal for element `i` of a per-element field (e.g. the noise of voxel i). Box–Muller on the two
-// uniforms of block i; deterministic for (key, i) on every device.
+// uniforms of block i with the device-independent LogUnit/CosTwoPi above: bit-identical on CPU and CUDA for
+// (key, i).
 AUGMENTD_HD float NormalAt(const StreamKey& key, uint64_t i) {
   const Philox4x32 r = RandomBlock(key, i);
   const float u1 = ToUnitFloatOpenZero(r.v[0]);
   const float u2 = ToUnitFloatOpenZero(r.v[1]);
-  return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
+  return RnMul(RnSqrt(RnMul(-2.0f, LogUnit(u1))), CosTwoPi(u2));
 }
 
 // A sequential stream of scalar draws (transform parameters). Each draw consumes one Philox block, so

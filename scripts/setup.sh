@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-step, idempotent setup of everything augmentd needs to build and test:
-#   1. Debian packages (gRPC, protobuf, abseil, GoogleTest, Google Benchmark, cpp-httplib, ...);
+#   1. Debian packages (gRPC, protobuf, abseil, GoogleTest, Google Benchmark, cpp-httplib, ...) listed in
+#      scripts/apt-packages.txt;
 #   2. the virtual environment .venv with the pinned Python packages of requirements.txt
 #      (torch provides the LibTorch we link; nnunetv2 + batchgeneratorsv2 are the reference).
 # A second run with nothing to do finishes in seconds.
@@ -9,12 +10,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 start=$(date +%s)
 
-apt_packages=(
-  build-essential cmake ninja-build pkg-config git
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev nlohmann-json3-dev
-  python3-venv
-)
+# The package list lives in scripts/apt-packages.txt, shared with the container builder (docker/Dockerfile).
+[ -f scripts/apt-packages.txt ] || { echo "[setup] scripts/apt-packages.txt is missing" >&2; exit 1; }
+mapfile -t apt_packages < <(sed -e 's/#.*//' scripts/apt-packages.txt | tr -s ' \t' '\n' | sed '/^$/d')
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

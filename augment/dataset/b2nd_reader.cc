@@ -1,0 +1,101 @@
+#include "augment/dataset/b2nd_reader.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <mutex>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "augment/dataset/mapped_file.h"
+#include "b2nd.h"
+#include "blosc2.h"
+
+namespace augmentd::dataset {
+namespace {
+
+std::string BloscError(int rc) { return absl::StrCat(print_error(rc), " (blosc2 error ", rc, ")"); }
+
+class B2ndArray final : public CaseArray {
+ public:
+  B2ndArray(std::string path, Shape shape, DType dtype, b2nd_array_t* array)
+      : CaseArray(std::move(path), std::move(shape), dtype), array_(array) {}
+  ~B2ndArray() override { b2nd_free(array_); }
+
+ protected:
+  absl::Status ReadRegion(const int64_t* start, const int64_t* stop, void* dst) const override {
+    const size_t k = rank();
+    int64_t buffershape[B2ND_MAX_DIM];
+    int64_t n = 1;
+    for (size_t a = 0; a < k; ++a) {
+      buffershape[a] = stop[a] - start[a];
+      n *= buffershape[a];
+    }
+    const int64_t bytes = n * static_cast<int64_t>(DTypeSize(dtype()));
+    int rc;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      rc = b2nd_get_slice_cbuffer(array_, start, stop, dst, buffershape, bytes);
+    }
+    if (rc < 0) {
+      return absl::DataLossError(absl::StrCat(path(), ": cannot decode box: ", BloscError(rc)));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  b2nd_array_t* array_;
+};
+
+}  // namespace
+
+void EnsureBlosc2Initialized() {
+  static std::once_flag once;
+  std::call_once(once, [] { blosc2_init(); });
+}
+
+absl::StatusOr<std::unique_ptr<CaseArray>> OpenB2nd(const std::string& path) {
+  EnsureBlosc2Initialized();
+  // b2nd_open reports a missing file and a damaged one alike; tell them apart first.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return FileErrnoToStatus(errno, path, "cannot open");
+  if (!S_ISREG(st.st_mode)) return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
+  b2nd_array_t* array = nullptr;
+  const int rc = b2nd_open(path.c_str(), &array);
+  if (rc < 0 || array == nullptr) {
+    return absl::DataLossError(absl::StrCat(path, ": not a readable .b2nd file: ", BloscError(rc)));
+  }
+  auto fail = [&](absl::Status status) {
+    b2nd_free(array);
+    return status;
+  };
+  if (array->ndim <= 0 || array->ndim > B2ND_MAX_DIM) {
+    return fail(absl::DataLossError(absl::StrCat(path, ": b2nd metalayer has ndim ", array->ndim)));
+  }
+  if (array->dtype_format != DTYPE_NUMPY_FORMAT || array->dtype == nullptr) {
+    return fail(absl::UnimplementedError(absl::StrCat(path, ": b2nd dtype is not in numpy format")));
+  }
+  absl::StatusOr<DType> dtype = DTypeFromB2ndDescr(array->dtype);
+  if (!dtype.ok()) return fail(absl::UnimplementedError(absl::StrCat(path, ": ", dtype.status().message())));
+  if (array->sc == nullptr || static_cast<size_t>(array->sc->typesize) != DTypeSize(*dtype)) {
+    return fail(absl::DataLossError(absl::StrCat(path, ": typesize does not match dtype ", array->dtype)));
+  }
+  Shape shape(array->shape, array->shape + array->ndim);
+  // The metalayer's shape must fit the super-chunk's uncompressed size (chunks are padded, so nbytes may be
+  // larger, never smaller): a damaged shape must not make readers allocate or index beyond the data.
+  int64_t bytes = static_cast<int64_t>(DTypeSize(*dtype));
+  for (int64_t s : shape) {
+    if (s < 0 || __builtin_mul_overflow(bytes, s, &bytes)) {
+      return fail(absl::DataLossError(absl::StrCat(path, ": invalid extent in b2nd shape")));
+    }
+  }
+  if (bytes > array->sc->nbytes) {
+    return fail(absl::DataLossError(absl::StrCat(path, ": b2nd shape announces ", bytes, " bytes but the frame holds ",
+                                                 array->sc->nbytes)));
+  }
+  return std::unique_ptr<CaseArray>(new B2ndArray(path, std::move(shape), *dtype, array));
+}
+
+}  // namespace augmentd::dataset

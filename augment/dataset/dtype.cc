@@ -1,0 +1,138 @@
+#include "augment/dataset/dtype.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace augmentd::dataset {
+namespace {
+
+struct DTypeInfo {
+  DType type;
+  const char* name;
+  char kind;  // numpy kind: 'i', 'u', 'f'
+  size_t size;
+};
+
+constexpr DTypeInfo kInfos[] = {
+    {DType::kInt8, "int8", 'i', 1},       {DType::kUInt8, "uint8", 'u', 1},     {DType::kInt16, "int16", 'i', 2},
+    {DType::kUInt16, "uint16", 'u', 2},   {DType::kInt32, "int32", 'i', 4},     {DType::kInt64, "int64", 'i', 8},
+    {DType::kFloat32, "float32", 'f', 4}, {DType::kFloat64, "float64", 'f', 8},
+};
+
+const DTypeInfo& Info(DType t) { return kInfos[static_cast<int>(t)]; }
+
+template <typename To, typename From>
+void ConvertTyped(const From* src, To* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<To>(src[i]);
+}
+
+// Second dispatch level: the source type is known, switch on the destination type.
+template <typename From>
+void ConvertFrom(const From* src, DType to, void* dst, size_t n) {
+  switch (to) {
+    case DType::kInt8:
+      return ConvertTyped(src, static_cast<int8_t*>(dst), n);
+    case DType::kUInt8:
+      return ConvertTyped(src, static_cast<uint8_t*>(dst), n);
+    case DType::kInt16:
+      return ConvertTyped(src, static_cast<int16_t*>(dst), n);
+    case DType::kUInt16:
+      return ConvertTyped(src, static_cast<uint16_t*>(dst), n);
+    case DType::kInt32:
+      return ConvertTyped(src, static_cast<int32_t*>(dst), n);
+    case DType::kInt64:
+      return ConvertTyped(src, static_cast<int64_t*>(dst), n);
+    case DType::kFloat32:
+      return ConvertTyped(src, static_cast<float*>(dst), n);
+    case DType::kFloat64:
+      return ConvertTyped(src, static_cast<double*>(dst), n);
+  }
+}
+
+template <typename T>
+void FillTyped(void* dst, size_t n, double value) {
+  std::fill_n(static_cast<T*>(dst), n, static_cast<T>(value));
+}
+
+}  // namespace
+
+size_t DTypeSize(DType t) { return Info(t).size; }
+
+const char* DTypeName(DType t) { return Info(t).name; }
+
+absl::StatusOr<DType> DTypeFromName(const std::string& name) {
+  for (const DTypeInfo& info : kInfos) {
+    if (name == info.name) return info.type;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "'"));
+}
+
+absl::StatusOr<DType> DTypeFromNumpyDescr(const std::string& descr) {
+  if (descr.size() >= 3 && (descr[0] == '<' || descr[0] == '|' || descr[0] == '=')) {
+    const char kind = descr[1];
+    const std::string digits = descr.substr(2);
+    if (digits.size() == 1 && digits[0] >= '1' && digits[0] <= '8') {
+      const size_t size = static_cast<size_t>(digits[0] - '0');
+      // '|' is only meaningful for one-byte types; numpy writes '<' for wider ones on little-endian hosts.
+      if (descr[0] != '|' || size == 1) {
+        for (const DTypeInfo& info : kInfos) {
+          if (info.kind == kind && info.size == size) return info.type;
+        }
+      }
+    }
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("unsupported numpy dtype '", descr,
+                   "' (supported: little-endian int8/uint8/int16/uint16/int32/int64/float32/float64)"));
+}
+
+void ConvertElements(DType from, const void* src, DType to, void* dst, size_t n) {
+  if (from == to) {
+    std::memcpy(dst, src, n * DTypeSize(from));
+    return;
+  }
+  switch (from) {
+    case DType::kInt8:
+      return ConvertFrom(static_cast<const int8_t*>(src), to, dst, n);
+    case DType::kUInt8:
+      return ConvertFrom(static_cast<const uint8_t*>(src), to, dst, n);
+    case DType::kInt16:
+      return ConvertFrom(static_cast<const int16_t*>(src), to, dst, n);
+    case DType::kUInt16:
+      return ConvertFrom(static_cast<const uint16_t*>(src), to, dst, n);
+    case DType::kInt32:
+      return ConvertFrom(static_cast<const int32_t*>(src), to, dst, n);
+    case DType::kInt64:
+      return ConvertFrom(static_cast<const int64_t*>(src), to, dst, n);
+    case DType::kFloat32:
+      return ConvertFrom(static_cast<const float*>(src), to, dst, n);
+    case DType::kFloat64:
+      return ConvertFrom(static_cast<const double*>(src), to, dst, n);
+  }
+}
+
+void FillElements(DType t, void* dst, size_t n, double value) {
+  switch (t) {
+    case DType::kInt8:
+      return FillTyped<int8_t>(dst, n, value);
+    case DType::kUInt8:
+      return FillTyped<uint8_t>(dst, n, value);
+    case DType::kInt16:
+      return FillTyped<int16_t>(dst, n, value);
+    case DType::kUInt16:
+      return FillTyped<uint16_t>(dst, n, value);
+    case DType::kInt32:
+      return FillTyped<int32_t>(dst, n, value);
+    case DType::kInt64:
+      return FillTyped<int64_t>(dst, n, value);
+    case DType::kFloat32:
+      return FillTyped<float>(dst, n, value);
+    case DType::kFloat64:
+      return FillTyped<double>(dst, n, value);
+  }
+}
+
+}  // namespace augmentd::dataset

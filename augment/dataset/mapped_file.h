@@ -1,0 +1,41 @@
+// augment/dataset/mapped_file.h — a read-only memory mapping of a whole file (internal to the readers).
+//
+//   ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> f, MappedFile::Open(path));
+//   const uint8_t* bytes = f->data();  size_t n = f->size();
+//
+// Errors name the file: NOT_FOUND (missing), PERMISSION_DENIED, FAILED_PRECONDITION (a directory),
+// INTERNAL (other mmap/open failures). An empty file maps to size() == 0 with data() == nullptr.
+// Thread-safety: immutable after Open; share freely. The mapping lives until the last owner releases it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace augmentd::dataset {
+
+class MappedFile {
+ public:
+  static absl::StatusOr<std::shared_ptr<const MappedFile>> Open(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile(std::string path, const uint8_t* data, size_t size) : path_(std::move(path)), data_(data), size_(size) {}
+  std::string path_;
+  const uint8_t* data_;
+  size_t size_;
+};
+
+// Maps errno from open()/stat() on `path` to a status naming the file.
+absl::Status FileErrnoToStatus(int err, const std::string& path, const char* what);
+
+}  // namespace augmentd::dataset

@@ -1,0 +1,157 @@
+#include "augment/engine.h"
+
+#include <random>
+
+#include "augment/kernels/cpu_half.h"
+#include "gtest/gtest.h"
+
+namespace augmentd {
+namespace {
+
+struct Batch {
+  std::vector<float> image;
+  std::vector<int16_t> seg;
+  std::vector<int64_t> ishape, sshape;
+  BatchInput In() const {
+    return {TensorView{image.data(), ishape, DType::kFloat32}, TensorView{seg.data(), sshape, DType::kInt16}};
+  }
+};
+
+Batch MakeBatch(int64_t b, int64_t c, std::vector<int64_t> spatial, uint32_t seed = 5) {
+  Batch x;
+  x.ishape = {b, c};
+  x.sshape = {b, 1};
+  x.ishape.insert(x.ishape.end(), spatial.begin(), spatial.end());
+  x.sshape.insert(x.sshape.end(), spatial.begin(), spatial.end());
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::uniform_int_distribution<int> l(-1, 3);
+  x.image.resize(NumElements(x.ishape));
+  for (float& v : x.image) v = n(gen);
+  x.seg.resize(NumElements(x.sshape));
+  for (int16_t& v : x.seg) v = static_cast<int16_t>(l(gen));
+  return x;
+}
+
+PipelineSpec Default(std::vector<int64_t> patch) {
+  TrainerConfig c;
+  c.patch_size = std::move(patch);
+  c.num_input_channels = 2;
+  c.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}};
+  auto spec = NnunetDefaultPipeline(c);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return *spec;
+}
+
+TEST(Engine, OutputsImageAndLabelPyramid) {
+  const PipelineSpec spec = Default({16, 16, 16});
+  const Batch x = MakeBatch(3, 2, spec.input_patch_size);
+  RunOptions opt;
+  opt.seed = 1;
+  auto out = AugmentBatch(spec, x.In(), opt);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->image.shape(), (std::vector<int64_t>{3, 2, 16, 16, 16}));
+  ASSERT_EQ(out->seg.size(), 3u);
+  EXPECT_EQ(out->seg[1].shape(), (std::vector<int64_t>{3, 1, 8, 8, 8}));
+  EXPECT_EQ(out->seg[2].dtype(), DType::kInt16);
+  for (int64_t i = 0; i < out->seg[0].numel(); ++i) EXPECT_GE(out->seg[0].data<int16_t>()[i], 0);  // −1 → 0
+  EXPECT_EQ(out->samples.size(), 3u);
+  EXPECT_EQ(out->samples[2].sample_index, 2u);
+  const nlohmann::json j = out->ParamsJson(spec);
+  EXPECT_EQ(j[0]["transforms"].size(), spec.transforms.size());
+}
+
+TEST(Engine, DeterministicAcrossThreadCountsAndBatchSplits) {
+  const PipelineSpec spec = Default({12, 14, 16});
+  const Batch x = MakeBatch(6, 2, spec.input_patch_size);
+  RunOptions one;
+  one.seed = 42;
+  one.first_sample_index = 1000;
+  one.num_threads = 1;
+  auto a = AugmentBatch(spec, x.In(), one);
+  ASSERT_TRUE(a.ok()) << a.status();
+  RunOptions four = one;
+  four.num_threads = 4;
+  auto b = AugmentBatch(spec, x.In(), four);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(0, std::memcmp(a->image.raw_data(), b->image.raw_data(), a->image.nbytes()));
+  // Samples 1003..1005 alone (batch of 3 starting at index 1003) equal the tail of the batch of 6.
+  Batch tail = x;
+  const int64_t per_i = NumElements(x.ishape) / 6, per_s = NumElements(x.sshape) / 6;
+  tail.image.assign(x.image.begin() + 3 * per_i, x.image.end());
+  tail.seg.assign(x.seg.begin() + 3 * per_s, x.seg.end());
+  tail.ishape[0] = tail.sshape[0] = 3;
+  RunOptions later = one;
+  later.first_sample_index = 1003;
+  later.num_threads = 2;
+  auto c = AugmentBatch(spec, tail.In(), later);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(0, std::memcmp(c->image.raw_data(), a->image.data<float>() + c->image.numel(), c->image.nbytes()));
+  for (size_t l = 0; l < a->seg.size(); ++l) {
+    EXPECT_EQ(0, std::memcmp(c->seg[l].raw_data(), a->seg[l].data<int16_t>() + c->seg[l].numel(), c->seg[l].nbytes()));
+  }
+  // A different seed changes the result.
+  RunOptions other = one;
+  other.seed = 43;
+  auto d = AugmentBatch(spec, x.In(), other);
+  ASSERT_TRUE(d.ok());
+  EXPECT_NE(0, std::memcmp(a->image.raw_data(), d->image.raw_data(), a->image.nbytes()));
+}
+
+TEST(Engine, InjectedParametersAreUsed) {
+  TrainerConfig tc;
+  tc.patch_size = {8, 8, 8};
+  auto spec = NnunetValidationPipeline(tc);
+  ASSERT_TRUE(spec.ok());
+  PipelineSpec p;
+  auto gamma = TransformSpec::FromJson({{"kind", "mirror"}, {"config", {{"allowed_axes", {0, 1, 2}}}}});
+  ASSERT_TRUE(gamma.ok());
+  p.transforms.push_back(*gamma);
+  const Batch x = MakeBatch(1, 1, {8, 8, 8});
+  std::vector<std::vector<nlohmann::json>> inj = {{{{"applied", true}, {"params", {{"axes", {2}}}}}}};
+  RunOptions opt;
+  opt.injected = &inj;
+  auto out = AugmentBatch(p, x.In(), opt);
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(out->image.data<float>()[k], x.image[7 - k]);
+  inj[0][0]["params"]["axes"] = {5};
+  EXPECT_EQ(AugmentBatch(p, x.In(), opt).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Engine, Float16InputAndBadInputs) {
+  const PipelineSpec spec = Default({8, 8, 8});
+  Batch x = MakeBatch(2, 2, spec.input_patch_size);
+  std::vector<uint16_t> half(x.image.size());
+  for (size_t i = 0; i < half.size(); ++i) half[i] = kernels::FloatToHalfBits(x.image[i]);
+  BatchInput in = x.In();
+  in.image = TensorView{half.data(), x.ishape, DType::kFloat16};
+  RunOptions opt;
+  EXPECT_TRUE(AugmentBatch(spec, in, opt).ok());
+
+  BatchInput bad = x.In();
+  bad.image.shape = {0, 2, 8, 8, 8};
+  auto s = AugmentBatch(spec, bad, opt).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("image.shape"), std::string::npos);
+  bad = x.In();
+  bad.image.shape = {2, 2, 8};
+  EXPECT_EQ(AugmentBatch(spec, bad, opt).status().code(), absl::StatusCode::kInvalidArgument);
+  bad = x.In();
+  bad.image.dtype = DType::kInt16;
+  s = AugmentBatch(spec, bad, opt).status();
+  EXPECT_NE(s.message().find("image.dtype"), std::string::npos);
+  bad = x.In();
+  bad.seg.dtype = DType::kFloat32;
+  s = AugmentBatch(spec, bad, opt).status();
+  EXPECT_NE(s.message().find("seg.dtype"), std::string::npos);
+  bad = x.In();
+  bad.seg.shape.back() = 3;
+  s = AugmentBatch(spec, bad, opt).status();
+  EXPECT_NE(s.message().find("seg.shape"), std::string::npos);
+  bad = x.In();
+  bad.image.shape = {1, 1, 5000, 5000, 5000};
+  EXPECT_EQ(AugmentBatch(spec, bad, opt).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace augmentd

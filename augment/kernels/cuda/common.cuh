@@ -1,0 +1,420 @@
+// augment/kernels/cuda/common.cuh — internal helpers shared by the pipeline kernels: error checks,
+// workspace layout, deterministic per-slice statistics, index rules of PyTorch's interpolation, and the
+// pointwise intensity chain (brightness, contrast, gamma) evaluated identically by every pass.
+//
+// Numerics: pointwise transforms use explicitly rounded float ops (__fmul_rn, __fadd_rn, ...) so the
+// compiler does not contract them into FMAs; that keeps them bit-identical to PyTorch's CPU kernels,
+// which bgv2 runs.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "augment/kernels/cuda/pipeline_cuda.h"
+
+#define AUGMENTD_CUDA_RETURN_IF_ERROR(expr) \
+  do {                                      \
+    const cudaError_t err_ = (expr);        \
+    if (err_ != cudaSuccess) return err_;   \
+  } while (0)
+
+// After every launch: a launch-configuration error surfaces here (asynchronous faults surface later).
+#define AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR() AUGMENTD_CUDA_RETURN_IF_ERROR(cudaGetLastError())
+
+namespace augmentd::cuda::internal {
+
+inline constexpr int kThreads = 256;                     // threads per block of every slice kernel
+inline constexpr int kVoxPerThread = 8;                  // voxels per thread
+inline constexpr int kChunk = kThreads * kVoxPerThread;  // voxels per block
+
+// Per-block partial statistics of one (sample, channel) slice.
+struct Partial {
+  double sum;
+  double sumsq;
+  float mn;
+  float mx;
+};
+
+// Finalised statistics of one slice: mean, unbiased std (torch.std), min, max.
+struct Stats {
+  float mean;
+  float std;
+  float mn;
+  float mx;
+};
+
+// One reduction target: partials [slices][max_blocks], counters [slices], results [slices].
+struct StatsSlot {
+  Partial* partials;
+  unsigned int* counters;
+  Stats* result;
+  int max_blocks;
+};
+
+enum SlotId { kSlotV1 = 0, kSlotV3 = 1, kSlotY0 = 2, kSlotV4 = 3, kSlotY1 = 4, kNumSlots = 5 };
+
+struct Workspace {
+  float* x1;        // (B, C, P) scratch image
+  float* x2;        // (B, C, P) scratch image
+  float* low;       // (B, C, P) low-res downsampled images (each slice uses its first prod(Q) floats)
+  uint8_t* mask;    // (B, P) seg < 0 at the final (mirrored) position
+  int32_t* lowest;  // (B) lowest labels
+  StatsSlot slot[kNumSlots];
+  size_t bytes;
+};
+
+inline size_t AlignUp(size_t v) { return (v + 255) / 256 * 256; }
+
+inline int64_t Prod(const int32_t* s) { return int64_t{s[0]} * s[1] * s[2]; }
+
+inline int BlocksPerSlice(const BatchShape& shape) { return static_cast<int>((Prod(shape.out) + kChunk - 1) / kChunk); }
+
+// The spatial kernel walks bricks of kBrickZ x kBrickY x kBrickX output voxels (a warp covers 4 x 8 in
+// (axis 1, axis 2), so its sampling points stay compact in the input: fewer cache lines per gather).
+inline constexpr int kBrickZ = kVoxPerThread, kBrickY = 16, kBrickX = 16;
+inline int SpatialBricks(const BatchShape& s) {
+  return ((s.out[0] + kBrickZ - 1) / kBrickZ) * ((s.out[1] + kBrickY - 1) / kBrickY) *
+         ((s.out[2] + kBrickX - 1) / kBrickX);
+}
+
+// Carves the workspace (base may be null to only compute the size).
+inline Workspace CarveWorkspace(const BatchShape& shape, void* base) {
+  Workspace ws{};
+  const size_t slices = static_cast<size_t>(shape.batch) * shape.channels;
+  const size_t n = slices * static_cast<size_t>(Prod(shape.out));
+  const int max_blocks = std::max(BlocksPerSlice(shape), SpatialBricks(shape));
+  char* p = static_cast<char*>(base);
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    char* r = p ? p + off : nullptr;
+    off += AlignUp(bytes);
+    return r;
+  };
+  ws.x1 = reinterpret_cast<float*>(take(n * sizeof(float)));
+  ws.x2 = reinterpret_cast<float*>(take(n * sizeof(float)));
+  ws.low = reinterpret_cast<float*>(take(n * sizeof(float)));
+  ws.mask = reinterpret_cast<uint8_t*>(take(static_cast<size_t>(shape.batch) * Prod(shape.out)));
+  ws.lowest = reinterpret_cast<int32_t*>(take(static_cast<size_t>(shape.batch) * sizeof(int32_t)));
+  for (int s = 0; s < kNumSlots; ++s) {
+    ws.slot[s].partials = reinterpret_cast<Partial*>(take(slices * max_blocks * sizeof(Partial)));
+    ws.slot[s].counters = reinterpret_cast<unsigned int*>(take(slices * sizeof(unsigned int)));
+    ws.slot[s].result = reinterpret_cast<Stats*>(take(slices * sizeof(Stats)));
+    ws.slot[s].max_blocks = max_blocks;
+  }
+  ws.bytes = off;
+  return ws;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Deterministic block reduction and last-block finalisation.
+
+__device__ __forceinline__ void WarpReduce(Partial& p) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    p.sum += __shfl_down_sync(0xffffffffu, p.sum, o);
+    p.sumsq += __shfl_down_sync(0xffffffffu, p.sumsq, o);
+    p.mn = fminf(p.mn, __shfl_down_sync(0xffffffffu, p.mn, o));
+    p.mx = fmaxf(p.mx, __shfl_down_sync(0xffffffffu, p.mx, o));
+  }
+}
+
+__device__ __forceinline__ Partial EmptyPartial() { return Partial{0.0, 0.0, INFINITY, -INFINITY}; }
+
+// Block-wide reduction (blockDim.x == kThreads); the result is valid in thread 0. Fixed order.
+__device__ __forceinline__ Partial BlockReduce(Partial p) {
+  __shared__ Partial warp_part[kThreads / 32];
+  WarpReduce(p);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();  // warp_part may still be read by a previous call
+  if (lane == 0) warp_part[warp] = p;
+  __syncthreads();
+  if (warp == 0) {
+    p = lane < kThreads / 32 ? warp_part[lane] : EmptyPartial();
+    WarpReduce(p);
+  }
+  return p;
+}
+
+// Stores this block's partial (p valid in thread 0) for `slice`; the last block of the slice reduces all
+// partials in a fixed order, writes the slice's Stats over `count` voxels and re-arms the counter.
+__device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, int block, int nblocks,
+                                              const Partial& p, int64_t count) {
+  __shared__ bool is_last;
+  if (threadIdx.x == 0) {
+    slot.partials[static_cast<int64_t>(slice) * slot.max_blocks + block] = p;
+    __threadfence();
+    const unsigned int ticket = atomicAdd(slot.counters + slice, 1u);
+    is_last = ticket == static_cast<unsigned int>(nblocks - 1);
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  Partial acc = EmptyPartial();
+  const Partial* parts = slot.partials + static_cast<int64_t>(slice) * slot.max_blocks;
+  for (int i = threadIdx.x; i < nblocks; i += blockDim.x) {
+    Partial q;
+    q.sum = __ldcg(&parts[i].sum);
+    q.sumsq = __ldcg(&parts[i].sumsq);
+    q.mn = __ldcg(&parts[i].mn);
+    q.mx = __ldcg(&parts[i].mx);
+    acc.sum += q.sum;
+    acc.sumsq += q.sumsq;
+    acc.mn = fminf(acc.mn, q.mn);
+    acc.mx = fmaxf(acc.mx, q.mx);
+  }
+  acc = BlockReduce(acc);
+  if (threadIdx.x == 0) {
+    const double n = static_cast<double>(count);
+    const double mean = acc.sum / n;
+    const double var = count > 1 ? (acc.sumsq - acc.sum * mean) / (n - 1.0) : 0.0;
+    Stats s;
+    s.mean = static_cast<float>(mean);
+    s.std = static_cast<float>(sqrt(var > 0.0 ? var : 0.0));
+    s.mn = acc.mn;
+    s.mx = acc.mx;
+    slot.result[slice] = s;
+    slot.counters[slice] = 0u;
+  }
+}
+
+__device__ __forceinline__ void Accumulate(Partial& p, float v) {
+  p.sum += static_cast<double>(v);
+  p.sumsq += static_cast<double>(v) * static_cast<double>(v);
+  p.mn = fminf(p.mn, v);
+  p.mx = fmaxf(p.mx, v);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// PyTorch index rules (ATen/native/UpSample.h).
+
+// nearest-exact: src = min(floor((i + 0.5) * scale), in − 1), scale = float(in) / out, product in double
+// then narrowed to float as in ATen.
+__host__ __device__ __forceinline__ int NearestExactSrc(int i, int in, int out) {
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  const int s = static_cast<int>(floorf(static_cast<float>((i + 0.5) * static_cast<double>(scale))));
+  return s < in - 1 ? s : in - 1;
+}
+
+// The output index i whose nearest-exact source is `src` when downsampling in -> out (out <= in), or -1.
+__host__ __device__ __forceinline__ int NearestExactInverse(int src, int in, int out) {
+  const int guess = static_cast<int>(static_cast<int64_t>(src) * out / in);
+  for (int i = guess - 1; i <= guess + 1; ++i) {
+    if (i >= 0 && i < out && NearestExactSrc(i, in, out) == src) return i;
+  }
+  return -1;
+}
+
+// Trilinear (align_corners=False) source index and weight of the upper neighbour along one axis;
+// ratio = float(in) / out (precomputed per block).
+__device__ __forceinline__ void LinearSrc(int i, int in, int out, float ratio, int& i0, int& i1, float& l1) {
+  if (in == out) {
+    i0 = i1 = i;
+    l1 = 0.f;
+    return;
+  }
+  float src = __fsub_rn(__fmul_rn(ratio, __fadd_rn(static_cast<float>(i), 0.5f)), 0.5f);
+  if (src < 0.f) src = 0.f;
+  i0 = min(static_cast<int>(floorf(src)), in - 1);
+  l1 = fminf(fmaxf(__fsub_rn(src, static_cast<float>(i0)), 0.f), 1.f);
+  i1 = i0 + (i0 < in - 1 ? 1 : 0);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Pointwise chain. Stage values: V1 (after blur) -> V2 (brightness, contrast) -> V3 (after low-res)
+// -> V4 (gamma slot 0) -> V5 (gamma slot 1). Per-slice constants are built once per block.
+
+// Brightness, then contrast with preserve_range. Stats of brightness·V1 follow from those of V1 (fl(m·x)
+// is monotone in x for m > 0, so min/max are exact; the mean is within an ulp).
+struct BCConsts {
+  float m;
+  bool contrast;
+  float mean, mn, mx, factor;
+};
+
+__device__ __forceinline__ BCConsts MakeBC(const ChannelParams& cp, const Stats* s_v1) {
+  BCConsts k;
+  k.m = cp.brightness;
+  k.contrast = cp.contrast != 0.f;
+  k.factor = cp.contrast;
+  k.mean = k.mn = k.mx = 0.f;
+  if (k.contrast) {
+    const Stats s = *s_v1;
+    k.mean = __fmul_rn(s.mean, k.m);
+    k.mn = __fmul_rn(s.mn, k.m);
+    k.mx = __fmul_rn(s.mx, k.m);
+  }
+  return k;
+}
+
+__device__ __forceinline__ float ApplyBC(float v, const BCConsts& k) {
+  v = __fmul_rn(v, k.m);
+  if (k.contrast) {
+    v = __fadd_rn(__fmul_rn(__fsub_rn(v, k.mean), k.factor), k.mean);
+    v = fminf(fmaxf(v, k.mn), k.mx);
+  }
+  return v;
+}
+
+// Gamma slot: x = (inverted ? −v : v); y = ((x − min)/max(r, 1e-7))^γ·r + min; retain: (y − mean(y))·σ_x/
+// max(σ_y, 1e-7) + μ_x; result un-inverted. Fast-math pow (ex2/lg2): relative error ~1e-6 of the range.
+struct GammaConsts {
+  bool on, inv, retain;
+  float g, mn, r, inv_r;
+  float mu, mean_y, scale;
+};
+
+__device__ __forceinline__ GammaConsts MakeGammaCore(const ChannelParams& cp, int k, const Stats* s_in) {
+  GammaConsts c{};
+  c.on = cp.gamma[k] != 0.f;
+  if (!c.on) return c;
+  c.inv = cp.gamma_invert[k] != 0;
+  c.retain = cp.gamma_retain[k] != 0;
+  c.g = cp.gamma[k];
+  const Stats s = *s_in;
+  c.mn = c.inv ? -s.mx : s.mn;
+  const float mx = c.inv ? -s.mn : s.mx;
+  c.r = __fsub_rn(mx, c.mn);
+  c.inv_r = 1.f / fmaxf(c.r, 1e-7f);
+  c.mu = c.inv ? -s.mean : s.mean;
+  c.scale = s.std;  // completed by AddRetain
+  return c;
+}
+
+__device__ __forceinline__ void AddRetain(GammaConsts& c, const Stats* s_y) {
+  if (!c.on || !c.retain) return;
+  const Stats s = *s_y;
+  c.mean_y = s.mean;
+  c.scale = c.scale / fmaxf(s.std, 1e-7f);
+}
+
+__device__ __forceinline__ float GammaCore(float v, const GammaConsts& c) {
+  const float x = c.inv ? -v : v;
+  const float base = fmaxf(__fmul_rn(__fsub_rn(x, c.mn), c.inv_r), 0.f);
+  return __fadd_rn(__fmul_rn(__powf(base, c.g), c.r), c.mn);
+}
+
+__device__ __forceinline__ float GammaFull(float v, const GammaConsts& c) {
+  if (!c.on) return v;
+  float y = GammaCore(v, c);
+  if (c.retain) y = __fadd_rn(__fmul_rn(__fsub_rn(y, c.mean_y), c.scale), c.mu);
+  return c.inv ? -y : y;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Output conversion.
+
+template <typename T>
+__device__ __forceinline__ T FromFloat(float v);
+template <>
+__device__ __forceinline__ float FromFloat<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __half FromFloat<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+__device__ __forceinline__ void StoreOut(void* out, OutDType dt, int64_t idx, float v) {
+  switch (dt) {
+    case OutDType::kFloat16:
+      static_cast<__half*>(out)[idx] = FromFloat<__half>(v);
+      break;
+    case OutDType::kBFloat16:
+      static_cast<__nv_bfloat16*>(out)[idx] = FromFloat<__nv_bfloat16>(v);
+      break;
+    default:
+      static_cast<float*>(out)[idx] = v;
+      break;
+  }
+}
+
+// Linear index helpers.
+__device__ __forceinline__ void Unravel(int j, const int* p, int& j0, int& j1, int& j2) {
+  j2 = j % p[2];
+  const int t = j / p[2];
+  j1 = t % p[1];
+  j0 = t / p[1];
+}
+
+// Walks (j0, j1, j2) of the linear index j = first + k·kThreads without divisions in the loop.
+struct IndexWalker {
+  int j0, j1, j2;
+  int s0, s1, s2;
+  __device__ __forceinline__ IndexWalker(int first, const int* p) {
+    Unravel(first, p, j0, j1, j2);
+    Unravel(kThreads, p, s0, s1, s2);
+  }
+  __device__ __forceinline__ void Step(const int* p) {
+    j2 += s2;
+    if (j2 >= p[2]) {
+      j2 -= p[2];
+      ++j1;
+    }
+    j1 += s1;
+    while (j1 >= p[1]) {
+      j1 -= p[1];
+      ++j0;
+    }
+    j0 += s0;
+  }
+};
+
+__device__ __forceinline__ int MirrorIndex(int j0, int j1, int j2, const int* p, int mirror_mask) {
+  if (mirror_mask & 1) j0 = p[0] - 1 - j0;
+  if (mirror_mask & 2) j1 = p[1] - 1 - j1;
+  if (mirror_mask & 4) j2 = p[2] - 1 - j2;
+  return (j0 * p[1] + j1) * p[2] + j2;
+}
+
+// Shape arguments passed by value to every kernel.
+struct Dims {
+  int b, c;
+  int in[3];
+  int out[3];
+  int64_t in_n;   // prod(in)
+  int64_t out_n;  // prod(out)
+  int nchunks;    // chunks of kChunk voxels per slice
+  int grid;       // blocks per slice of the slice kernels (each loops over chunks, grid-stride)
+};
+
+// Multiprocessor count of the current device (cached; sizes the grid-stride launches).
+inline int DeviceSmCount() {
+  static const int count = [] {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      n = 132;
+    }
+    return n > 0 ? n : 132;
+  }();
+  return count;
+}
+
+inline Dims MakeDims(const BatchShape& s) {
+  Dims d{};
+  d.b = s.batch;
+  d.c = s.channels;
+  for (int i = 0; i < 3; ++i) {
+    d.in[i] = s.in[i];
+    d.out[i] = s.out[i];
+  }
+  d.in_n = Prod(s.in);
+  d.out_n = Prod(s.out);
+  d.nchunks = BlocksPerSlice(s);
+  // About four resident blocks per SM over the whole batch; every block then loops over several chunks, so
+  // the per-block reduction and its fence are amortised and the grid is one wave.
+  const int slices = s.batch * s.channels;
+  const int target = (4 * DeviceSmCount() + slices - 1) / slices;
+  d.grid = std::max(1, std::min(d.nchunks, target));
+  return d;
+}
+
+}  // namespace augmentd::cuda::internal

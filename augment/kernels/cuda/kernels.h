@@ -1,0 +1,40 @@
+// augment/kernels/cuda/kernels.h — internal launchers of the pipeline stages (one launch per batch per
+// stage). Not a public API: RunPipeline (pipeline_cuda.h) sequences them. All enqueue on `stream`.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "augment/kernels/cuda/common.cuh"
+#include "augment/kernels/cuda/pipeline_cuda.h"
+
+namespace augmentd::cuda::internal {
+
+// Spatial transform + noise epilogue + seg/DS/mask. `direct`: no later image stage, write the output.
+cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
+                          const Workspace& ws, bool use_lowest_buffer, bool direct, bool with_mask, bool want_stats,
+                          cudaStream_t stream);
+cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, int32_t* d_lowest, cudaStream_t stream);
+
+// Separable blur of the blurred slices: x1 -> x2 -> x1 -> x2; stats of the result into slot V1.
+cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
+                       cudaStream_t stream);
+
+// State of the intensity chain passed to the later passes.
+struct ChainState {
+  bool blur_active;  // blurred slices live in x2
+  bool mid_done;     // cur holds V3 (brightness, contrast and low-res applied)
+  bool gamma0_active;
+};
+
+cudaError_t LaunchLowResDown(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
+                             const ChainState& st, cudaStream_t stream);
+cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
+                      bool lowres_active, cudaStream_t stream);
+// mode: 0 = stats of gamma-0 core output (slot Y0), 1 = stats of V4 (slot V4), 2 = stats of gamma-1 core
+// output (slot Y1).
+cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
+                             const ChainState& st, int mode, cudaStream_t stream);
+cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
+                        const Workspace& ws, const ChainState& st, bool with_mask, cudaStream_t stream);
+
+}  // namespace augmentd::cuda::internal

@@ -1,0 +1,119 @@
+// augment/kernels/cuda/pipeline_cuda.cu — sequences the stage launches of one batch (pipeline_cuda.h).
+//
+// Launch plan (stages no sample uses are skipped; the host knows which from ActiveStages):
+//   [lowest labels]  only for the zero-padding seg border
+//   spatial          sample + noise + seg/DS/mask; writes the final image directly when nothing follows
+//   blur ×3          separable passes, stats of the result (contrast input)
+//   low-res down     nearest-exact picks of brightness/contrast(V1)
+//   mid              trilinear up or brightness/contrast, stats of V3 (gamma input)
+//   gamma stats      y0 stats; V4 stats; y1 stats (each only if its slot is used)
+//   final            pointwise rest, mirroring, mask, dtype
+// Every stage is one launch over the whole batch with per-sample parameters read on the device.
+#include <cmath>
+
+#include "augment/kernels/cuda/common.cuh"
+#include "augment/kernels/cuda/kernels.h"
+#include "augment/kernels/cuda/pipeline_cuda.h"
+
+namespace augmentd::cuda {
+namespace internal {
+int KernelSizeForHost(double sigma);
+}  // namespace internal
+
+using internal::ChainState;
+using internal::Workspace;
+
+uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
+  uint32_t st = 0;
+  for (int b = 0; b < shape.batch; ++b) {
+    const SampleParams& p = h_params[b];
+    if (p.noise_sigma != 0.f) st |= kStageNoise;
+    if (!p.seg_border_minus_one && !p.use_crop) st |= kStageLowestLabel;
+    for (int c = 0; c < shape.channels; ++c) {
+      const ChannelParams& cp = p.ch[c];
+      if (cp.blur_sigma[0] != 0.f) st |= kStageBlur;
+      if (cp.contrast != 0.f) st |= kStageContrast;
+      if (cp.lowres_shape[0] != 0) st |= kStageLowRes;
+      if (cp.gamma[0] != 0.f) st |= kStageGamma0;
+      if (cp.gamma[1] != 0.f) st |= kStageGamma1;
+      if (cp.mask != 0) st |= kStageMask;
+    }
+  }
+  return st;
+}
+
+static bool ValidShape(const BatchShape& s) {
+  if (s.batch < 1 || s.channels < 1 || s.channels > kMaxChannels) return false;
+  if (s.num_ds < 0 || s.num_ds > kMaxDsLevels) return false;
+  for (int d = 0; d < 3; ++d) {
+    if (s.in[d] < 1 || s.out[d] < 1) return false;
+  }
+  if (internal::Prod(s.out) > (int64_t{1} << 30) || internal::Prod(s.in) >= (int64_t{1} << 31)) return false;
+  for (int l = 0; l < s.num_ds; ++l) {
+    for (int d = 0; d < 3; ++d) {
+      if (s.ds[l][d] < 1 || s.ds[l][d] > s.out[d]) return false;
+    }
+  }
+  return true;
+}
+
+size_t WorkspaceBytes(const BatchShape& shape) {
+  if (!ValidShape(shape)) return 0;
+  return internal::CarveWorkspace(shape, nullptr).bytes;
+}
+
+cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t stream) {
+  if (!ValidShape(shape) || workspace == nullptr) return cudaErrorInvalidValue;
+  const Workspace ws = internal::CarveWorkspace(shape, workspace);
+  const size_t slices = static_cast<size_t>(shape.batch) * shape.channels;
+  for (int s = 0; s < internal::kNumSlots; ++s) {
+    AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ws.slot[s].counters, 0, slices * sizeof(unsigned int), stream));
+  }
+  return cudaSuccess;
+}
+
+cudaError_t ComputeLowestLabels(const BatchShape& shape, const int16_t* seg, int32_t* d_lowest, cudaStream_t stream) {
+  if (!ValidShape(shape) || seg == nullptr || d_lowest == nullptr) return cudaErrorInvalidValue;
+  return internal::LaunchLowestLabels(shape, seg, d_lowest, stream);
+}
+
+cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, uint32_t stages, const PipelineIO& io,
+                        void* workspace, cudaStream_t stream) {
+  if (!ValidShape(shape) || d_params == nullptr || workspace == nullptr || io.image == nullptr || io.seg == nullptr ||
+      io.out_image == nullptr || io.out_seg == nullptr) {
+    return cudaErrorInvalidValue;
+  }
+  for (int l = 0; l < shape.num_ds; ++l) {
+    if (io.out_ds[l] == nullptr) return cudaErrorInvalidValue;
+  }
+  const Workspace ws = internal::CarveWorkspace(shape, workspace);
+  const bool blur = stages & kStageBlur, contrast = stages & kStageContrast, lowres = stages & kStageLowRes;
+  const bool g0 = stages & kStageGamma0, g1 = stages & kStageGamma1, mask = stages & kStageMask;
+  const bool lowest = stages & kStageLowestLabel;
+  const bool direct = !(blur || contrast || lowres || g0 || g1);
+
+  if (lowest) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowestLabels(shape, io.seg, ws.lowest, stream));
+  AUGMENTD_CUDA_RETURN_IF_ERROR(
+      internal::LaunchSpatial(shape, d_params, io, ws, lowest, direct, mask, contrast, stream));
+  if (direct) return cudaSuccess;
+
+  ChainState st{blur, false, g0};
+  if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, stream));
+  if (lowres) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowResDown(shape, d_params, ws, st, stream));
+  if (lowres || g0 || g1) {
+    AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, lowres, stream));
+    st.mid_done = true;
+  }
+  if (g0) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 0, stream));
+  if (g1) {
+    if (g0) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 1, stream));
+    AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 2, stream));
+  }
+  return internal::LaunchFinal(shape, d_params, io, ws, st, mask, stream);
+}
+
+int BlurKernelSize(double sigma) { return internal::KernelSizeForHost(sigma); }
+
+int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+}  // namespace augmentd::cuda

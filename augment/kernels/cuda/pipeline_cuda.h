@@ -1,0 +1,147 @@
+// augment/kernels/cuda/pipeline_cuda.h — the CUDA kernel layer of augmentd: nnU-Net's default
+// augmentation chain (batchgeneratorsv2 0.3.5 semantics) as batch-first fused kernels.
+//
+// Pure kernels: device pointers in, caller-provided device buffers out, an explicit stream, per-sample
+// parameters in a device array, one launch per batch per stage, no allocation after setup. Torch-free
+// and protobuf-free: the ops layer draws the parameters (augment/rng.h) and calls these functions.
+//
+//   augmentd::cuda::BatchShape shape;                    // B, C, input (enlarged) and patch sizes, DS levels
+//   shape.batch = 2; shape.channels = 1; ...
+//   size_t ws_bytes = augmentd::cuda::WorkspaceBytes(shape);
+//   void* ws;  cudaMalloc(&ws, ws_bytes);                // once
+//   augmentd::cuda::InitWorkspace(shape, ws, stream);    // once (zeroes the reduction counters)
+//   std::vector<augmentd::cuda::SampleParams> p(B);      // filled by the ops layer on the host
+//   cudaMemcpyAsync(d_params, p.data(), B * sizeof(p[0]), cudaMemcpyHostToDevice, stream);
+//   augmentd::cuda::PipelineIO io{...};                  // device pointers (input patch, outputs)
+//   augmentd::cuda::RunPipeline(shape, d_params, augmentd::cuda::ActiveStages(p.data(), shape), io, ws, stream);
+//
+// Layouts: image (B, C, S0, S1, S2) float32 contiguous; seg (B, 1, S0, S1, S2) int16; outputs
+// (B, C, P0, P1, P2) in `out_dtype`, seg (B, 1, P...) int16, one (B, 1, Q_k...) int16 per DS level.
+//
+// Semantics (reference/nnunet_pipeline.md §3–§4), applied per sample in this order: spatial transform
+// (affine pull map or integer centre crop; trilinear image with zero padding, align_corners=False;
+// per-label linear seg vote with fp16 rounding and lowest-label ties; −1 border with bgv2's
+// swapped-threshold quirk), Gaussian noise, Gaussian blur (reflect padding), multiplicative brightness,
+// contrast (preserve range), low resolution (nearest-exact down, trilinear up), gamma slot 0, gamma
+// slot 1, mirroring, image masking where seg < 0, seg −1 → 0, deep-supervision targets (nearest-exact).
+//
+// Thread-safety: functions are reentrant; a workspace must not be used by two batches in flight at
+// once (use one workspace per stream). Everything is enqueued on `stream`; nothing synchronizes, nothing
+// allocates. Errors are returned as cudaError_t (the ops layer maps them to absl::Status). Launch shapes
+// are sized from the current device's SM count, read once per process.
+//
+// Performance (H200, bench/results/2026-11-29-h200-cuda-kernels.md): B=2, 1 channel, 205³ -> 128³,
+// every transform on: 0.42 ms per batch; default probabilities: 0.16 ms.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace augmentd::cuda {
+
+inline constexpr int kMaxChannels = 8;    // image channels per sample supported by the kernels
+inline constexpr int kMaxDsLevels = 8;    // deep-supervision levels (full resolution excluded)
+inline constexpr int kMaxBlurRadius = 8;  // blur kernel size <= 17 (sigma <= ~2.75)
+
+enum class OutDType : int32_t { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
+
+// Shapes of one batch. All samples share the input (enlarged patch) and output (patch) shapes.
+struct BatchShape {
+  int32_t batch = 0;                 // B >= 1
+  int32_t channels = 1;              // C in [1, kMaxChannels]
+  int32_t in[3] = {0, 0, 0};         // S: enlarged patch (initial_patch_size)
+  int32_t out[3] = {0, 0, 0};        // P: final patch
+  int32_t num_ds = 0;                // DS levels written besides full resolution (scale-1 levels dropped)
+  int32_t ds[kMaxDsLevels][3] = {};  // Q_k = round_half_even(P * s_k), computed by the caller
+  OutDType out_dtype = OutDType::kFloat32;
+  int32_t remove_minus_one = 1;  // RemoveLabelTansform(-1 -> 0) on the seg outputs
+};
+
+// Per-channel parameters of one sample. A transform that was not drawn for a channel is "off".
+struct ChannelParams {
+  float blur_sigma[3] = {0.f, 0.f, 0.f};  // per spatial axis; blur off when blur_sigma[0] == 0
+  float brightness = 1.f;                 // multiplier (1 = off: x * 1 is exact)
+  float contrast = 0.f;                   // factor; 0 = off. preserve_range is always on (nnU-Net)
+  int32_t lowres_shape[3] = {0, 0, 0};    // round_half_even(P_d * s); 0 = off
+  float gamma[2] = {0.f, 0.f};            // gamma slot k; 0 = off
+  int32_t gamma_invert[2] = {0, 0};       // slot k inverts the image around the transform
+  int32_t gamma_retain[2] = {1, 1};       // slot k retains mean and (unbiased) std
+  int32_t mask = 0;                       // MaskImageTransform: set to 0 where seg < 0
+};
+
+// Everything random about one sample (the ops layer draws it; see reference §4).
+struct SampleParams {
+  // Spatial. Pull map of bgv2: for patch voxel j (pre-mirroring), u = A·(j − (P−1)/2) + shift is the
+  // centred input coordinate; it is normalised by S/2 and unnormalised as grid_sample does
+  // (x = ((u/(S/2) + 1)·S − 1)/2 ≈ u + (S−1)/2). A is row-major A[d][e]; shift is c − S/2 (0 in nnU-Net).
+  float matrix[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  float shift[3] = {0.f, 0.f, 0.f};
+  int32_t use_crop = 1;              // 1: no rotation/scale drawn -> integer crop at floor(S/2) − floor(P/2)
+  int32_t mirror_mask = 0;           // bit d set: flip spatial axis d (MirrorTransform, folded into indexing)
+  int32_t seg_border_minus_one = 1;  // 1: border_mode_seg='constant', padding -1 (nnU-Net >= 2.7)
+  int32_t lowest_label = 0;          // lowest label in this sample's input seg (only read when the border
+                                     // is not -1: see ComputeLowestLabels)
+  // Gaussian noise (synchronize_channels=True): one sigma, an independent field per channel:
+  // value = sigma * NormalAt(MakeStreamKey(seed, sample_index, noise_transform_index, channel), voxel)
+  // where voxel is the linear index in the (P0,P1,P2) patch before mirroring. sigma 0 = off.
+  float noise_sigma = 0.f;
+  uint32_t noise_transform_index = 0;
+  uint64_t seed = 0;
+  uint64_t sample_index = 0;
+  ChannelParams ch[kMaxChannels];
+};
+
+// Stages present in a batch (a stage that no sample uses is not launched).
+enum StageBits : uint32_t {
+  kStageNoise = 1u << 0,
+  kStageBlur = 1u << 1,
+  kStageContrast = 1u << 2,
+  kStageLowRes = 1u << 3,
+  kStageGamma0 = 1u << 4,
+  kStageGamma1 = 1u << 5,
+  kStageMask = 1u << 6,
+  kStageLowestLabel = 1u << 7,  // some sample needs its lowest label computed on the device
+  kStageAll = 0xffu,
+};
+
+// Which stages the host-side parameters use (host function, reads h_params[0..B)).
+uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape);
+
+// Device pointers of one batch. Outputs are caller-owned (e.g. the service's IPC slots).
+struct PipelineIO {
+  const float* image = nullptr;        // (B, C, S) float32
+  const int16_t* seg = nullptr;        // (B, 1, S) int16
+  void* out_image = nullptr;           // (B, C, P) in shape.out_dtype
+  int16_t* out_seg = nullptr;          // (B, 1, P)
+  int16_t* out_ds[kMaxDsLevels] = {};  // (B, 1, Q_k)
+};
+
+// Workspace for one batch shape (device memory, caller-allocated, 256-byte aligned): scratch images, the
+// low-res buffer, the mask and the per-slice reduction state. Its layout depends on the whole BatchShape:
+// call InitWorkspace once after allocating it and again whenever the shape changes (a workspace sized for a
+// larger shape may be re-initialised for a smaller one).
+size_t WorkspaceBytes(const BatchShape& shape);
+// Zeroes the reduction counters (enqueued on `stream`). The kernels re-arm them, so steady-state batches of
+// the same shape need no further initialisation.
+cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t stream);
+
+// Runs the whole default pipeline on a batch. `d_params`: B SampleParams in device memory (read by the
+// kernels while they run). `stages`: ActiveStages(...) of the same parameters (a superset is valid, only
+// slower). Returns the first launch error (cudaErrorInvalidValue for a bad shape). Asynchronous.
+cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, uint32_t stages, const PipelineIO& io,
+                        void* workspace, cudaStream_t stream);
+
+// Lowest label per sample of the input seg (B int32 into d_lowest), for the zero-padding seg border
+// (bgv2 before nnU-Net 2.7): there, voxels with no in-bounds corner take the lowest label of the patch.
+// RunPipeline calls it itself when kStageLowestLabel is set.
+cudaError_t ComputeLowestLabels(const BatchShape& shape, const int16_t* seg, int32_t* d_lowest, cudaStream_t stream);
+
+// --- Host helpers with Python's exact rounding rules (for the ops layer and the tests). ---
+// bgv2 `_build_kernel(sigma, truncate=6)` size: nearest odd of 6·sigma + 0.5 (banker's rounding).
+int BlurKernelSize(double sigma);
+// round(n · s) with Python's round-half-to-even (low-res and DS shapes).
+int RoundHalfEven(double v);
+
+}  // namespace augmentd::cuda

@@ -1,0 +1,613 @@
+// GPU tests of the CUDA kernel layer against an ATen (CPU, float32) re-statement of bgv2 0.3.5, computed
+// from the same per-sample parameters: grid_sample per label with fp16 rounding, reflect-padded conv3d
+// blur, nearest-exact / trilinear interpolate, gamma with retained (unbiased) stats, flips, DS picks.
+// Fresh random inputs every run (the seed is printed), poisoned outputs, B = 1, 2, 8, odd sizes,
+// 1 and 4 channels, 2 and 8 labels. Skipped when no GPU is present. Label gpu.
+#include "augment/kernels/cuda/pipeline_cuda.h"
+
+#include <ATen/ATen.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "augment/rng.h"
+
+namespace augmentd::cuda {
+namespace {
+
+bool HaveGpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+#define CUDA_OK(expr)                                                      \
+  do {                                                                     \
+    const cudaError_t e_ = (expr);                                         \
+    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_); \
+  } while (0)
+
+struct Probs {
+  double rot = 0.2, scale = 0.2, noise = 0.1, blur = 0.2, blur_ch = 0.5, bright = 0.15, contrast = 0.15, lowres = 0.25,
+         lowres_ch = 0.5, g0 = 0.1, g1 = 0.3, mirror = 0.5, mask_ch = 0.0;
+  bool border_m1 = true;
+  static Probs AllOn() {
+    Probs p;
+    p.rot = p.scale = p.noise = p.blur = p.blur_ch = p.bright = p.contrast = p.lowres = p.lowres_ch = p.g0 = p.g1 = 1.0;
+    p.mirror = 0.5;
+    p.mask_ch = 0.5;
+    return p;
+  }
+  static Probs None() {
+    Probs p;
+    p.rot = p.scale = p.noise = p.blur = p.bright = p.contrast = p.lowres = p.g0 = p.g1 = 0.0;
+    return p;
+  }
+};
+
+struct Case {
+  std::string name;
+  int B = 2, C = 1;
+  int S[3] = {37, 45, 41};
+  int P[3] = {25, 31, 28};
+  int labels = 4;
+  Probs probs;
+  OutDType dtype = OutDType::kFloat32;
+};
+
+double BGContrast(std::mt19937_64& g, double lo, double hi) {
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  if (u01(g) < 0.5 && lo < 1.0) return lo + (1.0 - lo) * u01(g);
+  const double a = std::max(lo, 1.0);
+  return a + (hi - a) * u01(g);
+}
+
+void Matmul3(const double* a, const double* b, double* out) {
+  double t[9];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) t[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
+  std::memcpy(out, t, sizeof(t));
+}
+
+SampleParams DrawParams(std::mt19937_64& g, const Case& cs, uint64_t seed, uint64_t index) {
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  const Probs& pr = cs.probs;
+  SampleParams p;
+  const bool rot = u01(g) < pr.rot, scale = u01(g) < pr.scale;
+  double A[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  if (rot) {
+    const double a0 = -0.5236 + 1.0472 * u01(g), a1 = -0.5236 + 1.0472 * u01(g), a2 = -0.5236 + 1.0472 * u01(g);
+    const double rx[9] = {1, 0, 0, 0, std::cos(a0), -std::sin(a0), 0, std::sin(a0), std::cos(a0)};
+    const double ry[9] = {std::cos(a1), 0, std::sin(a1), 0, 1, 0, -std::sin(a1), 0, std::cos(a1)};
+    const double rz[9] = {std::cos(a2), -std::sin(a2), 0, std::sin(a2), std::cos(a2), 0, 0, 0, 1};
+    Matmul3(rz, ry, A);
+    Matmul3(A, rx, A);
+  }
+  if (scale) {
+    const double s = 0.7 + 0.7 * u01(g);
+    for (int i = 0; i < 9; ++i) A[i] *= s;
+  }
+  for (int i = 0; i < 9; ++i) p.matrix[i] = static_cast<float>(A[i]);
+  p.use_crop = !(rot || scale);
+  p.mirror_mask = 0;
+  for (int d = 0; d < 3; ++d)
+    if (u01(g) < pr.mirror) p.mirror_mask |= 1 << d;
+  p.seg_border_minus_one = pr.border_m1 ? 1 : 0;
+  p.seed = seed;
+  p.sample_index = index;
+  p.noise_transform_index = 3;
+  if (u01(g) < pr.noise) p.noise_sigma = static_cast<float>(0.1 * u01(g) + 1e-3);
+  const bool blur = u01(g) < pr.blur, bright = u01(g) < pr.bright, contrast = u01(g) < pr.contrast,
+             lowres = u01(g) < pr.lowres, g0 = u01(g) < pr.g0, g1 = u01(g) < pr.g1;
+  for (int c = 0; c < cs.C; ++c) {
+    ChannelParams& cp = p.ch[c];
+    if (blur && u01(g) < pr.blur_ch)
+      for (int d = 0; d < 3; ++d) cp.blur_sigma[d] = static_cast<float>(0.5 + 0.5 * u01(g));
+    if (bright) cp.brightness = static_cast<float>(BGContrast(g, 0.75, 1.25));
+    if (contrast) cp.contrast = static_cast<float>(BGContrast(g, 0.75, 1.25));
+    if (lowres && u01(g) < pr.lowres_ch) {
+      const double s = 0.5 + 0.5 * u01(g);
+      for (int d = 0; d < 3; ++d) cp.lowres_shape[d] = std::max(1, RoundHalfEven(cs.P[d] * s));
+    }
+    if (g0) {
+      cp.gamma[0] = static_cast<float>(BGContrast(g, 0.7, 1.5));
+      cp.gamma_invert[0] = 1;
+    }
+    if (g1) cp.gamma[1] = static_cast<float>(BGContrast(g, 0.7, 1.5));
+    cp.mask = u01(g) < pr.mask_ch ? 1 : 0;
+  }
+  return p;
+}
+
+// ----- reference (ATen CPU, float32, bgv2 order) -----
+
+at::Tensor Grid(const SampleParams& p, const int* S, const int* P) {
+  at::Tensor grid = at::empty({1, P[0], P[1], P[2], 3}, at::kFloat);
+  float* gp = grid.data_ptr<float>();
+  const float hp[3] = {0.5f * (P[0] - 1), 0.5f * (P[1] - 1), 0.5f * (P[2] - 1)};
+  int64_t i = 0;
+  for (int j0 = 0; j0 < P[0]; ++j0)
+    for (int j1 = 0; j1 < P[1]; ++j1)
+      for (int j2 = 0; j2 < P[2]; ++j2, ++i) {
+        const float g[3] = {static_cast<float>(j0) - hp[0], static_cast<float>(j1) - hp[1],
+                            static_cast<float>(j2) - hp[2]};
+        float n[3];
+        for (int d = 0; d < 3; ++d) {
+          float a = p.matrix[3 * d] * g[0];
+          const float b = p.matrix[3 * d + 1] * g[1];
+          const float c = p.matrix[3 * d + 2] * g[2];
+          a = a + b;
+          a = a + c;
+          a = a + p.shift[d];
+          n[d] = a / (static_cast<float>(S[d]) * 0.5f);
+        }
+        gp[3 * i + 0] = n[2];
+        gp[3 * i + 1] = n[1];
+        gp[3 * i + 2] = n[0];
+      }
+  return grid;
+}
+
+// bgv2 out-of-bounds mask: flipped grid entries against sizes in array order (the swapped quirk).
+at::Tensor OobMask(const at::Tensor& grid, const int* S) {
+  at::Tensor m = at::zeros(grid.sizes().slice(0, 4), at::kBool);
+  for (int i = 0; i < 3; ++i) {
+    const float lo = static_cast<float>(-1.0 + 1.0 / S[i]), hi = static_cast<float>(1.0 - 1.0 / S[i]);
+    at::Tensor gi = grid.select(4, i);
+    m = m | (gi < lo) | (gi > hi);
+  }
+  return m[0];
+}
+
+struct RefOut {
+  at::Tensor image;            // (C, P) float
+  at::Tensor seg;              // (P) int16
+  at::Tensor mask_neg;         // (P) bool (seg < 0 after mirroring)
+  std::vector<at::Tensor> ds;  // (Q) int16
+};
+
+at::Tensor Blur1d(const at::Tensor& x, double sigma, int axis) {
+  const int k = BlurKernelSize(sigma), r = (k - 1) / 2;
+  std::vector<double> w(k);
+  double sum = 0;
+  for (int t = 0; t < k; ++t) {
+    const double z = (t - r) / sigma;
+    w[t] = std::exp(-0.5 * z * z);
+    sum += w[t];
+  }
+  at::Tensor wt = at::empty({k}, at::kFloat);
+  for (int t = 0; t < k; ++t) wt.data_ptr<float>()[t] = static_cast<float>(w[t] / sum);
+  std::vector<int64_t> shape = {1, 1, 1, 1, 1};
+  shape[2 + axis] = k;
+  std::vector<int64_t> pad(6, 0);
+  pad[2 * (2 - axis)] = r;
+  pad[2 * (2 - axis) + 1] = r;
+  at::Tensor xp = at::pad(x.view({1, 1, x.size(0), x.size(1), x.size(2)}), pad, "reflect");
+  return at::conv3d(xp, wt.view(shape))[0][0];
+}
+
+at::Tensor Gamma(at::Tensor x, float g, bool invert, bool retain) {
+  if (invert) x = -x;
+  float mu = 0, sd = 0;
+  if (retain) {
+    mu = x.mean().item<float>();
+    sd = x.std().item<float>();
+  }
+  const float mn = x.min().item<float>(), r = x.max().item<float>() - mn;
+  x = ((x - mn) / std::max(r, 1e-7f)).pow(g) * r + mn;
+  if (retain) {
+    const float m2 = x.mean().item<float>(), s2 = x.std().item<float>();
+    x = (x - m2) * sd / std::max(s2, 1e-7f) + mu;
+  }
+  if (invert) x = -x;
+  return x;
+}
+
+RefOut Reference(const at::Tensor& img, const at::Tensor& seg, const SampleParams& p, const BatchShape& sh) {
+  const int* S = sh.in;
+  const int* P = sh.out;
+  const int C = sh.channels;
+  at::Tensor x, s;
+  if (p.use_crop) {
+    int st[3];
+    for (int d = 0; d < 3; ++d) st[d] = S[d] / 2 - P[d] / 2;
+    x = img.slice(1, st[0], st[0] + P[0]).slice(2, st[1], st[1] + P[1]).slice(3, st[2], st[2] + P[2]).clone();
+    s = seg[0].slice(0, st[0], st[0] + P[0]).slice(1, st[1], st[1] + P[1]).slice(2, st[2], st[2] + P[2]).clone();
+  } else {
+    at::Tensor grid = Grid(p, S, P);
+    x = at::grid_sampler_3d(img.unsqueeze(0), grid, 0, 0, false)[0];
+    at::Tensor labels = std::get<0>(at::_unique(seg, /*sorted=*/true));
+    auto lab = labels.accessor<int16_t, 1>();
+    at::Tensor result = at::full({P[0], P[1], P[2]}, static_cast<int64_t>(lab[0]), at::kShort);
+    at::Tensor best;
+    for (int64_t i = 0; i < labels.size(0); ++i) {
+      at::Tensor oh = (seg == lab[i]).to(at::kFloat).mul(1000.0f).unsqueeze(0);  // (1,1,S)
+      at::Tensor v = at::grid_sampler_3d(oh, grid, 0, 0, false)[0][0].to(at::kHalf).to(at::kFloat);
+      if (i == 0) {
+        best = v;
+      } else {
+        at::Tensor m = v > best;
+        result.masked_fill_(m, static_cast<int64_t>(lab[i]));
+        best = at::maximum(best, v);
+      }
+    }
+    if (p.seg_border_minus_one) result.masked_fill_(OobMask(grid, S), -1);
+    s = result;
+  }
+  // noise
+  if (p.noise_sigma != 0.f) {
+    for (int c = 0; c < C; ++c) {
+      const StreamKey key = MakeStreamKey(p.seed, p.sample_index, p.noise_transform_index, c);
+      at::Tensor xc = x[c].contiguous();
+      float* d = xc.data_ptr<float>();
+      for (int64_t j = 0; j < xc.numel(); ++j) d[j] = d[j] + p.noise_sigma * NormalAt(key, j);
+      x[c].copy_(xc);
+    }
+  }
+  std::vector<at::Tensor> ch;
+  for (int c = 0; c < C; ++c) {
+    const ChannelParams& cp = p.ch[c];
+    at::Tensor v = x[c].contiguous();
+    if (cp.blur_sigma[0] != 0.f)
+      for (int a = 0; a < 3; ++a) v = Blur1d(v, cp.blur_sigma[a], a);
+    v = v * cp.brightness;
+    if (cp.contrast != 0.f) {
+      const float mean = v.mean().item<float>(), mn = v.min().item<float>(), mx = v.max().item<float>();
+      v = (((v - mean) * cp.contrast) + mean).clamp(mn, mx);
+    }
+    if (cp.lowres_shape[0] != 0) {
+      at::Tensor d = at::_upsample_nearest_exact3d(v.view({1, 1, P[0], P[1], P[2]}),
+                                                   {cp.lowres_shape[0], cp.lowres_shape[1], cp.lowres_shape[2]});
+      v = at::upsample_trilinear3d(d, {P[0], P[1], P[2]}, false)[0][0];
+    }
+    for (int k = 0; k < 2; ++k)
+      if (cp.gamma[k] != 0.f) v = Gamma(v, cp.gamma[k], cp.gamma_invert[k], cp.gamma_retain[k]);
+    ch.push_back(v);
+  }
+  x = at::stack(ch);
+  std::vector<int64_t> flip_img, flip_seg;
+  for (int d = 0; d < 3; ++d)
+    if (p.mirror_mask & (1 << d)) {
+      flip_img.push_back(d + 1);
+      flip_seg.push_back(d);
+    }
+  if (!flip_img.empty()) {
+    x = at::flip(x, flip_img);
+    s = at::flip(s, flip_seg);
+  }
+  RefOut r;
+  r.mask_neg = s < 0;
+  for (int c = 0; c < C; ++c)
+    if (p.ch[c].mask) x[c].masked_fill_(r.mask_neg, 0.f);
+  if (sh.remove_minus_one) s = s.masked_fill(s == -1, 0);
+  r.image = x.contiguous();
+  r.seg = s.contiguous();
+  for (int l = 0; l < sh.num_ds; ++l) {
+    r.ds.push_back(at::_upsample_nearest_exact3d(s.to(at::kFloat).view({1, 1, P[0], P[1], P[2]}),
+                                                 {sh.ds[l][0], sh.ds[l][1], sh.ds[l][2]})[0][0]
+                       .to(at::kShort)
+                       .contiguous());
+  }
+  return r;
+}
+
+// Is a label mismatch at pre-mirror voxel j an fp16 near-tie (or on the out-of-bounds threshold)?
+bool ExplainedByTie(const SampleParams& p, const int16_t* seg, const int* S, const int* P, int j0, int j1, int j2) {
+  const double g[3] = {j0 - 0.5 * (P[0] - 1), j1 - 0.5 * (P[1] - 1), j2 - 0.5 * (P[2] - 1)};
+  double x[3];
+  for (int d = 0; d < 3; ++d) {
+    const double u = p.matrix[3 * d] * g[0] + p.matrix[3 * d + 1] * g[1] + p.matrix[3 * d + 2] * g[2] + p.shift[d];
+    const double n = u / (S[d] * 0.5);
+    const double lo = -1.0 + 1.0 / S[2 - d];
+    if (std::fabs(n - lo) < 1e-5 || std::fabs(n + lo) < 1e-5) return true;
+    x[d] = ((n + 1) * S[d] - 1) / 2;
+  }
+  std::vector<std::pair<int, double>> acc;
+  const int f[3] = {static_cast<int>(std::floor(x[0])), static_cast<int>(std::floor(x[1])),
+                    static_cast<int>(std::floor(x[2]))};
+  for (int m = 0; m < 8; ++m) {
+    const int z = f[0] + ((m >> 2) & 1), y = f[1] + ((m >> 1) & 1), xx = f[2] + (m & 1);
+    if (z < 0 || z >= S[0] || y < 0 || y >= S[1] || xx < 0 || xx >= S[2]) continue;
+    const double w = (((m >> 2) & 1) ? x[0] - f[0] : f[0] + 1 - x[0]) *
+                     (((m >> 1) & 1) ? x[1] - f[1] : f[1] + 1 - x[1]) * ((m & 1) ? x[2] - f[2] : f[2] + 1 - x[2]);
+    const int l = seg[(static_cast<int64_t>(z) * S[1] + y) * S[2] + xx];
+    bool found = false;
+    for (auto& e : acc)
+      if (e.first == l) {
+        e.second += 1000.0 * w;
+        found = true;
+      }
+    if (!found) acc.push_back({l, 1000.0 * w});
+  }
+  if (acc.size() < 2) return false;
+  std::sort(acc.begin(), acc.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  return acc[0].second - acc[1].second <= 1.0;  // within ~2 fp16 ulps at 256..1024
+}
+
+float HalfBitsToFloat(uint16_t h, OutDType dt) {
+  if (dt == OutDType::kBFloat16) {
+    const uint32_t u = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  at::Tensor t = at::empty({1}, at::kHalf);
+  std::memcpy(t.data_ptr(), &h, 2);
+  return t.to(at::kFloat).item<float>();
+}
+
+void RunCase(const Case& cs) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  std::random_device rd;
+  const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  std::printf("[%s] seed %llu\n", cs.name.c_str(), static_cast<unsigned long long>(seed));
+  std::mt19937_64 g(seed);
+  at::manual_seed(static_cast<int64_t>(seed & 0x7fffffff));
+
+  BatchShape sh;
+  sh.batch = cs.B;
+  sh.channels = cs.C;
+  for (int d = 0; d < 3; ++d) {
+    sh.in[d] = cs.S[d];
+    sh.out[d] = cs.P[d];
+  }
+  sh.out_dtype = cs.dtype;
+  for (double s : {0.5, 0.25, 0.125}) {
+    int q[3];
+    for (int d = 0; d < 3; ++d) q[d] = std::max(1, RoundHalfEven(cs.P[d] * s));
+    std::memcpy(sh.ds[sh.num_ds++], q, sizeof(q));
+  }
+
+  // Inputs: image N(0.3, 1) (never zeros); blobby labels (coarse random field, nearest-upsampled) with
+  // a -1 slab in some samples.
+  const int64_t out_n = int64_t{cs.P[0]} * cs.P[1] * cs.P[2];
+  at::Tensor img = at::randn({cs.B, cs.C, cs.S[0], cs.S[1], cs.S[2]}, at::kFloat) + 0.3f;
+  at::Tensor coarse =
+      at::randint(0, cs.labels, {cs.B, 1, (cs.S[0] + 3) / 4, (cs.S[1] + 3) / 4, (cs.S[2] + 3) / 4}, at::kFloat);
+  at::Tensor seg = at::upsample_nearest3d(coarse, {cs.S[0], cs.S[1], cs.S[2]}).to(at::kShort).contiguous();
+  for (int b = 0; b < cs.B; b += 2) seg[b].slice(1, 0, 3).fill_(-1);
+
+  std::vector<SampleParams> params(cs.B);
+  for (int b = 0; b < cs.B; ++b) params[b] = DrawParams(g, cs, seed, 1000 + b);
+  const uint32_t stages = ActiveStages(params.data(), sh);
+
+  const size_t img_bytes = img.numel() * 4, seg_bytes = seg.numel() * 2;
+  const size_t el = cs.dtype == OutDType::kFloat32 ? 4 : 2;
+  const size_t out_img_bytes = static_cast<size_t>(cs.B) * cs.C * out_n * el;
+  const size_t out_seg_bytes = static_cast<size_t>(cs.B) * out_n * 2;
+  void *d_img, *d_seg, *d_out, *d_oseg, *d_ws, *d_params;
+  std::vector<void*> d_ds(sh.num_ds);
+  const size_t ws_bytes = WorkspaceBytes(sh);
+  ASSERT_GT(ws_bytes, 0u);
+  CUDA_OK(cudaMalloc(&d_img, img_bytes));
+  CUDA_OK(cudaMalloc(&d_seg, seg_bytes));
+  CUDA_OK(cudaMalloc(&d_out, out_img_bytes));
+  CUDA_OK(cudaMalloc(&d_oseg, out_seg_bytes));
+  CUDA_OK(cudaMalloc(&d_ws, ws_bytes));
+  CUDA_OK(cudaMalloc(&d_params, sizeof(SampleParams) * cs.B));
+  PipelineIO io;
+  io.image = static_cast<const float*>(d_img);
+  io.seg = static_cast<const int16_t*>(d_seg);
+  io.out_image = d_out;
+  io.out_seg = static_cast<int16_t*>(d_oseg);
+  std::vector<size_t> ds_n(sh.num_ds);
+  for (int l = 0; l < sh.num_ds; ++l) {
+    ds_n[l] = static_cast<size_t>(sh.ds[l][0]) * sh.ds[l][1] * sh.ds[l][2];
+    CUDA_OK(cudaMalloc(&d_ds[l], cs.B * ds_n[l] * 2));
+    CUDA_OK(cudaMemset(d_ds[l], 0x7f, cs.B * ds_n[l] * 2));
+    io.out_ds[l] = static_cast<int16_t*>(d_ds[l]);
+  }
+  CUDA_OK(cudaMemcpy(d_img, img.data_ptr(), img_bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_seg, seg.data_ptr(), seg_bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_params, params.data(), sizeof(SampleParams) * cs.B, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(d_out, 0x7f, out_img_bytes));
+  CUDA_OK(cudaMemset(d_oseg, 0x7f, out_seg_bytes));
+  CUDA_OK(cudaMemset(d_ws, 0x7f, ws_bytes));  // poison scratch too, then arm the counters
+  CUDA_OK(InitWorkspace(sh, d_ws, nullptr));
+  // Run twice: the second run checks that the reduction counters re-arm themselves.
+  for (int rep = 0; rep < 2; ++rep) {
+    CUDA_OK(RunPipeline(sh, static_cast<const SampleParams*>(d_params), stages, io, d_ws, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+  }
+
+  std::vector<uint8_t> out_img(out_img_bytes);
+  std::vector<int16_t> out_seg(cs.B * out_n);
+  CUDA_OK(cudaMemcpy(out_img.data(), d_out, out_img_bytes, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(out_seg.data(), d_oseg, out_seg_bytes, cudaMemcpyDeviceToHost));
+  std::vector<std::vector<int16_t>> out_ds(sh.num_ds);
+  for (int l = 0; l < sh.num_ds; ++l) {
+    out_ds[l].resize(cs.B * ds_n[l]);
+    CUDA_OK(cudaMemcpy(out_ds[l].data(), d_ds[l], cs.B * ds_n[l] * 2, cudaMemcpyDeviceToHost));
+  }
+
+  int64_t seg_mismatch = 0, unexplained = 0, ds_mismatch = 0, ds_self_mismatch = 0, float_bad = 0;
+  double max_rel = 0.0;
+  for (int b = 0; b < cs.B; ++b) {
+    const RefOut ref = Reference(img[b], seg[b], params[b], sh);
+    const int16_t* rseg = ref.seg.data_ptr<int16_t>();
+    const int16_t* kseg = out_seg.data() + b * out_n;
+    const int16_t* in_seg = seg[b][0].data_ptr<int16_t>();
+    std::vector<uint8_t> differ(out_n, 0);
+    for (int64_t o = 0; o < out_n; ++o) {
+      ASSERT_NE(kseg[o], 0x7f7f) << "seg voxel not written";
+      if (kseg[o] == rseg[o]) continue;
+      ++seg_mismatch;
+      differ[o] = 1;
+      const int o2 = o % cs.P[2], o1 = (o / cs.P[2]) % cs.P[1], o0 = o / (cs.P[1] * cs.P[2]);
+      const int mm = params[b].mirror_mask;
+      const int j0 = (mm & 1) ? cs.P[0] - 1 - o0 : o0, j1 = (mm & 2) ? cs.P[1] - 1 - o1 : o1,
+                j2 = (mm & 4) ? cs.P[2] - 1 - o2 : o2;
+      if (params[b].use_crop || !ExplainedByTie(params[b], in_seg, cs.S, cs.P, j0, j1, j2)) {
+        if (unexplained < 5)
+          std::printf("  b=%d voxel (%d,%d,%d): kernel %d ref %d\n", b, o0, o1, o2, kseg[o], rseg[o]);
+        ++unexplained;
+      }
+    }
+    for (int l = 0; l < sh.num_ds; ++l) {
+      const int16_t* rd = ref.ds[l].data_ptr<int16_t>();
+      const int16_t* kd = out_ds[l].data() + b * ds_n[l];
+      for (size_t i = 0; i < ds_n[l]; ++i) {
+        ASSERT_NE(kd[i], 0x7f7f) << "DS voxel not written";
+        ds_mismatch += kd[i] != rd[i];
+        const int q2 = i % sh.ds[l][2], q1 = (i / sh.ds[l][2]) % sh.ds[l][1], q0 = i / (sh.ds[l][1] * sh.ds[l][2]);
+        // Self-consistency: DS must be the nearest-exact pick of the kernel's own full-resolution seg.
+        auto src = [&](int q, int d) {
+          const float sc = static_cast<float>(cs.P[d]) / static_cast<float>(sh.ds[l][d]);
+          return std::min(static_cast<int>(std::floor(static_cast<float>((q + 0.5) * static_cast<double>(sc)))),
+                          cs.P[d] - 1);
+        };
+        const int64_t so = (int64_t{src(q0, 0)} * cs.P[1] + src(q1, 1)) * cs.P[2] + src(q2, 2);
+        ds_self_mismatch += kd[i] != kseg[so];
+      }
+    }
+    // Image.
+    for (int c = 0; c < cs.C; ++c) {
+      const float* r = ref.image[c].data_ptr<float>();
+      float rmin = INFINITY, rmax = -INFINITY;
+      for (int64_t o = 0; o < out_n; ++o) {
+        rmin = std::min(rmin, r[o]);
+        rmax = std::max(rmax, r[o]);
+      }
+      const double range = std::max(1e-6, static_cast<double>(rmax - rmin));
+      const int64_t base = (int64_t{b} * cs.C + c) * out_n;
+      for (int64_t o = 0; o < out_n; ++o) {
+        if (differ[o] && params[b].ch[c].mask) continue;  // label tie flipped the mask here
+        float k;
+        double tol = 1e-4 * range;
+        if (cs.dtype == OutDType::kFloat32) {
+          std::memcpy(&k, out_img.data() + (base + o) * 4, 4);
+        } else {
+          uint16_t h;
+          std::memcpy(&h, out_img.data() + (base + o) * 2, 2);
+          k = HalfBitsToFloat(h, cs.dtype);
+          tol += std::fabs(r[o]) * (cs.dtype == OutDType::kFloat16 ? 1.0 / 1024 : 1.0 / 128);
+        }
+        const double err = std::fabs(static_cast<double>(k) - r[o]);
+        if (!(err <= tol)) {
+          if (float_bad < 5) std::printf("  b=%d c=%d o=%lld: kernel %g ref %g\n", b, c, (long long)o, k, r[o]);
+          ++float_bad;
+        }
+        if (std::isfinite(err))
+          max_rel = std::max(max_rel, err / range);
+        else
+          max_rel = INFINITY;
+      }
+    }
+  }
+  const double total = static_cast<double>(cs.B) * out_n;
+  std::printf(
+      "[%s] B=%d C=%d S=%dx%dx%d P=%dx%dx%d labels=%d stages=0x%x: image max|err|/range %.3g, seg tie "
+      "mismatches %lld (fraction %.2e), unexplained %lld, DS vs ref mismatches %lld, DS self %lld\n",
+      cs.name.c_str(), cs.B, cs.C, cs.S[0], cs.S[1], cs.S[2], cs.P[0], cs.P[1], cs.P[2], cs.labels, stages, max_rel,
+      (long long)seg_mismatch, seg_mismatch / total, (long long)unexplained, (long long)ds_mismatch,
+      (long long)ds_self_mismatch);
+  EXPECT_EQ(float_bad, 0);
+  EXPECT_EQ(unexplained, 0);
+  EXPECT_LE(seg_mismatch / total, 1e-3);
+  EXPECT_EQ(ds_self_mismatch, 0);
+  for (void* p : {d_img, d_seg, d_out, d_oseg, d_ws, d_params}) cudaFree(p);
+  for (void* p : d_ds) cudaFree(p);
+}
+
+Case Make(std::string name, int B, int C, int labels, Probs pr, std::vector<int> S = {37, 45, 41},
+          std::vector<int> P = {25, 31, 28}, OutDType dt = OutDType::kFloat32) {
+  Case c;
+  c.name = std::move(name);
+  c.B = B;
+  c.C = C;
+  c.labels = labels;
+  c.probs = pr;
+  for (int d = 0; d < 3; ++d) {
+    c.S[d] = S[d];
+    c.P[d] = P[d];
+  }
+  c.dtype = dt;
+  return c;
+}
+
+Probs SpatialOnly() {
+  Probs p = Probs::None();
+  p.rot = 0.8;
+  p.scale = 0.8;
+  return p;
+}
+
+TEST(CudaKernels, HostRules) {
+  EXPECT_EQ(BlurKernelSize(0.5), 3);
+  EXPECT_EQ(BlurKernelSize(0.58), 3);
+  EXPECT_EQ(BlurKernelSize(0.6), 5);
+  EXPECT_EQ(BlurKernelSize(0.9), 5);
+  EXPECT_EQ(BlurKernelSize(0.92), 7);
+  EXPECT_EQ(BlurKernelSize(1.0), 7);
+  EXPECT_EQ(RoundHalfEven(12.5), 12);
+  EXPECT_EQ(RoundHalfEven(13.5), 14);
+  BatchShape bad;
+  EXPECT_EQ(WorkspaceBytes(bad), 0u);
+}
+
+TEST(CudaKernels, SpatialOnly) {
+  for (int B : {1, 2, 8})
+    for (int C : {1, 4})
+      for (int L : {2, 8}) RunCase(Make("spatial", B, C, L, SpatialOnly()));
+}
+
+TEST(CudaKernels, SpatialOddAnisotropic) {
+  RunCase(Make("spatial-aniso", 2, 1, 8, SpatialOnly(), {31, 64, 50}, {17, 40, 33}));
+  RunCase(Make("spatial-cubic-in", 2, 4, 2, SpatialOnly(), {40, 40, 40}, {23, 29, 31}));
+}
+
+TEST(CudaKernels, ZeroSegBorderUsesLowestLabel) {
+  Probs p = SpatialOnly();
+  p.border_m1 = false;
+  p.scale = 1.0;  // large scales reach outside the input: the lowest-label rule shows
+  RunCase(Make("zero-border", 2, 1, 4, p));
+  RunCase(Make("zero-border", 8, 4, 8, p));
+}
+
+TEST(CudaKernels, EachIntensityStageAlone) {
+  const char* names[] = {"noise", "blur", "brightness", "contrast", "lowres", "gamma-inverted", "gamma"};
+  for (int s = 0; s < 7; ++s) {
+    Probs p = SpatialOnly();
+    double* f[] = {&p.noise, &p.blur, &p.bright, &p.contrast, &p.lowres, &p.g0, &p.g1};
+    *f[s] = 1.0;
+    p.blur_ch = p.lowres_ch = 0.7;
+    for (int B : {1, 8})
+      for (int C : {1, 4}) RunCase(Make(names[s], B, C, 2, p));
+  }
+}
+
+TEST(CudaKernels, AllOn) {
+  for (int B : {1, 2, 8})
+    for (int C : {1, 4})
+      for (int L : {2, 8}) RunCase(Make("all-on", B, C, L, Probs::AllOn()));
+  RunCase(Make("all-on-aniso", 2, 4, 8, Probs::AllOn(), {31, 64, 50}, {17, 40, 33}));
+}
+
+TEST(CudaKernels, DefaultProbabilities) {
+  for (int B : {2, 8})
+    for (int C : {1, 4}) RunCase(Make("default-p", B, C, 8, Probs()));
+}
+
+TEST(CudaKernels, HalfOutputs) {
+  RunCase(Make("all-on-fp16", 2, 4, 8, Probs::AllOn(), {37, 45, 41}, {25, 31, 28}, OutDType::kFloat16));
+  RunCase(Make("all-on-bf16", 2, 1, 2, Probs::AllOn(), {37, 45, 41}, {25, 31, 28}, OutDType::kBFloat16));
+  // Direct path (no stage after the spatial kernel) writing half precision.
+  Probs direct = SpatialOnly();
+  direct.noise = direct.bright = 1.0;
+  direct.mask_ch = 0.5;
+  RunCase(Make("direct-fp16", 2, 4, 8, direct, {37, 45, 41}, {25, 31, 28}, OutDType::kFloat16));
+}
+
+TEST(CudaKernels, BenchmarkShapes) {
+  RunCase(Make("all-on-128", 2, 1, 4, Probs::AllOn(), {205, 205, 205}, {128, 128, 128}));
+  RunCase(Make("all-on-80x160x160", 2, 4, 4, Probs::AllOn(), {175, 257, 210}, {80, 160, 160}));
+}
+
+}  // namespace
+}  // namespace augmentd::cuda

@@ -1,0 +1,370 @@
+// augment/kernels/cuda/spatial.cu — the fused spatial kernel: one launch per batch.
+//
+// For each patch voxel j of sample b (pre-mirroring frame), bgv2's SpatialTransform pulls from the
+// enlarged input patch at
+//     u = A·(j − (P−1)/2) + shift,   n = u / (S/2),   x = ((n + 1)·S − 1)/2     (grid_sample, zeros,
+// align_corners=False), evaluated with the same float operations as bgv2 + PyTorch's CPU grid_sample
+// (no FMA contraction), so image and seg match the oracle bit for bit where rounding allows.
+//  * image: Σ over in-bounds corners of value·weight, corners in grid_sample's order;
+//  * seg: value of label u = fp16(Σ over corners labelled u of 1000·weight) (one-hot ×1000 sampled per
+//    label); the voxel takes the label with the largest value, ties to the lowest label, and the patch's
+//    lowest label when every value is 0 (no in-bounds corner with weight); then, with the −1 border,
+//    voxels whose normalised coordinate is outside [−1 + 1/size, 1 − 1/size] become −1, where bgv2
+//    pairs the flipped grid (x=axis 2, …) with sizes in array order (S0, S1, S2): the swapped-threshold
+//    quirk of axes 0 and 2;
+//  * no rotation/scale drawn: integer crop starting at floor(S/2) − floor(P/2) (half-voxel quirk).
+// Epilogue: Gaussian noise (Philox, augment/rng.h), per-channel statistics for the contrast stage, the
+// seg written at its mirrored position with −1 → 0 and its deep-supervision picks, the mask byte; when
+// no later image stage runs, the image goes straight to the output (brightness, mirroring, mask, dtype).
+#include <algorithm>
+#include <cstdlib>
+
+#include "augment/kernels/cuda/common.cuh"
+#include "augment/kernels/cuda/kernels.h"
+#include "augment/rng.h"
+
+namespace augmentd::cuda::internal {
+namespace {
+
+struct SpatialArgs {
+  Dims d;
+  const SampleParams* params;
+  const float* image;
+  const int16_t* seg;
+  const int32_t* lowest;  // may be null: use params[b].lowest_label
+  float* x1;              // scratch output (pre-mirror frame), null when direct
+  void* out_image;        // direct output (final frame), null when scratch
+  OutDType out_dtype;
+  int16_t* out_seg;
+  uint8_t* mask;  // null unless the mask stage runs
+  int remove_minus_one;
+  int want_stats;  // accumulate stats of channels that are not blurred (contrast input)
+  StatsSlot slot;
+};
+
+template <int kCT, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
+  const int b = blockIdx.y;
+  const SampleParams& sp = a.params[b];
+  const int C = a.d.c;
+  const int P[3] = {a.d.out[0], a.d.out[1], a.d.out[2]};
+  const int S[3] = {a.d.in[0], a.d.in[1], a.d.in[2]};
+  const int64_t in_n = a.d.in_n;
+  const int out_n = static_cast<int>(a.d.out_n);
+  const bool crop = sp.use_crop != 0;
+  const int mirror = sp.mirror_mask;
+  const bool border_m1 = sp.seg_border_minus_one != 0;
+  const int lowest = a.lowest ? a.lowest[b] : sp.lowest_label;
+  const float noise_sigma = sp.noise_sigma;
+  // Per-sample constants live in shared memory (registers are the occupancy limit of this kernel).
+  __shared__ float sh_shift[3], sh_half_s[3], sh_sf[3], sh_lo[3], sh_hi[3];
+  if (threadIdx.x < 3) {
+    const int d = threadIdx.x;
+    sh_shift[d] = sp.shift[d];
+    sh_sf[d] = static_cast<float>(S[d]);
+    sh_half_s[d] = __fmul_rn(sh_sf[d], 0.5f);
+    // Threshold used for array axis d: bgv2 compares flipped-grid entry (2−d) with size[2−d].
+    const double other = static_cast<double>(S[2 - d]);
+    sh_lo[d] = static_cast<float>(-1.0 + 1.0 / other);
+    sh_hi[d] = static_cast<float>(1.0 - 1.0 / other);
+  }
+  __syncthreads();
+  const float* img_b = a.image + static_cast<int64_t>(b) * C * in_n;
+  const int16_t* seg_b = a.seg + static_cast<int64_t>(b) * in_n;
+  StreamKey keys[kCT];
+  float bright[kCT];
+  bool stat_ch[kCT];
+  bool mask_ch[kCT];
+  Partial part[kCT];
+#pragma unroll
+  for (int c = 0; c < kCT; ++c) {
+    keys[c] = MakeStreamKey(sp.seed, sp.sample_index, sp.noise_transform_index, static_cast<uint32_t>(c));
+    bright[c] = c < C ? sp.ch[c].brightness : 1.f;
+    stat_ch[c] = a.want_stats && c < C && sp.ch[c].blur_sigma[0] == 0.f;
+    mask_ch[c] = c < C && sp.ch[c].mask != 0;
+    part[c] = EmptyPartial();
+  }
+
+  // Brick of kBrickZ x kBrickY x kBrickX voxels; a warp covers 4 (axis 1) x 8 (axis 2) per step in axis 0.
+  const int nbx = (P[2] + kBrickX - 1) / kBrickX, nby = (P[1] + kBrickY - 1) / kBrickY;
+  const int brick = blockIdx.x;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int j2 = (brick % nbx) * kBrickX + (warp & 1) * 8 + (lane & 7);
+  const int j1 = ((brick / nbx) % nby) * kBrickY + (warp >> 1) * 4 + (lane >> 3);
+  const int z_first = (brick / (nbx * nby)) * kBrickZ;
+  const bool col_ok = j1 < P[1] && j2 < P[2];
+  // Loaded once: stores in the loop could alias the parameter array as far as the compiler knows.
+  float col1[3], col2[3], a0[3];
+  {
+    const float g1 = __fsub_rn(static_cast<float>(j1), 0.5f * static_cast<float>(P[1] - 1));
+    const float g2 = __fsub_rn(static_cast<float>(j2), 0.5f * static_cast<float>(P[2] - 1));
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+      col1[d] = __fmul_rn(sp.matrix[3 * d + 1], g1);
+      col2[d] = __fmul_rn(sp.matrix[3 * d + 2], g2);
+      a0[d] = sp.matrix[3 * d];
+    }
+  }
+#pragma unroll 1
+  for (int k = 0; k < kVoxPerThread; ++k) {
+    const int j0 = z_first + k;
+    if (!col_ok || j0 >= P[0]) break;
+    const int j = (j0 * P[1] + j1) * P[2] + j2;
+    float val[kCT];
+    int label;
+    if (crop) {
+      const int s0 = S[0] / 2 - P[0] / 2 + j0, s1 = S[1] / 2 - P[1] / 2 + j1, s2 = S[2] / 2 - P[2] / 2 + j2;
+      const bool inb = s0 >= 0 && s0 < S[0] && s1 >= 0 && s1 < S[1] && s2 >= 0 && s2 < S[2];
+      const int64_t off = inb ? (static_cast<int64_t>(s0) * S[1] + s1) * S[2] + s2 : 0;
+#pragma unroll
+      for (int c = 0; c < kCT; ++c) val[c] = (c < C && inb) ? __ldg(img_b + c * in_n + off) : 0.f;
+      label = inb ? static_cast<int>(__ldg(seg_b + off)) : (border_m1 ? -1 : 0);
+    } else {
+      const float g0 = __fsub_rn(static_cast<float>(j0), 0.5f * static_cast<float>(P[0] - 1));
+      float ix[3];
+      bool oob = false;
+#pragma unroll
+      for (int d = 0; d < 3; ++d) {
+        // ((A[d][0]·g0 + A[d][1]·g1) + A[d][2]·g2) + shift, in this order (column terms are per thread).
+        float u = __fadd_rn(__fadd_rn(__fmul_rn(a0[d], g0), col1[d]), col2[d]);
+        u = __fadd_rn(u, sh_shift[d]);
+        const float n = __fdiv_rn(u, sh_half_s[d]);
+        oob |= (n < sh_lo[d]) || (n > sh_hi[d]);
+        ix[d] = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(n, 1.f), sh_sf[d]), 1.f), 0.5f);
+      }
+      // grid_sample: x = axis 2 (w), y = axis 1 (h), z = axis 0 (d).
+      const float fz = floorf(ix[0]), fy = floorf(ix[1]), fx = floorf(ix[2]);
+      const int z0 = static_cast<int>(fz), y0 = static_cast<int>(fy), x0 = static_cast<int>(fx);
+      const float wx1 = __fsub_rn(ix[2], fx), wx0 = __fsub_rn(__fadd_rn(fx, 1.f), ix[2]);
+      const float wy1 = __fsub_rn(ix[1], fy), wy0 = __fsub_rn(__fadd_rn(fy, 1.f), ix[1]);
+      const float wz1 = __fsub_rn(ix[0], fz), wz0 = __fsub_rn(__fadd_rn(fz, 1.f), ix[0]);
+      float w[8];
+      int off[8];  // < 2^31: RunPipeline rejects larger inputs
+      bool inb[8];
+#pragma unroll
+      for (int m = 0; m < 8; ++m) {
+        const int xx = x0 + (m & 1), yy = y0 + ((m >> 1) & 1), zz = z0 + ((m >> 2) & 1);
+        w[m] = __fmul_rn(__fmul_rn((m & 1) ? wx1 : wx0, ((m >> 1) & 1) ? wy1 : wy0), ((m >> 2) & 1) ? wz1 : wz0);
+        inb[m] = xx >= 0 && xx < S[2] && yy >= 0 && yy < S[1] && zz >= 0 && zz < S[0];
+        off[m] = inb[m] ? (zz * S[1] + yy) * S[2] + xx : 0;
+      }
+#pragma unroll
+      for (int c = 0; c < kCT; ++c) {
+        float acc = 0.f;
+        if (c < C) {
+          const float* src = img_b + c * in_n;
+#pragma unroll
+          for (int m = 0; m < 8; ++m) {
+            if (inb[m]) acc = __fadd_rn(acc, __fmul_rn(__ldg(src + off[m]), w[m]));
+          }
+        }
+        val[c] = acc;
+      }
+      // Label vote over the corner labels.
+      int lab[8];
+#pragma unroll
+      for (int m = 0; m < 8; ++m) lab[m] = inb[m] ? static_cast<int>(__ldg(seg_b + off[m])) : INT32_MIN;
+      bool uniform = true;
+      int first = INT32_MIN;
+#pragma unroll
+      for (int m = 0; m < 8; ++m) {
+        if (!inb[m]) continue;
+        if (first == INT32_MIN) first = lab[m];
+        uniform &= lab[m] == first;
+      }
+      float best_h = 0.f;
+      int best_l = lowest;
+      if (uniform && first != INT32_MIN) {
+        // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as below.
+        float v = 0.f;
+#pragma unroll
+        for (int m = 0; m < 8; ++m) {
+          if (inb[m]) v = __fadd_rn(v, __fmul_rn(1000.f, w[m]));
+        }
+        if (__half2float(__float2half_rn(v)) > 0.f) best_l = first;
+      } else {
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {
+          if (!inb[q]) continue;
+          float v = 0.f;
+#pragma unroll
+          for (int m = 0; m < 8; ++m) {
+            if (lab[m] == lab[q]) v = __fadd_rn(v, __fmul_rn(1000.f, w[m]));
+          }
+          const float h = __half2float(__float2half_rn(v));
+          if (h > best_h || (h == best_h && lab[q] < best_l)) {
+            best_h = h;
+            best_l = lab[q];
+          }
+        }
+      }
+      label = (border_m1 && oob) ? -1 : best_l;
+    }
+    // Noise epilogue (pre-mirror voxel index j).
+    if (noise_sigma != 0.f) {
+#pragma unroll
+      for (int c = 0; c < kCT; ++c) {
+        if (c < C) val[c] = __fadd_rn(val[c], __fmul_rn(noise_sigma, NormalAt(keys[c], static_cast<uint64_t>(j))));
+      }
+    }
+    // Seg, mask and DS at the mirrored position.
+    int o0 = j0, o1 = j1, o2 = j2;
+    if (mirror & 1) o0 = P[0] - 1 - j0;
+    if (mirror & 2) o1 = P[1] - 1 - j1;
+    if (mirror & 4) o2 = P[2] - 1 - j2;
+    const int o = (o0 * P[1] + o1) * P[2] + o2;
+    const bool neg = label < 0;
+    const int16_t out_label = static_cast<int16_t>((a.remove_minus_one && label == -1) ? 0 : label);
+    a.out_seg[static_cast<int64_t>(b) * out_n + o] = out_label;
+    if (a.mask) a.mask[static_cast<int64_t>(b) * out_n + o] = neg ? 1 : 0;
+      // Image.
+#pragma unroll
+    for (int c = 0; c < kCT; ++c) {
+      if (c >= C) continue;
+      const int64_t slice = static_cast<int64_t>(b) * C + c;
+      if (a.x1) {
+        a.x1[slice * out_n + j] = val[c];
+        if (stat_ch[c]) Accumulate(part[c], val[c]);
+      } else {
+        float v = __fmul_rn(val[c], bright[c]);
+        if (mask_ch[c] && neg) v = 0.f;
+        StoreOut(a.out_image, a.out_dtype, slice * out_n + o, v);
+      }
+    }
+  }
+  if (a.want_stats) {
+#pragma unroll
+    for (int c = 0; c < kCT; ++c) {
+      if (c >= C) continue;
+      if (sp.ch[c].blur_sigma[0] != 0.f) continue;  // block-uniform
+      const Partial r = BlockReduce(part[c]);
+      CommitPartial(a.slot, b * C + c, blockIdx.x, gridDim.x, r, out_n);
+    }
+  }
+}
+
+// Deep-supervision targets: nearest-exact picks of the final seg, all levels in one launch
+// (blockIdx.z = level).
+struct DsArgs {
+  int P[3];
+  int num_ds;
+  int ds[kMaxDsLevels][3];
+  const int16_t* seg;
+  int16_t* out_ds[kMaxDsLevels];
+};
+
+__global__ void __launch_bounds__(kThreads) DsKernel(const DsArgs a) {
+  const int l = blockIdx.z, b = blockIdx.y;
+  const int Q[3] = {a.ds[l][0], a.ds[l][1], a.ds[l][2]};
+  const int qn = Q[0] * Q[1] * Q[2];
+  const int pn = a.P[0] * a.P[1] * a.P[2];
+  const int base = blockIdx.x * kChunk + threadIdx.x;
+  if (base >= qn) return;
+  IndexWalker walk(base, Q);
+  const int16_t* seg_b = a.seg + static_cast<int64_t>(b) * pn;
+  int src[kVoxPerThread];
+#pragma unroll
+  for (int k = 0; k < kVoxPerThread; ++k, walk.Step(Q)) {
+    src[k] = (NearestExactSrc(walk.j0, a.P[0], Q[0]) * a.P[1] + NearestExactSrc(walk.j1, a.P[1], Q[1])) * a.P[2] +
+             NearestExactSrc(walk.j2, a.P[2], Q[2]);
+  }
+  int16_t v[kVoxPerThread];
+#pragma unroll
+  for (int k = 0; k < kVoxPerThread; ++k) v[k] = base + k * kThreads < qn ? __ldg(seg_b + src[k]) : int16_t{0};
+#pragma unroll
+  for (int k = 0; k < kVoxPerThread; ++k) {
+    if (base + k * kThreads < qn) a.out_ds[l][static_cast<int64_t>(b) * qn + base + k * kThreads] = v[k];
+  }
+}
+
+__global__ void LowestLabelKernel(const int16_t* seg, int64_t n, int32_t* lowest) {
+  const int b = blockIdx.y;
+  const int16_t* s = seg + static_cast<int64_t>(b) * n;
+  int m = INT32_MAX;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    m = min(m, static_cast<int>(__ldg(s + i)));
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = min(m, __shfl_down_sync(0xffffffffu, m, o));
+  if ((threadIdx.x & 31) == 0) atomicMin(lowest + b, m);
+}
+
+__global__ void FillInt(int32_t* p, int n, int32_t v) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = v;
+}
+
+}  // namespace
+
+cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
+                          const Workspace& ws, bool use_lowest_buffer, bool direct, bool with_mask, bool want_stats,
+                          cudaStream_t stream) {
+  SpatialArgs a{};
+  a.d = MakeDims(shape);
+  a.params = d_params;
+  a.image = io.image;
+  a.seg = io.seg;
+  a.lowest = use_lowest_buffer ? ws.lowest : nullptr;
+  a.x1 = direct ? nullptr : ws.x1;
+  a.out_image = direct ? io.out_image : nullptr;
+  a.out_dtype = shape.out_dtype;
+  a.out_seg = io.out_seg;
+  a.mask = with_mask && !direct ? ws.mask : nullptr;
+  a.remove_minus_one = shape.remove_minus_one;
+  a.want_stats = want_stats && !direct;
+  a.slot = ws.slot[kSlotV1];
+  const dim3 grid(SpatialBricks(shape), shape.batch);
+  // Registers bound the occupancy of this kernel. For 1-2 channels it is built for 3 resident blocks per SM
+  // (80 registers, a few spilled bytes); AUGMENTD_SPATIAL_MIN_BLOCKS=2 selects the spill-free 2-block build
+  // (read once; a tuning switch for the benchmark, not a feature).
+  static const bool two_blocks = [] {
+    const char* e = std::getenv("AUGMENTD_SPATIAL_MIN_BLOCKS");
+    return e != nullptr && e[0] == '2';
+  }();
+  if (shape.channels <= 1) {
+    if (two_blocks) {
+      SpatialKernel<1, 2><<<grid, kThreads, 0, stream>>>(a);
+    } else {
+      SpatialKernel<1, 3><<<grid, kThreads, 0, stream>>>(a);
+    }
+  } else if (shape.channels <= 2) {
+    if (two_blocks) {
+      SpatialKernel<2, 2><<<grid, kThreads, 0, stream>>>(a);
+    } else {
+      SpatialKernel<2, 3><<<grid, kThreads, 0, stream>>>(a);
+    }
+  } else if (shape.channels <= 4) {
+    SpatialKernel<4, 2><<<grid, kThreads, 0, stream>>>(a);
+  } else {
+    SpatialKernel<8, 2><<<grid, kThreads, 0, stream>>>(a);
+  }
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  if (shape.num_ds > 0) {
+    DsArgs da{};
+    int max_q = 1;
+    for (int d = 0; d < 3; ++d) da.P[d] = shape.out[d];
+    da.num_ds = shape.num_ds;
+    da.seg = io.out_seg;
+    for (int l = 0; l < shape.num_ds; ++l) {
+      for (int d = 0; d < 3; ++d) da.ds[l][d] = shape.ds[l][d];
+      da.out_ds[l] = io.out_ds[l];
+      max_q = std::max(max_q, static_cast<int>(Prod(shape.ds[l])));
+    }
+    DsKernel<<<dim3((max_q + kChunk - 1) / kChunk, shape.batch, shape.num_ds), kThreads, 0, stream>>>(da);
+    AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  }
+  return cudaSuccess;
+}
+
+cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, int32_t* d_lowest, cudaStream_t stream) {
+  FillInt<<<(shape.batch + 255) / 256, 256, 0, stream>>>(d_lowest, shape.batch, INT32_MAX);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  const int64_t n = Prod(shape.in);
+  const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 1024));
+  LowestLabelKernel<<<dim3(blocks, shape.batch), 256, 0, stream>>>(seg, n, d_lowest);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  return cudaSuccess;
+}
+
+}  // namespace augmentd::cuda::internal

@@ -1,0 +1,365 @@
+// Pipeline specs and nnU-Net presets (nnUNetTrainer.py get_training_transforms / get_validation_transforms,
+// compute_initial_patch_size.py get_patch_size).
+#include "augment/pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "augment/json_util.h"
+#include "augment/registry.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/contrast.h"
+#include "augment/transforms/convert_segmentation_to_regions.h"
+#include "augment/transforms/downsample_seg_for_ds.h"
+#include "augment/transforms/gamma.h"
+#include "augment/transforms/gaussian_blur.h"
+#include "augment/transforms/gaussian_noise.h"
+#include "augment/transforms/mask_image.h"
+#include "augment/transforms/mirror.h"
+#include "augment/transforms/multiplicative_brightness.h"
+#include "augment/transforms/remove_label.h"
+#include "augment/transforms/simulate_low_resolution.h"
+#include "augment/transforms/spatial.h"
+
+namespace augmentd {
+namespace ju = json_util;
+
+absl::StatusOr<TransformSpec> TransformSpec::Make(std::shared_ptr<const Transform> transform, double p) {
+  if (transform == nullptr) return ju::Invalid("transform", "must not be null");
+  RETURN_IF_ERROR(ju::CheckProbability(p, "apply_probability"));
+  TransformSpec s;
+  s.kind = transform->kind();
+  s.apply_probability = p;
+  s.transform = std::move(transform);
+  return s;
+}
+
+absl::StatusOr<TransformSpec> TransformSpec::FromJson(const nlohmann::json& j) {
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"kind", "apply_probability", "config"}, "transform"));
+  ASSIGN_OR_RETURN(std::string kind, ju::GetString(j, "kind", std::nullopt, "transform"));
+  ASSIGN_OR_RETURN(double p, ju::GetDouble(j, "apply_probability", 1.0, "transform"));
+  ASSIGN_OR_RETURN(auto t, TransformFromJson(kind, j.value("config", nlohmann::json::object())));
+  return Make(std::move(t), p);
+}
+
+nlohmann::json TransformSpec::ToJson() const {
+  return {{"kind", std::string(TransformKindName(kind))},
+          {"apply_probability", apply_probability},
+          {"config", transform->ConfigToJson()}};
+}
+
+absl::StatusOr<PipelineSpec> PipelineSpec::FromJson(const nlohmann::json& j) {
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"name", "transforms", "input_patch_size"}, "pipeline"));
+  PipelineSpec p;
+  ASSIGN_OR_RETURN(p.name, ju::GetString(j, "name", std::string("custom"), "pipeline"));
+  if (j.contains("input_patch_size") && !j["input_patch_size"].is_null()) {
+    ASSIGN_OR_RETURN(p.input_patch_size, ju::AsInts(j["input_patch_size"], "pipeline.input_patch_size"));
+  }
+  if (!j.contains("transforms") || !j["transforms"].is_array())
+    return ju::Invalid("pipeline.transforms", "expected a list");
+  if (j["transforms"].size() > 4000) return ju::Invalid("pipeline.transforms", "too many transforms");
+  for (size_t i = 0; i < j["transforms"].size(); ++i) {
+    auto t = TransformSpec::FromJson(j["transforms"][i]);
+    if (!t.ok()) {
+      return absl::Status(t.status().code(), absl::StrCat("pipeline.transforms[", i, "].", t.status().message()));
+    }
+    p.transforms.push_back(std::move(*t));
+  }
+  return p;
+}
+
+nlohmann::json PipelineSpec::ToJson() const {
+  nlohmann::json t = nlohmann::json::array();
+  for (const TransformSpec& s : transforms) t.push_back(s.ToJson());
+  return {{"name", name}, {"input_patch_size", input_patch_size}, {"transforms", t}};
+}
+
+std::vector<int64_t> PipelineSpec::OutputShape(const std::vector<int64_t>& in) const {
+  std::vector<int64_t> s = in;
+  for (const TransformSpec& t : transforms) s = t.transform->OutputShape(s);
+  return s;
+}
+
+absl::StatusOr<TrainerConfig> TrainerConfig::FromJson(const nlohmann::json& j) {
+  const std::string w = "trainer_config";
+  RETURN_IF_ERROR(
+      ju::CheckKeys(j,
+                    {"patch_size", "rotation_for_da", "mirror_axes", "do_dummy_2d_data_aug", "deep_supervision_scales",
+                     "pool_op_kernel_sizes", "regions", "ignore_label", "use_mask_for_norm", "num_input_channels"},
+                    w));
+  TrainerConfig c;
+  if (!j.contains("patch_size")) return ju::Invalid(w + ".patch_size", "required");
+  ASSIGN_OR_RETURN(c.patch_size, ju::AsInts(j["patch_size"], w + ".patch_size"));
+  if (j.contains("rotation_for_da") && !j["rotation_for_da"].is_null()) {
+    ASSIGN_OR_RETURN(auto r, ju::AsDoubles(j["rotation_for_da"], w + ".rotation_for_da"));
+    if (r.size() != 2) return ju::Invalid(w + ".rotation_for_da", "expected [lo, hi]");
+    c.rotation_for_da = std::make_pair(r[0], r[1]);
+  }
+  if (j.contains("mirror_axes") && !j["mirror_axes"].is_null()) {
+    ASSIGN_OR_RETURN(auto m, ju::AsInts(j["mirror_axes"], w + ".mirror_axes"));
+    c.mirror_axes = m;
+  }
+  if (j.contains("do_dummy_2d_data_aug") && !j["do_dummy_2d_data_aug"].is_null()) {
+    ASSIGN_OR_RETURN(bool d, ju::GetBool(j, "do_dummy_2d_data_aug", std::nullopt, w));
+    c.do_dummy_2d_data_aug = d;
+  }
+  if (j.contains("deep_supervision_scales") && !j["deep_supervision_scales"].is_null()) {
+    std::vector<std::vector<double>> ds;
+    if (!j["deep_supervision_scales"].is_array()) return ju::Invalid(w + ".deep_supervision_scales", "expected a list");
+    for (const auto& s : j["deep_supervision_scales"]) {
+      if (s.is_number()) {
+        ds.push_back({s.get<double>()});
+      } else {
+        ASSIGN_OR_RETURN(auto v, ju::AsDoubles(s, w + ".deep_supervision_scales"));
+        ds.push_back(v);
+      }
+    }
+    c.deep_supervision_scales = ds;
+  } else if (j.contains("pool_op_kernel_sizes") && !j["pool_op_kernel_sizes"].is_null()) {
+    // nnU-Net _get_deep_supervision_scales: 1 / cumprod(strides, axis=0), last entry dropped.
+    const auto& k = j["pool_op_kernel_sizes"];
+    if (!k.is_array() || k.empty()) return ju::Invalid(w + ".pool_op_kernel_sizes", "expected a list of strides");
+    std::vector<std::vector<double>> ds;
+    std::vector<double> prod;
+    for (const auto& s : k) {
+      ASSIGN_OR_RETURN(auto v, ju::AsDoubles(s, w + ".pool_op_kernel_sizes"));
+      if (prod.empty()) prod.assign(v.size(), 1.0);
+      if (v.size() != prod.size()) return ju::Invalid(w + ".pool_op_kernel_sizes", "inconsistent lengths");
+      std::vector<double> level(v.size());
+      for (size_t d = 0; d < v.size(); ++d) {
+        if (!(v[d] >= 1)) return ju::Invalid(w + ".pool_op_kernel_sizes", "strides must be >= 1");
+        prod[d] *= v[d];
+        level[d] = 1.0 / prod[d];
+      }
+      ds.push_back(level);
+    }
+    ds.pop_back();
+    c.deep_supervision_scales = ds;
+  }
+  if (j.contains("regions") && !j["regions"].is_null()) {
+    std::vector<std::vector<int64_t>> regions;
+    if (!j["regions"].is_array()) return ju::Invalid(w + ".regions", "expected a list");
+    for (const auto& r : j["regions"]) {
+      if (r.is_number_integer()) {
+        regions.push_back({r.get<int64_t>()});
+      } else {
+        ASSIGN_OR_RETURN(auto v, ju::AsInts(r, w + ".regions"));
+        regions.push_back(v);
+      }
+    }
+    c.regions = regions;
+  }
+  if (j.contains("ignore_label") && !j["ignore_label"].is_null()) {
+    ASSIGN_OR_RETURN(int64_t v, ju::GetInt(j, "ignore_label", std::nullopt, w));
+    c.ignore_label = v;
+  }
+  if (j.contains("use_mask_for_norm") && !j["use_mask_for_norm"].is_null()) {
+    ASSIGN_OR_RETURN(c.use_mask_for_norm, ju::AsBools(j["use_mask_for_norm"], w + ".use_mask_for_norm"));
+  }
+  ASSIGN_OR_RETURN(
+      c.num_input_channels,
+      ju::GetInt(j, "num_input_channels", static_cast<int64_t>(std::max<size_t>(1, c.use_mask_for_norm.size())), w));
+  return c;
+}
+
+nlohmann::json TrainerConfig::ToJson() const {
+  nlohmann::json j;
+  j["patch_size"] = patch_size;
+  j["rotation_for_da"] =
+      rotation_for_da ? nlohmann::json::array({rotation_for_da->first, rotation_for_da->second}) : nlohmann::json();
+  j["mirror_axes"] = mirror_axes ? nlohmann::json(*mirror_axes) : nlohmann::json();
+  j["do_dummy_2d_data_aug"] = do_dummy_2d_data_aug ? nlohmann::json(*do_dummy_2d_data_aug) : nlohmann::json();
+  j["deep_supervision_scales"] = deep_supervision_scales ? nlohmann::json(*deep_supervision_scales) : nlohmann::json();
+  j["regions"] = regions ? nlohmann::json(*regions) : nlohmann::json();
+  j["ignore_label"] = ignore_label ? nlohmann::json(*ignore_label) : nlohmann::json();
+  j["use_mask_for_norm"] = use_mask_for_norm;
+  j["num_input_channels"] = num_input_channels;
+  return j;
+}
+
+std::vector<int64_t> GetPatchSize(const std::vector<int64_t>& final_patch_size, double rot_x, double rot_y,
+                                  double rot_z, std::pair<double, double> scale_range) {
+  const double kMax = 90.0 / 360.0 * 2.0 * M_PI;
+  rot_x = std::min(kMax, rot_x);
+  rot_y = std::min(kMax, rot_y);
+  rot_z = std::min(kMax, rot_z);
+  const size_t n = final_patch_size.size();
+  std::vector<double> coords(final_patch_size.begin(), final_patch_size.end());
+  std::vector<double> out = coords;
+  // Row vector times rotation matrix (batchgenerators rotate_coords_3d / rotate_coords_2d).
+  auto apply = [&](const std::vector<double>& m) {
+    for (size_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (size_t i = 0; i < n; ++i) acc += coords[i] * m[i * n + j];
+      out[j] = std::max(out[j], std::fabs(acc));
+    }
+  };
+  if (n == 3) {
+    const double cx = std::cos(rot_x), sx = std::sin(rot_x);
+    apply({1, 0, 0, 0, cx, -sx, 0, sx, cx});
+    const double cy = std::cos(rot_y), sy = std::sin(rot_y);
+    apply({cy, 0, sy, 0, 1, 0, -sy, 0, cy});
+    const double cz = std::cos(rot_z), sz = std::sin(rot_z);
+    apply({cz, -sz, 0, sz, cz, 0, 0, 0, 1});
+  } else if (n == 2) {
+    const double c = std::cos(rot_x), s = std::sin(rot_x);
+    apply({c, -s, s, c});
+  }
+  const double mn = std::min(scale_range.first, scale_range.second);
+  std::vector<int64_t> result(n);
+  for (size_t d = 0; d < n; ++d) result[d] = static_cast<int64_t>(out[d] / mn);  // astype(int) truncates
+  return result;
+}
+
+absl::StatusOr<AugmentationGeometry> ConfigureGeometry(const TrainerConfig& c) {
+  const std::string w = "trainer_config";
+  const size_t dim = c.patch_size.size();
+  if (dim != 2 && dim != 3) return ju::Invalid(w + ".patch_size", "must have 2 or 3 entries");
+  for (int64_t p : c.patch_size)
+    if (p < 1 || p > 2048)
+      return ju::Invalid(w + ".patch_size", absl::StrCat("entry ", p, " not in [1, 2048] (patch larger than allowed)"));
+  AugmentationGeometry g;
+  const double mx = static_cast<double>(*std::max_element(c.patch_size.begin(), c.patch_size.end()));
+  const double mnp = static_cast<double>(*std::min_element(c.patch_size.begin(), c.patch_size.end()));
+  const double deg = 2.0 * M_PI / 360.0;
+  if (dim == 2) {
+    g.do_dummy_2d_data_aug = false;
+    g.rotation_for_da =
+        mx / mnp > 1.5 ? std::make_pair(-15.0 * deg, 15.0 * deg) : std::make_pair(-180.0 * deg, 180.0 * deg);
+    g.mirror_axes = {0, 1};
+  } else {
+    g.do_dummy_2d_data_aug = mx / static_cast<double>(c.patch_size[0]) > 3.0;  // ANISO_THRESHOLD
+    g.rotation_for_da =
+        g.do_dummy_2d_data_aug ? std::make_pair(-180.0 * deg, 180.0 * deg) : std::make_pair(-30.0 * deg, 30.0 * deg);
+    g.mirror_axes = {0, 1, 2};
+  }
+  if (c.do_dummy_2d_data_aug) {
+    if (*c.do_dummy_2d_data_aug && dim != 3) return ju::Invalid(w + ".do_dummy_2d_data_aug", "needs a 3D patch_size");
+    g.do_dummy_2d_data_aug = *c.do_dummy_2d_data_aug;
+  }
+  if (c.rotation_for_da) {
+    if (!std::isfinite(c.rotation_for_da->first) || !std::isfinite(c.rotation_for_da->second) ||
+        c.rotation_for_da->first > c.rotation_for_da->second) {
+      return ju::Invalid(w + ".rotation_for_da", "must be finite with lo <= hi");
+    }
+    g.rotation_for_da = *c.rotation_for_da;
+  }
+  if (c.mirror_axes) {
+    for (int64_t a : *c.mirror_axes)
+      if (a < 0 || a >= static_cast<int64_t>(dim))
+        return ju::Invalid(w + ".mirror_axes", absl::StrCat("axis ", a, " out of range"));
+    g.mirror_axes = *c.mirror_axes;
+  }
+  const double r = std::max(std::fabs(g.rotation_for_da.first), std::fabs(g.rotation_for_da.second));
+  g.initial_patch_size = GetPatchSize(c.patch_size, r, r, r, {0.85, 1.25});
+  if (g.do_dummy_2d_data_aug) g.initial_patch_size[0] = c.patch_size[0];
+  return g;
+}
+
+namespace {
+
+absl::Status Add(PipelineSpec& spec, absl::StatusOr<std::shared_ptr<const Transform>> t, double p) {
+  if (!t.ok()) return t.status();
+  ASSIGN_OR_RETURN(TransformSpec s, TransformSpec::Make(std::move(*t), p));
+  spec.transforms.push_back(std::move(s));
+  return absl::OkStatus();
+}
+
+absl::Status AddLabelTail(PipelineSpec& spec, const TrainerConfig& c) {
+  RETURN_IF_ERROR(Add(spec, RemoveLabelTransform::Create({-1, 0, std::nullopt}), 1.0));
+  if (c.regions) {
+    ConvertSegmentationToRegionsConfig rc;
+    rc.regions = *c.regions;
+    if (c.ignore_label) rc.regions.push_back({*c.ignore_label});
+    rc.channel_in_seg = 0;
+    RETURN_IF_ERROR(Add(spec, ConvertSegmentationToRegionsTransform::Create(rc), 1.0));
+  }
+  if (c.deep_supervision_scales) {
+    RETURN_IF_ERROR(Add(spec, DownsampleSegForDsTransform::Create({*c.deep_supervision_scales}), 1.0));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckChannels(const TrainerConfig& c) {
+  if (c.num_input_channels < 1 || c.num_input_channels > 4096) {
+    return ju::Invalid("trainer_config.num_input_channels", "must be in [1, 4096]");
+  }
+  if (!c.use_mask_for_norm.empty() && static_cast<int64_t>(c.use_mask_for_norm.size()) != c.num_input_channels) {
+    return ju::Invalid("trainer_config.use_mask_for_norm", "needs one entry per input channel");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PipelineSpec> NnunetDefaultPipeline(const TrainerConfig& c) {
+  RETURN_IF_ERROR(CheckChannels(c));
+  ASSIGN_OR_RETURN(AugmentationGeometry g, ConfigureGeometry(c));
+  PipelineSpec spec;
+  spec.name = "nnunet_default";
+  spec.input_patch_size = g.initial_patch_size;
+
+  SpatialConfig sc;
+  sc.patch_size = c.patch_size;
+  if (g.do_dummy_2d_data_aug) {
+    sc.patch_size.erase(sc.patch_size.begin());
+    sc.dummy_2d = true;
+  }
+  sc.patch_center_dist_from_border = {0};
+  sc.random_crop = false;
+  sc.p_elastic_deform = 0;
+  sc.p_rotation = 0.2;
+  sc.rotation = RandomScalar::Uniform(g.rotation_for_da.first, g.rotation_for_da.second);
+  sc.p_scaling = 0.2;
+  sc.scaling = RandomScalar::Uniform(0.7, 1.4);
+  sc.p_synchronize_scaling_across_axes = 1;
+  sc.bg_style_seg_sampling = false;
+  sc.border_mode_seg = "constant";
+  sc.padding_value_seg = -1;
+  RETURN_IF_ERROR(Add(spec, SpatialTransform::Create(sc), 1.0));
+
+  RETURN_IF_ERROR(Add(spec, GaussianNoiseTransform::Create({RandomScalar::Uniform(0, 0.1), 1, true}), 0.1));
+  RETURN_IF_ERROR(
+      Add(spec, GaussianBlurTransform::Create({RandomScalar::Uniform(0.5, 1.0), false, false, 0.5, true}), 0.2));
+  RETURN_IF_ERROR(
+      Add(spec, MultiplicativeBrightnessTransform::Create({RandomScalar::BGContrast(0.75, 1.25), false, 1}), 0.15));
+  RETURN_IF_ERROR(Add(spec, ContrastTransform::Create({RandomScalar::BGContrast(0.75, 1.25), true, false, 1}), 0.15));
+  SimulateLowResolutionConfig lr;
+  lr.scale = RandomScalar::Uniform(0.5, 1);
+  lr.synchronize_channels = false;
+  lr.synchronize_axes = true;
+  if (g.do_dummy_2d_data_aug) lr.ignore_axes = std::vector<int64_t>{0};
+  lr.allowed_channels = std::nullopt;
+  lr.p_per_channel = 0.5;
+  RETURN_IF_ERROR(Add(spec, SimulateLowResolutionTransform::Create(lr), 0.25));
+  RETURN_IF_ERROR(Add(spec, GammaTransform::Create({RandomScalar::BGContrast(0.7, 1.5), 1, false, 1, 1}), 0.1));
+  RETURN_IF_ERROR(Add(spec, GammaTransform::Create({RandomScalar::BGContrast(0.7, 1.5), 0, false, 1, 1}), 0.3));
+  if (!g.mirror_axes.empty()) RETURN_IF_ERROR(Add(spec, MirrorTransform::Create({g.mirror_axes}), 1.0));
+  std::vector<int64_t> masked;
+  for (size_t i = 0; i < c.use_mask_for_norm.size(); ++i)
+    if (c.use_mask_for_norm[i]) masked.push_back(static_cast<int64_t>(i));
+  if (!masked.empty()) RETURN_IF_ERROR(Add(spec, MaskImageTransform::Create({masked, 0, 0.0}), 1.0));
+  RETURN_IF_ERROR(AddLabelTail(spec, c));
+  return spec;
+}
+
+absl::StatusOr<PipelineSpec> NnunetValidationPipeline(const TrainerConfig& c) {
+  RETURN_IF_ERROR(CheckChannels(c));
+  ASSIGN_OR_RETURN(AugmentationGeometry g, ConfigureGeometry(c));
+  (void)g;
+  PipelineSpec spec;
+  spec.name = "nnunet_validation";
+  spec.input_patch_size = c.patch_size;
+  RETURN_IF_ERROR(AddLabelTail(spec, c));
+  return spec;
+}
+
+absl::StatusOr<PipelineSpec> PresetPipeline(std::string_view name, const TrainerConfig& c) {
+  if (name == "nnunet_default") return NnunetDefaultPipeline(c);
+  if (name == "nnunet_validation") return NnunetValidationPipeline(c);
+  return ju::Invalid("preset",
+                     absl::StrCat("unknown preset '", std::string(name), "' (nnunet_default, nnunet_validation)"));
+}
+
+}  // namespace augmentd

@@ -1,0 +1,96 @@
+// augment/pipeline.h — pipeline specifications: ordered transform lists, nnU-Net presets, initial patch size.
+//
+// A PipelineSpec is an ordered list of TransformSpecs (kind, apply probability — bgv2's RandomTransform wrapper —
+// and the transform built from typed bgv2 constructor arguments). Presets reproduce nnU-Net 2.8.1's
+// `get_training_transforms` / `get_validation_transforms` for a trainer configuration (reference §2–§3).
+//
+//   augmentd::TrainerConfig tc;
+//   tc.patch_size = {128, 128, 128};
+//   tc.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}};
+//   ASSIGN_OR_RETURN(augmentd::PipelineSpec spec, augmentd::NnunetDefaultPipeline(tc));
+//   // spec.input_patch_size == {205, 205, 205}: crop that box, then augmentd::AugmentBatch (engine.h).
+//
+// Everything here is torch-free. PipelineSpec is immutable after construction and safe to share across threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "augment/transform.h"
+#include "nlohmann/json.hpp"
+
+namespace augmentd {
+
+// One entry of a pipeline: bgv2's `RandomTransform(transform, apply_probability)` (p = 1: always applied).
+struct TransformSpec {
+  TransformKind kind = TransformKind::kSpatial;
+  double apply_probability = 1.0;
+  std::shared_ptr<const Transform> transform;
+
+  // INVALID_ARGUMENT for a null transform or p outside [0, 1].
+  static absl::StatusOr<TransformSpec> Make(std::shared_ptr<const Transform> transform, double apply_probability);
+  // {"kind": "gamma", "apply_probability": 0.3, "config": {...bgv2 constructor args...}}
+  static absl::StatusOr<TransformSpec> FromJson(const nlohmann::json& j);
+  nlohmann::json ToJson() const;
+};
+
+struct PipelineSpec {
+  std::string name = "custom";
+  std::vector<TransformSpec> transforms;
+  // Spatial shape the input samples must have (nnU-Net: initial_patch_size for training, patch_size for
+  // validation); empty = any shape.
+  std::vector<int64_t> input_patch_size;
+
+  // {"name": ..., "input_patch_size": [...], "transforms": [TransformSpec JSON, ...]}
+  static absl::StatusOr<PipelineSpec> FromJson(const nlohmann::json& j);
+  nlohmann::json ToJson() const;
+  // Spatial output shape for an input of `in` (walks OutputShape of every transform).
+  std::vector<int64_t> OutputShape(const std::vector<int64_t>& in) const;
+};
+
+// The parts of an nnU-Net trainer that shape augmentation. Unset optionals are computed like nnU-Net does.
+struct TrainerConfig {
+  std::vector<int64_t> patch_size;                           // plans patch size (2 or 3 dims)
+  std::optional<std::pair<double, double>> rotation_for_da;  // radians; default from the patch size
+  std::optional<std::vector<int64_t>> mirror_axes;           // default (0,1,2) / (0,1); empty = no mirroring
+  std::optional<bool> do_dummy_2d_data_aug;                  // default max(p)/p[0] > 3 (3D only)
+  // Deep supervision scales, full resolution first; unset = no DS. (FromJson also accepts pool_op_kernel_sizes.)
+  std::optional<std::vector<std::vector<double>>> deep_supervision_scales;
+  std::optional<std::vector<std::vector<int64_t>>> regions;  // region-based training
+  std::optional<int64_t> ignore_label;
+  std::vector<bool> use_mask_for_norm;  // per input channel
+  int64_t num_input_channels = 1;
+
+  // Keys: the field names above, plus "pool_op_kernel_sizes" (strides; DS scales = 1/cumprod, last dropped).
+  static absl::StatusOr<TrainerConfig> FromJson(const nlohmann::json& j);
+  nlohmann::json ToJson() const;
+};
+
+// nnU-Net `get_patch_size` (compute_initial_patch_size.py): rotate the patch-size vector about each axis by
+// min(max|range|, 90°), take the element-wise max of the absolute coordinates, divide by min(scale_range), truncate.
+std::vector<int64_t> GetPatchSize(const std::vector<int64_t>& final_patch_size, double rot_x, double rot_y,
+                                  double rot_z, std::pair<double, double> scale_range);
+
+// nnU-Net `configure_rotation_dummyDA_mirroring_and_inital_patch_size` (+ the trainer's overrides).
+struct AugmentationGeometry {
+  std::pair<double, double> rotation_for_da;
+  bool do_dummy_2d_data_aug = false;
+  std::vector<int64_t> initial_patch_size;
+  std::vector<int64_t> mirror_axes;
+};
+absl::StatusOr<AugmentationGeometry> ConfigureGeometry(const TrainerConfig& config);
+
+// nnU-Net 2.8.1 `get_training_transforms` (non-cascade) for `config`; input_patch_size = initial_patch_size.
+absl::StatusOr<PipelineSpec> NnunetDefaultPipeline(const TrainerConfig& config);
+// nnU-Net `get_validation_transforms`: RemoveLabel(−1→0), regions, DS; input_patch_size = patch_size.
+absl::StatusOr<PipelineSpec> NnunetValidationPipeline(const TrainerConfig& config);
+// By name: "nnunet_default" | "nnunet_validation".
+absl::StatusOr<PipelineSpec> PresetPipeline(std::string_view name, const TrainerConfig& config);
+
+}  // namespace augmentd

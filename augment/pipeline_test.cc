@@ -1,0 +1,98 @@
+#include "augment/pipeline.h"
+
+#include "augment/transforms/simulate_low_resolution.h"
+#include "augment/transforms/spatial.h"
+#include "gtest/gtest.h"
+
+namespace augmentd {
+namespace {
+
+TEST(Pipeline, InitialPatchSizeMatchesNnunetTable) {
+  // Reference §2.2 (default trainer, /0.85).
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> table = {{{128, 128, 128}, {205, 205, 205}},
+                                                                                    {{96, 160, 160}, {191, 257, 219}},
+                                                                                    {{80, 192, 160}, {194, 289, 210}},
+                                                                                    {{64, 192, 192}, {178, 308, 233}},
+                                                                                    {{20, 320, 256}, {20, 376, 376}}};
+  for (const auto& [patch, expect] : table) {
+    TrainerConfig c;
+    c.patch_size = patch;
+    auto g = ConfigureGeometry(c);
+    ASSERT_TRUE(g.ok());
+    EXPECT_EQ(g->initial_patch_size, expect);
+    EXPECT_EQ(g->do_dummy_2d_data_aug, patch[0] == 20);
+  }
+}
+
+TEST(Pipeline, DefaultPresetOrderAndProbabilities) {
+  TrainerConfig c;
+  c.patch_size = {64, 64, 64};
+  c.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}};
+  c.use_mask_for_norm = {true};
+  auto spec = NnunetDefaultPipeline(c);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::vector<std::string> names;
+  std::vector<double> probs;
+  for (const auto& t : spec->transforms) {
+    names.emplace_back(TransformKindName(t.kind));
+    probs.push_back(t.apply_probability);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"spatial", "gaussian_noise", "gaussian_blur", "multiplicative_brightness",
+                                             "contrast", "simulate_low_resolution", "gamma", "gamma", "mirror",
+                                             "mask_image", "remove_label", "downsample_seg_for_ds"}));
+  EXPECT_EQ(probs, (std::vector<double>{1, 0.1, 0.2, 0.15, 0.15, 0.25, 0.1, 0.3, 1, 1, 1, 1}));
+  EXPECT_EQ(spec->input_patch_size, (std::vector<int64_t>{102, 102, 102}));
+  EXPECT_EQ(spec->OutputShape(spec->input_patch_size), (std::vector<int64_t>{64, 64, 64}));
+}
+
+TEST(Pipeline, DummyTwoDAndRegionsAndValidation) {
+  TrainerConfig c;
+  c.patch_size = {20, 320, 256};
+  c.regions = {{1, 2}, {2}};
+  c.ignore_label = 3;
+  auto spec = NnunetDefaultPipeline(c);
+  ASSERT_TRUE(spec.ok());
+  const auto& sp = static_cast<const SpatialTransform&>(*spec->transforms[0].transform);
+  EXPECT_TRUE(sp.config().dummy_2d);
+  EXPECT_EQ(sp.config().patch_size, (std::vector<int64_t>{320, 256}));
+  EXPECT_NEAR(sp.config().rotation.hi, M_PI, 1e-12);
+  const auto& lr = static_cast<const SimulateLowResolutionTransform&>(*spec->transforms[5].transform);
+  ASSERT_TRUE(lr.config().ignore_axes.has_value());
+  EXPECT_EQ(*lr.config().ignore_axes, (std::vector<int64_t>{0}));
+  EXPECT_EQ(TransformKindName(spec->transforms.back().kind), "convert_segmentation_to_regions");
+  EXPECT_EQ(spec->transforms.back().ToJson()["config"]["regions"], nlohmann::json::parse("[[1, 2], [2], [3]]"));
+  auto val = NnunetValidationPipeline(c);
+  ASSERT_TRUE(val.ok());
+  ASSERT_EQ(val->transforms.size(), 2u);
+  EXPECT_EQ(val->input_patch_size, c.patch_size);
+}
+
+TEST(Pipeline, TrainerConfigFromJsonComputesDsScales) {
+  auto c = TrainerConfig::FromJson(
+      {{"patch_size", {64, 64, 64}}, {"pool_op_kernel_sizes", {{1, 1, 1}, {2, 2, 2}, {2, 2, 1}, {2, 2, 2}}}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->deep_supervision_scales.has_value());
+  EXPECT_EQ(*c->deep_supervision_scales,
+            (std::vector<std::vector<double>>{{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.5}}));
+  EXPECT_EQ(TrainerConfig::FromJson({{"patch_size", {64, 64}}, {"bogus", 1}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  TrainerConfig big;
+  big.patch_size = {4096, 64, 64};
+  EXPECT_EQ(NnunetDefaultPipeline(big).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Pipeline, SpecJsonRoundTrip) {
+  TrainerConfig c;
+  c.patch_size = {32, 40, 48};
+  auto spec = NnunetDefaultPipeline(c);
+  ASSERT_TRUE(spec.ok());
+  auto again = PipelineSpec::FromJson(spec->ToJson());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->ToJson(), spec->ToJson());
+  auto bad = PipelineSpec::FromJson(
+      {{"transforms", {{{"kind", "gamma"}, {"apply_probability", 1.5}, {"config", nlohmann::json::object()}}}}});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace augmentd

@@ -1,0 +1,59 @@
+#include "augment/transform.h"
+
+namespace augmentd {
+
+std::string_view TransformKindName(TransformKind kind) {
+  switch (kind) {
+    case TransformKind::kSpatial:
+      return "spatial";
+    case TransformKind::kGaussianNoise:
+      return "gaussian_noise";
+    case TransformKind::kGaussianBlur:
+      return "gaussian_blur";
+    case TransformKind::kMultiplicativeBrightness:
+      return "multiplicative_brightness";
+    case TransformKind::kContrast:
+      return "contrast";
+    case TransformKind::kSimulateLowResolution:
+      return "simulate_low_resolution";
+    case TransformKind::kGamma:
+      return "gamma";
+    case TransformKind::kMirror:
+      return "mirror";
+    case TransformKind::kMaskImage:
+      return "mask_image";
+    case TransformKind::kRemoveLabel:
+      return "remove_label";
+    case TransformKind::kConvertSegmentationToRegions:
+      return "convert_segmentation_to_regions";
+    case TransformKind::kDownsampleSegForDs:
+      return "downsample_seg_for_ds";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Transform::ParseParams(const nlohmann::json& j,
+                                                                        const SampleLayout& layout) const {
+  if (j.is_null()) return ParamsFromJson(nlohmann::json::object(), layout);
+  if (!j.is_object()) return absl::InvalidArgumentError("params: expected an object (bgv2 get_parameters() dict)");
+  return ParamsFromJson(j, layout);
+}
+
+void SampleData::Materialize() {
+  if (external_image != nullptr) {
+    image.assign(external_image, external_image + channels * voxels());
+    external_image = nullptr;
+  }
+  if (external_seg != nullptr) {
+    seg.assign(external_seg, external_seg + seg_channels * voxels());
+    external_seg = nullptr;
+  }
+}
+
+int64_t SampleData::voxels() const {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+}  // namespace augmentd

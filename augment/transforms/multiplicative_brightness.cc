@@ -1,0 +1,85 @@
+#include "augment/transforms/multiplicative_brightness.h"
+
+#include "absl/strings/str_cat.h"
+#include "augment/json_util.h"
+#include "augment/kernels/cpu_intensity.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/common.h"
+
+namespace augmentd {
+namespace ju = json_util;
+using namespace transforms_internal;  // NOLINT
+
+absl::StatusOr<std::shared_ptr<const Transform>> MultiplicativeBrightnessTransform::Create(
+    const MultiplicativeBrightnessConfig& c) {
+  RETURN_IF_ERROR(c.multiplier_range.Validate("multiplicative_brightness.multiplier_range"));
+  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, "multiplicative_brightness.p_per_channel"));
+  return std::shared_ptr<const Transform>(new MultiplicativeBrightnessTransform(c));
+}
+
+absl::StatusOr<std::shared_ptr<const Transform>> MultiplicativeBrightnessTransform::FromJson(const nlohmann::json& j) {
+  const std::string w = "multiplicative_brightness";
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"multiplier_range", "synchronize_channels", "p_per_channel"}, w));
+  MultiplicativeBrightnessConfig c;
+  if (!j.contains("multiplier_range")) return ju::Invalid(w + ".multiplier_range", "required");
+  ASSIGN_OR_RETURN(c.multiplier_range, RandomScalar::FromJson(j["multiplier_range"], w + ".multiplier_range"));
+  ASSIGN_OR_RETURN(c.synchronize_channels, ju::GetBool(j, "synchronize_channels", std::nullopt, w));
+  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
+  return Create(c);
+}
+
+nlohmann::json MultiplicativeBrightnessTransform::ConfigToJson() const {
+  return {{"multiplier_range", config_.multiplier_range.ToJson()},
+          {"synchronize_channels", config_.synchronize_channels},
+          {"p_per_channel", config_.p_per_channel}};
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> MultiplicativeBrightnessTransform::Draw(
+    DrawContext& ctx, const SampleLayout& layout) const {
+  auto p = std::make_unique<MultiplicativeBrightnessParams>();
+  p->apply_to_channel = SelectChannels(ctx.rng, layout.channels, config_.p_per_channel);
+  const size_t n = p->apply_to_channel.size();
+  if (config_.synchronize_channels) {
+    const float m = static_cast<float>(config_.multiplier_range.Sample(ctx.rng));
+    p->multipliers.assign(n, m);
+  } else {
+    for (size_t i = 0; i < n; ++i)
+      p->multipliers.push_back(static_cast<float>(config_.multiplier_range.Sample(ctx.rng)));
+  }
+  return std::unique_ptr<TransformParams>(std::move(p));
+}
+
+absl::Status MultiplicativeBrightnessTransform::Apply(const TransformParams& params, SampleData& s) const {
+  ASSIGN_OR_RETURN(const MultiplicativeBrightnessParams* p,
+                   ParamsAs<MultiplicativeBrightnessParams>(params, "multiplicative_brightness"));
+  RETURN_IF_ERROR(RequireImage(s, "multiplicative_brightness"));
+  const int64_t n = s.voxels();
+  for (size_t k = 0; k < p->apply_to_channel.size(); ++k) {
+    kernels::MultiplyChannel(s.image.data() + p->apply_to_channel[k] * n, n, p->multipliers[k]);
+  }
+  return absl::OkStatus();
+}
+
+nlohmann::json MultiplicativeBrightnessTransform::ParamsToJson(const TransformParams& params) const {
+  const auto& p = static_cast<const MultiplicativeBrightnessParams&>(params);
+  return {{"apply_to_channel", p.apply_to_channel}, {"multipliers", p.multipliers}};
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> MultiplicativeBrightnessTransform::ParamsFromJson(
+    const nlohmann::json& j, const SampleLayout& layout) const {
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channel", "multipliers"}, "params"));
+  auto p = std::make_unique<MultiplicativeBrightnessParams>();
+  ASSIGN_OR_RETURN(p->apply_to_channel, ChannelIndicesFromJson(j.value("apply_to_channel", nlohmann::json()),
+                                                               layout.channels, "params.apply_to_channel"));
+  std::vector<double> m;
+  if (j.contains("multipliers") && !j["multipliers"].is_null()) {
+    ASSIGN_OR_RETURN(m, ju::AsDoubles(j["multipliers"], "params.multipliers"));
+  }
+  if (m.size() != p->apply_to_channel.size()) {
+    return ju::Invalid("params.multipliers", absl::StrCat("needs ", p->apply_to_channel.size(), " entries"));
+  }
+  for (double v : m) p->multipliers.push_back(static_cast<float>(v));
+  return std::unique_ptr<TransformParams>(std::move(p));
+}
+
+}  // namespace augmentd

@@ -1,0 +1,325 @@
+// bench/cuda_pipeline_bench.cc — times augmentd's CUDA kernel layer (augment/kernels/cuda) on one GPU.
+//
+//   cuda_pipeline_bench [--json out.jsonl] [--iters N]
+//
+// For B in {2, 8}, C in {1, 4}, patches 128³ (from 205³) and 80×160×160 (from 175×257×210, the
+// initial_patch_size formula of reference §2.2), and modes
+//   all-on      every transform applied to every sample and channel (rotation + scaling, noise, blur,
+//               brightness, contrast, low-res, both gammas, mirroring on all axes, DS targets)
+//   default-p   nnU-Net's default probabilities (16 parameter batches, rotated)
+//   spatial     rotation + scaling only (the floor set by the spatial kernel)
+// it reports the median over iterations of CUDA-event times: eager launches (parameter upload from pinned
+// memory included) and CUDA-graph replay; samples/s; bytes (input read once + outputs written once) over
+// time against a measured device-to-device copy; device memory held (inputs, outputs, workspace).
+// Inputs are random (never zeros); all buffers are allocated once before timing.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "augment/kernels/cuda/pipeline_cuda.h"
+
+namespace {
+
+using augmentd::cuda::BatchShape;
+using augmentd::cuda::ChannelParams;
+using augmentd::cuda::SampleParams;
+
+#define CHECK_CUDA(expr)                                                                         \
+  do {                                                                                           \
+    const cudaError_t e_ = (expr);                                                               \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+double Median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+double BGContrast(std::mt19937_64& g, double lo, double hi) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  if (u(g) < 0.5 && lo < 1.0) return lo + (1.0 - lo) * u(g);
+  const double a = std::max(lo, 1.0);
+  return a + (hi - a) * u(g);
+}
+
+struct Probs {
+  double rot, scale, noise, blur, blur_ch, bright, contrast, lowres, lowres_ch, g0, g1, mirror;
+};
+constexpr Probs kDefault{0.2, 0.2, 0.1, 0.2, 0.5, 0.15, 0.15, 0.25, 0.5, 0.1, 0.3, 0.5};
+constexpr Probs kAllOn{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+constexpr Probs kSpatial{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+SampleParams Draw(std::mt19937_64& g, const Probs& pr, const BatchShape& sh, uint64_t index) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  SampleParams p;
+  const bool rot = u(g) < pr.rot, scl = u(g) < pr.scale;
+  double a[3] = {0, 0, 0}, s = 1.0;
+  if (rot)
+    for (double& x : a) x = -0.5236 + 1.0472 * u(g);
+  if (scl) s = 0.7 + 0.7 * u(g);
+  const double c0 = std::cos(a[0]), s0 = std::sin(a[0]), c1 = std::cos(a[1]), s1 = std::sin(a[1]), c2 = std::cos(a[2]),
+               s2 = std::sin(a[2]);
+  // A = Rz(a2) Ry(a1) Rx(a0) s
+  const double rz[9] = {c2, -s2, 0, s2, c2, 0, 0, 0, 1}, ry[9] = {c1, 0, s1, 0, 1, 0, -s1, 0, c1},
+               rx[9] = {1, 0, 0, 0, c0, -s0, 0, s0, c0};
+  double t[9], m[9];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      t[3 * i + j] = rz[3 * i] * ry[j] + rz[3 * i + 1] * ry[3 + j] + rz[3 * i + 2] * ry[6 + j];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) m[3 * i + j] = t[3 * i] * rx[j] + t[3 * i + 1] * rx[3 + j] + t[3 * i + 2] * rx[6 + j];
+  for (int i = 0; i < 9; ++i) p.matrix[i] = static_cast<float>(m[i] * s);
+  p.use_crop = !(rot || scl);
+  p.mirror_mask = 0;
+  for (int d = 0; d < 3; ++d)
+    if (u(g) < pr.mirror) p.mirror_mask |= 1 << d;
+  if (pr.mirror >= 1.0) p.mirror_mask = 7;
+  p.seed = 12345;
+  p.sample_index = index;
+  p.noise_transform_index = 3;
+  if (u(g) < pr.noise) p.noise_sigma = static_cast<float>(0.1 * u(g) + 1e-3);
+  const bool blur = u(g) < pr.blur, bright = u(g) < pr.bright, contrast = u(g) < pr.contrast, lowres = u(g) < pr.lowres,
+             g0 = u(g) < pr.g0, g1 = u(g) < pr.g1;
+  for (int c = 0; c < sh.channels; ++c) {
+    ChannelParams& cp = p.ch[c];
+    if (blur && u(g) < pr.blur_ch)
+      for (float& x : cp.blur_sigma) x = static_cast<float>(0.5 + 0.5 * u(g));
+    if (bright) cp.brightness = static_cast<float>(BGContrast(g, 0.75, 1.25));
+    if (contrast) cp.contrast = static_cast<float>(BGContrast(g, 0.75, 1.25));
+    if (lowres && u(g) < pr.lowres_ch) {
+      const double f = 0.5 + 0.5 * u(g);
+      for (int d = 0; d < 3; ++d) cp.lowres_shape[d] = std::max(1, augmentd::cuda::RoundHalfEven(sh.out[d] * f));
+    }
+    if (g0) {
+      cp.gamma[0] = static_cast<float>(BGContrast(g, 0.7, 1.5));
+      cp.gamma_invert[0] = 1;
+    }
+    if (g1) cp.gamma[1] = static_cast<float>(BGContrast(g, 0.7, 1.5));
+  }
+  return p;
+}
+
+struct Result {
+  std::string mode;
+  int B, C;
+  std::string shape;
+  double ms_eager, ms_graph, bytes, mem_mb, ws_mb;
+};
+
+double MeasureCopyGBps(cudaStream_t st) {
+  const size_t n = size_t{1} << 30;
+  void *a, *b;
+  CHECK_CUDA(cudaMalloc(&a, n));
+  CHECK_CUDA(cudaMalloc(&b, n));
+  CHECK_CUDA(cudaMemsetAsync(a, 1, n, st));
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  std::vector<float> t;
+  for (int i = 0; i < 25; ++i) {
+    CHECK_CUDA(cudaEventRecord(e0, st));
+    CHECK_CUDA(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, st));
+    CHECK_CUDA(cudaEventRecord(e1, st));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    float ms;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    if (i >= 5) t.push_back(ms);
+  }
+  CHECK_CUDA(cudaFree(a));
+  CHECK_CUDA(cudaFree(b));
+  return 2.0 * n / (Median(t) * 1e-3) / 1e9;
+}
+
+Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int* S, const int* P, int iters,
+              cudaStream_t st) {
+  BatchShape sh;
+  sh.batch = B;
+  sh.channels = C;
+  for (int d = 0; d < 3; ++d) {
+    sh.in[d] = S[d];
+    sh.out[d] = P[d];
+  }
+  for (double s : {0.5, 0.25, 0.125, 0.0625}) {
+    for (int d = 0; d < 3; ++d) sh.ds[sh.num_ds][d] = std::max(1, augmentd::cuda::RoundHalfEven(P[d] * s));
+    ++sh.num_ds;
+  }
+  size_t free0, total;
+  CHECK_CUDA(cudaMemGetInfo(&free0, &total));
+  const size_t in_n = size_t(S[0]) * S[1] * S[2], out_n = size_t(P[0]) * P[1] * P[2];
+  // Host inputs: N(0.3,1) image, blobby 4-label seg with a -1 slab.
+  std::mt19937_64 g(42);
+  std::normal_distribution<float> nd(0.3f, 1.0f);
+  std::vector<float> h_img(size_t(B) * C * in_n);
+  for (float& v : h_img) v = nd(g);
+  std::vector<int16_t> h_seg(size_t(B) * in_n);
+  std::uniform_int_distribution<int> ld(0, 3);
+  const int cz = (S[0] + 7) / 8, cy = (S[1] + 7) / 8, cx = (S[2] + 7) / 8;
+  std::vector<int16_t> coarse(size_t(B) * cz * cy * cx);
+  for (auto& v : coarse) v = static_cast<int16_t>(ld(g));
+  for (int b = 0; b < B; ++b)
+    for (int z = 0; z < S[0]; ++z)
+      for (int y = 0; y < S[1]; ++y)
+        for (int x = 0; x < S[2]; ++x)
+          h_seg[b * in_n + (size_t(z) * S[1] + y) * S[2] + x] =
+              z < 2 ? -1 : coarse[((size_t(b) * cz + z / 8) * cy + y / 8) * cx + x / 8];
+  void *d_img, *d_seg, *d_out, *d_oseg, *d_ws, *d_params;
+  std::vector<void*> d_ds(sh.num_ds);
+  const size_t ws_bytes = augmentd::cuda::WorkspaceBytes(sh);
+  CHECK_CUDA(cudaMalloc(&d_img, h_img.size() * 4));
+  CHECK_CUDA(cudaMalloc(&d_seg, h_seg.size() * 2));
+  CHECK_CUDA(cudaMalloc(&d_out, size_t(B) * C * out_n * 4));
+  CHECK_CUDA(cudaMalloc(&d_oseg, size_t(B) * out_n * 2));
+  CHECK_CUDA(cudaMalloc(&d_ws, ws_bytes));
+  CHECK_CUDA(cudaMalloc(&d_params, sizeof(SampleParams) * B));
+  augmentd::cuda::PipelineIO io;
+  io.image = static_cast<const float*>(d_img);
+  io.seg = static_cast<const int16_t*>(d_seg);
+  io.out_image = d_out;
+  io.out_seg = static_cast<int16_t*>(d_oseg);
+  double bytes = double(B) * C * in_n * 4 + double(B) * in_n * 2 + double(B) * C * out_n * 4 + double(B) * out_n * 2;
+  for (int l = 0; l < sh.num_ds; ++l) {
+    const size_t q = size_t(sh.ds[l][0]) * sh.ds[l][1] * sh.ds[l][2];
+    CHECK_CUDA(cudaMalloc(&d_ds[l], B * q * 2));
+    io.out_ds[l] = static_cast<int16_t*>(d_ds[l]);
+    bytes += double(B) * q * 2;
+  }
+  size_t free1;
+  CHECK_CUDA(cudaMemGetInfo(&free1, &total));
+  CHECK_CUDA(cudaMemcpy(d_img, h_img.data(), h_img.size() * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_seg, h_seg.data(), h_seg.size() * 2, cudaMemcpyHostToDevice));
+  CHECK_CUDA(augmentd::cuda::InitWorkspace(sh, d_ws, st));
+
+  // Parameter batches in pinned memory; the stage mask is the union (what a steady graph would use).
+  const int kSets = 16;
+  SampleParams* h_params;
+  CHECK_CUDA(cudaMallocHost(&h_params, sizeof(SampleParams) * B * kSets));
+  std::mt19937_64 pg(7);
+  uint32_t stages = 0;
+  std::vector<uint32_t> set_stages(kSets);
+  for (int s = 0; s < kSets; ++s) {
+    for (int b = 0; b < B; ++b) h_params[s * B + b] = Draw(pg, pr, sh, uint64_t(s) * B + b);
+    set_stages[s] = augmentd::cuda::ActiveStages(h_params + s * B, sh);
+    stages |= set_stages[s];
+  }
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  auto launch = [&](int s, uint32_t stg) {
+    CHECK_CUDA(cudaMemcpyAsync(d_params, h_params + s * B, sizeof(SampleParams) * B, cudaMemcpyHostToDevice, st));
+    CHECK_CUDA(augmentd::cuda::RunPipeline(sh, static_cast<const SampleParams*>(d_params), stg, io, d_ws, st));
+  };
+  for (int i = 0; i < 20; ++i) launch(i % kSets, set_stages[i % kSets]);
+  CHECK_CUDA(cudaStreamSynchronize(st));
+  std::vector<float> t;
+  for (int i = 0; i < iters; ++i) {
+    CHECK_CUDA(cudaEventRecord(e0, st));
+    launch(i % kSets, set_stages[i % kSets]);
+    CHECK_CUDA(cudaEventRecord(e1, st));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    float ms;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms);
+  }
+  const double ms_eager = Median(t);
+  // Graph: one captured batch (union of stages) replayed; the parameter upload is a node of the graph.
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  launch(0, stages);
+  CHECK_CUDA(cudaStreamEndCapture(st, &graph));
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 20; ++i) CHECK_CUDA(cudaGraphLaunch(exec, st));
+  CHECK_CUDA(cudaStreamSynchronize(st));
+  t.clear();
+  for (int i = 0; i < iters; ++i) {
+    CHECK_CUDA(cudaEventRecord(e0, st));
+    CHECK_CUDA(cudaGraphLaunch(exec, st));
+    CHECK_CUDA(cudaEventRecord(e1, st));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    float ms;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms);
+  }
+  const double ms_graph = Median(t);
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+  CHECK_CUDA(cudaEventDestroy(e0));
+  CHECK_CUDA(cudaEventDestroy(e1));
+  CHECK_CUDA(cudaFreeHost(h_params));
+  for (void* p : {d_img, d_seg, d_out, d_oseg, d_ws, d_params}) CHECK_CUDA(cudaFree(p));
+  for (void* p : d_ds) CHECK_CUDA(cudaFree(p));
+  char shape[64];
+  std::snprintf(shape, sizeof(shape), "%dx%dx%d<-%dx%dx%d", P[0], P[1], P[2], S[0], S[1], S[2]);
+  return Result{mode, B, C, shape, ms_eager, ms_graph, bytes, (free0 - free1) / 1048576.0, ws_bytes / 1048576.0};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json, only;  // --only MODE:B:C:SHAPE (e.g. all-on:2:1:0) runs one configuration (profiling)
+  int iters = 200;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+  }
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("no CUDA device\n");
+    return 0;
+  }
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  cudaStream_t st;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  const double copy_gbps = only.empty() ? MeasureCopyGBps(st) : 0.0;
+  std::printf("device %s, %d SMs, L2 %d MiB; device-to-device copy %.0f GB/s (read+write)\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, copy_gbps);
+  const int S1[3] = {205, 205, 205}, P1[3] = {128, 128, 128};
+  const int S2[3] = {175, 257, 210}, P2[3] = {80, 160, 160};
+  std::vector<Result> res;
+  for (const auto& [mode, pr] :
+       {std::pair<const char*, Probs>{"all-on", kAllOn}, {"default-p", kDefault}, {"spatial", kSpatial}}) {
+    for (int shape = 0; shape < 2; ++shape)
+      for (int B : {2, 8})
+        for (int C : {1, 4}) {
+          if (std::string(mode) == "spatial" && C == 4) continue;
+          if (!only.empty() && only != std::string(mode) + ":" + std::to_string(B) + ":" + std::to_string(C) + ":" +
+                                           std::to_string(shape))
+            continue;
+          res.push_back(RunOne(mode, pr, B, C, shape ? S2 : S1, shape ? P2 : P1, iters, st));
+          const Result& r = res.back();
+          std::printf(
+              "%-9s B=%d C=%d %-22s eager %.4f ms  graph %.4f ms  %.0f samples/s  %.0f GB/s (%.0f%% of copy)"
+              "  mem %.0f MiB (workspace %.0f)\n",
+              r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph,
+              r.B / (std::min(r.ms_eager, r.ms_graph) * 1e-3),
+              r.bytes / (std::min(r.ms_eager, r.ms_graph) * 1e-3) / 1e9,
+              100.0 * r.bytes / (std::min(r.ms_eager, r.ms_graph) * 1e-3) / 1e9 / copy_gbps, r.mem_mb, r.ws_mb);
+          std::fflush(stdout);
+        }
+  }
+  if (!json.empty()) {
+    FILE* f = std::fopen(json.c_str(), "w");
+    if (!f) return 1;
+    std::fprintf(f, "{\"impl\":\"device\",\"name\":\"%s\",\"copy_gbps\":%.1f}\n", prop.name, copy_gbps);
+    for (const Result& r : res)
+      std::fprintf(f,
+                   "{\"impl\":\"augmentd\",\"mode\":\"%s\",\"B\":%d,\"C\":%d,\"shape\":\"%s\",\"ms_eager\":%.5f,"
+                   "\"ms_graph\":%.5f,\"bytes\":%.0f,\"mem_mb\":%.1f,\"ws_mb\":%.1f}\n",
+                   r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph, r.bytes, r.mem_mb, r.ws_mb);
+    std::fclose(f);
+  }
+  CHECK_CUDA(cudaStreamDestroy(st));
+  return 0;
+}

@@ -1,0 +1,22 @@
+"""augmentd — Python client of the augmentd GPU augmentation service.
+
+    import augmentd
+    with augmentd.Client("127.0.0.1:50051") as client:
+        info = client.server_info()
+
+The generated stubs are importable as ``augmentd.v1.<file>_pb2`` and ``augmentd.v1.service_pb2_grpc``.
+"""
+import os as _os
+
+from . import _stubs
+
+# Generated code lives in _proto/augmentd/v1 (never committed). Expose it as the subpackage augmentd.v1 so
+# that the generated absolute imports ("from augmentd.v1 import tensor_pb2") resolve.
+if _stubs.is_stale():
+    _stubs.generate()
+__path__.append(_os.path.join(_stubs.DEFAULT_OUT, "augmentd"))  # noqa: F821 (package __path__)
+
+from .client import Client, HealthStatus  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = ["Client", "HealthStatus", "__version__"]

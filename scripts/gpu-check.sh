@@ -1,0 +1,63 @@
+#!/bin/bash
+# scripts/gpu-check.sh — run on the GPU machine from the repository root (device/README.md):
+#   builds the CUDA kernel layer, runs the GPU tests (ctest -L gpu), benchmarks augmentd's kernels against
+#   the PyTorch port in the same run, and prints a short table last. Results go to $OUT (or /tmp/gpu-check).
+# If the whole project does not configure (work in progress elsewhere), the kernel folder is built on its own.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu-check}
+mkdir -p "$OUT"
+source .device-kit/kit-env.sh
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv
+BUILD=/tmp/build
+KDIR=augment/kernels/cuda
+if cmake -S . -B $BUILD $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1; then
+  echo "configured the whole project"
+else
+  echo "whole-project configure failed (see build.log); building $KDIR on its own"
+  mkdir -p /tmp/kstand
+  cat >/tmp/kstand/CMakeLists.txt <<CM
+cmake_minimum_required(VERSION 3.25)
+project(augmentd_kernels LANGUAGES C CXX CUDA)
+set(CMAKE_CXX_STANDARD 17)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CUDA_STANDARD 17)
+set(CMAKE_CUDA_ARCHITECTURES 90)
+find_package(Torch REQUIRED)
+find_package(GTest REQUIRED)
+function(augmentd_warnings target)
+  target_compile_options(\${target} PRIVATE \$<\$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>)
+endfunction()
+set(AUGMENTD_HAVE_CUDA ON)
+set(BUILD_TESTING ON)
+enable_testing()
+add_subdirectory($PWD/$KDIR kcuda)
+CM
+  BUILD=/tmp/build-kernels
+  cmake -S /tmp/kstand -B $BUILD $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release >>"$OUT/build.log" 2>&1 \
+    || { tail -30 "$OUT/build.log"; exit 1; }
+fi
+ninja -C $BUILD -j16 augment_cuda_kernels augment_cuda_kernels_test cuda_pipeline_bench >>"$OUT/build.log" 2>&1 \
+  || { tail -40 "$OUT/build.log"; exit 1; }
+echo "built"
+(cd $BUILD && ctest -L gpu -V --timeout 900) >"$OUT/tests.log" 2>&1
+TEST_RC=$?
+grep -E "^\S*\[(spatial|zero|noise|blur|bright|contrast|lowres|gamma|all-on|default|spatial-)|^\S*[0-9]+: \[|FAILED|PASSED|tests passed|Skipped|SKIP" "$OUT/tests.log" | sed 's/^[0-9]*: //' | tail -60
+BENCH=$(find $BUILD -name cuda_pipeline_bench -type f | head -1)
+$BENCH --json "$OUT/augmentd.jsonl" 2>&1 | tee "$OUT/bench.log"
+# Occupancy variant of the spatial kernel (2 resident blocks, no spills) on two configurations.
+for cfg in spatial:2:1:0 all-on:2:1:0; do
+  AUGMENTD_SPATIAL_MIN_BLOCKS=2 $BENCH --only $cfg 2>&1 | sed 's/^/[2-block spatial kernel] /' | tee -a "$OUT/bench.log"
+done
+python3 bench/torch_port.py --json "$OUT/torch.jsonl" 2>&1 | tee "$OUT/torch_port.log"
+python3 bench/make_table.py "$OUT/augmentd.jsonl" "$OUT/torch.jsonl" >"$OUT/table.md"
+if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null; then
+  # Per-kernel speed-of-light and occupancy of one every-transform-on batch (B=2, C=1, 128^3).
+  ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats --launch-skip 60 \
+    --launch-count 13 "$BENCH" --only all-on:2:1:0 --iters 5 >"$OUT/ncu.txt" 2>&1
+  grep -E "^  [A-Za-z_].*\(|Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per" \
+    "$OUT/ncu.txt" | sed 's/void augmentd::cuda::internal::<unnamed>:://' | cut -c1-110
+fi
+echo "tests exit code: $TEST_RC"
+cat "$OUT/table.md"

@@ -1,0 +1,62 @@
+// server/adapter.h — the one place where proto (augmentd.v1) and engine (augment/) types meet.
+// Everything that converts between the wire contract and the engine's plain structs lives here, so the
+// engine never sees protobuf and the handlers never see engine internals.
+//
+//   v1::Device d = ToProto(augmentd::ResolveDevice("cpu").value());
+//   std::string name = TransformName(v1::GAUSSIAN_NOISE);   // "gaussian_noise", the engine registry key
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "augment/device.h"
+#include "augment/pipeline.h"
+#include "augmentd/v1/pipeline.pb.h"
+#include "augmentd/v1/server_info.pb.h"
+#include "server/options.h"
+
+namespace augmentd {
+
+namespace v1 = ::augmentd::v1;
+
+// Device description for GetServerInfo / OpenSessionResponse.
+v1::Device ToProto(const DeviceInfo& device);
+
+// The limits the server enforces, as reported to clients.
+v1::ServerLimits ToProto(const ServerLimitsOptions& limits);
+
+// The trainer configuration of a preset, checked: INVALID_ARGUMENT naming the field ("trainer.patch_size:
+// ...") for values the engine cannot use, UNIMPLEMENTED for parts of the contract the engine does not
+// support yet (cascade, an explicit initial_patch_size).
+absl::StatusOr<TrainerConfig> FromProto(const v1::TrainerConfig& trainer);
+
+// The engine registry key of a transform kind: the lower-case enum name ("spatial", "gaussian_noise").
+// Empty for TRANSFORM_KIND_UNSPECIFIED and unknown values.
+std::string TransformName(v1::TransformKind kind);
+
+// The inverse of TransformName; INVALID_ARGUMENT for names that are not a transform kind.
+absl::StatusOr<v1::TransformKind> TransformKindFromName(std::string_view name);
+
+// Names of the transforms the engine implements on the CPU (its registry, augment/registry.h).
+std::vector<std::string> EngineTransformNames();
+
+// Names of the transforms the engine implements with CUDA kernels. Empty until the CUDA engine reports its
+// kernels (the registry lists CPU implementations only).
+std::vector<std::string> EngineCudaTransformNames();
+
+// The engine preset name of a preset: the lower-case enum name without "PRESET_" ("nnunet_default");
+// empty for PRESET_UNSPECIFIED and unknown values.
+std::string PresetName(v1::Preset preset);
+
+// The presets the engine can expand (augment/pipeline.h PresetPipeline). A fixed list until the engine
+// offers one to ask.
+std::vector<v1::Preset> EnginePresets();
+
+// One entry per transform kind of the contract (UNSPECIFIED excluded), in enum order, marked with what the
+// engine supports: `cpu` if the name is in `cpu_names`, `cuda` if it is in `cuda_names`.
+std::vector<v1::TransformSupport> TransformSupportList(const std::vector<std::string>& cpu_names,
+                                                       const std::vector<std::string>& cuda_names);
+
+}  // namespace augmentd

@@ -1,0 +1,191 @@
+// Tests for server/adapter.h: proto <-> engine conversions.
+#include "server/adapter.h"
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+
+namespace augmentd {
+namespace {
+
+TEST(AdapterTest, TransformNamesAreLowerCaseEnumNamesAndRoundTrip) {
+  EXPECT_EQ(TransformName(v1::SPATIAL), "spatial");
+  EXPECT_EQ(TransformName(v1::GAUSSIAN_NOISE), "gaussian_noise");
+  EXPECT_EQ(TransformName(v1::CONVERT_SEGMENTATION_TO_REGIONS), "convert_segmentation_to_regions");
+  EXPECT_EQ(TransformName(v1::DOWNSAMPLE_SEG_FOR_DS), "downsample_seg_for_ds");
+  EXPECT_EQ(TransformName(v1::RICIAN_NOISE), "rician_noise");
+  EXPECT_EQ(TransformName(v1::TRANSFORM_KIND_UNSPECIFIED), "");
+  EXPECT_EQ(TransformName(static_cast<v1::TransformKind>(999)), "");
+
+  const google::protobuf::EnumDescriptor* kinds = v1::TransformKind_descriptor();
+  for (int i = 0; i < kinds->value_count(); ++i) {
+    const auto kind = static_cast<v1::TransformKind>(kinds->value(i)->number());
+    if (kind == v1::TRANSFORM_KIND_UNSPECIFIED) continue;
+    absl::StatusOr<v1::TransformKind> back = TransformKindFromName(TransformName(kind));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, kind);
+  }
+  EXPECT_EQ(TransformKindFromName("no_such_transform").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TransformKindFromName("transform_kind_unspecified").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TransformKindFromName("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AdapterTest, PresetNamesMatchTheEngine) {
+  EXPECT_EQ(PresetName(v1::PRESET_NNUNET_DEFAULT), "nnunet_default");
+  EXPECT_EQ(PresetName(v1::PRESET_NNUNET_DA5), "nnunet_da5");
+  EXPECT_EQ(PresetName(v1::PRESET_NNUNET_VALIDATION), "nnunet_validation");
+  EXPECT_EQ(PresetName(v1::PRESET_UNSPECIFIED), "");
+  EXPECT_FALSE(EnginePresets().empty());
+}
+
+TEST(AdapterTest, TransformSupportListCoversEveryKindOnce) {
+  const std::vector<v1::TransformSupport> list = TransformSupportList({"spatial", "gamma"}, {});
+  EXPECT_EQ(static_cast<int>(list.size()), v1::TransformKind_descriptor()->value_count() - 1);
+  std::set<int> seen;
+  for (const v1::TransformSupport& t : list) {
+    EXPECT_TRUE(seen.insert(t.kind()).second);
+    EXPECT_EQ(t.name(), TransformName(t.kind()));
+    EXPECT_EQ(t.cpu(), t.kind() == v1::SPATIAL || t.kind() == v1::GAMMA) << t.name();
+    EXPECT_FALSE(t.cuda());
+  }
+  for (const v1::TransformSupport& t : TransformSupportList({"mirror", "gamma"}, {"mirror"})) {
+    EXPECT_EQ(t.cpu(), t.kind() == v1::MIRROR || t.kind() == v1::GAMMA) << t.name();
+    EXPECT_EQ(t.cuda(), t.kind() == v1::MIRROR) << t.name();
+  }
+}
+
+TEST(AdapterTest, EveryEngineTransformIsAKindOfTheContract) {
+  // The engine registry and the proto enum must agree on names (lower-case enum names).
+  const std::vector<std::string> names = EngineTransformNames();
+  EXPECT_FALSE(names.empty());
+  for (const std::string& name : names) {
+    EXPECT_TRUE(TransformKindFromName(name).ok()) << name;
+  }
+  int cpu = 0;
+  for (const v1::TransformSupport& t : TransformSupportList(names, EngineCudaTransformNames())) cpu += t.cpu();
+  EXPECT_EQ(cpu, static_cast<int>(names.size()));
+}
+
+v1::TrainerConfig Default3dFullres() {
+  v1::TrainerConfig t;
+  for (int i = 0; i < 3; ++i) t.add_patch_size(128);
+  for (double f : {1.0, 0.5, 0.25}) {
+    v1::Scale* s = t.add_deep_supervision_scales();
+    for (int i = 0; i < 3; ++i) s->add_factors(f);
+  }
+  t.set_num_input_channels(2);
+  t.add_use_mask_for_norm(false);
+  t.add_use_mask_for_norm(true);
+  return t;
+}
+
+TEST(AdapterTest, TrainerConfigFromProtoFeedsTheEnginePresets) {
+  absl::StatusOr<TrainerConfig> c = FromProto(Default3dFullres());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->patch_size, (std::vector<int64_t>{128, 128, 128}));
+  EXPECT_FALSE(c->rotation_for_da.has_value());  // unset: nnU-Net's rule
+  EXPECT_FALSE(c->mirror_axes.has_value());
+  ASSERT_TRUE(c->deep_supervision_scales.has_value());
+  EXPECT_EQ(c->deep_supervision_scales->size(), 3u);
+  EXPECT_EQ(c->num_input_channels, 2);
+  EXPECT_EQ(c->use_mask_for_norm, (std::vector<bool>{false, true}));
+
+  // The engine expands the preset named by the contract (reference §2.2: 128³ → initial patch 205³).
+  absl::StatusOr<PipelineSpec> spec = PresetPipeline(PresetName(v1::PRESET_NNUNET_DEFAULT), *c);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->input_patch_size, (std::vector<int64_t>{205, 205, 205}));
+  EXPECT_FALSE(spec->transforms.empty());
+  for (v1::Preset preset : EnginePresets()) {
+    EXPECT_TRUE(PresetPipeline(PresetName(preset), *c).ok()) << PresetName(preset);
+  }
+
+  v1::TrainerConfig t = Default3dFullres();
+  t.mutable_rotation()->set_min(-0.1);
+  t.mutable_rotation()->set_max(0.2);
+  t.mutable_mirror_axes();  // set and empty: no mirroring
+  t.set_ignore_label(3);
+  t.add_regions()->add_labels(1);
+  c = FromProto(t);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rotation_for_da, std::make_pair(-0.1, 0.2));
+  ASSERT_TRUE(c->mirror_axes.has_value());
+  EXPECT_TRUE(c->mirror_axes->empty());
+  EXPECT_EQ(c->ignore_label, 3);
+  ASSERT_TRUE(c->regions.has_value());
+  EXPECT_EQ(c->regions->size(), 1u);
+}
+
+TEST(AdapterTest, TrainerConfigFromProtoNamesTheBadField) {
+  struct Case {
+    std::function<void(v1::TrainerConfig&)> mutate;
+    absl::StatusCode code;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {[](v1::TrainerConfig& t) { t.clear_patch_size(); }, absl::StatusCode::kInvalidArgument, "trainer.patch_size"},
+      {[](v1::TrainerConfig& t) { t.set_patch_size(1, 0); }, absl::StatusCode::kInvalidArgument,
+       "trainer.patch_size"},
+      {[](v1::TrainerConfig& t) { t.mutable_rotation()->set_min(1); }, absl::StatusCode::kInvalidArgument,
+       "trainer.rotation"},
+      {[](v1::TrainerConfig& t) { t.mutable_mirror_axes()->add_axes(3); }, absl::StatusCode::kInvalidArgument,
+       "trainer.mirror_axes"},
+      {[](v1::TrainerConfig& t) { t.mutable_deep_supervision_scales(1)->add_factors(0.5); },
+       absl::StatusCode::kInvalidArgument, "trainer.deep_supervision_scales"},
+      {[](v1::TrainerConfig& t) { t.mutable_deep_supervision_scales(1)->set_factors(0, 2.0); },
+       absl::StatusCode::kInvalidArgument, "trainer.deep_supervision_scales"},
+      {[](v1::TrainerConfig& t) { t.add_regions(); }, absl::StatusCode::kInvalidArgument, "trainer.regions"},
+      {[](v1::TrainerConfig& t) { t.add_use_mask_for_norm(true); }, absl::StatusCode::kInvalidArgument,
+       "trainer.use_mask_for_norm"},
+      {[](v1::TrainerConfig& t) { t.set_is_cascaded(true); }, absl::StatusCode::kUnimplemented,
+       "trainer.is_cascaded"},
+      {[](v1::TrainerConfig& t) { t.add_initial_patch_size(205); }, absl::StatusCode::kUnimplemented,
+       "trainer.initial_patch_size"},
+  };
+  for (const Case& c : cases) {
+    v1::TrainerConfig t = Default3dFullres();
+    c.mutate(t);
+    const absl::Status s = FromProto(t).status();
+    EXPECT_EQ(s.code(), c.code) << s;
+    EXPECT_TRUE(absl::StrContains(s.message(), c.field)) << s;
+  }
+}
+
+TEST(AdapterTest, DeviceAndLimitsToProto) {
+  DeviceInfo gpu{DeviceKind::kCuda, 1, "cuda:1", "NVIDIA H200", "GPU-0123", 141ull << 30, 100ull << 30};
+  const v1::Device d = ToProto(gpu);
+  EXPECT_EQ(d.kind(), v1::DEVICE_KIND_CUDA);
+  EXPECT_EQ(d.index(), 1);
+  EXPECT_EQ(d.name(), "cuda:1");
+  EXPECT_EQ(d.model(), "NVIDIA H200");
+  EXPECT_EQ(d.uuid(), "GPU-0123");
+  EXPECT_EQ(d.total_memory_bytes(), 141ull << 30);
+  EXPECT_EQ(d.free_memory_bytes(), 100ull << 30);
+  EXPECT_EQ(ToProto(DeviceInfo{}).kind(), v1::DEVICE_KIND_CPU);
+
+  ServerLimitsOptions limits;
+  limits.max_sessions = 3;
+  limits.max_request_bytes = 1234;
+  limits.max_response_bytes = 5678;
+  limits.max_batch_size = 7;
+  limits.max_prefetch_depth = 9;
+  limits.max_session_memory_bytes = 11;
+  limits.max_streams_per_session = 2;
+  limits.allow_client_shared_memory = true;
+  const v1::ServerLimits l = ToProto(limits);
+  EXPECT_EQ(l.max_sessions(), 3u);
+  EXPECT_EQ(l.max_request_bytes(), 1234u);
+  EXPECT_EQ(l.max_response_bytes(), 5678u);
+  EXPECT_EQ(l.max_batch_size(), 7u);
+  EXPECT_EQ(l.max_prefetch_depth(), 9u);
+  EXPECT_EQ(l.max_session_memory_bytes(), 11u);
+  EXPECT_EQ(l.max_streams_per_session(), 2u);
+  EXPECT_TRUE(l.client_shared_memory_allowed());
+}
+
+}  // namespace
+}  // namespace augmentd

@@ -1,0 +1,306 @@
+// augmentd — the GPU augmentation server. The only file that knows about flags: it turns them into a
+// ServerOptions, starts the server, and drains it on SIGTERM / SIGINT.
+//
+// Exit codes: 0 after a clean drain (or --help / --version), 1 when the server cannot start (busy port,
+// missing device at runtime), 2 for a bad command line (unknown flag, bad value).
+#include <signal.h>
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "augment/device.h"
+#include "server/listen_address.h"
+#include "server/log.h"
+#include "server/options.h"
+#include "server/server.h"
+#include "server/service.h"
+
+namespace augmentd {
+namespace {
+
+constexpr int kExitStartFailure = 1;
+constexpr int kExitUsage = 2;
+
+// One command-line flag: its name, value placeholder, help text and a setter that validates the value.
+struct Flag {
+  std::string name;
+  std::string value_name;  // empty for a boolean switch
+  std::string help;
+  std::function<absl::Status(const std::string&)> set;
+};
+
+absl::Status ParseBytes(const std::string& text, uint64_t* out) {
+  // Plain bytes or a binary suffix: 4096, 64KiB, 256MiB, 2GiB (K/M/G accepted as the same).
+  std::string s = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  uint64_t multiplier = 1;
+  for (const auto& [suffix, factor] : std::vector<std::pair<std::string, uint64_t>>{
+           {"kib", 1ull << 10}, {"mib", 1ull << 20}, {"gib", 1ull << 30}, {"k", 1ull << 10}, {"m", 1ull << 20},
+           {"g", 1ull << 30}, {"b", 1}}) {
+    if (absl::EndsWith(s, suffix)) {
+      s.resize(s.size() - suffix.size());
+      multiplier = factor;
+      break;
+    }
+  }
+  uint64_t value = 0;
+  if (s.empty() || !absl::SimpleAtoi(s, &value) || value > UINT64_MAX / multiplier) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a byte size (e.g. 268435456, 256MiB)"));
+  }
+  *out = value * multiplier;
+  return absl::OkStatus();
+}
+
+// A byte size of at least `min` (a message limit below that would reject the service's own small calls).
+absl::Status ParseBytesAtLeast(const std::string& text, uint64_t min, uint64_t* out) {
+  uint64_t value = 0;
+  if (absl::Status s = ParseBytes(text, &value); !s.ok()) return s;
+  if (value < min) return absl::InvalidArgumentError(absl::StrCat("'", text, "' is below the minimum of ", min));
+  *out = value;
+  return absl::OkStatus();
+}
+
+absl::Status ParseUint32(const std::string& text, uint32_t min, uint32_t* out) {
+  uint32_t value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < min) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not an integer >= ", min));
+  }
+  *out = value;
+  return absl::OkStatus();
+}
+
+absl::Status ParseBool(const std::string& text, bool* out) {
+  if (!absl::SimpleAtob(text, out)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a boolean (true/false)"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Flag> MakeFlags(ServerOptions& o, bool& listen_given) {
+  const ServerOptions d;  // defaults, for the help text
+  std::vector<Flag> flags;
+  flags.push_back({"listen", "ADDR[,ADDR...]",
+                   absl::StrCat("Address to serve on; repeat the flag or separate with commas. host:port for TCP "
+                                "(0.0.0.0:PORT = every interface, [::]:PORT for IPv6, port 0 = any free port) or "
+                                "unix:///absolute/path for a unix socket. Default: ",
+                                absl::StrJoin(d.listen, ",")),
+                   [&o, &listen_given](const std::string& v) -> absl::Status {
+                     if (!listen_given) o.listen.clear();
+                     listen_given = true;
+                     for (absl::string_view part : absl::StrSplit(v, ',')) {
+                       const std::string address(absl::StripAsciiWhitespace(part));
+                       if (absl::StatusOr<ListenAddress> parsed = ParseListenAddress(address); !parsed.ok()) {
+                         return parsed.status();
+                       }
+                       o.listen.push_back(address);
+                     }
+                     return absl::OkStatus();
+                   }});
+  flags.push_back({"device", "SPEC",
+                   absl::StrCat("Default device of sessions: cpu, cuda:N, auto (the first GPU, else the CPU) or a "
+                                "GPU UUID (GPU-...). Default: ",
+                                d.device),
+                   [&o](const std::string& v) -> absl::Status {
+                     // Checked against the machine at startup (ResolveDevice), after the command line.
+                     o.device = v;
+                     return absl::OkStatus();
+                   }});
+  flags.push_back({"max_sessions", "N",
+                   absl::StrCat("Maximum number of open sessions. Default: ", d.limits.max_sessions),
+                   [&o](const std::string& v) { return ParseUint32(v, 1, &o.limits.max_sessions); }});
+  flags.push_back({"max_request_bytes", "BYTES",
+                   absl::StrCat("Largest request message accepted (inline patches); larger ones get "
+                                "RESOURCE_EXHAUSTED. Suffixes KiB/MiB/GiB; at least 64KiB. Default: ",
+                                d.limits.max_request_bytes),
+                   [&o](const std::string& v) {
+                     return ParseBytesAtLeast(v, 64 << 10, &o.limits.max_request_bytes);
+                   }});
+  flags.push_back({"max_response_bytes", "BYTES",
+                   absl::StrCat("Largest response message sent (inline batches); at least 64KiB. Default: ",
+                                d.limits.max_response_bytes),
+                   [&o](const std::string& v) {
+                     return ParseBytesAtLeast(v, 64 << 10, &o.limits.max_response_bytes);
+                   }});
+  flags.push_back({"max_batch_size", "N",
+                   absl::StrCat("Maximum samples per batch a session may ask for. Default: ",
+                                d.limits.max_batch_size),
+                   [&o](const std::string& v) { return ParseUint32(v, 1, &o.limits.max_batch_size); }});
+  flags.push_back({"max_prefetch_depth", "N",
+                   absl::StrCat("Maximum output slots (batches in flight) per session. Default: ",
+                                d.limits.max_prefetch_depth),
+                   [&o](const std::string& v) { return ParseUint32(v, 1, &o.limits.max_prefetch_depth); }});
+  flags.push_back({"max_session_memory_bytes", "BYTES",
+                   "Device memory one session may hold (slots and staging); 0 = no limit. Default: 0",
+                   [&o](const std::string& v) { return ParseBytes(v, &o.limits.max_session_memory_bytes); }});
+  flags.push_back({"max_streams_per_session", "N",
+                   absl::StrCat("Concurrent StreamBatches calls per session. Default: ",
+                                d.limits.max_streams_per_session),
+                   [&o](const std::string& v) { return ParseUint32(v, 1, &o.limits.max_streams_per_session); }});
+  flags.push_back({"allow_client_shm", "BOOL",
+                   "Let sessions register client host shared memory / CUDA IPC input regions (co-located "
+                   "trainers only; off by default for safety). Default: false",
+                   [&o](const std::string& v) { return ParseBool(v, &o.limits.allow_client_shared_memory); }});
+  flags.push_back({"metrics_port", "PORT",
+                   "Port of the Prometheus /metrics HTTP endpoint; 0 = off. The endpoint is not available in "
+                   "this version yet, so only 0 is accepted. Default: 0",
+                   [&o](const std::string& v) -> absl::Status {
+                     int port = -1;
+                     if (!absl::SimpleAtoi(v, &port) || port < 0 || port > 65535) {
+                       return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a port in 0..65535"));
+                     }
+                     if (port != 0) {
+                       return absl::UnimplementedError("the /metrics endpoint is not available yet; use 0 (off)");
+                     }
+                     o.metrics_port = port;
+                     return absl::OkStatus();
+                   }});
+  flags.push_back({"drain_timeout", "DURATION",
+                   "On SIGTERM/SIGINT: how long in-flight calls may finish before they are cancelled, e.g. "
+                   "30s, 500ms, 2m (a plain number means seconds). Default: 30s",
+                   [&o](const std::string& v) -> absl::Status {
+                     absl::Duration t;
+                     double seconds = 0;
+                     if (absl::SimpleAtod(v, &seconds)) {
+                       t = absl::Seconds(seconds);
+                     } else if (!absl::ParseDuration(v, &t)) {
+                       return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a duration (e.g. 30s)"));
+                     }
+                     if (t < absl::ZeroDuration()) return absl::InvalidArgumentError("must not be negative");
+                     o.drain_timeout = t;
+                     return absl::OkStatus();
+                   }});
+  flags.push_back({"reflection", "BOOL", "Serve gRPC server reflection (for grpcurl / grpc_cli). Default: true",
+                   [&o](const std::string& v) { return ParseBool(v, &o.enable_reflection); }});
+  return flags;
+}
+
+void PrintUsage(const std::vector<Flag>& flags) {
+  std::string text = absl::StrCat(
+      "augmentd ", AugmentdVersion(),
+      " - GPU augmentation service for nnU-Net training (gRPC API augmentd.v1).\n\n"
+      "Usage: augmentd [--flag=value | --flag value]...\n\n"
+      "Serves augmentd.v1.AugmentService, grpc.health.v1.Health and server reflection on every --listen\n"
+      "address, logs one line 'serving on ADDR[, ADDR...]' once ready, and drains on SIGTERM/SIGINT.\n\n"
+      "Flags:\n");
+  for (const Flag& f : flags) {
+    absl::StrAppend(&text, "  --", f.name, "=", f.value_name, "\n");
+    // Wrap the help text at ~96 columns, indented.
+    std::string line = "      ";
+    for (absl::string_view word : absl::StrSplit(f.help, ' ')) {
+      if (line.size() + word.size() > 96) {
+        absl::StrAppend(&text, absl::StripTrailingAsciiWhitespace(line), "\n");
+        line = "      ";
+      }
+      absl::StrAppend(&line, word, " ");
+    }
+    absl::StrAppend(&text, absl::StripTrailingAsciiWhitespace(line), "\n");
+  }
+  absl::StrAppend(&text,
+                  "  --help, -h\n      Print this text and exit.\n"
+                  "  --version\n      Print the version and exit.\n\n"
+                  "Exit status: 0 after a clean shutdown, 1 if the server cannot start (e.g. the port is busy),\n"
+                  "2 for a bad command line.\n\n"
+                  "Example:\n  augmentd --listen=0.0.0.0:50051,unix:///run/augmentd/aug.sock --device=cuda:0\n");
+  std::fputs(text.c_str(), stdout);
+}
+
+// One line on stderr for a bad command line; the caller exits with kExitUsage.
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "augmentd: %s (see augmentd --help)\n", message.c_str());
+  return kExitUsage;
+}
+
+// Parses argv into `options`. Returns an exit status when the process should stop now (0 after --help /
+// --version, kExitUsage after printing the error), nullopt to go on serving.
+std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions& options) {
+  bool listen_given = false;
+  std::vector<Flag> flags = MakeFlags(options, listen_given);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "-help" || arg == "--helpfull") {
+      PrintUsage(flags);
+      return 0;
+    }
+    if (arg == "--version") {
+      std::printf("%s\n", BuildDescription(AUGMENTD_CUDA_BUILT != 0).c_str());
+      return 0;
+    }
+    absl::string_view body = arg;
+    if (!absl::ConsumePrefix(&body, "--") && !absl::ConsumePrefix(&body, "-")) {
+      return UsageError(absl::StrCat("unexpected argument '", arg, "': flags look like --name=value"));
+    }
+    std::string name(body), value;
+    bool has_value = false;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+      has_value = true;
+    }
+    auto flag = std::find_if(flags.begin(), flags.end(), [&](const Flag& f) { return f.name == name; });
+    if (flag == flags.end()) return UsageError(absl::StrCat("unknown flag '--", name, "'"));
+    if (!has_value) {
+      if (i + 1 >= argc) {
+        return UsageError(absl::StrCat("flag '--", name, "' needs a value (", flag->value_name, ")"));
+      }
+      value = argv[++i];
+    }
+    if (absl::Status s = flag->set(value); !s.ok()) {
+      return UsageError(absl::StrCat("bad value for --", name, ": ", s.message()));
+    }
+  }
+  // The device is a value error too, but it can only be checked against this machine.
+  if (absl::StatusOr<DeviceInfo> device = ResolveDevice(options.device); !device.ok()) {
+    return UsageError(absl::StrCat("bad value for --device: ", device.status().message()));
+  }
+  return std::nullopt;
+}
+
+int Run(int argc, char** argv) {
+  ServerOptions options;
+  if (std::optional<int> exit_status = ParseCommandLine(argc, argv, options); exit_status.has_value()) {
+    return *exit_status;
+  }
+  RouteGrpcLogsToLog();
+
+  // Block the shutdown signals before any gRPC thread exists, so that only sigwait() below sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<AugmentdServer>> server = AugmentdServer::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "augmentd: %s\n", std::string(server.status().message()).c_str());
+    return kExitStartFailure;
+  }
+  LogInfo("serving on ", absl::StrJoin((*server)->addresses(), ", "), " (device ", (*server)->device_name(),
+          ", augmentd ", AugmentdVersion(), ")");
+
+  int signal_number = 0;
+  while (sigwait(&signals, &signal_number) != 0) {
+  }
+  LogInfo("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT", ": draining (timeout ",
+          absl::FormatDuration(options.drain_timeout), ")");
+  (*server)->Drain(options.drain_timeout);
+  LogInfo("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace augmentd
+
+int main(int argc, char** argv) { return augmentd::Run(argc, argv); }

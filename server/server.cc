@@ -1,0 +1,115 @@
+#include "server/server.h"
+
+#include <google/protobuf/descriptor.h>
+#include <grpc/grpc.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include <algorithm>
+#include <climits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "augment/device.h"
+#include "augmentd/v1/service.pb.h"
+#include "server/listen_address.h"
+#include "server/service.h"
+
+namespace augmentd {
+namespace {
+
+constexpr char kServiceName[] = "augmentd.v1.AugmentService";
+
+int ClampToInt(uint64_t bytes) { return static_cast<int>(std::min<uint64_t>(bytes, INT_MAX)); }
+
+// Server reflection answers from the generated descriptor pool. service.proto declares no message the server
+// touches, so without this reference the linker drops service.pb.o from the static proto library and
+// reflection cannot find augmentd.v1.AugmentService ("Symbol not found").
+absl::Status CheckServiceDescriptorLinked() {
+  static const void* volatile keep_linked = &descriptor_table_augmentd_2fv1_2fservice_2eproto;
+  (void)keep_linked;
+  if (google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(kServiceName) == nullptr) {
+    return absl::InternalError(absl::StrCat(kServiceName, " is missing from the generated descriptor pool"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+AugmentdServer::~AugmentdServer() {
+  if (!stopped_) Drain(absl::ZeroDuration());
+}
+
+absl::StatusOr<std::unique_ptr<AugmentdServer>> AugmentdServer::Start(const ServerOptions& options) {
+  if (options.listen.empty()) return absl::InvalidArgumentError("no listen address given");
+  std::vector<ListenAddress> addresses;
+  for (const std::string& text : options.listen) {
+    absl::StatusOr<ListenAddress> address = ParseListenAddress(text);
+    if (!address.ok()) return address.status();
+    if (absl::Status free = CheckUnixSocketFree(*address); !free.ok()) return free;
+    addresses.push_back(*std::move(address));
+  }
+  absl::StatusOr<DeviceInfo> device = ResolveDevice(options.device);
+  if (!device.ok()) return device.status();
+
+  ServiceContext context;
+  context.options = options;
+  context.default_device = *device;
+  context.cuda_built = AUGMENTD_CUDA_BUILT != 0;  // 0 or 1, set by server/CMakeLists.txt
+
+  std::unique_ptr<AugmentdServer> self(new AugmentdServer());
+  self->device_name_ = device->name;
+  self->service_ = std::make_unique<AugmentServiceImpl>(std::move(context));
+
+  if (absl::Status linked = CheckServiceDescriptorLinked(); !linked.ok()) return linked;
+  grpc::EnableDefaultHealthCheckService(true);
+  if (options.enable_reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  // Without this, Linux's SO_REUSEPORT lets a second server silently share a busy port.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(ClampToInt(options.limits.max_request_bytes));
+  builder.SetMaxSendMessageSize(ClampToInt(options.limits.max_response_bytes));
+  std::vector<int> selected_ports(addresses.size(), 0);
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    builder.AddListeningPort(addresses[i].uri, grpc::InsecureServerCredentials(), &selected_ports[i]);
+  }
+  builder.RegisterService(self->service_.get());
+  self->server_ = builder.BuildAndStart();
+  if (self->server_ == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", absl::StrJoin(options.listen, ", "),
+                                               ": address already in use, not permitted, or not resolvable"));
+  }
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if (selected_ports[i] == 0) {
+      self->server_->Shutdown();
+      self->server_->Wait();
+      self->stopped_ = true;
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", addresses[i].uri,
+                                                 ": address already in use, not permitted, or not resolvable"));
+    }
+    self->addresses_.push_back(addresses[i].is_unix ? addresses[i].uri
+                                                    : absl::StrCat(addresses[i].host, ":", selected_ports[i]));
+  }
+  grpc::HealthCheckServiceInterface* health = self->server_->GetHealthCheckService();
+  if (health != nullptr) {
+    health->SetServingStatus(true);
+    health->SetServingStatus(kServiceName, true);
+  }
+  return self;
+}
+
+void AugmentdServer::Drain(absl::Duration timeout) {
+  if (stopped_ || server_ == nullptr) return;
+  stopped_ = true;
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService(); health != nullptr) {
+    health->SetServingStatus(false);
+  }
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + std::max(timeout, absl::ZeroDuration())));
+  server_->Wait();
+}
+
+}  // namespace augmentd
