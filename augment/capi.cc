@@ -117,7 +117,9 @@ absl::Status ApplyTransformOp(const Json& req, augmentd_result& r) {
     s.channels = 0;
     s.image.clear();
   }
-  ASSIGN_OR_RETURN(auto params, tr->ParseParams(req.contains("params") ? req["params"] : Json(), s.layout()));
+  static const Json kNull;
+  const Json& params_json = req.contains("params") ? req["params"] : kNull;
+  ASSIGN_OR_RETURN(auto params, tr->ParseParams(params_json, s.layout()));
   RETURN_IF_ERROR(tr->Apply(*params, s));
   if (has_image) {
     std::vector<int64_t> shape = {s.channels};
@@ -217,7 +219,11 @@ absl::Status RunPipelineOp(const Json& req, augmentd_result& r) {
 absl::Status InitialPatchSizeOp(const Json& req, augmentd_result& r) {
   if (!req.contains("trainer_config")) return ju::Invalid("trainer_config", "required");
   ASSIGN_OR_RETURN(TrainerConfig tc, TrainerConfig::FromJson(req["trainer_config"]));
-  ASSIGN_OR_RETURN(AugmentationGeometry g, ConfigureGeometry(tc));
+  // nnUNetTrainerDA5 computes its initial patch size with scale range (0.7, 1.43).
+  ASSIGN_OR_RETURN(std::string preset, ju::GetString(req, "preset", std::string("nnunet_default"), ""));
+  const std::pair<double, double> scale_range =
+      preset == "nnunet_da5" ? std::make_pair(0.7, 1.43) : std::make_pair(0.85, 1.25);
+  ASSIGN_OR_RETURN(AugmentationGeometry g, ConfigureGeometry(tc, scale_range));
   r.json = Json{{"initial_patch_size", g.initial_patch_size},
                 {"rotation_for_da", {g.rotation_for_da.first, g.rotation_for_da.second}},
                 {"do_dummy_2d_data_aug", g.do_dummy_2d_data_aug},
@@ -231,6 +237,7 @@ absl::Status Dispatch(const char* request, augmentd_result& r) {
   Json req = Json::parse(request, nullptr, /*allow_exceptions=*/false);
   if (req.is_discarded()) return ju::Invalid("request", "is not valid JSON");
   if (!req.is_object()) return ju::Invalid("request", "expected a JSON object");
+  RETURN_IF_ERROR(ju::CheckDepth(req, "request"));
   ASSIGN_OR_RETURN(std::string op, ju::GetString(req, "op", std::nullopt, ""));
   if (op == "apply_transform") return ApplyTransformOp(req, r);
   if (op == "draw_params") return DrawParamsOp(req, r);

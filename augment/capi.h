@@ -26,14 +26,19 @@
  *      JSON: list of n parameter dicts (bgv2 format) each with an extra "applied": bool (u < p, draw 0 of the
  *      stream). Parameters are drawn for every sample (also when not applied) from augmentd's Philox streams
  *      RandomStream(seed, first_sample_index + k, transform_index = 0).
- *  run_pipeline     {"op":"run_pipeline", "preset":"nnunet_default"|"nnunet_validation", "trainer_config":{...}
- *                    | "pipeline":{"transforms":[{"kind","apply_probability","config"}...]},
+ *  run_pipeline     {"op":"run_pipeline", "preset":"nnunet_default"|"nnunet_da5"|"nnunet_validation",
+ *                    "trainer_config":{...}
+ *                    | "pipeline":{"transforms":[{"kind","apply_probability","config"[,"one_of_group"]}...]},
  *                    "seed":s, "first_sample_index":i, "image":T(B,C,...), "seg":T(B,S,...), "threads":n,
  *                    "params": optional injected [[{"applied":b,"params":{...}} | null per transform] per sample]}
  *      Tensors "image", "seg_0".."seg_k" (one "seg_0" without DS). JSON: {"samples": [{"sample_index",
  *      "transforms":[{"kind","applied","params"}...]}...], "pipeline": <spec JSON>}.
- *  initial_patch_size {"op":"initial_patch_size", "trainer_config":{...}}
+ *  initial_patch_size {"op":"initial_patch_size", "trainer_config":{...}, "preset": optional ("nnunet_da5": scale
+ *                    range (0.7, 1.43) as nnUNetTrainerDA5; else nnUNetTrainer's (0.85, 1.25))}
  *      JSON: {"initial_patch_size", "rotation_for_da", "do_dummy_2d_data_aug", "mirror_axes"}.
+ *  OneOf groups: consecutive pipeline entries with the same non-zero "one_of_group" are bgv2's OneOfTransform: per
+ *      sample one member is chosen uniformly (stream RandomStream(seed, sample, 4095, group)); the others report
+ *      "applied": false; the chosen one still draws its own apply decision. nnunet_da5 uses groups 1 and 2.
  *  preset           {"op":"preset", "preset":"nnunet_default", "trainer_config":{...}} → the pipeline spec JSON.
  *  registry         {"op":"registry"} → {"transforms": [names...]}.
  *
@@ -62,6 +67,24 @@
  *   remove_label              label_value, set_to, segmentation_channels
  *   convert_segmentation_to_regions  regions, channel_in_seg
  *   downsample_seg_for_ds     ds_scales
+ *   nnUNetTrainerDA5's (reference §5.1):
+ *   blank_rectangle           rectangle_size (int | [int per axis] | [[lo, hi) per axis]), rectangle_value (number |
+ *                             [lo, hi] | "mean" = torch.mean of the box), num_rectangles (int | [lo, hi)),
+ *                             force_square, p_per_channel
+ *   brightness_additive       mu, sigma, synchronize_channels, p_per_channel
+ *   sharpening                strength (number | [lo, hi]), p_same_for_each_channel, p_per_channel,
+ *                             p_clamp_intensities
+ *   median_filter             filter_size (int | [lo, hi)), p_same_for_each_channel, p_per_channel
+ *   brightness_gradient_additive  scale, loc, max_strength, same_for_all_channels, mean_centered, clip_intensities,
+ *                             p_per_channel
+ *   local_gamma               scale, loc, gamma, same_for_all_channels, p_per_channel
+ *                             (these scalars also take {"axis_size_log_uniform": [a, b]} = exp(U(ln(S // a),
+ *                             ln(S // b))) for axis size S — nnU-Net's scale callable is [6, 1] — and
+ *                             {"mixture": [{"weight": w, "range": [lo, hi]}, ...]} = a coin, then U of the component —
+ *                             DA5's strength ½U(−5,−1)+½U(1,5) and gamma ½U(0.01,0.8)+½U(1.5,4))
+ *   rot90                     num_axis_combinations, num_rot_per_combination, allowed_axes
+ *   transpose_axes            allowed_axes
+ *   rician_noise              noise_variance ([lo, hi]; used as the std, like bgv2)
  *
  * Per-sample parameters = bgv2 0.3.5 get_parameters() dicts (tensors as nested lists, index tensors as int lists):
  *   spatial            {"affine": ndim×ndim | null, "elastic_offsets": (*patch, ndim) nested | null,
@@ -83,6 +106,19 @@
  *                       "gamma": [g] | null}
  *   mirror             {"axes": [int]}
  *   mask_image, remove_label, convert_segmentation_to_regions, downsample_seg_for_ds: {}
+ *   blank_rectangle    {"apply_channel": [bool]*C, "rectangles": [[[lb...], [ub...]] per box] per channel}
+ *                       (+ "values": [[v per box] per channel] for a [lo, hi] rectangle_value: bgv2 draws these at
+ *                       apply time; augmentd draws them last in Draw, same order)
+ *   brightness_additive {"apply_to_channel": [int], "shift": [C floats] | null}
+ *   sharpening         {"strengths": [C], "clamp_intensities": [C bools], "apply_channel": [C bools]}
+ *   median_filter      {"filter_sizes": [C ints], "apply_channel": [C bools]}
+ *   brightness_gradient_additive {"kernels": [C × nested kernel | null]} (bgv2, input only) or augmentd's compact
+ *                       {"kernel_params": [C × {"loc": [loc·S per axis], "scale": [...], "strength": s} | null]}
+ *                       (what augmentd reports; the kernel is rebuilt exactly)
+ *   local_gamma        {"kernels" | "kernel_params" (as above, without "strength"), "gammas": [C × g | null]}
+ *   rot90              {"num_rot_per_combination": [k...], "axis_combinations": [[a, b] (dims incl. channel)...]}
+ *   transpose_axes     {"axis_order": [0, ...]}
+ *   rician_noise       {"variance": v, "noise_key": {...}} (fields NormalAt substreams 1 and 2; as gaussian_noise)
  * Channel lists accept int indices or a bool mask of length C.
  *
  * Errors: ok = 0 and error() = "<CODE>: <message>" (e.g. "INVALID_ARGUMENT: spatial.patch_size: ...").

@@ -17,11 +17,16 @@ nlohmann::json Tensor(const void* p, const char* dtype, std::vector<int64_t> sha
 TEST(Capi, RegistryAndErrors) {
   augmentd_result* r = augmentd_run_json(R"({"op": "registry"})");
   ASSERT_TRUE(augmentd_result_ok(r));
-  EXPECT_EQ(nlohmann::json::parse(augmentd_result_json(r))["transforms"].size(), 12u);
+  EXPECT_EQ(nlohmann::json::parse(augmentd_result_json(r))["transforms"].size(), 21u);  // default trainer (12) + DA5 (9)
   augmentd_result_free(r);
   r = augmentd_run_json("not json");
   EXPECT_FALSE(augmentd_result_ok(r));
   EXPECT_EQ(std::string(augmentd_result_error(r)).rfind("INVALID_ARGUMENT: request", 0), 0u);
+  augmentd_result_free(r);
+  const std::string deep = R"({"op": "registry", "x": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  r = augmentd_run_json(deep.c_str());  // hostile nesting: rejected without recursion
+  EXPECT_FALSE(augmentd_result_ok(r));
+  EXPECT_NE(std::string(augmentd_result_error(r)).find("nested deeper"), std::string::npos);
   augmentd_result_free(r);
   r = augmentd_run_json(nullptr);
   EXPECT_FALSE(augmentd_result_ok(r));

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,10 @@ struct RunOptions {
   DType image_dtype = DType::kFloat32;  // output image dtype (float32 | float16 | bfloat16)
   // Optional injection: injected[b][t] = {"applied": bool, "params": {...bgv2 format...}} or null (draw).
   const std::vector<std::vector<nlohmann::json>>* injected = nullptr;
+  // Where the batch runs: "cpu" (this thread pool) or "cuda:N" / "cuda" (= cuda:0): the CUDA engine
+  // (augment/cuda_engine.h), same parameters and results within tolerance. UNIMPLEMENTED on CUDA for transforms
+  // or options the fused kernels do not cover; FAILED_PRECONDITION in builds without CUDA.
+  std::string device = "cpu";
 };
 
 struct AppliedTransform {
@@ -67,6 +72,12 @@ absl::StatusOr<BatchResult> AugmentBatch(const PipelineSpec& spec, const BatchIn
 // Runs `spec` on one sample in place (what AugmentBatch does per sample). `injected` as in RunOptions (may be null).
 absl::Status AugmentSample(const PipelineSpec& spec, uint64_t seed, uint64_t sample_index,
                            const std::vector<nlohmann::json>* injected, SampleData& sample, SampleRecord& record);
+
+// Draws one sample's parameters for every transform of `spec` without applying them (exactly the draws
+// AugmentSample makes; `layout` is the sample's input layout, its shape is advanced through each applied transform's
+// OutputShape). Used by the CUDA engine, which applies them in fused kernels.
+absl::Status DrawSampleParams(const PipelineSpec& spec, uint64_t seed, uint64_t sample_index,
+                              const std::vector<nlohmann::json>* injected, SampleLayout layout, SampleRecord& record);
 
 // Builds a SampleData from one sample's views: image (C, *spatial) float types; seg (S, *spatial) int8/int16 or
 // data == nullptr. INVALID_ARGUMENT naming `image`/`seg` on bad rank/dtype/shape. With `borrow`, float32 images

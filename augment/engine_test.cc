@@ -98,6 +98,17 @@ TEST(Engine, DeterministicAcrossThreadCountsAndBatchSplits) {
   EXPECT_NE(0, std::memcmp(a->image.raw_data(), d->image.raw_data(), a->image.nbytes()));
 }
 
+TEST(Engine, ImageOnlyBatchSkipsLabelTransforms) {
+  const PipelineSpec spec = Default({8, 8, 8});
+  const Batch x = MakeBatch(2, 2, spec.input_patch_size);
+  BatchInput in = x.In();
+  in.seg = TensorView{};
+  auto out = AugmentBatch(spec, in, RunOptions{});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->image.shape(), (std::vector<int64_t>{2, 2, 8, 8, 8}));
+  EXPECT_TRUE(out->seg.empty());
+}
+
 TEST(Engine, InjectedParametersAreUsed) {
   TrainerConfig tc;
   tc.patch_size = {8, 8, 8};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -119,6 +120,23 @@ absl::StatusOr<std::vector<bool>> AsBools(const nlohmann::json& v, const std::st
     }
   }
   return out;
+}
+
+bool NestedDeeperThan(const nlohmann::json& j, int max_depth) {
+  std::vector<std::pair<const nlohmann::json*, int>> stack = {{&j, 0}};
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (!node->is_structured()) continue;
+    if (depth >= max_depth) return true;
+    for (const nlohmann::json& child : *node) stack.emplace_back(&child, depth + 1);
+  }
+  return false;
+}
+
+absl::Status CheckDepth(const nlohmann::json& j, const std::string& field) {
+  if (NestedDeeperThan(j, 32)) return Invalid(field, "nested deeper than 32 levels");
+  return absl::OkStatus();
 }
 
 absl::Status CheckProbability(double p, const std::string& field) {

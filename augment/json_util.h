@@ -34,6 +34,12 @@ absl::StatusOr<std::vector<double>> AsDoubles(const nlohmann::json& v, const std
 absl::StatusOr<std::vector<int64_t>> AsInts(const nlohmann::json& v, const std::string& field);
 absl::StatusOr<std::vector<bool>> AsBools(const nlohmann::json& v, const std::string& field);
 
+// True if `j` nests deeper than `max_depth` levels. Iterative, so hostile input cannot exhaust the stack; callers
+// reject deep documents before copying them (nlohmann's copy constructor recurses).
+bool NestedDeeperThan(const nlohmann::json& j, int max_depth);
+// INVALID_ARGUMENT "<field>: nested deeper than 32 levels" for such documents.
+absl::Status CheckDepth(const nlohmann::json& j, const std::string& field);
+
 // Probability in [0, 1].
 absl::Status CheckProbability(double p, const std::string& field);
 

@@ -9,18 +9,26 @@
 #include "augment/json_util.h"
 #include "augment/registry.h"
 #include "augment/status_macros.h"
+#include "augment/transforms/blank_rectangle.h"
+#include "augment/transforms/brightness_additive.h"
+#include "augment/transforms/brightness_gradient_additive.h"
 #include "augment/transforms/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
 #include "augment/transforms/gamma.h"
 #include "augment/transforms/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise.h"
+#include "augment/transforms/local_gamma.h"
 #include "augment/transforms/mask_image.h"
+#include "augment/transforms/median_filter.h"
 #include "augment/transforms/mirror.h"
 #include "augment/transforms/multiplicative_brightness.h"
 #include "augment/transforms/remove_label.h"
+#include "augment/transforms/rot90.h"
+#include "augment/transforms/sharpening.h"
 #include "augment/transforms/simulate_low_resolution.h"
 #include "augment/transforms/spatial.h"
+#include "augment/transforms/transpose_axes.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -36,20 +44,54 @@ absl::StatusOr<TransformSpec> TransformSpec::Make(std::shared_ptr<const Transfor
 }
 
 absl::StatusOr<TransformSpec> TransformSpec::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"kind", "apply_probability", "config"}, "transform"));
+  RETURN_IF_ERROR(ju::CheckDepth(j, "transform"));
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"kind", "apply_probability", "config", "one_of_group"}, "transform"));
   ASSIGN_OR_RETURN(std::string kind, ju::GetString(j, "kind", std::nullopt, "transform"));
   ASSIGN_OR_RETURN(double p, ju::GetDouble(j, "apply_probability", 1.0, "transform"));
+  ASSIGN_OR_RETURN(int64_t group, ju::GetInt(j, "one_of_group", 0, "transform"));
+  if (group < 0 || group > 0xFFFFF) return ju::Invalid("transform.one_of_group", "must be in [0, 2^20)");
   ASSIGN_OR_RETURN(auto t, TransformFromJson(kind, j.value("config", nlohmann::json::object())));
-  return Make(std::move(t), p);
+  ASSIGN_OR_RETURN(TransformSpec s, Make(std::move(t), p));
+  s.one_of_group = static_cast<uint32_t>(group);
+  return s;
+}
+
+bool TransformSpec::SelectedFor(uint64_t seed, uint64_t sample_index) const {
+  if (one_of_group == 0 || one_of_size <= 1) return true;
+  RandomStream rng(seed, sample_index, kOneOfTransformIndex, one_of_group);
+  return rng.UniformInt(0, one_of_size - 1) == one_of_index;
+}
+
+absl::Status PipelineSpec::ResolveOneOfGroups() {
+  for (size_t i = 0; i < transforms.size();) {
+    size_t e = i + 1;
+    const uint32_t g = transforms[i].one_of_group;
+    if (g != 0) {
+      while (e < transforms.size() && transforms[e].one_of_group == g) ++e;
+      for (size_t k = e; k < transforms.size(); ++k)
+        if (transforms[k].one_of_group == g)
+          return ju::Invalid(absl::StrCat("pipeline.transforms[", k, "].one_of_group"),
+                             absl::StrCat("group ", g, " must be one run of consecutive entries"));
+    }
+    for (size_t k = i; k < e; ++k) {
+      transforms[k].one_of_index = static_cast<int32_t>(k - i);
+      transforms[k].one_of_size = static_cast<int32_t>(e - i);
+    }
+    i = e;
+  }
+  return absl::OkStatus();
 }
 
 nlohmann::json TransformSpec::ToJson() const {
-  return {{"kind", std::string(TransformKindName(kind))},
-          {"apply_probability", apply_probability},
-          {"config", transform->ConfigToJson()}};
+  nlohmann::json j = {{"kind", std::string(TransformKindName(kind))},
+                      {"apply_probability", apply_probability},
+                      {"config", transform->ConfigToJson()}};
+  if (one_of_group != 0) j["one_of_group"] = one_of_group;
+  return j;
 }
 
 absl::StatusOr<PipelineSpec> PipelineSpec::FromJson(const nlohmann::json& j) {
+  RETURN_IF_ERROR(ju::CheckDepth(j, "pipeline"));
   RETURN_IF_ERROR(ju::CheckKeys(j, {"name", "transforms", "input_patch_size"}, "pipeline"));
   PipelineSpec p;
   ASSIGN_OR_RETURN(p.name, ju::GetString(j, "name", std::string("custom"), "pipeline"));
@@ -66,6 +108,7 @@ absl::StatusOr<PipelineSpec> PipelineSpec::FromJson(const nlohmann::json& j) {
     }
     p.transforms.push_back(std::move(*t));
   }
+  RETURN_IF_ERROR(p.ResolveOneOfGroups());
   return p;
 }
 
@@ -83,6 +126,7 @@ std::vector<int64_t> PipelineSpec::OutputShape(const std::vector<int64_t>& in) c
 
 absl::StatusOr<TrainerConfig> TrainerConfig::FromJson(const nlohmann::json& j) {
   const std::string w = "trainer_config";
+  RETURN_IF_ERROR(ju::CheckDepth(j, w));
   RETURN_IF_ERROR(
       ju::CheckKeys(j,
                     {"patch_size", "rotation_for_da", "mirror_axes", "do_dummy_2d_data_aug", "deep_supervision_scales",
@@ -212,7 +256,7 @@ std::vector<int64_t> GetPatchSize(const std::vector<int64_t>& final_patch_size, 
   return result;
 }
 
-absl::StatusOr<AugmentationGeometry> ConfigureGeometry(const TrainerConfig& c) {
+absl::StatusOr<AugmentationGeometry> ConfigureGeometry(const TrainerConfig& c, std::pair<double, double> scale_range) {
   const std::string w = "trainer_config";
   const size_t dim = c.patch_size.size();
   if (dim != 2 && dim != 3) return ju::Invalid(w + ".patch_size", "must have 2 or 3 entries");
@@ -252,7 +296,7 @@ absl::StatusOr<AugmentationGeometry> ConfigureGeometry(const TrainerConfig& c) {
     g.mirror_axes = *c.mirror_axes;
   }
   const double r = std::max(std::fabs(g.rotation_for_da.first), std::fabs(g.rotation_for_da.second));
-  g.initial_patch_size = GetPatchSize(c.patch_size, r, r, r, {0.85, 1.25});
+  g.initial_patch_size = GetPatchSize(c.patch_size, r, r, r, scale_range);
   if (g.do_dummy_2d_data_aug) g.initial_patch_size[0] = c.patch_size[0];
   return g;
 }
@@ -355,11 +399,114 @@ absl::StatusOr<PipelineSpec> NnunetValidationPipeline(const TrainerConfig& c) {
   return spec;
 }
 
+absl::StatusOr<PipelineSpec> NnunetDa5Pipeline(const TrainerConfig& c) {
+  RETURN_IF_ERROR(CheckChannels(c));
+  ASSIGN_OR_RETURN(AugmentationGeometry g, ConfigureGeometry(c, {0.7, 1.43}));
+  PipelineSpec spec;
+  spec.name = "nnunet_da5";
+  spec.input_patch_size = g.initial_patch_size;
+  auto add_one_of = [&](absl::StatusOr<std::shared_ptr<const Transform>> t, double p, uint32_t group) {
+    RETURN_IF_ERROR(Add(spec, std::move(t), p));
+    spec.transforms.back().one_of_group = group;
+    return absl::OkStatus();
+  };
+
+  SpatialConfig sc;
+  sc.patch_size = c.patch_size;
+  if (g.do_dummy_2d_data_aug) {
+    sc.patch_size.erase(sc.patch_size.begin());
+    sc.dummy_2d = true;
+  }
+  sc.patch_center_dist_from_border = {0};
+  sc.random_crop = false;
+  sc.p_elastic_deform = 0;
+  sc.p_rotation = 0.4;
+  sc.rotation = RandomScalar::Uniform(g.rotation_for_da.first, g.rotation_for_da.second);
+  sc.p_rot_per_axis = 0.5;
+  sc.p_scaling = 0.2;
+  sc.scaling = RandomScalar::Uniform(0.7, 1.43);
+  sc.p_synchronize_scaling_across_axes = 0;
+  sc.bg_style_seg_sampling = false;
+  sc.border_mode_seg = "constant";
+  sc.padding_value_seg = -1;
+  RETURN_IF_ERROR(Add(spec, SpatialTransform::Create(sc), 1.0));
+
+  // Rot90 / transpose on the axes whose size occurs most often in the (full) patch size, if any repeats.
+  const size_t nd = c.patch_size.size();
+  std::vector<int64_t> matching(nd, 0);
+  for (size_t i = 0; i < nd; ++i)
+    for (size_t j = 0; j < nd; ++j) matching[i] += c.patch_size[i] == c.patch_size[j];
+  const int64_t most = *std::max_element(matching.begin(), matching.end());
+  std::vector<int64_t> valid_axes;
+  for (size_t i = 0; i < nd; ++i)
+    if (matching[i] == most) valid_axes.push_back(static_cast<int64_t>(i));
+  if (most > 1) {
+    RETURN_IF_ERROR(Add(spec, Rot90Transform::Create({RandomScalar::Constant(1), {0, 1, 2, 3}, valid_axes}), 0.5));
+    RETURN_IF_ERROR(Add(spec, TransposeAxesTransform::Create({valid_axes}), 0.5));
+  }
+
+  RETURN_IF_ERROR(add_one_of(MedianFilterTransform::Create({{2, 8}, false, 0, 0.5}), 0.2, 1));
+  RETURN_IF_ERROR(
+      add_one_of(GaussianBlurTransform::Create({RandomScalar::Uniform(0.3, 1.5), false, true, 0.5, false}), 0.2, 1));
+  RETURN_IF_ERROR(Add(spec, GaussianNoiseTransform::Create({RandomScalar::Uniform(0, 0.1), 1, true}), 0.1));
+  RETURN_IF_ERROR(Add(spec, BrightnessAdditiveTransform::Create({0, 0.5, false, 0.5}), 0.1));
+  RETURN_IF_ERROR(
+      add_one_of(ContrastTransform::Create({RandomScalar::BGContrast(0.5, 2), true, false, 0.5}), 0.2, 2));
+  RETURN_IF_ERROR(
+      add_one_of(ContrastTransform::Create({RandomScalar::BGContrast(0.5, 2), false, false, 0.5}), 0.2, 2));
+  SimulateLowResolutionConfig lr;
+  lr.scale = RandomScalar::Uniform(0.25, 1);
+  lr.synchronize_channels = false;
+  lr.synchronize_axes = true;
+  if (g.do_dummy_2d_data_aug) lr.ignore_axes = std::vector<int64_t>{0};
+  lr.allowed_channels = std::nullopt;
+  lr.p_per_channel = 0.5;
+  RETURN_IF_ERROR(Add(spec, SimulateLowResolutionTransform::Create(lr), 0.15));
+  RETURN_IF_ERROR(Add(spec, GammaTransform::Create({RandomScalar::BGContrast(0.7, 1.5), 1, false, 1, 1}), 0.1));
+  RETURN_IF_ERROR(Add(spec, GammaTransform::Create({RandomScalar::BGContrast(0.7, 1.5), 1, false, 1, 1}), 0.1));
+  if (!g.mirror_axes.empty()) RETURN_IF_ERROR(Add(spec, MirrorTransform::Create({g.mirror_axes}), 1.0));
+
+  BlankRectangleConfig br;
+  for (int64_t p : c.patch_size) br.rectangle_size.push_back({std::max<int64_t>(1, p / 10), p / 3});
+  br.value_kind = BlankRectangleConfig::Value::kMean;
+  br.num_rectangles = {1, 5};
+  br.force_square = false;
+  br.p_per_channel = 0.5;
+  RETURN_IF_ERROR(Add(spec, BlankRectangleTransform::Create(br), 0.4));
+  using transforms_internal::LocalScalar;
+  BrightnessGradientAdditiveConfig bg;
+  bg.scale = LocalScalar::AxisSizeLogUniform(6, 1);  // _brightnessadditive_localgamma_transform_scale
+  bg.loc = LocalScalar::Uniform(-0.5, 1.5);
+  bg.max_strength = LocalScalar::Mixture({{0.5, -5, -1}, {0.5, 1, 5}});  // _brightness_gradient_additive_max_strength
+  bg.mean_centered = false;
+  bg.same_for_all_channels = false;
+  bg.p_per_channel = 0.5;
+  RETURN_IF_ERROR(Add(spec, BrightnessGradientAdditiveTransform::Create(bg), 0.3));
+  LocalGammaConfig lg;
+  lg.scale = LocalScalar::AxisSizeLogUniform(6, 1);
+  lg.loc = LocalScalar::Uniform(-0.5, 1.5);
+  lg.gamma = LocalScalar::Mixture({{0.5, 0.01, 0.8}, {0.5, 1.5, 4}});  // _local_gamma_gamma
+  lg.same_for_all_channels = false;
+  lg.p_per_channel = 0.5;
+  RETURN_IF_ERROR(Add(spec, LocalGammaTransform::Create(lg), 0.3));
+  RETURN_IF_ERROR(Add(spec, SharpeningTransform::Create({RandomScalar::Uniform(0.1, 1), 0, 0.5, 0}), 0.2));
+
+  std::vector<int64_t> masked;
+  for (size_t i = 0; i < c.use_mask_for_norm.size(); ++i)
+    if (c.use_mask_for_norm[i]) masked.push_back(static_cast<int64_t>(i));
+  if (!masked.empty()) RETURN_IF_ERROR(Add(spec, MaskImageTransform::Create({masked, 0, 0.0}), 1.0));
+  RETURN_IF_ERROR(AddLabelTail(spec, c));
+  RETURN_IF_ERROR(spec.ResolveOneOfGroups());
+  return spec;
+}
+
 absl::StatusOr<PipelineSpec> PresetPipeline(std::string_view name, const TrainerConfig& c) {
   if (name == "nnunet_default") return NnunetDefaultPipeline(c);
+  if (name == "nnunet_da5") return NnunetDa5Pipeline(c);
   if (name == "nnunet_validation") return NnunetValidationPipeline(c);
   return ju::Invalid("preset",
-                     absl::StrCat("unknown preset '", std::string(name), "' (nnunet_default, nnunet_validation)"));
+                     absl::StrCat("unknown preset '", std::string(name),
+                                  "' (nnunet_default, nnunet_da5, nnunet_validation)"));
 }
 
 }  // namespace augmentd

@@ -32,10 +32,21 @@ struct TransformSpec {
   TransformKind kind = TransformKind::kSpatial;
   double apply_probability = 1.0;
   std::shared_ptr<const Transform> transform;
+  // bgv2 `OneOfTransform`: consecutive entries with the same non-zero group form one OneOf; per sample exactly one
+  // member (uniform, np.random.choice) is considered, then its own apply_probability applies. one_of_index /
+  // one_of_size are filled by PipelineSpec::ResolveOneOfGroups (FromJson and the presets call it).
+  uint32_t one_of_group = 0;
+  int32_t one_of_index = 0;
+  int32_t one_of_size = 1;
+
+  // Whether this entry is its group's member for (seed, sample): U over RandomStream(seed, sample,
+  // kOneOfTransformIndex, one_of_group) picks member ⌊U·size⌋. Always true outside a group.
+  bool SelectedFor(uint64_t seed, uint64_t sample_index) const;
+  static constexpr uint32_t kOneOfTransformIndex = 4095;  // reserved stream (pipelines hold <= 4000 entries)
 
   // INVALID_ARGUMENT for a null transform or p outside [0, 1].
   static absl::StatusOr<TransformSpec> Make(std::shared_ptr<const Transform> transform, double apply_probability);
-  // {"kind": "gamma", "apply_probability": 0.3, "config": {...bgv2 constructor args...}}
+  // {"kind": "gamma", "apply_probability": 0.3, "config": {...bgv2 constructor args...}, "one_of_group": 0}
   static absl::StatusOr<TransformSpec> FromJson(const nlohmann::json& j);
   nlohmann::json ToJson() const;
 };
@@ -43,12 +54,15 @@ struct TransformSpec {
 struct PipelineSpec {
   std::string name = "custom";
   std::vector<TransformSpec> transforms;
-  // Spatial shape the input samples must have (nnU-Net: initial_patch_size for training, patch_size for
-  // validation); empty = any shape.
+  // Spatial shape nnU-Net's loader crops for this pipeline (initial_patch_size for training, patch_size for
+  // validation); empty for user lists. Informational: the engine accepts any input shape (SpatialTransform
+  // crops/pads to its patch_size), so callers crop this box and the output has OutputShape(input) voxels.
   std::vector<int64_t> input_patch_size;
 
   // {"name": ..., "input_patch_size": [...], "transforms": [TransformSpec JSON, ...]}
   static absl::StatusOr<PipelineSpec> FromJson(const nlohmann::json& j);
+  // Numbers the members of every OneOf group; INVALID_ARGUMENT if a group id is not one consecutive run.
+  absl::Status ResolveOneOfGroups();
   nlohmann::json ToJson() const;
   // Spatial output shape for an input of `in` (walks OutputShape of every transform).
   std::vector<int64_t> OutputShape(const std::vector<int64_t>& in) const;
@@ -84,13 +98,19 @@ struct AugmentationGeometry {
   std::vector<int64_t> initial_patch_size;
   std::vector<int64_t> mirror_axes;
 };
-absl::StatusOr<AugmentationGeometry> ConfigureGeometry(const TrainerConfig& config);
+// `scale_range` is get_patch_size's (0.85, 1.25) for nnUNetTrainer, (0.7, 1.43) for nnUNetTrainerDA5.
+absl::StatusOr<AugmentationGeometry> ConfigureGeometry(const TrainerConfig& config,
+                                                       std::pair<double, double> scale_range = {0.85, 1.25});
 
 // nnU-Net 2.8.1 `get_training_transforms` (non-cascade) for `config`; input_patch_size = initial_patch_size.
 absl::StatusOr<PipelineSpec> NnunetDefaultPipeline(const TrainerConfig& config);
 // nnU-Net `get_validation_transforms`: RemoveLabel(−1→0), regions, DS; input_patch_size = patch_size.
 absl::StatusOr<PipelineSpec> NnunetValidationPipeline(const TrainerConfig& config);
-// By name: "nnunet_default" | "nnunet_validation".
+// nnU-Net 2.8.1 `nnUNetTrainerDA5.get_training_transforms` (reference §5.1, non-cascade): input_patch_size with
+// scale range (0.7, 1.43); its two OneOfTransforms are one_of_group 1 (median filter | blur) and 2 (contrast
+// preserving | not preserving the range).
+absl::StatusOr<PipelineSpec> NnunetDa5Pipeline(const TrainerConfig& config);
+// By name: "nnunet_default" | "nnunet_da5" | "nnunet_validation".
 absl::StatusOr<PipelineSpec> PresetPipeline(std::string_view name, const TrainerConfig& config);
 
 }  // namespace augmentd

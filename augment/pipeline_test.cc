@@ -1,5 +1,7 @@
 #include "augment/pipeline.h"
 
+#include <cmath>
+
 #include "augment/transforms/simulate_low_resolution.h"
 #include "augment/transforms/spatial.h"
 #include "gtest/gtest.h"
@@ -92,6 +94,34 @@ TEST(Pipeline, SpecJsonRoundTrip) {
   auto bad = PipelineSpec::FromJson(
       {{"transforms", {{{"kind", "gamma"}, {"apply_probability", 1.5}, {"config", nlohmann::json::object()}}}}});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Pipeline, Da5PresetHasTwoOneOfGroupsAndPicksExactlyOneMember) {
+  TrainerConfig c;
+  c.patch_size = {64, 64, 64};
+  auto spec = NnunetDa5Pipeline(c);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->input_patch_size, GetPatchSize({64, 64, 64}, M_PI / 6, M_PI / 6, M_PI / 6, {0.7, 1.43}));
+  std::vector<size_t> g1, g2;
+  for (size_t t = 0; t < spec->transforms.size(); ++t) {
+    if (spec->transforms[t].one_of_group == 1) g1.push_back(t);
+    if (spec->transforms[t].one_of_group == 2) g2.push_back(t);
+  }
+  ASSERT_EQ(g1.size(), 2u);
+  ASSERT_EQ(g2.size(), 2u);
+  int first = 0;
+  for (uint64_t s = 0; s < 2000; ++s) {
+    const bool a = spec->transforms[g1[0]].SelectedFor(7, s), b = spec->transforms[g1[1]].SelectedFor(7, s);
+    EXPECT_NE(a, b);
+    first += a;
+  }
+  EXPECT_NEAR(first / 2000.0, 0.5, 0.05);
+  auto again = PipelineSpec::FromJson(spec->ToJson());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->ToJson(), spec->ToJson());
+  EXPECT_EQ(again->transforms[g2[1]].one_of_index, 1);
+  EXPECT_EQ(again->transforms[g2[1]].one_of_size, 2);
+  EXPECT_EQ(PresetPipeline("nnunet_da5", c).status().code(), absl::StatusCode::kOk);
 }
 
 }  // namespace

@@ -1,18 +1,28 @@
 #include "augment/registry.h"
 
 #include "absl/strings/str_cat.h"
+#include "augment/json_util.h"
+#include "augment/transforms/blank_rectangle.h"
+#include "augment/transforms/brightness_additive.h"
+#include "augment/transforms/brightness_gradient_additive.h"
 #include "augment/transforms/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
 #include "augment/transforms/gamma.h"
 #include "augment/transforms/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise.h"
+#include "augment/transforms/local_gamma.h"
 #include "augment/transforms/mask_image.h"
+#include "augment/transforms/median_filter.h"
 #include "augment/transforms/mirror.h"
 #include "augment/transforms/multiplicative_brightness.h"
 #include "augment/transforms/remove_label.h"
+#include "augment/transforms/rician_noise.h"
+#include "augment/transforms/rot90.h"
+#include "augment/transforms/sharpening.h"
 #include "augment/transforms/simulate_low_resolution.h"
 #include "augment/transforms/spatial.h"
+#include "augment/transforms/transpose_axes.h"
 
 namespace augmentd {
 
@@ -35,6 +45,17 @@ std::vector<TransformEntry> RegisterAll() {
       {"convert_segmentation_to_regions", TransformKind::kConvertSegmentationToRegions, true,
        &ConvertSegmentationToRegionsTransform::FromJson},
       {"downsample_seg_for_ds", TransformKind::kDownsampleSegForDs, true, &DownsampleSegForDsTransform::FromJson},
+      // nnUNetTrainerDA5 (reference §5.1).
+      {"blank_rectangle", TransformKind::kBlankRectangle, true, &BlankRectangleTransform::FromJson},
+      {"brightness_additive", TransformKind::kBrightnessAdditive, true, &BrightnessAdditiveTransform::FromJson},
+      {"sharpening", TransformKind::kSharpening, true, &SharpeningTransform::FromJson},
+      {"median_filter", TransformKind::kMedianFilter, true, &MedianFilterTransform::FromJson},
+      {"brightness_gradient_additive", TransformKind::kBrightnessGradientAdditive, true,
+       &BrightnessGradientAdditiveTransform::FromJson},
+      {"local_gamma", TransformKind::kLocalGamma, true, &LocalGammaTransform::FromJson},
+      {"rot90", TransformKind::kRot90, true, &Rot90Transform::FromJson},
+      {"transpose_axes", TransformKind::kTransposeAxes, true, &TransposeAxesTransform::FromJson},
+      {"rician_noise", TransformKind::kRicianNoise, true, &RicianNoiseTransform::FromJson},
   };
 }
 }  // namespace
@@ -68,7 +89,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> TransformFromJson(std::string_v
                                                                    const nlohmann::json& config) {
   auto e = FindTransform(name);
   if (!e.ok()) return e.status();
-  return (*e)->from_json(config.is_null() ? nlohmann::json::object() : config);
+  if (json_util::NestedDeeperThan(config, 32)) {
+    return absl::InvalidArgumentError(std::string(name) + ".config: nested deeper than 32 levels");
+  }
+  if (config.is_null()) return (*e)->from_json(nlohmann::json::object());
+  return (*e)->from_json(config);
 }
 
 }  // namespace augmentd

@@ -31,7 +31,8 @@ struct TransformEntry {
 
 // Lower-case names of every registered transform, in pipeline order:
 // spatial, gaussian_noise, gaussian_blur, multiplicative_brightness, contrast, simulate_low_resolution, gamma,
-// mirror, mask_image, remove_label, convert_segmentation_to_regions, downsample_seg_for_ds.
+// mirror, mask_image, remove_label, convert_segmentation_to_regions, downsample_seg_for_ds, then DA5's
+// (blank_rectangle, brightness_additive, sharpening, median_filter, ...).
 std::vector<std::string> RegisteredTransformNames();
 
 // All entries (one per TransformKind).

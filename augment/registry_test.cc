@@ -9,7 +9,10 @@ TEST(Registry, NamesAreExactlyTheDefaultTrainerTransforms) {
   EXPECT_EQ(RegisteredTransformNames(),
             (std::vector<std::string>{"spatial", "gaussian_noise", "gaussian_blur", "multiplicative_brightness",
                                       "contrast", "simulate_low_resolution", "gamma", "mirror", "mask_image",
-                                      "remove_label", "convert_segmentation_to_regions", "downsample_seg_for_ds"}));
+                                      "remove_label", "convert_segmentation_to_regions", "downsample_seg_for_ds",
+                                      "blank_rectangle", "brightness_additive", "sharpening", "median_filter",
+                                      "brightness_gradient_additive", "local_gamma", "rot90", "transpose_axes",
+                                      "rician_noise"}));
 }
 
 TEST(Registry, EveryKindHasACpuImplementation) {
@@ -51,6 +54,23 @@ TEST(Registry, BuildsEveryTransformFromJson) {
       {"remove_label", {{"label_value", -1}, {"set_to", 0}}},
       {"convert_segmentation_to_regions", {{"regions", {{1, 2}, 2}}}},
       {"downsample_seg_for_ds", {{"ds_scales", {1, 0.5}}}},
+      {"blank_rectangle",
+       {{"rectangle_size", {{1, 4}, {1, 4}, {1, 4}}}, {"rectangle_value", "mean"}, {"num_rectangles", {1, 5}}}},
+      {"brightness_additive", {{"mu", 0}, {"sigma", 0.5}, {"synchronize_channels", false}}},
+      {"sharpening", {{"strength", {0.1, 1}}, {"p_per_channel", 0.5}}},
+      {"median_filter", {{"filter_size", {2, 8}}, {"p_per_channel", 0.5}}},
+      {"brightness_gradient_additive",
+       {{"scale", {{"axis_size_log_uniform", {6, 1}}}},
+        {"loc", {-0.5, 1.5}},
+        {"max_strength",
+         {{"mixture", {{{"weight", 0.5}, {"range", {-5, -1}}}, {{"weight", 0.5}, {"range", {1, 5}}}}}}},
+        {"mean_centered", false},
+        {"same_for_all_channels", false},
+        {"p_per_channel", 0.5}}},
+      {"local_gamma", {{"scale", {5, 15}}, {"gamma", {0.5, 1}}}},
+      {"rot90", {{"num_axis_combinations", 1}, {"num_rot_per_combination", {0, 1, 2, 3}}, {"allowed_axes", {1, 2}}}},
+      {"transpose_axes", {{"allowed_axes", {0, 1, 2}}}},
+      {"rician_noise", {{"noise_variance", {0, 0.1}}}},
   };
   for (const auto& [name, cfg] : configs) {
     auto t = TransformFromJson(name, cfg);
@@ -61,7 +81,7 @@ TEST(Registry, BuildsEveryTransformFromJson) {
     ASSERT_TRUE(again.ok()) << name << ": " << again.status();
     EXPECT_EQ((*again)->ConfigToJson(), (*t)->ConfigToJson());
   }
-  EXPECT_EQ(TransformFromJson("rot90", {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TransformFromJson("rot180", {}).status().code(), absl::StatusCode::kInvalidArgument);
   auto typo = TransformFromJson("gamma", {{"gama", 1}});
   EXPECT_EQ(typo.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(typo.status().message().find("gama"), std::string::npos);

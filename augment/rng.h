@@ -8,8 +8,12 @@
 //   augmentd::RandomStream rng(seed, sample_index, transform_index);
 //   bool apply = rng.Uniform() < 0.2;          // draw 0
 //   double sigma = rng.Uniform(0.0, 0.1);      // draw 1
-//   // Per-voxel fields (noise) use a sub-stream and address draws by element index:
-//   float n = augmentd::NormalAt(seed, sample_index, transform_index, /*substream=*/channel, voxel);
+//   // Per-voxel fields (noise) use a sub-stream and address draws by element index. Sub-stream 0 is the
+//   // parameter stream above, so fields use 1 + channel (noise) / 1 + axis (elastic offsets):
+//   const augmentd::StreamKey key = augmentd::MakeStreamKey(seed, sample_index, transform_index, 1 + channel);
+//   float n = augmentd::NormalAt(key, voxel);   // bit-identical on CPU and CUDA (basic IEEE ops only)
+//   // CPU bulk path, same bits, each Philox block computed once and vectorised (augment/kernels/cpu_intensity.h):
+//   augmentd::kernels::FillNormalField(key, /*first=*/0, n_voxels, out);
 //
 // Header-only, no dependencies; every function is usable in host and device code. Thread-safety: a
 // RandomStream is a small value type, not shared between threads.
@@ -82,8 +86,11 @@ AUGMENTD_HD Philox4x32 RandomBlock(const StreamKey& key, uint64_t block) {
 }
 
 // IEEE single-precision basic operations with round-to-nearest and no contraction on every device (nvcc fuses
-// a*b+c into FMA by default; the _rn intrinsics forbid it). Host code is compiled without FP contraction
-// (-std=c++17, no -ffast-math), so plain operators are exact IEEE there.
+// a*b+c into FMA by default; the _rn intrinsics forbid it). On the host the plain operators are exact IEEE as long
+// as the compiler does not contract them into FMA: GCC's C++ default is -ffp-contract=fast, harmless for the
+// x86-64 baseline (no FMA instructions) but not for code compiled for AVX2/AVX-512 (-march=native, target
+// clones). Such translation units must add -ffp-contract=off (augment/kernels/cpu_intensity.cc does; its test
+// Rng.NormalAtEqualsBulkFieldBitForBit fails otherwise). No -ffast-math anywhere.
 #if defined(__CUDA_ARCH__)
 AUGMENTD_HD float RnMul(float a, float b) { return __fmul_rn(a, b); }
 AUGMENTD_HD float RnAdd(float a, float b) { return __fadd_rn(a, b); }
@@ -143,9 +150,10 @@ AUGMENTD_HD float LogUnit(float u) {
   return RnAdd(y, RnMul(dk, 6.9313812256e-01f));
 }
 
-// cos(2π·u) for u in [0, 1] from basic IEEE operations. u − q/4 (q = nearest quarter turn) is exact for the
-// 24-bit uniforms used here; the remaining |θ| ≤ π/4 uses Taylor polynomials (error < 1e-7).
-AUGMENTD_HD float CosTwoPi(float u) {
+// cos(2π·u) and sin(2π·u) for u in [0, 1] from basic IEEE operations. u − q/4 (q = nearest quarter turn) is exact
+// for the 24-bit uniforms used here; the remaining |θ| ≤ π/4 uses Taylor polynomials (error < 1e-7). Branch-free
+// (the quadrant is applied through the bit patterns), so loops over it vectorise.
+AUGMENTD_HD void CosSinTwoPi(float u, float& cos_out, float& sin_out) {
   const int qi = static_cast<int>(RnAdd(RnMul(u, 4.0f), 0.5f));  // floor: the argument is positive
   const float q = static_cast<float>(qi);
   const float r = RnSub(u, RnMul(q, 0.25f));
@@ -161,19 +169,58 @@ AUGMENTD_HD float CosTwoPi(float u) {
   sn = RnAdd(-1.0f / 6.0f, RnMul(t2, sn));
   sn = RnAdd(1.0f, RnMul(t2, sn));
   sn = RnMul(t, sn);
-  const int quadrant = qi & 3;  // cos(θ + qπ/2) = c, −s, −c, s
-  const float mag = (quadrant & 1) ? sn : c;
-  return ((quadrant + 1) & 2) ? -mag : mag;  // negative in quadrants 1 and 2
+  // cos(θ + qπ/2) = c, −s, −c, s and sin(θ + qπ/2) = s, c, −s, −c (q mod 4): select and negate through the
+  // bit patterns (exact, branch-free).
+  const uint32_t odd = 0u - static_cast<uint32_t>(qi & 1);                // all ones for odd q
+  const uint32_t cos_neg = static_cast<uint32_t>(((qi + 1) & 2) >> 1) << 31;  // sign bit for q = 1, 2 (mod 4)
+  const uint32_t sin_neg = static_cast<uint32_t>((qi & 2) >> 1) << 31;        // sign bit for q = 2, 3 (mod 4)
+  const uint32_t cb = FloatAsBits(c), sb = FloatAsBits(sn);
+  cos_out = BitsAsFloat(((cb & ~odd) | (sb & odd)) ^ cos_neg);
+  sin_out = BitsAsFloat(((sb & ~odd) | (cb & odd)) ^ sin_neg);
 }
 
-// Standard normal for element `i` of a per-element field (e.g. the noise of voxel i). Box–Muller on the two
-// uniforms of block i with the device-independent LogUnit/CosTwoPi above: bit-identical on CPU and CUDA for
-// (key, i).
+AUGMENTD_HD float CosTwoPi(float u) {
+  float c, s;
+  CosSinTwoPi(u, c, s);
+  return c;
+}
+
+// Per-element normal fields (noise, elastic offsets). Element i of the field of `key` is normal i % 4 of Philox
+// block i / 4: the block's four words give two Box–Muller pairs (u0, u1) and (u2, u3), and the four normals are
+//   [ρ0·cos 2πu1, ρ0·sin 2πu1, ρ2·cos 2πu3, ρ2·sin 2πu3],   ρ = sqrt(−2·log u)
+// with the device-independent LogUnit/CosSinTwoPi above, so every device computes the same bits. NormalBlock
+// returns the four normals of one block (what bulk CPU generators compute once per block, see
+// kernels::FillNormalField); NormalAt returns one of them (a GPU thread per voxel): for every (key, i),
+//   NormalAt(key, i) == NormalBlock(key, i / 4)[i % 4]   bit for bit.
+AUGMENTD_HD float BoxMullerRadius(uint32_t word) {
+  return RnSqrt(RnMul(-2.0f, LogUnit(ToUnitFloatOpenZero(word))));
+}
+
+AUGMENTD_HD void NormalsFromBlock(const Philox4x32& r, float out[4]) {
+  const float rho0 = BoxMullerRadius(r.v[0]);
+  const float rho2 = BoxMullerRadius(r.v[2]);
+  float c1, s1, c3, s3;
+  CosSinTwoPi(ToUnitFloatOpenZero(r.v[1]), c1, s1);
+  CosSinTwoPi(ToUnitFloatOpenZero(r.v[3]), c3, s3);
+  out[0] = RnMul(rho0, c1);
+  out[1] = RnMul(rho0, s1);
+  out[2] = RnMul(rho2, c3);
+  out[3] = RnMul(rho2, s3);
+}
+
+AUGMENTD_HD void NormalBlock(const StreamKey& key, uint64_t block, float out[4]) {
+  NormalsFromBlock(RandomBlock(key, block), out);
+}
+
+// Standard normal for element `i` of a per-element field (e.g. the noise of voxel i); see above.
 AUGMENTD_HD float NormalAt(const StreamKey& key, uint64_t i) {
-  const Philox4x32 r = RandomBlock(key, i);
-  const float u1 = ToUnitFloatOpenZero(r.v[0]);
-  const float u2 = ToUnitFloatOpenZero(r.v[1]);
-  return RnMul(RnSqrt(RnMul(-2.0f, LogUnit(u1))), CosTwoPi(u2));
+  const Philox4x32 r = RandomBlock(key, i >> 2);
+  const uint32_t e = static_cast<uint32_t>(i & 3u);
+  const uint32_t pair = 0u - (e >> 1);  // all ones for elements 2, 3 (second pair)
+  const float rho = BoxMullerRadius((r.v[0] & ~pair) | (r.v[2] & pair));
+  float c, s;
+  CosSinTwoPi(ToUnitFloatOpenZero((r.v[1] & ~pair) | (r.v[3] & pair)), c, s);
+  return RnMul(rho, (e & 1u) ? s : c);
 }
 
 // A sequential stream of scalar draws (transform parameters). Each draw consumes one Philox block, so

@@ -28,6 +28,24 @@ std::string_view TransformKindName(TransformKind kind) {
       return "convert_segmentation_to_regions";
     case TransformKind::kDownsampleSegForDs:
       return "downsample_seg_for_ds";
+    case TransformKind::kBlankRectangle:
+      return "blank_rectangle";
+    case TransformKind::kBrightnessAdditive:
+      return "brightness_additive";
+    case TransformKind::kSharpening:
+      return "sharpening";
+    case TransformKind::kMedianFilter:
+      return "median_filter";
+    case TransformKind::kBrightnessGradientAdditive:
+      return "brightness_gradient_additive";
+    case TransformKind::kLocalGamma:
+      return "local_gamma";
+    case TransformKind::kRot90:
+      return "rot90";
+    case TransformKind::kTransposeAxes:
+      return "transpose_axes";
+    case TransformKind::kRicianNoise:
+      return "rician_noise";
   }
   return "unknown";
 }

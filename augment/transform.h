@@ -28,7 +28,7 @@
 
 namespace augmentd {
 
-// Every transform kind of nnU-Net's default trainer (reference §3). The lower-case names are those of
+// Every transform kind of nnU-Net's default trainer (reference §3), then DA5's (§5.1). The lower-case names are those of
 // RegisteredTransformNames() (augment/registry.h).
 enum class TransformKind : uint8_t {
   kSpatial,
@@ -43,8 +43,18 @@ enum class TransformKind : uint8_t {
   kRemoveLabel,
   kConvertSegmentationToRegions,
   kDownsampleSegForDs,
+  // nnUNetTrainerDA5's extra transforms (reference §5.1).
+  kBlankRectangle,
+  kBrightnessAdditive,
+  kSharpening,
+  kMedianFilter,
+  kBrightnessGradientAdditive,
+  kLocalGamma,
+  kRot90,
+  kTransposeAxes,
+  kRicianNoise,
 };
-inline constexpr int kNumTransformKinds = 12;
+inline constexpr int kNumTransformKinds = 21;
 
 // "spatial", "gaussian_noise", ...
 std::string_view TransformKindName(TransformKind kind);

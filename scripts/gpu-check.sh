@@ -12,8 +12,10 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv
 BUILD=/tmp/build
 KDIR=augment/kernels/cuda
-if cmake -S . -B $BUILD $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1; then
-  echo "configured the whole project"
+WHOLE=0
+if cmake -S . -B $BUILD $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     -DAUGMENTD_PYTHON="$(command -v python3)" >"$OUT/build.log" 2>&1; then
+  echo "configured the whole project"; WHOLE=1
 else
   echo "whole-project configure failed (see build.log); building $KDIR on its own"
   mkdir -p /tmp/kstand
@@ -38,9 +40,16 @@ CM
   cmake -S /tmp/kstand -B $BUILD $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release >>"$OUT/build.log" 2>&1 \
     || { tail -30 "$OUT/build.log"; exit 1; }
 fi
-ninja -C $BUILD -j16 augment_cuda_kernels augment_cuda_kernels_test cuda_pipeline_bench >>"$OUT/build.log" 2>&1 \
-  || { tail -40 "$OUT/build.log"; exit 1; }
-echo "built"
+if [ $WHOLE = 1 ]; then TARGETS=(all); else TARGETS=(augment_cuda_kernels augment_cuda_kernels_test cuda_pipeline_bench); fi
+ninja -C $BUILD -j16 "${TARGETS[@]}" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+echo "built: ${TARGETS[*]}"
+if [ $WHOLE = 1 ]; then
+  # Every non-GPU test too: the CPU engine, dataset readers, server integration on this machine.
+  (cd $BUILD && ctest -LE gpu -j8 --timeout 900) >"$OUT/tests-cpu.log" 2>&1
+  CPU_RC=$?
+  grep -E "tests passed|tests failed|\*\*\*Failed|\(Failed\)" "$OUT/tests-cpu.log" | tail -20
+  echo "cpu tests exit code: $CPU_RC"
+fi
 (cd $BUILD && ctest -L gpu -V --timeout 900) >"$OUT/tests.log" 2>&1
 TEST_RC=$?
 grep -E "^\S*\[(spatial|zero|noise|blur|bright|contrast|lowres|gamma|all-on|default|spatial-)|^\S*[0-9]+: \[|FAILED|PASSED|tests passed|Skipped|SKIP" "$OUT/tests.log" | sed 's/^[0-9]*: //' | tail -60

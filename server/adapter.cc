@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "augment/registry.h"
 
@@ -148,6 +149,259 @@ std::vector<v1::TransformSupport> TransformSupportList(const std::vector<std::st
     support.set_cpu(contains(cpu_names, support.name()));
     support.set_cuda(contains(cuda_names, support.name()));
     out.push_back(std::move(support));
+  }
+  return out;
+}
+
+}  // namespace augmentd
+
+namespace augmentd {
+
+absl::StatusOr<DType> DTypeFromProto(v1::DType dtype, const std::string& field) {
+  switch (dtype) {
+    case v1::DTYPE_FLOAT32: return DType::kFloat32;
+    case v1::DTYPE_FLOAT16: return DType::kFloat16;
+    case v1::DTYPE_BFLOAT16: return DType::kBFloat16;
+    case v1::DTYPE_INT8: return DType::kInt8;
+    case v1::DTYPE_INT16: return DType::kInt16;
+    case v1::DTYPE_BOOL: return DType::kBool;
+    case v1::DTYPE_UNSPECIFIED:
+      return absl::InvalidArgumentError(absl::StrCat(field, ": dtype is required"));
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": dtype ", v1::DType_IsValid(dtype) ? v1::DType_Name(dtype) : absl::StrCat(static_cast<int>(dtype)),
+          " is not supported (images: FLOAT32/FLOAT16/BFLOAT16, labels: INT8/INT16/BOOL)"));
+  }
+}
+
+v1::DType ToProto(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return v1::DTYPE_FLOAT32;
+    case DType::kFloat16: return v1::DTYPE_FLOAT16;
+    case DType::kBFloat16: return v1::DTYPE_BFLOAT16;
+    case DType::kInt8: return v1::DTYPE_INT8;
+    case DType::kInt16: return v1::DTYPE_INT16;
+    case DType::kBool: return v1::DTYPE_BOOL;
+  }
+  return v1::DTYPE_UNSPECIFIED;
+}
+
+absl::StatusOr<TensorView> TensorViewFromProto(const v1::Tensor& tensor, const std::string& field) {
+  absl::StatusOr<DType> dtype = DTypeFromProto(tensor.dtype(), absl::StrCat(field, ".dtype"));
+  if (!dtype.ok()) return dtype.status();
+  TensorView view;
+  view.dtype = *dtype;
+  uint64_t elements = 1;
+  for (int64_t d : tensor.shape()) {
+    if (d < 0 || (d > 0 && elements > (uint64_t{1} << 40) / static_cast<uint64_t>(d))) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".shape: dimension ", d, " is out of range"));
+    }
+    elements *= static_cast<uint64_t>(d);
+    view.shape.push_back(d);
+  }
+  switch (tensor.storage_case()) {
+    case v1::Tensor::kInlineData: {
+      const uint64_t expected = elements * DTypeSize(*dtype);
+      if (tensor.inline_data().size() != expected) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ".inline_data: ", tensor.inline_data().size(),
+                                                       " bytes, but shape ", ShapeString(view.shape), " of ",
+                                                       std::string(DTypeName(*dtype)), " needs ", expected));
+      }
+      view.data = tensor.inline_data().data();
+      return view;
+    }
+    case v1::Tensor::kHostShm:
+    case v1::Tensor::kCudaIpc:
+      return absl::UnimplementedError(
+          absl::StrCat(field, ": shared-memory and CUDA IPC inputs are not supported yet; send inline_data"));
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(field, ": no data (set inline_data)"));
+  }
+}
+
+namespace {
+
+template <typename To, typename From>
+void ConvertLabels(const From* in, int64_t n, To* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<To>(in[i]);
+}
+
+bool IsLabelDType(DType t) { return t == DType::kInt8 || t == DType::kInt16 || t == DType::kBool; }
+
+}  // namespace
+
+absl::Status ToProto(const HostTensor& tensor, const std::string& name, DType out_dtype, v1::Tensor* out) {
+  out->set_name(std::string(name));
+  out->set_dtype(ToProto(out_dtype));
+  for (int64_t d : tensor.shape()) out->add_shape(d);
+  std::string* bytes = out->mutable_inline_data();
+  if (out_dtype == tensor.dtype()) {
+    bytes->assign(static_cast<const char*>(tensor.raw_data()), tensor.nbytes());
+    return absl::OkStatus();
+  }
+  if (!IsLabelDType(out_dtype) || !IsLabelDType(tensor.dtype())) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": cannot convert ", std::string(DTypeName(tensor.dtype())), " to ",
+                                                   std::string(DTypeName(out_dtype))));
+  }
+  const int64_t n = tensor.numel();
+  bytes->resize(static_cast<size_t>(n) * DTypeSize(out_dtype));
+  void* dst = bytes->data();
+  auto convert_from = [&](auto* src) {
+    switch (out_dtype) {
+      case DType::kInt8: ConvertLabels(src, n, static_cast<int8_t*>(dst)); break;
+      case DType::kInt16: ConvertLabels(src, n, static_cast<int16_t*>(dst)); break;
+      default: {  // bool: one byte, 0 / 1
+        auto* d = static_cast<uint8_t*>(dst);
+        for (int64_t i = 0; i < n; ++i) d[i] = src[i] != 0 ? 1 : 0;
+      }
+    }
+  };
+  switch (tensor.dtype()) {
+    case DType::kInt8: convert_from(tensor.data<int8_t>()); break;
+    case DType::kInt16: convert_from(tensor.data<int16_t>()); break;
+    default: convert_from(tensor.data<uint8_t>()); break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchResultToProto(const BatchResult& result, std::optional<DType> label_dtype, v1::Batch* batch) {
+  if (absl::Status s = ToProto(result.image, "image", result.image.dtype(), batch->mutable_image()); !s.ok()) {
+    return s;
+  }
+  for (size_t k = 0; k < result.seg.size(); ++k) {
+    const HostTensor& level = result.seg[k];
+    if (absl::Status s = ToProto(level, absl::StrCat("target_", k), label_dtype.value_or(level.dtype()),
+                                 batch->add_targets());
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace augmentd
+
+namespace augmentd {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+nlohmann::json MessageToEngineJson(const Message& m);
+
+nlohmann::json RangePair(const Message& m) {
+  const google::protobuf::Descriptor* d = m.GetDescriptor();
+  const Reflection* r = m.GetReflection();
+  const FieldDescriptor* lo = d->FindFieldByName("min");
+  const FieldDescriptor* hi = d->FindFieldByName("max");
+  if (lo->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
+    return nlohmann::json::array({r->GetDouble(m, lo), r->GetDouble(m, hi)});
+  }
+  return nlohmann::json::array({r->GetInt64(m, lo), r->GetInt64(m, hi)});
+}
+
+nlohmann::json FieldValue(const Message& m, const FieldDescriptor* f, int index) {
+  const Reflection* r = m.GetReflection();
+  const bool rep = f->is_repeated();
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32: return rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f);
+    case FieldDescriptor::CPPTYPE_INT64: return rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f);
+    case FieldDescriptor::CPPTYPE_UINT32: return rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f);
+    case FieldDescriptor::CPPTYPE_UINT64: return rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f);
+    case FieldDescriptor::CPPTYPE_DOUBLE: return rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f);
+    case FieldDescriptor::CPPTYPE_FLOAT: return rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f);
+    case FieldDescriptor::CPPTYPE_BOOL: return rep ? r->GetRepeatedBool(m, f, index) : r->GetBool(m, f);
+    case FieldDescriptor::CPPTYPE_STRING: return rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f);
+    case FieldDescriptor::CPPTYPE_ENUM: {
+      const google::protobuf::EnumValueDescriptor* v = rep ? r->GetRepeatedEnum(m, f, index) : r->GetEnum(m, f);
+      // "INTERPOLATION_MODE_NEAREST" → "nearest": drop the prefix of the enum's UNSPECIFIED value.
+      std::string prefix = v->type()->value(0)->name();
+      prefix.resize(prefix.size() - std::string("UNSPECIFIED").size());
+      std::string name = v->name();
+      if (absl::StartsWith(name, prefix)) name = name.substr(prefix.size());
+      return absl::AsciiStrToLower(name);
+    }
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      return MessageToEngineJson(rep ? r->GetRepeatedMessage(m, f, index) : r->GetMessage(m, f));
+  }
+  return nullptr;
+}
+
+nlohmann::json MessageToEngineJson(const Message& m) {
+  const std::string type = m.GetDescriptor()->name();
+  const Reflection* r = m.GetReflection();
+  if (type == "Range" || type == "IntRange") return RangePair(m);
+  if (type == "Scale" || type == "Region" || type == "AxisList") {
+    const FieldDescriptor* f = m.GetDescriptor()->field(0);
+    nlohmann::json out = nlohmann::json::array();
+    for (int i = 0; i < r->FieldSize(m, f); ++i) out.push_back(FieldValue(m, f, i));
+    return out;
+  }
+  if (type == "RandomScalar") {
+    std::vector<const FieldDescriptor*> set;
+    r->ListFields(m, &set);
+    if (set.empty()) return nullptr;
+    const FieldDescriptor* f = set[0];
+    if (f->name() == "constant") return r->GetDouble(m, f);
+    if (f->name() == "uniform") return RangePair(r->GetMessage(m, f));
+    if (f->name() == "bg_contrast") return nlohmann::json{{"bg_contrast", RangePair(r->GetMessage(m, f))}};
+    return nlohmann::json{{f->name(), MessageToEngineJson(r->GetMessage(m, f))}};  // the engine names what it lacks
+  }
+  // Proto3 semantics: a plain scalar field that is not set *is* its zero value, so it is passed on; fields with
+  // presence (messages, `optional`), empty lists and UNSPECIFIED enums are left out (the engine's defaults).
+  nlohmann::json out = nlohmann::json::object();
+  const google::protobuf::Descriptor* d = m.GetDescriptor();
+  for (int k = 0; k < d->field_count(); ++k) {
+    const FieldDescriptor* f = d->field(k);
+    if (f->is_repeated()) {
+      if (r->FieldSize(m, f) == 0) continue;
+      nlohmann::json list = nlohmann::json::array();
+      for (int i = 0; i < r->FieldSize(m, f); ++i) list.push_back(FieldValue(m, f, i));
+      out[f->name()] = std::move(list);
+      continue;
+    }
+    if (f->has_presence() && !r->HasField(m, f)) continue;
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_ENUM && r->GetEnumValue(m, f) == 0) continue;
+    nlohmann::json v = FieldValue(m, f, 0);
+    if (!v.is_null()) out[f->name()] = std::move(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<PipelineSpec> PipelineFromProto(const v1::PipelineSpec& spec) {
+  PipelineSpec out;
+  out.name = "custom";
+  const std::vector<std::string> engine = EngineTransformNames();
+  for (int i = 0; i < spec.transforms_size(); ++i) {
+    const v1::TransformSpec& t = spec.transforms(i);
+    const std::string where = absl::StrCat("pipeline.transforms[", i, "]");
+    const std::string name = TransformName(t.kind());
+    if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ".kind: required"));
+    if (t.one_of_group() != 0) {
+      return absl::UnimplementedError(absl::StrCat(where, ".one_of_group: OneOfTransform groups are not supported yet"));
+    }
+    if (std::find(engine.begin(), engine.end(), name) == engine.end()) {
+      return absl::UnimplementedError(absl::StrCat(where, ".kind: ", name, " has no engine implementation yet"));
+    }
+    nlohmann::json config = nlohmann::json::object();
+    const google::protobuf::OneofDescriptor* oneof = t.GetDescriptor()->FindOneofByName("params");
+    if (const FieldDescriptor* f = t.GetReflection()->GetOneofFieldDescriptor(t, oneof); f != nullptr) {
+      if (f->name() != name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ".params: ", f->name(), " parameters given for a ", name, " transform"));
+      }
+      config = MessageToEngineJson(t.GetReflection()->GetMessage(t, f));
+    }
+    nlohmann::json j = {{"kind", name}, {"config", config}};
+    if (t.has_apply_probability()) j["apply_probability"] = t.apply_probability();
+    absl::StatusOr<TransformSpec> ts = TransformSpec::FromJson(j);
+    if (!ts.ok()) {
+      return absl::Status(ts.status().code(), absl::StrCat(where, " (", name, "): ", ts.status().message()));
+    }
+    out.transforms.push_back(*std::move(ts));
   }
   return out;
 }

@@ -6,15 +6,20 @@
 //   std::string name = TransformName(v1::GAUSSIAN_NOISE);   // "gaussian_noise", the engine registry key
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "augment/device.h"
+#include "augment/engine.h"
 #include "augment/pipeline.h"
+#include "augment/types.h"
+#include "augmentd/v1/batch.pb.h"
 #include "augmentd/v1/pipeline.pb.h"
 #include "augmentd/v1/server_info.pb.h"
+#include "augmentd/v1/tensor.pb.h"
 #include "server/options.h"
 
 namespace augmentd {
@@ -58,5 +63,33 @@ std::vector<v1::Preset> EnginePresets();
 // engine supports: `cpu` if the name is in `cpu_names`, `cuda` if it is in `cuda_names`.
 std::vector<v1::TransformSupport> TransformSupportList(const std::vector<std::string>& cpu_names,
                                                        const std::vector<std::string>& cuda_names);
+
+// An explicit transform list (PipelineSpec.transforms, no preset) as an engine pipeline: each entry's typed
+// parameters become the engine's bgv2-style JSON configuration (RandomScalar → number / [lo, hi] /
+// {"bg_contrast": [lo, hi]}, Range → [min, max], enums → lower-case names), validated by the engine.
+// INVALID_ARGUMENT naming "pipeline.transforms[i]..." for a missing kind, params of another kind or values the
+// engine refuses; UNIMPLEMENTED for one_of_group (OneOfTransform) and kinds the engine does not implement.
+// input_patch_size stays empty (the caller decides what to crop).
+absl::StatusOr<PipelineSpec> PipelineFromProto(const v1::PipelineSpec& spec);
+
+// Element types. FromProto: INVALID_ARGUMENT naming `field` for UNSPECIFIED and types the engine has no
+// counterpart for (int32, int64, uint8).
+absl::StatusOr<DType> DTypeFromProto(v1::DType dtype, const std::string& field);
+v1::DType ToProto(DType dtype);
+
+// A read-only view of an inline request tensor (`field` names it in errors: "image", "segmentation"):
+// INVALID_ARGUMENT for a missing/unsupported dtype, a negative dimension, or inline_data whose size is not
+// prod(shape) * sizeof(dtype); UNIMPLEMENTED for shared-memory / CUDA IPC references (inline only for now).
+// The view points into `tensor`, which must outlive it.
+absl::StatusOr<TensorView> TensorViewFromProto(const v1::Tensor& tensor, const std::string& field);
+
+// Copies an engine tensor into an inline proto tensor. `out_dtype` converts labels (int16/bool → int8 /
+// int16 / bool); images are produced by the engine in their final dtype. INVALID_ARGUMENT for a conversion
+// that is not a label conversion.
+absl::Status ToProto(const HostTensor& tensor, const std::string& name, DType out_dtype, v1::Tensor* out);
+
+// The augmented image and label pyramid of an engine batch into `batch` (image, targets). `label_dtype`:
+// the target dtype, or nullopt for the engine's own (int16, bool for regions).
+absl::Status BatchResultToProto(const BatchResult& result, std::optional<DType> label_dtype, v1::Batch* batch);
 
 }  // namespace augmentd

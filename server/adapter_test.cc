@@ -1,6 +1,7 @@
 // Tests for server/adapter.h: proto <-> engine conversions.
 #include "server/adapter.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <string>
@@ -185,6 +186,79 @@ TEST(AdapterTest, DeviceAndLimitsToProto) {
   EXPECT_EQ(l.max_session_memory_bytes(), 11u);
   EXPECT_EQ(l.max_streams_per_session(), 2u);
   EXPECT_TRUE(l.client_shared_memory_allowed());
+}
+
+TEST(AdapterTest, DTypesRoundTripAndUnsupportedOnesNameTheField) {
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt8, DType::kInt16, DType::kBool}) {
+    absl::StatusOr<DType> back = DTypeFromProto(ToProto(t), "x");
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, t);
+  }
+  for (v1::DType t : {v1::DTYPE_UNSPECIFIED, v1::DTYPE_INT32, v1::DTYPE_INT64, v1::DTYPE_UINT8}) {
+    absl::StatusOr<DType> r = DTypeFromProto(t, "config.image_dtype");
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "config.image_dtype")) << r.status();
+  }
+}
+
+TEST(AdapterTest, InlineTensorViewsAreSizeChecked) {
+  v1::Tensor t;
+  t.set_dtype(v1::DTYPE_INT16);
+  t.add_shape(2);
+  t.add_shape(3);
+  t.set_inline_data(std::string(12, '\1'));
+  absl::StatusOr<TensorView> v = TensorViewFromProto(t, "segmentation");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(v->dtype, DType::kInt16);
+  EXPECT_EQ(v->data, t.inline_data().data());
+  t.set_inline_data(std::string(11, '\1'));
+  v = TensorViewFromProto(t, "segmentation");
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(v.status().message(), "segmentation.inline_data")) << v.status();
+  t.add_shape(-1);
+  EXPECT_EQ(TensorViewFromProto(t, "segmentation").status().code(), absl::StatusCode::kInvalidArgument);
+  v1::Tensor shm;
+  shm.set_dtype(v1::DTYPE_FLOAT32);
+  shm.mutable_host_shm()->set_region("r");
+  EXPECT_EQ(TensorViewFromProto(shm, "image").status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(TensorViewFromProto(v1::Tensor(), "image").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AdapterTest, LabelTensorsConvertToTheRequestedDType) {
+  HostTensor labels = HostTensor::Empty({4}, DType::kInt16);
+  const int16_t values[] = {-1, 0, 2, 100};
+  std::copy(values, values + 4, labels.data<int16_t>());
+  v1::Tensor out;
+  ASSERT_TRUE(ToProto(labels, "target_0", DType::kInt8, &out).ok());
+  EXPECT_EQ(out.dtype(), v1::DTYPE_INT8);
+  EXPECT_EQ(out.inline_data(), std::string("\xff\x00\x02\x64", 4));
+  ASSERT_TRUE(ToProto(labels, "target_0", DType::kInt16, &out).ok());
+  EXPECT_EQ(out.inline_data().size(), 8u);
+  HostTensor image = HostTensor::Empty({2}, DType::kFloat32);
+  EXPECT_EQ(ToProto(image, "image", DType::kInt8, &out).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AdapterTest, ExplicitTransformListsBecomeEnginePipelines) {
+  v1::PipelineSpec spec;
+  v1::TransformSpec* t = spec.add_transforms();
+  t->set_kind(v1::CONTRAST);
+  t->set_apply_probability(0.15);
+  t->mutable_contrast()->mutable_contrast_range()->mutable_bg_contrast()->set_min(0.75);
+  t->mutable_contrast()->mutable_contrast_range()->mutable_bg_contrast()->set_max(1.25);
+  t->mutable_contrast()->set_preserve_range(true);
+  t = spec.add_transforms();
+  t->set_kind(v1::MIRROR);
+  t->mutable_mirror()->add_allowed_axes(0);
+  absl::StatusOr<PipelineSpec> p = PipelineFromProto(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->transforms.size(), 2u);
+  EXPECT_DOUBLE_EQ(p->transforms[0].apply_probability, 0.15);
+  EXPECT_DOUBLE_EQ(p->transforms[1].apply_probability, 1.0);
+  const nlohmann::json j = p->transforms[0].ToJson();
+  EXPECT_EQ(j["config"]["preserve_range"], true) << j.dump();
+  spec.mutable_transforms(1)->set_kind(v1::TRANSFORM_KIND_UNSPECIFIED);
+  EXPECT_EQ(PipelineFromProto(spec).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

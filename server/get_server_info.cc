@@ -23,9 +23,9 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::GetServerInfo(grpc::CallbackServer
     *info->add_transforms() = std::move(t);
   }
   for (v1::Preset preset : EnginePresets()) info->add_presets(preset);
+  // Only what sessions can actually use today (HOST_SHM / CUDA_IPC delivery: issue 5, not wired yet).
   info->add_deliveries(v1::DELIVERY_KIND_INLINE);
-  info->add_deliveries(v1::DELIVERY_KIND_HOST_SHM);
-  if (context_.cuda_built && have_gpu) info->add_deliveries(v1::DELIVERY_KIND_CUDA_IPC);
+  (void)have_gpu;
   for (v1::DType t : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16}) info->add_image_dtypes(t);
   for (v1::DType t : {v1::DTYPE_INT16, v1::DTYPE_INT8, v1::DTYPE_BOOL}) info->add_label_dtypes(t);
 

@@ -182,6 +182,29 @@ std::vector<Flag> MakeFlags(ServerOptions& o, bool& listen_given) {
                      o.drain_timeout = t;
                      return absl::OkStatus();
                    }});
+  flags.push_back({"dataset_root", "DIR[,DIR...]",
+                   "Directory that dataset-mode sessions may read (nnU-Net preprocessed data); repeat the flag or "
+                   "separate with commas. Dataset paths outside every root are refused. Default: none (dataset "
+                   "mode off)",
+                   [&o](const std::string& v) -> absl::Status {
+                     for (absl::string_view part : absl::StrSplit(v, ',')) {
+                       const std::string dir(absl::StripAsciiWhitespace(part));
+                       if (dir.empty()) continue;
+                       if (dir[0] != '/') return absl::InvalidArgumentError(absl::StrCat("'", dir, "' is not absolute"));
+                       o.dataset_roots.push_back(dir);
+                     }
+                     return absl::OkStatus();
+                   }});
+  flags.push_back({"batch_workers", "N",
+                   "Executor threads that produce batches (shared by all sessions, round-robin); 0 = "
+                   "min(hardware threads, 8). Default: 0",
+                   [&o](const std::string& v) -> absl::Status {
+                     uint32_t n = 0;
+                     if (absl::Status s = ParseUint32(v, 0, &n); !s.ok()) return s;
+                     if (n > 256) return absl::InvalidArgumentError("at most 256");
+                     o.batch_workers = static_cast<int>(n);
+                     return absl::OkStatus();
+                   }});
   flags.push_back({"reflection", "BOOL", "Serve gRPC server reflection (for grpcurl / grpc_cli). Default: true",
                    [&o](const std::string& v) { return ParseBool(v, &o.enable_reflection); }});
   return flags;

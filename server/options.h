@@ -29,6 +29,8 @@ struct ServerOptions {
   int metrics_port = 0;                            // Prometheus /metrics over HTTP; 0 = off
   absl::Duration drain_timeout = absl::Seconds(30);  // SIGTERM: how long in-flight calls may finish
   bool enable_reflection = true;                   // grpc.reflection.v1alpha.ServerReflection
+  std::vector<std::string> dataset_roots;          // dataset-mode paths must lie inside one; empty: dataset mode off
+  int batch_workers = 0;                           // executor threads producing batches; 0: min(hardware threads, 8)
 };
 
 }  // namespace augmentd

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -60,6 +61,11 @@ absl::StatusOr<std::unique_ptr<AugmentdServer>> AugmentdServer::Start(const Serv
   context.options = options;
   context.default_device = *device;
   context.cuda_built = AUGMENTD_CUDA_BUILT != 0;  // 0 or 1, set by server/CMakeLists.txt
+  {
+    const int hw = std::max(1u, std::thread::hardware_concurrency());
+    const int workers = options.batch_workers > 0 ? options.batch_workers : std::min(hw, 8);
+    context.threads_per_batch = std::max(1, hw / workers);
+  }
 
   std::unique_ptr<AugmentdServer> self(new AugmentdServer());
   self->device_name_ = device->name;
@@ -108,6 +114,7 @@ void AugmentdServer::Drain(absl::Duration timeout) {
   if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService(); health != nullptr) {
     health->SetServingStatus(false);
   }
+  service_->Shutdown();  // sessions close: their streams send StreamEnd and finish
   server_->Shutdown(absl::ToChronoTime(absl::Now() + std::max(timeout, absl::ZeroDuration())));
   server_->Wait();
 }

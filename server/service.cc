@@ -1,5 +1,7 @@
 #include "server/service.h"
 
+#include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +12,19 @@
 
 namespace augmentd {
 
-AugmentServiceImpl::AugmentServiceImpl(ServiceContext context) : context_(std::move(context)) {}
+namespace {
+int BatchWorkers(const ServerOptions& options) {
+  const int hw = std::max(1u, std::thread::hardware_concurrency());
+  return options.batch_workers > 0 ? options.batch_workers : std::min(hw, 8);
+}
+}  // namespace
+
+AugmentServiceImpl::AugmentServiceImpl(ServiceContext context)
+    : context_(std::move(context)),
+      registry_(context_.options.limits.max_sessions),
+      executor_(std::make_unique<BatchExecutor>(BatchWorkers(context_.options))) {}
+
+void AugmentServiceImpl::Shutdown() { registry_.CloseAll(); }
 
 const char* AugmentdVersion() { return AUGMENTD_VERSION; }
 

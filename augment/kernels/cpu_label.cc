@@ -30,14 +30,13 @@ void Flip(T* x, int64_t channels, const int64_t* shape, int ndim, const bool* fl
 template void Flip<float>(float*, int64_t, const int64_t*, int, const bool*);
 template void Flip<int16_t>(int16_t*, int64_t, const int64_t*, int, const bool*);
 
+// Select-and-store (no conditional store) so that the loops vectorise; same results.
 void ReplaceValue(int16_t* x, int64_t n, int16_t from, int16_t to) {
-  for (int64_t i = 0; i < n; ++i)
-    if (x[i] == from) x[i] = to;
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] == from ? to : x[i];
 }
 
 void MaskWhereNegative(float* image, const int16_t* mask, int64_t n, float value) {
-  for (int64_t i = 0; i < n; ++i)
-    if (mask[i] < 0) image[i] = value;
+  for (int64_t i = 0; i < n; ++i) image[i] = mask[i] < 0 ? value : image[i];
 }
 
 void IsIn(const int16_t* x, int64_t n, const int64_t* labels, int num_labels, int16_t* out) {

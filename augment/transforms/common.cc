@@ -54,11 +54,4 @@ absl::Status RequireSeg(const SampleData& s, std::string_view transform) {
   return absl::OkStatus();
 }
 
-absl::Status CheckPositive(double x, bool allow_zero, const std::string& field) {
-  if (!std::isfinite(x) || x < 0 || (!allow_zero && x == 0)) {
-    return json_util::Invalid(field, allow_zero ? "must be >= 0" : "must be > 0");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace augmentd::transforms_internal

@@ -33,7 +33,4 @@ absl::StatusOr<const P*> ParamsAs(const TransformParams& params, std::string_vie
 absl::Status RequireImage(const SampleData& s, std::string_view transform);
 absl::Status RequireSeg(const SampleData& s, std::string_view transform);
 
-// x must be finite and > 0 (or >= 0 when allow_zero).
-absl::Status CheckPositive(double x, bool allow_zero, const std::string& field);
-
 }  // namespace augmentd::transforms_internal

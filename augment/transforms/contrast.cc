@@ -8,7 +8,10 @@
 
 namespace augmentd {
 namespace ju = json_util;
-using namespace transforms_internal;  // NOLINT
+using transforms_internal::ChannelIndicesFromJson;
+using transforms_internal::ParamsAs;
+using transforms_internal::RequireImage;
+using transforms_internal::SelectChannels;
 
 absl::StatusOr<std::shared_ptr<const Transform>> ContrastTransform::Create(const ContrastConfig& c) {
   RETURN_IF_ERROR(c.contrast_range.Validate("contrast.contrast_range"));

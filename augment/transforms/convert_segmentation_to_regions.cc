@@ -8,7 +8,7 @@
 
 namespace augmentd {
 namespace ju = json_util;
-using namespace transforms_internal;  // NOLINT
+using transforms_internal::RequireSeg;
 
 absl::StatusOr<std::shared_ptr<const Transform>> ConvertSegmentationToRegionsTransform::Create(
     const ConvertSegmentationToRegionsConfig& c) {
@@ -47,6 +47,7 @@ nlohmann::json ConvertSegmentationToRegionsTransform::ConfigToJson() const {
 }
 
 absl::Status ConvertSegmentationToRegionsTransform::Apply(const TransformParams&, SampleData& s) const {
+  if (s.seg_channels == 0) return absl::OkStatus();  // bgv2 SegOnlyTransform: no segmentation, nothing to do
   RETURN_IF_ERROR(RequireSeg(s, "convert_segmentation_to_regions"));
   if (config_.channel_in_seg >= s.seg_channels) {
     return ju::Invalid("convert_segmentation_to_regions.channel_in_seg", "out of range");

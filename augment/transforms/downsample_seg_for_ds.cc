@@ -10,7 +10,7 @@
 
 namespace augmentd {
 namespace ju = json_util;
-using namespace transforms_internal;  // NOLINT
+using transforms_internal::RequireSeg;
 
 absl::StatusOr<std::shared_ptr<const Transform>> DownsampleSegForDsTransform::Create(
     const DownsampleSegForDsConfig& c) {
@@ -58,6 +58,7 @@ std::vector<int64_t> DownsampleSegForDsTransform::LevelShape(const std::vector<i
 }
 
 absl::Status DownsampleSegForDsTransform::Apply(const TransformParams&, SampleData& s) const {
+  if (s.seg_channels == 0) return absl::OkStatus();  // bgv2 SegOnlyTransform: no segmentation, nothing to do
   RETURN_IF_ERROR(RequireSeg(s, "downsample_seg_for_ds"));
   const int nd = static_cast<int>(s.shape.size());
   const int64_t n = s.voxels();

@@ -4,6 +4,7 @@
 // Channels with p_per_channel; one σ for all selected channels (synchronize_channels) or one per channel.
 // The per-voxel field is augmentd::NormalAt(key(seed, sample, transform, substream = 1 + channel), voxel), so
 // the CUDA path reproduces it exactly; it cannot equal torch's generator, so parity tests compare statistics.
+// The CPU op (kernels::AddGaussianNoise) computes the same bits block-wise (4 normals per Philox block, vectorised).
 //
 //   auto t = GaussianNoiseTransform::Create({RandomScalar::Uniform(0, 0.1), 1, /*synchronize_channels=*/true});
 #pragma once

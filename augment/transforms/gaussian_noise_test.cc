@@ -45,6 +45,33 @@ TEST(GaussianNoise, FieldIsAPureFunctionOfTheKey) {
   EXPECT_EQ(a.image, b.image);
 }
 
+// Apply (vectorised bulk generator) = x + σ·NormalAt(key(seed, sample, transform, 1 + channel), voxel) bit for bit:
+// the expression the CUDA kernel evaluates per voxel.
+TEST(GaussianNoise, ApplyEqualsThePerVoxelDeviceExpression) {
+  SampleData s = testing::RandomSample(3, {17, 19, 23});
+  const std::vector<float> x = s.image;
+  auto t = GaussianNoiseTransform::Create({RandomScalar::Uniform(0, 0.1), 1, false});
+  ASSERT_TRUE(t.ok());
+  GaussianNoiseParams p;
+  p.apply_idx = {0, 2};
+  p.sigmas = {0.03f, 0.09f};
+  p.seed = 99;
+  p.sample_index = 12345;
+  p.transform_index = 4;
+  p.key_given = true;
+  ASSERT_TRUE((*t)->Apply(p, s).ok());
+  const int64_t n = s.voxels();
+  for (size_t k = 0; k < p.apply_idx.size(); ++k) {
+    const int64_t c = p.apply_idx[k];
+    const StreamKey key = MakeStreamKey(p.seed, p.sample_index, p.transform_index, 1u + static_cast<uint32_t>(c));
+    for (int64_t i = 0; i < n; ++i) {
+      const float e = RnAdd(x[c * n + i], RnMul(p.sigmas[k], NormalAt(key, static_cast<uint64_t>(i))));
+      ASSERT_EQ(FloatAsBits(e), FloatAsBits(s.image[c * n + i])) << "channel " << c << " voxel " << i;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(s.image[n + i], x[n + i]);  // channel 1 untouched
+}
+
 TEST(GaussianNoise, DrawsSigmaUniformly) {
   auto t = GaussianNoiseTransform::Create({RandomScalar::Uniform(0, 0.1), 1, true});
   double sum = 0;

@@ -10,7 +10,8 @@
 
 namespace augmentd {
 namespace ju = json_util;
-using namespace transforms_internal;  // NOLINT
+using transforms_internal::RequireImage;
+using transforms_internal::RequireSeg;
 
 absl::StatusOr<std::shared_ptr<const Transform>> MaskImageTransform::Create(const MaskImageConfig& c) {
   for (int64_t a : c.apply_to_channels)

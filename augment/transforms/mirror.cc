@@ -8,7 +8,7 @@
 
 namespace augmentd {
 namespace ju = json_util;
-using namespace transforms_internal;  // NOLINT
+using transforms_internal::ParamsAs;
 
 absl::StatusOr<std::shared_ptr<const Transform>> MirrorTransform::Create(const MirrorConfig& c) {
   for (int64_t a : c.allowed_axes)

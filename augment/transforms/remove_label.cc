@@ -8,7 +8,7 @@
 
 namespace augmentd {
 namespace ju = json_util;
-using namespace transforms_internal;  // NOLINT
+using transforms_internal::RequireSeg;
 
 namespace {
 bool IsInt16(int64_t v) { return v >= -32768 && v <= 32767; }
@@ -47,6 +47,7 @@ nlohmann::json RemoveLabelTransform::ConfigToJson() const {
 }
 
 absl::Status RemoveLabelTransform::Apply(const TransformParams&, SampleData& s) const {
+  if (s.seg_channels == 0) return absl::OkStatus();  // bgv2 SegOnlyTransform: no segmentation, nothing to do
   RETURN_IF_ERROR(RequireSeg(s, "remove_label"));
   const int64_t n = s.voxels();
   std::vector<int64_t> channels;

@@ -10,7 +10,10 @@
 
 namespace augmentd {
 namespace ju = json_util;
-using namespace transforms_internal;  // NOLINT
+using transforms_internal::ChannelIndicesFromJson;
+using transforms_internal::ParamsAs;
+using transforms_internal::RequireImage;
+using transforms_internal::SelectChannels;
 
 absl::StatusOr<std::shared_ptr<const Transform>> SimulateLowResolutionTransform::Create(
     const SimulateLowResolutionConfig& c) {

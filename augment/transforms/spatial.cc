@@ -478,9 +478,12 @@ absl::StatusOr<std::unique_ptr<TransformParams>> SpatialTransform::ParamsFromJso
   }
   if (j.contains("elastic_offsets") && !j["elastic_offsets"].is_null()) {
     std::vector<float> flat;
-    std::function<absl::Status(const nlohmann::json&)> walk = [&](const nlohmann::json& v) -> absl::Status {
+    // Nested lists of depth ndim + 1 exactly (deeper input is rejected before it can exhaust the stack).
+    std::function<absl::Status(const nlohmann::json&, int)> walk = [&](const nlohmann::json& v,
+                                                                       int depth) -> absl::Status {
       if (v.is_array()) {
-        for (const auto& e : v) RETURN_IF_ERROR(walk(e));
+        if (depth >= nd + 1) return ju::Invalid("params.elastic_offsets", "must have shape (*patch_size, ndim)");
+        for (const auto& e : v) RETURN_IF_ERROR(walk(e, depth + 1));
         return absl::OkStatus();
       }
       if (!v.is_number() || !std::isfinite(v.get<double>()))
@@ -488,7 +491,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> SpatialTransform::ParamsFromJso
       flat.push_back(static_cast<float>(v.get<double>()));
       return absl::OkStatus();
     };
-    RETURN_IF_ERROR(walk(j["elastic_offsets"]));
+    RETURN_IF_ERROR(walk(j["elastic_offsets"], 0));
     int64_t n = nd;
     for (int64_t s : config_.patch_size) n *= s;
     if (static_cast<int64_t>(flat.size()) != n)

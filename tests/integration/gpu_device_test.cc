@@ -60,7 +60,8 @@ TEST(GpuDeviceTest, ServerListsGpusAndResolvesAutoUuidAndOrdinal) {
   EXPECT_EQ(info->default_device(), "cuda:0");
   bool ipc = false;
   for (int d : info->deliveries()) ipc = ipc || d == v1::DELIVERY_KIND_CUDA_IPC;
-  EXPECT_TRUE(ipc);
+  // CUDA IPC delivery is not wired into sessions yet: the server must not advertise it before it is.
+  EXPECT_FALSE(ipc);
 
   const std::string uuid = info->devices(info->devices_size() - 1).uuid();
   absl::StatusOr<v1::ServerInfo> by_uuid = InfoWithDevice(uuid);

@@ -104,7 +104,7 @@ def test_server_reflection(server):
 
 
 def test_generated_stubs_directly(server):
-    """The generated stubs work without the Client wrapper; unimplemented RPCs answer UNIMPLEMENTED."""
+    """The generated stubs work without the Client wrapper; malformed session requests get precise codes."""
     _, uds = _targets(server)
     with grpc.insecure_channel(uds) as channel:
         stub = service_pb2_grpc.AugmentServiceStub(channel)
@@ -112,14 +112,14 @@ def test_generated_stubs_directly(server):
         assert info.version == augmentd.__version__
         with pytest.raises(grpc.RpcError) as err:
             stub.OpenSession(session_pb2.OpenSessionRequest(), timeout=10)
-        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
-        with pytest.raises(grpc.RpcError) as err:
-            stub.GetStats(server_info_pb2.GetStatsRequest(), timeout=10)
-        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "config" in err.value.details()
+        stats = stub.GetStats(server_info_pb2.GetStatsRequest(), timeout=10)
+        assert stats.server.active_sessions == 0
         responses = stub.StreamBatches(iter([]), timeout=10)
         with pytest.raises(grpc.RpcError) as err:
             list(responses)
-        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     with augmentd.Client(uds) as client:  # still healthy
         assert client.health() == augmentd.HealthStatus.SERVING
 

@@ -84,7 +84,7 @@ struct SampleParams {
   int32_t lowest_label = 0;          // lowest label in this sample's input seg (only read when the border
                                      // is not -1: see ComputeLowestLabels)
   // Gaussian noise (synchronize_channels=True): one sigma, an independent field per channel:
-  // value = sigma * NormalAt(MakeStreamKey(seed, sample_index, noise_transform_index, channel), voxel)
+  // value = sigma * NormalAt(MakeStreamKey(seed, sample_index, noise_transform_index, 1 + channel), voxel)
   // where voxel is the linear index in the (P0,P1,P2) patch before mirroring. sigma 0 = off.
   float noise_sigma = 0.f;
   uint32_t noise_transform_index = 0;

@@ -243,7 +243,7 @@ RefOut Reference(const at::Tensor& img, const at::Tensor& seg, const SampleParam
   // noise
   if (p.noise_sigma != 0.f) {
     for (int c = 0; c < C; ++c) {
-      const StreamKey key = MakeStreamKey(p.seed, p.sample_index, p.noise_transform_index, c);
+      const StreamKey key = MakeStreamKey(p.seed, p.sample_index, p.noise_transform_index, 1u + static_cast<uint32_t>(c));
       at::Tensor xc = x[c].contiguous();
       float* d = xc.data_ptr<float>();
       for (int64_t j = 0; j < xc.numel(); ++j) d[j] = d[j] + p.noise_sigma * NormalAt(key, j);

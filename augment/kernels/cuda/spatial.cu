@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   Partial part[kCT];
 #pragma unroll
   for (int c = 0; c < kCT; ++c) {
-    keys[c] = MakeStreamKey(sp.seed, sp.sample_index, sp.noise_transform_index, static_cast<uint32_t>(c));
+    keys[c] = MakeStreamKey(sp.seed, sp.sample_index, sp.noise_transform_index, 1u + static_cast<uint32_t>(c));  // substream 0 = parameter draws
     bright[c] = c < C ? sp.ch[c].brightness : 1.f;
     stat_ch[c] = a.want_stats && c < C && sp.ch[c].blur_sigma[0] == 0.f;
     mask_ch[c] = c < C && sp.ch[c].mask != 0;

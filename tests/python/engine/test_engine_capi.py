@@ -35,7 +35,10 @@ def test_registry(capi):
     assert out["transforms"] == [
         "spatial", "gaussian_noise", "gaussian_blur", "multiplicative_brightness", "contrast",
         "simulate_low_resolution", "gamma", "mirror", "mask_image", "remove_label",
-        "convert_segmentation_to_regions", "downsample_seg_for_ds"]
+        "convert_segmentation_to_regions", "downsample_seg_for_ds",
+        # nnUNetTrainerDA5's extra transforms (reference §5.1)
+        "blank_rectangle", "brightness_additive", "sharpening", "median_filter",
+        "brightness_gradient_additive", "local_gamma", "rot90", "transpose_axes", "rician_noise"]
 
 
 @pytest.mark.parametrize("inv", [False, True])

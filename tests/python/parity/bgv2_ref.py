@@ -34,6 +34,16 @@ from batchgeneratorsv2.transforms.utils.deep_supervision_downsampling import Dow
 from batchgeneratorsv2.transforms.utils.nnunet_masking import MaskImageTransform
 from batchgeneratorsv2.transforms.utils.remove_label import RemoveLabelTransform
 from batchgeneratorsv2.transforms.utils.seg_to_regions import ConvertSegmentationToRegionsTransform
+# nnUNetTrainerDA5's extra transforms (reference §5.1)
+from batchgeneratorsv2.transforms.intensity.brightness import BrightnessAdditiveTransform
+from batchgeneratorsv2.transforms.noise.blank_rectangle import BlankRectangleTransform
+from batchgeneratorsv2.transforms.noise.median_filter import MedianFilterTransform
+from batchgeneratorsv2.transforms.noise.rician import RicianNoiseTransform
+from batchgeneratorsv2.transforms.noise.sharpen import SharpeningTransform
+from batchgeneratorsv2.transforms.local.brightness_gradient import BrightnessGradientAdditiveTransform
+from batchgeneratorsv2.transforms.local.local_gamma import LocalGammaTransform
+from batchgeneratorsv2.transforms.spatial.rot90 import Rot90Transform
+from batchgeneratorsv2.transforms.spatial.transpose import TransposeAxesTransform
 
 # augmentd transform kind (lower-case, C ABI) -> bgv2 class.
 KIND_TO_CLASS = {
@@ -49,11 +59,21 @@ KIND_TO_CLASS = {
     "remove_label": RemoveLabelTransform,
     "convert_segmentation_to_regions": ConvertSegmentationToRegionsTransform,
     "downsample_seg_for_ds": DownsampleSegForDSTransform,
+    "blank_rectangle": BlankRectangleTransform,
+    "brightness_additive": BrightnessAdditiveTransform,
+    "sharpening": SharpeningTransform,
+    "median_filter": MedianFilterTransform,
+    "brightness_gradient_additive": BrightnessGradientAdditiveTransform,
+    "local_gamma": LocalGammaTransform,
+    "rot90": Rot90Transform,
+    "transpose_axes": TransposeAxesTransform,
+    "rician_noise": RicianNoiseTransform,
 }
 
 # Which inputs each kind reads/writes (for building requests and choosing what to compare).
 IMAGE_ONLY = {"gaussian_noise", "gaussian_blur", "multiplicative_brightness", "contrast",
-              "simulate_low_resolution", "gamma"}
+              "simulate_low_resolution", "gamma", "blank_rectangle", "brightness_additive", "sharpening",
+              "median_filter", "brightness_gradient_additive", "local_gamma", "rician_noise"}
 SEG_ONLY = {"remove_label", "convert_segmentation_to_regions", "downsample_seg_for_ds"}
 
 # augmentd extensions of the bgv2 configs that bgv2's constructors do not take. ``dummy_2d`` (spatial): augmentd
@@ -109,9 +129,31 @@ NNUNET_CONFIGS: Dict[str, Tuple[str, dict, float]] = {
 # Config (JSON) -> bgv2 objects
 # --------------------------------------------------------------------------------------------------------------
 
+def _axis_size_log_uniform(a: float, b: float):
+    """The C ABI's {"axis_size_log_uniform": [a, b]}: nnU-Net DA5's scale callable for [6, 1]."""
+    def f(shape, dim):
+        return np.exp(np.random.uniform(np.log(shape[dim] // a), np.log(shape[dim] // b)))
+    return f
+
+
+def _mixture(components):
+    """The C ABI's {"mixture": [{"weight", "range"}...]}: one coin, then U(range) (DA5's strength/gamma)."""
+    def f(*_args):
+        u, acc = np.random.uniform(), 0.0
+        for i, c in enumerate(components):
+            acc += c["weight"]
+            if u < acc or i == len(components) - 1:
+                return np.random.uniform(*c["range"])
+    return f
+
+
 def _to_bgv2_value(v: Any) -> Any:
     if isinstance(v, dict) and set(v) == {"bg_contrast"}:
         return BGContrast(tuple(v["bg_contrast"]))
+    if isinstance(v, dict) and set(v) == {"axis_size_log_uniform"}:
+        return _axis_size_log_uniform(*v["axis_size_log_uniform"])
+    if isinstance(v, dict) and set(v) == {"mixture"}:
+        return _mixture(v["mixture"])
     if isinstance(v, list):
         return tuple(_to_bgv2_value(x) for x in v)
     return v
@@ -128,6 +170,10 @@ def build_bgv2(kind: str, config: dict) -> BasicTransform:
         kwargs["regions"] = [r if isinstance(r, int) else tuple(r) for r in config["regions"]]
     if kind == "downsample_seg_for_ds":
         kwargs["ds_scales"] = [list(s) if isinstance(s, (list, tuple)) else s for s in config["ds_scales"]]
+    if kind == "blank_rectangle" and kwargs.get("rectangle_value") == "mean":
+        kwargs["rectangle_value"] = torch.mean  # the C ABI spells DA5's callable "mean"
+    if kind in ("rot90", "transpose_axes") and "allowed_axes" in kwargs:
+        kwargs["allowed_axes"] = set(kwargs["allowed_axes"])
     return cls(**kwargs)
 
 

@@ -3,6 +3,11 @@
     import augmentd
     with augmentd.Client("127.0.0.1:50051") as client:
         info = client.server_info()
+        session = client.open_session(augmentd.dataset_session_config("/data/Dataset001_X", batch_size=2))
+        with client.stream_batches(session, max_batches=20) as batches:
+            for batch in batches:
+                print(batch.batch_index, batch.image.shape, [t.shape for t in batch.targets])
+        client.close_session(session)
 
 The generated stubs are importable as ``augmentd.v1.<file>_pb2`` and ``augmentd.v1.service_pb2_grpc``.
 """
@@ -17,6 +22,9 @@ if _stubs.is_stale():
 __path__.append(_os.path.join(_stubs.DEFAULT_OUT, "augmentd"))  # noqa: F821 (package __path__)
 
 from .client import Client, HealthStatus  # noqa: E402
+from .sessions import (AugmentdError, Batch, BatchStream, Session, dataset_session_config,  # noqa: E402
+                       patch_session_config, trainer_config)
 
 __version__ = "0.1.0"
-__all__ = ["Client", "HealthStatus", "__version__"]
+__all__ = ["AugmentdError", "Batch", "BatchStream", "Client", "HealthStatus", "Session", "dataset_session_config",
+           "patch_session_config", "trainer_config", "__version__"]

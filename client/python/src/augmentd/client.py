@@ -1,9 +1,15 @@
-"""A minimal client of augmentd.v1.AugmentService (more RPCs arrive with sessions, issue 5)."""
+"""The client of augmentd.v1.AugmentService: server info, health, sessions, patch-mode Augment and the
+credit-driven batch stream (see ``augmentd.sessions``)."""
 import enum
+from typing import Optional
 
 import grpc
+import numpy as np
 
-from augmentd.v1 import server_info_pb2, service_pb2_grpc
+from augmentd.v1 import batch_pb2, server_info_pb2, service_pb2_grpc, session_pb2
+
+from .sessions import AugmentdError, Batch, BatchStream, Session
+from .tensors import from_numpy
 
 
 class HealthStatus(enum.IntEnum):
@@ -63,7 +69,8 @@ class Client:
 
     def __init__(self, target: str, connect_timeout: float = 10.0):
         self.target = target
-        self._channel = grpc.insecure_channel(target, options=[("grpc.max_receive_message_length", -1)])
+        self._channel = grpc.insecure_channel(target, options=[("grpc.max_receive_message_length", -1),
+                                                               ("grpc.max_send_message_length", -1)])
         grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
         self.stub = service_pb2_grpc.AugmentServiceStub(self._channel)
         self._health_check = self._channel.unary_unary(
@@ -79,6 +86,55 @@ class Client:
     def health(self, service: str = "", timeout: float = 10.0) -> HealthStatus:
         """grpc.health.v1.Health/Check for ``service`` ("" = the whole server)."""
         return self._health_check(service, timeout=timeout)
+
+    def open_session(self, config: session_pb2.SessionConfig, start_batch_index: int = 0,
+                     timeout: float = 120.0) -> Session:
+        """AugmentService.OpenSession. Raises ``AugmentdError`` (INVALID_ARGUMENT naming the field,
+        RESOURCE_EXHAUSTED naming the limit, PERMISSION_DENIED for a dataset outside the server's roots, ...)."""
+        request = session_pb2.OpenSessionRequest(config=config, start_batch_index=start_batch_index)
+        try:
+            response = self.stub.OpenSession(request, timeout=timeout)
+        except grpc.RpcError as err:
+            raise AugmentdError.from_rpc_error(err, "OpenSession") from None
+        return Session(response.session_id, response, config)
+
+    def close_session(self, session, timeout: float = 30.0) -> server_info_pb2.SessionStats:
+        """AugmentService.CloseSession; returns the session's final stats. ``session``: a Session or an id."""
+        session_id = session.session_id if isinstance(session, Session) else session
+        try:
+            return self.stub.CloseSession(session_pb2.CloseSessionRequest(session_id=session_id),
+                                          timeout=timeout).final_stats
+        except grpc.RpcError as err:
+            raise AugmentdError.from_rpc_error(err, "CloseSession") from None
+
+    def augment(self, session, image: np.ndarray, segmentation: np.ndarray, batch_index: int = 0,
+                timeout: float = 120.0) -> Batch:
+        """Patch mode: augments (B, C, *initial_patch) ``image`` and (B, 1, ...) ``segmentation`` arrays as batch
+        ``batch_index`` (replaying an index reproduces the batch)."""
+        session_id = session.session_id if isinstance(session, Session) else session
+        request = batch_pb2.AugmentRequest(session_id=session_id, batch_index=batch_index,
+                                           image=from_numpy(image, "image"),
+                                           segmentation=from_numpy(segmentation, "segmentation"))
+        try:
+            return Batch(self.stub.Augment(request, timeout=timeout).batch)
+        except grpc.RpcError as err:
+            raise AugmentdError.from_rpc_error(err, "Augment") from None
+
+    def stream_batches(self, session, credits: int = 4, start_batch_index: int = 0, max_batches: int = 0,
+                       timeout: Optional[float] = None) -> BatchStream:
+        """Dataset mode: an iterator of ``Batch`` over one StreamBatches call, keeping ``credits`` batches
+        requested ahead of use. ``start_batch_index`` 0 continues where the session stands."""
+        session_id = session.session_id if isinstance(session, Session) else session
+        return BatchStream(self.stub, session_id, credits=credits, start_batch_index=start_batch_index,
+                           max_batches=max_batches, timeout=timeout)
+
+    def stats(self, session=None, timeout: float = 10.0) -> server_info_pb2.GetStatsResponse:
+        """AugmentService.GetStats for one session (a Session or an id) or, by default, all of them."""
+        session_id = "" if session is None else (session.session_id if isinstance(session, Session) else session)
+        try:
+            return self.stub.GetStats(server_info_pb2.GetStatsRequest(session_id=session_id), timeout=timeout)
+        except grpc.RpcError as err:
+            raise AugmentdError.from_rpc_error(err, "GetStats") from None
 
     @property
     def channel(self) -> grpc.Channel:

@@ -1,0 +1,393 @@
+// CUDA engine (cuda_engine.h): host-side draws → kernel-layer SampleParams → RunPipeline.
+//
+// Why draws stay on the host: they are a few dozen Philox draws per sample (µs), and reusing the transforms' own
+// samplers (DrawSampleParams) is what makes the CUDA path draw bit-identical parameters to the CPU engine. Only the
+// per-voxel noise field is generated on the device, from the same (seed, sample, transform, 1 + channel) key.
+//
+// Which transforms are covered and how their parameters map onto SampleParams: cuda_params.{h,cc}.
+#include "augment/cuda_engine.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "augment/cuda_params.h"
+#include "augment/json_util.h"
+#include "augment/kernels/cpu_half.h"
+#include "augment/kernels/cuda/pipeline_cuda.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/downsample_seg_for_ds.h"
+#include "augment/transforms/spatial.h"
+
+namespace augmentd {
+namespace ju = json_util;
+
+namespace {
+
+// The one CUDA checking helper of this file: out of memory is its own case.
+absl::Status CudaStatus(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  if (e == cudaErrorMemoryAllocation) {
+    return absl::ResourceExhaustedError(absl::StrCat("CUDA out of memory (", what, ")"));
+  }
+  return absl::InternalError(
+      absl::StrCat("CUDA error in ", what, ": ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")"));
+}
+#define AUGMENTD_CUDA_OK(expr) RETURN_IF_ERROR(CudaStatus((expr), #expr))
+
+size_t Align256(size_t n) { return (n + 255) & ~size_t{255}; }
+
+// Sets the device for a scope and restores the caller's current device.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      cudaGetLastError();
+      previous_ = -1;
+    }
+    status_ = CudaStatus(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  absl::Status status_;
+};
+
+template <typename F>
+absl::Status GuardStatus(F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of host memory");
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("CUDA engine error: ", e.what()));
+  }
+}
+
+}  // namespace
+
+bool CudaEngineBuilt() { return true; }
+
+struct CudaAugmenter::Impl {
+  PipelineSpec spec;
+  CudaPlan plan;
+  int device = 0;
+
+  void* ws = nullptr;
+  size_t ws_cap = 0;
+  cuda::BatchShape ws_shape{};
+  bool ws_ready = false;
+  cuda::SampleParams* d_params = nullptr;
+  cuda::SampleParams* h_params = nullptr;  // pinned
+  int params_cap = 0;
+  cudaEvent_t params_copied = nullptr;  // h_params may be rewritten once this has passed
+  cudaEvent_t done = nullptr;           // the last run's kernels (they read ws and d_params)
+  bool has_run = false;
+
+  // RunHost only.
+  cudaStream_t stream = nullptr;
+  void* staging = nullptr;  // pinned
+  size_t staging_cap = 0;
+  void* d_in = nullptr;
+  size_t d_in_cap = 0;
+  void* d_out = nullptr;
+  size_t d_out_cap = 0;
+
+  ~Impl() {
+    DeviceScope scope(device);
+    if (done != nullptr) cudaEventSynchronize(done);
+    for (void* p : {ws, static_cast<void*>(d_params), d_in, d_out}) {
+      if (p != nullptr) cudaFree(p);
+    }
+    for (void* p : {static_cast<void*>(h_params), staging}) {
+      if (p != nullptr) cudaFreeHost(p);
+    }
+    if (params_copied != nullptr) cudaEventDestroy(params_copied);
+    if (done != nullptr) cudaEventDestroy(done);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    cudaGetLastError();
+  }
+
+  // Grows a device (or pinned host) buffer to `need` bytes; contents are not kept.
+  absl::Status Grow(void** p, size_t* cap, size_t need, bool pinned) {
+    if (need <= *cap && *p != nullptr) return absl::OkStatus();
+    if (done != nullptr && has_run) AUGMENTD_CUDA_OK(cudaEventSynchronize(done));
+    if (*p != nullptr) {
+      AUGMENTD_CUDA_OK(pinned ? cudaFreeHost(*p) : cudaFree(*p));
+      *p = nullptr;
+      *cap = 0;
+    }
+    if (pinned) {
+      AUGMENTD_CUDA_OK(cudaMallocHost(p, need));
+    } else {
+      AUGMENTD_CUDA_OK(cudaMalloc(p, need));
+    }
+    *cap = need;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<cuda::BatchShape> Shape(const std::vector<int64_t>& image_shape, DType image_dtype) const {
+    if (image_shape.size() == 4) return absl::UnimplementedError("CUDA engine: 2D samples (the kernels are 3D)");
+    if (image_shape.size() != 5)
+      return ju::Invalid("image.shape", absl::StrCat("expected (B, C, X, Y, Z), got ", ShapeString(image_shape)));
+    if (image_shape[0] < 1 || image_shape[0] > 4096) return ju::Invalid("image.shape", "batch not in [1, 4096]");
+    if (image_shape[1] < 1 || image_shape[1] > cuda::kMaxChannels) {
+      return absl::UnimplementedError(absl::StrCat("CUDA engine: ", image_shape[1],
+                                                   " image channels (the kernels take 1..", cuda::kMaxChannels, ")"));
+    }
+    cuda::BatchShape sh;
+    sh.batch = static_cast<int32_t>(image_shape[0]);
+    sh.channels = static_cast<int32_t>(image_shape[1]);
+    std::vector<int64_t> in(image_shape.begin() + 2, image_shape.end());
+    for (int d = 0; d < 3; ++d) {
+      if (in[d] < 1 || in[d] > 4096) return ju::Invalid("image.shape", "spatial size not in [1, 4096]");
+      sh.in[d] = static_cast<int32_t>(in[d]);
+      sh.out[d] = plan.spatial != nullptr ? static_cast<int32_t>(plan.spatial->config().patch_size[d]) : sh.in[d];
+    }
+    switch (image_dtype) {
+      case DType::kFloat32:
+        sh.out_dtype = cuda::OutDType::kFloat32;
+        break;
+      case DType::kFloat16:
+        sh.out_dtype = cuda::OutDType::kFloat16;
+        break;
+      case DType::kBFloat16:
+        sh.out_dtype = cuda::OutDType::kBFloat16;
+        break;
+      default:
+        return ju::Invalid("image_dtype", "must be a float dtype");
+    }
+    sh.remove_minus_one = plan.remove_minus_one ? 1 : 0;
+    if (plan.ds != nullptr) {
+      const std::vector<int64_t> full = {sh.out[0], sh.out[1], sh.out[2]};
+      const size_t levels = plan.ds->config().ds_scales.size();
+      for (size_t l = 1; l < levels; ++l) {
+        const std::vector<int64_t> q = plan.ds->LevelShape(full, l);
+        for (int d = 0; d < 3; ++d) {
+          if (q[d] < 1) return ju::Invalid("downsample_seg_for_ds.ds_scales", "a scale rounds an axis to size 0");
+          sh.ds[sh.num_ds][d] = static_cast<int32_t>(q[d]);
+        }
+        ++sh.num_ds;
+      }
+    }
+    if (cuda::WorkspaceBytes(sh) == 0) {
+      return ju::Invalid("image.shape", absl::StrCat("batch shape ", ShapeString(image_shape),
+                                                     " is outside what the CUDA kernels accept"));
+    }
+    return sh;
+  }
+
+  static CudaOutputLayout Layout(const cuda::BatchShape& sh) {
+    CudaOutputLayout lay;
+    lay.image_shape = {sh.batch, sh.channels, sh.out[0], sh.out[1], sh.out[2]};
+    lay.image_bytes =
+        static_cast<size_t>(NumElements(lay.image_shape)) * (sh.out_dtype == cuda::OutDType::kFloat32 ? 4 : 2);
+    lay.seg_shapes.push_back({sh.batch, 1, sh.out[0], sh.out[1], sh.out[2]});
+    for (int l = 0; l < sh.num_ds; ++l) lay.seg_shapes.push_back({sh.batch, 1, sh.ds[l][0], sh.ds[l][1], sh.ds[l][2]});
+    for (const auto& s : lay.seg_shapes) lay.seg_bytes.push_back(static_cast<size_t>(NumElements(s)) * 2);
+    return lay;
+  }
+};
+
+CudaAugmenter::CudaAugmenter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaAugmenter::~CudaAugmenter() = default;
+
+int CudaAugmenter::device() const { return impl_->device; }
+
+absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const PipelineSpec& spec, int device) {
+  ASSIGN_OR_RETURN(CudaPlan plan, MakeCudaPlan(spec));  // coverage first: answerable without a GPU
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  if (device < 0 || device >= count) {
+    return absl::NotFoundError(absl::StrCat("device cuda:", device, ": not present (", count, " CUDA devices)"));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->spec = spec;
+  impl->plan = std::move(plan);
+  impl->device = device;
+  DeviceScope scope(device);
+  RETURN_IF_ERROR(scope.status());
+  AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&impl->params_copied, cudaEventDisableTiming));
+  AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&impl->done, cudaEventDisableTiming));
+  return std::unique_ptr<CudaAugmenter>(new CudaAugmenter(std::move(impl)));
+}
+
+absl::StatusOr<CudaOutputLayout> CudaAugmenter::OutputLayout(const std::vector<int64_t>& image_shape,
+                                                             DType image_dtype) const {
+  ASSIGN_OR_RETURN(cuda::BatchShape sh, impl_->Shape(image_shape, image_dtype));
+  return Impl::Layout(sh);
+}
+
+absl::Status CudaAugmenter::Run(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
+                                CUstream_st* stream, std::vector<SampleRecord>* records) {
+  return GuardStatus([&]() -> absl::Status {
+    Impl& m = *impl_;
+    ASSIGN_OR_RETURN(const cuda::BatchShape sh, m.Shape(input.image_shape, options.image_dtype));
+    if (input.image == nullptr) return ju::Invalid("image.data", "is null");
+    if (input.seg == nullptr)
+      return absl::UnimplementedError("CUDA engine: image-only batches (the kernels need a (B, 1, ...) seg)");
+    if (output.image == nullptr) return ju::Invalid("output.image", "is null");
+    if (static_cast<int>(output.seg.size()) != 1 + sh.num_ds)
+      return ju::Invalid("output.seg", absl::StrCat("needs ", 1 + sh.num_ds, " label levels"));
+    for (int16_t* p : output.seg)
+      if (p == nullptr) return ju::Invalid("output.seg", "is null");
+    const int64_t batch = sh.batch;
+    if (options.injected != nullptr && static_cast<int64_t>(options.injected->size()) != batch) {
+      return ju::Invalid(
+          "params", absl::StrCat("injected parameters for ", options.injected->size(), " samples, batch has ", batch));
+    }
+    // Draw (exactly the CPU engine's draws) and translate.
+    std::vector<SampleRecord> local;
+    std::vector<SampleRecord>& recs = records != nullptr ? *records : local;
+    recs.assign(batch, SampleRecord{});
+    std::vector<cuda::SampleParams> params(batch);
+    const SampleLayout layout{sh.channels, {sh.in[0], sh.in[1], sh.in[2]}, 1};
+    for (int64_t b = 0; b < batch; ++b) {
+      RETURN_IF_ERROR(DrawSampleParams(m.spec, options.seed, options.first_sample_index + b,
+                                       options.injected ? &(*options.injected)[b] : nullptr, layout, recs[b]));
+      RETURN_IF_ERROR(TranslateSample(m.spec, m.plan, recs[b], sh, params[b]));
+    }
+    const uint32_t stages = cuda::ActiveStages(params.data(), sh);
+
+    DeviceScope scope(m.device);
+    RETURN_IF_ERROR(scope.status());
+    cudaStream_t s = stream;
+    // Buffers (grow only when a larger batch arrives).
+    void* const old_ws = m.ws;
+    RETURN_IF_ERROR(m.Grow(&m.ws, &m.ws_cap, cuda::WorkspaceBytes(sh), false));
+    if (m.ws != old_ws) m.ws_ready = false;  // fresh memory: counters must be armed
+    if (batch > m.params_cap) {
+      const size_t bytes = sizeof(cuda::SampleParams) * static_cast<size_t>(batch);
+      size_t cap_d = m.d_params ? sizeof(cuda::SampleParams) * m.params_cap : 0, cap_h = cap_d;
+      RETURN_IF_ERROR(m.Grow(reinterpret_cast<void**>(&m.d_params), &cap_d, bytes, false));
+      RETURN_IF_ERROR(m.Grow(reinterpret_cast<void**>(&m.h_params), &cap_h, bytes, true));
+      m.params_cap = static_cast<int>(batch);
+    }
+    // The previous run (maybe on another stream) reads ws and d_params until it is done.
+    if (m.has_run) AUGMENTD_CUDA_OK(cudaStreamWaitEvent(s, m.done, 0));
+    if (!m.ws_ready || std::memcmp(&m.ws_shape, &sh, sizeof(sh)) != 0) {
+      AUGMENTD_CUDA_OK(cuda::InitWorkspace(sh, m.ws, s));
+      m.ws_shape = sh;
+      m.ws_ready = true;
+    }
+    // The pinned parameter buffer is free once the previous upload has executed.
+    if (m.has_run) AUGMENTD_CUDA_OK(cudaEventSynchronize(m.params_copied));
+    std::memcpy(m.h_params, params.data(), sizeof(cuda::SampleParams) * batch);
+    AUGMENTD_CUDA_OK(
+        cudaMemcpyAsync(m.d_params, m.h_params, sizeof(cuda::SampleParams) * batch, cudaMemcpyHostToDevice, s));
+    AUGMENTD_CUDA_OK(cudaEventRecord(m.params_copied, s));
+    cuda::PipelineIO io;
+    io.image = input.image;
+    io.seg = input.seg;
+    io.out_image = output.image;
+    io.out_seg = output.seg[0];
+    for (int l = 0; l < sh.num_ds; ++l) io.out_ds[l] = output.seg[1 + l];
+    const absl::Status run = CudaStatus(cuda::RunPipeline(sh, m.d_params, stages, io, m.ws, s), "RunPipeline");
+    AUGMENTD_CUDA_OK(cudaEventRecord(m.done, s));
+    m.has_run = true;
+    return run;
+  });
+}
+
+absl::StatusOr<BatchResult> CudaAugmenter::RunHost(const BatchInput& input, const RunOptions& options) {
+  absl::StatusOr<BatchResult> out;
+  absl::Status st = GuardStatus([&]() -> absl::Status {
+    Impl& m = *impl_;
+    const TensorView& image = input.image;
+    const TensorView& seg = input.seg;
+    if (image.data == nullptr) return ju::Invalid("image.data", "is null");
+    if (!IsFloatingDType(image.dtype)) return ju::Invalid("image.dtype", "must be float32/float16/bfloat16");
+    ASSIGN_OR_RETURN(const cuda::BatchShape sh, m.Shape(image.shape, options.image_dtype));
+    if (seg.data == nullptr)
+      return absl::UnimplementedError("CUDA engine: image-only batches (the kernels need a (B, 1, ...) seg)");
+    if (seg.dtype != DType::kInt8 && seg.dtype != DType::kInt16)
+      return ju::Invalid("seg.dtype", "must be int8 or int16");
+    if (seg.shape.size() != 5 || seg.shape[0] != image.shape[0] ||
+        !std::equal(seg.shape.begin() + 2, seg.shape.end(), image.shape.begin() + 2)) {
+      return ju::Invalid("seg.shape",
+                         absl::StrCat(ShapeString(seg.shape), " does not match image ", ShapeString(image.shape)));
+    }
+    if (seg.shape[1] != 1) return absl::UnimplementedError("CUDA engine: more than one seg channel");
+    const int64_t n_img = image.numel(), n_seg = seg.numel();
+    const size_t img_bytes = Align256(n_img * sizeof(float)), seg_bytes = Align256(n_seg * sizeof(int16_t));
+
+    DeviceScope scope(m.device);
+    RETURN_IF_ERROR(scope.status());
+    if (m.stream == nullptr) AUGMENTD_CUDA_OK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+    RETURN_IF_ERROR(m.Grow(&m.staging, &m.staging_cap, img_bytes + seg_bytes, true));
+    RETURN_IF_ERROR(m.Grow(&m.d_in, &m.d_in_cap, img_bytes + seg_bytes, false));
+    // Host → pinned staging (converting to the kernels' float32 / int16), then one async copy.
+    float* h_img = static_cast<float*>(m.staging);
+    int16_t* h_seg = reinterpret_cast<int16_t*>(static_cast<char*>(m.staging) + img_bytes);
+    if (image.dtype == DType::kFloat32) {
+      std::memcpy(h_img, image.data, n_img * sizeof(float));
+    } else {
+      const auto* h = static_cast<const uint16_t*>(image.data);
+      for (int64_t i = 0; i < n_img; ++i)
+        h_img[i] = image.dtype == DType::kFloat16 ? kernels::HalfBitsToFloat(h[i]) : kernels::BFloat16BitsToFloat(h[i]);
+    }
+    if (seg.dtype == DType::kInt16) {
+      std::memcpy(h_seg, seg.data, n_seg * sizeof(int16_t));
+    } else {
+      const auto* p = static_cast<const int8_t*>(seg.data);
+      for (int64_t i = 0; i < n_seg; ++i) h_seg[i] = p[i];
+    }
+    AUGMENTD_CUDA_OK(cudaMemcpyAsync(m.d_in, m.staging, img_bytes + seg_bytes, cudaMemcpyHostToDevice, m.stream));
+
+    const CudaOutputLayout lay = Impl::Layout(sh);
+    size_t out_bytes = Align256(lay.image_bytes);
+    for (size_t b : lay.seg_bytes) out_bytes += Align256(b);
+    RETURN_IF_ERROR(m.Grow(&m.d_out, &m.d_out_cap, out_bytes, false));
+    CudaBatchInput din;
+    din.image = static_cast<const float*>(m.d_in);
+    din.seg = reinterpret_cast<const int16_t*>(static_cast<const char*>(m.d_in) + img_bytes);
+    din.image_shape = image.shape;
+    CudaBatchOutput dout;
+    char* o = static_cast<char*>(m.d_out);
+    dout.image = o;
+    o += Align256(lay.image_bytes);
+    for (size_t b : lay.seg_bytes) {
+      dout.seg.push_back(reinterpret_cast<int16_t*>(o));
+      o += Align256(b);
+    }
+    BatchResult result;
+    RETURN_IF_ERROR(Run(din, dout, options, m.stream, &result.samples));
+    result.image = HostTensor::Empty(lay.image_shape, options.image_dtype);
+    AUGMENTD_CUDA_OK(
+        cudaMemcpyAsync(result.image.raw_data(), dout.image, lay.image_bytes, cudaMemcpyDeviceToHost, m.stream));
+    for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
+      result.seg.push_back(HostTensor::Empty(lay.seg_shapes[l], DType::kInt16));
+      AUGMENTD_CUDA_OK(cudaMemcpyAsync(result.seg.back().raw_data(), dout.seg[l], lay.seg_bytes[l],
+                                       cudaMemcpyDeviceToHost, m.stream));
+    }
+    AUGMENTD_CUDA_OK(cudaStreamSynchronize(m.stream));
+    out = std::move(result);
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const BatchInput& input,
+                                             const RunOptions& options) {
+  ASSIGN_OR_RETURN(int ordinal, ParseCudaOrdinal(options.device));
+  if (ordinal < 0) return ju::Invalid("device", "AugmentBatchCuda needs a CUDA device");
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaAugmenter> aug, CudaAugmenter::Create(spec, ordinal));
+  return aug->RunHost(input, options);
+}
+
+}  // namespace augmentd

@@ -1,0 +1,498 @@
+// CUDA engine vs CPU engine (cuda_engine.h): the same AugmentBatch call on "cpu" and "cuda:0", same seed and
+// sample indices, fresh random inputs every run (the seed is printed). Counts label mismatches (each must be an
+// fp16 vote tie or sit on the out-of-bounds threshold) and the max image error relative to the channel's range
+// (must be <= 1e-4). Cases: isotropic / anisotropic / odd patches, 1 and 4 channels, 2 and 8 labels, ignore label,
+// -1 regions + masking, B = 1, 2, 8, default probabilities and every transform forced on; plus the device-buffer
+// path, coverage errors (UNIMPLEMENTED without a GPU too) and a timing of the engine path. Label gpu.
+#include "augment/cuda_engine.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "augment/engine.h"
+#include "augment/kernels/cpu_half.h"
+#include "augment/pipeline.h"
+#include "augment/transforms/mirror.h"
+#include "augment/transforms/spatial.h"
+#include "gtest/gtest.h"
+
+namespace augmentd {
+namespace {
+
+bool HaveGpu() {
+  int n = 0;
+  const bool ok = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  cudaGetLastError();
+  return ok;
+}
+
+struct Case {
+  std::string name;
+  std::vector<int64_t> patch = {25, 31, 27};
+  int B = 2, C = 1, labels = 4;
+  bool all_on = false;
+  bool ignore_label = false;  // an extra label value = ignore label (nnU-Net keeps it as a plain label without regions)
+  bool mask = false;          // use_mask_for_norm on channel 0 (MaskImageTransform) + -1 regions in the input seg
+  DType out_dtype = DType::kFloat32;
+};
+
+PipelineSpec MakeSpec(const Case& cs) {
+  TrainerConfig tc;
+  tc.patch_size = cs.patch;
+  tc.num_input_channels = cs.C;
+  tc.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}};
+  if (cs.ignore_label) tc.ignore_label = cs.labels;
+  if (cs.mask) {
+    tc.use_mask_for_norm.assign(cs.C, false);
+    tc.use_mask_for_norm[0] = true;
+  }
+  auto spec = NnunetDefaultPipeline(tc);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (cs.all_on) {
+    for (TransformSpec& ts : spec->transforms) {
+      ts.apply_probability = 1.0;
+      if (ts.kind == TransformKind::kSpatial) {
+        SpatialConfig c = static_cast<const SpatialTransform&>(*ts.transform).config();
+        c.p_rotation = 1;
+        c.p_scaling = 1;
+        ts.transform = *SpatialTransform::Create(c);
+      }
+    }
+  }
+  return *spec;
+}
+
+struct Inputs {
+  std::vector<float> image;
+  std::vector<int16_t> seg;
+  std::vector<int64_t> ishape, sshape;
+  BatchInput In() const {
+    return {TensorView{image.data(), ishape, DType::kFloat32}, TensorView{seg.data(), sshape, DType::kInt16}};
+  }
+};
+
+// Image N(0.3, 1) (never zeros); blobby labels (a coarse random field, nearest-upsampled by 4) so the vote sees
+// real boundaries; -1 slabs when masking.
+Inputs MakeInputs(const Case& cs, const std::vector<int64_t>& S, std::mt19937_64& g) {
+  Inputs x;
+  x.ishape = {cs.B, cs.C, S[0], S[1], S[2]};
+  x.sshape = {cs.B, 1, S[0], S[1], S[2]};
+  const int64_t n = S[0] * S[1] * S[2];
+  std::normal_distribution<float> nd(0.3f, 1.0f);
+  x.image.resize(cs.B * cs.C * n);
+  for (float& v : x.image) v = nd(g);
+  const int nl = cs.labels + (cs.ignore_label ? 1 : 0);
+  std::uniform_int_distribution<int> ld(0, nl - 1);
+  const int64_t c0 = (S[0] + 3) / 4, c1 = (S[1] + 3) / 4, c2 = (S[2] + 3) / 4;
+  x.seg.resize(cs.B * n);
+  for (int b = 0; b < cs.B; ++b) {
+    std::vector<int16_t> coarse(c0 * c1 * c2);
+    for (int16_t& v : coarse) v = static_cast<int16_t>(ld(g));
+    for (int64_t i = 0; i < S[0]; ++i)
+      for (int64_t j = 0; j < S[1]; ++j)
+        for (int64_t k = 0; k < S[2]; ++k) {
+          int16_t v = coarse[((i / 4) * c1 + j / 4) * c2 + k / 4];
+          if (cs.mask && (b % 2 == 0) && i < 3) v = -1;
+          x.seg[b * n + (i * S[1] + j) * S[2] + k] = v;
+        }
+  }
+  return x;
+}
+
+const SpatialParams* SpatialOf(const SampleRecord& r) {
+  for (const AppliedTransform& a : r.transforms)
+    if (a.kind == TransformKind::kSpatial && a.applied) return static_cast<const SpatialParams*>(a.params.get());
+  return nullptr;
+}
+int MirrorMaskOf(const SampleRecord& r) {
+  int m = 0;
+  for (const AppliedTransform& a : r.transforms)
+    if (a.kind == TransformKind::kMirror && a.applied)
+      for (int64_t ax : static_cast<const MirrorParams*>(a.params.get())->axes) m |= 1 << ax;
+  return m;
+}
+
+// Is output voxel o (post-mirror) of this sample an fp16 near-tie of the label vote, or on the (swapped-axis)
+// out-of-bounds threshold? Mirrors the kernel test's rule with the sample's own float32 affine.
+bool ExplainedByTie(const SampleRecord& r, const int16_t* seg, const std::vector<int64_t>& S,
+                    const std::vector<int64_t>& P, int64_t o) {
+  const SpatialParams* sp = SpatialOf(r);
+  if (sp == nullptr || !sp->affine) return false;  // crop: must be exact
+  const int mm = MirrorMaskOf(r);
+  int64_t jo[3] = {o / (P[1] * P[2]), (o / P[2]) % P[1], o % P[2]};
+  for (int d = 0; d < 3; ++d)
+    if (mm & (1 << d)) jo[d] = P[d] - 1 - jo[d];
+  double g[3], x[3];
+  for (int d = 0; d < 3; ++d) g[d] = jo[d] - 0.5 * (P[d] - 1);
+  for (int d = 0; d < 3; ++d) {
+    double u = 0;
+    for (int e = 0; e < 3; ++e) u += static_cast<double>(static_cast<float>((*sp->affine)[3 * d + e])) * g[e];
+    u += sp->center_location_in_pixels[d] - S[d] / 2.0;
+    const double n = u / (S[d] * 0.5);
+    const double lo = -1.0 + 1.0 / S[2 - d];
+    if (std::fabs(n - lo) < 1e-5 || std::fabs(n + lo) < 1e-5) return true;
+    x[d] = ((n + 1) * S[d] - 1) / 2;
+  }
+  std::vector<std::pair<int, double>> acc;
+  const int64_t f[3] = {static_cast<int64_t>(std::floor(x[0])), static_cast<int64_t>(std::floor(x[1])),
+                        static_cast<int64_t>(std::floor(x[2]))};
+  for (int m = 0; m < 8; ++m) {
+    const int64_t z = f[0] + ((m >> 2) & 1), y = f[1] + ((m >> 1) & 1), xx = f[2] + (m & 1);
+    if (z < 0 || z >= S[0] || y < 0 || y >= S[1] || xx < 0 || xx >= S[2]) continue;
+    const double w = (((m >> 2) & 1) ? x[0] - f[0] : f[0] + 1 - x[0]) *
+                     (((m >> 1) & 1) ? x[1] - f[1] : f[1] + 1 - x[1]) * ((m & 1) ? x[2] - f[2] : f[2] + 1 - x[2]);
+    const int l = seg[(z * S[1] + y) * S[2] + xx];
+    bool found = false;
+    for (auto& e : acc)
+      if (e.first == l) {
+        e.second += 1000.0 * w;
+        found = true;
+      }
+    if (!found) acc.push_back({l, 1000.0 * w});
+  }
+  if (acc.size() < 2) return false;
+  std::sort(acc.begin(), acc.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  return acc[0].second - acc[1].second <= 1.0;  // within ~2 fp16 ulps at 256..1024
+}
+
+float ToFloat(const HostTensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kFloat16:
+      return kernels::HalfBitsToFloat(t.data<uint16_t>()[i]);
+    case DType::kBFloat16:
+      return kernels::BFloat16BitsToFloat(t.data<uint16_t>()[i]);
+    default:
+      return t.data<float>()[i];
+  }
+}
+
+void RunCase(const Case& cs) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  std::random_device rd;
+  const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  std::mt19937_64 g(seed);
+  const PipelineSpec spec = MakeSpec(cs);
+  const std::vector<int64_t> S = spec.input_patch_size;
+  const Inputs x = MakeInputs(cs, S, g);
+  RunOptions opt;
+  opt.seed = seed;
+  opt.first_sample_index = 1000 + (seed % 97);
+  opt.num_threads = 0;
+  opt.image_dtype = cs.out_dtype;
+  auto cpu = AugmentBatch(spec, x.In(), opt);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  opt.device = "cuda:0";
+  auto gpu = AugmentBatch(spec, x.In(), opt);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ASSERT_EQ(gpu->image.shape(), cpu->image.shape());
+  ASSERT_EQ(gpu->seg.size(), cpu->seg.size());
+  // Same parameters drawn.
+  EXPECT_EQ(gpu->ParamsJson(spec), cpu->ParamsJson(spec));
+
+  const std::vector<int64_t> P(cpu->image.shape().begin() + 2, cpu->image.shape().end());
+  const int64_t out_n = P[0] * P[1] * P[2], in_n = S[0] * S[1] * S[2];
+  int64_t seg_mismatch = 0, unexplained = 0, ds_mismatch = 0, ds_unexplained = 0, float_bad = 0;
+  double max_rel = 0;
+  for (int b = 0; b < cs.B; ++b) {
+    const SampleRecord& rec = cpu->samples[b];
+    const int16_t* in_seg = x.seg.data() + b * in_n;
+    const int16_t* cs0 = cpu->seg[0].data<int16_t>() + b * out_n;
+    const int16_t* gs0 = gpu->seg[0].data<int16_t>() + b * out_n;
+    std::vector<uint8_t> differ(out_n, 0);
+    for (int64_t o = 0; o < out_n; ++o) {
+      if (cs0[o] == gs0[o]) continue;
+      ++seg_mismatch;
+      differ[o] = 1;
+      if (!ExplainedByTie(rec, in_seg, S, P, o)) {
+        if (unexplained < 5) std::printf("  b=%d voxel %lld: cuda %d cpu %d\n", b, (long long)o, gs0[o], cs0[o]);
+        ++unexplained;
+      }
+    }
+    for (size_t l = 1; l < cpu->seg.size(); ++l) {
+      const auto& sh = cpu->seg[l].shape();
+      const int64_t q[3] = {sh[2], sh[3], sh[4]}, qn = q[0] * q[1] * q[2];
+      const int16_t* c = cpu->seg[l].data<int16_t>() + b * qn;
+      const int16_t* k = gpu->seg[l].data<int16_t>() + b * qn;
+      for (int64_t i = 0; i < qn; ++i) {
+        if (c[i] == k[i]) continue;
+        ++ds_mismatch;
+        // Nearest-exact source voxel (torch's float scale): a DS mismatch must come from a full-res one.
+        int64_t src[3];
+        const int64_t qi[3] = {i / (q[1] * q[2]), (i / q[2]) % q[1], i % q[2]};
+        for (int d = 0; d < 3; ++d) {
+          const float sc = static_cast<float>(P[d]) / static_cast<float>(q[d]);
+          src[d] = std::min<int64_t>(
+              static_cast<int64_t>(std::floor(static_cast<float>((qi[d] + 0.5) * static_cast<double>(sc)))), P[d] - 1);
+        }
+        if (!differ[(src[0] * P[1] + src[1]) * P[2] + src[2]]) ++ds_unexplained;
+      }
+    }
+    for (int c = 0; c < cs.C; ++c) {
+      const int64_t base = (int64_t{b} * cs.C + c) * out_n;
+      float rmin = INFINITY, rmax = -INFINITY;
+      for (int64_t o = 0; o < out_n; ++o) {
+        rmin = std::min(rmin, ToFloat(cpu->image, base + o));
+        rmax = std::max(rmax, ToFloat(cpu->image, base + o));
+      }
+      const double range = std::max(1e-6, static_cast<double>(rmax) - rmin);
+      for (int64_t o = 0; o < out_n; ++o) {
+        const double r = ToFloat(cpu->image, base + o), k = ToFloat(gpu->image, base + o);
+        const double err = std::fabs(k - r);
+        double tol = 1e-4 * range;
+        if (cs.out_dtype == DType::kFloat16) tol += std::fabs(r) / 1024;
+        if (cs.out_dtype == DType::kBFloat16) tol += std::fabs(r) / 128;
+        if (!(err <= tol)) {
+          // A vote tie between -1 and a label flips the mask (labels then agree after -1 -> 0).
+          if (cs.mask && c == 0 && (differ[o] || ExplainedByTie(rec, in_seg, S, P, o))) continue;
+          if (float_bad < 5) std::printf("  b=%d c=%d o=%lld: cuda %g cpu %g\n", b, c, (long long)o, k, r);
+          ++float_bad;
+        }
+        max_rel = std::isfinite(err) ? std::max(max_rel, err / range) : INFINITY;
+      }
+    }
+  }
+  const double total = static_cast<double>(cs.B) * out_n;
+  std::printf(
+      "[engine %s] seed %llu B=%d C=%d S=%s P=%s labels=%d%s: image max|err|/range %.3g (bad %lld), seg mismatches "
+      "%lld (%.2e, all fp16 ties: %s), DS mismatches %lld (not from full-res: %lld)\n",
+      cs.name.c_str(), static_cast<unsigned long long>(seed), cs.B, cs.C, ShapeString(S).c_str(),
+      ShapeString(P).c_str(), cs.labels, cs.ignore_label ? "+ignore" : "", max_rel, (long long)float_bad,
+      (long long)seg_mismatch, seg_mismatch / total, unexplained == 0 ? "yes" : "NO", (long long)ds_mismatch,
+      (long long)ds_unexplained);
+  EXPECT_EQ(float_bad, 0);
+  EXPECT_EQ(unexplained, 0);
+  EXPECT_EQ(ds_unexplained, 0);
+  EXPECT_LE(seg_mismatch / total, 1e-3);
+}
+
+Case Make(std::string name, std::vector<int64_t> patch, int B, int C, int labels, bool all_on) {
+  Case c;
+  c.name = std::move(name);
+  c.patch = std::move(patch);
+  c.B = B;
+  c.C = C;
+  c.labels = labels;
+  c.all_on = all_on;
+  return c;
+}
+
+TEST(CudaEngine, DefaultProbabilities) {
+  for (int B : {1, 2, 8})
+    for (int C : {1, 4})
+      for (int L : {2, 8}) RunCase(Make("default-p", {25, 31, 27}, B, C, L, false));
+}
+
+TEST(CudaEngine, AllTransformsOn) {
+  for (int B : {1, 2, 8})
+    for (int C : {1, 4})
+      for (int L : {2, 8}) RunCase(Make("all-on", {25, 31, 27}, B, C, L, true));
+}
+
+TEST(CudaEngine, IsotropicAnisotropicOdd) {
+  RunCase(Make("iso-32", {32, 32, 32}, 2, 1, 4, true));
+  RunCase(Make("aniso-24x48x40", {24, 48, 40}, 2, 4, 8, true));
+  RunCase(Make("aniso-default-p", {24, 48, 40}, 8, 1, 4, false));
+  RunCase(Make("odd-17x23x19", {17, 23, 19}, 8, 4, 2, true));
+}
+
+TEST(CudaEngine, IgnoreLabelAndMasking) {
+  for (bool all_on : {false, true}) {
+    Case c = Make(all_on ? "ignore+mask-all-on" : "ignore+mask", {25, 31, 27}, 8, 4, 3, all_on);
+    c.ignore_label = true;
+    c.mask = true;
+    RunCase(c);
+  }
+  Case c = Make("mask-1ch", {25, 31, 27}, 2, 1, 2, true);
+  c.mask = true;
+  RunCase(c);
+}
+
+TEST(CudaEngine, HalfPrecisionOutputs) {
+  Case c = Make("all-on-fp16", {25, 31, 27}, 2, 4, 8, true);
+  c.out_dtype = DType::kFloat16;
+  RunCase(c);
+  c.name = "all-on-bf16";
+  c.out_dtype = DType::kBFloat16;
+  RunCase(c);
+}
+
+TEST(CudaEngine, BenchmarkShape) { RunCase(Make("all-on-128", {128, 128, 128}, 2, 1, 4, true)); }
+
+// Device buffers in, caller buffers out, a caller stream, twice with the same buffers (steady state) and then a
+// smaller batch (the workspace is re-armed): equal to the host path.
+TEST(CudaEngine, DeviceBuffersAndStreams) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  std::mt19937_64 g(42);
+  Case cs = Make("device", {25, 31, 27}, 4, 2, 4, true);
+  const PipelineSpec spec = MakeSpec(cs);
+  const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
+  RunOptions opt;
+  opt.seed = 9;
+  opt.device = "cuda:0";
+  auto host = AugmentBatch(spec, x.In(), opt);
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto aug = CudaAugmenter::Create(spec, 0);
+  ASSERT_TRUE(aug.ok()) << aug.status();
+  auto lay = (*aug)->OutputLayout(x.ishape, DType::kFloat32);
+  ASSERT_TRUE(lay.ok()) << lay.status();
+  float* d_img;
+  int16_t* d_seg;
+  void* d_out;
+  ASSERT_EQ(cudaMalloc(&d_img, x.image.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_seg, x.seg.size() * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_out, lay->image_bytes), cudaSuccess);
+  std::vector<int16_t*> d_levels;
+  for (size_t b : lay->seg_bytes) {
+    void* p;
+    ASSERT_EQ(cudaMalloc(&p, b), cudaSuccess);
+    d_levels.push_back(static_cast<int16_t*>(p));
+  }
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_img, x.image.data(), x.image.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_seg, x.seg.data(), x.seg.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  CudaBatchInput in{d_img, d_seg, x.ishape};
+  CudaBatchOutput out{d_out, d_levels};
+  for (int rep = 0; rep < 2; ++rep) {
+    std::vector<SampleRecord> recs;
+    ASSERT_TRUE((*aug)->Run(in, out, opt, s, &recs).ok());
+    ASSERT_EQ(recs.size(), 4u);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  std::vector<float> img(lay->image_bytes / 4);
+  ASSERT_EQ(cudaMemcpy(img.data(), d_out, lay->image_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(0, std::memcmp(img.data(), host->image.raw_data(), lay->image_bytes));
+  for (size_t l = 0; l < d_levels.size(); ++l) {
+    std::vector<int16_t> v(lay->seg_bytes[l] / 2);
+    ASSERT_EQ(cudaMemcpy(v.data(), d_levels[l], lay->seg_bytes[l], cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(0, std::memcmp(v.data(), host->seg[l].raw_data(), lay->seg_bytes[l])) << "level " << l;
+  }
+  // Smaller batch (first two samples) through the same augmenter, default stream.
+  CudaBatchInput in2{d_img, d_seg, {2, 2, x.ishape[2], x.ishape[3], x.ishape[4]}};
+  EXPECT_TRUE((*aug)->Run(in2, out, opt, nullptr).ok());
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  // Bad outputs.
+  CudaBatchOutput bad{d_out, {d_levels[0]}};
+  EXPECT_EQ((*aug)->Run(in, bad, opt, s).code(), absl::StatusCode::kInvalidArgument);
+  cudaStreamDestroy(s);
+  for (void* p : {static_cast<void*>(d_img), static_cast<void*>(d_seg), d_out}) cudaFree(p);
+  for (int16_t* p : d_levels) cudaFree(p);
+}
+
+// What the kernels do not cover is UNIMPLEMENTED naming the transform (answered without a GPU).
+TEST(CudaEngine, CoverageErrors) {
+  EXPECT_EQ(*ParseCudaOrdinal("cpu"), -1);
+  EXPECT_EQ(*ParseCudaOrdinal("cuda"), 0);
+  EXPECT_EQ(*ParseCudaOrdinal("cuda:3"), 3);
+  EXPECT_EQ(ParseCudaOrdinal("gpu0").status().code(), absl::StatusCode::kInvalidArgument);
+  TrainerConfig tc;
+  tc.patch_size = {16, 16, 16};
+  tc.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}};
+  auto regions = NnunetDefaultPipeline(tc);
+  ASSERT_TRUE(regions.ok());
+  auto r = CudaAugmenter::Create(*regions, 0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("convert_segmentation_to_regions"), std::string::npos) << r.status();
+
+  TrainerConfig t2;
+  t2.patch_size = {8, 64, 64};  // max/min > 3: dummy-2D
+  auto d2 = NnunetDefaultPipeline(t2);
+  ASSERT_TRUE(d2.ok());
+  r = CudaAugmenter::Create(*d2, 0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("dummy-2D"), std::string::npos) << r.status();
+
+  Case cs;
+  PipelineSpec el = MakeSpec(cs);
+  SpatialConfig c = static_cast<const SpatialTransform&>(*el.transforms[0].transform).config();
+  c.p_elastic_deform = 0.2;
+  el.transforms[0].transform = *SpatialTransform::Create(c);
+  r = CudaAugmenter::Create(el, 0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("elastic"), std::string::npos) << r.status();
+
+  PipelineSpec order = MakeSpec(cs);
+  std::swap(order.transforms[1], order.transforms[2]);  // blur before noise
+  r = CudaAugmenter::Create(order, 0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("fused order"), std::string::npos) << r.status();
+
+  if (!HaveGpu()) {
+    r = CudaAugmenter::Create(MakeSpec(cs), 0);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  }
+}
+
+// ms per batch of the engine path (host draws + parameter upload + kernels, device buffers, one stream), to compare
+// with the raw kernel benchmark (bench/cuda_pipeline_bench). Median of 30 after 5 warm-ups.
+TEST(CudaEngine, Timing) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  for (bool all_on : {true, false}) {
+    for (int B : {2, 8}) {
+      std::mt19937_64 g(1);
+      Case cs = Make("timing", {128, 128, 128}, B, 1, 4, all_on);
+      const PipelineSpec spec = MakeSpec(cs);
+      const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
+      auto aug = CudaAugmenter::Create(spec, 0);
+      ASSERT_TRUE(aug.ok()) << aug.status();
+      auto lay = (*aug)->OutputLayout(x.ishape, DType::kFloat32);
+      ASSERT_TRUE(lay.ok());
+      float* d_img;
+      int16_t* d_seg;
+      void* d_out;
+      ASSERT_EQ(cudaMalloc(&d_img, x.image.size() * 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&d_seg, x.seg.size() * 2), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&d_out, lay->image_bytes), cudaSuccess);
+      std::vector<int16_t*> lv;
+      for (size_t b : lay->seg_bytes) {
+        void* p;
+        ASSERT_EQ(cudaMalloc(&p, b), cudaSuccess);
+        lv.push_back(static_cast<int16_t*>(p));
+      }
+      cudaMemcpy(d_img, x.image.data(), x.image.size() * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(d_seg, x.seg.data(), x.seg.size() * 2, cudaMemcpyHostToDevice);
+      cudaStream_t s;
+      cudaStreamCreate(&s);
+      CudaBatchInput in{d_img, d_seg, x.ishape};
+      CudaBatchOutput out{d_out, lv};
+      RunOptions opt;
+      std::vector<double> ms;
+      for (int it = 0; it < 35; ++it) {
+        opt.first_sample_index = static_cast<uint64_t>(it) * B;  // fresh parameters every batch
+        const auto t0 = std::chrono::steady_clock::now();
+        ASSERT_TRUE((*aug)->Run(in, out, opt, s).ok());
+        ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+        const auto t1 = std::chrono::steady_clock::now();
+        if (it >= 5) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+      // Pipelined: enqueue 30 batches back to back, one sync (host draws overlap the previous batch's kernels).
+      const auto p0 = std::chrono::steady_clock::now();
+      for (int it = 0; it < 30; ++it) {
+        opt.first_sample_index = static_cast<uint64_t>(it) * B;
+        ASSERT_TRUE((*aug)->Run(in, out, opt, s).ok());
+      }
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      const double pipelined =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count() / 30;
+      std::sort(ms.begin(), ms.end());
+      std::printf(
+          "[engine timing] %s B=%d C=1 205^3->128^3-ish (S=%s): sync %.3f ms/batch (median), pipelined %.3f "
+          "ms/batch, %.0f samples/s\n",
+          all_on ? "all-on" : "default-p", B, ShapeString(spec.input_patch_size).c_str(), ms[ms.size() / 2], pipelined,
+          B / pipelined * 1000);
+      cudaStreamDestroy(s);
+      for (void* p : {static_cast<void*>(d_img), static_cast<void*>(d_seg), d_out}) cudaFree(p);
+      for (int16_t* p : lv) cudaFree(p);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace augmentd

@@ -1,0 +1,38 @@
+// augment/cuda_params.h — internal to the CUDA engine (cuda_engine.cc): which transforms of a PipelineSpec the fused
+// kernels cover (CudaPlan), and the translation of one sample's drawn parameters (SampleRecord, the CPU engine's own
+// draws) into the kernel layer's SampleParams. Includes CUDA headers: only built when CUDA is on.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "augment/engine.h"
+#include "augment/kernels/cuda/pipeline_cuda.h"
+#include "augment/pipeline.h"
+
+namespace augmentd {
+
+class SpatialTransform;
+class GaussianNoiseTransform;
+class DownsampleSegForDsTransform;
+
+// What the spec asks of the fused kernels (built once in Create).
+struct CudaPlan {
+  std::vector<int> stage;  // per transform index
+  const SpatialTransform* spatial = nullptr;
+  const GaussianNoiseTransform* noise = nullptr;
+  const DownsampleSegForDsTransform* ds = nullptr;
+  bool remove_minus_one = false;
+  bool border_minus_one = true;
+};
+
+// UNIMPLEMENTED naming the first transform (index, kind, option) the kernels do not cover, or the plan.
+absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec);
+
+// Fills `sp` from one sample's record (every transform drawn by DrawSampleParams) for batch shape `sh`.
+// UNIMPLEMENTED for parameters the kernels cannot express (e.g. injected elastic offsets), INVALID_ARGUMENT for
+// malformed ones.
+absl::Status TranslateSample(const PipelineSpec& spec, const CudaPlan& plan, const SampleRecord& rec,
+                             const cuda::BatchShape& sh, cuda::SampleParams& sp);
+
+}  // namespace augmentd

@@ -1,0 +1,40 @@
+// OpenSession: validates the request and builds the session on the executor (opening a dataset reads its
+// plans and dataset.json), then registers it. Statuses: server/session_config.h.
+#include "absl/strings/str_join.h"
+#include "server/log.h"
+#include "server/service.h"
+#include "server/session_config.h"
+#include "server/status.h"
+
+namespace augmentd {
+
+grpc::ServerUnaryReactor* AugmentServiceImpl::OpenSession(grpc::CallbackServerContext* context,
+                                                          const v1::OpenSessionRequest* request,
+                                                          v1::OpenSessionResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // request/response stay valid until Finish; the task finishes the call.
+  executor_->Submit("open", [this, reactor, request, response] {
+    const std::string id = registry_.NewId();
+    absl::StatusOr<std::shared_ptr<Session>> session =
+        BuildSession(*request, context_.options, context_.default_device, id, context_.threads_per_batch);
+    absl::Status status = session.status();
+    if (status.ok()) status = registry_.Add(*session);
+    if (!status.ok()) {
+      CountRejected();
+      LogWarning("OpenSession rejected: ", status.ToString());
+      reactor->Finish(ToGrpcStatus(status));
+      return;
+    }
+    *response = MakeOpenSessionResponse(**session);
+    const SessionSettings& s = (*session)->settings();
+    LogInfo("session=", id, " opened: name='", s.name, "' mode=", (*session)->dataset_mode() ? "dataset" : "patch",
+            " pipeline=", s.pipeline.name, " transforms=", s.pipeline.transforms.size(), " batch_size=", s.batch_size,
+            " input_patch=[", absl::StrJoin(s.input_patch_size, ","), "] seed=", s.seed,
+            " start_batch=", s.start_batch_index, " prefetch=", s.prefetch_depth, " device=", s.device.name,
+            s.requested_device.empty() ? "" : " (requested " + s.requested_device + ")");
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+}  // namespace augmentd

@@ -1,0 +1,145 @@
+// server/session.h — one training's augmentation session and the registry of open sessions.
+//
+// A Session holds everything OpenSession fixed (server/session_config.h builds it from the request): the
+// engine pipeline, the mode (dataset: a BatchLoader over an nnU-Net preprocessed dataset; patch: the
+// expected input layout), batch size, seed, output dtypes, prefetch depth and the device it runs on.
+// Batches are a pure function of (config, seed, batch index): sample j of batch b is global sample
+// b * batch_size + j, both for the sampler and for the augmentation random streams — so a session resumes
+// from any batch index and replaying an index reproduces its bytes.
+//
+//   ASSIGN_OR_RETURN(std::shared_ptr<Session> s, BuildSession(request, context, registry.NewId()));
+//   RETURN_IF_ERROR(registry.Add(s));                       // RESOURCE_EXHAUSTED at max_sessions
+//   ASSIGN_OR_RETURN(ProducedBatch b, s->ProduceDatasetBatch(7));
+//
+// Thread-safety: a Session is immutable after construction except for its counters (atomics) and its
+// close state / close listeners (mutex); Produce*/Augment* may run concurrently on executor threads.
+// SessionRegistry is internally synchronised.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "augment/dataset/batch_loader.h"
+#include "augment/device.h"
+#include "augment/engine.h"
+#include "augment/pipeline.h"
+#include "augmentd/v1/batch.pb.h"
+#include "augmentd/v1/server_info.pb.h"
+#include "augmentd/v1/session.pb.h"
+
+namespace augmentd {
+
+// Everything OpenSession resolved, in engine types.
+struct SessionSettings {
+  std::string id;
+  std::string name;                      // client label (SessionConfig.name)
+  PipelineSpec pipeline;                 // preset expanded; input_patch_size set for dataset mode
+  uint32_t batch_size = 1;
+  uint64_t seed = 0;
+  uint32_t prefetch_depth = 2;           // batches produced ahead of the client per stream
+  uint64_t start_batch_index = 0;
+  DType image_dtype = DType::kFloat32;
+  std::optional<DType> label_dtype;      // nullopt: the engine's own (int16, bool for regions)
+  DeviceInfo device;                     // where it runs (the CPU until the CUDA engine is wired in)
+  std::string requested_device;          // what the client asked for ("" = server default)
+  int threads_per_batch = 1;             // AugmentBatch RunOptions::num_threads
+  // Dataset mode: the loader (sampler + dataset); null in patch mode.
+  std::shared_ptr<const dataset::BatchLoader> loader;
+  // Patch mode: the layout the client sends.
+  std::vector<int64_t> input_patch_size;
+  int64_t num_image_channels = 1;
+  int64_t num_segmentation_channels = 1;
+  DType input_image_dtype = DType::kFloat32;
+  DType input_label_dtype = DType::kInt16;
+  uint64_t max_batch_bytes = 0;          // estimated size of one inline batch message
+};
+
+// One produced batch, engine side; turned into a v1::Batch by MakeBatchProto.
+struct ProducedBatch {
+  uint64_t batch_index = 0;
+  BatchResult result;
+  std::vector<dataset::SamplePlan> plans;  // dataset mode: where each sample came from
+  uint64_t load_us = 0;
+  uint64_t compute_us = 0;
+};
+
+class Session {
+ public:
+  explicit Session(SessionSettings settings);
+
+  const std::string& id() const { return settings_.id; }
+  const SessionSettings& settings() const { return settings_; }
+  bool dataset_mode() const { return settings_.loader != nullptr; }
+
+  // Dataset mode: samples, loads and augments batch `batch_index`. FAILED_PRECONDITION in patch mode.
+  absl::StatusOr<ProducedBatch> ProduceDatasetBatch(uint64_t batch_index) const;
+  // Patch mode: augments B ≤ batch_size client patches as batch `batch_index`. INVALID_ARGUMENT naming
+  // `image` / `segmentation` for a layout that is not the session's.
+  absl::StatusOr<ProducedBatch> AugmentPatches(uint64_t batch_index, const TensorView& image,
+                                               const TensorView& seg) const;
+  // The wire form of a produced batch (inline tensors, sample infos, timing).
+  absl::StatusOr<v1::Batch> MakeBatchProto(const ProducedBatch& batch) const;
+
+  // Close: later calls see closed() and the close listeners run once (outside the session's lock).
+  void Close();
+  bool closed() const;
+  // Runs `listener` on Close (immediately if already closed). Used by streams to end themselves.
+  void AddCloseListener(std::function<void()> listener);
+
+  // Counters (GetStats). Delivered = sent to a client.
+  void RecordDelivered(uint64_t batch_index, uint64_t bytes, absl::Duration latency);
+  v1::SessionStats Stats() const;
+  std::atomic<int> active_streams{0};
+  std::atomic<uint32_t> queued_batches{0};
+  std::atomic<uint32_t> credits{0};
+
+ private:
+  const SessionSettings settings_;
+  const absl::Time opened_ = absl::Now();
+  mutable std::mutex mu_;
+  bool closed_ = false;                               // guarded by mu_
+  std::vector<std::function<void()>> close_listeners_;  // guarded by mu_
+  uint64_t batches_ = 0, bytes_ = 0;                  // guarded by mu_
+  uint64_t next_batch_index_ = 0;                     // guarded by mu_
+  std::deque<double> latencies_us_;                   // guarded by mu_; the last 1024
+};
+
+// The open sessions. Ids are "s<counter>-<random hex>" (not guessable from another session's id).
+class SessionRegistry {
+ public:
+  explicit SessionRegistry(uint32_t max_sessions) : max_sessions_(max_sessions) {}
+
+  std::string NewId();
+  // RESOURCE_EXHAUSTED naming max_sessions when full.
+  absl::Status Add(std::shared_ptr<Session> session);
+  // NOT_FOUND for an unknown id, FAILED_PRECONDITION for a closed one; INVALID_ARGUMENT for an empty id.
+  absl::StatusOr<std::shared_ptr<Session>> Get(const std::string& id) const;
+  // Removes and closes the session (same errors as Get).
+  absl::StatusOr<std::shared_ptr<Session>> Close(const std::string& id);
+  // Closes every session (drain).
+  void CloseAll();
+  std::vector<std::shared_ptr<Session>> List() const;
+  uint64_t sessions_opened() const;
+
+ private:
+  const uint32_t max_sessions_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Session>> sessions_;  // guarded by mu_
+  std::set<std::string> closed_ids_;                           // guarded by mu_ (bounded)
+  std::deque<std::string> closed_order_;                       // guarded by mu_
+  uint64_t counter_ = 0;                                       // guarded by mu_
+  uint64_t opened_ = 0;                                        // guarded by mu_
+};
+
+}  // namespace augmentd

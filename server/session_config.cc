@@ -1,0 +1,362 @@
+#include "server/session_config.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "augment/dataset/nnunet_dataset.h"
+#include "augment/dataset/path_guard.h"
+#include "augment/dataset/sampler.h"
+#include "server/adapter.h"
+#include "server/log.h"
+
+namespace augmentd {
+namespace {
+
+absl::Status Prefixed(const absl::Status& s, const std::string& prefix) {
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+bool IsFile(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Splits a dataset_path into the DatasetOptions of augment/dataset (see the header comment).
+absl::StatusOr<dataset::DatasetOptions> DatasetLayout(const std::string& path, const ServerOptions& options) {
+  constexpr char kField[] = "config.dataset.dataset_path: ";
+  if (options.dataset_roots.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kField, "dataset mode is disabled on this server (start augmentd with --dataset_root)"));
+  }
+  if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(kField, "required"));
+  // Confinement first, before looking at anything on disk.
+  absl::StatusOr<std::string> canonical = dataset::PathGuard(options.dataset_roots).Resolve(path);
+  if (!canonical.ok()) return Prefixed(canonical.status(), kField);
+  dataset::DatasetOptions out;
+  out.allowed_roots = options.dataset_roots;
+  if (IsFile(*canonical + "/dataset.json")) {
+    out.dataset_dir = *canonical;
+    return out;
+  }
+  const size_t slash = canonical->rfind('/');
+  const std::string parent = canonical->substr(0, slash);
+  const std::string base = canonical->substr(slash + 1);
+  if (!IsFile(parent + "/dataset.json")) {
+    return absl::NotFoundError(absl::StrCat(kField, "'", path,
+                                            "' is neither an nnU-Net preprocessed dataset folder (with dataset.json) "
+                                            "nor a configuration folder inside one"));
+  }
+  out.dataset_dir = parent;
+  // <plans>_<configuration>: the longest plans file name that prefixes the folder name.
+  std::string plans;
+  if (DIR* dir = opendir(parent.c_str()); dir != nullptr) {
+    while (dirent* e = readdir(dir)) {
+      std::string name = e->d_name;
+      if (!absl::EndsWith(name, ".json") || name == "dataset.json" || name == "splits_final.json") continue;
+      name.resize(name.size() - 5);
+      if (absl::StartsWith(base, name + "_") && name.size() > plans.size()) plans = name;
+    }
+    closedir(dir);
+  }
+  if (plans.empty()) {
+    return absl::NotFoundError(absl::StrCat(kField, "no plans file <plans>.json in '", parent, "' matches '", base,
+                                            "' (<plans>_<configuration>)"));
+  }
+  out.plans_name = plans;
+  out.configuration = base.substr(plans.size() + 1);
+  return out;
+}
+
+// nnUNetTrainer's configuration for a dataset (only the fields the request left unset).
+void FillTrainerFromDataset(const dataset::NnunetDataset& ds, v1::TrainerConfig* t) {
+  const dataset::PlansConfig& plans = ds.plans();
+  for (int64_t p : plans.patch_size) t->add_patch_size(p);
+  if (t->deep_supervision_scales_size() == 0) {
+    for (const std::vector<double>& scale : dataset::DeepSupervisionScales(plans.strides)) {
+      v1::Scale* s = t->add_deep_supervision_scales();
+      for (double f : scale) s->add_factors(f);
+    }
+  }
+  if (t->num_input_channels() == 0) t->set_num_input_channels(static_cast<uint32_t>(ds.channel_names().size()));
+  if (t->use_mask_for_norm_size() == 0 && plans.use_mask_for_norm.size() == ds.channel_names().size()) {
+    for (bool b : plans.use_mask_for_norm) t->add_use_mask_for_norm(b);
+  }
+  if (t->regions_size() == 0 && ds.labels().has_regions) {
+    for (const dataset::ClassKey& key : ds.labels().regions) {
+      v1::Region* r = t->add_regions();
+      for (int label : key.labels) r->add_labels(label);
+    }
+  }
+  if (!t->has_ignore_label() && ds.labels().ignore_label.has_value()) t->set_ignore_label(*ds.labels().ignore_label);
+}
+
+int64_t Product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionRequest& request,
+                                                      const ServerOptions& options, const DeviceInfo& default_device,
+                                                      const std::string& id, int threads_per_batch) {
+  const ServerLimitsOptions& limits = options.limits;
+  if (!request.has_config()) return absl::InvalidArgumentError("config: required");
+  const v1::SessionConfig& config = request.config();
+  SessionSettings s;
+  s.id = id;
+  s.name = config.name();
+  s.seed = config.seed();
+  s.start_batch_index = request.start_batch_index();
+  s.threads_per_batch = std::max(1, threads_per_batch);
+
+  // Sizes and limits.
+  if (config.batch_size() == 0) return absl::InvalidArgumentError("config.batch_size: required (> 0)");
+  if (config.batch_size() > limits.max_batch_size) {
+    return absl::ResourceExhaustedError(absl::StrCat("config.batch_size: ", config.batch_size(),
+                                                     " exceeds the server's max_batch_size ", limits.max_batch_size));
+  }
+  s.batch_size = config.batch_size();
+  if (config.prefetch_depth() > limits.max_prefetch_depth) {
+    return absl::ResourceExhaustedError(absl::StrCat("config.prefetch_depth: ", config.prefetch_depth(),
+                                                     " exceeds the server's max_prefetch_depth ",
+                                                     limits.max_prefetch_depth));
+  }
+  s.prefetch_depth = config.prefetch_depth() == 0 ? std::min<uint32_t>(2, limits.max_prefetch_depth)
+                                                  : config.prefetch_depth();
+  if (!std::isfinite(config.weight()) || config.weight() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("config.weight: must be a finite number >= 0, got ", config.weight()));
+  }
+  if (request.host_shm_regions_size() > 0 || request.cuda_ipc_regions_size() > 0) {
+    if (!limits.allow_client_shared_memory) {
+      return absl::PermissionDeniedError(
+          "host_shm_regions / cuda_ipc_regions: client shared memory is disabled on this server (--allow_client_shm)");
+    }
+    return absl::UnimplementedError("host_shm_regions / cuda_ipc_regions: client input regions are not supported yet");
+  }
+
+  // Delivery and dtypes.
+  switch (config.delivery()) {
+    case v1::DELIVERY_KIND_UNSPECIFIED:
+    case v1::DELIVERY_KIND_INLINE:
+      break;
+    case v1::DELIVERY_KIND_HOST_SHM:
+    case v1::DELIVERY_KIND_CUDA_IPC:
+      return absl::UnimplementedError(absl::StrCat("config.delivery: ", v1::DeliveryKind_Name(config.delivery()),
+                                                   " is not available yet; use DELIVERY_KIND_INLINE"));
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("config.delivery: unknown value ", config.delivery()));
+  }
+  if (config.image_dtype() != v1::DTYPE_UNSPECIFIED) {
+    absl::StatusOr<DType> t = DTypeFromProto(config.image_dtype(), "config.image_dtype");
+    if (!t.ok()) return t.status();
+    if (!IsFloatingDType(*t)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config.image_dtype: images are FLOAT32, FLOAT16 or BFLOAT16, got ", std::string(DTypeName(*t))));
+    }
+    s.image_dtype = *t;
+  }
+  if (config.label_dtype() != v1::DTYPE_UNSPECIFIED) {
+    absl::StatusOr<DType> t = DTypeFromProto(config.label_dtype(), "config.label_dtype");
+    if (!t.ok()) return t.status();
+    if (IsFloatingDType(*t)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config.label_dtype: labels are INT8, INT16 or BOOL, got ", std::string(DTypeName(*t))));
+    }
+    s.label_dtype = *t;
+  }
+
+  // Device: resolved honestly; the CPU engine runs the session.
+  s.requested_device = config.device();
+  DeviceInfo requested = default_device;
+  if (!config.device().empty()) {
+    absl::StatusOr<DeviceInfo> d = ResolveDevice(config.device());
+    if (!d.ok()) return Prefixed(d.status(), "config.device: ");
+    requested = *d;
+  }
+  absl::StatusOr<DeviceInfo> cpu = ResolveDevice("cpu");
+  if (!cpu.ok()) return cpu.status();
+  s.device = *cpu;
+  if (requested.kind == DeviceKind::kCuda) {
+    LogWarning("session=", id, " device ", requested.name,
+               " requested: the CUDA engine is not wired into sessions yet, running on the CPU engine");
+  }
+
+  // Pipeline: a preset (expanded from the trainer configuration) or an explicit transform list.
+  const v1::PipelineSpec& pipeline = config.pipeline();
+  const bool explicit_list = pipeline.preset() == v1::PRESET_UNSPECIFIED;
+  std::string preset;
+  if (explicit_list) {
+    if (pipeline.transforms_size() == 0) {
+      return absl::InvalidArgumentError("config.pipeline: set a preset or an explicit transform list");
+    }
+  } else {
+    if (!v1::Preset_IsValid(pipeline.preset())) {
+      return absl::InvalidArgumentError(absl::StrCat("config.pipeline.preset: unknown value ", pipeline.preset()));
+    }
+    if (pipeline.transforms_size() > 0) {
+      return absl::InvalidArgumentError("config.pipeline.transforms: must be empty when a preset is set");
+    }
+    preset = PresetName(pipeline.preset());
+    const std::vector<v1::Preset> known = EnginePresets();
+    if (std::find(known.begin(), known.end(), pipeline.preset()) == known.end()) {
+      return absl::UnimplementedError(absl::StrCat("config.pipeline.preset: ", preset, " is not available yet"));
+    }
+  }
+  v1::TrainerConfig trainer = pipeline.trainer();
+
+  // Mode.
+  std::shared_ptr<dataset::NnunetDataset> ds;
+  if (config.has_dataset()) {
+    const v1::DatasetModeConfig& dm = config.dataset();
+    absl::StatusOr<dataset::DatasetOptions> layout = DatasetLayout(dm.dataset_path(), options);
+    if (!layout.ok()) return layout.status();
+    absl::StatusOr<std::shared_ptr<dataset::NnunetDataset>> opened = dataset::NnunetDataset::Open(*layout);
+    if (!opened.ok()) return Prefixed(opened.status(), "config.dataset.dataset_path: ");
+    ds = *opened;
+    if (dm.echo_factor() > 1) return absl::UnimplementedError("config.dataset.echo_factor: echoing is not served yet");
+    if (dm.foreground_labels_size() > 0) {
+      return absl::UnimplementedError("config.dataset.foreground_labels: the labels come from dataset.json for now");
+    }
+    if (dm.has_oversample_foreground_percent() &&
+        !(dm.oversample_foreground_percent() >= 0 && dm.oversample_foreground_percent() <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat("config.dataset.oversample_foreground_percent: must be in [0, 1], got ",
+                                                     dm.oversample_foreground_percent()));
+    }
+    if (trainer.patch_size_size() == 0) FillTrainerFromDataset(*ds, &trainer);
+  } else if (!config.has_patch()) {
+    return absl::InvalidArgumentError("config.mode: set patch or dataset");
+  }
+
+  // The trainer configuration: for presets, and in dataset mode for the sampler's boxes.
+  absl::StatusOr<TrainerConfig> tc = TrainerConfig();
+  if (!explicit_list || ds != nullptr) {
+    tc = FromProto(trainer);
+    if (!tc.ok()) return Prefixed(tc.status(), "config.pipeline.");
+  }
+  int64_t levels = 1;  // label pyramid levels, for the response size estimate
+  if (explicit_list) {
+    absl::StatusOr<PipelineSpec> spec = PipelineFromProto(pipeline);
+    if (!spec.ok()) return Prefixed(spec.status(), "config.");
+    s.pipeline = *std::move(spec);
+    for (const v1::TransformSpec& t : pipeline.transforms()) {
+      if (t.has_downsample_seg_for_ds()) levels = std::max<int64_t>(levels, t.downsample_seg_for_ds().ds_scales_size());
+    }
+    if (ds != nullptr) {  // crop what nnU-Net's training loader would crop for this trainer configuration
+      absl::StatusOr<AugmentationGeometry> g = ConfigureGeometry(*tc);
+      if (!g.ok()) return Prefixed(g.status(), "config.pipeline.trainer: ");
+      s.pipeline.input_patch_size = g->initial_patch_size;
+    }
+  } else {
+    absl::StatusOr<PipelineSpec> spec = PresetPipeline(preset, *tc);
+    if (!spec.ok()) return Prefixed(spec.status(), "config.pipeline: ");
+    s.pipeline = *std::move(spec);
+    if (tc->deep_supervision_scales.has_value()) {
+      levels = std::max<int64_t>(1, static_cast<int64_t>(tc->deep_supervision_scales->size()));
+    }
+  }
+
+  int64_t channels = 1, seg_channels = 1;
+  if (ds != nullptr) {
+    const v1::DatasetModeConfig& dm = config.dataset();
+    std::vector<std::string> cases(dm.case_ids().begin(), dm.case_ids().end());
+    if (cases.empty()) {
+      cases = ds->case_ids();
+    } else if (absl::Status st = ds->CheckCaseIds(cases); !st.ok()) {
+      return Prefixed(st, "config.dataset.case_ids: ");
+    }
+    if (cases.empty()) return absl::FailedPreconditionError("config.dataset.dataset_path: the dataset has no cases");
+    const bool ignore = ds->labels().ignore_label.has_value();
+    dataset::SamplerOptions so =
+        pipeline.preset() == v1::PRESET_NNUNET_VALIDATION
+            ? dataset::SamplerOptions::ForValidation(tc->patch_size, s.batch_size, ignore)
+            : dataset::SamplerOptions::ForTraining(tc->patch_size, s.pipeline.input_patch_size, s.batch_size, ignore);
+    if (dm.has_oversample_foreground_percent()) so.oversample_foreground_percent = dm.oversample_foreground_percent();
+    so.probabilistic_oversampling = dm.probabilistic_oversampling();
+    absl::StatusOr<dataset::PatchSampler> sampler = dataset::PatchSampler::Create(so, cases, s.seed);
+    if (!sampler.ok()) return Prefixed(sampler.status(), "config.dataset: ");
+    s.loader = std::make_shared<dataset::BatchLoader>(ds, *std::move(sampler));
+    channels = static_cast<int64_t>(ds->channel_names().size());
+    s.input_patch_size = s.pipeline.input_patch_size;
+  } else {
+    const v1::PatchModeConfig& pm = config.patch();
+    std::vector<int64_t> in(pm.input_patch_size().begin(), pm.input_patch_size().end());
+    if (in.empty()) in = s.pipeline.input_patch_size;
+    if (in.empty()) {
+      return absl::InvalidArgumentError(
+          "config.patch.input_patch_size: required with an explicit transform list (the spatial size sent)");
+    }
+    if (in.size() != 2 && in.size() != 3) {
+      return absl::InvalidArgumentError(absl::StrCat("config.patch.input_patch_size: need 2 or 3 entries, got ", in.size()));
+    }
+    for (int64_t v : in) {
+      if (v <= 0 || v > 4096) {
+        return absl::InvalidArgumentError(absl::StrCat("config.patch.input_patch_size: entries must be in 1..4096, got ", v));
+      }
+    }
+    if (!s.pipeline.input_patch_size.empty() && in != s.pipeline.input_patch_size) {
+      return absl::InvalidArgumentError(absl::StrCat("config.patch.input_patch_size: ", ShapeString(in),
+                                                     " differs from the pipeline's initial patch size ",
+                                                     ShapeString(s.pipeline.input_patch_size)));
+    }
+    s.input_patch_size = in;
+    channels = pm.num_image_channels() == 0 ? 1 : pm.num_image_channels();
+    seg_channels = pm.num_segmentation_channels() == 0 ? 1 : pm.num_segmentation_channels();
+    s.num_image_channels = channels;
+    s.num_segmentation_channels = seg_channels;
+    if (pm.input_image_dtype() != v1::DTYPE_UNSPECIFIED) {
+      absl::StatusOr<DType> t = DTypeFromProto(pm.input_image_dtype(), "config.patch.input_image_dtype");
+      if (!t.ok()) return t.status();
+      if (!IsFloatingDType(*t)) return absl::InvalidArgumentError("config.patch.input_image_dtype: must be a float type");
+      s.input_image_dtype = *t;
+    }
+    if (pm.input_label_dtype() != v1::DTYPE_UNSPECIFIED) {
+      absl::StatusOr<DType> t = DTypeFromProto(pm.input_label_dtype(), "config.patch.input_label_dtype");
+      if (!t.ok()) return t.status();
+      if (*t != DType::kInt8 && *t != DType::kInt16) {
+        return absl::InvalidArgumentError("config.patch.input_label_dtype: must be INT8 or INT16");
+      }
+      s.input_label_dtype = *t;
+    }
+  }
+
+  // Inline batch size against the response limit (labels: every DS level bounded by the full resolution).
+  const std::vector<int64_t> out_spatial = s.pipeline.OutputShape(s.input_patch_size);
+  const uint64_t voxels = static_cast<uint64_t>(Product(out_spatial)) * s.batch_size;
+  s.max_batch_bytes = voxels * static_cast<uint64_t>(channels) * DTypeSize(s.image_dtype) +
+                      voxels * static_cast<uint64_t>(levels) * 2 * static_cast<uint64_t>(std::max<int64_t>(1, seg_channels));
+  if (s.max_batch_bytes + 4096 > limits.max_response_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("config.batch_size: one inline batch would be about ",
+                                                     s.max_batch_bytes, " bytes, above the server's max_response_bytes ",
+                                                     limits.max_response_bytes));
+  }
+  return std::make_shared<Session>(std::move(s));
+}
+
+v1::OpenSessionResponse MakeOpenSessionResponse(const Session& session) {
+  v1::OpenSessionResponse out;
+  const SessionSettings& s = session.settings();
+  out.set_session_id(s.id);
+  out.mutable_resolved_pipeline()->set_preset(v1::PRESET_UNSPECIFIED);
+  for (const TransformSpec& t : s.pipeline.transforms) {
+    v1::TransformSpec* ts = out.mutable_resolved_pipeline()->add_transforms();
+    absl::StatusOr<v1::TransformKind> kind = TransformKindFromName(std::string(TransformKindName(t.kind)));
+    if (kind.ok()) ts->set_kind(*kind);
+    ts->set_apply_probability(t.apply_probability);
+  }
+  *out.mutable_device() = ToProto(s.device);
+  for (int64_t p : s.input_patch_size) out.add_initial_patch_size(p);
+  out.set_delivery(v1::DELIVERY_KIND_INLINE);
+  return out;
+}
+
+}  // namespace augmentd
