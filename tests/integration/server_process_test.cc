@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -45,7 +46,10 @@ class TempDir {
     char tmpl[] = "/tmp/augmentd_it_XXXXXX";
     path_ = mkdtemp(tmpl);
   }
-  ~TempDir() { std::system(("rm -rf " + path_).c_str()); }
+  ~TempDir() {
+    std::error_code ignored;  // best effort: a leftover temp dir must not fail the test
+    std::filesystem::remove_all(path_, ignored);
+  }
   const std::string& path() const { return path_; }
 
  private:
