@@ -19,6 +19,7 @@
 #include "augment/engine.h"
 #include "augment/kernels/cpu_half.h"
 #include "augment/pipeline.h"
+#include "augment/testing/label_tie.h"
 #include "augment/transforms/mirror.h"
 #include "augment/transforms/spatial.h"
 #include "gtest/gtest.h"
@@ -129,37 +130,14 @@ bool ExplainedByTie(const SampleRecord& r, const int16_t* seg, const std::vector
   int64_t jo[3] = {o / (P[1] * P[2]), (o / P[2]) % P[1], o % P[2]};
   for (int d = 0; d < 3; ++d)
     if (mm & (1 << d)) jo[d] = P[d] - 1 - jo[d];
-  double g[3], x[3];
+  double g[3], u[3];
   for (int d = 0; d < 3; ++d) g[d] = jo[d] - 0.5 * (P[d] - 1);
   for (int d = 0; d < 3; ++d) {
-    double u = 0;
-    for (int e = 0; e < 3; ++e) u += static_cast<double>(static_cast<float>((*sp->affine)[3 * d + e])) * g[e];
-    u += sp->center_location_in_pixels[d] - S[d] / 2.0;
-    const double n = u / (S[d] * 0.5);
-    const double lo = -1.0 + 1.0 / S[2 - d];
-    if (std::fabs(n - lo) < 1e-5 || std::fabs(n + lo) < 1e-5) return true;
-    x[d] = ((n + 1) * S[d] - 1) / 2;
+    u[d] = 0;
+    for (int e = 0; e < 3; ++e) u[d] += static_cast<double>(static_cast<float>((*sp->affine)[3 * d + e])) * g[e];
+    u[d] += sp->center_location_in_pixels[d] - S[d] / 2.0;
   }
-  std::vector<std::pair<int, double>> acc;
-  const int64_t f[3] = {static_cast<int64_t>(std::floor(x[0])), static_cast<int64_t>(std::floor(x[1])),
-                        static_cast<int64_t>(std::floor(x[2]))};
-  for (int m = 0; m < 8; ++m) {
-    const int64_t z = f[0] + ((m >> 2) & 1), y = f[1] + ((m >> 1) & 1), xx = f[2] + (m & 1);
-    if (z < 0 || z >= S[0] || y < 0 || y >= S[1] || xx < 0 || xx >= S[2]) continue;
-    const double w = (((m >> 2) & 1) ? x[0] - f[0] : f[0] + 1 - x[0]) *
-                     (((m >> 1) & 1) ? x[1] - f[1] : f[1] + 1 - x[1]) * ((m & 1) ? x[2] - f[2] : f[2] + 1 - x[2]);
-    const int l = seg[(z * S[1] + y) * S[2] + xx];
-    bool found = false;
-    for (auto& e : acc)
-      if (e.first == l) {
-        e.second += 1000.0 * w;
-        found = true;
-      }
-    if (!found) acc.push_back({l, 1000.0 * w});
-  }
-  if (acc.size() < 2) return false;
-  std::sort(acc.begin(), acc.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  return acc[0].second - acc[1].second <= 1.0;  // within ~2 fp16 ulps at 256..1024
+  return augmentd::testing::LabelVoteNearTie(seg, S.data(), u);
 }
 
 float ToFloat(const HostTensor& t, int64_t i) {

@@ -335,15 +335,8 @@ absl::Status CheckChannels(const TrainerConfig& c) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<PipelineSpec> NnunetDefaultPipeline(const TrainerConfig& c) {
-  RETURN_IF_ERROR(CheckChannels(c));
-  ASSIGN_OR_RETURN(AugmentationGeometry g, ConfigureGeometry(c));
-  PipelineSpec spec;
-  spec.name = "nnunet_default";
-  spec.input_patch_size = g.initial_patch_size;
-
+// The spatial settings both training presets share; each preset then sets its rotation/scaling probabilities.
+SpatialConfig BaseSpatialConfig(const TrainerConfig& c, const AugmentationGeometry& g) {
   SpatialConfig sc;
   sc.patch_size = c.patch_size;
   if (g.do_dummy_2d_data_aug) {
@@ -353,14 +346,47 @@ absl::StatusOr<PipelineSpec> NnunetDefaultPipeline(const TrainerConfig& c) {
   sc.patch_center_dist_from_border = {0};
   sc.random_crop = false;
   sc.p_elastic_deform = 0;
-  sc.p_rotation = 0.2;
   sc.rotation = RandomScalar::Uniform(g.rotation_for_da.first, g.rotation_for_da.second);
-  sc.p_scaling = 0.2;
-  sc.scaling = RandomScalar::Uniform(0.7, 1.4);
-  sc.p_synchronize_scaling_across_axes = 1;
   sc.bg_style_seg_sampling = false;
   sc.border_mode_seg = "constant";
   sc.padding_value_seg = -1;
+  return sc;
+}
+
+SimulateLowResolutionConfig LowResolutionConfig(const AugmentationGeometry& g, RandomScalar scale) {
+  SimulateLowResolutionConfig lr;
+  lr.scale = std::move(scale);
+  lr.synchronize_channels = false;
+  lr.synchronize_axes = true;
+  if (g.do_dummy_2d_data_aug) lr.ignore_axes = std::vector<int64_t>{0};
+  lr.allowed_channels = std::nullopt;
+  lr.p_per_channel = 0.5;
+  return lr;
+}
+
+// Masks the channels normalised with a foreground mask (nnU-Net's use_mask_for_norm), if any.
+absl::Status AddNormMask(PipelineSpec& spec, const TrainerConfig& c) {
+  std::vector<int64_t> masked;
+  for (size_t i = 0; i < c.use_mask_for_norm.size(); ++i)
+    if (c.use_mask_for_norm[i]) masked.push_back(static_cast<int64_t>(i));
+  if (!masked.empty()) RETURN_IF_ERROR(Add(spec, MaskImageTransform::Create({masked, 0, 0.0}), 1.0));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PipelineSpec> NnunetDefaultPipeline(const TrainerConfig& c) {
+  RETURN_IF_ERROR(CheckChannels(c));
+  ASSIGN_OR_RETURN(AugmentationGeometry g, ConfigureGeometry(c));
+  PipelineSpec spec;
+  spec.name = "nnunet_default";
+  spec.input_patch_size = g.initial_patch_size;
+
+  SpatialConfig sc = BaseSpatialConfig(c, g);
+  sc.p_rotation = 0.2;
+  sc.p_scaling = 0.2;
+  sc.scaling = RandomScalar::Uniform(0.7, 1.4);
+  sc.p_synchronize_scaling_across_axes = 1;
   RETURN_IF_ERROR(Add(spec, SpatialTransform::Create(sc), 1.0));
 
   RETURN_IF_ERROR(Add(spec, GaussianNoiseTransform::Create({RandomScalar::Uniform(0, 0.1), 1, true}), 0.1));
@@ -369,21 +395,12 @@ absl::StatusOr<PipelineSpec> NnunetDefaultPipeline(const TrainerConfig& c) {
   RETURN_IF_ERROR(
       Add(spec, MultiplicativeBrightnessTransform::Create({RandomScalar::BGContrast(0.75, 1.25), false, 1}), 0.15));
   RETURN_IF_ERROR(Add(spec, ContrastTransform::Create({RandomScalar::BGContrast(0.75, 1.25), true, false, 1}), 0.15));
-  SimulateLowResolutionConfig lr;
-  lr.scale = RandomScalar::Uniform(0.5, 1);
-  lr.synchronize_channels = false;
-  lr.synchronize_axes = true;
-  if (g.do_dummy_2d_data_aug) lr.ignore_axes = std::vector<int64_t>{0};
-  lr.allowed_channels = std::nullopt;
-  lr.p_per_channel = 0.5;
-  RETURN_IF_ERROR(Add(spec, SimulateLowResolutionTransform::Create(lr), 0.25));
+  RETURN_IF_ERROR(
+      Add(spec, SimulateLowResolutionTransform::Create(LowResolutionConfig(g, RandomScalar::Uniform(0.5, 1))), 0.25));
   RETURN_IF_ERROR(Add(spec, GammaTransform::Create({RandomScalar::BGContrast(0.7, 1.5), 1, false, 1, 1}), 0.1));
   RETURN_IF_ERROR(Add(spec, GammaTransform::Create({RandomScalar::BGContrast(0.7, 1.5), 0, false, 1, 1}), 0.3));
   if (!g.mirror_axes.empty()) RETURN_IF_ERROR(Add(spec, MirrorTransform::Create({g.mirror_axes}), 1.0));
-  std::vector<int64_t> masked;
-  for (size_t i = 0; i < c.use_mask_for_norm.size(); ++i)
-    if (c.use_mask_for_norm[i]) masked.push_back(static_cast<int64_t>(i));
-  if (!masked.empty()) RETURN_IF_ERROR(Add(spec, MaskImageTransform::Create({masked, 0, 0.0}), 1.0));
+  RETURN_IF_ERROR(AddNormMask(spec, c));
   RETURN_IF_ERROR(AddLabelTail(spec, c));
   return spec;
 }
@@ -411,24 +428,12 @@ absl::StatusOr<PipelineSpec> NnunetDa5Pipeline(const TrainerConfig& c) {
     return absl::OkStatus();
   };
 
-  SpatialConfig sc;
-  sc.patch_size = c.patch_size;
-  if (g.do_dummy_2d_data_aug) {
-    sc.patch_size.erase(sc.patch_size.begin());
-    sc.dummy_2d = true;
-  }
-  sc.patch_center_dist_from_border = {0};
-  sc.random_crop = false;
-  sc.p_elastic_deform = 0;
+  SpatialConfig sc = BaseSpatialConfig(c, g);
   sc.p_rotation = 0.4;
-  sc.rotation = RandomScalar::Uniform(g.rotation_for_da.first, g.rotation_for_da.second);
   sc.p_rot_per_axis = 0.5;
   sc.p_scaling = 0.2;
   sc.scaling = RandomScalar::Uniform(0.7, 1.43);
   sc.p_synchronize_scaling_across_axes = 0;
-  sc.bg_style_seg_sampling = false;
-  sc.border_mode_seg = "constant";
-  sc.padding_value_seg = -1;
   RETURN_IF_ERROR(Add(spec, SpatialTransform::Create(sc), 1.0));
 
   // Rot90 / transpose on the axes whose size occurs most often in the (full) patch size, if any repeats.
@@ -454,14 +459,8 @@ absl::StatusOr<PipelineSpec> NnunetDa5Pipeline(const TrainerConfig& c) {
       add_one_of(ContrastTransform::Create({RandomScalar::BGContrast(0.5, 2), true, false, 0.5}), 0.2, 2));
   RETURN_IF_ERROR(
       add_one_of(ContrastTransform::Create({RandomScalar::BGContrast(0.5, 2), false, false, 0.5}), 0.2, 2));
-  SimulateLowResolutionConfig lr;
-  lr.scale = RandomScalar::Uniform(0.25, 1);
-  lr.synchronize_channels = false;
-  lr.synchronize_axes = true;
-  if (g.do_dummy_2d_data_aug) lr.ignore_axes = std::vector<int64_t>{0};
-  lr.allowed_channels = std::nullopt;
-  lr.p_per_channel = 0.5;
-  RETURN_IF_ERROR(Add(spec, SimulateLowResolutionTransform::Create(lr), 0.15));
+  RETURN_IF_ERROR(
+      Add(spec, SimulateLowResolutionTransform::Create(LowResolutionConfig(g, RandomScalar::Uniform(0.25, 1))), 0.15));
   RETURN_IF_ERROR(Add(spec, GammaTransform::Create({RandomScalar::BGContrast(0.7, 1.5), 1, false, 1, 1}), 0.1));
   RETURN_IF_ERROR(Add(spec, GammaTransform::Create({RandomScalar::BGContrast(0.7, 1.5), 1, false, 1, 1}), 0.1));
   if (!g.mirror_axes.empty()) RETURN_IF_ERROR(Add(spec, MirrorTransform::Create({g.mirror_axes}), 1.0));
@@ -491,10 +490,7 @@ absl::StatusOr<PipelineSpec> NnunetDa5Pipeline(const TrainerConfig& c) {
   RETURN_IF_ERROR(Add(spec, LocalGammaTransform::Create(lg), 0.3));
   RETURN_IF_ERROR(Add(spec, SharpeningTransform::Create({RandomScalar::Uniform(0.1, 1), 0, 0.5, 0}), 0.2));
 
-  std::vector<int64_t> masked;
-  for (size_t i = 0; i < c.use_mask_for_norm.size(); ++i)
-    if (c.use_mask_for_norm[i]) masked.push_back(static_cast<int64_t>(i));
-  if (!masked.empty()) RETURN_IF_ERROR(Add(spec, MaskImageTransform::Create({masked, 0, 0.0}), 1.0));
+  RETURN_IF_ERROR(AddNormMask(spec, c));
   RETURN_IF_ERROR(AddLabelTail(spec, c));
   RETURN_IF_ERROR(spec.ResolveOneOfGroups());
   return spec;

@@ -11,7 +11,6 @@
 namespace augmentd {
 namespace ju = json_util;
 using transforms_internal::LocalGaussianKernel;
-using transforms_internal::LocalScalar;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 
@@ -46,28 +45,12 @@ void Scale(std::vector<float>& k, float max_abs, double strength) {
   const float s = static_cast<float>(strength);
   for (float& v : k) v = (v / max_abs) * s;
 }
-
-absl::StatusOr<LocalKernelSpec> DrawSpec(RandomStream& rng, const LocalScalar& loc, const LocalScalar& scale,
-                                         const std::vector<int64_t>& shape) {
-  LocalKernelSpec s;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    ASSIGN_OR_RETURN(double l, loc.Sample(rng, shape[d], std::string(kW) + ".loc"));
-    ASSIGN_OR_RETURN(double sc, scale.Sample(rng, shape[d], std::string(kW) + ".scale"));
-    s.loc_px.push_back(l * static_cast<double>(shape[d]));
-    s.scale.push_back(sc);
-  }
-  return s;
-}
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const Transform>> BrightnessGradientAdditiveTransform::Create(
     const BrightnessGradientAdditiveConfig& c) {
   const std::string w = kW;
-  RETURN_IF_ERROR(c.scale.Validate(w + ".scale"));
-  RETURN_IF_ERROR(c.loc.Validate(w + ".loc"));
-  RETURN_IF_ERROR(c.max_strength.Validate(w + ".max_strength"));
-  if (c.loc.kind == LocalScalar::Kind::kAxisSizeLogUniform || c.max_strength.kind == LocalScalar::Kind::kAxisSizeLogUniform)
-    return ju::Invalid(w + ".loc", "axis_size_log_uniform is only meaningful for scale");
+  RETURN_IF_ERROR(transforms_internal::ValidateLocalArgs(c.scale, c.loc, c.max_strength, w, "max_strength"));
   RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, w + ".p_per_channel"));
   return std::shared_ptr<const Transform>(new BrightnessGradientAdditiveTransform(c));
 }
@@ -79,14 +62,7 @@ absl::StatusOr<std::shared_ptr<const Transform>> BrightnessGradientAdditiveTrans
                                  "clip_intensities", "p_per_channel"},
                                 w));
   BrightnessGradientAdditiveConfig c;
-  if (!j.contains("scale")) return ju::Invalid(w + ".scale", "required");
-  ASSIGN_OR_RETURN(c.scale, LocalScalar::FromJson(j["scale"], w + ".scale"));
-  if (j.contains("loc")) {
-    ASSIGN_OR_RETURN(c.loc, LocalScalar::FromJson(j["loc"], w + ".loc"));
-  }
-  if (j.contains("max_strength")) {
-    ASSIGN_OR_RETURN(c.max_strength, LocalScalar::FromJson(j["max_strength"], w + ".max_strength"));
-  }
+  RETURN_IF_ERROR(transforms_internal::LocalArgsFromJson(j, w, "max_strength", c.scale, c.loc, c.max_strength));
   ASSIGN_OR_RETURN(c.same_for_all_channels, ju::GetBool(j, "same_for_all_channels", true, w));
   ASSIGN_OR_RETURN(c.mean_centered, ju::GetBool(j, "mean_centered", true, w));
   ASSIGN_OR_RETURN(c.clip_intensities, ju::GetBool(j, "clip_intensities", false, w));
@@ -120,7 +96,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> BrightnessGradientAdditiveTrans
   // engine keeps every sample's params until the batch is returned.
   std::vector<float> k;
   auto one = [&](LocalKernelSpec& spec) -> absl::StatusOr<bool> {
-    ASSIGN_OR_RETURN(spec, DrawSpec(ctx.rng, config_.loc, config_.scale, layout.shape));
+    ASSIGN_OR_RETURN(spec, transforms_internal::DrawKernelSpec(ctx.rng, config_.loc, config_.scale, layout.shape, kW));
     const float m = CenteredKernel(layout.shape, spec, config_.mean_centered, k);
     if (!(static_cast<double>(m) >= 1e-8)) return false;
     ASSIGN_OR_RETURN(spec.factor, config_.max_strength.Sample(ctx.rng, 0, ms));
@@ -201,28 +177,16 @@ absl::StatusOr<std::unique_ptr<TransformParams>> BrightnessGradientAdditiveTrans
     for (int64_t c = 0; c < C; ++c) {
       if (kp[c].is_null()) continue;
       if (!kp[c].is_object()) return ju::Invalid("params.kernel_params", "expected {loc, scale, strength} or null");
-      LocalKernelSpec s;
-      ASSIGN_OR_RETURN(s.loc_px, ju::AsDoubles(kp[c].value("loc", nlohmann::json()), "params.kernel_params.loc"));
-      ASSIGN_OR_RETURN(s.scale, ju::AsDoubles(kp[c].value("scale", nlohmann::json()), "params.kernel_params.scale"));
+      ASSIGN_OR_RETURN(LocalKernelSpec s, transforms_internal::KernelSpecFromJson(kp[c]));
       ASSIGN_OR_RETURN(s.factor, ju::GetDouble(kp[c], "strength", std::nullopt, "params.kernel_params"));
-      if (s.loc_px.size() != layout.shape.size() || s.scale.size() != layout.shape.size())
-        return ju::Invalid("params.kernel_params", "loc and scale need one entry per spatial axis");
-      for (double v : s.scale)
-        if (!(v > 0)) return ju::Invalid("params.kernel_params.scale", "must be > 0");
+      RETURN_IF_ERROR(transforms_internal::CheckKernelSpec(s, layout.shape));
       p->specs[c] = std::move(s);
     }
     return std::unique_ptr<TransformParams>(std::move(p));
   }
   const nlohmann::json k = j.value("kernels", nlohmann::json());
   if (k.is_null()) return std::unique_ptr<TransformParams>(std::move(p));
-  if (!k.is_array() || static_cast<int64_t>(k.size()) != C)
-    return ju::Invalid("params.kernels", absl::StrCat("needs ", C, " entries (one per channel)"));
-  for (int64_t c = 0; c < C; ++c) {
-    if (k[c].is_null()) continue;
-    auto dense = std::make_shared<std::vector<float>>();
-    RETURN_IF_ERROR(transforms_internal::FlattenDense(k[c], layout.shape, 0, *dense, "params.kernels"));
-    p->dense[c] = std::move(dense);
-  }
+  RETURN_IF_ERROR(transforms_internal::DenseKernelsFromJson(k, layout.shape, C, p->dense));
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 

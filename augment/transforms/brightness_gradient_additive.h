@@ -35,12 +35,6 @@ struct BrightnessGradientAdditiveConfig {
   double p_per_channel = 1;
 };
 
-struct LocalKernelSpec {
-  std::vector<double> loc_px;  // loc · S_d
-  std::vector<double> scale;
-  double factor = 1;  // strength (brightness gradient) — unused by local gamma
-};
-
 struct BrightnessGradientAdditiveParams : TransformParams {
   // Per channel: none (not applied / degenerate), a generator spec, or an explicit dense kernel (bgv2 form).
   std::vector<std::optional<LocalKernelSpec>> specs;

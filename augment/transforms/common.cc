@@ -7,6 +7,28 @@
 
 namespace augmentd::transforms_internal {
 
+absl::StatusOr<std::vector<float>> PerChannelFloatsFromJson(const nlohmann::json& j, const std::string& key, size_t n) {
+  const std::string field = "params." + key;
+  std::vector<double> m;
+  if (j.contains(key) && !j[key].is_null()) {
+    auto v = json_util::AsDoubles(j[key], field);
+    if (!v.ok()) return v.status();
+    m = std::move(*v);
+  }
+  if (m.size() != n) return json_util::Invalid(field, absl::StrCat("needs ", n, " entries"));
+  return std::vector<float>(m.begin(), m.end());
+}
+
+std::vector<float> SamplePerChannel(RandomStream& rng, const RandomScalar& r, size_t n, bool synchronize) {
+  std::vector<float> v;
+  if (synchronize) {
+    v.assign(n, static_cast<float>(r.Sample(rng)));
+  } else {
+    for (size_t i = 0; i < n; ++i) v.push_back(static_cast<float>(r.Sample(rng)));
+  }
+  return v;
+}
+
 std::vector<int64_t> SelectChannels(RandomStream& rng, int64_t channels, double p) {
   std::vector<int64_t> idx;
   for (int64_t c = 0; c < channels; ++c)

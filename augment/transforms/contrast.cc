@@ -1,6 +1,5 @@
 #include "augment/transforms/contrast.h"
 
-#include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
 #include "augment/status_macros.h"
@@ -11,6 +10,7 @@ namespace ju = json_util;
 using transforms_internal::ChannelIndicesFromJson;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
+using transforms_internal::SamplePerChannel;
 using transforms_internal::SelectChannels;
 
 absl::StatusOr<std::shared_ptr<const Transform>> ContrastTransform::Create(const ContrastConfig& c) {
@@ -44,12 +44,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> ContrastTransform::Draw(DrawCon
   p->apply_to_channel = SelectChannels(ctx.rng, layout.channels, config_.p_per_channel);
   const size_t n = p->apply_to_channel.size();
   if (n == 0) return std::unique_ptr<TransformParams>(std::move(p));
-  if (config_.synchronize_channels) {
-    const float m = static_cast<float>(config_.contrast_range.Sample(ctx.rng));
-    p->multipliers.assign(n, m);
-  } else {
-    for (size_t i = 0; i < n; ++i) p->multipliers.push_back(static_cast<float>(config_.contrast_range.Sample(ctx.rng)));
-  }
+  p->multipliers = SamplePerChannel(ctx.rng, config_.contrast_range, n, config_.synchronize_channels);
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 
@@ -76,14 +71,8 @@ absl::StatusOr<std::unique_ptr<TransformParams>> ContrastTransform::ParamsFromJs
   auto p = std::make_unique<ContrastParams>();
   ASSIGN_OR_RETURN(p->apply_to_channel, ChannelIndicesFromJson(j.value("apply_to_channel", nlohmann::json()),
                                                                layout.channels, "params.apply_to_channel"));
-  std::vector<double> m;
-  if (j.contains("multipliers") && !j["multipliers"].is_null()) {
-    ASSIGN_OR_RETURN(m, ju::AsDoubles(j["multipliers"], "params.multipliers"));
-  }
-  if (m.size() != p->apply_to_channel.size()) {
-    return ju::Invalid("params.multipliers", absl::StrCat("needs ", p->apply_to_channel.size(), " entries"));
-  }
-  for (double v : m) p->multipliers.push_back(static_cast<float>(v));
+  ASSIGN_OR_RETURN(p->multipliers,
+                   transforms_internal::PerChannelFloatsFromJson(j, "multipliers", p->apply_to_channel.size()));
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 

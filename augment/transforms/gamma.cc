@@ -11,6 +11,7 @@ namespace ju = json_util;
 using transforms_internal::ChannelIndicesFromJson;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
+using transforms_internal::SamplePerChannel;
 using transforms_internal::SelectChannels;
 
 absl::StatusOr<std::shared_ptr<const Transform>> GammaTransform::Create(const GammaConfig& c) {
@@ -51,11 +52,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> GammaTransform::Draw(DrawContex
   if (n == 0) return std::unique_ptr<TransformParams>(std::move(p));
   for (size_t i = 0; i < n; ++i) p->retain_stats.push_back(ctx.rng.Uniform() < config_.p_retain_stats);
   for (size_t i = 0; i < n; ++i) p->invert_image.push_back(ctx.rng.Uniform() < config_.p_invert_image);
-  if (config_.synchronize_channels) {
-    p->gamma.assign(n, static_cast<float>(config_.gamma.Sample(ctx.rng)));
-  } else {
-    for (size_t i = 0; i < n; ++i) p->gamma.push_back(static_cast<float>(config_.gamma.Sample(ctx.rng)));
-  }
+  p->gamma = SamplePerChannel(ctx.rng, config_.gamma, n, config_.synchronize_channels);
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 

@@ -13,6 +13,7 @@ namespace ju = json_util;
 using transforms_internal::ChannelIndicesFromJson;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
+using transforms_internal::SamplePerChannel;
 using transforms_internal::SelectChannels;
 
 absl::StatusOr<std::shared_ptr<const Transform>> GaussianNoiseTransform::Create(const GaussianNoiseConfig& c) {
@@ -44,28 +45,18 @@ absl::StatusOr<std::unique_ptr<TransformParams>> GaussianNoiseTransform::Draw(Dr
                                                                               const SampleLayout& layout) const {
   auto p = std::make_unique<GaussianNoiseParams>();
   p->channels = layout.channels;
-  p->seed = ctx.seed;
-  p->sample_index = ctx.sample_index;
-  p->transform_index = ctx.transform_index;
-  p->key_given = true;
+  transforms_internal::SetNoiseKey(*p, ctx);
   p->apply_idx = SelectChannels(ctx.rng, layout.channels, config_.p_per_channel);
   const size_t n = p->apply_idx.size();
   if (n == 0) return std::unique_ptr<TransformParams>(std::move(p));
-  if (config_.synchronize_channels) {
-    p->sigmas.assign(n, static_cast<float>(config_.noise_variance.Sample(ctx.rng)));
-  } else {
-    for (size_t i = 0; i < n; ++i) p->sigmas.push_back(static_cast<float>(config_.noise_variance.Sample(ctx.rng)));
-  }
+  p->sigmas = SamplePerChannel(ctx.rng, config_.noise_variance, n, config_.synchronize_channels);
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 
 void GaussianNoiseTransform::CompleteInjected(TransformParams& params, const DrawContext& ctx) const {
   auto* p = dynamic_cast<GaussianNoiseParams*>(&params);
   if (p == nullptr || p->key_given) return;
-  p->seed = ctx.seed;
-  p->sample_index = ctx.sample_index;
-  p->transform_index = ctx.transform_index;
-  p->key_given = true;
+  transforms_internal::SetNoiseKey(*p, ctx);
 }
 
 absl::Status GaussianNoiseTransform::Apply(const TransformParams& params, SampleData& s) const {
@@ -95,7 +86,7 @@ nlohmann::json GaussianNoiseTransform::ParamsToJson(const TransformParams& param
   } else {
     j["sigmas"] = p.sigmas;
   }
-  j["noise_key"] = {{"seed", p.seed}, {"sample_index", p.sample_index}, {"transform_index", p.transform_index}};
+  j["noise_key"] = transforms_internal::NoiseKeyToJson(p);
   return j;
 }
 
@@ -125,16 +116,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> GaussianNoiseTransform::ParamsF
       p->sigmas.push_back(static_cast<float>(v));
     }
   }
-  if (j.contains("noise_key")) {
-    const auto& k = j["noise_key"];
-    ASSIGN_OR_RETURN(int64_t seed, ju::GetInt(k, "seed", 0, "params.noise_key"));
-    ASSIGN_OR_RETURN(int64_t si, ju::GetInt(k, "sample_index", 0, "params.noise_key"));
-    ASSIGN_OR_RETURN(int64_t ti, ju::GetInt(k, "transform_index", 0, "params.noise_key"));
-    p->seed = static_cast<uint64_t>(seed);
-    p->sample_index = static_cast<uint64_t>(si);
-    p->transform_index = static_cast<uint32_t>(ti);
-    p->key_given = true;
-  }
+  RETURN_IF_ERROR(transforms_internal::NoiseKeyFromJson(j, *p));
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 

@@ -11,7 +11,6 @@
 namespace augmentd {
 namespace ju = json_util;
 using transforms_internal::LocalGaussianKernel;
-using transforms_internal::LocalScalar;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 
@@ -21,11 +20,7 @@ constexpr char kW[] = "local_gamma";
 
 absl::StatusOr<std::shared_ptr<const Transform>> LocalGammaTransform::Create(const LocalGammaConfig& c) {
   const std::string w = kW;
-  RETURN_IF_ERROR(c.scale.Validate(w + ".scale"));
-  RETURN_IF_ERROR(c.loc.Validate(w + ".loc"));
-  RETURN_IF_ERROR(c.gamma.Validate(w + ".gamma"));
-  if (c.loc.kind == LocalScalar::Kind::kAxisSizeLogUniform || c.gamma.kind == LocalScalar::Kind::kAxisSizeLogUniform)
-    return ju::Invalid(w + ".loc", "axis_size_log_uniform is only meaningful for scale");
+  RETURN_IF_ERROR(transforms_internal::ValidateLocalArgs(c.scale, c.loc, c.gamma, w, "gamma"));
   RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, w + ".p_per_channel"));
   return std::shared_ptr<const Transform>(new LocalGammaTransform(c));
 }
@@ -34,14 +29,7 @@ absl::StatusOr<std::shared_ptr<const Transform>> LocalGammaTransform::FromJson(c
   const std::string w = kW;
   RETURN_IF_ERROR(ju::CheckKeys(j, {"scale", "loc", "gamma", "same_for_all_channels", "p_per_channel"}, w));
   LocalGammaConfig c;
-  if (!j.contains("scale")) return ju::Invalid(w + ".scale", "required");
-  ASSIGN_OR_RETURN(c.scale, LocalScalar::FromJson(j["scale"], w + ".scale"));
-  if (j.contains("loc")) {
-    ASSIGN_OR_RETURN(c.loc, LocalScalar::FromJson(j["loc"], w + ".loc"));
-  }
-  if (j.contains("gamma")) {
-    ASSIGN_OR_RETURN(c.gamma, LocalScalar::FromJson(j["gamma"], w + ".gamma"));
-  }
+  RETURN_IF_ERROR(transforms_internal::LocalArgsFromJson(j, w, "gamma", c.scale, c.loc, c.gamma));
   ASSIGN_OR_RETURN(c.same_for_all_channels, ju::GetBool(j, "same_for_all_channels", true, w));
   ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
   return Create(c);
@@ -68,12 +56,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> LocalGammaTransform::Draw(DrawC
   if (!any) return std::unique_ptr<TransformParams>(std::move(p));
   const std::string w = kW;
   auto one = [&](LocalKernelSpec& spec, double& gamma) -> absl::Status {
-    for (size_t d = 0; d < layout.shape.size(); ++d) {
-      ASSIGN_OR_RETURN(double l, config_.loc.Sample(ctx.rng, layout.shape[d], w + ".loc"));
-      ASSIGN_OR_RETURN(double sc, config_.scale.Sample(ctx.rng, layout.shape[d], w + ".scale"));
-      spec.loc_px.push_back(l * static_cast<double>(layout.shape[d]));
-      spec.scale.push_back(sc);
-    }
+    ASSIGN_OR_RETURN(spec, transforms_internal::DrawKernelSpec(ctx.rng, config_.loc, config_.scale, layout.shape, w));
     ASSIGN_OR_RETURN(gamma, config_.gamma.Sample(ctx.rng, 0, w + ".gamma"));
     return absl::OkStatus();
   };
@@ -169,26 +152,14 @@ absl::StatusOr<std::unique_ptr<TransformParams>> LocalGammaTransform::ParamsFrom
     for (int64_t c = 0; c < C; ++c) {
       if (kp[c].is_null()) continue;
       if (!kp[c].is_object()) return ju::Invalid("params.kernel_params", "expected {loc, scale} or null");
-      LocalKernelSpec s;
-      ASSIGN_OR_RETURN(s.loc_px, ju::AsDoubles(kp[c].value("loc", nlohmann::json()), "params.kernel_params.loc"));
-      ASSIGN_OR_RETURN(s.scale, ju::AsDoubles(kp[c].value("scale", nlohmann::json()), "params.kernel_params.scale"));
-      if (s.loc_px.size() != layout.shape.size() || s.scale.size() != layout.shape.size())
-        return ju::Invalid("params.kernel_params", "loc and scale need one entry per spatial axis");
-      for (double v : s.scale)
-        if (!(v > 0)) return ju::Invalid("params.kernel_params.scale", "must be > 0");
+      ASSIGN_OR_RETURN(LocalKernelSpec s, transforms_internal::KernelSpecFromJson(kp[c]));
+      RETURN_IF_ERROR(transforms_internal::CheckKernelSpec(s, layout.shape));
       p->specs[c] = std::move(s);
     }
     return std::unique_ptr<TransformParams>(std::move(p));
   }
   const nlohmann::json k = j.value("kernels", nlohmann::json());
-  if (!k.is_array() || static_cast<int64_t>(k.size()) != C)
-    return ju::Invalid("params.kernels", absl::StrCat("needs ", C, " entries (one per channel)"));
-  for (int64_t c = 0; c < C; ++c) {
-    if (k[c].is_null()) continue;
-    auto dense = std::make_shared<std::vector<float>>();
-    RETURN_IF_ERROR(transforms_internal::FlattenDense(k[c], layout.shape, 0, *dense, "params.kernels"));
-    p->dense[c] = std::move(dense);
-  }
+  RETURN_IF_ERROR(transforms_internal::DenseKernelsFromJson(k, layout.shape, C, p->dense));
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/status_macros.h"
 
 namespace augmentd::transforms_internal {
 namespace ju = json_util;
@@ -171,6 +172,69 @@ void LocalGaussianKernel(const std::vector<int64_t>& shape, const std::vector<do
   const float top = mx - mn;
   if (top > 0)
     for (int64_t i = 0; i < n; ++i) out[i] /= top;
+}
+
+absl::Status ValidateLocalArgs(const LocalScalar& scale, const LocalScalar& loc, const LocalScalar& value,
+                               const std::string& what, const std::string& value_name) {
+  RETURN_IF_ERROR(scale.Validate(what + ".scale"));
+  RETURN_IF_ERROR(loc.Validate(what + ".loc"));
+  RETURN_IF_ERROR(value.Validate(what + "." + value_name));
+  if (loc.kind == LocalScalar::Kind::kAxisSizeLogUniform || value.kind == LocalScalar::Kind::kAxisSizeLogUniform)
+    return ju::Invalid(what + ".loc", "axis_size_log_uniform is only meaningful for scale");
+  return absl::OkStatus();
+}
+
+absl::Status LocalArgsFromJson(const nlohmann::json& j, const std::string& what, const std::string& value_name,
+                               LocalScalar& scale, LocalScalar& loc, LocalScalar& value) {
+  if (!j.contains("scale")) return ju::Invalid(what + ".scale", "required");
+  ASSIGN_OR_RETURN(scale, LocalScalar::FromJson(j["scale"], what + ".scale"));
+  if (j.contains("loc")) {
+    ASSIGN_OR_RETURN(loc, LocalScalar::FromJson(j["loc"], what + ".loc"));
+  }
+  if (j.contains(value_name)) {
+    ASSIGN_OR_RETURN(value, LocalScalar::FromJson(j[value_name], what + "." + value_name));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LocalKernelSpec> DrawKernelSpec(RandomStream& rng, const LocalScalar& loc, const LocalScalar& scale,
+                                               const std::vector<int64_t>& shape, const std::string& what) {
+  LocalKernelSpec s;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    ASSIGN_OR_RETURN(double l, loc.Sample(rng, shape[d], what + ".loc"));
+    ASSIGN_OR_RETURN(double sc, scale.Sample(rng, shape[d], what + ".scale"));
+    s.loc_px.push_back(l * static_cast<double>(shape[d]));
+    s.scale.push_back(sc);
+  }
+  return s;
+}
+
+absl::StatusOr<LocalKernelSpec> KernelSpecFromJson(const nlohmann::json& e) {
+  LocalKernelSpec s;
+  ASSIGN_OR_RETURN(s.loc_px, ju::AsDoubles(e.value("loc", nlohmann::json()), "params.kernel_params.loc"));
+  ASSIGN_OR_RETURN(s.scale, ju::AsDoubles(e.value("scale", nlohmann::json()), "params.kernel_params.scale"));
+  return s;
+}
+
+absl::Status CheckKernelSpec(const LocalKernelSpec& s, const std::vector<int64_t>& shape) {
+  if (s.loc_px.size() != shape.size() || s.scale.size() != shape.size())
+    return ju::Invalid("params.kernel_params", "loc and scale need one entry per spatial axis");
+  for (double v : s.scale)
+    if (!(v > 0)) return ju::Invalid("params.kernel_params.scale", "must be > 0");
+  return absl::OkStatus();
+}
+
+absl::Status DenseKernelsFromJson(const nlohmann::json& k, const std::vector<int64_t>& shape, int64_t channels,
+                                  std::vector<std::shared_ptr<const std::vector<float>>>& dense) {
+  if (!k.is_array() || static_cast<int64_t>(k.size()) != channels)
+    return ju::Invalid("params.kernels", absl::StrCat("needs ", channels, " entries (one per channel)"));
+  for (int64_t c = 0; c < channels; ++c) {
+    if (k[c].is_null()) continue;
+    auto v = std::make_shared<std::vector<float>>();
+    RETURN_IF_ERROR(FlattenDense(k[c], shape, 0, *v, "params.kernels"));
+    dense[c] = std::move(v);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace augmentd::transforms_internal

@@ -8,12 +8,24 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "augment/rng.h"
 #include "nlohmann/json.hpp"
+
+namespace augmentd {
+
+// One drawn kernel of a LocalTransform: per axis the centre in voxels and the Gaussian scale.
+struct LocalKernelSpec {
+  std::vector<double> loc_px;  // loc · S_d
+  std::vector<double> scale;
+  double factor = 1;  // strength (brightness gradient) — unused by local gamma
+};
+
+}  // namespace augmentd
 
 namespace augmentd::transforms_internal {
 
@@ -52,5 +64,31 @@ void LocalGaussianKernel(const std::vector<int64_t>& shape, const std::vector<do
 // Flattens bgv2's dense kernel (a nested list of exactly `shape`, C order) into `out` (from axis `d`).
 absl::Status FlattenDense(const nlohmann::json& v, const std::vector<int64_t>& shape, size_t d, std::vector<float>& out,
                           const std::string& field);
+
+// Validates a LocalTransform's `scale`, `loc` and per-kernel `value` (max_strength / gamma, named `value_name`)
+// for transform `what`; only `scale` may depend on the axis size (errors name "<what>.loc" for the others).
+absl::Status ValidateLocalArgs(const LocalScalar& scale, const LocalScalar& loc, const LocalScalar& value,
+                               const std::string& what, const std::string& value_name);
+
+// Reads a LocalTransform's "scale" (required), "loc" and `value_name` (optional: left as they are when absent)
+// from the JSON config `j` of transform `what`.
+absl::Status LocalArgsFromJson(const nlohmann::json& j, const std::string& what, const std::string& value_name,
+                               LocalScalar& scale, LocalScalar& loc, LocalScalar& value);
+
+// Draws one kernel spec: for each axis d in order loc_d ~ `loc` (stored × S_d), then scale_d ~ `scale`.
+// `what` names the transform in errors ("<what>.loc", "<what>.scale").
+absl::StatusOr<LocalKernelSpec> DrawKernelSpec(RandomStream& rng, const LocalScalar& loc, const LocalScalar& scale,
+                                               const std::vector<int64_t>& shape, const std::string& what);
+
+// Reads {"loc": [...], "scale": [...]} of one channel's injected `kernel_params` entry (other keys are the caller's).
+absl::StatusOr<LocalKernelSpec> KernelSpecFromJson(const nlohmann::json& e);
+
+// INVALID_ARGUMENT unless loc and scale have one entry per spatial axis of `shape` and every scale is > 0.
+absl::Status CheckKernelSpec(const LocalKernelSpec& s, const std::vector<int64_t>& shape);
+
+// Reads injected dense `kernels` (an array of `channels` entries, each null or a nested list of exactly `shape`)
+// into `dense` (already sized `channels`; null entries are left untouched).
+absl::Status DenseKernelsFromJson(const nlohmann::json& k, const std::vector<int64_t>& shape, int64_t channels,
+                                  std::vector<std::shared_ptr<const std::vector<float>>>& dense);
 
 }  // namespace augmentd::transforms_internal

@@ -60,20 +60,14 @@ absl::StatusOr<std::unique_ptr<TransformParams>> RicianNoiseTransform::Draw(Draw
   auto p = std::make_unique<RicianNoiseParams>();
   // np.random.uniform(lo, hi): one draw (lo when equal).
   p->variance = ctx.rng.Uniform(config_.noise_variance[0], config_.noise_variance[1]);
-  p->seed = ctx.seed;
-  p->sample_index = ctx.sample_index;
-  p->transform_index = ctx.transform_index;
-  p->key_given = true;
+  transforms_internal::SetNoiseKey(*p, ctx);
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 
 void RicianNoiseTransform::CompleteInjected(TransformParams& params, const DrawContext& ctx) const {
   auto* p = dynamic_cast<RicianNoiseParams*>(&params);
   if (p == nullptr || p->key_given) return;
-  p->seed = ctx.seed;
-  p->sample_index = ctx.sample_index;
-  p->transform_index = ctx.transform_index;
-  p->key_given = true;
+  transforms_internal::SetNoiseKey(*p, ctx);
 }
 
 absl::Status RicianNoiseTransform::Apply(const TransformParams& params, SampleData& s) const {
@@ -104,7 +98,7 @@ absl::Status RicianNoiseTransform::Apply(const TransformParams& params, SampleDa
 nlohmann::json RicianNoiseTransform::ParamsToJson(const TransformParams& params) const {
   const auto& p = static_cast<const RicianNoiseParams&>(params);
   return {{"variance", p.variance},
-          {"noise_key", {{"seed", p.seed}, {"sample_index", p.sample_index}, {"transform_index", p.transform_index}}}};
+          {"noise_key", transforms_internal::NoiseKeyToJson(p)}};
 }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> RicianNoiseTransform::ParamsFromJson(const nlohmann::json& j,
@@ -113,16 +107,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> RicianNoiseTransform::ParamsFro
   auto p = std::make_unique<RicianNoiseParams>();
   ASSIGN_OR_RETURN(p->variance, ju::GetDouble(j, "variance", std::nullopt, "params"));
   if (p->variance < 0) return ju::Invalid("params.variance", "must be >= 0");
-  if (j.contains("noise_key")) {
-    const auto& k = j["noise_key"];
-    ASSIGN_OR_RETURN(int64_t seed, ju::GetInt(k, "seed", 0, "params.noise_key"));
-    ASSIGN_OR_RETURN(int64_t si, ju::GetInt(k, "sample_index", 0, "params.noise_key"));
-    ASSIGN_OR_RETURN(int64_t ti, ju::GetInt(k, "transform_index", 0, "params.noise_key"));
-    p->seed = static_cast<uint64_t>(seed);
-    p->sample_index = static_cast<uint64_t>(si);
-    p->transform_index = static_cast<uint32_t>(ti);
-    p->key_given = true;
-  }
+  RETURN_IF_ERROR(transforms_internal::NoiseKeyFromJson(j, *p));
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 

@@ -65,6 +65,21 @@ __device__ __forceinline__ void BlurBody(const Dims& d, const float* w, const fl
   }
 }
 
+// BlurBody with the compile-time radius kR == `radius` (tried from 0 up; kMaxBlurRadius for anything larger).
+template <int kAxis, int kR = 0>
+__device__ __forceinline__ void BlurBodyForRadius(int radius, const Dims& d, const float* w, const float* s, float* o,
+                                                  bool want_stats, Partial& part, int chunk) {
+  if constexpr (kR >= kMaxBlurRadius) {
+    BlurBody<kAxis, kMaxBlurRadius>(d, w, s, o, want_stats, part, chunk);
+  } else {
+    if (radius == kR) {
+      BlurBody<kAxis, kR>(d, w, s, o, want_stats, part, chunk);
+    } else {
+      BlurBodyForRadius<kAxis, kR + 1>(radius, d, w, s, o, want_stats, part, chunk);
+    }
+  }
+}
+
 template <int kAxis>
 __global__ void __launch_bounds__(kThreads)
     BlurAxisKernel(Dims d, const SampleParams* params, const float* src, float* dst, int want_stats, StatsSlot slot) {
@@ -96,35 +111,7 @@ __global__ void __launch_bounds__(kThreads)
   Partial part = EmptyPartial();
   const bool ws = want_stats != 0;
   for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x) {
-    switch (radius) {
-      case 0:
-        BlurBody<kAxis, 0>(d, w, s, o, ws, part, chunk);
-        break;
-      case 1:
-        BlurBody<kAxis, 1>(d, w, s, o, ws, part, chunk);
-        break;
-      case 2:
-        BlurBody<kAxis, 2>(d, w, s, o, ws, part, chunk);
-        break;
-      case 3:
-        BlurBody<kAxis, 3>(d, w, s, o, ws, part, chunk);
-        break;
-      case 4:
-        BlurBody<kAxis, 4>(d, w, s, o, ws, part, chunk);
-        break;
-      case 5:
-        BlurBody<kAxis, 5>(d, w, s, o, ws, part, chunk);
-        break;
-      case 6:
-        BlurBody<kAxis, 6>(d, w, s, o, ws, part, chunk);
-        break;
-      case 7:
-        BlurBody<kAxis, 7>(d, w, s, o, ws, part, chunk);
-        break;
-      default:
-        BlurBody<kAxis, 8>(d, w, s, o, ws, part, chunk);
-        break;
-    }
+    BlurBodyForRadius<kAxis>(radius, d, w, s, o, ws, part, chunk);
   }
   if (ws) {
     const Partial red = BlockReduce(part);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "augment/rng.h"
+#include "augment/testing/label_tie.h"
 
 namespace augmentd::cuda {
 namespace {
@@ -300,34 +301,10 @@ RefOut Reference(const at::Tensor& img, const at::Tensor& seg, const SampleParam
 // Is a label mismatch at pre-mirror voxel j an fp16 near-tie (or on the out-of-bounds threshold)?
 bool ExplainedByTie(const SampleParams& p, const int16_t* seg, const int* S, const int* P, int j0, int j1, int j2) {
   const double g[3] = {j0 - 0.5 * (P[0] - 1), j1 - 0.5 * (P[1] - 1), j2 - 0.5 * (P[2] - 1)};
-  double x[3];
-  for (int d = 0; d < 3; ++d) {
-    const double u = p.matrix[3 * d] * g[0] + p.matrix[3 * d + 1] * g[1] + p.matrix[3 * d + 2] * g[2] + p.shift[d];
-    const double n = u / (S[d] * 0.5);
-    const double lo = -1.0 + 1.0 / S[2 - d];
-    if (std::fabs(n - lo) < 1e-5 || std::fabs(n + lo) < 1e-5) return true;
-    x[d] = ((n + 1) * S[d] - 1) / 2;
-  }
-  std::vector<std::pair<int, double>> acc;
-  const int f[3] = {static_cast<int>(std::floor(x[0])), static_cast<int>(std::floor(x[1])),
-                    static_cast<int>(std::floor(x[2]))};
-  for (int m = 0; m < 8; ++m) {
-    const int z = f[0] + ((m >> 2) & 1), y = f[1] + ((m >> 1) & 1), xx = f[2] + (m & 1);
-    if (z < 0 || z >= S[0] || y < 0 || y >= S[1] || xx < 0 || xx >= S[2]) continue;
-    const double w = (((m >> 2) & 1) ? x[0] - f[0] : f[0] + 1 - x[0]) *
-                     (((m >> 1) & 1) ? x[1] - f[1] : f[1] + 1 - x[1]) * ((m & 1) ? x[2] - f[2] : f[2] + 1 - x[2]);
-    const int l = seg[(static_cast<int64_t>(z) * S[1] + y) * S[2] + xx];
-    bool found = false;
-    for (auto& e : acc)
-      if (e.first == l) {
-        e.second += 1000.0 * w;
-        found = true;
-      }
-    if (!found) acc.push_back({l, 1000.0 * w});
-  }
-  if (acc.size() < 2) return false;
-  std::sort(acc.begin(), acc.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  return acc[0].second - acc[1].second <= 1.0;  // within ~2 fp16 ulps at 256..1024
+  double u[3];
+  for (int d = 0; d < 3; ++d)
+    u[d] = p.matrix[3 * d] * g[0] + p.matrix[3 * d + 1] * g[1] + p.matrix[3 * d + 2] * g[2] + p.shift[d];
+  return augmentd::testing::LabelVoteNearTie(seg, S, u);
 }
 
 float HalfBitsToFloat(uint16_t h, OutDType dt) {

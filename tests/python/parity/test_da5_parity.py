@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from bgv2_ref import (apply_bgv2, assert_float_parity, augmentd_apply, build_bgv2, draw_bgv2_params, make_image,
-                      make_seg, params_to_json)
+from bgv2_ref import (apply_bgv2, assert_float_parity, augmentd_apply, build_bgv2, check_image_parity,
+                      draw_bgv2_params, make_image, make_seg, params_to_json, shape_channel_cases)
 
 SHAPES = {
     "iso": (24, 24, 24),
@@ -25,29 +25,10 @@ SEEDS = (1, 2, 3, 4)
 
 
 def _cases(shapes=SHAPES):
-    for shape_name in shapes:
-        for c in CHANNELS:
-            yield pytest.param(shape_name, c, id=f"{shape_name}-{c}ch")
+    return shape_channel_cases(shapes, CHANNELS)
 
 
-def _run(capi, kind, config, params, image):
-    """bgv2 and augmentd outputs for injected bgv2 ``params``."""
-    transform = build_bgv2(kind, config)
-    ref = apply_bgv2(transform, params, image=image)["image"]
-    j, out = augmentd_apply(capi, kind, config, params_to_json(kind, params), image=image)
-    assert "image" in out, f"augmentd returned no image tensor (got {sorted(out)})"
-    return out["image"], ref, j
-
-
-def _check(capi, kind, config, params, image, exact=False, what=""):
-    ours, ref, _ = _run(capi, kind, config, params, image)
-    if exact:
-        assert ours.dtype == ref.dtype and ours.shape == ref.shape, f"{ours.dtype}{ours.shape} vs {ref.dtype}{ref.shape}"
-        bad = np.argwhere(ours != ref)
-        assert len(bad) == 0, f"{kind} {what}: {len(bad)} voxels differ, e.g. {bad[:3].tolist()}"
-    else:
-        assert_float_parity(ours, ref, what=f"{kind} {what}")
-    return ours, ref
+_check = check_image_parity
 
 
 def _da5_rectangle_config(shape):
@@ -286,8 +267,7 @@ def test_local_gamma_parity(capi, shape_name, channels, cfg_name):
 
 def _check_image_and_seg(capi, kind, config, params, image, seg):
     ref = apply_bgv2(build_bgv2(kind, config), params, image=image, seg=seg)
-    _, out = capi.run({"op": "apply_transform", "transform": {"kind": kind, "config": config},
-                       "params": params_to_json(kind, params)}, image=image, seg=seg)
+    _, out = augmentd_apply(capi, kind, config, params_to_json(kind, params), image=image, seg=seg)
     for key in ("image", "seg"):
         assert out[key].dtype == ref[key].dtype and out[key].shape == ref[key].shape, key
         np.testing.assert_array_equal(out[key], ref[key], err_msg=f"{kind} {key} params {params}")

@@ -15,8 +15,8 @@ import pytest
 import torch
 from scipy import stats
 
-from bgv2_ref import (NNUNET_CONFIGS, apply_bgv2, assert_float_parity, augmentd_apply, build_bgv2,
-                      draw_bgv2_params, make_image, params_to_json)
+from bgv2_ref import (NNUNET_CONFIGS, apply_bgv2, augmentd_apply, build_bgv2, check_image_parity, draw_bgv2_params,
+                      make_image, params_to_json, shape_channel_cases)
 
 SHAPES = {
     "iso": (32, 32, 32),
@@ -26,9 +26,7 @@ CHANNELS = (1, 4)
 
 
 def _cases():
-    for shape_name in SHAPES:
-        for c in CHANNELS:
-            yield pytest.param(shape_name, c, id=f"{shape_name}-{c}ch")
+    return shape_channel_cases(SHAPES, CHANNELS)
 
 
 def _params_with_some_channel(transform, image, seed0, key, want_nonempty=True, tries=50):
@@ -42,13 +40,7 @@ def _params_with_some_channel(transform, image, seed0, key, want_nonempty=True, 
     raise AssertionError("could not draw the wanted channel selection")
 
 
-def _check(capi, kind, config, params, image, what="image"):
-    transform = build_bgv2(kind, config)
-    ref = apply_bgv2(transform, params, image=image)["image"]
-    _, out = augmentd_apply(capi, kind, config, params_to_json(kind, params), image=image)
-    assert "image" in out, f"augmentd returned no image tensor (got {sorted(out)})"
-    assert_float_parity(out["image"], ref, what=f"{kind} {what}")
-    return out["image"], ref
+_check = check_image_parity
 
 
 # ------------------------------------------------------------------------------------------------ blur
@@ -259,8 +251,7 @@ def test_constant_and_wide_range_channels(capi, cfg_name):
 # ------------------------------------------------------------------------------------------------ gaussian noise
 
 def _noise_request(config, params_json, image, capi):
-    req = {"op": "apply_transform", "transform": {"kind": "gaussian_noise", "config": config}, "params": params_json}
-    _, out = capi.run(req, image=image)
+    _, out = augmentd_apply(capi, "gaussian_noise", config, params_json, image=image)
     return out["image"]
 
 
