@@ -50,6 +50,7 @@ absl::StatusOr<ProducedBatch> Session::ProduceDatasetBatch(uint64_t batch_index)
   options.first_sample_index = batch_index * settings_.batch_size;
   options.num_threads = settings_.threads_per_batch;
   options.image_dtype = settings_.image_dtype;
+  options.device = settings_.device.name;  // "cpu" or "cuda:N" (OpenSession checked coverage)
   const absl::Time compute_start = absl::Now();
   absl::StatusOr<BatchResult> result = AugmentBatch(settings_.pipeline, input, options);
   if (!result.ok()) return result.status();
@@ -99,6 +100,7 @@ absl::StatusOr<ProducedBatch> Session::AugmentPatches(uint64_t batch_index, cons
   options.first_sample_index = batch_index * settings_.batch_size;
   options.num_threads = settings_.threads_per_batch;
   options.image_dtype = settings_.image_dtype;
+  options.device = settings_.device.name;  // "cpu" or "cuda:N" (OpenSession checked coverage)
   const absl::Time start = absl::Now();
   absl::StatusOr<BatchResult> result = AugmentBatch(settings_.pipeline, BatchInput{image, seg}, options);
   if (!result.ok()) return result.status();

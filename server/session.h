@@ -51,7 +51,7 @@ struct SessionSettings {
   uint64_t start_batch_index = 0;
   DType image_dtype = DType::kFloat32;
   std::optional<DType> label_dtype;      // nullopt: the engine's own (int16, bool for regions)
-  DeviceInfo device;                     // where it runs (the CPU until the CUDA engine is wired in)
+  DeviceInfo device;                     // where it runs: cpu, or cuda:N when the CUDA engine covers the pipeline
   std::string requested_device;          // what the client asked for ("" = server default)
   int threads_per_batch = 1;             // AugmentBatch RunOptions::num_threads
   // Dataset mode: the loader (sampler + dataset); null in patch mode.

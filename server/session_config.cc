@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "augment/cuda_engine.h"
 #include "augment/dataset/nnunet_dataset.h"
 #include "augment/dataset/path_guard.h"
 #include "augment/dataset/sampler.h"
@@ -175,7 +176,7 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     s.label_dtype = *t;
   }
 
-  // Device: resolved honestly; the CPU engine runs the session.
+  // Device: resolved here; whether the CUDA engine covers the pipeline is decided once the pipeline is built.
   s.requested_device = config.device();
   DeviceInfo requested = default_device;
   if (!config.device().empty()) {
@@ -186,10 +187,6 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
   absl::StatusOr<DeviceInfo> cpu = ResolveDevice("cpu");
   if (!cpu.ok()) return cpu.status();
   s.device = *cpu;
-  if (requested.kind == DeviceKind::kCuda) {
-    LogWarning("session=", id, " device ", requested.name,
-               " requested: the CUDA engine is not wired into sessions yet, running on the CPU engine");
-  }
 
   // Pipeline: a preset (expanded from the trainer configuration) or an explicit transform list.
   const v1::PipelineSpec& pipeline = config.pipeline();
@@ -262,6 +259,18 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     s.pipeline = *std::move(spec);
     if (tc->deep_supervision_scales.has_value()) {
       levels = std::max<int64_t>(1, static_cast<int64_t>(tc->deep_supervision_scales->size()));
+    }
+  }
+
+  // A CUDA device runs the session on the CUDA engine when its fused kernels cover the pipeline; otherwise the
+  // session runs on the CPU engine, says so in the log and reports `cpu` in the response (never pretends).
+  if (requested.kind == DeviceKind::kCuda) {
+    absl::Status covered = CudaAugmenter::Create(s.pipeline, requested.index).status();
+    if (covered.ok()) {
+      s.device = requested;
+    } else {
+      LogWarning("session=", id, " device ", requested.name, " requested, running on the CPU engine: ",
+                 covered.ToString());
     }
   }
 
