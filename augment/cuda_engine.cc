@@ -169,6 +169,7 @@ struct CudaAugmenter::Impl {
         return ju::Invalid("image_dtype", "must be a float dtype");
     }
     sh.remove_minus_one = plan.remove_minus_one ? 1 : 0;
+    sh.elastic = plan.elastic ? 1 : 0;
     if (plan.ds != nullptr) {
       const std::vector<int64_t> full = {sh.out[0], sh.out[1], sh.out[2]};
       const size_t levels = plan.ds->config().ds_scales.size();

@@ -17,14 +17,18 @@
 //   // ... cudaMalloc lay.image_bytes and lay.seg_bytes[k] (IPC slots) ...
 //   RETURN_IF_ERROR(aug->Run(in, out, opt, stream, &records));   // enqueued on `stream`, returns at once
 //
-// Coverage: nnU-Net's default chain, 3D, in the fused order spatial → gaussian_noise → gaussian_blur →
-// multiplicative_brightness → contrast → simulate_low_resolution → gamma (≤ 2) → mirror → mask_image →
-// remove_label(−1→0) → downsample_seg_for_ds (any sub-sequence of it). Everything else is UNIMPLEMENTED with a
-// message naming the transform and the option: elastic deformation, dummy-2D and 2D samples, regions, random_crop,
-// bg_style_seg_sampling, nearest modes, non-zero paddings other than the −1 seg border, contrast without
-// preserve_range, noise on a subset of channels or with per-channel σ, blur kernels > 17 taps, > 8 image
-// channels, more than one seg channel, image-only batches, and user orders that differ from the fused order.
-// No fallback to the CPU: a service that wants one calls AugmentBatch with device "cpu" itself.
+// Coverage: nnU-Net's default chain, 3D, in the fused order spatial (rotation, scaling and elastic deformation) →
+// gaussian_noise → gaussian_blur → multiplicative_brightness → contrast → simulate_low_resolution → gamma (≤ 2) →
+// mirror → mask_image → remove_label(−1→0) → downsample_seg_for_ds (any sub-sequence of it). Elastic deformation
+// (bgv2 semantics: smoothed random displacement, magnitude, centring) is generated on the device from the drawn
+// recipe (SpatialParams::elastic; patch axes ≤ 512), equal to the CPU engine's field within float rounding.
+// Everything else is UNIMPLEMENTED with a message naming the transform and the option: nnUNetTrainerDA5's
+// transforms (rot90, transpose_axes, median_filter, brightness_additive, blank_rectangle, brightness_gradient_additive,
+// local_gamma, sharpening, rician_noise: preset nnunet_da5 runs on "cpu"), injected elastic offsets, dummy-2D and
+// 2D samples, regions, random_crop, bg_style_seg_sampling, nearest modes, non-zero paddings other than the −1 seg
+// border, contrast without preserve_range, noise on a subset of channels or with per-channel σ, blur kernels > 17
+// taps, > 8 image channels, more than one seg channel, image-only batches, and user orders that differ from the
+// fused order. No fallback to the CPU: a service that wants one calls AugmentBatch with device "cpu" itself.
 //
 // Errors: absl::Status; INVALID_ARGUMENT naming the field; RESOURCE_EXHAUSTED when device/pinned memory runs
 // out; INTERNAL for any other CUDA error (the CUDA error name is in the message); FAILED_PRECONDITION in builds

@@ -42,6 +42,8 @@ struct Case {
   bool ignore_label = false;  // an extra label value = ignore label (nnU-Net keeps it as a plain label without regions)
   bool mask = false;          // use_mask_for_norm on channel 0 (MaskImageTransform) + -1 regions in the input seg
   DType out_dtype = DType::kFloat32;
+  double p_elastic = 0;       // spatial p_elastic_deform (1 with all_on)
+  double elastic_magnitude = 0;  // > 0: magnitude U(0.5·m, m) pixels instead of bgv2's default U(0, 0.2)
 };
 
 PipelineSpec MakeSpec(const Case& cs) {
@@ -56,15 +58,18 @@ PipelineSpec MakeSpec(const Case& cs) {
   }
   auto spec = NnunetDefaultPipeline(tc);
   EXPECT_TRUE(spec.ok()) << spec.status();
-  if (cs.all_on) {
-    for (TransformSpec& ts : spec->transforms) {
-      ts.apply_probability = 1.0;
-      if (ts.kind == TransformKind::kSpatial) {
-        SpatialConfig c = static_cast<const SpatialTransform&>(*ts.transform).config();
+  for (TransformSpec& ts : spec->transforms) {
+    if (cs.all_on) ts.apply_probability = 1.0;
+    if (ts.kind == TransformKind::kSpatial) {
+      SpatialConfig c = static_cast<const SpatialTransform&>(*ts.transform).config();
+      if (cs.all_on) {
         c.p_rotation = 1;
         c.p_scaling = 1;
-        ts.transform = *SpatialTransform::Create(c);
       }
+      c.p_elastic_deform = cs.p_elastic;
+      if (cs.elastic_magnitude > 0)
+        c.elastic_deform_magnitude = RandomScalar::Uniform(0.5 * cs.elastic_magnitude, cs.elastic_magnitude);
+      ts.transform = *SpatialTransform::Create(c);
     }
   }
   return *spec;
@@ -120,22 +125,45 @@ int MirrorMaskOf(const SampleRecord& r) {
   return m;
 }
 
+// The CPU's elastic offsets of one sample and the mean they shift the grid by (materialised once, on demand).
+struct ElasticGeometry {
+  bool ready = false;
+  std::vector<float> offsets;  // (P, 3)
+  double mean[3] = {0, 0, 0};
+};
+
 // Is output voxel o (post-mirror) of this sample an fp16 near-tie of the label vote, or on the (swapped-axis)
-// out-of-bounds threshold? Mirrors the kernel test's rule with the sample's own float32 affine.
+// out-of-bounds threshold? Mirrors the kernel test's rule with the sample's own float32 affine (and elastic offsets).
 bool ExplainedByTie(const SampleRecord& r, const int16_t* seg, const std::vector<int64_t>& S,
-                    const std::vector<int64_t>& P, int64_t o) {
+                    const std::vector<int64_t>& P, int64_t o, const PipelineSpec& spec, ElasticGeometry& el) {
   const SpatialParams* sp = SpatialOf(r);
-  if (sp == nullptr || !sp->affine) return false;  // crop: must be exact
+  if (sp == nullptr || (!sp->affine && !sp->elastic)) return false;  // crop: must be exact
+  const auto& tr = static_cast<const SpatialTransform&>(*spec.transforms[0].transform);
+  double A[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  for (int i = 0; sp->affine && i < 9; ++i) A[i] = static_cast<float>((*sp->affine)[i]);
+  const int64_t n = P[0] * P[1] * P[2];
+  if (sp->elastic && !el.ready) {
+    el.offsets = tr.ElasticOffsets(*sp);
+    if (tr.config().center_deformation) {
+      double m[3] = {0, 0, 0};
+      for (int64_t v = 0; v < n; ++v)
+        for (int e = 0; e < 3; ++e) m[e] += el.offsets[v * 3 + e];
+      for (int d = 0; d < 3; ++d)
+        for (int e = 0; e < 3; ++e) el.mean[d] += A[3 * d + e] * m[e] / static_cast<double>(n);
+    }
+    el.ready = true;
+  }
   const int mm = MirrorMaskOf(r);
   int64_t jo[3] = {o / (P[1] * P[2]), (o / P[2]) % P[1], o % P[2]};
   for (int d = 0; d < 3; ++d)
     if (mm & (1 << d)) jo[d] = P[d] - 1 - jo[d];
+  const int64_t v = (jo[0] * P[1] + jo[1]) * P[2] + jo[2];
   double g[3], u[3];
-  for (int d = 0; d < 3; ++d) g[d] = jo[d] - 0.5 * (P[d] - 1);
+  for (int d = 0; d < 3; ++d) g[d] = jo[d] - 0.5 * (P[d] - 1) + (sp->elastic ? el.offsets[v * 3 + d] : 0.0);
   for (int d = 0; d < 3; ++d) {
     u[d] = 0;
-    for (int e = 0; e < 3; ++e) u[d] += static_cast<double>(static_cast<float>((*sp->affine)[3 * d + e])) * g[e];
-    u[d] += sp->center_location_in_pixels[d] - S[d] / 2.0;
+    for (int e = 0; e < 3; ++e) u[d] += A[3 * d + e] * g[e];
+    u[d] += sp->center_location_in_pixels[d] - S[d] / 2.0 - el.mean[d];
   }
   return augmentd::testing::LabelVoteNearTie(seg, S.data(), u);
 }
@@ -171,8 +199,23 @@ void RunCase(const Case& cs) {
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   ASSERT_EQ(gpu->image.shape(), cpu->image.shape());
   ASSERT_EQ(gpu->seg.size(), cpu->seg.size());
-  // Same parameters drawn.
-  EXPECT_EQ(gpu->ParamsJson(spec), cpu->ParamsJson(spec));
+  // Same parameters drawn (JSON materialises elastic offsets: only for small patches; the recipes always).
+  const int64_t patch_n = cs.patch[0] * cs.patch[1] * cs.patch[2];
+  if (cs.p_elastic == 0 || patch_n <= 32768) {
+    EXPECT_EQ(gpu->ParamsJson(spec), cpu->ParamsJson(spec));
+  }
+  for (int b = 0; b < cs.B; ++b) {
+    const SpatialParams* c = SpatialOf(cpu->samples[b]);
+    const SpatialParams* k = SpatialOf(gpu->samples[b]);
+    ASSERT_EQ(c == nullptr, k == nullptr);
+    if (c == nullptr) continue;
+    ASSERT_EQ(c->elastic.has_value(), k->elastic.has_value());
+    if (c->elastic) {
+      EXPECT_EQ(c->elastic->sigma, k->elastic->sigma);
+      EXPECT_EQ(c->elastic->magnitude, k->elastic->magnitude);
+      EXPECT_EQ(c->elastic->sample_index, k->elastic->sample_index);
+    }
+  }
 
   const std::vector<int64_t> P(cpu->image.shape().begin() + 2, cpu->image.shape().end());
   const int64_t out_n = P[0] * P[1] * P[2], in_n = S[0] * S[1] * S[2];
@@ -184,11 +227,12 @@ void RunCase(const Case& cs) {
     const int16_t* cs0 = cpu->seg[0].data<int16_t>() + b * out_n;
     const int16_t* gs0 = gpu->seg[0].data<int16_t>() + b * out_n;
     std::vector<uint8_t> differ(out_n, 0);
+    ElasticGeometry el;
     for (int64_t o = 0; o < out_n; ++o) {
       if (cs0[o] == gs0[o]) continue;
       ++seg_mismatch;
       differ[o] = 1;
-      if (!ExplainedByTie(rec, in_seg, S, P, o)) {
+      if (!ExplainedByTie(rec, in_seg, S, P, o, spec, el)) {
         if (unexplained < 5) std::printf("  b=%d voxel %lld: cuda %d cpu %d\n", b, (long long)o, gs0[o], cs0[o]);
         ++unexplained;
       }
@@ -228,7 +272,7 @@ void RunCase(const Case& cs) {
         if (cs.out_dtype == DType::kBFloat16) tol += std::fabs(r) / 128;
         if (!(err <= tol)) {
           // A vote tie between -1 and a label flips the mask (labels then agree after -1 -> 0).
-          if (cs.mask && c == 0 && (differ[o] || ExplainedByTie(rec, in_seg, S, P, o))) continue;
+          if (cs.mask && c == 0 && (differ[o] || ExplainedByTie(rec, in_seg, S, P, o, spec, el))) continue;
           if (float_bad < 5) std::printf("  b=%d c=%d o=%lld: cuda %g cpu %g\n", b, c, (long long)o, k, r);
           ++float_bad;
         }
@@ -298,6 +342,30 @@ TEST(CudaEngine, HalfPrecisionOutputs) {
   RunCase(c);
   c.name = "all-on-bf16";
   c.out_dtype = DType::kBFloat16;
+  RunCase(c);
+}
+
+// Elastic deformation on the device vs the CPU engine's field (bgv2 semantics): alone and with rotation/scaling,
+// default and larger magnitudes, odd and anisotropic patches, B = 1, 2, 8, 1 and 4 channels.
+TEST(CudaEngine, ElasticDeformation) {
+  for (int B : {1, 2, 8})
+    for (int C : {1, 4}) {
+      Case c = Make("elastic-all-on", {25, 31, 27}, B, C, 4, true);
+      c.p_elastic = 1;
+      c.elastic_magnitude = B == 2 ? 0 : 3.0;
+      RunCase(c);
+    }
+  Case c = Make("elastic-only-odd", {17, 23, 19}, 2, 1, 8, false);
+  c.p_elastic = 1;
+  c.elastic_magnitude = 5.0;
+  RunCase(c);
+  c = Make("elastic-default-p-aniso", {24, 48, 40}, 8, 4, 4, false);
+  c.p_elastic = 0.5;
+  c.elastic_magnitude = 2.0;
+  RunCase(c);
+  c = Make("elastic-all-on-128", {128, 128, 128}, 2, 1, 4, true);
+  c.p_elastic = 1;
+  c.elastic_magnitude = 4.0;
   RunCase(c);
 }
 
@@ -388,13 +456,24 @@ TEST(CudaEngine, CoverageErrors) {
   EXPECT_NE(r.status().message().find("dummy-2D"), std::string::npos) << r.status();
 
   Case cs;
-  PipelineSpec el = MakeSpec(cs);
-  SpatialConfig c = static_cast<const SpatialTransform&>(*el.transforms[0].transform).config();
+  TrainerConfig t3;
+  t3.patch_size = {16, 600, 600};  // elastic fields are limited to axes <= 512
+  auto big = NnunetDefaultPipeline(t3);
+  ASSERT_TRUE(big.ok());
+  SpatialConfig c = static_cast<const SpatialTransform&>(*big->transforms[0].transform).config();
   c.p_elastic_deform = 0.2;
-  el.transforms[0].transform = *SpatialTransform::Create(c);
-  r = CudaAugmenter::Create(el, 0);
+  c.dummy_2d = false;
+  c.patch_size = {16, 600, 600};
+  big->transforms[0].transform = *SpatialTransform::Create(c);
+  r = CudaAugmenter::Create(*big, 0);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(r.status().message().find("elastic"), std::string::npos) << r.status();
+
+  auto da5 = NnunetDa5Pipeline(tc);  // DA5's extra transforms have no kernels yet
+  ASSERT_TRUE(da5.ok()) << da5.status();
+  r = CudaAugmenter::Create(*da5, 0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("run it on device \"cpu\""), std::string::npos) << r.status();
 
   PipelineSpec order = MakeSpec(cs);
   std::swap(order.transforms[1], order.transforms[2]);  // blur before noise

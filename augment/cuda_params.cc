@@ -1,6 +1,7 @@
 // CUDA engine parameter translation (cuda_params.h). Translation rules (reference §4, bgv2 0.3.5):
 //   spatial   A = Rz·Ry·Rx·diag(s) (float64 from SpatialTransform::AffineMatrix, rounded to float32 like
-//             torch.Tensor(affine)); shift = float32(centre − S/2); use_crop when neither rotation nor scale drawn.
+//             torch.Tensor(affine)); shift = float32(centre − S/2); use_crop when neither rotation, scale nor
+//             deformation drawn; a drawn deformation passes its recipe (seed, σ, magnitude per component).
 //   noise     σ and the key of GaussianNoiseParams (all channels, one σ: synchronize_channels, p_per_channel 1).
 //   blur / brightness / contrast / gamma   per selected channel (the i-th gamma transform fills slot i).
 //   low-res   shape_d = round_half_even(P_d · float32 scale_d), as SimulateLowResolutionTransform::Apply.
@@ -69,7 +70,14 @@ absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec) {
         const SpatialConfig& c = sp->config();
         if (c.dummy_2d) return Unimplemented(name, t, "dummy-2D augmentation");
         if (c.patch_size.size() != 3) return Unimplemented(name, t, "2D patch sizes (the kernels are 3D)");
-        if (c.p_elastic_deform > 0) return Unimplemented(name, t, "elastic deformation (p_elastic_deform > 0)");
+        if (c.p_elastic_deform > 0) {
+          for (int64_t v : c.patch_size) {
+            if (v > cuda::kMaxElasticAxis)
+              return Unimplemented(name, t,
+                                   absl::StrCat("elastic deformation of patch axes > ", cuda::kMaxElasticAxis));
+          }
+          plan.elastic = true;
+        }
         if (c.random_crop) return Unimplemented(name, t, "random_crop");
         if (c.bg_style_seg_sampling) return Unimplemented(name, t, "bg_style_seg_sampling=True");
         if (c.mode_seg != "bilinear" || c.mode_image != "bilinear")
@@ -201,10 +209,24 @@ absl::Status TranslateSample(const PipelineSpec& spec, const CudaPlan& plan, con
         const auto& p = static_cast<const SpatialParams&>(tp);
         if (p.ndim != 3 || p.center_location_in_pixels.size() != 3) return bad("expected 3D parameters");
         if (p.elastic_offsets) return Unimplemented(name, t, "elastic offsets (injected)");
-        if (p.affine) {
-          if (p.affine->size() != 9) return bad("affine must be 3x3");
-          sp.use_crop = 0;
-          for (int i = 0; i < 9; ++i) sp.matrix[i] = static_cast<float>((*p.affine)[i]);
+        if (p.elastic) {
+          const SpatialParams::ElasticRecipe& r = *p.elastic;
+          if (r.sigma.size() != 3 || r.magnitude.size() != 3) return bad("expected 3 elastic components");
+          sp.elastic = 1;
+          sp.elastic_center = plan.spatial->config().center_deformation ? 1 : 0;
+          sp.elastic_seed = r.seed;
+          sp.elastic_sample_index = r.sample_index;
+          sp.elastic_transform_index = r.transform_index;
+          for (int d = 0; d < 3; ++d) {
+            if (!std::isfinite(r.sigma[d]) || !std::isfinite(r.magnitude[d])) return bad("elastic recipe not finite");
+            sp.elastic_sigma[d] = r.sigma[d];
+            sp.elastic_magnitude[d] = static_cast<float>(std::max(r.magnitude[d], 1e-8));  // as the CPU rescales
+          }
+        }
+        if (p.affine && p.affine->size() != 9) return bad("affine must be 3x3");
+        if (p.affine || p.elastic) {
+          sp.use_crop = 0;  // identity A when only the deformation was drawn (1·p + 0·q is exact)
+          for (int i = 0; p.affine && i < 9; ++i) sp.matrix[i] = static_cast<float>((*p.affine)[i]);
           for (int d = 0; d < 3; ++d) {
             sp.shift[d] = static_cast<float>(p.center_location_in_pixels[d] - static_cast<double>(sh.in[d]) / 2.0);
           }

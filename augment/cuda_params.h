@@ -24,13 +24,15 @@ struct CudaPlan {
   const DownsampleSegForDsTransform* ds = nullptr;
   bool remove_minus_one = false;
   bool border_minus_one = true;
+  bool elastic = false;  // the spatial transform may deform elastically (fields generated on the device)
 };
 
 // UNIMPLEMENTED naming the first transform (index, kind, option) the kernels do not cover, or the plan.
 absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec);
 
 // Fills `sp` from one sample's record (every transform drawn by DrawSampleParams) for batch shape `sh`.
-// UNIMPLEMENTED for parameters the kernels cannot express (e.g. injected elastic offsets), INVALID_ARGUMENT for
+// UNIMPLEMENTED for parameters the kernels cannot express (e.g. injected elastic offsets: the device regenerates the
+// field from its recipe, SpatialParams::elastic), INVALID_ARGUMENT for
 // malformed ones.
 absl::Status TranslateSample(const PipelineSpec& spec, const CudaPlan& plan, const SampleRecord& rec,
                              const cuda::BatchShape& sh, cuda::SampleParams& sp);

@@ -1,6 +1,6 @@
 // bench/cuda_pipeline_bench.cc — times augmentd's CUDA kernel layer (augment/kernels/cuda) on one GPU.
 //
-//   cuda_pipeline_bench [--json out.jsonl] [--iters N]
+//   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE]
 //
 // For B in {2, 8}, C in {1, 4}, patches 128³ (from 205³) and 80×160×160 (from 175×257×210, the
 // initial_patch_size formula of reference §2.2), and modes
@@ -8,6 +8,8 @@
 //               brightness, contrast, low-res, both gammas, mirroring on all axes, DS targets)
 //   default-p   nnU-Net's default probabilities (16 parameter batches, rotated)
 //   spatial     rotation + scaling only (the floor set by the spatial kernel)
+//   all-on+elastic  all-on plus elastic deformation (fields generated on the device, bgv2's default σ/magnitude)
+//   only-X      rotation + scaling + transform X on every sample and channel (B=2, C=1): X's cost = time − spatial
 // it reports the median over iterations of CUDA-event times: eager launches (parameter upload from pinned
 // memory included) and CUDA-graph replay; samples/s; bytes (input read once + outputs written once) over
 // time against a measured device-to-device copy; device memory held (inputs, outputs, workspace).
@@ -54,10 +56,22 @@ double BGContrast(std::mt19937_64& g, double lo, double hi) {
 
 struct Probs {
   double rot, scale, noise, blur, blur_ch, bright, contrast, lowres, lowres_ch, g0, g1, mirror;
+  double elastic = 0;  // elastic deformation (σ = U(0, 0.2)·P, magnitude U(0, 0.2): bgv2's defaults)
 };
 constexpr Probs kDefault{0.2, 0.2, 0.1, 0.2, 0.5, 0.15, 0.15, 0.25, 0.5, 0.1, 0.3, 0.5};
 constexpr Probs kAllOn{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+constexpr Probs kAllOnElastic{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 constexpr Probs kSpatial{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+// Per-transform costs (issue 10): rotation + scaling plus one transform on every sample and channel; the
+// transform's cost is the difference to "spatial".
+constexpr Probs kOnlyElastic{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+constexpr Probs kOnlyNoise{1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+constexpr Probs kOnlyBlur{1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+constexpr Probs kOnlyBright{1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+constexpr Probs kOnlyContrast{1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
+constexpr Probs kOnlyLowRes{1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0};
+constexpr Probs kOnlyGamma{1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
+constexpr Probs kOnlyMirror{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
 SampleParams Draw(std::mt19937_64& g, const Probs& pr, const BatchShape& sh, uint64_t index) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -88,6 +102,17 @@ SampleParams Draw(std::mt19937_64& g, const Probs& pr, const BatchShape& sh, uin
   p.sample_index = index;
   p.noise_transform_index = 3;
   if (u(g) < pr.noise) p.noise_sigma = static_cast<float>(0.1 * u(g) + 1e-3);
+  if (u(g) < pr.elastic) {
+    p.elastic = 1;
+    p.use_crop = 0;
+    p.elastic_seed = 99;
+    p.elastic_sample_index = index;
+    p.elastic_transform_index = 0;
+    for (int d = 0; d < 3; ++d) {
+      p.elastic_sigma[d] = 0.2 * u(g) * sh.out[d];
+      p.elastic_magnitude[d] = static_cast<float>(std::max(0.2 * u(g), 1e-8));
+    }
+  }
   const bool blur = u(g) < pr.blur, bright = u(g) < pr.bright, contrast = u(g) < pr.contrast, lowres = u(g) < pr.lowres,
              g0 = u(g) < pr.g0, g1 = u(g) < pr.g1;
   for (int c = 0; c < sh.channels; ++c) {
@@ -149,6 +174,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     sh.in[d] = S[d];
     sh.out[d] = P[d];
   }
+  sh.elastic = pr.elastic > 0 ? 1 : 0;
   for (double s : {0.5, 0.25, 0.125, 0.0625}) {
     for (int d = 0; d < 3; ++d) sh.ds[sh.num_ds][d] = std::max(1, augmentd::cuda::RoundHalfEven(P[d] * s));
     ++sh.num_ds;
@@ -266,12 +292,14 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json, only;  // --only MODE:B:C:SHAPE (e.g. all-on:2:1:0) runs one configuration (profiling)
+  // --only MODE:B:C:SHAPE (e.g. all-on:2:1:0) runs one configuration (profiling); --modes a,b,c limits the modes.
+  std::string json, only, modes;
   int iters = 200;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    if (!std::strcmp(argv[i], "--modes") && i + 1 < argc) modes = "," + std::string(argv[++i]) + ",";
   }
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
@@ -289,18 +317,25 @@ int main(int argc, char** argv) {
   const int S2[3] = {175, 257, 210}, P2[3] = {80, 160, 160};
   std::vector<Result> res;
   for (const auto& [mode, pr] :
-       {std::pair<const char*, Probs>{"all-on", kAllOn}, {"default-p", kDefault}, {"spatial", kSpatial}}) {
+       {std::pair<const char*, Probs>{"all-on", kAllOn}, {"default-p", kDefault}, {"spatial", kSpatial},
+        {"all-on+elastic", kAllOnElastic}, {"only-elastic", kOnlyElastic}, {"only-noise", kOnlyNoise},
+        {"only-blur", kOnlyBlur}, {"only-brightness", kOnlyBright}, {"only-contrast", kOnlyContrast},
+        {"only-lowres", kOnlyLowRes}, {"only-gamma", kOnlyGamma}, {"only-mirror", kOnlyMirror}}) {
+    const std::string m(mode);
+    if (!modes.empty() && modes.find("," + m + ",") == std::string::npos) continue;
+    const bool per_transform = m.rfind("only-", 0) == 0;
     for (int shape = 0; shape < 2; ++shape)
       for (int B : {2, 8})
         for (int C : {1, 4}) {
-          if (std::string(mode) == "spatial" && C == 4) continue;
+          if ((m == "spatial" || per_transform) && C == 4) continue;
+          if (per_transform && B == 8) continue;
           if (!only.empty() && only != std::string(mode) + ":" + std::to_string(B) + ":" + std::to_string(C) + ":" +
                                            std::to_string(shape))
             continue;
           res.push_back(RunOne(mode, pr, B, C, shape ? S2 : S1, shape ? P2 : P1, iters, st));
           const Result& r = res.back();
           std::printf(
-              "%-9s B=%d C=%d %-22s eager %.4f ms  graph %.4f ms  %.0f samples/s  %.0f GB/s (%.0f%% of copy)"
+              "%-15s B=%d C=%d %-22s eager %.4f ms  graph %.4f ms  %.0f samples/s  %.0f GB/s (%.0f%% of copy)"
               "  mem %.0f MiB (workspace %.0f)\n",
               r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph,
               r.B / (std::min(r.ms_eager, r.ms_graph) * 1e-3),

@@ -1,6 +1,7 @@
 #include "server/adapter.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/ascii.h"
@@ -32,6 +33,9 @@ v1::ServerLimits ToProto(const ServerLimitsOptions& limits) {
   out.set_max_session_memory_bytes(limits.max_session_memory_bytes);
   out.set_max_streams_per_session(limits.max_streams_per_session);
   out.set_client_shared_memory_allowed(limits.allow_client_shared_memory);
+  out.set_device_memory_budget_bytes(limits.device_memory_budget_bytes);
+  out.set_max_inflight_batches_per_session(limits.max_inflight_batches_per_session);
+  out.set_max_inflight_bytes_per_session(limits.max_inflight_bytes_per_session);
   return out;
 }
 
@@ -125,8 +129,8 @@ std::string PresetName(v1::Preset preset) {
 }
 
 std::vector<v1::Preset> EnginePresets() {
-  // augment/pipeline.h: PresetPipeline() knows "nnunet_default" and "nnunet_validation".
-  return {v1::PRESET_NNUNET_DEFAULT, v1::PRESET_NNUNET_VALIDATION};
+  // augment/pipeline.h: PresetPipeline() knows "nnunet_default", "nnunet_da5" and "nnunet_validation".
+  return {v1::PRESET_NNUNET_DEFAULT, v1::PRESET_NNUNET_DA5, v1::PRESET_NNUNET_VALIDATION};
 }
 
 std::vector<std::string> EngineTransformNames() { return RegisteredTransformNames(); }
@@ -186,7 +190,8 @@ v1::DType ToProto(DType dtype) {
   return v1::DTYPE_UNSPECIFIED;
 }
 
-absl::StatusOr<TensorView> TensorViewFromProto(const v1::Tensor& tensor, const std::string& field) {
+absl::StatusOr<TensorView> TensorLayoutFromProto(const v1::Tensor& tensor, const std::string& field,
+                                                 uint64_t* byte_size) {
   absl::StatusOr<DType> dtype = DTypeFromProto(tensor.dtype(), absl::StrCat(field, ".dtype"));
   if (!dtype.ok()) return dtype.status();
   TensorView view;
@@ -199,23 +204,30 @@ absl::StatusOr<TensorView> TensorViewFromProto(const v1::Tensor& tensor, const s
     elements *= static_cast<uint64_t>(d);
     view.shape.push_back(d);
   }
+  *byte_size = elements * DTypeSize(*dtype);
+  return view;
+}
+
+absl::StatusOr<TensorView> TensorViewFromProto(const v1::Tensor& tensor, const std::string& field) {
+  uint64_t expected = 0;
+  absl::StatusOr<TensorView> view = TensorLayoutFromProto(tensor, field, &expected);
+  if (!view.ok()) return view.status();
   switch (tensor.storage_case()) {
     case v1::Tensor::kInlineData: {
-      const uint64_t expected = elements * DTypeSize(*dtype);
       if (tensor.inline_data().size() != expected) {
         return absl::InvalidArgumentError(absl::StrCat(field, ".inline_data: ", tensor.inline_data().size(),
-                                                       " bytes, but shape ", ShapeString(view.shape), " of ",
-                                                       std::string(DTypeName(*dtype)), " needs ", expected));
+                                                       " bytes, but shape ", ShapeString(view->shape), " of ",
+                                                       std::string(DTypeName(view->dtype)), " needs ", expected));
       }
-      view.data = tensor.inline_data().data();
+      view->data = tensor.inline_data().data();
       return view;
     }
     case v1::Tensor::kHostShm:
     case v1::Tensor::kCudaIpc:
-      return absl::UnimplementedError(
-          absl::StrCat(field, ": shared-memory and CUDA IPC inputs are not supported yet; send inline_data"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": a shared-memory / CUDA IPC reference needs a session with registered regions"));
     default:
-      return absl::InvalidArgumentError(absl::StrCat(field, ": no data (set inline_data)"));
+      return absl::InvalidArgumentError(absl::StrCat(field, ": no data (set inline_data, host_shm or cuda_ipc)"));
   }
 }
 
@@ -230,13 +242,9 @@ bool IsLabelDType(DType t) { return t == DType::kInt8 || t == DType::kInt16 || t
 
 }  // namespace
 
-absl::Status ToProto(const HostTensor& tensor, const std::string& name, DType out_dtype, v1::Tensor* out) {
-  out->set_name(std::string(name));
-  out->set_dtype(ToProto(out_dtype));
-  for (int64_t d : tensor.shape()) out->add_shape(d);
-  std::string* bytes = out->mutable_inline_data();
+absl::Status WriteConverted(const HostTensor& tensor, const std::string& name, DType out_dtype, void* dst) {
   if (out_dtype == tensor.dtype()) {
-    bytes->assign(static_cast<const char*>(tensor.raw_data()), tensor.nbytes());
+    std::memcpy(dst, tensor.raw_data(), tensor.nbytes());
     return absl::OkStatus();
   }
   if (!IsLabelDType(out_dtype) || !IsLabelDType(tensor.dtype())) {
@@ -244,8 +252,6 @@ absl::Status ToProto(const HostTensor& tensor, const std::string& name, DType ou
                                                    std::string(DTypeName(out_dtype))));
   }
   const int64_t n = tensor.numel();
-  bytes->resize(static_cast<size_t>(n) * DTypeSize(out_dtype));
-  void* dst = bytes->data();
   auto convert_from = [&](auto* src) {
     switch (out_dtype) {
       case DType::kInt8: ConvertLabels(src, n, static_cast<int8_t*>(dst)); break;
@@ -262,6 +268,15 @@ absl::Status ToProto(const HostTensor& tensor, const std::string& name, DType ou
     default: convert_from(tensor.data<uint8_t>()); break;
   }
   return absl::OkStatus();
+}
+
+absl::Status ToProto(const HostTensor& tensor, const std::string& name, DType out_dtype, v1::Tensor* out) {
+  out->set_name(std::string(name));
+  out->set_dtype(ToProto(out_dtype));
+  for (int64_t d : tensor.shape()) out->add_shape(d);
+  std::string* bytes = out->mutable_inline_data();
+  bytes->resize(static_cast<size_t>(tensor.numel()) * DTypeSize(out_dtype));
+  return WriteConverted(tensor, name, out_dtype, bytes->data());
 }
 
 absl::Status BatchResultToProto(const BatchResult& result, std::optional<DType> label_dtype, v1::Batch* batch) {

@@ -24,7 +24,7 @@
 
 namespace augmentd {
 
-namespace v1 = ::augmentd::v1;
+// (v1 names ::augmentd::v1 here already; an alias of the same name is an error for clang.)
 
 // Device description for GetServerInfo / OpenSessionResponse.
 v1::Device ToProto(const DeviceInfo& device);
@@ -77,11 +77,20 @@ absl::StatusOr<PipelineSpec> PipelineFromProto(const v1::PipelineSpec& spec);
 absl::StatusOr<DType> DTypeFromProto(v1::DType dtype, const std::string& field);
 v1::DType ToProto(DType dtype);
 
+// The dtype and shape of a request tensor (data left null) and its byte size prod(shape) * sizeof(dtype):
+// INVALID_ARGUMENT naming `field` for a missing/unsupported dtype or a negative / huge dimension.
+absl::StatusOr<TensorView> TensorLayoutFromProto(const v1::Tensor& tensor, const std::string& field,
+                                                 uint64_t* byte_size);
+
 // A read-only view of an inline request tensor (`field` names it in errors: "image", "segmentation"):
-// INVALID_ARGUMENT for a missing/unsupported dtype, a negative dimension, or inline_data whose size is not
-// prod(shape) * sizeof(dtype); UNIMPLEMENTED for shared-memory / CUDA IPC references (inline only for now).
-// The view points into `tensor`, which must outlive it.
+// TensorLayoutFromProto's errors, INVALID_ARGUMENT for inline_data whose size is not prod(shape) *
+// sizeof(dtype) or for shared-memory / CUDA IPC references (server/delivery.h ResolveInputTensor resolves those
+// against a session's registered regions). The view points into `tensor`, which must outlive it.
 absl::StatusOr<TensorView> TensorViewFromProto(const v1::Tensor& tensor, const std::string& field);
+
+// Writes `tensor` converted to `out_dtype` (labels: int16/int8/bool into int8/int16/bool; otherwise the same
+// dtype) into `dst`, which holds numel * DTypeSize(out_dtype) bytes. INVALID_ARGUMENT naming `name` otherwise.
+absl::Status WriteConverted(const HostTensor& tensor, const std::string& name, DType out_dtype, void* dst);
 
 // Copies an engine tensor into an inline proto tensor. `out_dtype` converts labels (int16/bool → int8 /
 // int16 / bool); images are produced by the engine in their final dtype. INVALID_ARGUMENT for a conversion

@@ -221,7 +221,7 @@ TEST(AdapterTest, InlineTensorViewsAreSizeChecked) {
   v1::Tensor shm;
   shm.set_dtype(v1::DTYPE_FLOAT32);
   shm.mutable_host_shm()->set_region("r");
-  EXPECT_EQ(TensorViewFromProto(shm, "image").status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(TensorViewFromProto(shm, "image").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(TensorViewFromProto(v1::Tensor(), "image").status().code(), absl::StatusCode::kInvalidArgument);
 }
 

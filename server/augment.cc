@@ -1,5 +1,6 @@
-// Augment: patch mode, one batch per call. Validates the session and the inline tensors on the gRPC thread
-// (cheap), augments on the executor, and finishes the call from there.
+// Augment: patch mode, one batch per call. Validates the session on the gRPC thread (cheap); the tensors (inline,
+// or references into the session's registered host shm / CUDA IPC input regions) are checked and augmented on
+// the executor, which finishes the call. The batch is always answered inline (slot delivery is StreamBatches').
 #include "server/adapter.h"
 #include "server/log.h"
 #include "server/service.h"
@@ -10,6 +11,7 @@ namespace augmentd {
 grpc::ServerUnaryReactor* AugmentServiceImpl::Augment(grpc::CallbackServerContext* context,
                                                       const v1::AugmentRequest* request,
                                                       v1::AugmentResponse* response) {
+  if (absl::Status auth = Authorize(*context); !auth.ok()) return Reject(context, auth);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto fail = [this, reactor](const absl::Status& status) {
     CountRejected();
@@ -22,15 +24,20 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::Augment(grpc::CallbackServerContex
     return fail(absl::FailedPreconditionError(
         absl::StrCat("session ", request->session_id(), " is in dataset mode: use StreamBatches")));
   }
-  absl::StatusOr<TensorView> image = TensorViewFromProto(request->image(), "image");
-  if (!image.ok()) return fail(image.status());
-  absl::StatusOr<TensorView> seg = TensorViewFromProto(request->segmentation(), "segmentation");
-  if (!seg.ok()) return fail(seg.status());
   std::shared_ptr<Session> s = *session;
-  executor_->Submit(s->id(), [this, reactor, request, response, s, image = *image, seg = *seg] {
+  // Tensor checks and the resolution of shared-memory / CUDA IPC references happen with the augmentation on the
+  // executor (Session::AugmentRequestPatches); the answer is always inline.
+  // Weighted fair queuing on the session's device pool; RESOURCE_EXHAUSTED naming max_inflight_*_per_session
+  // when the session already has too much queued (server/executor.h).
+  auto task = [this, reactor, request, response, s](const WorkerInfo& w) {
     const absl::Time start = absl::Now();
-    absl::StatusOr<ProducedBatch> batch = s->AugmentPatches(request->batch_index(), image, seg);
+    absl::StatusOr<ProducedBatch> batch = s->AugmentRequestPatches(*request);
+    if (batch.ok()) {
+      metrics_.ObserveBatch(s->id(), w.queued, absl::Microseconds(batch->load_us),
+                            absl::Microseconds(batch->compute_us));
+    }
     absl::StatusOr<v1::Batch> proto = batch.ok() ? s->MakeBatchProto(*batch) : batch.status();
+    if (proto.ok()) proto->mutable_timing()->set_queue_us(absl::ToInt64Microseconds(w.queued));
     if (!proto.ok()) {
       LogWarning("session=", s->id(), " batch=", request->batch_index(), " Augment failed: ", proto.status().ToString());
       CountRejected();
@@ -41,7 +48,9 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::Augment(grpc::CallbackServerContex
     s->RecordDelivered(request->batch_index(), response->ByteSizeLong(), absl::Now() - start);
     CountBatch();
     reactor->Finish(grpc::Status::OK);
-  });
+  };
+  absl::Status admitted = executor_->TrySubmit(BatchTask(*s, request->ByteSizeLong()), std::move(task));
+  if (!admitted.ok()) return fail(admitted);
   return reactor;
 }
 

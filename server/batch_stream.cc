@@ -1,5 +1,6 @@
 #include "server/batch_stream.h"
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "server/delivery.h"
 #include "server/log.h"
 #include "server/service.h"
 #include "server/session.h"
@@ -32,8 +34,10 @@ struct Action {
   bool write = false;
   bool finish = false;
   grpc::Status status;
-  std::vector<uint64_t> produce;  // batch indices to submit to the executor
+  std::vector<std::pair<uint64_t, std::optional<v1::SlotLease>>> produce;  // (batch index, its slot) to submit
 };
+
+std::atomic<uint64_t> next_stream_id{1};
 
 // Shared by the reactor and the executor tasks (which may outlive the reactor).
 struct StreamState {
@@ -51,10 +55,12 @@ struct StreamState {
   bool write_is_batch = false;
   std::optional<grpc::Status> error;  // finish with this once no write is outstanding
   std::shared_ptr<Session> session;
+  std::shared_ptr<SlotRing> slots;  // the session's output slots (HOST_SHM / CUDA_IPC); null for inline
+  const uint64_t stream_id = next_stream_id.fetch_add(1);  // slot owner id
   uint64_t next_produce = 0, next_send = 0, end_index = kNoEnd;
   uint32_t in_production = 0;
   uint64_t credits = 0;
-  std::map<uint64_t, Response> ready;  // produced, waiting for their turn and a credit
+  std::map<uint64_t, Response> ready;  // produced, waiting for their turn and a credit (slot: Batch.lease)
   std::map<uint64_t, absl::Time> produced_at;
   Response write_msg;
   uint64_t write_index = 0;
@@ -94,7 +100,12 @@ Action Pump(StreamState& st) {
   }
   if (!st.session_closed) {
     while (st.in_production + st.ready.size() < st.session->settings().prefetch_depth && st.next_produce < st.end_index) {
-      a.produce.push_back(st.next_produce++);
+      std::optional<v1::SlotLease> lease;
+      if (st.slots != nullptr) {
+        lease = st.slots->Acquire(st.stream_id);
+        if (!lease.has_value()) break;  // every slot is leased or in use: wait for a release (RingWaiter)
+      }
+      a.produce.emplace_back(st.next_produce++, std::move(lease));
       ++st.in_production;
     }
   }
@@ -107,6 +118,7 @@ Action Pump(StreamState& st) {
     } else if (st.credits > 0 && next != st.ready.end() && !st.session_closed) {
       st.write_msg = std::move(next->second);
       st.ready.erase(next);
+      if (st.slots != nullptr && st.write_msg.batch().has_lease()) st.slots->Lease(st.write_msg.batch().lease().slot());
       st.write_index = st.next_send++;
       --st.credits;
       st.writing = true;
@@ -131,24 +143,36 @@ Action Pump(StreamState& st) {
 void Perform(const std::shared_ptr<StreamState>& state, Action a);
 
 // Runs on an executor thread: produce batch `index` and hand it to the stream.
-void ProduceTask(const std::shared_ptr<StreamState>& state, uint64_t index) {
+void ProduceTask(const std::shared_ptr<StreamState>& state, uint64_t index, const std::optional<v1::SlotLease>& lease,
+                 const WorkerInfo& worker) {
   std::shared_ptr<Session> session;
+  // A slot that will not be sent goes back to the ring.
+  auto abandon = [&] {
+    if (lease.has_value() && state->slots != nullptr) state->slots->Abandon(lease->slot());
+  };
   {
     std::lock_guard<std::mutex> lock(state->mu);
     if (state->finished || state->session_closed) {
       --state->in_production;
+      abandon();
       return;
     }
     session = state->session;
   }
   const absl::Time start = absl::Now();
-  absl::StatusOr<ProducedBatch> batch = session->ProduceDatasetBatch(index);
-  absl::StatusOr<v1::Batch> proto = batch.ok() ? session->MakeBatchProto(*batch) : batch.status();
-  if (proto.ok()) proto->mutable_timing()->set_queue_us(0);
+  const v1::SlotLease* slot = lease.has_value() ? &*lease : nullptr;
+  absl::StatusOr<ProducedBatch> batch = session->ProduceDatasetBatch(index, slot);
+  if (batch.ok()) {
+    state->service->metrics().ObserveBatch(session->id(), worker.queued, absl::Microseconds(batch->load_us),
+                                           absl::Microseconds(batch->compute_us));
+  }
+  absl::StatusOr<v1::Batch> proto = batch.ok() ? session->MakeBatchProto(*batch, slot) : batch.status();
+  if (proto.ok()) proto->mutable_timing()->set_queue_us(absl::ToInt64Microseconds(worker.queued));
   Action a;
   {
     std::lock_guard<std::mutex> lock(state->mu);
     --state->in_production;
+    if (state->finished || !proto.ok()) abandon();
     if (state->finished) return;
     if (!proto.ok()) {
       LogWarning("session=", session->id(), " batch=", index, " failed: ", proto.status().ToString());
@@ -172,8 +196,11 @@ void Perform(const std::shared_ptr<StreamState>& state, Action a) {
       std::lock_guard<std::mutex> lock(state->mu);
       session = state->session;
     }
-    for (uint64_t index : a.produce) {
-      state->service->executor().Submit(session->id(), [state, index] { ProduceTask(state, index); });
+    for (auto& [index, lease] : a.produce) {
+      // Weighted fair queuing on the session's device pool; bounded by the prefetch depth, so never refused.
+      state->service->executor().Submit(
+          state->service->BatchTask(*session),
+          [state, index = index, lease = lease](const WorkerInfo& w) { ProduceTask(state, index, lease, w); });
     }
   }
   if (a.write) a.reactor->StartWrite(&state->write_msg);
@@ -222,8 +249,9 @@ class BatchStream final : public Reactor {
           produced = it->second;
           state_->produced_at.erase(it);
         }
-        state_->session->RecordDelivered(state_->write_index, state_->write_msg.ByteSizeLong(),
-                                         absl::Now() - produced);
+        state_->session->RecordDelivered(
+            state_->write_index, state_->write_msg.ByteSizeLong() + SlotPayloadBytes(state_->write_msg.batch()),
+            absl::Now() - produced);
         state_->service->CountBatch();
       }
       a = Pump(*state_);
@@ -246,6 +274,14 @@ class BatchStream final : public Reactor {
       std::lock_guard<std::mutex> lock(state_->mu);
       state_->finished = true;
       state_->reactor = nullptr;
+      if (state_->slots != nullptr) {
+        // Batches produced but never sent, then every lease this stream's client still held (it finished,
+        // was cancelled or vanished): their slots are free again. Tasks still producing abandon their own.
+        for (const auto& [index, response] : state_->ready) state_->slots->Abandon(response.batch().lease().slot());
+        const uint32_t reclaimed = state_->slots->ReclaimOwner(state_->stream_id);
+        state_->slots->RemoveWaiter(state_->stream_id);
+        if (reclaimed > 0) LogInfo("session=", state_->session->id(), " stream done: reclaimed ", reclaimed, " leased slots");
+      }
       state_->ready.clear();
       if (state_->session != nullptr) {
         state_->session->active_streams.fetch_sub(1);
@@ -282,7 +318,26 @@ class BatchStream final : public Reactor {
                            " streams"));
         }
         st.session = *session;
+        st.slots = st.session->slots();
         st.started = true;
+        if (st.slots != nullptr) {
+          // A slot freed elsewhere (a release, another stream ending) may unblock production: pump on the executor.
+          std::weak_ptr<StreamState> weak_waiter = state_;
+          AugmentServiceImpl* service = st.service;
+          const std::string key = st.session->id();
+          st.slots->AddWaiter(st.stream_id, [weak_waiter, service, key] {
+            service->executor().Submit(key, [weak_waiter] {
+              std::shared_ptr<StreamState> state = weak_waiter.lock();
+              if (state == nullptr) return;
+              Action a;
+              {
+                std::lock_guard<std::mutex> lock(state->mu);
+                a = Pump(*state);
+              }
+              Perform(state, std::move(a));
+            });
+          });
+        }
         const uint64_t first =
             start.start_batch_index() != 0 ? start.start_batch_index() : st.session->Stats().next_batch_index();
         st.next_produce = st.next_send = first;
@@ -312,8 +367,13 @@ class BatchStream final : public Reactor {
         st.credits = std::min<uint64_t>(st.credits + r.credit().credits(), uint64_t{1} << 32);
         return absl::OkStatus();
       case Request::kRelease:
-        // Inline delivery has no slot leases; releases are accepted and ignored.
+        // Inline delivery has no slot leases: releases are accepted and ignored. With slots, a release of a lease
+        // this stream does not hold (stale generation, another stream's slot, unknown slot) is ignored and counted
+        // (SessionStats.stale_releases); the freed slot wakes production through the ring's waiter.
         if (!st.started) return absl::InvalidArgumentError("release: the first message must be start");
+        if (st.slots != nullptr) {
+          for (const v1::SlotLease& lease : r.release().leases()) st.slots->Release(st.stream_id, lease);
+        }
         return absl::OkStatus();
       case Request::kPatches:
         return absl::UnimplementedError("patches: streaming patch mode is not supported yet; use Augment");

@@ -8,6 +8,7 @@ namespace augmentd {
 grpc::ServerUnaryReactor* AugmentServiceImpl::CloseSession(grpc::CallbackServerContext* context,
                                                            const v1::CloseSessionRequest* request,
                                                            v1::CloseSessionResponse* response) {
+  if (absl::Status auth = Authorize(*context); !auth.ok()) return Reject(context, auth);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::StatusOr<std::shared_ptr<Session>> session = registry_.Close(request->session_id());
   if (!session.ok()) {

@@ -1,5 +1,6 @@
 // GetServerInfo: version, devices (live free memory), limits, supported transforms, presets, deliveries.
 #include "server/adapter.h"
+#include "server/cuda_ipc_slots.h"
 #include "server/service.h"
 
 namespace augmentd {
@@ -7,15 +8,23 @@ namespace augmentd {
 grpc::ServerUnaryReactor* AugmentServiceImpl::GetServerInfo(grpc::CallbackServerContext* context,
                                                             const v1::GetServerInfoRequest* /*request*/,
                                                             v1::GetServerInfoResponse* response) {
+  if (absl::Status auth = Authorize(*context); !auth.ok()) return Reject(context, auth);
   v1::ServerInfo* info = response->mutable_info();
   info->set_version(AugmentdVersion());
   info->set_api_version("augmentd.v1");
   info->set_build(BuildDescription(context_.cuda_built));
   // Device enumeration is a handful of driver queries (no context creation, see augment/device.h).
+  // Deliveries per device: inline and host shm everywhere; CUDA IPC on CUDA devices (server/delivery.h).
   bool have_gpu = false;
   for (const DeviceInfo& device : ListDevices()) {
-    *info->add_devices() = ToProto(device);
-    have_gpu = have_gpu || device.kind == DeviceKind::kCuda;
+    v1::Device* d = info->add_devices();
+    *d = ToProto(device);
+    d->add_deliveries(v1::DELIVERY_KIND_INLINE);
+    d->add_deliveries(v1::DELIVERY_KIND_HOST_SHM);
+    if (device.kind == DeviceKind::kCuda && CudaIpcBuilt()) {
+      d->add_deliveries(v1::DELIVERY_KIND_CUDA_IPC);
+      have_gpu = true;
+    }
   }
   info->set_default_device(context_.default_device.name);
   *info->mutable_limits() = ToProto(context_.options.limits);
@@ -23,9 +32,10 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::GetServerInfo(grpc::CallbackServer
     *info->add_transforms() = std::move(t);
   }
   for (v1::Preset preset : EnginePresets()) info->add_presets(preset);
-  // Only what sessions can actually use today (HOST_SHM / CUDA_IPC delivery: issue 5, not wired yet).
+  // The union over the devices.
   info->add_deliveries(v1::DELIVERY_KIND_INLINE);
-  (void)have_gpu;
+  info->add_deliveries(v1::DELIVERY_KIND_HOST_SHM);
+  if (have_gpu) info->add_deliveries(v1::DELIVERY_KIND_CUDA_IPC);
   for (v1::DType t : {v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT16, v1::DTYPE_BFLOAT16}) info->add_image_dtypes(t);
   for (v1::DType t : {v1::DTYPE_INT16, v1::DTYPE_INT8, v1::DTYPE_BOOL}) info->add_label_dtypes(t);
 

@@ -9,6 +9,7 @@ namespace augmentd {
 grpc::ServerUnaryReactor* AugmentServiceImpl::GetStats(grpc::CallbackServerContext* context,
                                                        const v1::GetStatsRequest* request,
                                                        v1::GetStatsResponse* response) {
+  if (absl::Status auth = Authorize(*context); !auth.ok()) return Reject(context, auth);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::vector<std::shared_ptr<Session>> sessions = registry_.List();
   if (!request->session_id().empty()) {

@@ -1,6 +1,9 @@
 // server/log.h — one-line, timestamped log records on stderr:
 //   2026-11-29T17:40:00.123Z I augmentd: serving on 127.0.0.1:50051
-// Lines about a request carry `session=<id> batch=<index>` (STYLE.md). Thread-safe: one write per line.
+// Lines about a session start with `session=<id>`; every per-batch line (a failed batch, a stream's first batch)
+// also carries `batch=<index>` (STYLE.md), so `grep session=<id>` follows one training and the batch index
+// replays the batch (sessions are deterministic per index). Successful batches are not logged one by one:
+// /metrics counts them (server/metrics.h). Thread-safe: one write per line.
 #pragma once
 
 #include <string_view>

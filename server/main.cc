@@ -25,6 +25,7 @@
 #include "augment/device.h"
 #include "server/listen_address.h"
 #include "server/log.h"
+#include "server/metrics_http.h"
 #include "server/options.h"
 #include "server/server.h"
 #include "server/service.h"
@@ -150,21 +151,29 @@ std::vector<Flag> MakeFlags(ServerOptions& o, bool& listen_given) {
                                 d.limits.max_streams_per_session),
                    [&o](const std::string& v) { return ParseUint32(v, 1, &o.limits.max_streams_per_session); }});
   flags.push_back({"allow_client_shm", "BOOL",
-                   "Let sessions register client host shared memory / CUDA IPC input regions (co-located "
-                   "trainers only; off by default for safety). Default: false",
+                   "Security: allow clients to register their own host shared-memory / CUDA IPC input regions "
+                   "with a session (OpenSessionRequest.host_shm_regions / cuda_ipc_regions; co-located trainers "
+                   "only). false = such registration is refused with PERMISSION_DENIED; server-owned output "
+                   "slots are not affected. Default: false",
                    [&o](const std::string& v) { return ParseBool(v, &o.limits.allow_client_shared_memory); }});
-  flags.push_back({"metrics_port", "PORT",
-                   "Port of the Prometheus /metrics HTTP endpoint; 0 = off. The endpoint is not available in "
-                   "this version yet, so only 0 is accepted. Default: 0",
+  flags.push_back({"device_memory_budget_bytes", "BYTES",
+                   "Server-wide budget for the output slots (CUDA IPC / host shm) and CUDA staging of all sessions; "
+                   "OpenSession beyond it gets RESOURCE_EXHAUSTED; 0 = no limit. Default: 0",
+                   [&o](const std::string& v) { return ParseBytes(v, &o.limits.device_memory_budget_bytes); }});
+  flags.push_back({"metrics_port", "PORT|HOST:PORT",
+                   "Plain-HTTP operations endpoint: GET /metrics (Prometheus text format 0.0.4: per-session "
+                   "batches, bytes, latency histograms, queue depth, credits, slots, memory), /healthz "
+                   "(liveness) and /readyz (200 while SERVING, 503 while draining). PORT alone listens on every "
+                   "interface; HOST:PORT (e.g. 127.0.0.1:9102, [::1]:9102) on one; port 0 in the HOST:PORT "
+                   "form picks a free port, logged as 'metrics on http://HOST:PORT/metrics'. 0 = off. "
+                   "Unauthenticated: keep it on a private interface. Default: 0",
                    [&o](const std::string& v) -> absl::Status {
-                     int port = -1;
-                     if (!absl::SimpleAtoi(v, &port) || port < 0 || port > 65535) {
-                       return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a port in 0..65535"));
+                     if (v == "0") {
+                       o.metrics_address.clear();
+                       return absl::OkStatus();
                      }
-                     if (port != 0) {
-                       return absl::UnimplementedError("the /metrics endpoint is not available yet; use 0 (off)");
-                     }
-                     o.metrics_port = port;
+                     if (absl::StatusOr<HttpAddress> a = ParseHttpAddress(v); !a.ok()) return a.status();
+                     o.metrics_address = v;
                      return absl::OkStatus();
                    }});
   flags.push_back({"drain_timeout", "DURATION",
@@ -195,14 +204,83 @@ std::vector<Flag> MakeFlags(ServerOptions& o, bool& listen_given) {
                      }
                      return absl::OkStatus();
                    }});
+  flags.push_back({"dataset_host_cache", "BYTES",
+                   "Dataset mode: host memory (pinned when a GPU is present) for whole decoded cases, per dataset "
+                   "folder, shared by its sessions, LRU; upcoming cases are prefetched. 0 = off. Default: 0",
+                   [&o](const std::string& v) { return ParseBytes(v, &o.dataset_host_cache_bytes); }});
+  flags.push_back({"dataset_gpu_cache", "BYTES",
+                   "Dataset mode: GPU memory for whole cases resident on the device of CUDA sessions, per dataset "
+                   "folder and device, LRU (crops run on the GPU). 0 = off. Default: 0",
+                   [&o](const std::string& v) { return ParseBytes(v, &o.dataset_gpu_cache_bytes); }});
+  flags.push_back({"dataset_prefetch_threads", "N",
+                   "Dataset mode: CPU threads prefetching the cases of upcoming batches into the caches. Default: 2",
+                   [&o](const std::string& v) -> absl::Status {
+                     uint32_t n = 0;
+                     if (absl::Status s = ParseUint32(v, 0, &n); !s.ok()) return s;
+                     if (n > 64) return absl::InvalidArgumentError("at most 64");
+                     o.dataset_prefetch_threads = static_cast<int>(n);
+                     return absl::OkStatus();
+                   }});
   flags.push_back({"batch_workers", "N",
-                   "Executor threads that produce batches (shared by all sessions, round-robin); 0 = "
-                   "min(hardware threads, 8). Default: 0",
+                   "CPU executor threads that produce batches (shared by the CPU sessions by weighted fair "
+                   "queuing on SessionConfig.weight); 0 = min(hardware threads, 8). Default: 0",
                    [&o](const std::string& v) -> absl::Status {
                      uint32_t n = 0;
                      if (absl::Status s = ParseUint32(v, 0, &n); !s.ok()) return s;
                      if (n > 256) return absl::InvalidArgumentError("at most 256");
                      o.batch_workers = static_cast<int>(n);
+                     return absl::OkStatus();
+                   }});
+  flags.push_back({"gpu_workers", "N",
+                   "Executor workers per visible GPU (each may drive its own CUDA stream); sessions on a GPU are "
+                   "scheduled on that GPU's workers by weighted fair queuing. Default: 2",
+                   [&o](const std::string& v) -> absl::Status {
+                     uint32_t n = 0;
+                     if (absl::Status s = ParseUint32(v, 1, &n); !s.ok()) return s;
+                     if (n > 64) return absl::InvalidArgumentError("at most 64");
+                     o.gpu_workers = static_cast<int>(n);
+                     return absl::OkStatus();
+                   }});
+  flags.push_back({"max_inflight_batches_per_session", "N",
+                   absl::StrCat("Batches one session may have queued or running on the executor; a patch-mode "
+                                "Augment call beyond it gets RESOURCE_EXHAUSTED naming this limit (streams stay "
+                                "within their prefetch depth). 0 = no limit. Default: ",
+                                d.limits.max_inflight_batches_per_session),
+                   [&o](const std::string& v) {
+                     return ParseUint32(v, 0, &o.limits.max_inflight_batches_per_session);
+                   }});
+  flags.push_back({"max_inflight_bytes_per_session", "BYTES",
+                   absl::StrCat("Estimated bytes (inputs + outputs) of one session's queued or running batches; an "
+                                "Augment call beyond it gets RESOURCE_EXHAUSTED naming this limit. 0 = no limit. "
+                                "Default: ",
+                                d.limits.max_inflight_bytes_per_session),
+                   [&o](const std::string& v) { return ParseBytes(v, &o.limits.max_inflight_bytes_per_session); }});
+  flags.push_back({"tls_cert", "FILE",
+                   "Security: PEM certificate chain of the server; with --tls_key, TCP listeners speak TLS "
+                   "(unix sockets stay plaintext, protected by file permissions). Default: none (plaintext)",
+                   [&o](const std::string& v) {
+                     o.tls_cert_file = v;
+                     return absl::OkStatus();
+                   }});
+  flags.push_back({"tls_key", "FILE", "Security: PEM private key for --tls_cert. Default: none",
+                   [&o](const std::string& v) {
+                     o.tls_key_file = v;
+                     return absl::OkStatus();
+                   }});
+  flags.push_back({"tls_client_ca", "FILE",
+                   "Security: PEM CA bundle; when set (with --tls_cert/--tls_key), TCP clients must present a "
+                   "certificate signed by it (mTLS) or the handshake fails. Default: none (no client certificates)",
+                   [&o](const std::string& v) {
+                     o.tls_client_ca_file = v;
+                     return absl::OkStatus();
+                   }});
+  flags.push_back({"auth_token_file", "FILE",
+                   "Security: file with one bearer token per line ('#' comments and blank lines ignored). Every "
+                   "AugmentService call must then carry metadata 'authorization: Bearer <token>' or gets "
+                   "UNAUTHENTICATED; grpc.health.v1 and server reflection stay open for probes. Use with TLS on "
+                   "TCP. Default: none (no token check)",
+                   [&o](const std::string& v) {
+                     o.auth_token_file = v;
                      return absl::OkStatus();
                    }});
   flags.push_back({"reflection", "BOOL", "Serve gRPC server reflection (for grpcurl / grpc_cli). Default: true",
@@ -309,6 +387,9 @@ int Run(int argc, char** argv) {
   if (!server.ok()) {
     std::fprintf(stderr, "augmentd: %s\n", std::string(server.status().message()).c_str());
     return kExitStartFailure;
+  }
+  if (!(*server)->metrics_address().empty()) {
+    LogInfo("metrics on http://", (*server)->metrics_address(), "/metrics (also /healthz, /readyz)");
   }
   LogInfo("serving on ", absl::StrJoin((*server)->addresses(), ", "), " (device ", (*server)->device_name(),
           ", augmentd ", AugmentdVersion(), ")");

@@ -17,8 +17,11 @@
 #include "absl/strings/str_join.h"
 #include "augment/device.h"
 #include "augmentd/v1/service.pb.h"
+#include "server/auth.h"
 #include "server/listen_address.h"
+#include "server/metrics_http.h"
 #include "server/service.h"
+#include "server/tls.h"
 
 namespace augmentd {
 namespace {
@@ -37,6 +40,19 @@ absl::Status CheckServiceDescriptorLinked() {
     return absl::InternalError(absl::StrCat(kServiceName, " is missing from the generated descriptor pool"));
   }
   return absl::OkStatus();
+}
+
+// Device pools: the CPU (--batch_workers) and every visible GPU (--gpu_workers each).
+ExecutorOptions MakeExecutorOptions(const ServerOptions& options) {
+  ExecutorOptions out;
+  const int hw = std::max(1u, std::thread::hardware_concurrency());
+  out.pools = {DevicePool{"cpu", -1, options.batch_workers > 0 ? options.batch_workers : std::min(hw, 8)}};
+  for (const DeviceInfo& d : ListDevices()) {
+    if (d.kind == DeviceKind::kCuda) out.pools.push_back(DevicePool{d.name, d.index, std::max(1, options.gpu_workers)});
+  }
+  out.max_inflight_batches_per_session = options.limits.max_inflight_batches_per_session;
+  out.max_inflight_bytes_per_session = options.limits.max_inflight_bytes_per_session;
+  return out;
 }
 
 }  // namespace
@@ -61,11 +77,18 @@ absl::StatusOr<std::unique_ptr<AugmentdServer>> AugmentdServer::Start(const Serv
   context.options = options;
   context.default_device = *device;
   context.cuda_built = AUGMENTD_CUDA_BUILT != 0;  // 0 or 1, set by server/CMakeLists.txt
-  {
-    const int hw = std::max(1u, std::thread::hardware_concurrency());
-    const int workers = options.batch_workers > 0 ? options.batch_workers : std::min(hw, 8);
-    context.threads_per_batch = std::max(1, hw / workers);
+  context.executor = MakeExecutorOptions(options);
+  // CPU batches split the machine's threads between the CPU workers.
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  context.threads_per_batch = std::max(1, hw / context.executor.pools[0].workers);
+  if (!options.auth_token_file.empty()) {
+    absl::StatusOr<TokenAuthenticator> auth = TokenAuthenticator::FromFile(options.auth_token_file);
+    if (!auth.ok()) return auth.status();
+    context.auth = std::make_shared<const TokenAuthenticator>(*std::move(auth));
   }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> tcp_credentials =
+      MakeTcpCredentials(TlsOptions{options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file});
+  if (!tcp_credentials.ok()) return tcp_credentials.status();
 
   std::unique_ptr<AugmentdServer> self(new AugmentdServer());
   self->device_name_ = device->name;
@@ -81,7 +104,9 @@ absl::StatusOr<std::unique_ptr<AugmentdServer>> AugmentdServer::Start(const Serv
   builder.SetMaxSendMessageSize(ClampToInt(options.limits.max_response_bytes));
   std::vector<int> selected_ports(addresses.size(), 0);
   for (size_t i = 0; i < addresses.size(); ++i) {
-    builder.AddListeningPort(addresses[i].uri, grpc::InsecureServerCredentials(), &selected_ports[i]);
+    builder.AddListeningPort(addresses[i].uri,
+                             addresses[i].is_unix ? grpc::InsecureServerCredentials() : *tcp_credentials,
+                             &selected_ports[i]);
   }
   builder.RegisterService(self->service_.get());
   self->server_ = builder.BuildAndStart();
@@ -105,18 +130,32 @@ absl::StatusOr<std::unique_ptr<AugmentdServer>> AugmentdServer::Start(const Serv
     health->SetServingStatus(true);
     health->SetServingStatus(kServiceName, true);
   }
+  if (!options.metrics_address.empty()) {
+    AugmentServiceImpl* service = self->service_.get();
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics = MetricsHttpServer::Start(
+        options.metrics_address, [service] { return RenderMetrics(*service, service->serving()); },
+        [service] { return service->serving(); });
+    if (!metrics.ok()) {
+      self->Drain(absl::ZeroDuration());
+      return metrics.status();
+    }
+    self->metrics_ = *std::move(metrics);
+    self->metrics_address_ = self->metrics_->address();
+  }
   return self;
 }
 
 void AugmentdServer::Drain(absl::Duration timeout) {
   if (stopped_ || server_ == nullptr) return;
   stopped_ = true;
+  service_->StopServing();  // before the health change: /readyz never says ready after NOT_SERVING
   if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService(); health != nullptr) {
     health->SetServingStatus(false);
   }
   service_->Shutdown();  // sessions close: their streams send StreamEnd and finish
   server_->Shutdown(absl::ToChronoTime(absl::Now() + std::max(timeout, absl::ZeroDuration())));
   server_->Wait();
+  if (metrics_ != nullptr) metrics_->Stop();
 }
 
 }  // namespace augmentd

@@ -1,10 +1,9 @@
 #include "server/service.h"
 
-#include <algorithm>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/status.h"
 
 #ifndef AUGMENTD_VERSION
 #error "AUGMENTD_VERSION must be defined by the build (server/CMakeLists.txt)"
@@ -12,19 +11,37 @@
 
 namespace augmentd {
 
-namespace {
-int BatchWorkers(const ServerOptions& options) {
-  const int hw = std::max(1u, std::thread::hardware_concurrency());
-  return options.batch_workers > 0 ? options.batch_workers : std::min(hw, 8);
-}
-}  // namespace
-
 AugmentServiceImpl::AugmentServiceImpl(ServiceContext context)
     : context_(std::move(context)),
       registry_(context_.options.limits.max_sessions),
-      executor_(std::make_unique<BatchExecutor>(BatchWorkers(context_.options))) {}
+      executor_(std::make_unique<BatchExecutor>(context_.executor)) {}
 
-void AugmentServiceImpl::Shutdown() { registry_.CloseAll(); }
+void AugmentServiceImpl::Shutdown() {
+  StopServing();
+  registry_.CloseAll();
+}
+
+absl::Status AugmentServiceImpl::Authorize(const grpc::CallbackServerContext& call) const {
+  if (context_.auth == nullptr) return absl::OkStatus();
+  return context_.auth->Check(call);
+}
+
+grpc::ServerUnaryReactor* AugmentServiceImpl::Reject(grpc::CallbackServerContext* context,
+                                                     const absl::Status& status) {
+  CountRejected();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+TaskSpec AugmentServiceImpl::BatchTask(const Session& session, uint64_t extra_bytes) const {
+  TaskSpec spec;
+  spec.key = session.id();
+  spec.device = session.settings().device.name;
+  spec.weight = session.settings().weight;
+  spec.bytes = session.settings().max_batch_bytes + extra_bytes;
+  return spec;
+}
 
 const char* AugmentdVersion() { return AUGMENTD_VERSION; }
 

@@ -18,9 +18,12 @@
 #include "absl/time/time.h"
 #include "augment/device.h"
 #include "augmentd/v1/service.grpc.pb.h"
+#include "server/auth.h"
 #include "server/executor.h"
+#include "server/metrics.h"
 #include "server/options.h"
 #include "server/session.h"
+#include "server/slot_ring.h"
 
 namespace augmentd {
 
@@ -31,6 +34,8 @@ struct ServiceContext {
   absl::Time start_time = absl::Now();
   bool cuda_built = false;       // the engine was built with CUDA
   int threads_per_batch = 1;     // AugmentBatch threads per batch (hardware threads / batch workers)
+  ExecutorOptions executor;      // device pools and per-session limits (server/executor.h)
+  std::shared_ptr<const TokenAuthenticator> auth;  // null: no token check (server/auth.h)
 };
 
 class AugmentServiceImpl final : public ::augmentd::v1::AugmentService::CallbackService {
@@ -55,22 +60,46 @@ class AugmentServiceImpl final : public ::augmentd::v1::AugmentService::Callback
                                      const ::augmentd::v1::GetStatsRequest* request,
                                      ::augmentd::v1::GetStatsResponse* response) override;
 
-  // Drain: closes every session (their streams end). The executor stops with the service object.
+  // Drain: serving() turns false, every session closes (their streams end). The executor stops with the
+  // service object, after the gRPC server (server/executor.h: queued tasks still run, so calls finish).
   void Shutdown();
+  // serving() false from now on (/readyz 503, augmentd_up 0); the first step of a drain.
+  void StopServing() { serving_.store(false); }
+  bool serving() const { return serving_.load(); }
+
+  // Bearer-token check of an AugmentService call (server/auth.h); OK when no token file is configured.
+  // Every handler calls it first and answers UNAUTHENTICATED on error.
+  absl::Status Authorize(const grpc::CallbackServerContext& call) const;
+  // Counts and finishes a unary call with `status` (an error), e.g.
+  //   if (absl::Status a = Authorize(*context); !a.ok()) return Reject(context, a);
+  grpc::ServerUnaryReactor* Reject(grpc::CallbackServerContext* context, const absl::Status& status);
+  // The executor spec of one batch of `session`: flow = session id, pool = its device, weight =
+  // SessionConfig.weight, cost = its estimated batch bytes (plus `extra_bytes`, e.g. inline inputs).
+  TaskSpec BatchTask(const Session& session, uint64_t extra_bytes = 0) const;
+  ServerMetrics& metrics() { return metrics_; }
 
   SessionRegistry& registry() { return registry_; }
+  // Server-wide slot / staging memory budget (--device_memory_budget_bytes; server/slot_ring.h).
+  const std::shared_ptr<MemoryBudget>& memory_budget() const { return memory_budget_; }
   BatchExecutor& executor() { return *executor_; }
   const ServiceContext& context() const { return context_; }
   // Counts a request answered with an error (GetStats.server.requests_rejected).
   void CountRejected() { rejected_.fetch_add(1); }
   void CountBatch() { batches_.fetch_add(1); }
+  uint64_t requests_rejected() const { return rejected_.load(); }
+  uint64_t batches_produced() const { return batches_.load(); }
 
  private:
   const ServiceContext context_;
+  // Declared before the registry: sessions (and their slot rings) return memory to it when they go.
+  const std::shared_ptr<MemoryBudget> memory_budget_ =
+      std::make_shared<MemoryBudget>(context_.options.limits.device_memory_budget_bytes);
   SessionRegistry registry_;
   std::unique_ptr<BatchExecutor> executor_;
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> batches_{0};
+  std::atomic<bool> serving_{true};
+  ServerMetrics metrics_;
 };
 
 // The augmentd version ("0.1.0") and a one-line build description.

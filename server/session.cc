@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "server/adapter.h"
+#include "server/session_config.h"
 
 namespace augmentd {
 namespace {
@@ -30,12 +31,48 @@ v1::LatencySummary Summarize(std::vector<double> us) {
 
 }  // namespace
 
-Session::Session(SessionSettings settings) : settings_(std::move(settings)) {
+Session::Session(SessionSettings settings, SessionResources resources)
+    : settings_(std::move(settings)), resources_(std::move(resources)) {
   next_batch_index_ = settings_.start_batch_index;
 }
 
-absl::StatusOr<ProducedBatch> Session::ProduceDatasetBatch(uint64_t batch_index) const {
+RunOptions Session::BatchOptions(uint64_t batch_index) const {
+  RunOptions options;
+  options.seed = settings_.seed;
+  options.first_sample_index = batch_index * settings_.batch_size;
+  options.num_threads = settings_.threads_per_batch;
+  options.image_dtype = settings_.image_dtype;
+  options.device = settings_.device.name;  // "cpu" or "cuda:N" (OpenSession checked coverage)
+  return options;
+}
+
+absl::Status Session::RunEngine(const BatchInput& input, const RunOptions& options, const v1::SlotLease* lease,
+                                ProducedBatch* out) const {
+  if (resources_.cuda == nullptr) {  // CPU session
+    absl::StatusOr<BatchResult> result = AugmentBatch(settings_.pipeline, input, options);
+    if (!result.ok()) return result.status();
+    out->result = *std::move(result);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<CudaWorkerPool::Lease> worker = resources_.cuda->Acquire();
+  if (!worker.ok()) return worker.status();
+  if (lease != nullptr && resources_.slots != nullptr && resources_.slots->kind() == v1::DELIVERY_KIND_CUDA_IPC) {
+    out->slot_tensors.emplace();
+    return (*worker)->RunIntoSlot(input, options, resources_.slots->buffer(lease->slot()),
+                                  SlotRegionName(lease->slot()), &*out->slot_tensors, &out->result.samples);
+  }
+  absl::StatusOr<BatchResult> result = (*worker)->RunHost(input, options);
+  if (!result.ok()) return result.status();
+  out->result = *std::move(result);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ProducedBatch> Session::ProduceDatasetBatch(uint64_t batch_index, const v1::SlotLease* lease) const {
   if (!dataset_mode()) return absl::FailedPreconditionError("the session is in patch mode: send patches (Augment)");
+  const dataset::CaseCache* cache = settings_.loader->options().cache.get();
+  if (resources_.cuda != nullptr && cache != nullptr && cache->has_device_tier()) {
+    return ProduceDatasetBatchOnDevice(batch_index, lease);
+  }
   ProducedBatch out;
   out.batch_index = batch_index;
   const absl::Time start = absl::Now();
@@ -45,23 +82,44 @@ absl::StatusOr<ProducedBatch> Session::ProduceDatasetBatch(uint64_t batch_index)
   BatchInput input;
   input.image = TensorView{host->data.data(), host->data_shape, DType::kFloat32};
   input.seg = TensorView{host->seg.data(), host->seg_shape, DType::kInt16};
-  RunOptions options;
-  options.seed = settings_.seed;
-  options.first_sample_index = batch_index * settings_.batch_size;
-  options.num_threads = settings_.threads_per_batch;
-  options.image_dtype = settings_.image_dtype;
-  options.device = settings_.device.name;  // "cpu" or "cuda:N" (OpenSession checked coverage)
   const absl::Time compute_start = absl::Now();
-  absl::StatusOr<BatchResult> result = AugmentBatch(settings_.pipeline, input, options);
-  if (!result.ok()) return result.status();
+  if (absl::Status s = RunEngine(input, BatchOptions(batch_index), lease, &out); !s.ok()) return s;
   out.compute_us = MicrosSince(compute_start);
-  out.result = *std::move(result);
   out.plans = std::move(host->samples);
   return out;
 }
 
-absl::StatusOr<ProducedBatch> Session::AugmentPatches(uint64_t batch_index, const TensorView& image,
-                                                      const TensorView& seg) const {
+absl::StatusOr<ProducedBatch> Session::ProduceDatasetBatchOnDevice(uint64_t batch_index,
+                                                                   const v1::SlotLease* lease) const {
+  ProducedBatch out;
+  out.batch_index = batch_index;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<CudaWorkerPool::Lease> worker = resources_.cuda->Acquire();
+  if (!worker.ok()) return worker.status();
+  CudaBatchInput input;
+  absl::StatusOr<dataset::DeviceBatch> loaded =
+      (*worker)->LoadDatasetBatch(*settings_.loader, batch_index, settings_.num_image_channels, &input);
+  if (!loaded.ok()) return loaded.status();
+  out.load_us = MicrosSince(start);  // enqueue time: the crops run on the worker's stream before the kernels
+  const absl::Time compute_start = absl::Now();
+  const RunOptions options = BatchOptions(batch_index);
+  if (lease != nullptr && resources_.slots != nullptr && resources_.slots->kind() == v1::DELIVERY_KIND_CUDA_IPC) {
+    out.slot_tensors.emplace();
+    absl::Status s = (*worker)->RunDeviceIntoSlot(input, options, resources_.slots->buffer(lease->slot()),
+                                                  SlotRegionName(lease->slot()), &*out.slot_tensors,
+                                                  &out.result.samples);
+    if (!s.ok()) return s;
+  } else {
+    absl::StatusOr<BatchResult> result = (*worker)->RunDeviceInput(input, options);
+    if (!result.ok()) return result.status();
+    out.result = *std::move(result);
+  }
+  out.compute_us = MicrosSince(compute_start);
+  out.plans = std::move(loaded->samples);
+  return out;
+}
+
+absl::Status Session::CheckPatches(const TensorView& image, const TensorView& seg) const {
   if (dataset_mode()) {
     return absl::FailedPreconditionError("the session is in dataset mode: the server samples its patches");
   }
@@ -93,28 +151,72 @@ absl::StatusOr<ProducedBatch> Session::AugmentPatches(uint64_t batch_index, cons
     return absl::InvalidArgumentError(absl::StrCat("segmentation.shape: batch ", seg.shape[0],
                                                    " differs from image batch ", image.shape[0]));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ProducedBatch> Session::AugmentPatches(uint64_t batch_index, const TensorView& image,
+                                                      const TensorView& seg) const {
+  if (absl::Status s = CheckPatches(image, seg); !s.ok()) return s;
   ProducedBatch out;
   out.batch_index = batch_index;
-  RunOptions options;
-  options.seed = settings_.seed;
-  options.first_sample_index = batch_index * settings_.batch_size;
-  options.num_threads = settings_.threads_per_batch;
-  options.image_dtype = settings_.image_dtype;
-  options.device = settings_.device.name;  // "cpu" or "cuda:N" (OpenSession checked coverage)
   const absl::Time start = absl::Now();
-  absl::StatusOr<BatchResult> result = AugmentBatch(settings_.pipeline, BatchInput{image, seg}, options);
+  if (absl::Status s = RunEngine(BatchInput{image, seg}, BatchOptions(batch_index), nullptr, &out); !s.ok()) return s;
+  out.compute_us = MicrosSince(start);
+  return out;
+}
+
+absl::StatusOr<ProducedBatch> Session::AugmentRequestPatches(const v1::AugmentRequest& request) const {
+  const InputRegions* regions = resources_.inputs.get();
+  absl::StatusOr<InputTensor> image = ResolveInputTensor(request.image(), "image", regions);
+  if (!image.ok()) return image.status();
+  absl::StatusOr<InputTensor> seg = ResolveInputTensor(request.segmentation(), "segmentation", regions);
+  if (!seg.ok()) return seg.status();
+  if (!image->on_device && !seg->on_device) return AugmentPatches(request.batch_index(), image->view, seg->view);
+  // CUDA IPC inputs (OpenSession admitted them on CUDA sessions only): both tensors on the device.
+  if (!image->on_device || !seg->on_device || resources_.cuda == nullptr) {
+    return absl::InvalidArgumentError("segmentation: image and segmentation must both be CUDA IPC references");
+  }
+  if (absl::Status s = CheckPatches(image->view, seg->view); !s.ok()) return s;
+  if (image->view.dtype != DType::kFloat32 || seg->view.dtype != DType::kInt16) {
+    return absl::InvalidArgumentError("image.dtype: CUDA IPC inputs are float32 images and int16 segmentations");
+  }
+  ProducedBatch out;
+  out.batch_index = request.batch_index();
+  absl::StatusOr<CudaWorkerPool::Lease> worker = resources_.cuda->Acquire();
+  if (!worker.ok()) return worker.status();
+  CudaBatchInput din;
+  din.image = static_cast<const float*>(image->view.data);
+  din.seg = static_cast<const int16_t*>(seg->view.data);
+  din.image_shape = image->view.shape;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<BatchResult> result = (*worker)->RunDeviceInput(din, BatchOptions(request.batch_index()));
   if (!result.ok()) return result.status();
   out.compute_us = MicrosSince(start);
   out.result = *std::move(result);
   return out;
 }
 
-absl::StatusOr<v1::Batch> Session::MakeBatchProto(const ProducedBatch& batch) const {
+absl::StatusOr<v1::Batch> Session::MakeBatchProto(const ProducedBatch& batch, const v1::SlotLease* lease) const {
   v1::Batch out;
+  if (batch.slot_tensors.has_value()) out = *batch.slot_tensors;
   out.set_session_id(settings_.id);
   out.set_batch_index(batch.batch_index);
-  if (absl::Status s = BatchResultToProto(batch.result, settings_.label_dtype, &out); !s.ok()) return s;
-  const int64_t b = batch.result.image.shape().empty() ? 0 : batch.result.image.shape()[0];
+  if (lease != nullptr) {
+    *out.mutable_lease() = *lease;
+    if (!batch.slot_tensors.has_value()) {
+      if (resources_.slots == nullptr || resources_.slots->kind() != v1::DELIVERY_KIND_HOST_SHM) {
+        return absl::InternalError("a slot lease on a session without host slots");
+      }
+      if (absl::Status s = WriteHostSlot(batch.result, settings_.label_dtype, resources_.slots->buffer(lease->slot()),
+                                         SlotRegionName(lease->slot()), &out);
+          !s.ok()) {
+        return s;
+      }
+    }
+  } else if (absl::Status s = BatchResultToProto(batch.result, settings_.label_dtype, &out); !s.ok()) {
+    return s;
+  }
+  const int64_t b = out.image().shape_size() == 0 ? 0 : out.image().shape(0);  // inline or slot tensors
   for (int64_t j = 0; j < b; ++j) {
     v1::SampleInfo* info = out.add_samples();
     info->set_sample_index(batch.batch_index * settings_.batch_size + static_cast<uint64_t>(j));
@@ -138,6 +240,8 @@ void Session::Close() {
     closed_ = true;
     listeners.swap(close_listeners_);
   }
+  // New openers can no longer reach the slots; the memory goes with the last reference to the session.
+  if (resources_.slots != nullptr) resources_.slots->Unlink();
   for (auto& listener : listeners) listener();
 }
 
@@ -180,6 +284,15 @@ v1::SessionStats Session::Stats() const {
     latencies.assign(latencies_us_.begin(), latencies_us_.end());
   }
   out.set_queued_batches(queued_batches.load());
+  if (const std::shared_ptr<SlotRing>& ring = resources_.slots; ring != nullptr) {
+    out.set_output_slots(ring->size());
+    out.set_slot_bytes(ring->total_bytes());
+    out.set_leased_slots(ring->leased_slots());
+    out.set_stale_releases(ring->stale_releases());
+    if (ring->kind() == v1::DELIVERY_KIND_CUDA_IPC) out.set_device_memory_bytes(ring->total_bytes());
+  }
+  if (resources_.inputs != nullptr) out.set_input_region_bytes(resources_.inputs->bytes());
+  FillDatasetCacheStats(settings_, &out);
   out.set_credits(credits.load());
   const double seconds = absl::ToDoubleSeconds(absl::Now() - opened_);
   if (seconds > 0) out.set_samples_per_second(static_cast<double>(out.samples_produced()) / seconds);

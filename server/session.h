@@ -11,8 +11,14 @@
 //   RETURN_IF_ERROR(registry.Add(s));                       // RESOURCE_EXHAUSTED at max_sessions
 //   ASSIGN_OR_RETURN(ProducedBatch b, s->ProduceDatasetBatch(7));
 //
-// Thread-safety: a Session is immutable after construction except for its counters (atomics) and its
-// close state / close listeners (mutex); Produce*/Augment* may run concurrently on executor threads.
+// Delivery (server/delivery.h): a HOST_SHM / CUDA_IPC session owns a ring of prefetch_depth output slots
+// (slots()); StreamBatches acquires a slot per batch and passes its lease to ProduceDatasetBatch / MakeBatchProto.
+// CUDA sessions run the engine through their own CudaWorkers (one CudaAugmenter + stream each, created once and
+// reused; server/cuda_ipc_slots.h). Close() unlinks the slots; their memory goes with the last reference.
+//
+// Thread-safety: a Session is immutable after construction except for its counters (atomics), its close state /
+// close listeners (mutex) and its slot ring / worker pool (internally synchronised); Produce*/Augment* may run
+// concurrently on executor threads.
 // SessionRegistry is internally synchronised.
 #pragma once
 
@@ -37,6 +43,9 @@
 #include "augmentd/v1/batch.pb.h"
 #include "augmentd/v1/server_info.pb.h"
 #include "augmentd/v1/session.pb.h"
+#include "server/cuda_ipc_slots.h"
+#include "server/delivery.h"
+#include "server/slot_ring.h"
 
 namespace augmentd {
 
@@ -63,6 +72,16 @@ struct SessionSettings {
   DType input_image_dtype = DType::kFloat32;
   DType input_label_dtype = DType::kInt16;
   uint64_t max_batch_bytes = 0;          // estimated size of one inline batch message
+  double weight = 1;                     // fair-share weight (SessionConfig.weight; 0 → 1): server/executor.h
+  v1::DeliveryKind delivery = v1::DELIVERY_KIND_INLINE;  // INLINE, HOST_SHM or CUDA_IPC (never UNSPECIFIED)
+};
+
+// What a session owns beyond its settings (server/delivery.h): the output slot ring (HOST_SHM / CUDA_IPC
+// delivery), the client input regions (patch mode) and, on a CUDA device, its CUDA workers.
+struct SessionResources {
+  std::shared_ptr<SlotRing> slots;          // null for inline delivery
+  std::unique_ptr<InputRegions> inputs;     // null when none were registered
+  std::unique_ptr<CudaWorkerPool> cuda;     // null on the CPU
 };
 
 // One produced batch, engine side; turned into a v1::Batch by MakeBatchProto.
@@ -70,26 +89,38 @@ struct ProducedBatch {
   uint64_t batch_index = 0;
   BatchResult result;
   std::vector<dataset::SamplePlan> plans;  // dataset mode: where each sample came from
+  // CUDA_IPC: the kernels wrote into the slot; image / targets hold the slot references (`result` has only the
+  // sample records).
+  std::optional<v1::Batch> slot_tensors;
   uint64_t load_us = 0;
   uint64_t compute_us = 0;
 };
 
 class Session {
  public:
-  explicit Session(SessionSettings settings);
+  explicit Session(SessionSettings settings, SessionResources resources = {});
 
   const std::string& id() const { return settings_.id; }
   const SessionSettings& settings() const { return settings_; }
   bool dataset_mode() const { return settings_.loader != nullptr; }
+  // The output slot ring (HOST_SHM / CUDA_IPC delivery); null for inline delivery.
+  const std::shared_ptr<SlotRing>& slots() const { return resources_.slots; }
 
-  // Dataset mode: samples, loads and augments batch `batch_index`. FAILED_PRECONDITION in patch mode.
-  absl::StatusOr<ProducedBatch> ProduceDatasetBatch(uint64_t batch_index) const;
+  // Dataset mode: samples, loads and augments batch `batch_index`. FAILED_PRECONDITION in patch mode. With a
+  // `lease` of a CUDA_IPC session the kernels write straight into that slot (ProducedBatch::slot_tensors). On a
+  // CUDA session whose dataset cache has a GPU tier the crops are cut on the device (no host→device copy for
+  // resident cases).
+  absl::StatusOr<ProducedBatch> ProduceDatasetBatch(uint64_t batch_index, const v1::SlotLease* lease = nullptr) const;
   // Patch mode: augments B ≤ batch_size client patches as batch `batch_index`. INVALID_ARGUMENT naming
   // `image` / `segmentation` for a layout that is not the session's.
   absl::StatusOr<ProducedBatch> AugmentPatches(uint64_t batch_index, const TensorView& image,
                                                const TensorView& seg) const;
-  // The wire form of a produced batch (inline tensors, sample infos, timing).
-  absl::StatusOr<v1::Batch> MakeBatchProto(const ProducedBatch& batch) const;
+  // Patch mode from request tensors: inline, or references into the session's registered input regions
+  // (host shm; CUDA IPC on a CUDA session). INVALID_ARGUMENT naming the field for bad references.
+  absl::StatusOr<ProducedBatch> AugmentRequestPatches(const v1::AugmentRequest& request) const;
+  // The wire form of a produced batch (sample infos, timing, tensors): inline bytes without a lease; with a
+  // lease, HOST_SHM: copied into the slot; CUDA_IPC: the slot references; Batch.lease set.
+  absl::StatusOr<v1::Batch> MakeBatchProto(const ProducedBatch& batch, const v1::SlotLease* lease = nullptr) const;
 
   // Close: later calls see closed() and the close listeners run once (outside the session's lock).
   void Close();
@@ -105,7 +136,17 @@ class Session {
   std::atomic<uint32_t> credits{0};
 
  private:
+  // Runs the engine on the session's device (CPU thread pool, or one of the session's CUDA workers).
+  absl::Status RunEngine(const BatchInput& input, const RunOptions& options, const v1::SlotLease* lease,
+                         ProducedBatch* out) const;
+  // ProduceDatasetBatch through the GPU cache tier: crops on the worker's stream, kernels, slot or host out.
+  absl::StatusOr<ProducedBatch> ProduceDatasetBatchOnDevice(uint64_t batch_index, const v1::SlotLease* lease) const;
+  RunOptions BatchOptions(uint64_t batch_index) const;
+  // Patch mode: the session's input layout (dtype, (B ≤ batch_size, C, *input_patch_size)); no data access.
+  absl::Status CheckPatches(const TensorView& image, const TensorView& seg) const;
+
   const SessionSettings settings_;
+  const SessionResources resources_;
   const absl::Time opened_ = absl::Now();
   mutable std::mutex mu_;
   bool closed_ = false;                               // guarded by mu_

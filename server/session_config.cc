@@ -11,7 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "augment/cuda_engine.h"
+#include "augment/dataset/case_cache.h"
 #include "augment/dataset/nnunet_dataset.h"
 #include "augment/dataset/path_guard.h"
 #include "augment/dataset/sampler.h"
@@ -107,9 +107,31 @@ int64_t Product(const std::vector<int64_t>& v) {
 
 }  // namespace
 
+void FillDatasetCacheStats(const SessionSettings& settings, v1::SessionStats* out) {
+  if (settings.loader == nullptr || settings.loader->options().cache == nullptr) return;
+  const dataset::CaseCacheStats c = settings.loader->options().cache->Stats();
+  v1::DatasetCacheStats* d = out->mutable_dataset_cache();
+  d->set_host_hits(c.host.hits);
+  d->set_host_misses(c.host.misses);
+  d->set_host_evictions(c.host.evictions);
+  d->set_host_resident_bytes(c.host.resident_bytes);
+  d->set_host_resident_cases(static_cast<uint32_t>(c.host.resident_entries));
+  d->set_host_budget_bytes(c.host.budget_bytes);
+  d->set_device_hits(c.device.hits);
+  d->set_device_misses(c.device.misses);
+  d->set_device_evictions(c.device.evictions);
+  d->set_device_resident_bytes(c.device.resident_bytes);
+  d->set_device_resident_cases(static_cast<uint32_t>(c.device.resident_entries));
+  d->set_device_budget_bytes(c.device.budget_bytes);
+  d->set_prefetch_loaded(c.prefetch_loaded);
+  d->set_prefetch_failed(c.prefetch_failed);
+  d->set_host_pinned(c.host_allocator == "pinned");
+}
+
 absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionRequest& request,
                                                       const ServerOptions& options, const DeviceInfo& default_device,
-                                                      const std::string& id, int threads_per_batch) {
+                                                      const std::string& id, int threads_per_batch,
+                                                      std::shared_ptr<MemoryBudget> budget) {
   const ServerLimitsOptions& limits = options.limits;
   if (!request.has_config()) return absl::InvalidArgumentError("config: required");
   const v1::SessionConfig& config = request.config();
@@ -137,23 +159,28 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
   if (!std::isfinite(config.weight()) || config.weight() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("config.weight: must be a finite number >= 0, got ", config.weight()));
   }
-  if (request.host_shm_regions_size() > 0 || request.cuda_ipc_regions_size() > 0) {
-    if (!limits.allow_client_shared_memory) {
-      return absl::PermissionDeniedError(
-          "host_shm_regions / cuda_ipc_regions: client shared memory is disabled on this server (--allow_client_shm)");
-    }
-    return absl::UnimplementedError("host_shm_regions / cuda_ipc_regions: client input regions are not supported yet");
+  s.weight = config.weight() > 0 ? config.weight() : 1.0;
+  if ((request.host_shm_regions_size() > 0 || request.cuda_ipc_regions_size() > 0) &&
+      !limits.allow_client_shared_memory) {
+    return absl::PermissionDeniedError(
+        "host_shm_regions / cuda_ipc_regions: client shared memory is disabled on this server (--allow_client_shm)");
   }
 
-  // Delivery and dtypes.
+  // Delivery (checked against the device and the mode below) and dtypes.
   switch (config.delivery()) {
     case v1::DELIVERY_KIND_UNSPECIFIED:
     case v1::DELIVERY_KIND_INLINE:
+      s.delivery = v1::DELIVERY_KIND_INLINE;
       break;
     case v1::DELIVERY_KIND_HOST_SHM:
     case v1::DELIVERY_KIND_CUDA_IPC:
-      return absl::UnimplementedError(absl::StrCat("config.delivery: ", v1::DeliveryKind_Name(config.delivery()),
-                                                   " is not available yet; use DELIVERY_KIND_INLINE"));
+      s.delivery = config.delivery();
+      if (!config.has_dataset()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("config.delivery: ", v1::DeliveryKind_Name(config.delivery()),
+                         " applies to StreamBatches (dataset mode); patch mode (Augment) answers inline"));
+      }
+      break;
     default:
       return absl::InvalidArgumentError(absl::StrCat("config.delivery: unknown value ", config.delivery()));
   }
@@ -220,7 +247,9 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     absl::StatusOr<std::shared_ptr<dataset::NnunetDataset>> opened = dataset::NnunetDataset::Open(*layout);
     if (!opened.ok()) return Prefixed(opened.status(), "config.dataset.dataset_path: ");
     ds = *opened;
-    if (dm.echo_factor() > 1) return absl::UnimplementedError("config.dataset.echo_factor: echoing is not served yet");
+    if (dm.echo_factor() > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat("config.dataset.echo_factor: at most 1024, got ", dm.echo_factor()));
+    }
     if (dm.foreground_labels_size() > 0) {
       return absl::UnimplementedError("config.dataset.foreground_labels: the labels come from dataset.json for now");
     }
@@ -264,13 +293,29 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
 
   // A CUDA device runs the session on the CUDA engine when its fused kernels cover the pipeline; otherwise the
   // session runs on the CPU engine, says so in the log and reports `cpu` in the response (never pretends).
+  SessionResources resources;
+  std::string cuda_refusal = "the session runs on the CPU";
   if (requested.kind == DeviceKind::kCuda) {
-    absl::Status covered = CudaAugmenter::Create(s.pipeline, requested.index).status();
-    if (covered.ok()) {
+    absl::StatusOr<std::unique_ptr<CudaWorker>> worker = CudaWorker::Create(s.pipeline, requested.index);
+    if (worker.ok()) {
       s.device = requested;
+      resources.cuda = std::make_unique<CudaWorkerPool>(s.pipeline, requested.index);
+      resources.cuda->Add(*std::move(worker));  // the first worker: created once, reused for every batch
     } else {
+      cuda_refusal = absl::StrCat("the session runs on the CPU engine (", worker.status().message(), ")");
       LogWarning("session=", id, " device ", requested.name, " requested, running on the CPU engine: ",
-                 covered.ToString());
+                 worker.status().ToString());
+    }
+  }
+  if (s.delivery == v1::DELIVERY_KIND_CUDA_IPC) {
+    if (s.device.kind != DeviceKind::kCuda) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config.delivery: DELIVERY_KIND_CUDA_IPC needs a session on a CUDA device; ", cuda_refusal,
+          " — use DELIVERY_KIND_HOST_SHM or DELIVERY_KIND_INLINE"));
+    }
+    if (s.label_dtype.has_value() && *s.label_dtype != DType::kInt16) {
+      return absl::InvalidArgumentError(
+          "config.label_dtype: CUDA IPC slots hold the kernels' int16 labels; leave label_dtype unset or INT16");
     }
   }
 
@@ -293,8 +338,23 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     so.probabilistic_oversampling = dm.probabilistic_oversampling();
     absl::StatusOr<dataset::PatchSampler> sampler = dataset::PatchSampler::Create(so, cases, s.seed);
     if (!sampler.ok()) return Prefixed(sampler.status(), "config.dataset: ");
-    s.loader = std::make_shared<dataset::BatchLoader>(ds, *std::move(sampler));
+    // Echoing (batch_loader.h) and the case cache tiers shared by the sessions of this dataset (case_cache.h).
+    dataset::LoaderOptions lo;
+    lo.echo_factor = std::max<int64_t>(1, dm.echo_factor());
+    dataset::CaseCacheOptions co;
+    co.host_budget_bytes = options.dataset_host_cache_bytes;
+    co.device_budget_bytes = s.device.kind == DeviceKind::kCuda ? options.dataset_gpu_cache_bytes : 0;
+    co.device_index = s.device.kind == DeviceKind::kCuda ? s.device.index : 0;
+    co.prefetch_threads = options.dataset_prefetch_threads;
+    if (co.host_budget_bytes > 0 || co.device_budget_bytes > 0) {
+      absl::StatusOr<std::shared_ptr<dataset::CaseCache>> cache = dataset::SharedCaseCache(ds, co);
+      if (!cache.ok()) return Prefixed(cache.status(), "dataset cache: ");
+      lo.cache = *std::move(cache);
+      lo.prefetch_batches = static_cast<int64_t>(s.prefetch_depth) + 1;
+    }
+    s.loader = std::make_shared<dataset::BatchLoader>(ds, *std::move(sampler), lo);
     channels = static_cast<int64_t>(ds->channel_names().size());
+    s.num_image_channels = channels;
     s.input_patch_size = s.pipeline.input_patch_size;
   } else {
     const v1::PatchModeConfig& pm = config.patch();
@@ -343,12 +403,38 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
   const uint64_t voxels = static_cast<uint64_t>(Product(out_spatial)) * s.batch_size;
   s.max_batch_bytes = voxels * static_cast<uint64_t>(channels) * DTypeSize(s.image_dtype) +
                       voxels * static_cast<uint64_t>(levels) * 2 * static_cast<uint64_t>(std::max<int64_t>(1, seg_channels));
-  if (s.max_batch_bytes + 4096 > limits.max_response_bytes) {
+  if (s.delivery == v1::DELIVERY_KIND_INLINE && s.max_batch_bytes + 4096 > limits.max_response_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat("config.batch_size: one inline batch would be about ",
                                                      s.max_batch_bytes, " bytes, above the server's max_response_bytes ",
                                                      limits.max_response_bytes));
   }
-  return std::make_shared<Session>(std::move(s));
+
+  absl::StatusOr<std::unique_ptr<InputRegions>> inputs =
+      OpenInputRegions(request, s.device, limits.allow_client_shared_memory);
+  if (!inputs.ok()) return inputs.status();
+  resources.inputs = *std::move(inputs);
+  if (s.delivery != v1::DELIVERY_KIND_INLINE) {
+    SlotRingRequest ring;
+    ring.kind = s.delivery;
+    ring.session_id = id;
+    ring.count = s.prefetch_depth;
+    ring.device = s.device;
+    int64_t label_channels = std::max<int64_t>(1, seg_channels);
+    if (tc.ok() && tc->regions.has_value()) {
+      label_channels = std::max<int64_t>(label_channels, static_cast<int64_t>(tc->regions->size()) + 1);
+    }
+    const size_t label_bytes = s.label_dtype.has_value() ? DTypeSize(*s.label_dtype) : 2;
+    ring.slot_bytes = BatchSlotBytes(s.pipeline, s.input_patch_size, s.batch_size, channels, label_channels,
+                                     s.image_dtype, label_bytes);
+    if (s.device.kind == DeviceKind::kCuda) {  // one worker's pinned + device input staging
+      ring.staging_bytes = 2 * static_cast<uint64_t>(Product(s.input_patch_size)) * s.batch_size *
+                           static_cast<uint64_t>(channels * 4 + 2);
+    }
+    absl::StatusOr<std::shared_ptr<SlotRing>> slots = CreateSlotRing(ring, limits, budget);
+    if (!slots.ok()) return slots.status();
+    resources.slots = *std::move(slots);
+  }
+  return std::make_shared<Session>(std::move(s), std::move(resources));
 }
 
 v1::OpenSessionResponse MakeOpenSessionResponse(const Session& session) {
@@ -364,7 +450,10 @@ v1::OpenSessionResponse MakeOpenSessionResponse(const Session& session) {
   }
   *out.mutable_device() = ToProto(s.device);
   for (int64_t p : s.input_patch_size) out.add_initial_patch_size(p);
-  out.set_delivery(v1::DELIVERY_KIND_INLINE);
+  out.set_delivery(s.delivery);
+  if (session.slots() != nullptr) {
+    for (v1::OutputSlot& slot : session.slots()->Export()) *out.add_output_slots() = std::move(slot);
+  }
   return out;
 }
 

@@ -95,6 +95,17 @@ absl::StatusOr<std::unique_ptr<CaseArray>> OpenB2nd(const std::string& path) {
     return fail(absl::DataLossError(absl::StrCat(path, ": b2nd shape announces ", bytes, " bytes but the frame holds ",
                                                  array->sc->nbytes)));
   }
+  // Blocks per chunk: c-blosc2 walks every block of a chunk on a read, so a damaged layout (chunk 13816321 x 2 x
+  // 2 x 2 in blocks of 1 x 1 x 2 x 2 over a 1 x 3 x 3 x 3 array) spins for minutes (tests/fuzz/b2nd_fuzz).
+  // Writers use tens to thousands of blocks per chunk; 1 << 20 leaves ample room.
+  int64_t blocks_per_chunk = 1;
+  for (int d = 0; d < array->ndim; ++d) {
+    const int64_t c = array->chunkshape[d], b = array->blockshape[d];
+    if (c <= 0 || b <= 0 || b > c || __builtin_mul_overflow(blocks_per_chunk, (c + b - 1) / b, &blocks_per_chunk) ||
+        blocks_per_chunk > (int64_t{1} << 20)) {
+      return fail(absl::DataLossError(absl::StrCat(path, ": implausible b2nd chunk/block layout on axis ", d)));
+    }
+  }
   return std::unique_ptr<CaseArray>(new B2ndArray(path, std::move(shape), *dtype, array));
 }
 

@@ -117,6 +117,25 @@ TEST_P(BatchLoaderTest, ConcurrentBatchesEqualSerial) {
   }
 }
 
+TEST_P(BatchLoaderTest, LoadBatchIntoCallerBuffersEqualsLoadBatch) {
+  SamplerOptions so = SamplerOptions::ForTraining({6, 6, 6}, {10, 9, 11}, 3, false);
+  BatchLoader loader(ds_, *PatchSampler::Create(so, ds_->case_ids(), 4));
+  const size_t per = 10 * 9 * 11;
+  std::vector<float> data(3 * per, 123.0f);
+  std::vector<int16_t> seg(3 * per, 77);
+  for (uint64_t batch = 0; batch < 5; ++batch) {
+    absl::StatusOr<HostBatch> want = loader.LoadBatch(batch);
+    absl::StatusOr<HostBatch> got = loader.LoadBatchInto(batch, data.data(), data.size(), seg.data(), seg.size());
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_TRUE(got->data.empty());
+    EXPECT_EQ(got->data_shape, want->data_shape);
+    EXPECT_EQ(data, want->data);
+    EXPECT_EQ(seg, want->seg);
+  }
+  EXPECT_EQ(loader.LoadBatchInto(0, data.data(), data.size() - 1, seg.data(), seg.size()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(B2ndAndNpz, BatchLoaderTest, ::testing::Bool());
 
 }  // namespace

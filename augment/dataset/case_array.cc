@@ -46,6 +46,14 @@ absl::Status ValidateBox(const Box& box, size_t array_rank) {
   return absl::OkStatus();
 }
 
+bool BoxMissesArray(const Box& box, const Shape& spatial) {
+  const size_t off = spatial.size() - std::min(spatial.size(), box.rank());
+  for (size_t d = 0; d < box.rank(); ++d) {
+    if (box.ub[d] <= 0 || box.lb[d] >= spatial[off + d]) return true;
+  }
+  return false;
+}
+
 Shape BoxShape(const Shape& shape, const Box& box) {
   const size_t lead = shape.size() - std::min(shape.size(), box.rank());
   Shape out(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(lead));

@@ -51,6 +51,10 @@ struct Box {
 // ub >= lb). INVALID_ARGUMENT otherwise.
 absl::Status ValidateBox(const Box& box, size_t array_rank);
 
+// Whether `box` lies entirely outside an array of the given trailing (spatial) extents on some axis. Then
+// crop_and_pad_nd returns zeros (not the pad value) for the whole box — a quirk every crop path reproduces.
+bool BoxMissesArray(const Box& box, const Shape& spatial);
+
 // Output shape of a box read: the leading (uncropped) extents of `shape` followed by box.extent().
 Shape BoxShape(const Shape& shape, const Box& box);
 
@@ -76,6 +80,10 @@ class CaseArray {
 
   // Reads the whole array (no padding), converted to `out_dtype`.
   absl::Status ReadAll(DType out_dtype, void* out, size_t out_bytes) const;
+
+  // The elements in memory (C order, native dtype) for memory-mapped and in-memory arrays; nullptr for
+  // arrays decoded on read (.b2nd).
+  const void* ElementData() const { return MappedData(); }
 
  protected:
   CaseArray(std::string path, Shape shape, DType dtype)

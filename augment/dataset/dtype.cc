@@ -24,9 +24,16 @@ constexpr DTypeInfo kInfos[] = {
 
 const DTypeInfo& Info(DType t) { return kInfos[static_cast<int>(t)]; }
 
+// `src` may be misaligned (stored .npz members and .npy files with odd header lengths are mapped in place):
+// elements are loaded with memcpy, which compiles to plain unaligned loads (found by tests/fuzz/npy_fuzz).
 template <typename To, typename From>
 void ConvertTyped(const From* src, To* dst, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<To>(src[i]);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(src);
+  for (size_t i = 0; i < n; ++i) {
+    From v;
+    std::memcpy(&v, bytes + i * sizeof(From), sizeof(From));
+    dst[i] = static_cast<To>(v);
+  }
 }
 
 // Second dispatch level: the source type is known, switch on the destination type.

@@ -1,6 +1,8 @@
 #include "augment/dataset/labels.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/status/status.h"
@@ -12,9 +14,12 @@ namespace augmentd::dataset {
 namespace {
 
 absl::StatusOr<int> AsLabel(const nlohmann::ordered_json& v, const std::string& where) {
-  if (v.is_number_integer()) return v.get<int>();
-  if (v.is_number_float() && v.get<double>() == static_cast<int>(v.get<double>())) {
-    return static_cast<int>(v.get<double>());
+  // Integral values within int's range only: casting a larger double is undefined behaviour, a larger integer
+  // would wrap (tests/fuzz/json_fuzz).
+  const bool number = v.is_number_integer() || v.is_number_float();
+  const double d = number ? v.get<double>() : 0.0;
+  if (number && d == std::floor(d) && d >= std::numeric_limits<int>::min() && d <= std::numeric_limits<int>::max()) {
+    return static_cast<int>(d);
   }
   return absl::InvalidArgumentError(absl::StrCat(where, ": expected an integer label, got ", v.dump()));
 }

@@ -191,6 +191,12 @@ absl::StatusOr<std::unique_ptr<CaseArray>> OpenNpzMember(const std::string& path
     if (e.csize != e.usize) return Corrupt(path, "stored member with differing sizes");
     keep = *file;
   } else if (e.method == 8) {
+    // Deflate expands at most 1032:1; a larger declared size is a damaged or hostile header, and Inflate would
+    // allocate it up front (a 500-byte file asked for 3 GB: tests/fuzz/npz_fuzz).
+    if (e.usize / 1032 > e.csize) {
+      return Corrupt(path, absl::StrCat("member '", entry_name, "' declares ", e.usize, " bytes inflated from ", e.csize,
+                                        " compressed (more than deflate's 1032:1)"));
+    }
     absl::StatusOr<std::vector<uint8_t>> inflated = Inflate(member_bytes, e.csize, e.usize, name);
     if (!inflated.ok()) return inflated.status();
     owned = *std::move(inflated);

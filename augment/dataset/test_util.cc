@@ -12,10 +12,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "augment/dataset/b2nd_reader.h"
+#include "augment/dataset/b2nd_writer.h"
 #include "augment/dataset/npy_format.h"
-#include "b2nd.h"
-#include "blosc2.h"
 #include "gtest/gtest.h"
 
 namespace augmentd::dataset::testing {
@@ -77,7 +75,9 @@ std::string RawDeflate(const std::string& in) {
 
 std::string ZipBytes(const std::vector<std::pair<std::string, std::string>>& members, bool deflate) {
   std::string out, central;
-  for (const auto& [name, content] : members) {
+  for (const auto& member : members) {
+    const std::string& name = member.first;  // not a structured binding: the lambda below captures it (C++17 clang)
+    const std::string& content = member.second;
     const uint32_t crc = static_cast<uint32_t>(
         crc32(0L, reinterpret_cast<const Bytef*>(content.data()), static_cast<uInt>(content.size())));
     const std::string payload = deflate ? RawDeflate(content) : content;
@@ -123,30 +123,13 @@ std::string ZipBytes(const std::vector<std::pair<std::string, std::string>>& mem
 
 void WriteB2nd(const std::string& path, DType dtype, const Shape& shape, const std::string& elements,
                const std::vector<int32_t>& chunks, const std::vector<int32_t>& blocks, B2ndCodec codec, bool shuffle) {
-  EnsureBlosc2Initialized();
-  std::remove(path.c_str());
-  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
-  cparams.compcode = codec == B2ndCodec::kLz4hc ? BLOSC_LZ4HC : BLOSC_ZSTD;
-  cparams.clevel = codec == B2ndCodec::kLz4hc ? 5 : 8;
-  cparams.typesize = static_cast<int32_t>(DTypeSize(dtype));
-  cparams.nthreads = 1;
-  for (int i = 0; i < BLOSC2_MAX_FILTERS; ++i) cparams.filters[i] = BLOSC_NOFILTER;
-  cparams.filters[BLOSC2_MAX_FILTERS - 1] = shuffle ? BLOSC_SHUFFLE : BLOSC_NOFILTER;
-  blosc2_dparams dparams = BLOSC2_DPARAMS_DEFAULTS;
-  std::string url = path;
-  blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;
-  storage.contiguous = true;
-  storage.urlpath = url.data();
-  storage.cparams = &cparams;
-  storage.dparams = &dparams;
-  const std::string descr = dtype == DType::kFloat32 ? "<f4" : dtype == DType::kInt16 ? "<i2" : "|i1";
-  b2nd_context_t* ctx = b2nd_create_ctx(&storage, static_cast<int8_t>(shape.size()), shape.data(), chunks.data(),
-                                        blocks.data(), descr.c_str(), DTYPE_NUMPY_FORMAT, nullptr, 0);
-  ASSERT_NE(ctx, nullptr);
-  b2nd_array_t* array = nullptr;
-  ASSERT_GE(b2nd_from_cbuffer(ctx, &array, elements.data(), static_cast<int64_t>(elements.size())), 0) << path;
-  b2nd_free(array);
-  b2nd_free_ctx(ctx);
+  B2ndWriteOptions w;
+  w.chunks = chunks;
+  w.blocks = blocks;
+  w.codec = codec == B2ndCodec::kLz4hc ? B2ndCodecKind::kLz4hc : B2ndCodecKind::kZstd;
+  w.shuffle = shuffle;
+  const absl::Status st = WriteB2ndFile(path, dtype, shape, elements.data(), elements.size(), w);
+  ASSERT_TRUE(st.ok()) << st;
 }
 
 std::vector<float> Iota(int64_t n, float offset) {

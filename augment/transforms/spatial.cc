@@ -220,6 +220,25 @@ std::vector<double> SpatialTransform::AffineMatrix(const std::vector<double>& a,
   return mul(mul(mul(rz, ry, 3), rx, 3), sc, 3);
 }
 
+std::vector<float> SpatialTransform::ElasticOffsets(const SpatialParams& p) const {
+  if (p.elastic_offsets) return *p.elastic_offsets;
+  if (!p.elastic) return {};
+  const SpatialParams::ElasticRecipe& r = *p.elastic;
+  const int dim = static_cast<int>(r.sigma.size());
+  int64_t n = 1;
+  for (int64_t s : config_.patch_size) n *= s;
+  std::vector<float> field(n);
+  std::vector<float> offsets(n * dim);
+  for (int d = 0; d < dim; ++d) {
+    // White noise from the counter-based generator (substream 1+d), so any device regenerates it.
+    const StreamKey key = MakeStreamKey(r.seed, r.sample_index, r.transform_index, 1u + d);
+    for (int64_t v = 0; v < n; ++v) field[v] = NormalAt(key, v);
+    kernels::SmoothElasticComponent(field.data(), config_.patch_size.data(), dim, r.sigma[d], r.magnitude[d]);
+    for (int64_t v = 0; v < n; ++v) offsets[v * dim + d] = field[v];
+  }
+  return offsets;
+}
+
 absl::StatusOr<std::unique_ptr<TransformParams>> SpatialTransform::Draw(DrawContext& ctx,
                                                                         const SampleLayout& layout) const {
   std::vector<int64_t> shape;
@@ -259,19 +278,13 @@ absl::StatusOr<std::unique_ptr<TransformParams>> SpatialTransform::Draw(DrawCont
     }
     std::vector<double> magnitude(dim);
     for (int i = 0; i < dim; ++i) magnitude[i] = c.elastic_deform_magnitude.Sample(rng);
-    int64_t n = 1;
-    for (int64_t s : c.patch_size) n *= s;
-    std::vector<float> field(n);
-    std::vector<float> offsets(n * dim);
-    for (int d = 0; d < dim; ++d) {
-      // White noise from the counter-based generator (substream 1+d), so any device regenerates it.
-      const StreamKey key = MakeStreamKey(ctx.seed, ctx.sample_index, ctx.transform_index, 1u + d);
-      for (int64_t v = 0; v < n; ++v) field[v] = NormalAt(key, v);
-      kernels::SmoothElasticComponent(field.data(), c.patch_size.data(), dim,
-                                      def_scales[d] * static_cast<double>(c.patch_size[d]), magnitude[d]);
-      for (int64_t v = 0; v < n; ++v) offsets[v * dim + d] = field[v];
-    }
-    p->elastic_offsets = std::move(offsets);
+    SpatialParams::ElasticRecipe r;
+    r.seed = ctx.seed;
+    r.sample_index = ctx.sample_index;
+    r.transform_index = ctx.transform_index;
+    for (int d = 0; d < dim; ++d) r.sigma.push_back(def_scales[d] * static_cast<double>(c.patch_size[d]));
+    r.magnitude = std::move(magnitude);
+    p->elastic = std::move(r);  // the field itself: ElasticOffsets (on demand)
   }
   p->center_location_in_pixels.resize(dim);
   for (int d = 0; d < dim; ++d) {
@@ -332,7 +345,10 @@ absl::Status SpatialTransform::Apply(const TransformParams& params, SampleData& 
   const float* in_image = sample.image_data();
   const int16_t* in_seg = sample.seg_data();
 
-  if (!p->affine && !p->elastic_offsets) {
+  const std::vector<float> recipe_offsets =
+      p->elastic_offsets || !p->elastic ? std::vector<float>{} : ElasticOffsets(*p);
+  const bool elastic = p->elastic_offsets || !recipe_offsets.empty();
+  if (!p->affine && !elastic) {
     // Integer crop at floor(centre) − p//2 (bgv2 crop_tensor), padded with the constant of each mode.
     int64_t start[3];
     for (int d = 0; d < nd; ++d) {
@@ -358,7 +374,7 @@ absl::Status SpatialTransform::Apply(const TransformParams& params, SampleData& 
       for (int r = 0; r < nd; ++r)
         for (int k = 0; k < nd; ++k) g.affine[r][k] = static_cast<float>((*p->affine)[r * nd + k]);
     }
-    const float* offsets = nullptr;
+    const float* offsets = recipe_offsets.empty() ? nullptr : recipe_offsets.data();
     if (p->elastic_offsets) {
       if (static_cast<int64_t>(p->elastic_offsets->size()) != n_out * nd) {
         return ju::Invalid("params.elastic_offsets", "must have shape (*patch_size, ndim)");
@@ -430,7 +446,8 @@ nlohmann::json SpatialTransform::ParamsToJson(const TransformParams& params) con
   } else {
     j["affine"] = nullptr;
   }
-  if (p.elastic_offsets) {
+  const std::vector<float> offsets = ElasticOffsets(p);
+  if (!offsets.empty()) {
     // Nested lists of shape (*patch_size, ndim).
     std::vector<int64_t> dims(config_.patch_size.begin(), config_.patch_size.end());
     dims.push_back(nd);
@@ -440,7 +457,7 @@ nlohmann::json SpatialTransform::ParamsToJson(const TransformParams& params) con
       for (size_t l = level + 1; l < dims.size(); ++l) stride *= dims[l];
       for (int64_t i = 0; i < dims[level]; ++i) {
         if (level + 1 == dims.size()) {
-          arr.push_back((*p.elastic_offsets)[base + i]);
+          arr.push_back(offsets[base + i]);
         } else {
           arr.push_back(build(level + 1, base + i * stride));
         }

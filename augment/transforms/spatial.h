@@ -58,8 +58,20 @@ struct SpatialConfig {
 struct SpatialParams : TransformParams {
   int ndim = 3;                                       // spatial dims the transform works in (2 for dummy-2D)
   std::optional<std::vector<double>> affine;          // ndim×ndim row-major, float64 as numpy builds it; none = crop
-  std::optional<std::vector<float>> elastic_offsets;  // (*patch_size, ndim) C order
+  std::optional<std::vector<float>> elastic_offsets;  // (*patch_size, ndim) C order (injected); wins over `elastic`
   std::vector<double> center_location_in_pixels;
+  // A drawn elastic deformation as its recipe: component d is the white noise NormalAt(MakeStreamKey(seed,
+  // sample_index, transform_index, 1 + d), voxel) smoothed by SmoothElasticComponent(sigma[d], magnitude[d]). The
+  // offsets are materialised from it on demand (Apply, ParamsToJson: SpatialTransform::ElasticOffsets), so an
+  // engine that generates the field itself (CUDA) never computes it on the host.
+  struct ElasticRecipe {
+    uint64_t seed = 0;
+    uint64_t sample_index = 0;
+    uint32_t transform_index = 0;
+    std::vector<double> sigma;      // per component, in pixels (def_scale[d] · patch_size[d])
+    std::vector<double> magnitude;  // per component: max |offset|
+  };
+  std::optional<ElasticRecipe> elastic;
 };
 
 class SpatialTransform final : public Transform {
@@ -79,6 +91,8 @@ class SpatialTransform final : public Transform {
 
   // bgv2 create_affine_matrix_3d / _2d: Rz(a2)·Ry(a1)·Rx(a0)·diag(s) (3D), R(a)·diag(s) (2D), row-major.
   static std::vector<double> AffineMatrix(const std::vector<double>& angles, const std::vector<double>& scales);
+  // The elastic offsets of `p`, (*patch_size, ndim) C order: the injected ones, those of its recipe, or empty.
+  std::vector<float> ElasticOffsets(const SpatialParams& p) const;
 
  private:
   explicit SpatialTransform(SpatialConfig c) : config_(std::move(c)) {}

@@ -67,8 +67,11 @@ TEST(GpuDeviceTest, ServerListsGpusAndResolvesAutoUuidAndOrdinal) {
   EXPECT_EQ(info->default_device(), "cuda:0");
   bool ipc = false;
   for (int d : info->deliveries()) ipc = ipc || d == v1::DELIVERY_KIND_CUDA_IPC;
-  // CUDA IPC delivery is not wired into sessions yet: the server must not advertise it before it is.
-  EXPECT_FALSE(ipc);
+  // CUDA IPC delivery is served on CUDA devices (server/cuda_ipc_slots.h), and advertised per device.
+  EXPECT_TRUE(ipc);
+  bool device_ipc = false;
+  for (int d : info->devices(1).deliveries()) device_ipc = device_ipc || d == v1::DELIVERY_KIND_CUDA_IPC;
+  EXPECT_TRUE(device_ipc);
 
   const std::string uuid = info->devices(info->devices_size() - 1).uuid();
   absl::StatusOr<v1::ServerInfo> by_uuid = InfoWithDevice(uuid);

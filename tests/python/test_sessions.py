@@ -94,6 +94,28 @@ def test_dataset_mode_stream(served, which):
         assert err.value.code == grpc.StatusCode.FAILED_PRECONDITION
 
 
+def test_da5_preset_session(served):
+    """The nnunet_da5 preset (nnUNetTrainerDA5's pipeline) serves dataset-mode batches of the plan's patch."""
+    server, dataset = served
+    with augmentd.Client(server.addresses[0]) as client:
+        config = augmentd.dataset_session_config(str(dataset / "nnUNetPlans_3d_fullres"), batch_size=2, seed=3,
+                                                 preset=pipeline_pb2.PRESET_NNUNET_DA5)
+        session = client.open_session(config)
+        with client.stream_batches(session, credits=2, max_batches=2) as stream:
+            batches = list(stream)
+        assert [b.batch_index for b in batches] == [0, 1]
+        for b in batches:
+            assert b.image.shape == (2, 1, 8, 8, 8) and np.isfinite(b.image).all()
+            assert set(np.unique(b.targets[0]).tolist()) <= {0, 1, 2}
+        default = client.open_session(augmentd.dataset_session_config(
+            str(dataset / "nnUNetPlans_3d_fullres"), batch_size=2, seed=3))
+        with client.stream_batches(default, credits=1, max_batches=1) as stream:
+            (first,) = list(stream)
+        assert not np.array_equal(first.image, batches[0].image)  # a different pipeline, not the default one
+        client.close_session(session)
+        client.close_session(default)
+
+
 def test_stream_keeps_credits_ahead_and_stops_early(served):
     server, dataset = served
     with augmentd.Client(server.addresses[1]) as client:
@@ -146,10 +168,6 @@ def test_bad_session_requests_raise_clear_errors(served):
         with pytest.raises(augmentd.AugmentdError) as err:
             client.open_session(augmentd.dataset_session_config("/etc"))
         assert err.value.code == grpc.StatusCode.PERMISSION_DENIED
-        with pytest.raises(augmentd.AugmentdError) as err:
-            client.open_session(augmentd.dataset_session_config(
-                str(dataset), preset=pipeline_pb2.PRESET_NNUNET_DA5))
-        assert err.value.code == grpc.StatusCode.UNIMPLEMENTED
         with pytest.raises(augmentd.AugmentdError) as err:
             list(client.stream_batches("s1-nope", max_batches=1))
         assert err.value.code == grpc.StatusCode.NOT_FOUND

@@ -57,6 +57,17 @@ struct StatsSlot {
 
 enum SlotId { kSlotV1 = 0, kSlotV3 = 1, kSlotY0 = 2, kSlotV4 = 3, kSlotY1 = 4, kNumSlots = 5 };
 
+// Per (sample, component) statistics of the smoothed elastic field: max |f| (float bits, f >= 0 compares as
+// unsigned) and the sum of f (for the grid mean).
+struct ElasticStat {
+  double sum;
+  unsigned int max_bits;
+  unsigned int pad;
+};
+inline constexpr int kElasticOutPerThread = 8;  // outputs per thread of the smoothing kernel (register window)
+// Circular taps stored doubled (t[i] = K[i mod n], i < 2n + kElasticOutPerThread) so no modulo is needed.
+inline constexpr int kElasticTapStride = 2 * kMaxElasticAxis + kElasticOutPerThread;
+
 struct Workspace {
   float* x1;        // (B, C, P) scratch image
   float* x2;        // (B, C, P) scratch image
@@ -64,10 +75,21 @@ struct Workspace {
   uint8_t* mask;    // (B, P) seg < 0 at the final (mirrored) position
   int32_t* lowest;  // (B) lowest labels
   StatsSlot slot[kNumSlots];
+  // Elastic deformation (only when BatchShape::elastic): fields (B, 3, P) and their ping-pong scratch, the
+  // smoothing taps (B, 3 components, 3 axes, kElasticTapStride) and per-(sample, component) max/sum.
+  float* field;
+  float* field_tmp;
+  float* taps;
+  ElasticStat* estat;
+  float* elastic_partial_max;   // (B·3, tiles of the last smoothing pass)
+  double* elastic_partial_sum;
   size_t bytes;
 };
 
 inline size_t AlignUp(size_t v) { return (v + 255) / 256 * 256; }
+
+// Partial statistics entries of the elastic smoothing (elastic.cu); 0 without BatchShape::elastic.
+int64_t ElasticPartials(const BatchShape& shape);
 
 inline int64_t Prod(const int32_t* s) { return int64_t{s[0]} * s[1] * s[2]; }
 
@@ -104,6 +126,16 @@ inline Workspace CarveWorkspace(const BatchShape& shape, void* base) {
     ws.slot[s].counters = reinterpret_cast<unsigned int*>(take(slices * sizeof(unsigned int)));
     ws.slot[s].result = reinterpret_cast<Stats*>(take(slices * sizeof(Stats)));
     ws.slot[s].max_blocks = max_blocks;
+  }
+  if (shape.elastic) {
+    const size_t fn = static_cast<size_t>(shape.batch) * 3 * static_cast<size_t>(Prod(shape.out));
+    ws.field = reinterpret_cast<float*>(take(fn * sizeof(float)));
+    ws.field_tmp = reinterpret_cast<float*>(take(fn * sizeof(float)));
+    ws.taps = reinterpret_cast<float*>(take(static_cast<size_t>(shape.batch) * 9 * kElasticTapStride * sizeof(float)));
+    ws.estat = reinterpret_cast<ElasticStat*>(take(static_cast<size_t>(shape.batch) * 3 * sizeof(ElasticStat)));
+    const size_t parts = static_cast<size_t>(ElasticPartials(shape));
+    ws.elastic_partial_max = reinterpret_cast<float*>(take(parts * sizeof(float)));
+    ws.elastic_partial_sum = reinterpret_cast<double*>(take(parts * sizeof(double)));
   }
   ws.bytes = off;
   return ws;

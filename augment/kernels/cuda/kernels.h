@@ -10,9 +10,15 @@
 namespace augmentd::cuda::internal {
 
 // Spatial transform + noise epilogue + seg/DS/mask. `direct`: no later image stage, write the output.
+// `elastic`: read the displacement fields of LaunchElasticField (samples with SampleParams::elastic).
 cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
                           const Workspace& ws, bool use_lowest_buffer, bool direct, bool with_mask, bool want_stats,
-                          cudaStream_t stream);
+                          bool elastic, cudaStream_t stream);
+
+// Elastic displacement fields of the deforming samples into ws.field (+ ws.estat), elastic.cu. Needs
+// BatchShape::elastic and patch axes <= kMaxElasticAxis (cudaErrorInvalidValue otherwise).
+cudaError_t LaunchElasticField(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
+                               cudaStream_t stream);
 cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, int32_t* d_lowest, cudaStream_t stream);
 
 // Separable blur of the blurred slices: x1 -> x2 -> x1 -> x2; stats of the result into slot V1.

@@ -2,6 +2,7 @@
 //
 // Launch plan (stages no sample uses are skipped; the host knows which from ActiveStages):
 //   [lowest labels]  only for the zero-padding seg border
+//   [elastic field]  taps, noise, 3 smoothing passes, stats (elastic.cu), only when a sample deforms
 //   spatial          sample + noise + seg/DS/mask; writes the final image directly when nothing follows
 //   blur ×3          separable passes, stats of the result (contrast input)
 //   low-res down     nearest-exact picks of brightness/contrast(V1)
@@ -29,6 +30,7 @@ uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
     const SampleParams& p = h_params[b];
     if (p.noise_sigma != 0.f) st |= kStageNoise;
     if (!p.seg_border_minus_one && !p.use_crop) st |= kStageLowestLabel;
+    if (p.elastic) st |= kStageElastic;
     for (int c = 0; c < shape.channels; ++c) {
       const ChannelParams& cp = p.ch[c];
       if (cp.blur_sigma[0] != 0.f) st |= kStageBlur;
@@ -47,6 +49,7 @@ static bool ValidShape(const BatchShape& s) {
   if (s.num_ds < 0 || s.num_ds > kMaxDsLevels) return false;
   for (int d = 0; d < 3; ++d) {
     if (s.in[d] < 1 || s.out[d] < 1) return false;
+    if (s.elastic && s.out[d] > kMaxElasticAxis) return false;
   }
   if (internal::Prod(s.out) > (int64_t{1} << 30) || internal::Prod(s.in) >= (int64_t{1} << 31)) return false;
   for (int l = 0; l < s.num_ds; ++l) {
@@ -90,11 +93,14 @@ cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, u
   const bool blur = stages & kStageBlur, contrast = stages & kStageContrast, lowres = stages & kStageLowRes;
   const bool g0 = stages & kStageGamma0, g1 = stages & kStageGamma1, mask = stages & kStageMask;
   const bool lowest = stages & kStageLowestLabel;
+  const bool elastic = stages & kStageElastic;
+  if (elastic && !shape.elastic) return cudaErrorInvalidValue;
   const bool direct = !(blur || contrast || lowres || g0 || g1);
 
   if (lowest) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowestLabels(shape, io.seg, ws.lowest, stream));
+  if (elastic) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchElasticField(shape, d_params, ws, stream));
   AUGMENTD_CUDA_RETURN_IF_ERROR(
-      internal::LaunchSpatial(shape, d_params, io, ws, lowest, direct, mask, contrast, stream));
+      internal::LaunchSpatial(shape, d_params, io, ws, lowest, direct, mask, contrast, elastic, stream));
   if (direct) return cudaSuccess;
 
   ChainState st{blur, false, g0};

@@ -20,7 +20,8 @@
 //
 // Semantics (reference/nnunet_pipeline.md §3–§4), applied per sample in this order: spatial transform
 // (affine pull map or integer centre crop; trilinear image with zero padding, align_corners=False;
-// per-label linear seg vote with fp16 rounding and lowest-label ties; −1 border with bgv2's
+// optional elastic displacement generated on the device; per-label linear seg vote with fp16 rounding and
+// lowest-label ties; −1 border with bgv2's
 // swapped-threshold quirk), Gaussian noise, Gaussian blur (reflect padding), multiplicative brightness,
 // contrast (preserve range), low resolution (nearest-exact down, trilinear up), gamma slot 0, gamma
 // slot 1, mirroring, image masking where seg < 0, seg −1 → 0, deep-supervision targets (nearest-exact).
@@ -31,7 +32,8 @@
 // are sized from the current device's SM count, read once per process.
 //
 // Performance (H200, bench/results/2026-11-29-h200-cuda-kernels.md): B=2, 1 channel, 205³ -> 128³,
-// every transform on: 0.42 ms per batch; default probabilities: 0.16 ms.
+// every transform on: 0.42 ms per batch; default probabilities: 0.16 ms; every transform on plus elastic
+// deformation: 1.16 ms (bench/results/2026-11-29-h200-cuda-coverage.md).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -44,6 +46,7 @@ namespace augmentd::cuda {
 inline constexpr int kMaxChannels = 8;    // image channels per sample supported by the kernels
 inline constexpr int kMaxDsLevels = 8;    // deep-supervision levels (full resolution excluded)
 inline constexpr int kMaxBlurRadius = 8;  // blur kernel size <= 17 (sigma <= ~2.75)
+inline constexpr int kMaxElasticAxis = 512;  // elastic deformation: patch axes <= 512 (the smoothing tiles a line)
 
 enum class OutDType : int32_t { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 
@@ -57,6 +60,7 @@ struct BatchShape {
   int32_t ds[kMaxDsLevels][3] = {};  // Q_k = round_half_even(P * s_k), computed by the caller
   OutDType out_dtype = OutDType::kFloat32;
   int32_t remove_minus_one = 1;  // RemoveLabelTansform(-1 -> 0) on the seg outputs
+  int32_t elastic = 0;           // 1: the workspace holds elastic displacement fields (some sample may deform)
 };
 
 // Per-channel parameters of one sample. A transform that was not drawn for a channel is "off".
@@ -90,6 +94,18 @@ struct SampleParams {
   uint32_t noise_transform_index = 0;
   uint64_t seed = 0;
   uint64_t sample_index = 0;
+  // Elastic deformation (bgv2 SpatialTransform, augment/transforms/spatial.h ElasticRecipe), generated on the
+  // device: component d = NormalAt(MakeStreamKey(seed, sample_index, elastic_transform_index, 1 + d), voxel) over the
+  // patch, circularly smoothed with the periodic Gaussian of scipy's fourier_gaussian (σ = elastic_sigma[d] pixels,
+  // along every axis), scaled so max|·| = elastic_magnitude[d] (max(m, 1e-8)); added to the centred patch coordinate
+  // before A; with elastic_center the grid mean is subtracted. Needs BatchShape::elastic; use_crop must be 0.
+  int32_t elastic = 0;
+  int32_t elastic_center = 1;
+  uint32_t elastic_transform_index = 0;
+  double elastic_sigma[3] = {0, 0, 0};
+  float elastic_magnitude[3] = {0.f, 0.f, 0.f};  // already max(m, 1e-8), as float32
+  uint64_t elastic_seed = 0;
+  uint64_t elastic_sample_index = 0;
   ChannelParams ch[kMaxChannels];
 };
 
@@ -103,7 +119,8 @@ enum StageBits : uint32_t {
   kStageGamma1 = 1u << 5,
   kStageMask = 1u << 6,
   kStageLowestLabel = 1u << 7,  // some sample needs its lowest label computed on the device
-  kStageAll = 0xffu,
+  kStageElastic = 1u << 8,      // some sample deforms elastically (field generation before the spatial kernel)
+  kStageAll = 0x1ffu,
 };
 
 // Which stages the host-side parameters use (host function, reads h_params[0..B)).

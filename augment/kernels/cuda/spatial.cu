@@ -13,6 +13,8 @@
 //    pairs the flipped grid (x=axis 2, …) with sizes in array order (S0, S1, S2): the swapped-threshold
 //    quirk of axes 0 and 2;
 //  * no rotation/scale drawn: integer crop starting at floor(S/2) − floor(P/2) (half-voxel quirk).
+// Elastic deformation (elastic.cu fields): the centred patch coordinate gets the sample's displacement before A,
+// and the grid mean is subtracted from the shift (bgv2 center_deformation).
 // Epilogue: Gaussian noise (Philox, augment/rng.h), per-channel statistics for the contrast stage, the
 // seg written at its mirrored position with −1 → 0 and its deep-supervision picks, the mask byte; when
 // no later image stage runs, the image goes straight to the output (brightness, mirroring, mask, dtype).
@@ -40,6 +42,8 @@ struct SpatialArgs {
   int remove_minus_one;
   int want_stats;  // accumulate stats of channels that are not blurred (contrast input)
   StatsSlot slot;
+  const float* field;          // (B, 3, P) elastic fields, null when no sample deforms
+  const ElasticStat* estat;    // (B, 3)
 };
 
 template <int kCT, int kMinBlocks>
@@ -58,6 +62,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   const float noise_sigma = sp.noise_sigma;
   // Per-sample constants live in shared memory (registers are the occupancy limit of this kernel).
   __shared__ float sh_shift[3], sh_half_s[3], sh_sf[3], sh_lo[3], sh_hi[3];
+  // Elastic: offset_e = field_e / div_e; u = A·(g + offset) + (shift − mean), mean = A·mean(offset) (the grid mean
+  // of bgv2's center_deformation; the centred base grid has mean 0).
+  __shared__ float sh_A[9], sh_div[3], sh_add[3];
+  const bool elastic = a.field != nullptr && sp.elastic != 0;
+  if (elastic && threadIdx.x < 3) {
+    const int d = threadIdx.x;
+    double mean = 0.0;
+    for (int e = 0; e < 3; ++e) {
+      const ElasticStat st = a.estat[b * 3 + e];
+      const float div = __fdiv_rn(__uint_as_float(st.max_bits), sp.elastic_magnitude[e]);
+      if (d == 0) sh_div[e] = div;
+      sh_A[3 * d + e] = sp.matrix[3 * d + e];
+      mean += static_cast<double>(sp.matrix[3 * d + e]) * (st.sum / static_cast<double>(div) /
+                                                           static_cast<double>(a.d.out_n));
+    }
+    sh_add[d] = __fsub_rn(sp.shift[d], sp.elastic_center ? static_cast<float>(mean) : 0.f);
+  }
   if (threadIdx.x < 3) {
     const int d = threadIdx.x;
     sh_shift[d] = sp.shift[d];
@@ -121,13 +142,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       label = inb ? static_cast<int>(__ldg(seg_b + off)) : (border_m1 ? -1 : 0);
     } else {
       const float g0 = __fsub_rn(static_cast<float>(j0), 0.5f * static_cast<float>(P[0] - 1));
-      float ix[3];
+      float ix[3], pe[3];
       bool oob = false;
+      if (elastic) {
+        // The CPU's order: p = g + offset; ((p0·A[d][0] + p1·A[d][1]) + p2·A[d][2]) + (shift − mean).
+        const float* fb = a.field + static_cast<int64_t>(b) * 3 * out_n + j;
+        pe[0] = __fadd_rn(g0, __fdiv_rn(__ldg(fb), sh_div[0]));
+        pe[1] = __fadd_rn(__fsub_rn(static_cast<float>(j1), 0.5f * static_cast<float>(P[1] - 1)),
+                          __fdiv_rn(__ldg(fb + out_n), sh_div[1]));
+        pe[2] = __fadd_rn(__fsub_rn(static_cast<float>(j2), 0.5f * static_cast<float>(P[2] - 1)),
+                          __fdiv_rn(__ldg(fb + 2 * out_n), sh_div[2]));
+      }
 #pragma unroll
       for (int d = 0; d < 3; ++d) {
-        // ((A[d][0]·g0 + A[d][1]·g1) + A[d][2]·g2) + shift, in this order (column terms are per thread).
-        float u = __fadd_rn(__fadd_rn(__fmul_rn(a0[d], g0), col1[d]), col2[d]);
-        u = __fadd_rn(u, sh_shift[d]);
+        float u;
+        if (elastic) {
+          u = __fadd_rn(__fadd_rn(__fmul_rn(pe[0], sh_A[3 * d]), __fmul_rn(pe[1], sh_A[3 * d + 1])),
+                        __fmul_rn(pe[2], sh_A[3 * d + 2]));
+          u = __fadd_rn(u, sh_add[d]);
+        } else {
+          // ((A[d][0]·g0 + A[d][1]·g1) + A[d][2]·g2) + shift, in this order (column terms are per thread).
+          u = __fadd_rn(__fadd_rn(__fmul_rn(a0[d], g0), col1[d]), col2[d]);
+          u = __fadd_rn(u, sh_shift[d]);
+        }
         const float n = __fdiv_rn(u, sh_half_s[d]);
         oob |= (n < sh_lo[d]) || (n > sh_hi[d]);
         ix[d] = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(n, 1.f), sh_sf[d]), 1.f), 0.5f);
@@ -299,7 +336,7 @@ __global__ void FillInt(int32_t* p, int n, int32_t v) {
 
 cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
                           const Workspace& ws, bool use_lowest_buffer, bool direct, bool with_mask, bool want_stats,
-                          cudaStream_t stream) {
+                          bool elastic, cudaStream_t stream) {
   SpatialArgs a{};
   a.d = MakeDims(shape);
   a.params = d_params;
@@ -314,6 +351,8 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   a.remove_minus_one = shape.remove_minus_one;
   a.want_stats = want_stats && !direct;
   a.slot = ws.slot[kSlotV1];
+  a.field = elastic ? ws.field : nullptr;
+  a.estat = elastic ? ws.estat : nullptr;
   const dim3 grid(SpatialBricks(shape), shape.batch);
   // Registers bound the occupancy of this kernel. For 1-2 channels it is built for 3 resident blocks per SM
   // (80 registers, a few spilled bytes); AUGMENTD_SPATIAL_MIN_BLOCKS=2 selects the spill-free 2-block build

@@ -22,9 +22,11 @@ if _stubs.is_stale():
 __path__.append(_os.path.join(_stubs.DEFAULT_OUT, "augmentd"))  # noqa: F821 (package __path__)
 
 from .client import Client, HealthStatus  # noqa: E402
+from .security import TlsConfig  # noqa: E402
 from .sessions import (AugmentdError, Batch, BatchStream, Session, dataset_session_config,  # noqa: E402
-                       patch_session_config, trainer_config)
+                       delivery_kind, patch_session_config, trainer_config)
+from .shm import SharedInput  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["AugmentdError", "Batch", "BatchStream", "Client", "HealthStatus", "Session", "dataset_session_config",
-           "patch_session_config", "trainer_config", "__version__"]
+__all__ = ["AugmentdError", "Batch", "BatchStream", "Client", "HealthStatus", "Session", "SharedInput", "TlsConfig",
+           "dataset_session_config", "delivery_kind", "patch_session_config", "trainer_config", "__version__"]

@@ -1,14 +1,16 @@
 """The client of augmentd.v1.AugmentService: server info, health, sessions, patch-mode Augment and the
 credit-driven batch stream (see ``augmentd.sessions``)."""
 import enum
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import grpc
 import numpy as np
 
-from augmentd.v1 import batch_pb2, server_info_pb2, service_pb2_grpc, session_pb2
+from augmentd.v1 import batch_pb2, server_info_pb2, service_pb2_grpc, session_pb2, tensor_pb2
 
+from .security import TlsConfig, make_channel
 from .sessions import AugmentdError, Batch, BatchStream, Session
+from .slots import SlotSet
 from .tensors import from_numpy
 
 
@@ -64,13 +66,15 @@ class Client:
 
     ``target`` is a gRPC target: ``host:port`` or ``unix:///absolute/path``. The constructor waits up to
     ``connect_timeout`` seconds for the channel to become ready and raises ``grpc.FutureTimeoutError``
-    otherwise. Thread-safe (gRPC channels and stubs are).
+    otherwise. ``tls`` (None, True or a ``TlsConfig``) and ``token`` (a bearer token): ``augmentd.security``.
+    Thread-safe (gRPC channels and stubs are).
     """
 
-    def __init__(self, target: str, connect_timeout: float = 10.0):
+    def __init__(self, target: str, connect_timeout: float = 10.0, tls: Union[None, bool, TlsConfig] = None,
+                 token: Optional[str] = None):
         self.target = target
-        self._channel = grpc.insecure_channel(target, options=[("grpc.max_receive_message_length", -1),
-                                                               ("grpc.max_send_message_length", -1)])
+        self._channel = make_channel(target, [("grpc.max_receive_message_length", -1),
+                                              ("grpc.max_send_message_length", -1)], tls=tls, token=token)
         grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
         self.stub = service_pb2_grpc.AugmentServiceStub(self._channel)
         self._health_check = self._channel.unary_unary(
@@ -88,45 +92,73 @@ class Client:
         return self._health_check(service, timeout=timeout)
 
     def open_session(self, config: session_pb2.SessionConfig, start_batch_index: int = 0,
-                     timeout: float = 120.0) -> Session:
+                     timeout: float = 120.0, input_regions: Sequence = ()) -> Session:
         """AugmentService.OpenSession. Raises ``AugmentdError`` (INVALID_ARGUMENT naming the field,
-        RESOURCE_EXHAUSTED naming the limit, PERMISSION_DENIED for a dataset outside the server's roots, ...)."""
+        RESOURCE_EXHAUSTED naming the limit, PERMISSION_DENIED for a dataset outside the server's roots, ...).
+
+        For HOST_SHM / CUDA_IPC delivery (``config.delivery``) the session's output slots are opened here, once
+        (``session.slots``; closed by ``close_session``). ``input_regions``: patch-mode input buffers to register
+        (``augmentd.shm.SharedInput`` objects, or ``HostShmRegion`` / ``CudaIpcRegion`` messages); the server must
+        run with ``--allow_client_shm``."""
         request = session_pb2.OpenSessionRequest(config=config, start_batch_index=start_batch_index)
+        for region in input_regions:
+            message = region.region() if hasattr(region, "region") else region
+            if isinstance(message, tensor_pb2.CudaIpcRegion):
+                request.cuda_ipc_regions.append(message)
+            else:
+                request.host_shm_regions.append(message)
         try:
             response = self.stub.OpenSession(request, timeout=timeout)
         except grpc.RpcError as err:
             raise AugmentdError.from_rpc_error(err, "OpenSession") from None
-        return Session(response.session_id, response, config)
+        slots = None
+        if len(response.output_slots) > 0:
+            try:
+                slots = SlotSet(response)
+            except BaseException:
+                self.close_session(response.session_id)
+                raise
+        return Session(response.session_id, response, config, slots)
 
     def close_session(self, session, timeout: float = 30.0) -> server_info_pb2.SessionStats:
         """AugmentService.CloseSession; returns the session's final stats. ``session``: a Session or an id."""
         session_id = session.session_id if isinstance(session, Session) else session
+        if isinstance(session, Session) and session.slots is not None:
+            session.slots.close()  # views of the slots still alive keep their mapping; new ones cannot be made
         try:
             return self.stub.CloseSession(session_pb2.CloseSessionRequest(session_id=session_id),
                                           timeout=timeout).final_stats
         except grpc.RpcError as err:
             raise AugmentdError.from_rpc_error(err, "CloseSession") from None
 
-    def augment(self, session, image: np.ndarray, segmentation: np.ndarray, batch_index: int = 0,
-                timeout: float = 120.0) -> Batch:
-        """Patch mode: augments (B, C, *initial_patch) ``image`` and (B, 1, ...) ``segmentation`` arrays as batch
-        ``batch_index`` (replaying an index reproduces the batch)."""
+    def augment(self, session, image, segmentation, batch_index: int = 0, timeout: float = 120.0) -> Batch:
+        """Patch mode: augments (B, C, *initial_patch) ``image`` and (B, 1, ...) ``segmentation`` as batch
+        ``batch_index`` (replaying an index reproduces the batch). Each input is a numpy array (sent inline) or a
+        ``Tensor`` message referencing a registered input region (``SharedInput.tensor(...)``: no bytes sent). The
+        answer is always inline (slot delivery is for ``stream_batches``)."""
         session_id = session.session_id if isinstance(session, Session) else session
+        def as_tensor(x, name):
+            return x if isinstance(x, tensor_pb2.Tensor) else from_numpy(x, name)
         request = batch_pb2.AugmentRequest(session_id=session_id, batch_index=batch_index,
-                                           image=from_numpy(image, "image"),
-                                           segmentation=from_numpy(segmentation, "segmentation"))
+                                           image=as_tensor(image, "image"),
+                                           segmentation=as_tensor(segmentation, "segmentation"))
         try:
             return Batch(self.stub.Augment(request, timeout=timeout).batch)
         except grpc.RpcError as err:
             raise AugmentdError.from_rpc_error(err, "Augment") from None
 
     def stream_batches(self, session, credits: int = 4, start_batch_index: int = 0, max_batches: int = 0,
-                       timeout: Optional[float] = None) -> BatchStream:
+                       timeout: Optional[float] = None, hold: int = 1) -> BatchStream:
         """Dataset mode: an iterator of ``Batch`` over one StreamBatches call, keeping ``credits`` batches
-        requested ahead of use. ``start_batch_index`` 0 continues where the session stands."""
+        requested ahead of use. ``start_batch_index`` 0 continues where the session stands.
+
+        HOST_SHM / CUDA_IPC sessions (pass the ``Session``, whose slots are open): batches view their slot without a
+        copy and stay valid until ``hold`` more batches have been taken (default 1: until the next ``next()``) or
+        the stream closes; ``hold`` < the session's slot count (prefetch_depth)."""
         session_id = session.session_id if isinstance(session, Session) else session
+        slots = session.slots if isinstance(session, Session) else None
         return BatchStream(self.stub, session_id, credits=credits, start_batch_index=start_batch_index,
-                           max_batches=max_batches, timeout=timeout)
+                           max_batches=max_batches, timeout=timeout, slots=slots, hold=hold)
 
     def stats(self, session=None, timeout: float = 10.0) -> server_info_pb2.GetStatsResponse:
         """AugmentService.GetStats for one session (a Session or an id) or, by default, all of them."""

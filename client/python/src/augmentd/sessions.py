@@ -6,19 +6,30 @@
             image = batch.image          # numpy (B, C, *patch), float32
             targets = batch.targets      # list of numpy label maps, full resolution first
         client.close_session(session)
+
+Delivery (``SessionConfig.delivery``): INLINE (default) carries the bytes in the message (remote clients).
+HOST_SHM and CUDA_IPC (co-located clients; dataset mode) put each batch in one of the session's output slots,
+which ``Client.open_session`` opens once (``augmentd.slots``): ``batch.image`` / ``batch.targets`` /
+``batch.torch()`` then view the slot without a copy (CUDA_IPC: ``batch.torch()`` gives CUDA tensors on the slot's
+GPU; ``batch.image`` is not available). Lifetime rule: a slot batch is valid until the ``hold``-th next batch is
+taken from the stream (default ``hold=1``: until the next one) or the stream closes; then its slot is released to
+the server and may be overwritten. ``.clone()`` / ``.copy()`` what must live longer, or take a larger ``hold``.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import queue
 import threading
+import time
 from typing import Iterator, List, Optional, Sequence
 
 import grpc
 import numpy as np
 
-from augmentd.v1 import batch_pb2, pipeline_pb2, session_pb2, tensor_pb2
+from augmentd.v1 import batch_pb2, pipeline_pb2, server_info_pb2, session_pb2, tensor_pb2
 
+from .slots import SlotSet
 from .tensors import to_numpy, to_torch
 
 
@@ -39,10 +50,17 @@ class AugmentdError(Exception):
 
 @dataclasses.dataclass
 class Session:
-    """An open session (OpenSessionResponse): its id, the device it runs on, the initial patch size."""
+    """An open session (OpenSessionResponse): its id, the device it runs on, the initial patch size and, for
+    HOST_SHM / CUDA_IPC delivery, its opened output slots."""
     session_id: str
     response: session_pb2.OpenSessionResponse
     config: session_pb2.SessionConfig
+    slots: Optional[SlotSet] = None
+
+    @property
+    def delivery(self) -> int:
+        """The delivery the server chose (``DeliveryKind``)."""
+        return self.response.delivery
 
     @property
     def device(self) -> str:
@@ -54,10 +72,33 @@ class Session:
 
 
 class Batch:
-    """One augmented batch: numpy views of the inline tensors (read-only, no copy) plus sample infos."""
+    """One augmented batch: numpy views of its tensors (no copy: of the message bytes for inline delivery, of the
+    session's shared-memory slot for HOST_SHM) plus sample infos. A slot batch also carries ``lease`` (see the
+    module docstring for how long it is valid)."""
 
-    def __init__(self, proto: batch_pb2.Batch):
+    def __init__(self, proto: batch_pb2.Batch, slots: Optional[SlotSet] = None, release=None):
         self.proto = proto
+        self._slots = slots
+        self._release = release
+        self.released = False
+        self.received_at = 0.0  # time.perf_counter() when the stream's reader thread received it
+
+    @property
+    def lease(self) -> Optional[batch_pb2.SlotLease]:
+        """The slot lease (HOST_SHM / CUDA_IPC delivery), else None."""
+        return self.proto.lease if self.proto.HasField("lease") else None
+
+    def _numpy(self, tensor) -> np.ndarray:
+        if tensor.WhichOneof("storage") == "inline_data" or self._slots is None:
+            return to_numpy(tensor)
+        return self._slots.numpy(tensor)
+
+    def release(self) -> None:
+        """Returns the batch's slot to the server now (its views must not be used afterwards). Idempotent; a no-op
+        for inline batches. ``BatchStream`` calls it for you (``hold``)."""
+        if not self.released and self._release is not None and self.lease is not None:
+            self._release(self)
+        self.released = True
 
     @property
     def session_id(self) -> str:
@@ -70,12 +111,12 @@ class Batch:
     @property
     def image(self) -> np.ndarray:
         """(B, C, *patch) in the session's image dtype (bfloat16 as uint16 bit patterns; see ``torch``)."""
-        return to_numpy(self.proto.image)
+        return self._numpy(self.proto.image)
 
     @property
     def targets(self) -> List[np.ndarray]:
         """The deep-supervision label pyramid, full resolution first: (B, 1 or R, *patch·scale_k)."""
-        return [to_numpy(t) for t in self.proto.targets]
+        return [self._numpy(t) for t in self.proto.targets]
 
     @property
     def sample_indices(self) -> List[int]:
@@ -86,8 +127,12 @@ class Batch:
         return [s.case_id for s in self.proto.samples]
 
     def torch(self, device=None):
-        """(image, [targets]) as torch tensors (copies), on ``device`` if given."""
-        return to_torch(self.proto.image, device), [to_torch(t, device) for t in self.proto.targets]
+        """(image, [targets]) as torch tensors, on ``device`` if given. Inline batches: copies. Slot batches: views
+        of the slot without a copy (CPU for HOST_SHM, the slot's GPU for CUDA_IPC) unless ``device`` asks for
+        another device."""
+        if self._slots is None or self.proto.image.WhichOneof("storage") == "inline_data":
+            return to_torch(self.proto.image, device), [to_torch(t, device) for t in self.proto.targets]
+        return self._slots.torch(self.proto.image, device), [self._slots.torch(t, device) for t in self.proto.targets]
 
 
 class BatchStream:
@@ -95,17 +140,35 @@ class BatchStream:
 
     A background thread receives messages into a local queue, so the next batch is usually already in this
     process when ``next()`` asks for it. The server may send at most ``credits`` batches ahead: every batch
-    taken from the queue returns one credit. ``close()`` (or leaving a ``with`` block, or exhausting the
+    taken from the queue returns one credit (sent in chunks of ``credits // 2``). ``close()`` (or leaving a ``with`` block, or exhausting the
     iterator) ends the call. Errors from the server are raised as ``AugmentdError``.
+
+    Slot delivery (``slots`` given): taking a batch releases the leases of all but the ``hold`` most recently taken
+    batches (default 1: a batch stays valid until the next one is taken); ``close()`` releases the rest (the server
+    also reclaims every lease of a stream that ends or whose client vanishes). ``hold`` must be smaller than the
+    number of slots, or the server could never produce the next batch.
+
+    ``auto_credit=False``: taking a batch does not return its credit; the caller grants credits with ``grant(n)``.
     """
 
     _END = object()
 
     def __init__(self, stub, session_id: str, credits: int = 4, start_batch_index: int = 0,
-                 max_batches: int = 0, timeout: Optional[float] = None):
+                 max_batches: int = 0, timeout: Optional[float] = None, slots: Optional[SlotSet] = None,
+                 hold: int = 1, auto_credit: bool = True):
         if credits < 1:
             raise ValueError("credits must be >= 1")
+        if slots is not None and len(slots) > 0 and not 0 <= hold < len(slots):
+            raise ValueError(f"hold must be in [0, {len(slots)}) for a session with {len(slots)} output slots")
         self.session_id = session_id
+        self._slots = slots if slots is not None and len(slots) > 0 else None
+        self._hold = hold
+        self._auto_credit = auto_credit
+        # Credits go back in chunks of half the window (one small message per credits // 2 batches): every message
+        # costs the trainer's process some GIL time on gRPC's threads.
+        self._credit_chunk = max(1, credits // 2)
+        self._owed = 0
+        self._held: "collections.deque[Batch]" = collections.deque()
         self.end: Optional[batch_pb2.StreamEnd] = None
         self._requests: "queue.Queue" = queue.Queue()
         self._received: "queue.Queue" = queue.Queue()
@@ -130,7 +193,9 @@ class BatchStream:
                 if response.WhichOneof("msg") == "end":
                     self.end = response.end
                     continue
-                self._received.put(Batch(response.batch))
+                batch = Batch(response.batch, self._slots, self._send_release)
+                batch.received_at = time.perf_counter()
+                self._received.put(batch)
             self._received.put(self._END)
         except grpc.RpcError as err:
             self._received.put(err)
@@ -151,8 +216,28 @@ class BatchStream:
             if item.code() == grpc.StatusCode.CANCELLED and self._closed_by_us:
                 raise StopIteration
             raise AugmentdError.from_rpc_error(item, "StreamBatches")
-        self._requests.put(batch_pb2.StreamBatchesRequest(credit=batch_pb2.Credit(credits=1)))
+        if self._auto_credit:
+            self._owed += 1
+            if self._owed >= self._credit_chunk:
+                self._requests.put(batch_pb2.StreamBatchesRequest(credit=batch_pb2.Credit(credits=self._owed)))
+                self._owed = 0
+        if item.lease is not None:
+            self._held.append(item)
+            while len(self._held) > self._hold:
+                self._held.popleft().release()
         return item
+
+    def _send_release(self, batch: Batch) -> None:
+        if not self._closed:
+            self._requests.put(batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=[batch.lease])))
+
+    def grant(self, credits: int) -> None:
+        """Grants ``credits`` more batches (manual flow control: streams made with ``auto_credit=False``)."""
+        self._requests.put(batch_pb2.StreamBatchesRequest(credit=batch_pb2.Credit(credits=credits)))
+
+    def release(self, leases) -> None:
+        """Sends a Release of raw ``SlotLease`` messages (low level; ``Batch.release`` is the usual way)."""
+        self._requests.put(batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=list(leases))))
 
     _closed_by_us = False
 
@@ -162,7 +247,9 @@ class BatchStream:
         return self._received.qsize()
 
     def close(self) -> None:
-        """Ends the call (half-close, then cancel what is left)."""
+        """Ends the call (half-close, then cancel what is left). Held slot batches are released."""
+        while self._held:
+            self._held.popleft().release()
         if not self._closed:
             self._closed = True
             self._closed_by_us = True
@@ -190,14 +277,26 @@ def dataset_session_config(dataset_path: str, batch_size: int = 2, seed: int = 0
                            trainer: Optional[pipeline_pb2.TrainerConfig] = None, case_ids: Sequence[str] = (),
                            prefetch_depth: int = 0, device: str = "", name: str = "",
                            image_dtype: int = tensor_pb2.DTYPE_UNSPECIFIED,
-                           label_dtype: int = tensor_pb2.DTYPE_UNSPECIFIED) -> session_pb2.SessionConfig:
+                           label_dtype: int = tensor_pb2.DTYPE_UNSPECIFIED,
+                           delivery=server_info_pb2.DELIVERY_KIND_UNSPECIFIED) -> session_pb2.SessionConfig:
     """A dataset-mode SessionConfig: the server samples, loads and augments patches of ``dataset_path``
-    (an nnU-Net preprocessed dataset folder or its configuration folder, under a --dataset_root)."""
+    (an nnU-Net preprocessed dataset folder or its configuration folder, under a --dataset_root).
+
+    ``delivery``: a ``DeliveryKind`` or one of "inline" (default; works remotely), "host_shm" (shared-memory slots,
+    same host and user) and "cuda_ipc" (CUDA slots on the session's GPU, same host; the session must run on a CUDA
+    device). ``prefetch_depth`` is also the number of output slots (0: the server's default, 2)."""
     return session_pb2.SessionConfig(
         name=name, pipeline=pipeline_pb2.PipelineSpec(preset=preset, trainer=trainer or trainer_config()),
         dataset=session_pb2.DatasetModeConfig(dataset_path=dataset_path, case_ids=list(case_ids)),
         batch_size=batch_size, seed=seed, prefetch_depth=prefetch_depth, device=device,
-        image_dtype=image_dtype, label_dtype=label_dtype)
+        image_dtype=image_dtype, label_dtype=label_dtype, delivery=delivery_kind(delivery))
+
+
+def delivery_kind(delivery) -> int:
+    """A ``DeliveryKind`` from itself or its short name ("inline", "host_shm", "cuda_ipc")."""
+    if isinstance(delivery, str):
+        return server_info_pb2.DeliveryKind.Value("DELIVERY_KIND_" + delivery.upper())
+    return int(delivery)
 
 
 def patch_session_config(patch_size: Sequence[int], batch_size: int = 2, seed: int = 0,

@@ -1,4 +1,5 @@
-"""Conversion between ``augmentd.v1.Tensor`` (inline bytes) and numpy arrays / torch tensors."""
+"""Conversion between ``augmentd.v1.Tensor`` (inline bytes) and numpy arrays / torch tensors. Tensors that
+reference shared memory or CUDA IPC slots are resolved by ``augmentd.slots.SlotSet``."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -27,6 +28,13 @@ _FROM_NUMPY = {np.dtype(np.float32): tensor_pb2.DTYPE_FLOAT32, np.dtype(np.float
 def dtype_name(dtype: int) -> str:
     """``DTYPE_FLOAT32`` → ``"float32"``."""
     return tensor_pb2.DType.Name(dtype).removeprefix("DTYPE_").lower()
+
+
+def numpy_dtype(dtype: int):
+    """The numpy dtype of an augmentd dtype (bfloat16 → uint16 bit patterns)."""
+    if dtype not in _NUMPY:
+        raise ValueError(f"unsupported dtype {dtype}")
+    return _NUMPY[dtype]
 
 
 def to_numpy(tensor: tensor_pb2.Tensor) -> np.ndarray:

@@ -1,0 +1,369 @@
+"""Orchestrates the end-to-end benchmark (issue 11) over train_driver.py processes; writes the tables.
+
+    python bench/e2e/run_e2e.py --work /tmp/e2e --out $OUT --stages single,da5,multi [--gpus 2]
+
+Stages (each run is a separate training process, bounded by a timeout; the whole is bounded by --deadline):
+
+* ``single``: default augmentation — (a) nnUNetTrainer with nnU-Net's own loader for each ``--n-proc-da``,
+  (b) nnUNetTrainerAugmentd (deliveries tried in ``--delivery`` order), (c) compute only (fixed GPU batch).
+* ``da5``: the same with nnUNetTrainerDA5 / nnUNetTrainerAugmentdDA5 (preset nnunet_da5).
+* ``multi``: for each N in ``--tenants``: one augmentd serves N concurrent nnUNetTrainerAugmentd processes (on
+  cuda:i mod --gpus), all timed over the same ``--multi-seconds`` window; with ``--multi-baseline`` also N
+  concurrent compute-only processes (the GPU's share without any data loading) for the largest N.
+
+Outputs in --out: ``results.jsonl`` (one object per run, per-iteration times included), ``table.md`` (rewritten
+after every run, so a timeout still leaves a table), ``key-lines.txt`` (the raw result/error lines), and
+``logs/`` (every process's full log). The table is printed last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+from e2e_table import multi_row, render  # noqa: E402
+
+T0 = time.monotonic()
+
+
+def log(msg: str) -> None:
+    print(f"[e2e {time.monotonic() - T0:6.1f}s] {msg}", flush=True)
+
+
+class Ctx:
+    def __init__(self, args):
+        self.args = args
+        self.work = Path(args.work).resolve()
+        self.out = Path(args.out).resolve()
+        self.logs = self.out / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.results = []
+        self.meta = {}
+
+    def remaining(self) -> float:
+        return self.args.deadline - (time.monotonic() - T0)
+
+    def record(self, result: dict) -> None:
+        self.results.append(result)
+        with open(self.out / "results.jsonl", "a") as f:
+            f.write(json.dumps(result) + "\n")
+        brief = {k: v for k, v in result.items() if k not in ("wait_ms", "step_ms", "t_s", "sessions", "profile")}
+        self.key(f"E2E-RESULT {json.dumps(brief)}")
+        for name, table in (result.get("profile") or {}).items():
+            self.key(f"E2E-PROFILE {result['label']} {name}\n{table}")
+        (self.out / "table.md").write_text(render(self.results, self.meta))
+
+    def key(self, line: str) -> None:
+        with open(self.out / "key-lines.txt", "a") as f:
+            f.write(line.rstrip() + "\n")
+
+
+def driver_cmd(ctx: Ctx, label: str, trainer: str, mode: str, device: str, n_proc_da: int = 0,
+               max_seconds: float = 0, extra=()):
+    a = ctx.args
+    cmd = [sys.executable, str(HERE / "train_driver.py"), "--work", str(ctx.work), "--trainer", trainer,
+           "--mode", mode, "--device", device, "--warmup", str(a.warmup), "--iters", str(a.iters),
+           "--max-seconds", str(max_seconds or a.run_seconds), "--delivery", a.delivery, "--label", label,
+           "--json", str(ctx.logs / f"{label}.json")]
+    if n_proc_da:
+        cmd += ["--n-proc-da", str(n_proc_da)]
+    if a.cpu_threads:
+        cmd += ["--cpu-threads", str(a.cpu_threads)]
+    if a.profile and not extra:  # single-process runs only
+        cmd += ["--profile", str(a.profile)]
+    return cmd + list(extra)
+
+
+def _kill(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _failure(label: str, why: str, logfile: Path, **fields) -> dict:
+    lines = logfile.read_text(errors="replace").splitlines() if logfile.exists() else []
+    # The exception line ("SomeError: message") says more than the exit status.
+    cause = next((ln for ln in reversed(lines) if re.match(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*:", ln)), "")
+    return dict(label=label, error=f"{why}: {cause[:400]}" if cause else why, log_tail=lines[-15:], **fields)
+
+
+def run_one(ctx: Ctx, label: str, cmd, env=None, **fields) -> None:
+    budget = min(ctx.args.run_timeout, ctx.remaining() - 5)
+    if budget < ctx.args.min_run_seconds:
+        ctx.record(dict(label=label, skipped=f"not enough time left ({ctx.remaining():.0f} s)", **fields))
+        log(f"{label}: skipped (time)")
+        return
+    logfile = ctx.logs / f"{label}.log"
+    result_file = ctx.logs / f"{label}.json"
+    result_file.unlink(missing_ok=True)
+    log(f"{label}: {' '.join(cmd[2:])} (timeout {budget:.0f} s)")
+    with open(logfile, "w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=budget)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            proc.wait()
+            rc = "timeout"
+        _kill(proc)  # leftover loader workers of the process group
+    if result_file.exists():  # written before the loaders are shut down: a hang there does not lose it
+        result = json.loads(result_file.read_text())
+        result.update(fields)
+        if rc != 0:
+            result["exit"] = rc
+        ctx.record(result)
+        log(f"{label}: {result['ms_per_iter_median']:.1f} ms/iter (wait {result['wait_ms_median']:.2f} ms median), "
+            f"{result['iters']} iters, delivery {result['delivery']}")
+    else:
+        ctx.record(_failure(label, f"exit {rc}", logfile, **fields))
+        log(f"{label}: FAILED (exit {rc}); see logs/{label}.log")
+        for line in ctx.results[-1]["log_tail"]:
+            ctx.key(f"  {label}| {line}")
+
+
+def stage_single(ctx: Ctx, da: str) -> None:
+    a = ctx.args
+    nn, aug = ("nnUNetTrainer", "nnUNetTrainerAugmentd") if da == "default" else \
+        ("nnUNetTrainerDA5", "nnUNetTrainerAugmentdDA5")
+    dev = a.device
+    env = dict(os.environ, AUGMENTD_SEED="1234")
+    env.pop("AUGMENTD_ADDRESS", None)  # the augmentd trainer starts its own server, as for a user
+    # (c) and (b) first: their ratio is the headline; if time runs out, the nnU-Net loader runs are skipped.
+    run_one(ctx, f"{da}-compute", driver_cmd(ctx, f"{da}-compute", nn, "compute", dev), env, stage=da, kind="c")
+    run_one(ctx, f"{da}-augmentd", driver_cmd(ctx, f"{da}-augmentd", aug, "loader", dev), env, stage=da, kind="b")
+    for n in a.n_proc_da:
+        run_one(ctx, f"{da}-nnunet-{n}", driver_cmd(ctx, f"{da}-nnunet-{n}", nn, "loader", dev, n), env,
+                stage=da, kind="a")
+
+
+def start_server(ctx: Ctx):
+    """One augmentd for all tenants (augmentd.local_server: private unix socket, stopped with SIGTERM)."""
+    sys.path.insert(0, str(REPO / "client" / "python" / "src"))
+    from augmentd.local_server import LocalServer
+
+    server = LocalServer(binary=ctx.args.augmentd_bin, device=ctx.args.server_device,
+                         dataset_roots=[str(ctx.work / "preprocessed")], extra_args=ctx.args.server_args.split())
+    server.wait_serving()
+    return server
+
+
+class SmiSampler:
+    """nvidia-smi utilisation and memory of every GPU every 250 ms, into a CSV file (no-op without nvidia-smi)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.proc = None
+        try:
+            self.f = open(path, "w")
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,index,utilization.gpu,memory.used",
+                                          "--format=csv,noheader,nounits", "-lms", "250"], stdout=self.f,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
+        except FileNotFoundError:
+            self.proc = None
+
+    def stop(self, t_from: float, t_to: float) -> dict:
+        if self.proc is None:
+            return {}
+        self.proc.terminate()
+        self.proc.wait()
+        self.f.close()
+        return parse_smi(self.path.read_text(), t_from, t_to)
+
+
+def parse_smi(text: str, t_from: float, t_to: float) -> dict:
+    """Per GPU: the largest memory.used over the whole sampling, the mean utilisation within [t_from, t_to]
+    (``time.time()`` seconds; nvidia-smi stamps local time to the millisecond)."""
+    per_gpu = {}
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 4:
+            continue
+        try:
+            stamp, _, frac = parts[0].partition(".")
+            ts = time.mktime(time.strptime(stamp, "%Y/%m/%d %H:%M:%S")) + float("0." + (frac or "0"))
+            idx, util, mem = int(parts[1]), float(parts[2]), float(parts[3])
+        except ValueError:
+            continue
+        g = per_gpu.setdefault(idx, {"util": [], "mem": []})
+        g["mem"].append(mem)
+        if t_from <= ts <= t_to:
+            g["util"].append(util)
+    return {"gpu_mem_mib_max": {i: max(g["mem"]) for i, g in per_gpu.items() if g["mem"]},
+            "gpu_util_smi_mean": {i: round(sum(g["util"]) / len(g["util"]), 1) for i, g in per_gpu.items()
+                                  if g["util"]}}
+
+
+def run_tenants(ctx: Ctx, n: int, variant: str) -> None:
+    a = ctx.args
+    label = f"multi-{n}-{variant}"
+    need = a.multi_seconds + a.multi_startup
+    if ctx.remaining() - 10 < need:
+        ctx.record(dict(label=label, stage="multi", tenants=n, variant=variant,
+                        skipped=f"not enough time left ({ctx.remaining():.0f} s)"))
+        log(f"{label}: skipped (time)")
+        return
+    sync = ctx.work / f"sync-{label}"
+    sync.mkdir(parents=True, exist_ok=True)
+    for p in sync.iterdir():
+        p.unlink()
+    go = sync / "go"
+    server = None
+    smi = SmiSampler(ctx.logs / f"{label}-smi.csv")
+    procs = []
+    try:
+        if variant == "augmentd":
+            server = start_server(ctx)
+        for i in range(n):
+            (ctx.logs / f"{label}-{i}.json").unlink(missing_ok=True)
+            dev = f"cuda:{i % a.gpus}" if a.device.startswith("cuda") else a.device
+            env = dict(os.environ, AUGMENTD_SEED=str(1000 + 10 * i))
+            if server:
+                env.update(AUGMENTD_ADDRESS=server.address, AUGMENTD_LOCAL_SERVER="never")
+            trainer = "nnUNetTrainerAugmentd" if variant == "augmentd" else "nnUNetTrainer"
+            mode = "loader" if variant == "augmentd" else "compute"
+            cmd = driver_cmd(ctx, f"{label}-{i}", trainer, mode, dev, max_seconds=a.multi_seconds,
+                             extra=["--iters", "1000000", "--warmup", str(a.multi_warmup),
+                                    "--ready-file", str(sync / f"ready-{i}"), "--go-file", str(go),
+                                    "--go-timeout", str(a.multi_startup + 30)])
+            f = open(ctx.logs / f"{label}-{i}.log", "w")
+            procs.append((subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env,
+                                           start_new_session=True), f))
+        log(f"{label}: {n} trainers started" + (f", augmentd at {server.address}" if server else ""))
+        deadline = time.monotonic() + a.multi_startup
+        while time.monotonic() < deadline:
+            ready = sum((sync / f"ready-{i}").exists() for i in range(n))
+            dead = [i for i, (p, _) in enumerate(procs) if p.poll() is not None]
+            if ready == n or dead:
+                break
+            time.sleep(0.2)
+        ready = sum((sync / f"ready-{i}").exists() for i in range(n))
+        if ready < n:
+            raise RuntimeError(f"only {ready}/{n} trainers ready (exited: "
+                               f"{[i for i, (p, _) in enumerate(procs) if p.poll() is not None]})")
+        start = time.time() + 0.5
+        tmp = go.with_suffix(".tmp")
+        tmp.write_text(repr(start))
+        tmp.rename(go)
+        log(f"{label}: all {n} ready, window {a.multi_seconds:g} s")
+        for p, _ in procs:
+            try:
+                p.wait(timeout=max(5.0, start + a.multi_seconds + 60 - time.time()))
+            except subprocess.TimeoutExpired:
+                _kill(p)
+        gpu = smi.stop(start, start + a.multi_seconds)
+        sessions = []
+        for i in range(n):
+            rf = ctx.logs / f"{label}-{i}.json"
+            if rf.exists():
+                sessions.append(json.loads(rf.read_text()))
+        if len(sessions) < n:
+            raise RuntimeError(f"only {len(sessions)}/{n} trainers reported a result")
+        row = multi_row(label, n, variant, a.gpus, sessions, gpu)
+        ctx.record(row)
+        log(f"{label}: aggregate {row['aggregate_samples_per_s']:.2f} samples/s, fairness {row['fairness']:.3f}")
+    except Exception as err:  # noqa: BLE001 - record and go on with the next configuration
+        smi.stop(0, 0)
+        tails = []
+        for i in range(n):
+            lf = ctx.logs / f"{label}-{i}.log"
+            if lf.exists():
+                tails += [f"[{i}] {t}" for t in lf.read_text(errors="replace").splitlines()[-4:]]
+        ctx.record(dict(label=label, stage="multi", tenants=n, variant=variant, error=str(err), log_tail=tails))
+        log(f"{label}: FAILED: {err}")
+        for t in tails:
+            ctx.key(f"  {label}| {t}")
+    finally:
+        for p, f in procs:
+            if p.poll() is None:
+                _kill(p)
+                p.wait()
+            _kill(p)
+            f.close()
+        if server:
+            server.stop()
+            (ctx.logs / f"{label}-augmentd.log").write_text(server.output)
+            notable = [ln for ln in server.lines if re.search(r"serving on|error|warn|fail", ln, re.I)]
+            for line in notable[:12] + ([f"... {len(notable) - 12} more in logs/{label}-augmentd.log"]
+                                        if len(notable) > 12 else []):
+                ctx.key(f"  {label}| augmentd: {line.rstrip()}")
+
+
+def stage_multi(ctx: Ctx) -> None:
+    for n in sorted(ctx.args.tenants, reverse=True):  # the largest (the fairness target) first
+        run_tenants(ctx, n, "augmentd")
+    if ctx.args.multi_baseline and ctx.args.tenants:
+        run_tenants(ctx, max(ctx.args.tenants), "compute")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    env = os.environ.get
+    p.add_argument("--work", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--stages", default=env("E2E_STAGES", "single,da5,multi"))
+    p.add_argument("--device", default=env("E2E_DEVICE", "cuda:0"))
+    p.add_argument("--gpus", type=int, default=int(env("E2E_GPUS", "1")))
+    p.add_argument("--warmup", type=int, default=int(env("E2E_WARMUP", "20")))
+    p.add_argument("--iters", type=int, default=int(env("E2E_ITERS", "150")))
+    p.add_argument("--run-seconds", type=float, default=float(env("E2E_RUN_SECONDS", "25")),
+                   help="cap of one run's timed loop")
+    p.add_argument("--run-timeout", type=float, default=float(env("E2E_RUN_TIMEOUT", "150")))
+    p.add_argument("--min-run-seconds", type=float, default=float(env("E2E_MIN_RUN_SECONDS", "40")))
+    p.add_argument("--n-proc-da", default=env("E2E_N_PROC_DA", "12,16"))
+    p.add_argument("--delivery", default=env("E2E_DELIVERY", "cuda_ipc,auto"))
+    p.add_argument("--tenants", default=env("E2E_TENANTS", "4,8"))
+    p.add_argument("--multi-seconds", type=float, default=float(env("E2E_MULTI_SECONDS", "30")))
+    p.add_argument("--multi-warmup", type=int, default=int(env("E2E_MULTI_WARMUP", "5")))
+    p.add_argument("--multi-startup", type=float, default=float(env("E2E_MULTI_STARTUP", "120")),
+                   help="how long N trainers may take to start and warm up")
+    p.add_argument("--multi-baseline", type=int, default=int(env("E2E_MULTI_BASELINE", "1")))
+    p.add_argument("--augmentd-bin", default=env("AUGMENTD_BIN", str(REPO / "build" / "server" / "augmentd")))
+    p.add_argument("--server-device", default=env("E2E_SERVER_DEVICE", "auto"))
+    p.add_argument("--server-args", default=env("E2E_SERVER_ARGS", ""))
+    p.add_argument("--profile", type=int, default=int(env("E2E_PROFILE", "0")),
+                   help="torch.profiler over this many extra iterations of each single-process run")
+    p.add_argument("--cpu-threads", type=int, default=int(env("E2E_CPU_THREADS", "0")))
+    p.add_argument("--deadline", type=float, default=float(env("E2E_DEADLINE", "480")),
+                   help="seconds this orchestrator may run; later runs are skipped")
+    p.add_argument("--quiet", action="store_true", help="do not print the table at the end (table.md only)")
+    args = p.parse_args(argv)
+    args.n_proc_da = [int(v) for v in args.n_proc_da.split(",") if v]
+    args.tenants = [int(v) for v in args.tenants.split(",") if v]
+    os.environ["AUGMENTD_BIN"] = args.augmentd_bin
+    ctx = Ctx(args)
+    stamp = ctx.work / "e2e-dataset.json"
+    ctx.meta = {"dataset": json.loads(stamp.read_text()) if stamp.exists() else {},
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": args.device,
+                "gpus": args.gpus, "warmup": args.warmup, "iters": args.iters, "run_seconds": args.run_seconds,
+                "multi_seconds": args.multi_seconds, "machine": os.environ.get("E2E_MACHINE", "")}
+    stages = [s for s in args.stages.split(",") if s]
+    for s in stages:
+        if s not in ("single", "da5", "multi"):
+            p.error(f"unknown stage {s!r} (single, da5, multi)")
+    for s in stages:
+        log(f"stage {s} ({ctx.remaining():.0f} s left)")
+        if s == "single":
+            stage_single(ctx, "default")
+        elif s == "da5":
+            stage_single(ctx, "da5")
+        else:
+            stage_multi(ctx)
+    table = render(ctx.results, ctx.meta)
+    (ctx.out / "table.md").write_text(table)
+    if not args.quiet:
+        print("\n" + table, flush=True)
+    return 0 if all("error" not in r for r in ctx.results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""A private ``augmentd`` server process for one client process (nnU-Net trainer, ``preview``, ``bench``).
+
+    with LocalServer(device="cpu", dataset_roots=["/data/nnUNet_preprocessed"]) as server:
+        with augmentd.Client(server.address) as client:
+            ...
+
+The server listens on a unix socket in a fresh temporary directory (nothing is exposed on the network), is
+stopped with SIGTERM by ``stop()`` (also at interpreter exit, and by the kernel if this process dies first, on
+Linux), and its log lines are kept in ``lines`` (echoed with a prefix if ``echo``).
+
+The binary is found by ``find_binary``: an explicit path, ``$AUGMENTD_BIN``, ``augmentd`` on ``$PATH``, then
+``build/server/augmentd`` of the source checkout this package lives in.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+_SERVING = re.compile(r"serving on (.*?) \(device")
+
+
+def find_binary(explicit: Optional[str] = None) -> str:
+    """The augmentd server binary; raises FileNotFoundError naming every place searched."""
+    searched: List[str] = []
+    candidates = []
+    if explicit:
+        candidates.append(("given path", explicit))
+    if os.environ.get("AUGMENTD_BIN"):
+        candidates.append(("$AUGMENTD_BIN", os.environ["AUGMENTD_BIN"]))
+    on_path = shutil.which("augmentd")
+    searched.append("augmentd on $PATH")
+    if on_path:
+        candidates.append(("$PATH", on_path))
+    repo = Path(__file__).resolve().parents[4]  # client/python/src/augmentd/local_server.py → repository root
+    candidates.append(("source checkout", str(repo / "build" / "server" / "augmentd")))
+    for what, path in candidates:
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return os.path.abspath(path)
+        searched.append(f"{what}: {path}")
+        if what in ("given path", "$AUGMENTD_BIN"):  # an explicit choice that is wrong is an error, not a fallback
+            break
+    raise FileNotFoundError("augmentd server binary not found (searched " + "; ".join(searched) +
+                            "). Build it (scripts/build.sh) or set AUGMENTD_BIN=/path/to/augmentd")
+
+
+def _die_with_parent() -> None:
+    # Linux: SIGTERM the server if the process that started it dies without stopping it.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class LocalServer:
+    """An augmentd child process serving on a private unix socket (see the module docstring)."""
+
+    def __init__(self, binary: Optional[str] = None, device: str = "auto", dataset_roots: Sequence[str] = (),
+                 extra_args: Sequence[str] = (), echo: bool = False, log_prefix: str = "[augmentd] "):
+        self.binary = find_binary(binary)
+        self._dir = tempfile.mkdtemp(prefix="augmentd-local-")
+        self.address = f"unix://{self._dir}/augmentd.sock"
+        args = [self.binary, f"--listen={self.address}", f"--device={device}"]
+        roots = [os.path.realpath(r) for r in dataset_roots]
+        if roots:
+            args.append("--dataset_root=" + ",".join(roots))
+        args.extend(extra_args)
+        self.args = args
+        self.lines: List[str] = []
+        self._echo, self._prefix = echo, log_prefix
+        self._serving = threading.Event()
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        self._reader = threading.Thread(target=self._read, name="augmentd-local-log", daemon=True)
+        self._reader.start()
+        atexit.register(self.stop)
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            if self._echo:
+                print(f"{self._prefix}{line.rstrip()}", file=sys.stderr, flush=True)
+            if _SERVING.search(line):
+                self._serving.set()
+        self._serving.set()
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait_serving(self, timeout: float = 60.0) -> str:
+        """Blocks until the server logs 'serving on'; returns ``address``. RuntimeError (with the log) otherwise."""
+        self._serving.wait(timeout)
+        if not any(_SERVING.search(line) for line in self.lines):
+            rc = self.proc.poll()
+            self.stop()
+            state = f"exited with status {rc}" if rc is not None else f"did not start within {timeout:g} s"
+            raise RuntimeError(f"local augmentd ({' '.join(self.args)}) {state}:\n{self.output[-4000:]}")
+        return self.address
+
+    def stop(self, timeout: float = 30.0) -> Optional[int]:
+        """SIGTERM, wait (SIGKILL after ``timeout``), remove the socket directory. Returns the exit status.
+
+        Stop the server before closing a ``Client`` connected to it: in the other order, gRPC makes the
+        interpreter wait about 10 s at exit when batches of that channel are still referenced."""
+        atexit.unregister(self.stop)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(timeout=5)
+        shutil.rmtree(self._dir, ignore_errors=True)
+        return self.proc.returncode
+
+    def __enter__(self) -> "LocalServer":
+        self.wait_serving()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def connect_or_start(address: Optional[str], device: str = "auto", dataset_roots: Sequence[str] = (),
+                     start_local: str = "auto", connect_timeout: float = 3.0, echo: bool = False,
+                     binary: Optional[str] = None):
+    """A connected ``augmentd.Client`` and the ``LocalServer`` started for it (None when one was reachable).
+
+    ``binary``: the server binary (see ``find_binary``). ``start_local``: ``"auto"`` tries ``address`` first and
+    starts a local server if nothing answers there within ``connect_timeout`` seconds (or if ``address`` is empty);
+    ``"never"`` only connects; ``"always"`` ignores ``address``. A local server gets ``device`` and may read
+    ``dataset_roots``.
+    """
+    import grpc
+
+    from .client import Client
+
+    if start_local not in ("auto", "never", "always"):
+        raise ValueError(f"start_local must be auto, never or always, got {start_local!r}")
+    if start_local != "always" and address:
+        try:
+            return Client(address, connect_timeout=connect_timeout), None
+        except grpc.FutureTimeoutError:
+            if start_local == "never":
+                raise ConnectionError(f"no augmentd server reachable at {address} within {connect_timeout:g} s") \
+                    from None
+    if start_local == "never":
+        raise ConnectionError("no augmentd address given and starting a local server is not allowed")
+    server = LocalServer(binary=binary, device=device, dataset_roots=dataset_roots, echo=echo)
+    try:
+        server.wait_serving()
+        return Client(server.address, connect_timeout=30.0), server
+    except BaseException:
+        server.stop()
+        raise

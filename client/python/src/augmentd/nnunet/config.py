@@ -1,0 +1,150 @@
+"""An nnU-Net trainer's data-loading configuration and its augmentd session configs.
+
+``settings_from_trainer`` reads everything ``nnUNetTrainer.get_dataloaders`` uses (by calling the trainer's own
+methods, so subclasses that override e.g. ``configure_rotation_dummyDA_mirroring_and_inital_patch_size`` or
+``_get_deep_supervision_scales`` are honoured) into a plain ``LoaderSettings``; ``training_config`` /
+``validation_config`` turn it into dataset-mode ``SessionConfig`` messages (presets ``nnunet_default`` and
+``nnunet_validation``). A setting augmentd cannot express raises ``UnsupportedTrainerSetting`` naming it — the
+trainer never silently trains with a different pipeline.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from augmentd.v1 import pipeline_pb2, server_info_pb2, session_pb2
+
+DELIVERIES = {
+    "auto": server_info_pb2.DELIVERY_KIND_UNSPECIFIED,  # the server picks (CUDA IPC on a GPU once available)
+    "inline": server_info_pb2.DELIVERY_KIND_INLINE,
+    "host_shm": server_info_pb2.DELIVERY_KIND_HOST_SHM,
+    "cuda_ipc": server_info_pb2.DELIVERY_KIND_CUDA_IPC,
+}
+
+
+class UnsupportedTrainerSetting(ValueError):
+    """An nnU-Net trainer setting that augmentd cannot reproduce; the message names it and what to do."""
+
+
+@dataclasses.dataclass
+class LoaderSettings:
+    """What nnU-Net's two data loaders are built from (``nnUNetTrainer.get_dataloaders``)."""
+    dataset_folder: str                      # the configuration folder, e.g. .../nnUNetPlans_3d_fullres
+    patch_size: List[int]
+    initial_patch_size: List[int]
+    rotation: Tuple[float, float]            # radians
+    do_dummy_2d_data_aug: bool
+    mirror_axes: Optional[List[int]]         # None or empty: no mirroring
+    deep_supervision_scales: Optional[List[List[float]]]  # None: deep supervision off (target is one tensor)
+    batch_size: int
+    oversample_foreground_percent: float
+    probabilistic_oversampling: bool
+    num_input_channels: int
+    use_mask_for_norm: List[bool]
+    regions: Optional[List[List[int]]]       # foreground regions, or None for label training
+    ignore_label: Optional[int]
+    train_ids: List[str]
+    val_ids: List[str]
+
+
+def _overridden(trainer, name: str) -> bool:
+    from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer
+
+    return getattr(type(trainer), name) is not getattr(nnUNetTrainer, name)
+
+
+def _rotation(value) -> Tuple[float, float]:
+    if isinstance(value, (int, float)):
+        return float(value), float(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, (int, float, np.floating))
+                                                                    for v in value):
+        return float(value[0]), float(value[1])
+    raise UnsupportedTrainerSetting(
+        f"rotation_for_DA={value!r}: augmentd takes a uniform range (min, max) in radians; "
+        f"a sampling function cannot be sent to the server")
+
+
+def _region(r) -> List[int]:
+    return [int(v) for v in (r if isinstance(r, (tuple, list)) else (r,))]
+
+
+def settings_from_trainer(trainer) -> LoaderSettings:
+    """Reads an initialized ``nnUNetTrainer``'s loader configuration. Raises ``UnsupportedTrainerSetting``."""
+    for name in ("get_training_transforms", "get_validation_transforms"):
+        if _overridden(trainer, name):
+            raise UnsupportedTrainerSetting(
+                f"{type(trainer).__name__} overrides {name}: augmentd reproduces nnUNetTrainer's own transforms "
+                f"(preset nnunet_default / nnunet_validation) and cannot run a custom transform list here")
+    if trainer.is_cascaded:
+        raise UnsupportedTrainerSetting(
+            f"configuration {trainer.configuration_name!r} is a cascade stage (previous_stage "
+            f"{trainer.configuration_manager.previous_stage_name!r}): augmentd does not serve cascade trainers yet")
+    cm, lm = trainer.configuration_manager, trainer.label_manager
+    rotation, dummy_2d, initial_patch_size, mirror_axes = \
+        trainer.configure_rotation_dummyDA_mirroring_and_inital_patch_size()
+    ds = trainer._get_deep_supervision_scales()
+    train_ids, val_ids = trainer.do_split()
+    return LoaderSettings(
+        dataset_folder=trainer.preprocessed_dataset_folder,
+        patch_size=[int(p) for p in cm.patch_size],
+        initial_patch_size=[int(p) for p in initial_patch_size],
+        rotation=_rotation(rotation),
+        do_dummy_2d_data_aug=bool(dummy_2d),
+        mirror_axes=None if mirror_axes is None else [int(a) for a in mirror_axes],
+        deep_supervision_scales=None if ds is None else [[float(f) for f in s] for s in ds],
+        batch_size=int(trainer.batch_size),
+        oversample_foreground_percent=float(trainer.oversample_foreground_percent),
+        probabilistic_oversampling=bool(trainer.probabilistic_oversampling),
+        num_input_channels=int(trainer.num_input_channels),
+        use_mask_for_norm=[bool(b) for b in (cm.use_mask_for_norm or [])],
+        regions=[_region(r) for r in lm.foreground_regions] if lm.has_regions else None,
+        ignore_label=None if lm.ignore_label is None else int(lm.ignore_label),
+        train_ids=[str(k) for k in train_ids],
+        val_ids=[str(k) for k in val_ids],
+    )
+
+
+def _trainer_proto(s: LoaderSettings, augmented: bool) -> pipeline_pb2.TrainerConfig:
+    t = pipeline_pb2.TrainerConfig(
+        patch_size=s.patch_size, num_input_channels=s.num_input_channels, use_mask_for_norm=s.use_mask_for_norm,
+        deep_supervision_scales=[pipeline_pb2.Scale(factors=f) for f in (s.deep_supervision_scales or [])],
+        regions=[pipeline_pb2.Region(labels=r) for r in (s.regions or [])])
+    if s.ignore_label is not None:
+        t.ignore_label = s.ignore_label
+    if augmented:
+        t.rotation.CopyFrom(pipeline_pb2.Range(min=s.rotation[0], max=s.rotation[1]))
+        t.mirror_axes.CopyFrom(pipeline_pb2.AxisList(axes=s.mirror_axes or []))  # set and empty: no mirroring
+        t.do_dummy_2d_data_aug = s.do_dummy_2d_data_aug
+    return t
+
+
+def _session(s: LoaderSettings, preset: int, augmented: bool, case_ids: Sequence[str], seed: int, delivery: str,
+             device: str, name: str, prefetch_depth: int) -> session_pb2.SessionConfig:
+    if delivery not in DELIVERIES:
+        raise ValueError(f"delivery must be one of {', '.join(DELIVERIES)}, got {delivery!r}")
+    if not case_ids:
+        raise UnsupportedTrainerSetting(f"{name}: the split has no cases for this loader")
+    return session_pb2.SessionConfig(
+        name=name, pipeline=pipeline_pb2.PipelineSpec(preset=preset, trainer=_trainer_proto(s, augmented)),
+        dataset=session_pb2.DatasetModeConfig(
+            dataset_path=s.dataset_folder, case_ids=list(case_ids),
+            oversample_foreground_percent=s.oversample_foreground_percent,
+            probabilistic_oversampling=s.probabilistic_oversampling),
+        delivery=DELIVERIES[delivery], batch_size=s.batch_size, seed=seed, device=device,
+        prefetch_depth=prefetch_depth)
+
+
+def training_config(s: LoaderSettings, seed: int, delivery: str = "auto", device: str = "", name: str = "train",
+                    prefetch_depth: int = 0) -> session_pb2.SessionConfig:
+    """nnU-Net's training loader: the fold's train cases, ``nnunet_default`` configured like the trainer."""
+    return _session(s, pipeline_pb2.PRESET_NNUNET_DEFAULT, True, s.train_ids, seed, delivery, device, name,
+                    prefetch_depth)
+
+
+def validation_config(s: LoaderSettings, seed: int, delivery: str = "auto", device: str = "", name: str = "val",
+                      prefetch_depth: int = 0) -> session_pb2.SessionConfig:
+    """nnU-Net's validation loader: unaugmented ``patch_size`` crops of the fold's val cases."""
+    return _session(s, pipeline_pb2.PRESET_NNUNET_VALIDATION, False, s.val_ids, seed, delivery, device, name,
+                    prefetch_depth)

@@ -1,0 +1,185 @@
+"""``nnUNetTrainerAugmentd``: nnUNetTrainer with its data loaders served by augmentd.
+
+Everything but the two data loaders is nnUNetTrainer's own code. ``get_dataloaders`` reads the trainer's
+configuration (patch size, initial patch size, rotation, dummy-2D, mirror axes, deep-supervision scales, batch
+size and oversampling — per DDP rank —, input channels, use_mask_for_norm, regions, ignore label, the fold's
+train/val cases from splits_final.json) and opens two dataset-mode sessions on an augmentd server:
+
+* train: preset ``nnunet_default`` (nnUNetTrainer.get_training_transforms) on enlarged ``initial_patch_size`` crops;
+* val: preset ``nnunet_validation`` (get_validation_transforms) on unaugmented ``patch_size`` crops.
+
+Batches arrive as nnU-Net's loaders deliver them: ``{'data': float32 (B, C, *patch), 'target': [one tensor per
+deep-supervision scale], 'keys': [...]}``. Sessions are closed at the end of training (``on_train_end``) and when
+training fails; a server this trainer started is stopped then too.
+
+Environment (all optional):
+
+==========================  ==========================================================================================
+AUGMENTD_ADDRESS            server to use: ``host:port`` or ``unix:///path``. Unset: start a private local server.
+AUGMENTD_LOCAL_SERVER       ``auto`` (default: start a local server if AUGMENTD_ADDRESS is unset or does not answer),
+                            ``never`` (fail instead), ``always`` (ignore AUGMENTD_ADDRESS).
+AUGMENTD_CONNECT_TIMEOUT    seconds to wait for AUGMENTD_ADDRESS to answer (default 3).
+AUGMENTD_BIN                the ``augmentd`` binary for a local server (else ``augmentd`` on PATH, else the source
+                            checkout's build/server/augmentd).
+AUGMENTD_DEVICE             device the sessions run on (``cpu``, ``cuda:N``, ``GPU-<uuid>``); default: the trainer's.
+AUGMENTD_DELIVERY           ``auto`` (default), ``inline``, ``host_shm`` or ``cuda_ipc``.
+AUGMENTD_SEED               base seed of the sessions (rank r uses base+2r / base+2r+1); default: random. With a fixed
+                            seed a continued training (``--c``) resumes the batch sequence where it stopped.
+AUGMENTD_CREDITS            batches requested ahead of use per loader (default 6; nnU-Net caches 6).
+AUGMENTD_PREFETCH_DEPTH     batches the server prepares ahead per session (default: the server's).
+==========================  ==========================================================================================
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import torch
+from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer
+
+from augmentd.local_server import connect_or_start
+from augmentd.sessions import AugmentdError
+from augmentd.v1 import server_info_pb2
+
+from .config import LoaderSettings, UnsupportedTrainerSetting, settings_from_trainer, training_config, \
+    validation_config
+from .loader import AugmentdLoader
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    try:
+        return int(value) if value else default
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: expected an integer") from None
+
+
+def _device_spec(device) -> str:
+    if device.type == "cuda":
+        return f"cuda:{device.index or 0}"
+    return "cpu"  # cpu, and mps (augmentation then runs on the server's CPU engine)
+
+
+def _hint(err: AugmentdError, dataset_folder: str) -> str:
+    name = err.code.name
+    if name in ("PERMISSION_DENIED", "FAILED_PRECONDITION") and "dataset" in err.details:
+        return (f" — the server must be allowed to read {dataset_folder}: start it with "
+                f"--dataset_root=$nnUNet_preprocessed (or unset AUGMENTD_ADDRESS to let the trainer start one)")
+    if name == "NOT_FOUND":
+        return f" — {dataset_folder} must exist at the same path on the server's machine"
+    return ""
+
+
+class nnUNetTrainerAugmentd(nnUNetTrainer):
+    """nnUNetTrainer whose training and validation batches come from augmentd (see the module docstring)."""
+
+    def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
+                 device: torch.device = torch.device("cuda")):
+        # nnUNetTrainer records its __init__ arguments by this signature (checkpoints): keep it exactly.
+        super().__init__(plans, configuration, fold, dataset_json, device)
+        self._augmentd_client = None
+        self._augmentd_server = None
+        self._augmentd_loaders = []
+
+    # -- data loaders -------------------------------------------------------------------------------------------
+    def get_dataloaders(self):
+        settings = settings_from_trainer(self)
+        try:
+            return self._open_loaders(settings)
+        except BaseException:
+            self._augmentd_close()
+            raise
+
+    def _open_loaders(self, s: LoaderSettings):
+        device = os.environ.get("AUGMENTD_DEVICE") or _device_spec(self.device)
+        delivery = os.environ.get("AUGMENTD_DELIVERY", "auto")
+        address = os.environ.get("AUGMENTD_ADDRESS") or None
+        start_local = os.environ.get("AUGMENTD_LOCAL_SERVER", "auto")
+        timeout = float(os.environ.get("AUGMENTD_CONNECT_TIMEOUT") or 3.0)
+        self._augmentd_client, self._augmentd_server = connect_or_start(
+            address, device=device, dataset_roots=[os.path.dirname(s.dataset_folder)], start_local=start_local,
+            connect_timeout=timeout)
+        where = (f"local server {self._augmentd_server.address} ({self._augmentd_server.binary})"
+                 if self._augmentd_server else address)
+        if self._augmentd_server and address:
+            self.print_to_log_file(f"augmentd: no server answered at {address}; started a local one")
+        seed_env = os.environ.get("AUGMENTD_SEED", "")
+        base = _env_int("AUGMENTD_SEED", 0) if seed_env else random.SystemRandom().randrange(2 ** 62)
+        credits = _env_int("AUGMENTD_CREDITS", 6)
+        prefetch = _env_int("AUGMENTD_PREFETCH_DEPTH", 0)
+        tag = f"{self.plans_manager.dataset_name} {self.configuration_name} fold {self.fold}"
+        start = self.current_epoch * self.num_iterations_per_epoch if seed_env else 0
+        val_start = self.current_epoch * self.num_val_iterations_per_epoch if seed_env else 0
+        pin = self.device.type == "cuda"
+        ds = s.deep_supervision_scales is not None
+        for config, first, expected, n_credits in (
+                (training_config(s, base + 2 * self.local_rank, delivery, device, f"{tag} train", prefetch),
+                 start, s.initial_patch_size, credits),
+                (validation_config(s, base + 2 * self.local_rank + 1, delivery, device, f"{tag} val", prefetch),
+                 val_start, s.patch_size, max(1, credits // 2))):
+            try:
+                session = self._augmentd_client.open_session(config, start_batch_index=first)
+            except AugmentdError as err:
+                raise AugmentdError(err.code, err.details + _hint(err, s.dataset_folder), err.rpc) from None
+            loader = AugmentdLoader(self._augmentd_client, session, ds, credits=n_credits, pin_memory=pin,
+                                    name=config.name)
+            self._augmentd_loaders.append(loader)
+            got = list(session.initial_patch_size)
+            if got[-len(expected):] != list(expected) or any(v != 1 for v in got[:-len(expected)]):
+                raise UnsupportedTrainerSetting(
+                    f"initial_patch_size: {type(self).__name__} crops {list(expected)} for {config.name!r} but the "
+                    f"server derives {got} (augmentd applies nnU-Net's own rule; an overridden "
+                    f"configure_rotation_dummyDA_mirroring_and_inital_patch_size must keep it)")
+            self.print_to_log_file(
+                f"augmentd: {config.name} session {session.session_id} on {session.device} via {where}: "
+                f"delivery {server_info_pb2.DeliveryKind.Name(session.response.delivery)}, "
+                f"batch {s.batch_size}, crop {got}, {len(config.dataset.case_ids)} cases, seed {config.seed}")
+        train, val = self._augmentd_loaders
+        # Like nnUNetTrainer.get_dataloaders: take one batch of each so that a broken setup fails here.
+        next(train)
+        next(val)
+        return train, val
+
+    # -- lifetime -----------------------------------------------------------------------------------------------
+    def _augmentd_close(self) -> None:
+        """Closes the sessions and the client, stops a server this trainer started. Idempotent."""
+        loaders, self._augmentd_loaders = self._augmentd_loaders, []
+        for loader in loaders:
+            stats = loader.close()
+            if stats is not None:
+                self.print_to_log_file(f"augmentd: closed {loader.name}: {stats.batches_produced} batches")
+        # Server first: closing the channel while batches are still referenced and then stopping the server
+        # makes the interpreter wait ~10 s in gRPC's shutdown at exit.
+        if self._augmentd_server is not None:
+            rc = self._augmentd_server.stop()
+            self.print_to_log_file(f"augmentd: local server stopped (exit status {rc})")
+            self._augmentd_server = None
+        if self._augmentd_client is not None:
+            self._augmentd_client.close()
+            self._augmentd_client = None
+
+    def on_train_end(self):
+        try:
+            super().on_train_end()
+        finally:
+            self._augmentd_close()
+
+    def run_training(self):
+        try:
+            super().run_training()
+        finally:  # on_train_end already closed everything on success; this covers errors and interrupts
+            self._augmentd_close()
+
+
+class nnUNetTrainerAugmentd_smoke(nnUNetTrainerAugmentd):
+    """2 epochs × 3 iterations (2 validation iterations): checks a setup end to end in a minute."""
+
+    def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
+                 device: torch.device = torch.device("cuda")):
+        super().__init__(plans, configuration, fold, dataset_json, device)
+        self.num_epochs = 2
+        self.num_iterations_per_epoch = 3
+        self.num_val_iterations_per_epoch = 2
+
+
+__all__ = ["nnUNetTrainerAugmentd", "nnUNetTrainerAugmentd_smoke", "UnsupportedTrainerSetting"]

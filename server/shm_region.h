@@ -1,0 +1,71 @@
+// server/shm_region.h — host shared memory: the server's HOST_SHM output slots and the clients' input regions.
+//
+// Output slots are POSIX shared-memory objects "/augmentd-<pid>-<session>-<slot>" (shm_open O_CREAT|O_EXCL,
+// mode 0600: only processes of the server's user can open them — co-located trainers run as that user; a
+// container needs the server's /dev/shm). They are exported by that name (HostShmRegion.key) and unlinked at
+// CloseSession, so the name disappears at once while mappings stay valid until the last one goes. POSIX names
+// were chosen over memfd because a /proc/<pid>/fd path needs ptrace-level access to the server and dies with
+// the fd number, while a name is opened with plain shm_open / open("/dev/shm/...") by any same-user process.
+//
+// Input regions (OpenSessionRequest.host_shm_regions, patch mode) are opened by key: a POSIX shm name ("/x",
+// no further '/') or a memfd path "/proc/<pid>/fd/<n>". The object's real size (fstat) must cover
+// offset + byte_size; the range is mapped read-only for the session's lifetime.
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<ShmSlot> slot, ShmSlot::Create("/augmentd-42-s1-0", 8 << 20));
+//   ASSIGN_OR_RETURN(std::unique_ptr<ShmInputRegion> in, ShmInputRegion::Open(region, "host_shm_regions[0]"));
+//
+// Errors: INVALID_ARGUMENT naming the field (bad key, size beyond the object, overflow), NOT_FOUND for a missing
+// object, PERMISSION_DENIED when it cannot be opened, RESOURCE_EXHAUSTED when memory runs out, INTERNAL otherwise.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "augmentd/v1/tensor.pb.h"
+#include "server/slot_ring.h"
+
+namespace augmentd {
+
+class ShmSlot final : public SlotBuffer {
+ public:
+  static absl::StatusOr<std::unique_ptr<ShmSlot>> Create(const std::string& name, uint64_t bytes);
+  ~ShmSlot() override;
+  void* data() override { return base_; }
+  uint64_t byte_size() const override { return bytes_; }
+  v1::OutputSlot Export(uint32_t index) const override;
+  void Unlink() override;
+  const std::string& name() const { return name_; }
+
+ private:
+  ShmSlot(std::string name, void* base, uint64_t bytes) : name_(std::move(name)), base_(base), bytes_(bytes) {}
+  const std::string name_;
+  void* const base_;
+  const uint64_t bytes_;
+  bool linked_ = true;
+};
+
+class ShmInputRegion {
+ public:
+  static absl::StatusOr<std::unique_ptr<ShmInputRegion>> Open(const v1::HostShmRegion& region,
+                                                              const std::string& field);
+  ~ShmInputRegion();
+  ShmInputRegion(const ShmInputRegion&) = delete;
+  ShmInputRegion& operator=(const ShmInputRegion&) = delete;
+  const uint8_t* data() const { return data_; }
+  uint64_t byte_size() const { return bytes_; }
+
+ private:
+  ShmInputRegion(void* map, uint64_t map_bytes, const uint8_t* data, uint64_t bytes)
+      : map_(map), map_bytes_(map_bytes), data_(data), bytes_(bytes) {}
+  void* const map_;
+  const uint64_t map_bytes_;
+  const uint8_t* const data_;
+  const uint64_t bytes_;
+};
+
+// The name of output slot `slot` of session `session_id` in this process.
+std::string ShmSlotName(const std::string& session_id, uint32_t slot);
+
+}  // namespace augmentd

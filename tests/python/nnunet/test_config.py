@@ -1,0 +1,58 @@
+"""The mapping of an nnU-Net trainer's loader settings to augmentd SessionConfig messages (no server needed)."""
+from __future__ import annotations
+
+import pytest
+
+from augmentd.nnunet.config import LoaderSettings, UnsupportedTrainerSetting, training_config, validation_config
+from augmentd.v1 import pipeline_pb2, server_info_pb2
+
+
+def _settings(**overrides) -> LoaderSettings:
+    base = dict(dataset_folder="/data/pre/Dataset001_X/nnUNetPlans_3d_fullres", patch_size=[64, 96, 80],
+                initial_patch_size=[111, 150, 130], rotation=(-0.5, 0.5), do_dummy_2d_data_aug=False,
+                mirror_axes=[0, 1, 2], deep_supervision_scales=[[1, 1, 1], [0.5, 0.5, 0.5]], batch_size=3,
+                oversample_foreground_percent=0.5, probabilistic_oversampling=True, num_input_channels=2,
+                use_mask_for_norm=[True, False], regions=[[1, 2], [2]], ignore_label=3, train_ids=["a", "b"],
+                val_ids=["c"])
+    base.update(overrides)
+    return LoaderSettings(**base)
+
+
+def test_training_config_carries_every_setting():
+    c = training_config(_settings(), seed=7, delivery="cuda_ipc", device="cuda:1", name="t", prefetch_depth=3)
+    t = c.pipeline.trainer
+    assert c.pipeline.preset == pipeline_pb2.PRESET_NNUNET_DEFAULT
+    assert list(t.patch_size) == [64, 96, 80] and t.num_input_channels == 2
+    assert (t.rotation.min, t.rotation.max) == (-0.5, 0.5)
+    assert list(t.mirror_axes.axes) == [0, 1, 2] and t.HasField("do_dummy_2d_data_aug")
+    assert [list(s.factors) for s in t.deep_supervision_scales] == [[1, 1, 1], [0.5, 0.5, 0.5]]
+    assert [list(r.labels) for r in t.regions] == [[1, 2], [2]] and t.ignore_label == 3
+    assert list(t.use_mask_for_norm) == [True, False]
+    assert not t.initial_patch_size  # the server derives it; the trainer checks the response instead
+    d = c.dataset
+    assert d.dataset_path.endswith("nnUNetPlans_3d_fullres") and list(d.case_ids) == ["a", "b"]
+    assert d.oversample_foreground_percent == 0.5 and d.probabilistic_oversampling
+    assert (c.batch_size, c.seed, c.device, c.prefetch_depth) == (3, 7, "cuda:1", 3)
+    assert c.delivery == server_info_pb2.DELIVERY_KIND_CUDA_IPC
+
+
+def test_no_mirroring_and_no_deep_supervision_are_explicit():
+    t = training_config(_settings(mirror_axes=None, deep_supervision_scales=None, regions=None, ignore_label=None),
+                        seed=0).pipeline.trainer
+    assert t.HasField("mirror_axes") and list(t.mirror_axes.axes) == []  # set and empty: no mirroring
+    assert len(t.deep_supervision_scales) == 0 and not t.regions and not t.HasField("ignore_label")
+
+
+def test_validation_config_is_unaugmented_on_the_val_cases():
+    c = validation_config(_settings(), seed=1)
+    assert c.pipeline.preset == pipeline_pb2.PRESET_NNUNET_VALIDATION
+    assert list(c.dataset.case_ids) == ["c"]
+    assert not c.pipeline.trainer.HasField("rotation") and not c.pipeline.trainer.HasField("mirror_axes")
+    assert c.delivery == server_info_pb2.DELIVERY_KIND_UNSPECIFIED  # auto: the server picks
+
+
+def test_bad_delivery_and_empty_split_are_rejected():
+    with pytest.raises(ValueError, match="delivery must be one of"):
+        training_config(_settings(), seed=0, delivery="carrier_pigeon")
+    with pytest.raises(UnsupportedTrainerSetting, match="no cases"):
+        validation_config(_settings(val_ids=[]), seed=0)

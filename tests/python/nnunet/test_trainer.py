@@ -1,0 +1,179 @@
+"""nnUNetTrainerAugmentd with the real nnunetv2 against a real augmentd process (CPU).
+
+* training: 2 epochs × 3 iterations (+ 2 validation iterations) of the real nnU-Net training loop; every batch
+  has the structure nnU-Net's loaders deliver, the loss is finite, sessions and the local server are closed;
+* statistics: augmentd's train / val batches against nnU-Net's own loaders (nnUNetTrainer.get_dataloaders) on
+  the same data — foreground presence per batch position (oversampling), foreground voxel fraction, image
+  mean / std, label values, shapes and dtypes;
+* settings augmentd cannot express fail loudly.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from nnunet_helpers import batch_stats, make_trainer, take
+
+nnunetv2 = pytest.importorskip("nnunetv2")
+from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer  # noqa: E402
+
+from augmentd.nnunet.config import UnsupportedTrainerSetting  # noqa: E402
+from augmentd.nnunet.trainer import nnUNetTrainerAugmentd  # noqa: E402
+
+
+class RecordingTrainer(nnUNetTrainerAugmentd):
+    """Short run that records what the training loop receives."""
+
+    def __init__(self, plans, configuration, fold, dataset_json, device=torch.device("cpu")):
+        super().__init__(plans, configuration, fold, dataset_json, device)
+        self.num_epochs, self.num_iterations_per_epoch, self.num_val_iterations_per_epoch = 2, 3, 2
+        self.seen_train, self.seen_val, self.losses = [], [], []
+
+    def train_step(self, batch):
+        self.seen_train.append(batch)
+        out = super().train_step(batch)
+        self.losses.append(float(out["loss"]))
+        return out
+
+    def validation_step(self, batch):
+        self.seen_val.append(batch)
+        return super().validation_step(batch)
+
+
+def _expected_shapes(trainer):
+    b = trainer.configuration_manager.batch_size
+    patch = list(trainer.configuration_manager.patch_size)
+    scales = trainer._get_deep_supervision_scales()
+    return (b, trainer.num_input_channels, *patch), [(b, 1, *[round(p * f) for p, f in zip(patch, s)]) for s in scales]
+
+
+def test_training_batches_loss_and_cleanup(nnunet_env, augmentd_bin, monkeypatch):
+    monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
+    trainer = make_trainer(RecordingTrainer, nnunet_env["preprocessed"])
+    trainer.run_training()
+
+    data_shape, target_shapes = _expected_shapes(trainer)
+    assert len(target_shapes) == 3  # 4 stages: full, 1/2, 1/4 (the coarsest is dropped, as in nnU-Net)
+    assert len(trainer.seen_train) == 6 and len(trainer.seen_val) == 4
+    for batch in trainer.seen_train + trainer.seen_val:
+        assert set(batch) == {"data", "target", "keys"}
+        assert isinstance(batch["data"], torch.Tensor) and batch["data"].dtype == torch.float32
+        assert tuple(batch["data"].shape) == data_shape
+        assert torch.isfinite(batch["data"]).all()
+        assert isinstance(batch["target"], list)
+        assert [tuple(t.shape) for t in batch["target"]] == target_shapes
+        assert all(t.dtype == torch.int16 for t in batch["target"])
+        assert len(batch["keys"]) == data_shape[0]
+    train_ids, val_ids = trainer.do_split()
+    assert {k for b in trainer.seen_train for k in b["keys"]} <= set(train_ids)
+    assert {k for b in trainer.seen_val for k in b["keys"]} <= set(val_ids)
+    assert all(math.isfinite(v) for v in trainer.losses), trainer.losses
+    # on_train_end closed the sessions and stopped the local server the trainer had started
+    assert trainer._augmentd_loaders == [] and trainer._augmentd_server is None
+    log = open(trainer.log_file).read()
+    assert "augmentd: closed" in log and "local server stopped (exit status 0)" in log
+    assert (trainer.output_folder and (nnunet_env["results"]).exists())
+
+
+def _loader_stats(trainer_cls, preprocessed, n_train: int, n_val: int):
+    np.random.seed(0)  # nnU-Net's loader and bgv2 draw from numpy / torch global state: make the run repeatable
+    torch.manual_seed(0)
+    # A patch much smaller than the images (the planned one covers nearly all of them), so that random crops
+    # often miss the foreground and the oversampling rule shows in the statistics.
+    trainer = make_trainer(trainer_cls, preprocessed, patch_size=(16, 16, 16))
+    trainer.initialize()
+    train, val = trainer.get_dataloaders()
+    try:
+        return batch_stats(take(train, n_train)), batch_stats(take(val, n_val))
+    finally:
+        if isinstance(trainer, nnUNetTrainerAugmentd):
+            trainer._augmentd_close()
+        else:
+            for loader in (train, val):
+                getattr(loader, "_finish", lambda: None)()
+
+
+def test_batches_match_nnunet_loader_statistics(nnunet_env, augmentd_bin, monkeypatch):
+    monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
+    monkeypatch.setenv("AUGMENTD_SEED", "1234")
+    monkeypatch.setenv("nnUNet_n_proc_DA", "0")  # nnU-Net's own loader in this process (2-core CI machines)
+    n_train, n_val = 48, 32
+    ours_tr, ours_val = _loader_stats(nnUNetTrainerAugmentd, nnunet_env["preprocessed"], n_train, n_val)
+    ref_tr, ref_val = _loader_stats(nnUNetTrainer, nnunet_env["preprocessed"], n_train, n_val)
+    for ours, ref, what in ((ours_tr, ref_tr, "train"), (ours_val, ref_val, "val")):
+        assert ours["data_shape"] == ref["data_shape"], what
+        assert ours["target_shapes"] == ref["target_shapes"], what
+        assert ours["data_dtype"] == ref["data_dtype"] == torch.float32, what
+        assert ours["target_dtypes"] == ref["target_dtypes"], what
+        assert ours["labels"] == ref["labels"], (what, ours["labels"], ref["labels"])
+        # oversampling: with batch 2 and 0.33 the last slot is forced to contain foreground, the first is random
+        assert ref["has_fg"][-1] >= 0.9 and ours["has_fg"][-1] >= 0.9, (what, ours["has_fg"], ref["has_fg"])
+        assert ref["has_fg"][0] < 0.9 and ours["has_fg"][0] < 0.9, (what, ours["has_fg"], ref["has_fg"])
+        n = n_train if what == "train" else n_val
+        p = (ours["has_fg"] + ref["has_fg"]) / 2  # 4 standard deviations of a difference of two binomials
+        tolerance = 4 * np.sqrt(2 * p * (1 - p) / n) + 0.05
+        assert np.all(np.abs(ours["has_fg"] - ref["has_fg"]) <= tolerance), (what, ours["has_fg"], ref["has_fg"])
+        ratio = ours["fg_frac"] / np.maximum(ref["fg_frac"], 1e-6)
+        assert np.all((ratio > 0.5) & (ratio < 2.0)), (what, ours["fg_frac"], ref["fg_frac"])
+        assert abs(ours["mean"] - ref["mean"]) < 0.25, (what, ours["mean"], ref["mean"])
+        assert 0.75 < ours["std"] / ref["std"] < 1.33, (what, ours["std"], ref["std"])
+
+
+def test_region_targets_match_nnunet_loader(nnunet_env, augmentd_bin, monkeypatch):
+    """Regions + ignore label (Dataset988): one bool channel per region plus the ignore label, at every DS scale."""
+    monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
+    monkeypatch.setenv("nnUNet_n_proc_DA", "0")
+    means = {}
+    for cls in (nnUNetTrainerAugmentd, nnUNetTrainer):
+        np.random.seed(0)
+        torch.manual_seed(0)
+        trainer = make_trainer(cls, nnunet_env["regions"])
+        trainer.initialize()
+        train, val = trainer.get_dataloaders()
+        try:
+            batches = take(train, 12)
+        finally:
+            if cls is nnUNetTrainerAugmentd:
+                trainer._augmentd_close()
+        stats = batch_stats(batches)
+        means[cls] = torch.stack([b["target"][0] for b in batches]).float().mean(dim=(0, 1, 3, 4, 5)).numpy()
+        assert stats["target_dtypes"] == [torch.bool] * 3
+        assert [s[1] for s in stats["target_shapes"]] == [3, 3, 3]  # regions (1,2), (2) + ignore label 3
+    ours, ref = means[nnUNetTrainerAugmentd], means[nnUNetTrainer]
+    assert np.all(ours > 0) and np.all(ref > 0), (ours, ref)
+    assert np.all((ours / ref > 0.5) & (ours / ref < 2.0)), (ours, ref)
+
+
+class CustomTransformsTrainer(nnUNetTrainerAugmentd):
+    @staticmethod
+    def get_training_transforms(*args, **kwargs):  # pragma: no cover - never called
+        raise AssertionError
+
+
+class CallableRotationTrainer(nnUNetTrainerAugmentd):
+    def configure_rotation_dummyDA_mirroring_and_inital_patch_size(self):
+        rotation, dummy, initial, mirror = super().configure_rotation_dummyDA_mirroring_and_inital_patch_size()
+        return (lambda: 0.1), dummy, initial, mirror
+
+
+@pytest.mark.parametrize("cls, message", [(CustomTransformsTrainer, "overrides get_training_transforms"),
+                                          (CallableRotationTrainer, "rotation_for_DA")])
+def test_inexpressible_settings_fail_loudly(nnunet_env, cls, message):
+    trainer = make_trainer(cls, nnunet_env["preprocessed"])
+    trainer.initialize()
+    with pytest.raises(UnsupportedTrainerSetting, match=message):
+        trainer.get_dataloaders()
+    assert trainer._augmentd_server is None  # nothing was started
+
+
+def test_unreachable_server_without_local_fallback_fails(nnunet_env, monkeypatch, tmp_path):
+    monkeypatch.setenv("AUGMENTD_ADDRESS", f"unix://{tmp_path}/nobody.sock")
+    monkeypatch.setenv("AUGMENTD_LOCAL_SERVER", "never")
+    monkeypatch.setenv("AUGMENTD_CONNECT_TIMEOUT", "0.5")
+    trainer = make_trainer(nnUNetTrainerAugmentd, nnunet_env["preprocessed"])
+    trainer.initialize()
+    with pytest.raises(ConnectionError, match="nobody.sock within 0.5 s"):
+        trainer.get_dataloaders()
