@@ -139,8 +139,9 @@ TEST_F(DeviceTierTest, LoadBatchToDeviceMatchesLoadBatch) {
     }
     const CaseCacheStats s = cache->Stats();
     EXPECT_GT(s.device.hits, 0u);
-    EXPECT_LE(s.device.misses - s.device.uncacheable, 3u);  // c0, c1, c2 uploaded once; "big" never resident
-    EXPECT_LE(s.device.resident_entries, 3u);
+    // The 64 MiB budget holds all four cases: each is uploaded at most once, later batches hit.
+    EXPECT_LE(s.device.misses - s.device.uncacheable, 4u);
+    EXPECT_LE(s.device.resident_entries, 4u);
   }
 }
 

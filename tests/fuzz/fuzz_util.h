@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,20 @@ int FuzzJson(const uint8_t* data, size_t size);
 int FuzzPathGuard(const uint8_t* data, size_t size);
 int FuzzRequest(const uint8_t* data, size_t size);
 
-// A scratch file path unique to this process, with the given suffix (".npy", ".b2nd", ...).
+// A scratch path unique to this process, with the given suffix (".npy", ".b2nd", ...), removed (recursively)
+// when the process exits normally.
 inline std::string ScratchPath(const std::string& suffix) {
+  static std::vector<std::string>* paths = [] {
+    auto* v = new std::vector<std::string>();
+    std::atexit([] {
+      std::error_code ec;
+      for (const std::string& p : *paths) std::filesystem::remove_all(p, ec);
+    });
+    return v;
+  }();
   const char* dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
-  return std::string(dir) + "/augmentd_fuzz_" + std::to_string(::getpid()) + suffix;
+  paths->push_back(std::string(dir) + "/augmentd_fuzz_" + std::to_string(::getpid()) + suffix);
+  return paths->back();
 }
 
 // Replaces the file at `path` with `size` bytes of `data`. Aborts if the file cannot be written (a harness

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -26,11 +27,11 @@ struct Tree {
     ::mkdir((root + "/ds/a").c_str(), 0700);
     ::mkdir((base + "/outside").c_str(), 0700);
     augmentd::fuzz::WriteScratch(base + "/outside/secret", reinterpret_cast<const uint8_t*>("x"), 1);
-    (void)::symlink((base + "/outside").c_str(), (root + "/link_out").c_str());
-    (void)::symlink("ds", (root + "/link_in").c_str());
+    if (::symlink((base + "/outside").c_str(), (root + "/link_out").c_str()) != 0) std::perror("symlink");
+    if (::symlink("ds", (root + "/link_in").c_str()) != 0) std::perror("symlink");
     // A sibling whose name shares the root's prefix: "<tmp>/root2" must not count as inside "<tmp>/root".
     ::mkdir((base + "/root2").c_str(), 0700);
-    (void)::symlink((base + "/root2").c_str(), (root + "/link_sibling").c_str());
+    if (::symlink((base + "/root2").c_str(), (root + "/link_sibling").c_str()) != 0) std::perror("symlink");
   }
 };
 

@@ -25,8 +25,9 @@ from .client import Client, HealthStatus  # noqa: E402
 from .security import TlsConfig  # noqa: E402
 from .sessions import (AugmentdError, Batch, BatchStream, Session, dataset_session_config,  # noqa: E402
                        delivery_kind, patch_session_config, trainer_config)
+from .resume import ResumingBatches  # noqa: E402
 from .shm import SharedInput  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["AugmentdError", "Batch", "BatchStream", "Client", "HealthStatus", "Session", "SharedInput", "TlsConfig",
-           "dataset_session_config", "delivery_kind", "patch_session_config", "trainer_config", "__version__"]
+__all__ = ["AugmentdError", "Batch", "BatchStream", "Client", "HealthStatus", "ResumingBatches", "Session",
+           "SharedInput", "TlsConfig", "dataset_session_config", "delivery_kind", "patch_session_config", "trainer_config", "__version__"]

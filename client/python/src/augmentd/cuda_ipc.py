@@ -19,7 +19,14 @@ _CUDA_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
 
 
 class _IpcHandle(ctypes.Structure):
-    _fields_ = [("reserved", ctypes.c_char * 64)]
+    _fields_ = [("reserved", ctypes.c_ubyte * 64)]
+
+    @classmethod
+    def of(cls, handle: bytes) -> "_IpcHandle":
+        """The handle's 64 bytes, copied verbatim (a c_char array would stop at the first NUL byte)."""
+        if len(handle) != ctypes.sizeof(cls):
+            raise ValueError(f"a CUDA IPC handle has {ctypes.sizeof(cls)} bytes, got {len(handle)}")
+        return cls.from_buffer_copy(handle)
 
 
 _cudart = None
@@ -108,13 +115,13 @@ class CudaIpcMemory:
         with torch.cuda.device(self.device_index):
             _check(lib.cudaSetDevice(self.device_index), "cudaSetDevice")
             ptr = ctypes.c_void_p()
-            _check(lib.cudaIpcOpenMemHandle(ctypes.byref(ptr), _IpcHandle(mem_handle),
+            _check(lib.cudaIpcOpenMemHandle(ctypes.byref(ptr), _IpcHandle.of(mem_handle),
                                             _CUDA_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), "cudaIpcOpenMemHandle")
             self.base = int(ptr.value)
             self.event = None
             if len(event_handle) == 64:
                 ev = ctypes.c_void_p()
-                _check(lib.cudaIpcOpenEventHandle(ctypes.byref(ev), _IpcHandle(event_handle)), "cudaIpcOpenEventHandle")
+                _check(lib.cudaIpcOpenEventHandle(ctypes.byref(ev), _IpcHandle.of(event_handle)), "cudaIpcOpenEventHandle")
                 self.event = ev.value
 
     def tensor(self, offset: int, shape: Sequence[int], dtype: np.dtype, bfloat16: bool = False):
@@ -159,23 +166,40 @@ def cuda_available() -> bool:
 
 
 
+def _allocation_range(ptr: int):
+    """(base, size) of the cudaMalloc allocation holding device pointer ``ptr`` (driver cuMemGetAddressRange)."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    fn = cuda.cuMemGetAddressRange_v2
+    fn.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t), ctypes.c_uint64]
+    base, size = ctypes.c_uint64(), ctypes.c_size_t()
+    rc = fn(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(ptr))
+    if rc != 0:
+        raise RuntimeError(f"cuMemGetAddressRange failed: CUresult {rc}")
+    return int(base.value), int(size.value)
+
+
 def cuda_input_region(name: str, buffer):
     """Patch mode by reference on a GPU session: a ``CudaIpcRegion`` naming the CUDA allocation that holds the
     contiguous torch tensor ``buffer``, and the byte offset of ``buffer`` in it (add it to the offsets of the
     ``CudaIpcRef``s you send). Register the region with ``Client.open_session(..., input_regions=[region])``
     (server flag ``--allow_client_shm``); keep ``buffer`` alive and unmodified while an ``augment`` call that
-    references it runs. Uses torch's own IPC export (``UntypedStorage._share_cuda_``), so a region covers the
-    caching allocator's whole block: register one region per block (e.g. one large buffer holding all inputs)."""
+    references it runs. The region is the whole cudaMalloc allocation (a block of torch's caching allocator),
+    exported with ``cudaIpcGetMemHandle`` of its base pointer: register one region per allocation (e.g. one large
+    buffer holding all inputs)."""
     import torch
 
     from augmentd.v1 import tensor_pb2
 
     if not buffer.is_cuda or not buffer.is_contiguous():
         raise ValueError("buffer must be a contiguous CUDA tensor")
-    storage = buffer.untyped_storage()
-    shared = storage._share_cuda_()
-    handle, size, storage_offset = shared[1], int(shared[2]), int(shared[3])
+    lib = cudart()
+    ptr = buffer.data_ptr()
+    with torch.cuda.device(buffer.device):
+        _check(lib.cudaSetDevice(buffer.device.index), "cudaSetDevice")
+        base, size = _allocation_range(ptr)
+        handle = _IpcHandle()
+        _check(lib.cudaIpcGetMemHandle(ctypes.byref(handle), ctypes.c_void_p(base)), "cudaIpcGetMemHandle")
     uuid = str(torch.cuda.get_device_properties(buffer.device).uuid)
-    region = tensor_pb2.CudaIpcRegion(name=name, mem_handle=handle, byte_size=storage_offset + size,
+    region = tensor_pb2.CudaIpcRegion(name=name, mem_handle=bytes(handle), byte_size=size,
                                       device_uuid=uuid if uuid.startswith("GPU-") else "GPU-" + uuid)
-    return region, storage_offset + buffer.storage_offset() * buffer.element_size()
+    return region, ptr - base

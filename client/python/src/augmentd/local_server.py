@@ -9,7 +9,8 @@ stopped with SIGTERM by ``stop()`` (also at interpreter exit, and by the kernel 
 Linux), and its log lines are kept in ``lines`` (echoed with a prefix if ``echo``).
 
 The binary is found by ``find_binary``: an explicit path, ``$AUGMENTD_BIN``, ``augmentd`` on ``$PATH``, then
-``build/server/augmentd`` of the source checkout this package lives in.
+``build/server/augmentd`` of the source checkout this package lives in. ``$AUGMENTD_SERVER_ARGS`` adds flags to
+every server started here (shell syntax), e.g. ``--dataset_gpu_cache=17179869184 --gpu_workers=4``.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import atexit
 import ctypes
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -74,6 +76,8 @@ class LocalServer:
         if roots:
             args.append("--dataset_root=" + ",".join(roots))
         args.extend(extra_args)
+        # Extra flags for every auto-started server, e.g. dataset caches: "--dataset_gpu_cache=17179869184".
+        args.extend(shlex.split(os.environ.get("AUGMENTD_SERVER_ARGS", "")))
         self.args = args
         self.lines: List[str] = []
         self._echo, self._prefix = echo, log_prefix
