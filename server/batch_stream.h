@@ -3,6 +3,7 @@
 //
 // Protocol (augmentd/v1/batch.proto):
 //   client → start {session_id, start_batch_index, initial_credits, max_batches}, then credit {n} / release
+//     (credits accumulate; beyond 2^32 outstanding they are capped — no client can use that many)
 //   server → batch (in batch-index order, one per credit), finally end {next_batch_index, reason}
 // start_batch_index 0 means "where the session stands" (OpenSession.start_batch_index, advanced by the
 // batches delivered so far); any other value resumes there.

@@ -409,6 +409,14 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
                                                      limits.max_response_bytes));
   }
 
+  // A stream keeps up to prefetch_depth batches produced ahead; they count against the in-flight byte limit, so a
+  // depth that could never fit is refused here rather than throttled forever.
+  if (config.has_dataset() && limits.max_inflight_bytes_per_session > 0 &&
+      s.max_batch_bytes * s.prefetch_depth > limits.max_inflight_bytes_per_session) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "config.prefetch_depth: ", s.prefetch_depth, " batches of ~", s.max_batch_bytes,
+        " bytes exceed the server's max_inflight_bytes_per_session ", limits.max_inflight_bytes_per_session));
+  }
   absl::StatusOr<std::unique_ptr<InputRegions>> inputs =
       OpenInputRegions(request, s.device, limits.allow_client_shared_memory);
   if (!inputs.ok()) return inputs.status();

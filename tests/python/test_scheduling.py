@@ -103,3 +103,25 @@ def test_inflight_limit_refuses_extra_augment_calls(one_worker):
             assert "max_inflight_batches_per_session" in str(err), err
         assert client.augment(session, image, seg, 0).batch_index == 0  # the session still works
         client.close_session(session)
+
+
+def test_prefetch_that_cannot_fit_the_inflight_byte_limit_is_refused_at_open(tmp_path):
+    from test_sessions import _write_dataset
+
+    dataset = _write_dataset(tmp_path) / "nnUNetPlans_3d_fullres"  # batches of 2 x 8^3: ~6.4 kB each
+    proc = _server(tmp_path, "--max_inflight_bytes_per_session=20000")
+    try:
+        with augmentd.Client(proc.addresses[0]) as client:
+            config = augmentd.dataset_session_config(str(dataset), batch_size=2, seed=1)
+            config.prefetch_depth = 4
+            with pytest.raises(augmentd.AugmentdError) as err:
+                client.open_session(config)
+            assert err.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "max_inflight_bytes_per_session" in str(err.value) and "prefetch_depth" in str(err.value)
+            config.prefetch_depth = 2
+            session = client.open_session(config)
+            with client.stream_batches(session, credits=2, max_batches=3) as stream:
+                assert [b.batch_index for b in stream] == [0, 1, 2]
+            client.close_session(session)
+    finally:
+        assert proc.stop() == 0, proc.output
