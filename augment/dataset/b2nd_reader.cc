@@ -3,11 +3,14 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "augment/dataset/b2nd_blocks.h"
 #include "augment/dataset/mapped_file.h"
 #include "b2nd.h"
 #include "blosc2.h"
@@ -19,9 +22,14 @@ std::string BloscError(int rc) { return absl::StrCat(print_error(rc), " (blosc2 
 
 class B2ndArray final : public CaseArray {
  public:
-  B2ndArray(std::string path, Shape shape, DType dtype, b2nd_array_t* array)
-      : CaseArray(std::move(path), std::move(shape), dtype), array_(array) {}
-  ~B2ndArray() override { b2nd_free(array_); }
+  B2ndArray(std::string path, Shape shape, DType dtype, b2nd_array_t* array, B2ndReadMode mode)
+      : CaseArray(std::move(path), std::move(shape), dtype),
+        array_(array),
+        blocks_(mode == B2ndReadMode::kBlocks ? B2ndBlockReader::Create(array) : nullptr) {}
+  ~B2ndArray() override {
+    blocks_.reset();  // its context refers to array_->sc
+    b2nd_free(array_);
+  }
 
  protected:
   absl::Status ReadRegion(const int64_t* start, const int64_t* stop, void* dst) const override {
@@ -36,6 +44,11 @@ class B2ndArray final : public CaseArray {
     int rc;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (blocks_ != nullptr) {
+        absl::StatusOr<bool> done = blocks_->Read(start, stop, dst);
+        if (!done.ok()) return absl::DataLossError(absl::StrCat(path(), ": ", done.status().message()));
+        if (*done) return absl::OkStatus();
+      }
       rc = b2nd_get_slice_cbuffer(array_, start, stop, dst, buffershape, bytes);
     }
     if (rc < 0) {
@@ -47,6 +60,7 @@ class B2ndArray final : public CaseArray {
  private:
   mutable std::mutex mu_;
   b2nd_array_t* array_;
+  std::unique_ptr<B2ndBlockReader> blocks_;  // null: whole-chunk path only (guarded by mu_)
 };
 
 }  // namespace
@@ -56,7 +70,12 @@ void EnsureBlosc2Initialized() {
   std::call_once(once, [] { blosc2_init(); });
 }
 
-absl::StatusOr<std::unique_ptr<CaseArray>> OpenB2nd(const std::string& path) {
+B2ndReadMode DefaultB2ndReadMode() {
+  const char* v = std::getenv("AUGMENTD_B2ND_READ");
+  return v != nullptr && std::string_view(v) == "slice" ? B2ndReadMode::kSlice : B2ndReadMode::kBlocks;
+}
+
+absl::StatusOr<std::unique_ptr<CaseArray>> OpenB2nd(const std::string& path, B2ndReadMode mode) {
   EnsureBlosc2Initialized();
   // b2nd_open reports a missing file and a damaged one alike; tell them apart first.
   struct stat st;
@@ -106,7 +125,7 @@ absl::StatusOr<std::unique_ptr<CaseArray>> OpenB2nd(const std::string& path) {
       return fail(absl::DataLossError(absl::StrCat(path, ": implausible b2nd chunk/block layout on axis ", d)));
     }
   }
-  return std::unique_ptr<CaseArray>(new B2ndArray(path, std::move(shape), *dtype, array));
+  return std::unique_ptr<CaseArray>(new B2ndArray(path, std::move(shape), *dtype, array, mode));
 }
 
 }  // namespace augmentd::dataset

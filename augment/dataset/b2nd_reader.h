@@ -1,17 +1,19 @@
 // augment/dataset/b2nd_reader.h — `.b2nd` case arrays (blosc2 NDim, nnU-Net ≥ 2.6) through c-blosc2's b2nd API.
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<CaseArray> a, OpenB2nd(".../nnUNetPlans_3d_fullres/case_000.b2nd"));
-//   RETURN_IF_ERROR(a->ReadBox(box, 0.0, DType::kFloat32, out, bytes));   // decodes only the chunks touched
+//   RETURN_IF_ERROR(a->ReadBox(box, 0.0, DType::kFloat32, out, bytes));   // decodes only the blocks touched
 //
-// Opening reads the frame header and the b2nd metalayer (shape, chunk/block shape, dtype); a box read calls
-// b2nd_get_slice_cbuffer for the in-bounds part, which decompresses only the chunks the box touches (LZ4HC
-// or ZSTD, SHUFFLE or no filter — whatever the frame says; all codecs are built into c-blosc2). The file stays
-// open through the handle; nothing is decoded ahead of need.
+// Opening reads the frame header and the b2nd metalayer (shape, chunk/block shape, dtype); a box read decodes
+// only the nd-blocks its in-bounds part touches (b2nd_blocks.h; LZ4HC or ZSTD, SHUFFLE or no filter — whatever
+// the frame says; all codecs are built into c-blosc2), or, where that path does not apply (other filters,
+// uninitialised chunks), calls b2nd_get_slice_cbuffer. The file stays open through the handle; nothing is decoded
+// ahead of need.
 // Errors: missing file NOT_FOUND; a file b2nd_open rejects, a non-numpy or unsupported dtype, or a chunk that
 // fails to decode DATA_LOSS (UNIMPLEMENTED for a valid but unsupported dtype), always naming the file.
-// Resources: an open handle holds one file descriptor and, after a read, c-blosc2's cache of the last decoded
-// chunk (up to a chunk's size, ≤ 6 MiB with nnU-Net ≥ 2.8 chunking). A cache layer should keep handles for
-// the cases in flight (an LRU), not for every case of a large dataset (2 descriptors per case).
+// Resources: an open handle holds one file descriptor, a decompression context and, after a whole-chunk read,
+// c-blosc2's cache of the last decoded chunk (≤ 6 MiB with nnU-Net ≥ 2.8 chunking); each reading thread keeps
+// one chunk-sized buffer (b2nd_blocks.h). A cache layer should keep handles for the cases in flight (an LRU),
+// not for every case of a large dataset (2 descriptors per case).
 // Thread-safety: reads on one handle are serialised by a mutex (c-blosc2 keeps a one-chunk cache and a
 // decompression context in the array); different handles read in parallel.
 #pragma once
@@ -24,7 +26,15 @@
 
 namespace augmentd::dataset {
 
-absl::StatusOr<std::unique_ptr<CaseArray>> OpenB2nd(const std::string& path);
+// How a box is decoded. kBlocks (default): only the nd-blocks the box touches (b2nd_blocks.h), falling back
+// to kSlice per read where that path does not apply. kSlice: b2nd_get_slice_cbuffer (c-blosc2's own path).
+enum class B2ndReadMode { kBlocks, kSlice };
+
+// kSlice when the environment sets AUGMENTD_B2ND_READ=slice (for comparisons), else kBlocks.
+B2ndReadMode DefaultB2ndReadMode();
+
+absl::StatusOr<std::unique_ptr<CaseArray>> OpenB2nd(const std::string& path,
+                                                    B2ndReadMode mode = DefaultB2ndReadMode());
 
 // Calls blosc2_init() once per process (idempotent, thread-safe). OpenB2nd calls it; exposed for tests that
 // write .b2nd files with the C API.

@@ -286,6 +286,126 @@ def check_image_parity(capi, kind: str, config: dict, params: dict, image: np.nd
     return ours, ref
 
 
+def shape_channel_cases(shapes: Dict[str, Sequence[int]], channels: Sequence[int]):
+    """``pytest.param(shape_name, c)`` for every named shape × channel count (ids like ``iso-3ch``)."""
+    for shape_name in shapes:
+        for c in channels:
+            yield pytest.param(shape_name, c, id=f"{shape_name}-{c}ch")
+
+
+def run_image_parity(capi, kind: str, config: dict, params: dict, image: np.ndarray):
+    """augmentd's and bgv2's output images, and augmentd's JSON reply, for injected bgv2 ``params``."""
+    transform = build_bgv2(kind, config)
+    ref = apply_bgv2(transform, params, image=image)["image"]
+    j, out = augmentd_apply(capi, kind, config, params_to_json(kind, params), image=image)
+    assert "image" in out, f"augmentd returned no image tensor (got {sorted(out)})"
+    return out["image"], ref, j
+
+
+def check_image_parity(capi, kind: str, config: dict, params: dict, image: np.ndarray, exact: bool = False,
+                       what: str = "image"):
+    """Runs both sides (``run_image_parity``) and asserts their images agree: bit-identical when ``exact``, else
+    within ``assert_float_parity``'s tolerance. Returns (augmentd image, bgv2 image)."""
+    ours, ref, _ = run_image_parity(capi, kind, config, params, image)
+    if exact:
+        assert ours.dtype == ref.dtype and ours.shape == ref.shape, f"{ours.dtype}{ours.shape} vs {ref.dtype}{ref.shape}"
+        bad = np.argwhere(ours != ref)
+        assert len(bad) == 0, f"{kind} {what}: {len(bad)} voxels differ, e.g. {bad[:3].tolist()}"
+    else:
+        assert_float_parity(ours, ref, what=f"{kind} {what}")
+    return ours, ref
+
+
+def shape_channel_cases(shapes: Dict[str, Sequence[int]], channels: Sequence[int]):
+    """``pytest.param(shape_name, c)`` for every named shape × channel count (ids like ``iso-3ch``)."""
+    for shape_name in shapes:
+        for c in channels:
+            yield pytest.param(shape_name, c, id=f"{shape_name}-{c}ch")
+
+
+def run_image_parity(capi, kind: str, config: dict, params: dict, image: np.ndarray):
+    """augmentd's and bgv2's output images, and augmentd's JSON reply, for injected bgv2 ``params``."""
+    transform = build_bgv2(kind, config)
+    ref = apply_bgv2(transform, params, image=image)["image"]
+    j, out = augmentd_apply(capi, kind, config, params_to_json(kind, params), image=image)
+    assert "image" in out, f"augmentd returned no image tensor (got {sorted(out)})"
+    return out["image"], ref, j
+
+
+def check_image_parity(capi, kind: str, config: dict, params: dict, image: np.ndarray, exact: bool = False,
+                       what: str = "image"):
+    """Runs both sides (``run_image_parity``) and asserts their images agree: bit-identical when ``exact``, else
+    within ``assert_float_parity``'s tolerance. Returns (augmentd image, bgv2 image)."""
+    ours, ref, _ = run_image_parity(capi, kind, config, params, image)
+    if exact:
+        assert ours.dtype == ref.dtype and ours.shape == ref.shape, f"{ours.dtype}{ours.shape} vs {ref.dtype}{ref.shape}"
+        bad = np.argwhere(ours != ref)
+        assert len(bad) == 0, f"{kind} {what}: {len(bad)} voxels differ, e.g. {bad[:3].tolist()}"
+    else:
+        assert_float_parity(ours, ref, what=f"{kind} {what}")
+    return ours, ref
+
+
+def shape_channel_cases(shapes: Dict[str, Sequence[int]], channels: Sequence[int]):
+    """``pytest.param(shape_name, c)`` for every named shape × channel count (ids like ``iso-3ch``)."""
+    for shape_name in shapes:
+        for c in channels:
+            yield pytest.param(shape_name, c, id=f"{shape_name}-{c}ch")
+
+
+def run_image_parity(capi, kind: str, config: dict, params: dict, image: np.ndarray):
+    """augmentd's and bgv2's output images, and augmentd's JSON reply, for injected bgv2 ``params``."""
+    transform = build_bgv2(kind, config)
+    ref = apply_bgv2(transform, params, image=image)["image"]
+    j, out = augmentd_apply(capi, kind, config, params_to_json(kind, params), image=image)
+    assert "image" in out, f"augmentd returned no image tensor (got {sorted(out)})"
+    return out["image"], ref, j
+
+
+def check_image_parity(capi, kind: str, config: dict, params: dict, image: np.ndarray, exact: bool = False,
+                       what: str = "image"):
+    """Runs both sides (``run_image_parity``) and asserts their images agree: bit-identical when ``exact``, else
+    within ``assert_float_parity``'s tolerance. Returns (augmentd image, bgv2 image)."""
+    ours, ref, _ = run_image_parity(capi, kind, config, params, image)
+    if exact:
+        assert ours.dtype == ref.dtype and ours.shape == ref.shape, f"{ours.dtype}{ours.shape} vs {ref.dtype}{ref.shape}"
+        bad = np.argwhere(ours != ref)
+        assert len(bad) == 0, f"{kind} {what}: {len(bad)} voxels differ, e.g. {bad[:3].tolist()}"
+    else:
+        assert_float_parity(ours, ref, what=f"{kind} {what}")
+    return ours, ref
+
+
+def shape_channel_cases(shapes: Dict[str, Sequence[int]], channels: Sequence[int]):
+    """``pytest.param(shape_name, c)`` for every named shape × channel count (ids like ``iso-3ch``)."""
+    for shape_name in shapes:
+        for c in channels:
+            yield pytest.param(shape_name, c, id=f"{shape_name}-{c}ch")
+
+
+def run_image_parity(capi, kind: str, config: dict, params: dict, image: np.ndarray):
+    """augmentd's and bgv2's output images, and augmentd's JSON reply, for injected bgv2 ``params``."""
+    transform = build_bgv2(kind, config)
+    ref = apply_bgv2(transform, params, image=image)["image"]
+    j, out = augmentd_apply(capi, kind, config, params_to_json(kind, params), image=image)
+    assert "image" in out, f"augmentd returned no image tensor (got {sorted(out)})"
+    return out["image"], ref, j
+
+
+def check_image_parity(capi, kind: str, config: dict, params: dict, image: np.ndarray, exact: bool = False,
+                       what: str = "image"):
+    """Runs both sides (``run_image_parity``) and asserts their images agree: bit-identical when ``exact``, else
+    within ``assert_float_parity``'s tolerance. Returns (augmentd image, bgv2 image)."""
+    ours, ref, _ = run_image_parity(capi, kind, config, params, image)
+    if exact:
+        assert ours.dtype == ref.dtype and ours.shape == ref.shape, f"{ours.dtype}{ours.shape} vs {ref.dtype}{ref.shape}"
+        bad = np.argwhere(ours != ref)
+        assert len(bad) == 0, f"{kind} {what}: {len(bad)} voxels differ, e.g. {bad[:3].tolist()}"
+    else:
+        assert_float_parity(ours, ref, what=f"{kind} {what}")
+    return ours, ref
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Inputs (fresh, random, never zeros)
 # --------------------------------------------------------------------------------------------------------------
