@@ -44,6 +44,7 @@ absl::Status WriteB2ndFile(const std::string& path, DType dtype, const Shape& sh
   cparams.nthreads = static_cast<int16_t>(options.nthreads < 1 ? 1 : options.nthreads);
   for (int i = 0; i < BLOSC2_MAX_FILTERS; ++i) cparams.filters[i] = BLOSC_NOFILTER;
   cparams.filters[BLOSC2_MAX_FILTERS - 1] = options.shuffle ? BLOSC_SHUFFLE : BLOSC_NOFILTER;
+  if (options.delta) cparams.filters[BLOSC2_MAX_FILTERS - 2] = BLOSC_DELTA;
   blosc2_dparams dparams = BLOSC2_DPARAMS_DEFAULTS;
   std::string url = path;
   blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;

@@ -28,6 +28,7 @@ struct B2ndWriteOptions {
   B2ndCodecKind codec = B2ndCodecKind::kLz4hc;
   int clevel = -1;              // -1: 5 for LZ4HC, 8 for ZSTD
   bool shuffle = true;
+  bool delta = false;           // DELTA before the shuffle slot (not an nnU-Net setting; tests use it)
   int nthreads = 1;             // c-blosc2 compression threads
 };
 
