@@ -15,14 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -70,59 +66,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class Server:
-    """augmentd as a child process; its log lines are echoed with a prefix."""
-
-    def __init__(self, binary: str, args: list):
-        self.proc = subprocess.Popen([binary, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.lines: list = []
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            print(f"  [augmentd] {line.rstrip()}", flush=True)
-            if "serving on" in line:
-                self._ready.set()
-        self._ready.set()
-
-    def wait_serving(self, timeout: float = 60) -> list:
-        self._ready.wait(timeout)
-        for line in self.lines:
-            m = re.search(r"serving on (.*?) \(device", line)
-            if m:
-                return m.group(1).split(", ")
-        raise RuntimeError(f"augmentd did not start (exit {self.proc.poll()}):\n{''.join(self.lines)}")
-
-    def stop(self, timeout: float = 30) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError("augmentd did not stop within 30 s of SIGTERM")
-        self._thread.join(timeout=5)
-        return rc
-
-
 def run(binary: str, data: Path, batches: int, batch_size: int) -> int:
     import augmentd
+    from augmentd.local_server import LocalServer
 
     dataset = make_dataset(data)
     plans = json.loads((dataset / "nnUNetPlans.json").read_text())
     patch = plans["configurations"]["3d_fullres"]["patch_size"]
-    tmp = tempfile.mkdtemp(prefix="augmentd-demo-")
-    uds = f"unix://{tmp}/augmentd.sock"
     tcp = f"127.0.0.1:{_free_port()}"
-    server = Server(binary, [f"--listen={uds},{tcp}", "--device=auto", f"--dataset_root={data.resolve()}"])
+    # A private unix socket (LocalServer) plus a TCP listener, to show both transports.
+    server = LocalServer(binary, device="auto", dataset_roots=[str(data)], extra_args=[f"--listen={tcp}"],
+                         echo=True, log_prefix="  [augmentd] ")
+    uds = server.address
     ok = False
     try:
-        addresses = server.wait_serving()
-        print(f"[demo] augmentd serving on {', '.join(addresses)}", flush=True)
+        server.wait_serving()
+        print(f"[demo] augmentd serving on {uds}, {tcp}", flush=True)
         with augmentd.Client(tcp) as c:
             assert c.health() == augmentd.HealthStatus.SERVING
         with augmentd.Client(uds) as client:
@@ -137,8 +96,8 @@ def run(binary: str, data: Path, batches: int, batch_size: int) -> int:
                   f"{patch}, initial patch {session.initial_patch_size}, "
                   f"{len(session.response.resolved_pipeline.transforms)} transforms", flush=True)
             if session.device != info.default_device:
-                print(f"[demo] note: the server's default device is {info.default_device}, but sessions run on "
-                      f"the {session.device} engine until the CUDA engine is wired into sessions", flush=True)
+                print(f"[demo] note: the server's default device is {info.default_device}; this pipeline runs on "
+                      f"the {session.device} engine (the CUDA kernels do not cover it)", flush=True)
             start = time.monotonic()
             first_at = None
             shapes = dtypes = None
@@ -185,7 +144,6 @@ def run(binary: str, data: Path, batches: int, batch_size: int) -> int:
         ok = True
     finally:
         rc = server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
         print(f"[demo] augmentd stopped (exit {rc})", flush=True)
         if rc != 0:
             ok = False
