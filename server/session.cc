@@ -36,6 +36,10 @@ Session::Session(SessionSettings settings, SessionResources resources)
   next_batch_index_ = settings_.start_batch_index;
 }
 
+bool Session::WritesIntoCudaSlot(const v1::SlotLease* lease) const {
+  return lease != nullptr && resources_.slots != nullptr && resources_.slots->kind() == v1::DELIVERY_KIND_CUDA_IPC;
+}
+
 RunOptions Session::BatchOptions(uint64_t batch_index) const {
   RunOptions options;
   options.seed = settings_.seed;
@@ -56,7 +60,7 @@ absl::Status Session::RunEngine(const BatchInput& input, const RunOptions& optio
   }
   absl::StatusOr<CudaWorkerPool::Lease> worker = resources_.cuda->Acquire();
   if (!worker.ok()) return worker.status();
-  if (lease != nullptr && resources_.slots != nullptr && resources_.slots->kind() == v1::DELIVERY_KIND_CUDA_IPC) {
+  if (WritesIntoCudaSlot(lease)) {
     out->slot_tensors.emplace();
     return (*worker)->RunIntoSlot(input, options, resources_.slots->buffer(lease->slot()),
                                   SlotRegionName(lease->slot()), &*out->slot_tensors, &out->result.samples);
@@ -103,7 +107,7 @@ absl::StatusOr<ProducedBatch> Session::ProduceDatasetBatchOnDevice(uint64_t batc
   out.load_us = MicrosSince(start);  // enqueue time: the crops run on the worker's stream before the kernels
   const absl::Time compute_start = absl::Now();
   const RunOptions options = BatchOptions(batch_index);
-  if (lease != nullptr && resources_.slots != nullptr && resources_.slots->kind() == v1::DELIVERY_KIND_CUDA_IPC) {
+  if (WritesIntoCudaSlot(lease)) {
     out.slot_tensors.emplace();
     absl::Status s = (*worker)->RunDeviceIntoSlot(input, options, resources_.slots->buffer(lease->slot()),
                                                   SlotRegionName(lease->slot()), &*out.slot_tensors,

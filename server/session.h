@@ -141,6 +141,8 @@ class Session {
                          ProducedBatch* out) const;
   // ProduceDatasetBatch through the GPU cache tier: crops on the worker's stream, kernels, slot or host out.
   absl::StatusOr<ProducedBatch> ProduceDatasetBatchOnDevice(uint64_t batch_index, const v1::SlotLease* lease) const;
+  // Whether a batch produced under `lease` is written by the kernels straight into a CUDA IPC slot.
+  bool WritesIntoCudaSlot(const v1::SlotLease* lease) const;
   RunOptions BatchOptions(uint64_t batch_index) const;
   // Patch mode: the session's input layout (dtype, (B ≤ batch_size, C, *input_patch_size)); no data access.
   absl::Status CheckPatches(const TensorView& image, const TensorView& seg) const;
