@@ -60,8 +60,10 @@ def take(loader, n: int) -> list:
     out = []
     for _ in range(n):
         batch = next(loader)
-        data = torch.as_tensor(batch["data"])
+        # copies: slot deliveries (host shm, CUDA IPC) hand views that stay valid only until the next batch
+        data = torch.as_tensor(batch["data"]).clone()
         target = batch["target"]
-        target = [torch.as_tensor(t) for t in target] if isinstance(target, list) else torch.as_tensor(target)
+        target = [torch.as_tensor(t).clone() for t in target] if isinstance(target, list) \
+            else torch.as_tensor(target).clone()
         out.append({"data": data, "target": target})
     return out

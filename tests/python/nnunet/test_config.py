@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from augmentd.nnunet.config import LoaderSettings, UnsupportedTrainerSetting, training_config, validation_config
+from augmentd.nnunet.config import LoaderSettings, UnsupportedTrainerSetting, delivery_candidates, is_local_address, \
+    training_config, validation_config
 from augmentd.v1 import pipeline_pb2, server_info_pb2
 
 
@@ -56,3 +57,26 @@ def test_bad_delivery_and_empty_split_are_rejected():
         training_config(_settings(), seed=0, delivery="carrier_pigeon")
     with pytest.raises(UnsupportedTrainerSetting, match="no cases"):
         validation_config(_settings(val_ids=[]), seed=0)
+
+
+@pytest.mark.parametrize("address, local", [
+    ("unix:///tmp/augmentd.sock", True), ("localhost:50051", True), ("127.0.0.1:7", True), ("[::1]:7", True),
+    ("gpu-node-3:50051", False), ("10.0.0.5:50051", False), (None, False), ("", False)])
+def test_is_local_address(address, local):
+    assert is_local_address(address) is local
+
+
+@pytest.mark.parametrize("requested, device, local, expected", [
+    ("auto", "cuda:0", True, ["cuda_ipc", "host_shm", "inline"]),
+    ("auto", "GPU-1234", True, ["cuda_ipc", "host_shm", "inline"]),
+    ("auto", "cpu", True, ["host_shm", "inline"]),
+    ("auto", "cuda:1", False, ["inline"]),
+    ("host_shm", "cuda:0", False, ["host_shm"]),  # explicit: tried alone, even where it cannot work
+    ("inline", "cuda:0", True, ["inline"])])
+def test_delivery_candidates(requested, device, local, expected):
+    assert delivery_candidates(requested, device, local) == expected
+
+
+def test_delivery_candidates_rejects_unknown():
+    with pytest.raises(ValueError, match="AUGMENTD_DELIVERY must be one of"):
+        delivery_candidates("pigeon", "cpu", True)

@@ -15,7 +15,9 @@ from nnunetv2.utilities.find_class_by_name import recursive_find_python_class  #
 from nnunetv2.utilities.find_objects import recursive_find_trainer_class_by_name  # noqa: E402
 
 from augmentd.nnunet import registration  # noqa: E402
-from augmentd.nnunet.trainer import nnUNetTrainerAugmentd, nnUNetTrainerAugmentd_smoke  # noqa: E402
+from augmentd.nnunet.trainer import nnUNetTrainerAugmentd, nnUNetTrainerAugmentd_smoke, \
+    nnUNetTrainerAugmentdDA5  # noqa: E402
+from augmentd.v1 import pipeline_pb2  # noqa: E402
 from augmentd_server import client_env  # noqa: E402
 
 
@@ -35,6 +37,9 @@ def test_install_is_idempotent_and_uninstall_removes(trainer_dir):
     found = recursive_find_python_class(str(trainer_dir), "nnUNetTrainerAugmentd", None, str(trainer_dir),
                                         cleanup_imports_from_base_folder=True)
     assert found is nnUNetTrainerAugmentd
+    da5 = recursive_find_python_class(str(trainer_dir), "nnUNetTrainerAugmentdDA5", None, str(trainer_dir),
+                                      cleanup_imports_from_base_folder=True)
+    assert da5 is nnUNetTrainerAugmentdDA5 and da5.augmentd_preset == pipeline_pb2.PRESET_NNUNET_DA5
     assert registration.uninstall_shim() == f"removed {shim}"
     assert not shim.exists() and not registration.shim_installed()
     assert registration.uninstall_shim().startswith("not installed")

@@ -5,12 +5,14 @@
 * statistics: augmentd's train / val batches against nnU-Net's own loaders (nnUNetTrainer.get_dataloaders) on
   the same data — foreground presence per batch position (oversampling), foreground voxel fraction, image
   mean / std, label values, shapes and dtypes;
-* settings augmentd cannot express fail loudly.
+* settings augmentd cannot express fail loudly;
+* ``AUGMENTD_DELIVERY=auto`` picks host shared memory for a local CPU server and falls back in order.
 """
 from __future__ import annotations
 
 import math
 
+import grpc
 import numpy as np
 import pytest
 import torch
@@ -20,8 +22,17 @@ from nnunet_helpers import batch_stats, make_trainer, take
 nnunetv2 = pytest.importorskip("nnunetv2")
 from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer  # noqa: E402
 
-from augmentd.nnunet.config import UnsupportedTrainerSetting  # noqa: E402
+from augmentd.nnunet.config import DELIVERIES, UnsupportedTrainerSetting  # noqa: E402
 from augmentd.nnunet.trainer import nnUNetTrainerAugmentd  # noqa: E402
+from augmentd.sessions import AugmentdError  # noqa: E402
+from augmentd.v1 import pipeline_pb2, server_info_pb2, session_pb2  # noqa: E402
+
+
+def _detached(batch: dict) -> dict:
+    """A copy of a batch: slot deliveries (host shm, CUDA IPC) are views valid until the next batch."""
+    target = batch["target"]
+    return {"data": batch["data"].clone(), "keys": list(batch["keys"]),
+            "target": [t.clone() for t in target] if isinstance(target, list) else target.clone()}
 
 
 class RecordingTrainer(nnUNetTrainerAugmentd):
@@ -33,13 +44,13 @@ class RecordingTrainer(nnUNetTrainerAugmentd):
         self.seen_train, self.seen_val, self.losses = [], [], []
 
     def train_step(self, batch):
-        self.seen_train.append(batch)
+        self.seen_train.append(_detached(batch))
         out = super().train_step(batch)
         self.losses.append(float(out["loss"]))
         return out
 
     def validation_step(self, batch):
-        self.seen_val.append(batch)
+        self.seen_val.append(_detached(batch))
         return super().validation_step(batch)
 
 
@@ -75,6 +86,8 @@ def test_training_batches_loss_and_cleanup(nnunet_env, augmentd_bin, monkeypatch
     assert trainer._augmentd_loaders == [] and trainer._augmentd_server is None
     log = open(trainer.log_file).read()
     assert "augmentd: closed" in log and "local server stopped (exit status 0)" in log
+    # AUGMENTD_DELIVERY=auto with a local server on the CPU: zero-copy host shared memory for both loaders
+    assert log.count("delivery DELIVERY_KIND_HOST_SHM") == 2, log
     assert (trainer.output_folder and (nnunet_env["results"]).exists())
 
 
@@ -177,3 +190,72 @@ def test_unreachable_server_without_local_fallback_fails(nnunet_env, monkeypatch
     trainer.initialize()
     with pytest.raises(ConnectionError, match="nobody.sock within 0.5 s"):
         trainer.get_dataloaders()
+
+
+class _RefusingClient:
+    """open_session refuses the deliveries in ``refuse`` the way a server (or slot mapping) does."""
+
+    def __init__(self, refuse: dict):
+        self.refuse, self.tried = refuse, []
+
+    def open_session(self, config, start_batch_index=0):
+        name = server_info_pb2.DeliveryKind.Name(config.delivery)
+        self.tried.append(name)
+        if name in self.refuse:
+            raise self.refuse[name]
+        return ("session", name)
+
+
+def _bare_trainer(client):
+    trainer = nnUNetTrainerAugmentd.__new__(nnUNetTrainerAugmentd)  # only _open_session's state
+    trainer._augmentd_client, trainer.logged = client, []
+    trainer.print_to_log_file = lambda *a, **k: trainer.logged.append(" ".join(map(str, a)))
+    return trainer
+
+
+def _config(delivery):
+    return session_pb2.SessionConfig(name="t", delivery=DELIVERIES[delivery])
+
+
+def test_auto_delivery_falls_back_in_order_and_logs_why():
+    client = _RefusingClient({
+        "DELIVERY_KIND_CUDA_IPC": AugmentdError(grpc.StatusCode.INVALID_ARGUMENT, "config.delivery: no GPU"),
+        "DELIVERY_KIND_HOST_SHM": OSError("shm_open: No such file or directory")})
+    trainer = _bare_trainer(client)
+    config, session = trainer._open_session(_config, ["cuda_ipc", "host_shm", "inline"], 0, "/data")
+    assert session == ("session", "DELIVERY_KIND_INLINE")
+    assert client.tried == ["DELIVERY_KIND_CUDA_IPC", "DELIVERY_KIND_HOST_SHM", "DELIVERY_KIND_INLINE"]
+    assert "delivery cuda_ipc not available" in trainer.logged[0] and "no GPU" in trainer.logged[0]
+    assert "delivery host_shm not available" in trainer.logged[1] and "shm_open" in trainer.logged[1]
+
+
+def test_auto_delivery_does_not_hide_other_errors():
+    unavailable = AugmentdError(grpc.StatusCode.UNAVAILABLE, "server gone")
+    client = _RefusingClient({"DELIVERY_KIND_CUDA_IPC": unavailable})
+    with pytest.raises(AugmentdError, match="server gone"):
+        _bare_trainer(client)._open_session(_config, ["cuda_ipc", "host_shm", "inline"], 0, "/data")
+    assert client.tried == ["DELIVERY_KIND_CUDA_IPC"]
+    last = AugmentdError(grpc.StatusCode.INVALID_ARGUMENT, "config.batch_size: 0")
+    client = _RefusingClient({"DELIVERY_KIND_INLINE": last})
+    with pytest.raises(AugmentdError, match="config.batch_size"):
+        _bare_trainer(client)._open_session(_config, ["inline"], 0, "/data")
+
+
+def test_da5_trainer_serves_da5_batches(nnunet_env, augmentd_bin, monkeypatch):
+    from augmentd.nnunet.trainer import nnUNetTrainerAugmentdDA5
+    monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
+    trainer = make_trainer(nnUNetTrainerAugmentdDA5, nnunet_env["preprocessed"], patch_size=(16, 16, 16))
+    trainer.initialize()
+    train, val = trainer.get_dataloaders()
+    try:
+        batches = take(train, 3)
+        assert train.session.config.pipeline.preset == pipeline_pb2.PRESET_NNUNET_DA5
+        assert val.session.config.pipeline.preset == pipeline_pb2.PRESET_NNUNET_VALIDATION
+        data_shape, target_shapes = _expected_shapes(trainer)
+        for b in batches:
+            assert tuple(b["data"].shape) == data_shape and torch.isfinite(b["data"]).all()
+            assert [tuple(t.shape) for t in b["target"]] == target_shapes
+        # fresh random crops and augmentation per batch
+        assert not torch.equal(batches[0]["data"], batches[1]["data"])
+    finally:
+        trainer._augmentd_close()

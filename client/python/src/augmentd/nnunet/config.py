@@ -17,11 +17,41 @@ import numpy as np
 from augmentd.v1 import pipeline_pb2, server_info_pb2, session_pb2
 
 DELIVERIES = {
-    "auto": server_info_pb2.DELIVERY_KIND_UNSPECIFIED,  # the server picks (CUDA IPC on a GPU once available)
+    "auto": server_info_pb2.DELIVERY_KIND_UNSPECIFIED,  # the server's default (inline); see delivery_candidates
     "inline": server_info_pb2.DELIVERY_KIND_INLINE,
     "host_shm": server_info_pb2.DELIVERY_KIND_HOST_SHM,
     "cuda_ipc": server_info_pb2.DELIVERY_KIND_CUDA_IPC,
 }
+
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def is_local_address(address: Optional[str]) -> bool:
+    """Whether ``address`` (``host:port`` or ``unix:///path``) names this machine (slot deliveries need that)."""
+    if not address:
+        return False
+    if address.startswith("unix:") or address.startswith("unix-abstract:"):
+        return True
+    host = address.rsplit(":", 1)[0] if address.count(":") == 1 or address.startswith("[") else address
+    return host in LOCAL_HOSTS
+
+
+def delivery_candidates(requested: str, device: str, local: bool) -> List[str]:
+    """The deliveries to try, in order, for ``AUGMENTD_DELIVERY=requested`` on ``device``.
+
+    An explicit delivery is tried alone. ``auto`` prefers zero copy where it can work: a server on this machine
+    serves a CUDA session through CUDA IPC (batches already on the trainer's GPU), falling back to host shared
+    memory and then inline; a CPU session through host shared memory, then inline; a remote server inline only.
+    """
+    if requested not in DELIVERIES:
+        raise ValueError(f"AUGMENTD_DELIVERY must be one of {', '.join(DELIVERIES)}, got {requested!r}")
+    if requested != "auto":
+        return [requested]
+    if not local:
+        return ["inline"]
+    on_gpu = device.startswith("cuda") or device.startswith("GPU-")
+    return (["cuda_ipc"] if on_gpu else []) + ["host_shm", "inline"]
 
 
 class UnsupportedTrainerSetting(ValueError):
@@ -137,10 +167,11 @@ def _session(s: LoaderSettings, preset: int, augmented: bool, case_ids: Sequence
 
 
 def training_config(s: LoaderSettings, seed: int, delivery: str = "auto", device: str = "", name: str = "train",
-                    prefetch_depth: int = 0) -> session_pb2.SessionConfig:
-    """nnU-Net's training loader: the fold's train cases, ``nnunet_default`` configured like the trainer."""
-    return _session(s, pipeline_pb2.PRESET_NNUNET_DEFAULT, True, s.train_ids, seed, delivery, device, name,
-                    prefetch_depth)
+                    prefetch_depth: int = 0, preset: int = pipeline_pb2.PRESET_NNUNET_DEFAULT
+                    ) -> session_pb2.SessionConfig:
+    """nnU-Net's training loader: the fold's train cases, ``preset`` (default ``nnunet_default``; ``nnunet_da5``
+    for nnUNetTrainerDA5) configured like the trainer."""
+    return _session(s, preset, True, s.train_ids, seed, delivery, device, name, prefetch_depth)
 
 
 def validation_config(s: LoaderSettings, seed: int, delivery: str = "auto", device: str = "", name: str = "val",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 MARKER = "# written by `python -m augmentd nnunet install`; remove with `python -m augmentd nnunet uninstall`"
 SHIM_NAME = "augmentd_trainers.py"
-TRAINERS = ("nnUNetTrainerAugmentd", "nnUNetTrainerAugmentd_smoke")
+TRAINERS = ("nnUNetTrainerAugmentd", "nnUNetTrainerAugmentd_smoke", "nnUNetTrainerAugmentdDA5")
 
 
 def shim_text() -> str:
@@ -25,7 +25,7 @@ def shim_text() -> str:
     # broken environment), or every `nnUNetv2_train -tr X` would break with it.
     return (f"{MARKER}\n"
             "try:\n"
-            f"    from augmentd.nnunet.trainer import {', '.join(TRAINERS)}  # noqa: F401\n"
+            "    from augmentd.nnunet.trainer import *  # noqa: F401,F403 (the trainers this nnU-Net supports)\n"
             "except ImportError as _err:  # augmentd not importable here: the other trainers keep working\n"
             "    import warnings\n"
             "    warnings.warn(f'augmentd trainers unavailable: {_err}')\n")

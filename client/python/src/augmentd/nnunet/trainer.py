@@ -5,7 +5,8 @@ configuration (patch size, initial patch size, rotation, dummy-2D, mirror axes, 
 size and oversampling — per DDP rank —, input channels, use_mask_for_norm, regions, ignore label, the fold's
 train/val cases from splits_final.json) and opens two dataset-mode sessions on an augmentd server:
 
-* train: preset ``nnunet_default`` (nnUNetTrainer.get_training_transforms) on enlarged ``initial_patch_size`` crops;
+* train: preset ``nnunet_default`` (nnUNetTrainer.get_training_transforms; ``nnunet_da5`` for
+  ``nnUNetTrainerAugmentdDA5``, nnUNetTrainerDA5's) on enlarged ``initial_patch_size`` crops;
 * val: preset ``nnunet_validation`` (get_validation_transforms) on unaugmented ``patch_size`` crops.
 
 Batches arrive as nnU-Net's loaders deliver them: ``{'data': float32 (B, C, *patch), 'target': [one tensor per
@@ -22,7 +23,8 @@ AUGMENTD_CONNECT_TIMEOUT    seconds to wait for AUGMENTD_ADDRESS to answer (defa
 AUGMENTD_BIN                the ``augmentd`` binary for a local server (else ``augmentd`` on PATH, else the source
                             checkout's build/server/augmentd).
 AUGMENTD_DEVICE             device the sessions run on (``cpu``, ``cuda:N``, ``GPU-<uuid>``); default: the trainer's.
-AUGMENTD_DELIVERY           ``auto`` (default), ``inline``, ``host_shm`` or ``cuda_ipc``.
+AUGMENTD_DELIVERY           ``auto`` (default: CUDA IPC → host shared memory → inline, the first one that opens, for a
+                            server on this machine; inline for a remote one), ``inline``, ``host_shm`` or ``cuda_ipc``.
 AUGMENTD_SEED               base seed of the sessions (rank r uses base+2r / base+2r+1); default: random. With a fixed
                             seed a continued training (``--c``) resumes the batch sequence where it stopped.
 AUGMENTD_CREDITS            batches requested ahead of use per loader (default 6; nnU-Net caches 6).
@@ -39,10 +41,10 @@ from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer
 
 from augmentd.local_server import connect_or_start
 from augmentd.sessions import AugmentdError
-from augmentd.v1 import server_info_pb2
+from augmentd.v1 import pipeline_pb2, server_info_pb2
 
-from .config import LoaderSettings, UnsupportedTrainerSetting, settings_from_trainer, training_config, \
-    validation_config
+from .config import LoaderSettings, UnsupportedTrainerSetting, delivery_candidates, is_local_address, \
+    settings_from_trainer, training_config, validation_config
 from .loader import AugmentdLoader
 
 
@@ -72,6 +74,8 @@ def _hint(err: AugmentdError, dataset_folder: str) -> str:
 
 class nnUNetTrainerAugmentd(nnUNetTrainer):
     """nnUNetTrainer whose training and validation batches come from augmentd (see the module docstring)."""
+
+    augmentd_preset = pipeline_pb2.PRESET_NNUNET_DEFAULT  # the training session's pipeline
 
     def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
                  device: torch.device = torch.device("cuda")):
@@ -112,15 +116,16 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         val_start = self.current_epoch * self.num_val_iterations_per_epoch if seed_env else 0
         pin = self.device.type == "cuda"
         ds = s.deep_supervision_scales is not None
-        for config, first, expected, n_credits in (
-                (training_config(s, base + 2 * self.local_rank, delivery, device, f"{tag} train", prefetch),
-                 start, s.initial_patch_size, credits),
-                (validation_config(s, base + 2 * self.local_rank + 1, delivery, device, f"{tag} val", prefetch),
-                 val_start, s.patch_size, max(1, credits // 2))):
-            try:
-                session = self._augmentd_client.open_session(config, start_batch_index=first)
-            except AugmentdError as err:
-                raise AugmentdError(err.code, err.details + _hint(err, s.dataset_folder), err.rpc) from None
+        local = self._augmentd_server is not None or is_local_address(address)
+        candidates = delivery_candidates(delivery, device, local)
+        for make_config, extra, seed, first, expected, n_credits, label in (
+                (training_config, {"preset": self.augmentd_preset}, base + 2 * self.local_rank, start,
+                 s.initial_patch_size, credits, "train"),
+                (validation_config, {}, base + 2 * self.local_rank + 1, val_start, s.patch_size,
+                 max(1, credits // 2), "val")):
+            config, session = self._open_session(
+                lambda d: make_config(s, seed, d, device, f"{tag} {label}", prefetch, **extra), candidates, first,
+                s.dataset_folder)
             loader = AugmentdLoader(self._augmentd_client, session, ds, credits=n_credits, pin_memory=pin,
                                     name=config.name)
             self._augmentd_loaders.append(loader)
@@ -139,6 +144,29 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         next(train)
         next(val)
         return train, val
+
+    # Errors after which ``auto`` tries the next delivery (the server or this machine cannot serve this one).
+    _FALLBACK_CODES = ("INVALID_ARGUMENT", "FAILED_PRECONDITION", "UNIMPLEMENTED", "PERMISSION_DENIED",
+                       "RESOURCE_EXHAUSTED")
+
+    def _open_session(self, make_config, candidates, first: int, dataset_folder: str):
+        """Opens a session with the first delivery of ``candidates`` that works; returns (config, session)."""
+        for i, delivery in enumerate(candidates):
+            config = make_config(delivery)
+            last = i == len(candidates) - 1
+            try:
+                return config, self._augmentd_client.open_session(config, start_batch_index=first)
+            except AugmentdError as err:
+                if last or err.code.name not in self._FALLBACK_CODES:
+                    raise AugmentdError(err.code, err.details + _hint(err, dataset_folder), err.rpc) from None
+                why = f"{err.code.name}: {err.details}"
+            except (OSError, RuntimeError) as err:  # slots the server offered cannot be mapped here
+                if last:
+                    raise
+                why = f"{type(err).__name__}: {err}"
+            self.print_to_log_file(f"augmentd: delivery {delivery} not available for {config.name!r} ({why}); "
+                                   f"trying {candidates[i + 1]}")
+        raise AssertionError("unreachable: candidates is never empty")
 
     # -- lifetime -----------------------------------------------------------------------------------------------
     def _augmentd_close(self) -> None:
@@ -183,3 +211,19 @@ class nnUNetTrainerAugmentd_smoke(nnUNetTrainerAugmentd):
 
 
 __all__ = ["nnUNetTrainerAugmentd", "nnUNetTrainerAugmentd_smoke", "UnsupportedTrainerSetting"]
+
+try:  # nnUNetTrainerDA5 ships with nnU-Net >= 2.2
+    from nnunetv2.training.nnUNetTrainer.variants.data_augmentation.nnUNetTrainerDA5 import nnUNetTrainerDA5
+except ImportError:  # pragma: no cover - older nnU-Net
+    nnUNetTrainerDA5 = None
+
+if nnUNetTrainerDA5 is not None:
+    class nnUNetTrainerAugmentdDA5(nnUNetTrainerAugmentd):
+        """nnUNetTrainerDA5 served by augmentd: DA5's rotation, mirror axes and initial patch size (its own
+        ``configure_rotation_dummyDA_mirroring_and_inital_patch_size``) with the server's ``nnunet_da5`` preset."""
+
+        augmentd_preset = pipeline_pb2.PRESET_NNUNET_DA5
+        configure_rotation_dummyDA_mirroring_and_inital_patch_size = \
+            nnUNetTrainerDA5.configure_rotation_dummyDA_mirroring_and_inital_patch_size
+
+    __all__.append("nnUNetTrainerAugmentdDA5")
