@@ -85,6 +85,18 @@
  *   rot90                     num_axis_combinations, num_rot_per_combination, allowed_axes
  *   transpose_axes            allowed_axes
  *   rician_noise              noise_variance ([lo, hi]; used as the std, like bgv2)
+ *   MRI artefacts, TorchIO's Random* arguments (augment/transforms/mri_*.h; a number d is TorchIO's range (−d, d),
+ *   or (0, d) where TorchIO constrains the minimum to 0):
+ *   bias_field                coefficients (0.5), order (3; 0..10)
+ *   ghosting                  num_ghosts ([4, 10]), axes ([0, 1, 2]), intensity ([0.5, 1]), restore (null | d | [a, b])
+ *   spike                     num_spikes ([1, 1]), intensity ([1, 3])
+ *   motion                    degrees (10), translation (10, voxels), num_transforms (2; 1..16),
+ *                             image_interpolation ("linear" only)
+ *   AugLab's nnUNetTrainerDAExtGPU extras (augment/transforms/auglab_*.h; apply_to_channel defaults to [0]):
+ *   histogram_equalization    apply_to_channel, retain_stats
+ *   random_convolution        apply_to_channel, kernel_sizes ([odd 1..15]; [1, 3, 5, 7]), mix_prob (0.2), retain_stats
+ *   intensity_function        apply_to_channel, functions (names: log1p sqrt sin exp sigmoid square; AugLab's five
+ *                             by default), p_function (0.05), retain_stats, p_inverse (0.3), inverse_retain_stats
  *
  * Per-sample parameters = bgv2 0.3.5 get_parameters() dicts (tensors as nested lists, index tensors as int lists):
  *   spatial            {"affine": ndim×ndim | null, "elastic_offsets": (*patch, ndim) nested | null,
@@ -119,6 +131,15 @@
  *   rot90              {"num_rot_per_combination": [k...], "axis_combinations": [[a, b] (dims incl. channel)...]}
  *   transpose_axes     {"axis_order": [0, ...]}
  *   rician_noise       {"variance": v, "noise_key": {...}} (fields NormalAt substreams 1 and 2; as gaussian_noise)
+ *   bias_field         {"coefficients": [(order+1)(order+2)(order+3)/6 floats], "order": k}   (= tio.BiasField args)
+ *   ghosting           {"num_ghosts": g, "axis": a, "intensity": s, "restore": r | null}     (= tio.Ghosting args)
+ *   spike              {"spikes_positions": [[p0, p1, p2] in [0, 1)...], "intensity": r}      (= tio.Spike args)
+ *   motion             {"degrees": [[3] × N], "translation": [[3] × N], "times": [N, non-decreasing in [0, 1]]}
+ *                       (= tio.Motion args with image_interpolation "linear")
+ *   histogram_equalization {"apply_to_channel": [int]} (nothing random)
+ *   random_convolution {"apply_to_channel": [int], "kernel_size": [k], "kernel": [[k³ floats, C order]],
+ *                       "mix": [bool], "alpha": [float]} (one entry per applied channel)
+ *   intensity_function {"apply_to_channel": [int], "functions": [bool per configured function], "inverse": bool}
  * Channel lists accept int indices or a bool mask of length C.
  *
  * Errors: ok = 0 and error() = "<CODE>: <message>" (e.g. "INVALID_ARGUMENT: spatial.patch_size: ...").

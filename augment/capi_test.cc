@@ -1,5 +1,6 @@
 // Exercises the C ABI from C++ (the Python parity tests use it through ctypes).
 #include "augment/capi.h"
+#include "augment/transform.h"
 
 #include <cstring>
 #include <string>
@@ -17,7 +18,9 @@ nlohmann::json Tensor(const void* p, const char* dtype, std::vector<int64_t> sha
 TEST(Capi, RegistryAndErrors) {
   augmentd_result* r = augmentd_run_json(R"({"op": "registry"})");
   ASSERT_TRUE(augmentd_result_ok(r));
-  EXPECT_EQ(nlohmann::json::parse(augmentd_result_json(r))["transforms"].size(), 21u);  // default trainer (12) + DA5 (9)
+  // default trainer (12) + DA5 (9) + MRI artefacts (4) + ...: one per TransformKind
+  EXPECT_EQ(nlohmann::json::parse(augmentd_result_json(r))["transforms"].size(),
+            static_cast<size_t>(augmentd::kNumTransformKinds));
   augmentd_result_free(r);
   r = augmentd_run_json("not json");
   EXPECT_FALSE(augmentd_result_ok(r));

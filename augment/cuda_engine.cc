@@ -17,7 +17,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "augment/cuda_chain.h"
 #include "augment/cuda_params.h"
+#include "augment/cuda_stage.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_half.h"
 #include "augment/kernels/cuda/pipeline_cuda.h"
@@ -30,16 +32,8 @@ namespace ju = json_util;
 
 namespace {
 
-// The one CUDA checking helper of this file: out of memory is its own case.
-absl::Status CudaStatus(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return absl::OkStatus();
-  cudaGetLastError();  // clear a non-sticky error so the next call starts clean
-  if (e == cudaErrorMemoryAllocation) {
-    return absl::ResourceExhaustedError(absl::StrCat("CUDA out of memory (", what, ")"));
-  }
-  return absl::InternalError(
-      absl::StrCat("CUDA error in ", what, ": ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")"));
-}
+// The one CUDA checking helper of the engine (cuda_stage.h): out of memory is its own case.
+absl::Status CudaStatus(cudaError_t e, const char* what) { return CudaStageStatus(e, what); }
 #define AUGMENTD_CUDA_OK(expr) RETURN_IF_ERROR(CudaStatus((expr), #expr))
 
 size_t Align256(size_t n) { return (n + 255) & ~size_t{255}; }
@@ -83,6 +77,10 @@ struct CudaAugmenter::Impl {
   PipelineSpec spec;
   CudaPlan plan;
   int device = 0;
+  // The generic chain (cuda_chain.h): every batch when the fused kernels do not cover the spec (use_chain), else the
+  // batches they refuse at run time (parameters drawn outside their range, several or no seg channels).
+  std::unique_ptr<CudaChain> chain;
+  bool use_chain = false;
 
   void* ws = nullptr;
   size_t ws_cap = 0;
@@ -107,6 +105,7 @@ struct CudaAugmenter::Impl {
   ~Impl() {
     DeviceScope scope(device);
     if (done != nullptr) cudaEventSynchronize(done);
+    chain.reset();  // its buffers, on this device
     for (void* p : {ws, static_cast<void*>(d_params), d_in, d_out}) {
       if (p != nullptr) cudaFree(p);
     }
@@ -207,7 +206,10 @@ CudaAugmenter::~CudaAugmenter() = default;
 int CudaAugmenter::device() const { return impl_->device; }
 
 absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const PipelineSpec& spec, int device) {
-  ASSIGN_OR_RETURN(CudaPlan plan, MakeCudaPlan(spec));  // coverage first: answerable without a GPU
+  // Coverage first (answerable without a GPU): the fused kernels, else the generic chain.
+  absl::StatusOr<CudaPlan> plan = MakeCudaPlan(spec);
+  absl::StatusOr<std::unique_ptr<CudaChain>> chain = CudaChain::Create(spec);
+  if (!plan.ok() && !chain.ok()) return chain.status();
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();
@@ -218,7 +220,9 @@ absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const Pipel
   }
   auto impl = std::make_unique<Impl>();
   impl->spec = spec;
-  impl->plan = std::move(plan);
+  impl->use_chain = !plan.ok();
+  if (plan.ok()) impl->plan = *std::move(plan);
+  if (chain.ok()) impl->chain = *std::move(chain);
   impl->device = device;
   DeviceScope scope(device);
   RETURN_IF_ERROR(scope.status());
@@ -228,7 +232,11 @@ absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const Pipel
 }
 
 absl::StatusOr<CudaOutputLayout> CudaAugmenter::OutputLayout(const std::vector<int64_t>& image_shape,
-                                                             DType image_dtype) const {
+                                                             DType image_dtype, int64_t seg_channels) const {
+  if (impl_->use_chain || seg_channels != 1) {
+    if (impl_->chain == nullptr) return CudaChain::Create(impl_->spec).status();  // says why
+    return impl_->chain->OutputLayout(image_shape, image_dtype, seg_channels);
+  }
   ASSIGN_OR_RETURN(cuda::BatchShape sh, impl_->Shape(image_shape, image_dtype));
   return Impl::Layout(sh);
 }
@@ -236,6 +244,28 @@ absl::StatusOr<CudaOutputLayout> CudaAugmenter::OutputLayout(const std::vector<i
 absl::Status CudaAugmenter::Run(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
                                 CUstream_st* stream, std::vector<SampleRecord>* records) {
   return GuardStatus([&]() -> absl::Status {
+    Impl& m = *impl_;
+    if (!m.use_chain && input.seg != nullptr && input.seg_channels == 1) {
+      // Every refusal of the fused path (UNIMPLEMENTED) comes before anything is enqueued: the chain may take over.
+      absl::Status fused = RunFused(input, output, options, stream, records);
+      if (!absl::IsUnimplemented(fused) || m.chain == nullptr) return fused;
+    }
+    if (m.chain == nullptr) return CudaChain::Create(m.spec).status();
+    DeviceScope scope(m.device);
+    RETURN_IF_ERROR(scope.status());
+    if (m.has_run) AUGMENTD_CUDA_OK(cudaStreamWaitEvent(stream, m.done, 0));  // buffers of the previous run
+    std::vector<SampleRecord> local;
+    const absl::Status run = m.chain->Run(input, output, options, stream, records != nullptr ? *records : local);
+    AUGMENTD_CUDA_OK(cudaEventRecord(m.done, stream));
+    m.has_run = true;
+    return run;
+  });
+}
+
+absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatchOutput& output,
+                                     const RunOptions& options, CUstream_st* stream,
+                                     std::vector<SampleRecord>* records) {
+  {
     Impl& m = *impl_;
     ASSIGN_OR_RETURN(const cuda::BatchShape sh, m.Shape(input.image_shape, options.image_dtype));
     if (input.image == nullptr) return ju::Invalid("image.data", "is null");
@@ -301,7 +331,7 @@ absl::Status CudaAugmenter::Run(const CudaBatchInput& input, const CudaBatchOutp
     AUGMENTD_CUDA_OK(cudaEventRecord(m.done, s));
     m.has_run = true;
     return run;
-  });
+  }
 }
 
 absl::StatusOr<BatchResult> CudaAugmenter::RunHost(const BatchInput& input, const RunOptions& options) {
@@ -312,18 +342,19 @@ absl::StatusOr<BatchResult> CudaAugmenter::RunHost(const BatchInput& input, cons
     const TensorView& seg = input.seg;
     if (image.data == nullptr) return ju::Invalid("image.data", "is null");
     if (!IsFloatingDType(image.dtype)) return ju::Invalid("image.dtype", "must be float32/float16/bfloat16");
-    ASSIGN_OR_RETURN(const cuda::BatchShape sh, m.Shape(image.shape, options.image_dtype));
-    if (seg.data == nullptr)
-      return absl::UnimplementedError("CUDA engine: image-only batches (the kernels need a (B, 1, ...) seg)");
-    if (seg.dtype != DType::kInt8 && seg.dtype != DType::kInt16)
-      return ju::Invalid("seg.dtype", "must be int8 or int16");
-    if (seg.shape.size() != 5 || seg.shape[0] != image.shape[0] ||
-        !std::equal(seg.shape.begin() + 2, seg.shape.end(), image.shape.begin() + 2)) {
-      return ju::Invalid("seg.shape",
-                         absl::StrCat(ShapeString(seg.shape), " does not match image ", ShapeString(image.shape)));
+    const bool has_seg = seg.data != nullptr;
+    if (has_seg) {
+      if (seg.dtype != DType::kInt8 && seg.dtype != DType::kInt16)
+        return ju::Invalid("seg.dtype", "must be int8 or int16");
+      if (seg.shape.size() != 5 || image.shape.size() != 5 || seg.shape[0] != image.shape[0] ||
+          !std::equal(seg.shape.begin() + 2, seg.shape.end(), image.shape.begin() + 2)) {
+        return ju::Invalid("seg.shape",
+                           absl::StrCat(ShapeString(seg.shape), " does not match image ", ShapeString(image.shape)));
+      }
     }
-    if (seg.shape[1] != 1) return absl::UnimplementedError("CUDA engine: more than one seg channel");
-    const int64_t n_img = image.numel(), n_seg = seg.numel();
+    const int64_t seg_channels = has_seg ? seg.shape[1] : 0;
+    ASSIGN_OR_RETURN(const CudaOutputLayout lay, OutputLayout(image.shape, options.image_dtype, seg_channels));
+    const int64_t n_img = image.numel(), n_seg = has_seg ? seg.numel() : 0;
     const size_t img_bytes = Align256(n_img * sizeof(float)), seg_bytes = Align256(n_seg * sizeof(int16_t));
 
     DeviceScope scope(m.device);
@@ -341,22 +372,22 @@ absl::StatusOr<BatchResult> CudaAugmenter::RunHost(const BatchInput& input, cons
       for (int64_t i = 0; i < n_img; ++i)
         h_img[i] = image.dtype == DType::kFloat16 ? kernels::HalfBitsToFloat(h[i]) : kernels::BFloat16BitsToFloat(h[i]);
     }
-    if (seg.dtype == DType::kInt16) {
+    if (has_seg && seg.dtype == DType::kInt16) {
       std::memcpy(h_seg, seg.data, n_seg * sizeof(int16_t));
-    } else {
+    } else if (has_seg) {
       const auto* p = static_cast<const int8_t*>(seg.data);
       for (int64_t i = 0; i < n_seg; ++i) h_seg[i] = p[i];
     }
     AUGMENTD_CUDA_OK(cudaMemcpyAsync(m.d_in, m.staging, img_bytes + seg_bytes, cudaMemcpyHostToDevice, m.stream));
 
-    const CudaOutputLayout lay = Impl::Layout(sh);
     size_t out_bytes = Align256(lay.image_bytes);
     for (size_t b : lay.seg_bytes) out_bytes += Align256(b);
     RETURN_IF_ERROR(m.Grow(&m.d_out, &m.d_out_cap, out_bytes, false));
     CudaBatchInput din;
     din.image = static_cast<const float*>(m.d_in);
-    din.seg = reinterpret_cast<const int16_t*>(static_cast<const char*>(m.d_in) + img_bytes);
+    din.seg = has_seg ? reinterpret_cast<const int16_t*>(static_cast<const char*>(m.d_in) + img_bytes) : nullptr;
     din.image_shape = image.shape;
+    din.seg_channels = seg_channels;
     CudaBatchOutput dout;
     char* o = static_cast<char*>(m.d_out);
     dout.image = o;
@@ -371,7 +402,7 @@ absl::StatusOr<BatchResult> CudaAugmenter::RunHost(const BatchInput& input, cons
     AUGMENTD_CUDA_OK(
         cudaMemcpyAsync(result.image.raw_data(), dout.image, lay.image_bytes, cudaMemcpyDeviceToHost, m.stream));
     for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
-      result.seg.push_back(HostTensor::Empty(lay.seg_shapes[l], DType::kInt16));
+      result.seg.push_back(HostTensor::Empty(lay.seg_shapes[l], lay.seg_dtype));
       AUGMENTD_CUDA_OK(cudaMemcpyAsync(result.seg.back().raw_data(), dout.seg[l], lay.seg_bytes[l],
                                        cudaMemcpyDeviceToHost, m.stream));
     }

@@ -17,18 +17,21 @@
 //   // ... cudaMalloc lay.image_bytes and lay.seg_bytes[k] (IPC slots) ...
 //   RETURN_IF_ERROR(aug->Run(in, out, opt, stream, &records));   // enqueued on `stream`, returns at once
 //
-// Coverage: nnU-Net's default chain, 3D, in the fused order spatial (rotation, scaling and elastic deformation) →
-// gaussian_noise → gaussian_blur → multiplicative_brightness → contrast → simulate_low_resolution → gamma (≤ 2) →
-// mirror → mask_image → remove_label(−1→0) → downsample_seg_for_ds (any sub-sequence of it). Elastic deformation
-// (bgv2 semantics: smoothed random displacement, magnitude, centring) is generated on the device from the drawn
-// recipe (SpatialParams::elastic; patch axes ≤ 512), equal to the CPU engine's field within float rounding.
-// Everything else is UNIMPLEMENTED with a message naming the transform and the option: nnUNetTrainerDA5's
-// transforms (rot90, transpose_axes, median_filter, brightness_additive, blank_rectangle, brightness_gradient_additive,
-// local_gamma, sharpening, rician_noise: preset nnunet_da5 runs on "cpu"), injected elastic offsets, dummy-2D and
-// 2D samples, regions, random_crop, bg_style_seg_sampling, nearest modes, non-zero paddings other than the −1 seg
-// border, contrast without preserve_range, noise on a subset of channels or with per-channel σ, blur kernels > 17
-// taps, > 8 image channels, more than one seg channel, image-only batches, and user orders that differ from the
-// fused order. No fallback to the CPU: a service that wants one calls AugmentBatch with device "cpu" itself.
+// Coverage (3D). Two paths, chosen per spec in Create (and per batch where the fused kernels refuse drawn values):
+//  * fused kernels (pipeline_cuda.h) for nnU-Net's default chain in the fused order spatial (rotation, scaling and
+//    elastic deformation) → gaussian_noise → gaussian_blur → multiplicative_brightness → contrast →
+//    simulate_low_resolution → gamma (≤ 2) → mirror → mask_image → remove_label(−1→0) → downsample_seg_for_ds (any
+//    sub-sequence of it), one seg channel. Elastic deformation (bgv2 semantics) is generated on the device from the
+//    drawn recipe (SpatialParams::elastic; patch axes ≤ 512), equal to the CPU engine's field within float rounding.
+//  * the generic chain (cuda_chain.h) for everything else the CPU engine runs: nnUNetTrainerDA5 (preset nnunet_da5:
+//    rot90, transpose_axes, median_filter, brightness_additive, blank_rectangle, brightness_gradient_additive,
+//    local_gamma, sharpening, rician_noise), regions (bool targets, CudaOutputLayout::seg_dtype), several or no seg
+//    channels, apply_probability < 1 anywhere but on regions / DS, per-channel noise, contrast without
+//    preserve_range, any blur size, user orders with spatial first and DS last, pipelines without a spatial entry.
+// UNIMPLEMENTED (message naming the entry and option) for what neither covers: injected elastic offsets, dummy-2D and
+// 2D samples, random_crop, bg_style_seg_sampling, nearest modes, non-zero paddings other than the −1 seg border,
+// > 8 image channels with a spatial entry, spatial not first / DS not last, entries without a CUDA stage. No
+// fallback to the CPU: a service that wants one calls AugmentBatch with device "cpu" itself.
 //
 // Errors: absl::Status; INVALID_ARGUMENT naming the field; RESOURCE_EXHAUSTED when device/pinned memory runs
 // out; INTERNAL for any other CUDA error (the CUDA error name is in the message); FAILED_PRECONDITION in builds
@@ -64,22 +67,25 @@ absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const Bat
 // Device input of one batch (device pointers, C-contiguous).
 struct CudaBatchInput {
   const float* image = nullptr;      // (B, C, S0, S1, S2) float32
-  const int16_t* seg = nullptr;      // (B, 1, S0, S1, S2) int16 (required: the kernels resample labels)
+  const int16_t* seg = nullptr;      // (B, seg_channels, S0, S1, S2) int16; nullptr: image-only batch
   std::vector<int64_t> image_shape;  // {B, C, S0, S1, S2}
+  int64_t seg_channels = 1;          // label channels of `seg` (ignored when seg is null)
 };
 
 // Caller-provided device outputs (e.g. the service's IPC slots), laid out as OutputLayout says.
 struct CudaBatchOutput {
   void* image = nullptr;      // (B, C, *P) in RunOptions::image_dtype
-  std::vector<int16_t*> seg;  // one per label level (BatchResult::seg order), (B, 1, *level) int16
+  std::vector<int16_t*> seg;  // one per label level (BatchResult::seg order), (B, S, *level) in
+                              // CudaOutputLayout::seg_dtype (for kBool the pointer addresses 0/1 bytes)
 };
 
 // Shapes and byte sizes of a batch's outputs.
 struct CudaOutputLayout {
   std::vector<int64_t> image_shape;  // {B, C, *P}
   size_t image_bytes = 0;
-  std::vector<std::vector<int64_t>> seg_shapes;  // per level {B, 1, *Q}
+  std::vector<std::vector<int64_t>> seg_shapes;  // per level {B, S, *Q} (none for image-only batches)
   std::vector<size_t> seg_bytes;
+  DType seg_dtype = DType::kInt16;  // kBool after convert_segmentation_to_regions (as the CPU engine)
 };
 
 // The CUDA engine for one pipeline on one device. Owns the kernel workspace, the per-sample parameter buffers
@@ -89,8 +95,8 @@ struct CudaOutputLayout {
 // streams: each run waits (on the device) for the previous one, whose buffers it reuses.
 class CudaAugmenter {
  public:
-  // UNIMPLEMENTED naming the first transform (and option) the fused kernels do not cover; NOT_FOUND / INVALID_ARGUMENT
-  // for a bad device ordinal.
+  // Uses the fused kernels when MakeCudaPlan covers the spec, else the generic chain (cuda_chain.h). UNIMPLEMENTED
+  // naming the first entry (and option) neither covers; NOT_FOUND / INVALID_ARGUMENT for a bad device ordinal.
   static absl::StatusOr<std::unique_ptr<CudaAugmenter>> Create(const PipelineSpec& spec, int device);
   ~CudaAugmenter();
   CudaAugmenter(const CudaAugmenter&) = delete;
@@ -98,8 +104,9 @@ class CudaAugmenter {
 
   int device() const;
 
-  // Output layout for an input image shape {B, C, S0, S1, S2}.
-  absl::StatusOr<CudaOutputLayout> OutputLayout(const std::vector<int64_t>& image_shape, DType image_dtype) const;
+  // Output layout for an input image shape {B, C, S0, S1, S2} with `seg_channels` label channels (0: none).
+  absl::StatusOr<CudaOutputLayout> OutputLayout(const std::vector<int64_t>& image_shape, DType image_dtype,
+                                                int64_t seg_channels = 1) const;
 
   // Draws every sample's parameters (seed, first_sample_index, injected of `options`; num_threads unused), uploads
   // them and enqueues the fused kernels on `stream` (nullptr: the legacy default stream). Returns once enqueued; the
@@ -115,6 +122,9 @@ class CudaAugmenter {
  private:
   struct Impl;
   explicit CudaAugmenter(std::unique_ptr<Impl> impl);
+  // The fused kernels' path of Run (UNIMPLEMENTED, before enqueuing anything, for batches they do not cover).
+  absl::Status RunFused(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
+                        CUstream_st* stream, std::vector<SampleRecord>* records);
   std::unique_ptr<Impl> impl_;
 };
 

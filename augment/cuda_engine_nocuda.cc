@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const Pipel
 
 int CudaAugmenter::device() const { return -1; }
 
-absl::StatusOr<CudaOutputLayout> CudaAugmenter::OutputLayout(const std::vector<int64_t>&, DType) const {
+absl::StatusOr<CudaOutputLayout> CudaAugmenter::OutputLayout(const std::vector<int64_t>&, DType, int64_t) const {
   return NotBuilt("cuda");
 }
 

@@ -17,8 +17,9 @@
 #include <vector>
 
 #include "augment/engine.h"
-#include "augment/kernels/cpu_half.h"
 #include "augment/pipeline.h"
+#include "augment/testing/have_gpu.h"
+#include "augment/testing/image_compare.h"
 #include "augment/testing/label_tie.h"
 #include "augment/transforms/mirror.h"
 #include "augment/transforms/spatial.h"
@@ -27,12 +28,7 @@
 namespace augmentd {
 namespace {
 
-bool HaveGpu() {
-  int n = 0;
-  const bool ok = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-  cudaGetLastError();
-  return ok;
-}
+using testing::HaveGpu;
 
 struct Case {
   std::string name;
@@ -168,17 +164,6 @@ bool ExplainedByTie(const SampleRecord& r, const int16_t* seg, const std::vector
   return augmentd::testing::LabelVoteNearTie(seg, S.data(), u);
 }
 
-float ToFloat(const HostTensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::kFloat16:
-      return kernels::HalfBitsToFloat(t.data<uint16_t>()[i]);
-    case DType::kBFloat16:
-      return kernels::BFloat16BitsToFloat(t.data<uint16_t>()[i]);
-    default:
-      return t.data<float>()[i];
-  }
-}
-
 void RunCase(const Case& cs) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   std::random_device rd;
@@ -258,19 +243,11 @@ void RunCase(const Case& cs) {
     }
     for (int c = 0; c < cs.C; ++c) {
       const int64_t base = (int64_t{b} * cs.C + c) * out_n;
-      float rmin = INFINITY, rmax = -INFINITY;
+      const double range = testing::RangeOf(cpu->image, base, out_n);
       for (int64_t o = 0; o < out_n; ++o) {
-        rmin = std::min(rmin, ToFloat(cpu->image, base + o));
-        rmax = std::max(rmax, ToFloat(cpu->image, base + o));
-      }
-      const double range = std::max(1e-6, static_cast<double>(rmax) - rmin);
-      for (int64_t o = 0; o < out_n; ++o) {
-        const double r = ToFloat(cpu->image, base + o), k = ToFloat(gpu->image, base + o);
+        const double r = testing::ValueAt(cpu->image, base + o), k = testing::ValueAt(gpu->image, base + o);
         const double err = std::fabs(k - r);
-        double tol = 1e-4 * range;
-        if (cs.out_dtype == DType::kFloat16) tol += std::fabs(r) / 1024;
-        if (cs.out_dtype == DType::kBFloat16) tol += std::fabs(r) / 128;
-        if (!(err <= tol)) {
+        if (!(err <= testing::ImageTolerance(range, cs.out_dtype, r))) {
           // A vote tie between -1 and a label flips the mask (labels then agree after -1 -> 0).
           if (cs.mask && c == 0 && (differ[o] || ExplainedByTie(rec, in_seg, S, P, o, spec, el))) continue;
           if (float_bad < 5) std::printf("  b=%d c=%d o=%lld: cuda %g cpu %g\n", b, c, (long long)o, k, r);
@@ -443,9 +420,10 @@ TEST(CudaEngine, CoverageErrors) {
   tc.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}};
   auto regions = NnunetDefaultPipeline(tc);
   ASSERT_TRUE(regions.ok());
+  // Covered by the generic chain (cuda_chain.h): created with a GPU, NOT_FOUND (no device) without.
+  const absl::StatusCode covered = HaveGpu() ? absl::StatusCode::kOk : absl::StatusCode::kNotFound;
   auto r = CudaAugmenter::Create(*regions, 0);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("convert_segmentation_to_regions"), std::string::npos) << r.status();
+  EXPECT_EQ(r.status().code(), covered) << r.status();
 
   TrainerConfig t2;
   t2.patch_size = {8, 64, 64};  // max/min > 3: dummy-2D
@@ -469,17 +447,19 @@ TEST(CudaEngine, CoverageErrors) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(r.status().message().find("elastic"), std::string::npos) << r.status();
 
-  auto da5 = NnunetDa5Pipeline(tc);  // DA5's extra transforms have no kernels yet
+  auto da5 = NnunetDa5Pipeline(tc);
   ASSERT_TRUE(da5.ok()) << da5.status();
   r = CudaAugmenter::Create(*da5, 0);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("run it on device \"cpu\""), std::string::npos) << r.status();
+  EXPECT_EQ(r.status().code(), covered) << r.status();
 
   PipelineSpec order = MakeSpec(cs);
-  std::swap(order.transforms[1], order.transforms[2]);  // blur before noise
+  std::swap(order.transforms[1], order.transforms[2]);  // blur before noise: the chain
+  r = CudaAugmenter::Create(order, 0);
+  EXPECT_EQ(r.status().code(), covered) << r.status();
+  std::swap(order.transforms[0], order.transforms[1]);  // spatial second: neither
   r = CudaAugmenter::Create(order, 0);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("fused order"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("run it on device \"cpu\""), std::string::npos) << r.status();
 
   if (!HaveGpu()) {
     r = CudaAugmenter::Create(MakeSpec(cs), 0);

@@ -53,6 +53,39 @@ enum Stage : int {
   kStDs,
 };
 
+// The spatial entry's checks (everything but its apply probability) and its part of the plan.
+absl::Status PlanSpatial(const TransformSpec& ts, size_t t, CudaPlan& plan) {
+  const std::string_view name = TransformKindName(ts.kind);
+  const Transform* tr = ts.transform.get();
+  const auto* sp = dynamic_cast<const SpatialTransform*>(tr);
+  if (sp == nullptr) return Unimplemented(name, t, "unknown implementation");
+  const SpatialConfig& c = sp->config();
+  if (c.dummy_2d) return Unimplemented(name, t, "dummy-2D augmentation");
+  if (c.patch_size.size() != 3) return Unimplemented(name, t, "2D patch sizes (the kernels are 3D)");
+  if (c.p_elastic_deform > 0) {
+    for (int64_t v : c.patch_size) {
+      if (v > cuda::kMaxElasticAxis)
+        return Unimplemented(name, t,
+                             absl::StrCat("elastic deformation of patch axes > ", cuda::kMaxElasticAxis));
+    }
+    plan.elastic = true;
+  }
+  if (c.random_crop) return Unimplemented(name, t, "random_crop");
+  if (c.bg_style_seg_sampling) return Unimplemented(name, t, "bg_style_seg_sampling=True");
+  if (c.mode_seg != "bilinear" || c.mode_image != "bilinear")
+    return Unimplemented(name, t, "mode_seg/mode_image other than bilinear");
+  if (c.padding_mode_image == "constant" && c.padding_value_image != 0)
+    return Unimplemented(name, t, "padding_value_image != 0");
+  if (c.border_mode_seg == "constant" && c.padding_value_seg != 0) {
+    if (c.padding_value_seg != -1) return Unimplemented(name, t, "padding_value_seg other than 0 or -1");
+    plan.border_minus_one = true;
+  } else {
+    plan.border_minus_one = false;
+  }
+  plan.spatial = sp;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec) {
@@ -65,33 +98,8 @@ absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec) {
     int st = -1;
     switch (ts.kind) {
       case TransformKind::kSpatial: {
-        const auto* sp = dynamic_cast<const SpatialTransform*>(tr);
-        if (sp == nullptr) return Unimplemented(name, t, "unknown implementation");
-        const SpatialConfig& c = sp->config();
-        if (c.dummy_2d) return Unimplemented(name, t, "dummy-2D augmentation");
-        if (c.patch_size.size() != 3) return Unimplemented(name, t, "2D patch sizes (the kernels are 3D)");
-        if (c.p_elastic_deform > 0) {
-          for (int64_t v : c.patch_size) {
-            if (v > cuda::kMaxElasticAxis)
-              return Unimplemented(name, t,
-                                   absl::StrCat("elastic deformation of patch axes > ", cuda::kMaxElasticAxis));
-          }
-          plan.elastic = true;
-        }
-        if (c.random_crop) return Unimplemented(name, t, "random_crop");
-        if (c.bg_style_seg_sampling) return Unimplemented(name, t, "bg_style_seg_sampling=True");
-        if (c.mode_seg != "bilinear" || c.mode_image != "bilinear")
-          return Unimplemented(name, t, "mode_seg/mode_image other than bilinear");
-        if (c.padding_mode_image == "constant" && c.padding_value_image != 0)
-          return Unimplemented(name, t, "padding_value_image != 0");
-        if (c.border_mode_seg == "constant" && c.padding_value_seg != 0) {
-          if (c.padding_value_seg != -1) return Unimplemented(name, t, "padding_value_seg other than 0 or -1");
-          plan.border_minus_one = true;
-        } else {
-          plan.border_minus_one = false;
-        }
+        RETURN_IF_ERROR(PlanSpatial(ts, t, plan));
         if (ts.apply_probability < 1) return Unimplemented(name, t, "apply_probability < 1");
-        plan.spatial = sp;
         st = kStSpatial;
         break;
       }
@@ -178,6 +186,18 @@ absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec) {
     }
     last = st;
     plan.stage.push_back(st);
+  }
+  return plan;
+}
+
+absl::StatusOr<CudaPlan> MakeSpatialPlan(const PipelineSpec& spec) {
+  CudaPlan plan;
+  plan.stage.assign(spec.transforms.size(), -1);
+  for (size_t t = 0; t < spec.transforms.size(); ++t) {
+    if (spec.transforms[t].kind != TransformKind::kSpatial) continue;
+    if (plan.spatial != nullptr) return Unimplemented("spatial", t, "more than one spatial transform");
+    RETURN_IF_ERROR(PlanSpatial(spec.transforms[t], t, plan));
+    plan.stage[t] = kStSpatial;
   }
   return plan;
 }

@@ -30,6 +30,11 @@ struct CudaPlan {
 // UNIMPLEMENTED naming the first transform (index, kind, option) the kernels do not cover, or the plan.
 absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec);
 
+// The plan of the generic chain's spatial step (cuda_chain.h): the spatial entry's checks and stage (any apply
+// probability; a sample it is not applied to must already have the patch shape), every other entry -1 (TranslateSample
+// then fills only the spatial part). UNIMPLEMENTED as MakeCudaPlan for the spatial options the kernel lacks.
+absl::StatusOr<CudaPlan> MakeSpatialPlan(const PipelineSpec& spec);
+
 // Fills `sp` from one sample's record (every transform drawn by DrawSampleParams) for batch shape `sh`.
 // UNIMPLEMENTED for parameters the kernels cannot express (e.g. injected elastic offsets: the device regenerates the
 // field from its recipe, SpatialParams::elastic), INVALID_ARGUMENT for

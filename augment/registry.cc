@@ -2,6 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/transforms/auglab_histogram_equalization.h"
+#include "augment/transforms/auglab_intensity_function.h"
+#include "augment/transforms/auglab_random_convolution.h"
 #include "augment/transforms/blank_rectangle.h"
 #include "augment/transforms/brightness_additive.h"
 #include "augment/transforms/brightness_gradient_additive.h"
@@ -14,6 +17,10 @@
 #include "augment/transforms/local_gamma.h"
 #include "augment/transforms/mask_image.h"
 #include "augment/transforms/median_filter.h"
+#include "augment/transforms/mri_bias_field.h"
+#include "augment/transforms/mri_ghosting.h"
+#include "augment/transforms/mri_motion.h"
+#include "augment/transforms/mri_spike.h"
 #include "augment/transforms/mirror.h"
 #include "augment/transforms/multiplicative_brightness.h"
 #include "augment/transforms/remove_label.h"
@@ -56,6 +63,16 @@ std::vector<TransformEntry> RegisterAll() {
       {"rot90", TransformKind::kRot90, true, &Rot90Transform::FromJson},
       {"transpose_axes", TransformKind::kTransposeAxes, true, &TransposeAxesTransform::FromJson},
       {"rician_noise", TransformKind::kRicianNoise, true, &RicianNoiseTransform::FromJson},
+      // MRI artefacts (TorchIO's definitions).
+      {"bias_field", TransformKind::kBiasField, true, &BiasFieldTransform::FromJson},
+      {"ghosting", TransformKind::kGhosting, true, &GhostingTransform::FromJson},
+      {"spike", TransformKind::kSpike, true, &SpikeTransform::FromJson},
+      {"motion", TransformKind::kMotion, true, &MotionTransform::FromJson},
+      // AugLab's nnUNetTrainerDAExtGPU extras (augment/transforms/auglab_*.h).
+      {"histogram_equalization", TransformKind::kHistogramEqualization, true,
+       &HistogramEqualizationTransform::FromJson},
+      {"random_convolution", TransformKind::kRandomConvolution, true, &RandomConvolutionTransform::FromJson},
+      {"intensity_function", TransformKind::kIntensityFunction, true, &IntensityFunctionTransform::FromJson},
   };
 }
 }  // namespace

@@ -12,7 +12,8 @@ TEST(Registry, NamesAreExactlyTheDefaultTrainerTransforms) {
                                       "remove_label", "convert_segmentation_to_regions", "downsample_seg_for_ds",
                                       "blank_rectangle", "brightness_additive", "sharpening", "median_filter",
                                       "brightness_gradient_additive", "local_gamma", "rot90", "transpose_axes",
-                                      "rician_noise"}));
+                                      "rician_noise", "bias_field", "ghosting", "spike", "motion",
+                                      "histogram_equalization", "random_convolution", "intensity_function"}));
 }
 
 TEST(Registry, EveryKindHasACpuImplementation) {

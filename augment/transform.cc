@@ -46,6 +46,20 @@ std::string_view TransformKindName(TransformKind kind) {
       return "transpose_axes";
     case TransformKind::kRicianNoise:
       return "rician_noise";
+    case TransformKind::kBiasField:
+      return "bias_field";
+    case TransformKind::kGhosting:
+      return "ghosting";
+    case TransformKind::kSpike:
+      return "spike";
+    case TransformKind::kMotion:
+      return "motion";
+    case TransformKind::kHistogramEqualization:
+      return "histogram_equalization";
+    case TransformKind::kRandomConvolution:
+      return "random_convolution";
+    case TransformKind::kIntensityFunction:
+      return "intensity_function";
   }
   return "unknown";
 }

@@ -53,8 +53,17 @@ enum class TransformKind : uint8_t {
   kRot90,
   kTransposeAxes,
   kRicianNoise,
+  // MRI artefacts with TorchIO's definitions (augment/transforms/mri_*.h).
+  kBiasField,
+  kGhosting,
+  kSpike,
+  kMotion,
+  // The extras of AugLab's nnUNetTrainerDAExtGPU (augment/transforms/auglab_*.h).
+  kHistogramEqualization,
+  kRandomConvolution,
+  kIntensityFunction,
 };
-inline constexpr int kNumTransformKinds = 21;
+inline constexpr int kNumTransformKinds = 28;
 
 // "spatial", "gaussian_noise", ...
 std::string_view TransformKindName(TransformKind kind);

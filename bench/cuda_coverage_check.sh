@@ -3,10 +3,12 @@
 # work (issues 4 and 10) in steps, so that each visit fits the per-call limit:
 #   STEPS=test        build augment_cuda_engine_test + cuda_pipeline_bench, run the engine-vs-CPU parity test
 #                     (FILTER = a gtest filter, default all)
+#   STEPS=ktest       build augment_cuda_kernels_test, run the kernels-vs-ATen parity test (KFILTER, default all)
 #   STEPS=bench       cuda_pipeline_bench over issue 4's matrix + elastic + per-transform modes (MODES, ITERS)
 #   STEPS=torch       the straightforward batched PyTorch port (bench/torch_port.py), same shapes
 #   STEPS=bgv2        batchgeneratorsv2 0.3.5 on every core (bench/cuda_bgv2_16cores.py; BGV2_MODES, BGV2_SAMPLES,
 #                     BGV2_SHAPES, BGV2_CHANNELS)
+#   STEPS=ncu         one every-transform-on batch (B=2, C=1, 128^3) under ncu: per-kernel time, SM/memory throughput
 #   e.g. STEPS=test,bench bench/cuda_coverage_check.sh;  STEPS=bench,torch,bgv2 bench/cuda_coverage_check.sh
 # The build directory (build-gpu-coverage/, git-ignored) survives between calls on a warm machine. Results land in
 # $OUT (*.jsonl, logs); bench/cuda_coverage_table.py turns them into the markdown table.
@@ -19,7 +21,7 @@ source .device-kit/kit-env.sh >/dev/null
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv,noheader
 BUILD=$PWD/build-gpu-coverage
-if [[ $STEPS == *,test,* || $STEPS == *,bench,* ]]; then
+if [[ $STEPS == *,test,* || $STEPS == *,bench,* || $STEPS == *,ktest,* ]]; then
   ZLIB_ARGS=()
   [ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
   if [ ! -f $BUILD/build.ninja ]; then
@@ -27,12 +29,23 @@ if [[ $STEPS == *,test,* || $STEPS == *,bench,* ]]; then
       -DAUGMENTD_PYTHON="$(command -v python3)" "${ZLIB_ARGS[@]}" >"$OUT/build.log" 2>&1 ||
       { tail -30 "$OUT/build.log"; exit 1; }
   fi
-  ninja -C $BUILD -j16 augment_cuda_engine_test cuda_pipeline_bench >>"$OUT/build.log" 2>&1 ||
-    { grep -E "error" -A3 "$OUT/build.log" | head -40; exit 1; }
+  TARGETS=(cuda_pipeline_bench)
+  [[ $STEPS == *,test,* ]] && TARGETS+=(augment_cuda_engine_test)
+  [[ $STEPS == *,ktest,* ]] && TARGETS+=(augment_cuda_kernels_test)
+  # -k 0: a target that fails (e.g. work in progress elsewhere) does not stop the others.
+  ninja -C $BUILD -j16 -k 0 "${TARGETS[@]}" >>"$OUT/build.log" 2>&1 ||
+    { echo "BUILD FAILURES:"; grep -E "^FAILED|error" -A3 "$OUT/build.log" | head -40; }
   echo "built in ${SECONDS}s"
 fi
+if [[ $STEPS == *,ktest,* ]]; then
+  timeout "${KTEST_TIMEOUT:-120}" $(find $BUILD -name augment_cuda_kernels_test -type f | head -1) --gtest_filter="${KFILTER:-*}" \
+    >"$OUT/kernels_test.log" 2>&1
+  echo "kernels test exit code: $? (${SECONDS}s)"
+  grep -E "^\[  (PASSED|FAILED)|FAILED|Failure|Expected|Which is|tests ran" "$OUT/kernels_test.log" | head -40
+fi
 if [[ $STEPS == *,test,* ]]; then
-  $BUILD/augment/augment_cuda_engine_test --gtest_filter="${FILTER:-*}" >"$OUT/engine_test.log" 2>&1
+  timeout "${TEST_TIMEOUT:-300}" $BUILD/augment/augment_cuda_engine_test --gtest_filter="${FILTER:-*}" \
+    >"$OUT/engine_test.log" 2>&1
   echo "engine test exit code: $? (${SECONDS}s)"
   grep -E "^\[engine|FAILED|PASSED|Failure|Expected|Which is|  b=|\[ +OK|SKIPPED" "$OUT/engine_test.log" | head -120
 fi
@@ -42,6 +55,15 @@ if [[ $STEPS == *,bench,* ]]; then
     --modes "${MODES:-all-on,default-p,all-on+elastic,spatial,only-elastic,only-noise,only-blur,only-brightness,only-contrast,only-lowres,only-gamma,only-mirror}" \
     2>&1 | tee "$OUT/bench.log"
   echo "bench done (${SECONDS}s)"
+fi
+if [[ $STEPS == *,ncu,* ]] && command -v ncu >/dev/null; then
+  BENCH=$(find $BUILD -name cuda_pipeline_bench -type f | head -1)
+  # Skips the first NCU_SKIP kernel launches (5 warm-up batches of 7 kernels in all-on) and profiles one batch.
+  timeout 90 ncu --clock-control none --section SpeedOfLight --section Occupancy --launch-skip "${NCU_SKIP:-35}" \
+    --launch-count "${NCU_COUNT:-7}" "$BENCH" --only all-on:2:1:0 --iters 5 >"$OUT/ncu.txt" 2>&1
+  grep -E "^  [A-Za-z_].*\(|Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy" "$OUT/ncu.txt" |
+    sed 's/void augmentd::cuda::internal::<unnamed>:://' | cut -c1-100
+  echo "ncu done (${SECONDS}s)"
 fi
 if [[ $STEPS == *,torch,* ]]; then
   python3 bench/torch_port.py --iters "${TORCH_ITERS:-30}" --json "$OUT/torch.jsonl" 2>&1 | tee "$OUT/torch_port.log"

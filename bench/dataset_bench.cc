@@ -4,6 +4,7 @@
 //
 //   dataset_bench --generate /tmp/dsbench --cases 16 --shape 256,256,256 --threads 16     # synthetic dataset
 //   dataset_bench --dataset /data/nnUNet_preprocessed/Dataset003_Liver --threads 16      # a real one
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <vector>
 
@@ -127,15 +129,23 @@ double Now() {
 struct Rate {
   double batches_per_s = 0;
   uint64_t batches = 0;
+  double cpu_s = 0;  // user + system CPU of the whole process during the measurement
   std::string error;
 };
+
+double ProcessCpuSeconds() {
+  rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0.0;
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 Rate Measure(int threads, double seconds, const std::function<absl::Status(int, uint64_t)>& batch,
              uint64_t first_batch) {
   std::atomic<uint64_t> next{first_batch}, done{0};
   std::atomic<bool> failed{false};
   std::string error;
   std::mutex mu;
-  const double start = Now();
+  const double start = Now(), cpu0 = ProcessCpuSeconds();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
@@ -155,6 +165,7 @@ Rate Measure(int threads, double seconds, const std::function<absl::Status(int, 
   Rate r;
   r.batches = done.load();
   r.batches_per_s = static_cast<double>(r.batches) / (Now() - start);
+  r.cpu_s = ProcessCpuSeconds() - cpu0;
   r.error = error;
   return r;
 }
@@ -258,9 +269,11 @@ int main(int argc, char** argv) {
   };
   if (!skipped("cold")) {
     ds::BatchLoader loader(dataset, make_sampler());
-    add_row("cold (disk, .b2nd decode per box)", a.threads,
-            Measure(a.threads, a.seconds, load_into(loader), 0),
-            "page cache warm after the first pass; no augmentd cache");
+    const Rate r = Measure(a.threads, a.seconds, load_into(loader), 0);
+    add_row("cold (disk, .b2nd decode per box)", a.threads, r,
+            absl::StrFormat("page cache warm after the first pass; no augmentd cache; %.1f samples per CPU-second",
+                            static_cast<double>(r.batches * static_cast<uint64_t>(a.batch)) /
+                                std::max(r.cpu_s, 1e-9)));
   }
   ds::CaseCacheStats host_stats;
   double host_case_bytes = 0;

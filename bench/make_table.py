@@ -20,8 +20,8 @@ def main():
     print(f"Date {datetime.date.today().isoformat()}; machine: one {dev['name']} (nvidia-h200 lease); "
           f"measured device-to-device copy {dev['copy_gbps']:.0f} GB/s (bytes read + written).")
     print("Baseline, same run: bench/torch_port.py (straightforward batched PyTorch port, same transforms).")
-    print("augmentd times: median CUDA-event time per batch, eager = launches + parameter upload, graph = CUDA-graph "
-          "replay of the same; best of the two used for samples/s, ratio and bandwidth. Bytes = input image+seg "
+    print("augmentd times: median CUDA-event time per batch, eager = launches + parameter upload, graph = replay of "
+          "one CUDA graph per stage mask (parameters uploaded inside it from a pinned staging buffer); best of the two used for samples/s, ratio and bandwidth. Bytes = input image+seg "
           "read once + image, seg and DS outputs written once (f32 image).\n")
     print("| mode | patch <- input | B | C | augmentd eager ms | augmentd graph ms | samples/s | PyTorch port ms "
           "| speed-up | GB/s (% of copy) | augmentd GPU MiB (workspace) | port peak MiB |")

@@ -70,9 +70,10 @@ done
 python3 bench/torch_port.py --json "$OUT/torch.jsonl" 2>&1 | tee "$OUT/torch_port.log"
 python3 bench/make_table.py "$OUT/augmentd.jsonl" "$OUT/torch.jsonl" >"$OUT/table.md"
 if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null; then
-  # Per-kernel speed-of-light and occupancy of one every-transform-on batch (B=2, C=1, 128^3).
-  ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats --launch-skip 60 \
-    --launch-count 13 "$BENCH" --only all-on:2:1:0 --iters 5 >"$OUT/ncu.txt" 2>&1
+  # Per-kernel speed-of-light and occupancy of one every-transform-on batch (B=2, C=1, 128^3): skips the 5 first
+  # warm-up batches (7 kernels each in all-on: spatial, blur, low-res down, mid, 2 gamma stats, final + DS).
+  ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats --launch-skip 35 \
+    --launch-count 7 "$BENCH" --only all-on:2:1:0 --iters 5 >"$OUT/ncu.txt" 2>&1
   grep -E "^  [A-Za-z_].*\(|Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per" \
     "$OUT/ncu.txt" | sed 's/void augmentd::cuda::internal::<unnamed>:://' | cut -c1-110
 fi

@@ -3,8 +3,8 @@
 #   build everything into build-gpu/ (in the tree, git-ignored: a warm machine keeps it for the next call, e.g.
 #   scripts/gpu-e2e.sh with AUGMENTD_BUILD_DIR=build-gpu), every GPU test (ctest -L gpu: CUDA engine vs CPU engine,
 #   dataset GPU cache tier, CUDA IPC delivery, server device tests), the CUDA IPC delivery pytest, the delivery
-#   benchmark and the dataset-mode benchmark. Each step is bounded in time; a short summary is printed last and
-#   every log and table lands in $OUT.
+#   benchmark, the dataset-mode benchmark and the GPU fault pytest (out of GPU memory at admission). Each step is
+#   bounded in time; a short summary is printed last and every log and table lands in $OUT.
 # Knobs: BUILD_TIMEOUT (300 s), GPU_TESTS (a ctest -R regex), SKIP_BENCH=1, DATASET_BENCH=0, CPU_TESTS=1 (also
 # ctest -LE gpu), SKIP_PYTEST=1.
 set -uo pipefail
@@ -27,7 +27,7 @@ if ! timeout "${BUILD_TIMEOUT:-300}" ninja -C $BUILD -j16 -k 0 all >>"$OUT/build
 fi
 say "built"
 export AUGMENTD_BIN=$PWD/$BUILD/server/augmentd AUGMENTD_BUILD_DIR=$PWD/$BUILD
-(cd $BUILD && timeout 240 ctest -L gpu -R "${GPU_TESTS:-.}" --output-on-failure --timeout 200) >"$OUT/tests-gpu.log" 2>&1
+(cd $BUILD && timeout "${GPU_TEST_TIMEOUT:-420}" ctest -L gpu -R "${GPU_TESTS:-.}" -j4 --output-on-failure --timeout 300) >"$OUT/tests-gpu.log" 2>&1
 GPU_RC=$?
 grep -E "tests passed|tests failed|\(Failed\)|\*\*\*|Not Run|Timeout" "$OUT/tests-gpu.log" | tail -15
 say "ctest -L gpu exit $GPU_RC"
@@ -51,6 +51,12 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     >"$OUT/dataset-gpu.md" 2>"$OUT/dataset-bench.log"
   say "dataset bench exit $?"
 fi
-echo "== summary: ctest -L gpu $GPU_RC, delivery pytest $PY_RC"
+FAULT_RC=skipped
+if [ "${SKIP_PYTEST:-0}" != 1 ]; then  # last: it fills the GPU's memory for a moment (GPU out of memory at admission)
+  timeout 150 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_gpu_faults.py >"$OUT/pytest-faults.log" 2>&1
+  FAULT_RC=$?
+  tail -4 "$OUT/pytest-faults.log"; say "pytest test_gpu_faults.py exit $FAULT_RC"
+fi
+echo "== summary: ctest -L gpu $GPU_RC, delivery pytest $PY_RC, GPU fault pytest $FAULT_RC"
 cat "$OUT/delivery-gpu.md" 2>/dev/null | tail -25
 cat "$OUT/dataset-gpu.md" 2>/dev/null | tail -25

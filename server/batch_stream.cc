@@ -120,6 +120,7 @@ Action Pump(StreamState& st) {
       st.ready.erase(next);
       if (st.slots != nullptr && st.write_msg.batch().has_lease()) st.slots->Lease(st.write_msg.batch().lease().slot());
       st.write_index = st.next_send++;
+      st.write_msg.mutable_batch()->mutable_timing()->set_sent_unix_ns(absl::ToUnixNanos(absl::Now()));
       --st.credits;
       st.writing = true;
       st.write_is_batch = true;
@@ -365,21 +366,26 @@ class BatchStream final : public Reactor {
       case Request::kCredit:
         if (!st.started) return absl::InvalidArgumentError("credit: the first message must be start");
         st.credits = std::min<uint64_t>(st.credits + r.credit().credits(), uint64_t{1} << 32);
+        ReleaseLeases(r.credit().releases());
         return absl::OkStatus();
       case Request::kRelease:
         // Inline delivery has no slot leases: releases are accepted and ignored. With slots, a release of a lease
         // this stream does not hold (stale generation, another stream's slot, unknown slot) is ignored and counted
         // (SessionStats.stale_releases); the freed slot wakes production through the ring's waiter.
         if (!st.started) return absl::InvalidArgumentError("release: the first message must be start");
-        if (st.slots != nullptr) {
-          for (const v1::SlotLease& lease : r.release().leases()) st.slots->Release(st.stream_id, lease);
-        }
+        ReleaseLeases(r.release().leases());
         return absl::OkStatus();
       case Request::kPatches:
         return absl::UnimplementedError("patches: streaming patch mode is not supported yet; use Augment");
       default:
         return absl::InvalidArgumentError("msg: empty StreamBatchesRequest (set start, credit or release)");
     }
+  }
+
+  // Returns leases (Release.leases, Credit.releases) to the ring; st.mu held. Inline streams have none: ignored.
+  void ReleaseLeases(const google::protobuf::RepeatedPtrField<v1::SlotLease>& leases) {
+    if (state_->slots == nullptr) return;
+    for (const v1::SlotLease& lease : leases) state_->slots->Release(state_->stream_id, lease);
   }
 
   std::shared_ptr<StreamState> state_;

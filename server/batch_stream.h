@@ -2,9 +2,11 @@
 // session's batches under credit-based flow control.
 //
 // Protocol (augmentd/v1/batch.proto):
-//   client → start {session_id, start_batch_index, initial_credits, max_batches}, then credit {n} / release
-//     (credits accumulate; beyond 2^32 outstanding they are capped — no client can use that many)
-//   server → batch (in batch-index order, one per credit), finally end {next_batch_index, reason}
+//   client → start {session_id, start_batch_index, initial_credits, max_batches}, then credit {n, releases} /
+//     release (credits accumulate; beyond 2^32 outstanding they are capped — no client can use that many;
+//     a credit's releases are handled exactly like a Release message, so one message per batch suffices)
+//   server → batch (in batch-index order, one per credit; timing.sent_unix_ns stamped when its write starts),
+//     finally end {next_batch_index, reason}
 // start_batch_index 0 means "where the session stands" (OpenSession.start_batch_index, advanced by the
 // batches delivered so far); any other value resumes there.
 // The server produces up to the session's prefetch_depth batches ahead on the executor (never on a gRPC

@@ -237,6 +237,7 @@ absl::Status CudaWorker::RunIntoSlot(const BatchInput& input, const RunOptions& 
   din.image = static_cast<const float*>(m.d_in);
   din.seg = reinterpret_cast<const int16_t*>(static_cast<const char*>(m.d_in) + img_in);
   din.image_shape = input.image.shape;
+  din.seg_channels = input.seg.shape.size() == 5 ? input.seg.shape[1] : 1;
   return RunDeviceIntoSlot(din, options, slot, region, batch, records);
 }
 
@@ -246,7 +247,8 @@ absl::Status CudaWorker::RunDeviceIntoSlot(const CudaBatchInput& input, const Ru
   Impl& m = *impl_;
   auto* cuda_slot = dynamic_cast<CudaIpcSlot*>(&slot);
   if (cuda_slot == nullptr) return absl::InternalError("RunDeviceIntoSlot: not a CUDA IPC slot");
-  ASSIGN_OR_RETURN(CudaOutputLayout lay, m.aug->OutputLayout(input.image_shape, options.image_dtype));
+  ASSIGN_OR_RETURN(CudaOutputLayout lay, m.aug->OutputLayout(input.image_shape, options.image_dtype,
+                                                              input.seg != nullptr ? input.seg_channels : 0));
   std::vector<uint64_t> offsets;
   const uint64_t end = Offsets(lay, &offsets);
   if (end > slot.byte_size()) {
@@ -258,7 +260,7 @@ absl::Status CudaWorker::RunDeviceIntoSlot(const CudaBatchInput& input, const Ru
   SLOTS_CUDA_OK(cudaStreamSynchronize(m.stream));
   SetRef(batch->mutable_image(), "image", ToProto(options.image_dtype), lay.image_shape, region, 0, lay.image_bytes);
   for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
-    SetRef(batch->add_targets(), absl::StrCat("target_", l), v1::DTYPE_INT16, lay.seg_shapes[l], region,
+    SetRef(batch->add_targets(), absl::StrCat("target_", l), ToProto(lay.seg_dtype), lay.seg_shapes[l], region,
            offsets[l + 1], lay.seg_bytes[l]);
   }
   return absl::OkStatus();
@@ -297,7 +299,8 @@ absl::StatusOr<dataset::DeviceBatch> CudaWorker::LoadDatasetBatch(const dataset:
 
 absl::StatusOr<BatchResult> CudaWorker::RunDeviceInput(const CudaBatchInput& input, const RunOptions& options) {
   Impl& m = *impl_;
-  ASSIGN_OR_RETURN(CudaOutputLayout lay, m.aug->OutputLayout(input.image_shape, options.image_dtype));
+  ASSIGN_OR_RETURN(CudaOutputLayout lay, m.aug->OutputLayout(input.image_shape, options.image_dtype,
+                                                              input.seg != nullptr ? input.seg_channels : 0));
   std::vector<uint64_t> offsets;
   const uint64_t total = Offsets(lay, &offsets);
   SLOTS_CUDA_OK(cudaSetDevice(m.device));
@@ -310,7 +313,7 @@ absl::StatusOr<BatchResult> CudaWorker::RunDeviceInput(const CudaBatchInput& inp
   result.image = HostTensor::Empty(lay.image_shape, options.image_dtype);
   SLOTS_CUDA_OK(cudaMemcpyAsync(result.image.raw_data(), dout.image, lay.image_bytes, cudaMemcpyDeviceToHost, m.stream));
   for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
-    result.seg.push_back(HostTensor::Empty(lay.seg_shapes[l], DType::kInt16));
+    result.seg.push_back(HostTensor::Empty(lay.seg_shapes[l], lay.seg_dtype));
     SLOTS_CUDA_OK(cudaMemcpyAsync(result.seg.back().raw_data(), dout.seg[l], lay.seg_bytes[l], cudaMemcpyDeviceToHost,
                                   m.stream));
   }

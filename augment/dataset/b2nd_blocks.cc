@@ -27,37 +27,6 @@ int64_t Linear(int n, const int64_t* grid, const int64_t* idx) {
   return i;
 }
 
-// Copies the box [lo, hi) (global coordinates) from a C-order array of shape `src_shape` placed at `src_origin`
-// into one of shape `dst_shape` placed at `dst_origin`, row by row (item size ts).
-void CopyBox(int n, size_t ts, const uint8_t* src, const int64_t* src_origin, const int64_t* src_shape,
-             uint8_t* dst, const int64_t* dst_origin, const int64_t* dst_shape, const int64_t* lo, const int64_t* hi) {
-  int64_t ss[B2ND_MAX_DIM], ds[B2ND_MAX_DIM], ext[B2ND_MAX_DIM], idx[B2ND_MAX_DIM] = {0};
-  ss[n - 1] = ds[n - 1] = static_cast<int64_t>(ts);
-  for (int d = n - 2; d >= 0; --d) {
-    ss[d] = ss[d + 1] * src_shape[d + 1];
-    ds[d] = ds[d + 1] * dst_shape[d + 1];
-  }
-  for (int d = 0; d < n; ++d) {
-    src += (lo[d] - src_origin[d]) * ss[d];
-    dst += (lo[d] - dst_origin[d]) * ds[d];
-    ext[d] = hi[d] - lo[d];
-  }
-  const size_t row_bytes = static_cast<size_t>(ext[n - 1]) * ts;
-  for (;;) {
-    std::memcpy(dst, src, row_bytes);
-    int d = n - 2;
-    for (; d >= 0; --d) {  // next row: odometer over the outer axes, moving both pointers
-      src += ss[d];
-      dst += ds[d];
-      if (++idx[d] < ext[d]) break;
-      src -= ss[d] * ext[d];
-      dst -= ds[d] * ext[d];
-      idx[d] = 0;
-    }
-    if (d < 0) return;
-  }
-}
-
 bool FiltersArePerBlock(const blosc2_schunk* sc) {
   for (int i = 0; i < BLOSC2_MAX_FILTERS; ++i) {
     const uint8_t f = sc->filters[i];
@@ -66,54 +35,82 @@ bool FiltersArePerBlock(const blosc2_schunk* sc) {
   return true;
 }
 
+// A decompression context per thread (contexts are not thread-safe; chunks of an in-memory frame need no
+// super-chunk), freed when the thread ends.
+blosc2_context* ThreadDecompressionContext() {
+  struct Holder {
+    blosc2_context* ctx = nullptr;
+    ~Holder() {
+      if (ctx != nullptr) blosc2_free_ctx(ctx);
+    }
+  };
+  thread_local Holder holder;
+  if (holder.ctx == nullptr) {
+    blosc2_dparams dparams = BLOSC2_DPARAMS_DEFAULTS;
+    dparams.nthreads = 1;
+    holder.ctx = blosc2_create_dctx(dparams);
+  }
+  return holder.ctx;
+}
+
 }  // namespace
 
-std::unique_ptr<B2ndBlockReader> B2ndBlockReader::Create(b2nd_array_t* array) {
+b2nd_array_t* B2ndArrayOverMapping(const MappedFile& file) {
+  if (file.data() == nullptr) return nullptr;
+  b2nd_array_t* array = nullptr;
+  // copy=false: the frame points into the mapping (c-blosc2's API takes a non-const buffer but only reads it).
+  if (b2nd_from_cframe(const_cast<uint8_t*>(file.data()), static_cast<int64_t>(file.size()), false, &array) < 0 ||
+      array == nullptr) {
+    return nullptr;
+  }
+  blosc2_schunk_avoid_cframe_free(array->sc, true);
+  return array;
+}
+
+std::unique_ptr<B2ndBlockReader> B2ndBlockReader::Create(b2nd_array_t* array, DType dtype) {
   if (array == nullptr || array->sc == nullptr || array->ndim < 1 || array->ndim > B2ND_MAX_DIM ||
       array->sc->frame == nullptr || !FiltersArePerBlock(array->sc) || array->blocknitems <= 0 ||
       array->extchunknitems <= 0 || array->extchunknitems % array->blocknitems != 0 ||
-      array->extchunknitems * array->sc->typesize > (int64_t{1} << 30)) {
+      array->extchunknitems * array->sc->typesize > (int64_t{1} << 30) ||
+      static_cast<size_t>(array->sc->typesize) != DTypeSize(dtype)) {
     return nullptr;
   }
-  blosc2_dparams dparams = BLOSC2_DPARAMS_DEFAULTS;
-  dparams.nthreads = 1;
-  dparams.schunk = array->sc;  // lazy chunks read their blocks through the super-chunk's frame
-  blosc2_context* dctx = blosc2_create_dctx(dparams);
-  if (dctx == nullptr) return nullptr;
-  return std::unique_ptr<B2ndBlockReader>(new B2ndBlockReader(array, dctx));
+  return std::unique_ptr<B2ndBlockReader>(new B2ndBlockReader(array, dtype));
 }
 
-B2ndBlockReader::B2ndBlockReader(b2nd_array_t* array, blosc2_context* dctx)
-    : array_(array),
-      dctx_(dctx),
-      typesize_(array->sc->typesize),
-      nblocks_(static_cast<int>(array->extchunknitems / array->blocknitems)),
-      mask_(new bool[static_cast<size_t>(nblocks_)]) {}
-
-B2ndBlockReader::~B2ndBlockReader() { blosc2_free_ctx(dctx_); }
-
-absl::StatusOr<bool> B2ndBlockReader::Read(const int64_t* start, const int64_t* stop, void* dst) {
+absl::Status B2ndBlockReader::Read(const int64_t* start, const int64_t* stop, const RegionTarget& dst,
+                                   ChunkFallback fallback) const {
   const int n = array_->ndim;
   int64_t grid[B2ND_MAX_DIM], lo[B2ND_MAX_DIM], hi[B2ND_MAX_DIM], idx[B2ND_MAX_DIM];
   for (int d = 0; d < n; ++d) {
-    if (stop[d] <= start[d]) return true;  // empty region
+    if (stop[d] <= start[d]) return absl::OkStatus();  // empty region
     grid[d] = array_->extshape[d] / array_->chunkshape[d];
     lo[d] = idx[d] = start[d] / array_->chunkshape[d];
     hi[d] = (stop[d] - 1) / array_->chunkshape[d] + 1;
   }
   do {
-    absl::StatusOr<bool> done = ReadChunk(Linear(n, grid, idx), idx, start, stop, static_cast<uint8_t*>(dst));
-    if (!done.ok() || !*done) return done;
+    if (absl::Status st = ReadChunk(Linear(n, grid, idx), idx, start, stop, dst, fallback); !st.ok()) return st;
   } while (Next(n, lo, hi, idx));
-  return true;
+  return absl::OkStatus();
 }
 
-absl::StatusOr<bool> B2ndBlockReader::ReadChunk(int64_t nchunk, const int64_t* chunk, const int64_t* start,
-                                                const int64_t* stop, uint8_t* dst) {
+absl::Status B2ndBlockReader::ReadChunk(int64_t nchunk, const int64_t* chunk, const int64_t* start,
+                                        const int64_t* stop, const RegionTarget& dst, ChunkFallback fallback) const {
   const int n = array_->ndim;
+  // The chunk's part of the region, [clo, chi).
+  int64_t chunk_origin[B2ND_MAX_DIM], clo[B2ND_MAX_DIM], chi[B2ND_MAX_DIM];
+  for (int d = 0; d < n; ++d) {
+    chunk_origin[d] = chunk[d] * array_->chunkshape[d];
+    clo[d] = std::max(start[d], chunk_origin[d]);
+    chi[d] = std::min(stop[d], chunk_origin[d] + array_->chunkshape[d]);
+  }
   uint8_t* src = nullptr;
   bool needs_free = false;
-  const int srcsize = blosc2_schunk_get_lazychunk(array_->sc, nchunk, &src, &needs_free);
+  int srcsize;
+  {
+    std::lock_guard<std::mutex> lock(chunk_mu_);
+    srcsize = blosc2_schunk_get_lazychunk(array_->sc, nchunk, &src, &needs_free);
+  }
   struct Free {
     uint8_t* p;
     bool owned;
@@ -125,56 +122,52 @@ absl::StatusOr<bool> B2ndBlockReader::ReadChunk(int64_t nchunk, const int64_t* c
     return absl::DataLossError(absl::StrCat("cannot load chunk ", nchunk, ": ", print_error(srcsize), " (blosc2 error ",
                                             srcsize, ")"));
   }
-  if (srcsize == 0 || src == nullptr) return false;  // uninitialised chunk: the slice path defines it
+  if (srcsize < BLOSC_EXTENDED_HEADER_LENGTH || src == nullptr) return fallback(clo, chi);  // uninitialised
+  // An all-zero chunk (nnU-Net segmentations have many): the frame synthesises a header-only chunk.
+  const int special = (src[BLOSC2_CHUNK_BLOSC2_FLAGS] >> 4) & BLOSC2_SPECIAL_MASK;
+  if (special == BLOSC2_SPECIAL_ZERO) {
+    FillRegion(dst, clo, chi, 0.0);
+    return absl::OkStatus();
+  }
+  // A lazy copy from a file-backed frame: its blocks would be read through the frame's shared file state.
+  blosc2_context* dctx = ThreadDecompressionContext();
+  if (needs_free || dctx == nullptr) return fallback(clo, chi);
   int32_t nbytes = 0, cbytes = 0, blocksize = 0;
   const int64_t block_bytes = static_cast<int64_t>(array_->blocknitems) * typesize_;
-  if (blosc2_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize) < 0 || blocksize != block_bytes ||
+  if (special != 0 || blosc2_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize) < 0 || blocksize != block_bytes ||
       nbytes != array_->extchunknitems * typesize_) {
-    return false;  // special-value chunk or a layout this path does not know
+    return fallback(clo, chi);  // other special values, or a layout this path does not know
   }
-  int64_t chunk_origin[B2ND_MAX_DIM], bgrid[B2ND_MAX_DIM], blo[B2ND_MAX_DIM], bhi[B2ND_MAX_DIM], b[B2ND_MAX_DIM];
+  int64_t bgrid[B2ND_MAX_DIM], blo[B2ND_MAX_DIM], bhi[B2ND_MAX_DIM], b[B2ND_MAX_DIM];
   int64_t block_shape[B2ND_MAX_DIM], block_origin[B2ND_MAX_DIM], lo[B2ND_MAX_DIM], hi[B2ND_MAX_DIM];
-  int64_t region_shape[B2ND_MAX_DIM];
   for (int d = 0; d < n; ++d) {
-    chunk_origin[d] = chunk[d] * array_->chunkshape[d];
-    const int64_t from = std::max(start[d], chunk_origin[d]) - chunk_origin[d];
-    const int64_t to = std::min(stop[d], chunk_origin[d] + array_->chunkshape[d]) - chunk_origin[d];
     block_shape[d] = array_->blockshape[d];
     bgrid[d] = array_->extchunkshape[d] / block_shape[d];
-    blo[d] = b[d] = from / block_shape[d];
-    bhi[d] = (to - 1) / block_shape[d] + 1;
-    region_shape[d] = stop[d] - start[d];
+    blo[d] = b[d] = (clo[d] - chunk_origin[d]) / block_shape[d];
+    bhi[d] = (chi[d] - chunk_origin[d] - 1) / block_shape[d] + 1;
   }
-  // Decode only the touched blocks, each straight to its place in a chunk-sized buffer (the other blocks are
-  // neither read from the file nor decompressed).
-  std::fill(mask_.get(), mask_.get() + nblocks_, true);
-  int64_t touched = 0;
+  // One touched block at a time: decode it into a block-sized per-thread buffer (it stays in the core's cache)
+  // and copy its part of the region to the output right away. The other blocks are neither read nor decoded.
+  thread_local std::vector<uint8_t> block_buffer;
+  if (block_buffer.size() < static_cast<size_t>(block_bytes)) block_buffer.resize(static_cast<size_t>(block_bytes));
   do {
-    mask_[static_cast<size_t>(Linear(n, bgrid, b))] = false;
-    ++touched;
-  } while (Next(n, blo, bhi, b));
-  thread_local std::vector<uint8_t> chunk_buffer;
-  if (chunk_buffer.size() < static_cast<size_t>(nbytes)) chunk_buffer.resize(static_cast<size_t>(nbytes));
-  if (blosc2_set_maskout(dctx_, mask_.get(), nblocks_) < 0) return false;
-  const int rc = blosc2_decompress_ctx(dctx_, src, srcsize, chunk_buffer.data(), nbytes);
-  // c-blosc2 reports the bytes decoded without the masked blocks, but may count some skipped ones too (seen for an
-  // edge chunk's padding blocks): accept anything from the touched blocks up to the whole chunk.
-  if (rc < touched * block_bytes || rc > nbytes) {
-    return absl::DataLossError(absl::StrCat("cannot decode ", touched, " blocks of chunk ", nchunk, ": ",
-                                            rc < 0 ? print_error(rc) : "short output", " (blosc2 error ", rc, ")"));
-  }
-  std::copy(blo, blo + n, b);
-  do {
-    const uint8_t* block = chunk_buffer.data() + Linear(n, bgrid, b) * block_bytes;
-    // The block's voxels inside both the region and its own chunk (the rest of the block is padding).
+    const int64_t index = Linear(n, bgrid, b);
+    const int rc = blosc2_getitem_bytes_ctx(dctx, src, srcsize, static_cast<int32_t>(index * block_bytes),
+                                            static_cast<int32_t>(block_bytes), block_buffer.data(),
+                                            static_cast<int32_t>(block_bytes));
+    if (rc != block_bytes) {
+      return absl::DataLossError(absl::StrCat("cannot decode block ", index, " of chunk ", nchunk, ": ",
+                                              rc < 0 ? print_error(rc) : "short output", " (blosc2 error ", rc, ")"));
+    }
+    // The block's voxels inside both the chunk's part of the region and the chunk (the rest is padding).
     for (int d = 0; d < n; ++d) {
       block_origin[d] = chunk_origin[d] + b[d] * block_shape[d];
-      lo[d] = std::max(start[d], block_origin[d]);
-      hi[d] = std::min({stop[d], block_origin[d] + block_shape[d], chunk_origin[d] + array_->chunkshape[d]});
+      lo[d] = std::max(clo[d], block_origin[d]);
+      hi[d] = std::min(chi[d], block_origin[d] + block_shape[d]);
     }
-    CopyBox(n, static_cast<size_t>(typesize_), block, block_origin, block_shape, dst, start, region_shape, lo, hi);
+    CopyRegion(dtype_, block_buffer.data(), block_origin, block_shape, dst, lo, hi);
   } while (Next(n, blo, bhi, b));
-  return true;
+  return absl::OkStatus();
 }
 
 }  // namespace augmentd::dataset

@@ -1,62 +1,82 @@
 // augment/dataset/b2nd_blocks.h — block-granular reads of a `.b2nd` array: decompress only the nd-blocks a
-// region touches (b2nd_reader.cc's fast path).
+// region touches, straight from a memory mapping of the file, on any number of threads at once (b2nd_reader.cc's
+// fast path).
 //
-//   std::unique_ptr<B2ndBlockReader> blocks = B2ndBlockReader::Create(array);   // nullptr: layout not supported
-//   ASSIGN_OR_RETURN(bool done, blocks->Read(start, stop, dst));                // false: use b2nd_get_slice_cbuffer
+//   b2nd_array_t* array = B2ndArrayOverMapping(*mapping);                         // an in-memory frame
+//   std::unique_ptr<B2ndBlockReader> blocks = B2ndBlockReader::Create(array, DType::kFloat32);  // nullptr: n/a
+//   RETURN_IF_ERROR(blocks->Read(start, stop, out_box, slice_fallback));
 //
 // Layout (c-blosc2 b2nd): chunks are numbered in C order over the chunk grid (extshape / chunkshape); inside a
 // chunk, blocks are stored in C order over extchunkshape / blockshape (extchunkshape = chunkshape rounded up to
-// whole blocks), each block C-contiguous over blockshape, edge blocks padded to the full blockshape. Per touched
-// chunk the reader takes the chunk lazily (blosc2_schunk_get_lazychunk: header and block offsets only), masks
-// out every block the region does not touch (blosc2_set_maskout) and decompresses the chunk: only the touched
-// blocks are read from the file and decoded, each straight to its place in a chunk-sized buffer; then it copies
-// each block's intersection with the region (never the padding) row by row into `dst`. (blosc2_getitem_ctx per
-// block would decode each block into a temporary and copy it once more.)
+// whole blocks), each block C-contiguous over blockshape, edge blocks padded to the full blockshape.
+// For each touched chunk the reader takes the chunk's address in the frame (blosc2_schunk_get_lazychunk: for an
+// in-memory frame a pointer into it, no copy), then for each touched block decodes just that block
+// (blosc2_getitem_bytes_ctx) into a block-sized per-thread buffer, which stays in the core's cache, and copies
+// the block's intersection with the region (never the padding) row by row to its place in the caller's output
+// box, converting the element type on the way (region_copy.h). Untouched blocks are neither read nor decoded;
+// no chunk-sized buffer is written.
+// All-zero chunks (c-blosc2 stores them as a header only) are filled with zeros without decoding.
 // Applies to: rank ≥ 1, filters NOFILTER/SHUFFLE/BITSHUFFLE (per-block filters; nnU-Net writes SHUFFLE or
-// none), any built-in codec. Create returns nullptr otherwise (e.g. DELTA, which references block 0). Read
-// returns false — and the caller falls back to the whole-chunk path — for a chunk that is uninitialised or
-// whose header disagrees with the b2nd layout (block size, padded chunk size).
-// Errors: a chunk that fails to load or decode is DATA_LOSS (the message names the chunk; the caller prefixes
-// the file).
-// Resources: a decompression context per reader; per reading thread, a thread_local chunk buffer as large as
-// the largest padded chunk read on that thread (≤ 6 MiB for nnU-Net ≥ 2.8 float32 data), kept until the thread
-// ends.
-// Thread-safety: none; one reader per array, used under the array's mutex (the decompression context, the
-// mask and the super-chunk's frame are shared state).
+// none), any built-in codec. Create returns nullptr otherwise (e.g. DELTA, which references block 0). Read hands
+// a chunk's share of the region to the caller's fallback (the whole-chunk path) when the chunk is uninitialised,
+// holds another special value, is not in memory (a file-backed frame hands out lazy chunk copies) or its header
+// disagrees with the b2nd layout.
+// Errors: a chunk that fails to load or a block that fails to decode is DATA_LOSS (the message names the chunk;
+// the caller prefixes the file).
+// Resources: per reading thread, a decompression context and a block-sized buffer (128 KiB for nnU-Net ≥ 2.8
+// float32 data), kept until the thread ends.
+// Thread-safety: Read may be called from several threads at once: the frame lookup of a chunk (which uses the
+// super-chunk's shared state) is serialised by the reader's mutex, decoding and copying run in parallel.
+// Nothing else may use `array` concurrently.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
-#include "absl/status/statusor.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "augment/dataset/dtype.h"
+#include "augment/dataset/mapped_file.h"
+#include "augment/dataset/region_copy.h"
 #include "b2nd.h"
 #include "blosc2.h"
 
 namespace augmentd::dataset {
 
+// The .b2nd file mapped by `file` as an in-memory b2nd array (b2nd_from_cframe without a copy: c-blosc2 marks
+// such a frame's buffer as not its own, never frees or writes it). `file` must outlive the array; free the array
+// with b2nd_free. nullptr if c-blosc2 rejects the frame (e.g. trailing bytes after it): the caller then reads
+// through the file-backed handle.
+b2nd_array_t* B2ndArrayOverMapping(const MappedFile& file);
+
 class B2ndBlockReader {
  public:
-  // nullptr when the array's layout or filters are not handled (see above). Does not own `array`.
-  static std::unique_ptr<B2ndBlockReader> Create(b2nd_array_t* array);
-  ~B2ndBlockReader();
+  // nullptr when the array's layout or filters are not handled (see above), or `dtype` (the array's element
+  // type) does not match its item size. Does not own `array`, which should wrap an in-memory frame.
+  static std::unique_ptr<B2ndBlockReader> Create(b2nd_array_t* array, DType dtype);
   B2ndBlockReader(const B2ndBlockReader&) = delete;
   B2ndBlockReader& operator=(const B2ndBlockReader&) = delete;
 
-  // Reads [start, stop) (full rank, inside the array, start ≤ stop) into `dst`, C order, shape stop − start,
-  // the array's item size. true: done; false: not applicable to some chunk (dst partly written; redo it all).
-  absl::StatusOr<bool> Read(const int64_t* start, const int64_t* stop, void* dst);
+  // Reads the part [lo, hi) of a region that the block path cannot decode (one chunk's share) to its place in
+  // the output; B2ndArray passes b2nd_get_slice_cbuffer + a copy.
+  using ChunkFallback = absl::FunctionRef<absl::Status(const int64_t* lo, const int64_t* hi)>;
+
+  // Reads [start, stop) (full rank, inside the array, start ≤ stop) to its place in `dst` (rank = the array's;
+  // dst covers the region), converted to dst.dtype; nothing outside [start, stop) is written. All-zero chunks
+  // are filled without decoding; chunks the block path does not handle go to `fallback`.
+  absl::Status Read(const int64_t* start, const int64_t* stop, const RegionTarget& dst, ChunkFallback fallback) const;
 
  private:
-  B2ndBlockReader(b2nd_array_t* array, blosc2_context* dctx);
+  B2ndBlockReader(b2nd_array_t* array, DType dtype) : array_(array), dtype_(dtype), typesize_(array->sc->typesize) {}
   // Decodes the touched blocks of chunk `nchunk` (grid coordinates `chunk`) and copies them into dst.
-  absl::StatusOr<bool> ReadChunk(int64_t nchunk, const int64_t* chunk, const int64_t* start, const int64_t* stop,
-                                 uint8_t* dst);
+  absl::Status ReadChunk(int64_t nchunk, const int64_t* chunk, const int64_t* start, const int64_t* stop,
+                         const RegionTarget& dst, ChunkFallback fallback) const;
 
   b2nd_array_t* array_;
-  blosc2_context* dctx_;
+  DType dtype_;
   int32_t typesize_;
-  int nblocks_;                  // blocks per chunk
-  std::unique_ptr<bool[]> mask_;  // per block of a chunk: true = skip (blosc2_set_maskout)
+  mutable std::mutex chunk_mu_;  // guards blosc2_schunk_get_lazychunk on array_
 };
 
 }  // namespace augmentd::dataset

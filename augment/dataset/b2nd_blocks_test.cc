@@ -109,25 +109,33 @@ TEST_P(B2ndBlocksTest, BlockPathMatchesSlicePathAndReference) {
 TEST_P(B2ndBlocksTest, BlockReaderAppliesAndIsExact) {
   const Layout& l = GetParam();
   EnsureBlosc2Initialized();
-  b2nd_array_t* array = nullptr;
-  ASSERT_GE(b2nd_open(path_.c_str(), &array), 0);
+  absl::StatusOr<std::shared_ptr<const MappedFile>> file = MappedFile::Open(path_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  b2nd_array_t* array = B2ndArrayOverMapping(**file);
+  ASSERT_NE(array, nullptr);
   {
-    std::unique_ptr<B2ndBlockReader> reader = B2ndBlockReader::Create(array);
+    std::unique_ptr<B2ndBlockReader> reader = B2ndBlockReader::Create(array, DType::kFloat32);
     ASSERT_NE(reader, nullptr);
     const size_t n = l.shape.size();
     std::mt19937 rng(11);
     for (int i = 0; i < 40; ++i) {
-      std::vector<int64_t> start(n), stop(n);
+      std::vector<int64_t> start(n), stop(n), extent(n);
       int64_t count = 1;
       for (size_t d = 0; d < n; ++d) {
         start[d] = std::uniform_int_distribution<int64_t>(0, l.shape[d] - 1)(rng);
         stop[d] = std::uniform_int_distribution<int64_t>(start[d] + 1, l.shape[d])(rng);
-        count *= stop[d] - start[d];
+        extent[d] = stop[d] - start[d];
+        count *= extent[d];
       }
       std::vector<float> out(static_cast<size_t>(count), -1.0f), want;
-      absl::StatusOr<bool> done = reader->Read(start.data(), stop.data(), out.data());
-      ASSERT_TRUE(done.ok()) << done.status();
-      EXPECT_TRUE(*done);
+      const RegionTarget dst{out.data(), DType::kFloat32, start.data(), extent.data(), static_cast<int>(n)};
+      int fallbacks = 0;
+      const absl::Status st = reader->Read(start.data(), stop.data(), dst, [&](const int64_t*, const int64_t*) {
+        ++fallbacks;
+        return absl::OkStatus();
+      });
+      ASSERT_TRUE(st.ok()) << st;
+      EXPECT_EQ(fallbacks, 0);
       Box box{start, stop};
       EXPECT_EQ(out, ExpectedIotaBox(l.shape, box, 0.0f)) << "region " << i;
     }
@@ -194,7 +202,7 @@ TEST(B2ndBlocksFallbackTest, DeltaFilterAndZeroArrays) {
   }
   b2nd_array_t* delta = nullptr;
   ASSERT_GE(b2nd_open(dir.Join("delta.b2nd").c_str(), &delta), 0);
-  EXPECT_EQ(B2ndBlockReader::Create(delta), nullptr);
+  EXPECT_EQ(B2ndBlockReader::Create(delta, DType::kFloat32), nullptr);
   b2nd_free(delta);
 }
 

@@ -7,8 +7,10 @@
 #include <mutex>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "augment/dataset/b2nd_blocks.h"
 #include "augment/dataset/mapped_file.h"
@@ -22,45 +24,62 @@ std::string BloscError(int rc) { return absl::StrCat(print_error(rc), " (blosc2 
 
 class B2ndArray final : public CaseArray {
  public:
-  B2ndArray(std::string path, Shape shape, DType dtype, b2nd_array_t* array, B2ndReadMode mode)
-      : CaseArray(std::move(path), std::move(shape), dtype),
-        array_(array),
-        blocks_(mode == B2ndReadMode::kBlocks ? B2ndBlockReader::Create(array) : nullptr) {}
+  // `array`: the file-backed handle (metadata, whole-chunk fallback). `mapping` (may be null): the file's
+  // mapping, over which the block reader decodes.
+  B2ndArray(std::string path, Shape shape, DType dtype, b2nd_array_t* array,
+            std::shared_ptr<const MappedFile> mapping, B2ndReadMode mode)
+      : CaseArray(std::move(path), std::move(shape), dtype), array_(array), mapping_(std::move(mapping)) {
+    if (mode == B2ndReadMode::kBlocks && mapping_ != nullptr) mapped_ = B2ndArrayOverMapping(*mapping_);
+    if (mapped_ != nullptr) blocks_ = B2ndBlockReader::Create(mapped_, dtype);
+  }
   ~B2ndArray() override {
-    blocks_.reset();  // its context refers to array_->sc
+    blocks_.reset();
+    if (mapped_ != nullptr) b2nd_free(mapped_);
     b2nd_free(array_);
   }
 
  protected:
-  absl::Status ReadRegion(const int64_t* start, const int64_t* stop, void* dst) const override {
+  absl::Status ReadRegion(const int64_t* start, const int64_t* stop, const RegionTarget& dst) const override {
+    auto slice = [&](const int64_t* lo, const int64_t* hi) { return ReadSlice(lo, hi, dst); };
+    if (blocks_ == nullptr) return slice(start, stop);
+    // Concurrent readers welcome (b2nd_blocks.h); chunks it cannot decode go through the slice path.
+    absl::Status st = blocks_->Read(start, stop, dst, slice);
+    if (!st.ok() && absl::IsDataLoss(st) && !absl::StartsWith(st.message(), path())) {
+      return absl::DataLossError(absl::StrCat(path(), ": ", st.message()));
+    }
+    return st;
+  }
+
+ private:
+  // Whole-chunk path for [lo, hi): c-blosc2 decodes into a per-thread buffer, which is then copied into place.
+  absl::Status ReadSlice(const int64_t* lo, const int64_t* hi, const RegionTarget& dst) const {
     const size_t k = rank();
-    int64_t buffershape[B2ND_MAX_DIM];
+    int64_t region[B2ND_MAX_DIM];
     int64_t n = 1;
     for (size_t a = 0; a < k; ++a) {
-      buffershape[a] = stop[a] - start[a];
-      n *= buffershape[a];
+      region[a] = hi[a] - lo[a];
+      n *= region[a];
     }
     const int64_t bytes = n * static_cast<int64_t>(DTypeSize(dtype()));
+    thread_local std::vector<uint8_t> temp;
+    if (temp.size() < static_cast<size_t>(bytes)) temp.resize(static_cast<size_t>(bytes));
     int rc;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (blocks_ != nullptr) {
-        absl::StatusOr<bool> done = blocks_->Read(start, stop, dst);
-        if (!done.ok()) return absl::DataLossError(absl::StrCat(path(), ": ", done.status().message()));
-        if (*done) return absl::OkStatus();
-      }
-      rc = b2nd_get_slice_cbuffer(array_, start, stop, dst, buffershape, bytes);
+      rc = b2nd_get_slice_cbuffer(array_, lo, hi, temp.data(), region, bytes);
     }
     if (rc < 0) {
       return absl::DataLossError(absl::StrCat(path(), ": cannot decode box: ", BloscError(rc)));
     }
+    CopyRegion(dtype(), temp.data(), lo, region, dst, lo, hi);
     return absl::OkStatus();
   }
 
- private:
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;  // serialises c-blosc2 calls on array_
   b2nd_array_t* array_;
-  std::unique_ptr<B2ndBlockReader> blocks_;  // null: whole-chunk path only (guarded by mu_)
+  std::shared_ptr<const MappedFile> mapping_;
+  b2nd_array_t* mapped_ = nullptr;           // over mapping_; used by blocks_ only
+  std::unique_ptr<B2ndBlockReader> blocks_;  // null: whole-chunk path only
 };
 
 }  // namespace
@@ -125,7 +144,14 @@ absl::StatusOr<std::unique_ptr<CaseArray>> OpenB2nd(const std::string& path, B2n
       return fail(absl::DataLossError(absl::StrCat(path, ": implausible b2nd chunk/block layout on axis ", d)));
     }
   }
-  return std::unique_ptr<CaseArray>(new B2ndArray(path, std::move(shape), *dtype, array, mode));
+  // The block reader decodes from a mapping of the file (no read copies, no shared file state); without one,
+  // every read takes the whole-chunk path.
+  std::shared_ptr<const MappedFile> mapping;
+  if (mode == B2ndReadMode::kBlocks) {
+    absl::StatusOr<std::shared_ptr<const MappedFile>> m = MappedFile::OpenShared(path);
+    if (m.ok()) mapping = *std::move(m);
+  }
+  return std::unique_ptr<CaseArray>(new B2ndArray(path, std::move(shape), *dtype, array, std::move(mapping), mode));
 }
 
 }  // namespace augmentd::dataset

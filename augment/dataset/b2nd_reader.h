@@ -3,18 +3,21 @@
 //   ASSIGN_OR_RETURN(std::unique_ptr<CaseArray> a, OpenB2nd(".../nnUNetPlans_3d_fullres/case_000.b2nd"));
 //   RETURN_IF_ERROR(a->ReadBox(box, 0.0, DType::kFloat32, out, bytes));   // decodes only the blocks touched
 //
-// Opening reads the frame header and the b2nd metalayer (shape, chunk/block shape, dtype); a box read decodes
-// only the nd-blocks its in-bounds part touches (b2nd_blocks.h; LZ4HC or ZSTD, SHUFFLE or no filter — whatever
-// the frame says; all codecs are built into c-blosc2), or, where that path does not apply (other filters,
-// uninitialised chunks), calls b2nd_get_slice_cbuffer. The file stays open through the handle; nothing is decoded
-// ahead of need.
+// Opening reads the frame header and the b2nd metalayer (shape, chunk/block shape, dtype) and maps the file
+// (MappedFile::OpenShared). A box read decodes only the nd-blocks its in-bounds part touches, from the mapping
+// straight into the caller's output box (b2nd_blocks.h; LZ4HC or ZSTD, SHUFFLE or no filter — whatever the frame
+// says; all codecs are built into c-blosc2; all-zero chunks are filled without decoding); chunks that path does
+// not handle (other filters or special values, uninitialised chunks, a frame the mapping cannot be opened as)
+// go through b2nd_get_slice_cbuffer on the file-backed handle. Nothing is decoded ahead of need.
 // Errors: missing file NOT_FOUND; a file b2nd_open rejects, a non-numpy or unsupported dtype, or a chunk that
 // fails to decode DATA_LOSS (UNIMPLEMENTED for a valid but unsupported dtype), always naming the file.
-// Resources: an open handle holds one file descriptor, a decompression context and, after a whole-chunk read,
-// c-blosc2's cache of the last decoded chunk (≤ 6 MiB with nnU-Net ≥ 2.8 chunking); each reading thread keeps
-// one chunk-sized buffer (b2nd_blocks.h). A cache layer should keep handles for the cases in flight (an LRU),
-// not for every case of a large dataset (2 descriptors per case).
-// Thread-safety: reads on one handle are serialised by a mutex (c-blosc2 keeps a one-chunk cache and a
+// Resources: an open handle holds the file-backed b2nd handle (one file descriptor; after a whole-chunk read,
+// c-blosc2's cache of the last decoded chunk, ≤ 6 MiB with nnU-Net ≥ 2.8 chunking) and a reference to the
+// file's mapping (address space, page cache pages); each reading thread keeps a block-sized buffer and a
+// decompression context (b2nd_blocks.h), and a region-sized buffer once it used the whole-chunk path. A cache
+// layer should keep handles for the cases in flight (an LRU), not for every case of a large dataset.
+// Thread-safety: block-path reads of one handle run in parallel (only the chunk lookup is serialised);
+// whole-chunk reads of one handle are serialised by a mutex (c-blosc2 keeps a one-chunk cache and a
 // decompression context in the array); different handles read in parallel.
 #pragma once
 

@@ -12,11 +12,16 @@ namespace {
 
 const char* NumpyDescr(DType t) {
   switch (t) {
-    case DType::kFloat32: return "<f4";
-    case DType::kInt16: return "<i2";
     case DType::kInt8: return "|i1";
-    default: return nullptr;
+    case DType::kUInt8: return "|u1";
+    case DType::kInt16: return "<i2";
+    case DType::kUInt16: return "<u2";
+    case DType::kInt32: return "<i4";
+    case DType::kInt64: return "<i8";
+    case DType::kFloat32: return "<f4";
+    case DType::kFloat64: return "<f8";
   }
+  return nullptr;
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ struct B2ndWriteOptions {
   int nthreads = 1;             // c-blosc2 compression threads
 };
 
-// Replaces `path` with the array (float32, int16 or int8 — the numpy descr is written accordingly).
+// Replaces `path` with the array (any DType; the numpy descr is written accordingly).
 absl::Status WriteB2ndFile(const std::string& path, DType dtype, const Shape& shape, const void* data, size_t bytes,
                            const B2ndWriteOptions& options);
 

@@ -61,90 +61,56 @@ Shape BoxShape(const Shape& shape, const Box& box) {
   return out;
 }
 
-absl::Status CaseArray::ReadRegion(const int64_t*, const int64_t*, void*) const {
+absl::Status CaseArray::ReadRegion(const int64_t*, const int64_t*, const RegionTarget&) const {
   return absl::InternalError(absl::StrCat(path_, ": reader implements neither MappedData nor ReadRegion"));
 }
 
 // Crop-and-pad in three steps: (1) intersect the box with the array — if it misses the array on any axis
-// everything is padding; (2) get the in-bounds region as a C-ordered source (the mapping itself, or a
-// decoded temporary); (3) copy it row by row (innermost axis) to its place in the output, converting dtype.
+// everything is padding; (2) pad only the output voxels outside the intersection; (3) copy (mapped arrays) or
+// decode (ReadRegion) the intersection straight into its place in the output, converting dtype per row.
 absl::Status CaseArray::ReadBox(const Box& box, double pad_value, DType out_dtype, void* out, size_t out_bytes) const {
   if (absl::Status st = ValidateBox(box, rank()); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": ", st.message()));
   }
-  const Shape out_shape = BoxShape(shape_, box);
-  const int64_t total = NumElements(out_shape);
+  const size_t k = rank();
+  if (k == 0) return absl::InvalidArgumentError(absl::StrCat(path_, ": rank-0 arrays have no boxes"));
+  if (k > static_cast<size_t>(kMaxRegionRank)) {
+    return absl::UnimplementedError(absl::StrCat(path_, ": arrays of rank ", k, " (more than ", kMaxRegionRank,
+                                                 " axes) are not supported"));
+  }
+  const size_t lead = k - box.rank();
+  // Output shape, the intersection [start, stop) over all axes and the output's placement (origin): all on the
+  // stack.
+  int64_t out_shape[kMaxRegionRank], start[kMaxRegionRank], stop[kMaxRegionRank], origin[kMaxRegionRank];
+  int64_t total = 1;
+  for (size_t a = 0; a < k; ++a) {
+    const bool cropped = a >= lead;
+    origin[a] = cropped ? box.lb[a - lead] : 0;
+    out_shape[a] = cropped ? box.ub[a - lead] - box.lb[a - lead] : shape_[a];
+    start[a] = std::max<int64_t>(origin[a], 0);
+    stop[a] = std::min<int64_t>(origin[a] + out_shape[a], shape_[a]);
+    total *= out_shape[a];
+  }
   const size_t out_item = DTypeSize(out_dtype);
   if (out == nullptr || out_bytes < static_cast<size_t>(total) * out_item) {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": output buffer of ", out_bytes, " bytes for a box of ",
                                                    total, " ", DTypeName(out_dtype), " elements"));
   }
   if (total == 0) return absl::OkStatus();
-
-  const size_t k = rank();
-  if (k == 0) return absl::InvalidArgumentError(absl::StrCat(path_, ": rank-0 arrays have no boxes"));
-  const size_t lead = k - box.rank();
-  // Region [start, stop) over all axes and where it lands in the output (dst_origin).
-  Shape start(k, 0), stop(shape_), dst_origin(k, 0);
-  bool padded = false;
-  for (size_t d = 0; d < box.rank(); ++d) {
-    const size_t a = lead + d;
-    start[a] = std::max<int64_t>(box.lb[d], 0);
-    stop[a] = std::min<int64_t>(box.ub[d], shape_[a]);
+  for (size_t a = lead; a < k; ++a) {
     if (stop[a] <= start[a]) {
       FillElements(out_dtype, out, static_cast<size_t>(total), pad_value);
       return absl::OkStatus();
     }
-    dst_origin[a] = start[a] - box.lb[d];
-    padded |= box.lb[d] < 0 || box.ub[d] > shape_[a];
   }
-  Shape region(k);
-  for (size_t a = 0; a < k; ++a) region[a] = stop[a] - start[a];
-
-  const size_t in_item = DTypeSize(dtype_);
-  const uint8_t* src = static_cast<const uint8_t*>(MappedData());
-  Shape src_shape = shape_;
-  Shape src_origin = start;
-  if (src == nullptr) {
-    if (!padded && out_dtype == dtype_) return ReadRegion(start.data(), stop.data(), out);
-    // Decoded region before padding/conversion. Kept per thread: boxes are large (205³ f32 = 34 MB) and a
-    // fresh allocation per read would page-fault it in every time.
-    thread_local std::vector<uint8_t> temp;
-    temp.resize(static_cast<size_t>(NumElements(region)) * in_item);
-    if (absl::Status st = ReadRegion(start.data(), stop.data(), temp.data()); !st.ok()) return st;
-    src = temp.data();
-    src_shape = region;
-    src_origin.assign(k, 0);
+  const RegionTarget dst{out, out_dtype, origin, out_shape, static_cast<int>(k)};
+  FillOutside(dst, start, stop, pad_value);
+  if (const void* src = MappedData(); src != nullptr) {
+    const int64_t zeros[kMaxRegionRank] = {0};
+    CopyRegion(dtype_, src, zeros, shape_.data(), dst, start, stop);
+    return absl::OkStatus();
   }
-  if (padded) FillElements(out_dtype, out, static_cast<size_t>(total), pad_value);
-
-  // Row-major strides (in elements) of source and destination.
-  std::vector<int64_t> src_stride(k, 1), dst_stride(k, 1);
-  for (size_t a = k - 1; a > 0; --a) {
-    src_stride[a - 1] = src_stride[a] * src_shape[a];
-    dst_stride[a - 1] = dst_stride[a] * out_shape[a];
-  }
-  const int64_t row = region[k - 1];
-  std::vector<int64_t> idx(k, 0);  // position within the region; the last axis is copied as a row
-  uint8_t* dst = static_cast<uint8_t*>(out);
-  while (true) {
-    int64_t so = 0, doff = 0;
-    for (size_t a = 0; a < k; ++a) {
-      so += (src_origin[a] + idx[a]) * src_stride[a];
-      doff += (dst_origin[a] + idx[a]) * dst_stride[a];
-    }
-    ConvertElements(dtype_, src + so * static_cast<int64_t>(in_item), out_dtype,
-                    dst + doff * static_cast<int64_t>(out_item), static_cast<size_t>(row));
-    // Advance the multi-index over all axes but the last.
-    size_t a = k - 1;
-    while (a > 0) {
-      --a;
-      if (++idx[a] < region[a]) break;
-      idx[a] = 0;
-      if (a == 0) return absl::OkStatus();
-    }
-    if (k == 1) return absl::OkStatus();
-  }
+  return ReadRegion(start, stop, dst);
 }
 
 absl::Status CaseArray::ReadAll(DType out_dtype, void* out, size_t out_bytes) const {

@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "augment/dataset/dtype.h"
+#include "augment/dataset/region_copy.h"
 
 namespace augmentd::dataset {
 
@@ -75,7 +76,11 @@ class CaseArray {
 
   // Reads `box` into `out` (C order, shape BoxShape(shape(), box)), converted to `out_dtype`; voxels outside
   // the array get `pad_value`. `out_bytes` must be at least BoxElements(box) * DTypeSize(out_dtype).
-  // INVALID_ARGUMENT for a malformed box or a short buffer; DATA_LOSS if the file turns out to be damaged.
+  // The in-bounds part is copied (or decoded) straight into `out` and only the outside is padded: one write per
+  // output voxel, no temporary, no heap allocation per call (except the .b2nd whole-chunk fallback's
+  // per-thread buffer).
+  // INVALID_ARGUMENT for a malformed box or a short buffer; UNIMPLEMENTED for arrays of rank > kMaxRegionRank;
+  // DATA_LOSS if the file turns out to be damaged.
   absl::Status ReadBox(const Box& box, double pad_value, DType out_dtype, void* out, size_t out_bytes) const;
 
   // Reads the whole array (no padding), converted to `out_dtype`.
@@ -94,9 +99,10 @@ class CaseArray {
   // implement ReadRegion.
   virtual const void* MappedData() const { return nullptr; }
 
-  // Decodes the in-bounds hyper-rectangle [start, stop) over *all* axes into `dst` (C order, native dtype,
-  // exactly NumElements(stop - start) elements). Only called when MappedData() is nullptr.
-  virtual absl::Status ReadRegion(const int64_t* start, const int64_t* stop, void* dst) const;
+  // Decodes the in-bounds hyper-rectangle [start, stop) over *all* axes straight into its place in `dst` (the
+  // caller's output box, region_copy.h), converting to dst.dtype; writes nothing outside [start, stop). Only
+  // called when MappedData() is nullptr.
+  virtual absl::Status ReadRegion(const int64_t* start, const int64_t* stop, const RegionTarget& dst) const;
 
  private:
   std::string path_;

@@ -6,20 +6,33 @@
 // Errors name the file: NOT_FOUND (missing), PERMISSION_DENIED, FAILED_PRECONDITION (a directory),
 // INTERNAL (other mmap/open failures). An empty file maps to size() == 0 with data() == nullptr.
 // Thread-safety: immutable after Open; share freely. The mapping lives until the last owner releases it.
+//
+// OpenShared keeps the mappings of recently opened files (a process-wide LRU, ≤ kSharedMappingBytes of address
+// space, ≤ kSharedMappings files) and hands out the same mapping again while the file is unchanged (same device,
+// inode, size, mtime and ctime). Readers that open a case per sample (cold dataset reads) then skip mmap, the
+// page faults and munmap's TLB shootdowns across all threads; nothing is read ahead or kept in anonymous memory
+// (the pages are the page cache's, though the touched ones count in the process's RSS — hence the small bound;
+// a dataset larger than it maps its files per open again, as without the cache).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
+
+struct stat;
 
 namespace augmentd::dataset {
 
 class MappedFile {
  public:
   static absl::StatusOr<std::shared_ptr<const MappedFile>> Open(const std::string& path);
+  static absl::StatusOr<std::shared_ptr<const MappedFile>> OpenShared(const std::string& path);
+  static constexpr uint64_t kSharedMappingBytes = uint64_t{4} << 30;
+  static constexpr size_t kSharedMappings = 512;
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -30,6 +43,8 @@ class MappedFile {
 
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size) : path_(std::move(path)), data_(data), size_(size) {}
+  // Open, also returning the opened file's identity (fstat).
+  static absl::StatusOr<std::shared_ptr<const MappedFile>> OpenWithStat(const std::string& path, struct stat* st);
   std::string path_;
   const uint8_t* data_;
   size_t size_;

@@ -26,7 +26,7 @@ class NpyArray final : public CaseArray {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CaseArray>> OpenNpy(const std::string& path) {
-  absl::StatusOr<std::shared_ptr<const MappedFile>> file = MappedFile::Open(path);
+  absl::StatusOr<std::shared_ptr<const MappedFile>> file = MappedFile::OpenShared(path);
   if (!file.ok()) return file.status();
   const MappedFile& f = **file;
   absl::StatusOr<NpyHeader> h = ParseNpyHeader(f.data(), f.size(), path);

@@ -137,23 +137,27 @@ absl::Status FlattenDense(const nlohmann::json& v, const std::vector<int64_t>& s
   return absl::OkStatus();
 }
 
+std::vector<float> LocalGaussianAxis(int64_t size, double loc_px, double scale) {
+  // scipy.stats.norm.cdf = ndtr((x − loc) / scale) on float32 edges promoted to float64.
+  auto cdf = [&](int64_t e) {
+    const double x = static_cast<double>(static_cast<float>(static_cast<double>(e) - 0.5));
+    return 0.5 * std::erfc(-((x - loc_px) / scale) / std::sqrt(2.0));
+  };
+  std::vector<float> k;
+  double prev = cdf(0);
+  for (int64_t i = 0; i < size; ++i) {
+    const double next = cdf(i + 1);
+    k.push_back(static_cast<float>(next - prev));
+    prev = next;
+  }
+  return k;
+}
+
 void LocalGaussianKernel(const std::vector<int64_t>& shape, const std::vector<double>& loc_px,
                          const std::vector<double>& scale, float* out) {
   const size_t nd = shape.size();
   std::vector<std::vector<float>> k1(nd);
-  for (size_t d = 0; d < nd; ++d) {
-    // scipy.stats.norm.cdf = ndtr((x − loc) / scale) on float32 edges promoted to float64.
-    auto cdf = [&](int64_t e) {
-      const double x = static_cast<double>(static_cast<float>(static_cast<double>(e) - 0.5));
-      return 0.5 * std::erfc(-((x - loc_px[d]) / scale[d]) / std::sqrt(2.0));
-    };
-    double prev = cdf(0);
-    for (int64_t i = 0; i < shape[d]; ++i) {
-      const double next = cdf(i + 1);
-      k1[d].push_back(static_cast<float>(next - prev));
-      prev = next;
-    }
-  }
+  for (size_t d = 0; d < nd; ++d) k1[d] = LocalGaussianAxis(shape[d], loc_px[d], scale[d]);
   const int64_t X = shape[0], Y = shape[1], Z = nd == 3 ? shape[2] : 1;
   float mn = 0, mx = 0;
   for (int64_t i = 0; i < X; ++i)

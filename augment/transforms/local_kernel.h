@@ -55,6 +55,10 @@ struct LocalScalar {
   static absl::StatusOr<LocalScalar> FromJson(const nlohmann::json& j, const std::string& field);
 };
 
+// The 1D factor of axis d of LocalGaussianKernel below: diff(Φ((e − loc_px) / scale)) over the voxel edges
+// e = −0.5 … size − 0.5 (float64, cast to float32). The CUDA stages build the 3D kernel from these on the fly.
+std::vector<float> LocalGaussianAxis(int64_t size, double loc_px, double scale);
+
 // bgv2 LocalTransform._generate_kernel with the draws done: per axis d the 1D kernel
 // diff(Φ((e − loc_px[d]) / scale[d])) over the voxel edges e = −0.5 … S_d − 0.5 (float64, cast to float32), their
 // outer product in float32, then kernel −= min; kernel /= max (if max > 0). `out` has prod(shape) floats.

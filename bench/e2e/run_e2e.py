@@ -225,8 +225,13 @@ def run_tenants(ctx: Ctx, n: int, variant: str) -> None:
             server = start_server(ctx)
         for i in range(n):
             (ctx.logs / f"{label}-{i}.json").unlink(missing_ok=True)
-            dev = f"cuda:{i % a.gpus}" if a.device.startswith("cuda") else a.device
             env = dict(os.environ, AUGMENTD_SEED=str(1000 + 10 * i))
+            dev = a.device
+            if a.device.startswith("cuda") and a.gpus > 1:
+                # as nnU-Net is run on a multi-GPU node: one GPU per process by CUDA_VISIBLE_DEVICES (nnU-Net's
+                # trainer always uses cuda:0); the trainer names its GPU to the shared server by UUID
+                env["CUDA_VISIBLE_DEVICES"] = str(i % a.gpus)
+                dev = "cuda:0"
             if server:
                 env.update(AUGMENTD_ADDRESS=server.address, AUGMENTD_LOCAL_SERVER="never")
             trainer = "nnUNetTrainerAugmentd" if variant == "augmentd" else "nnUNetTrainer"

@@ -241,10 +241,11 @@ TEST(ProtoContractTest, TransformKindsMatchTheParamsOneof) {
                            "SIMULATE_LOW_RESOLUTION", "GAMMA", "MIRROR", "MASK_IMAGE", "REMOVE_LABEL",
                            "CONVERT_SEGMENTATION_TO_REGIONS", "DOWNSAMPLE_SEG_FOR_DS", "ROT90", "TRANSPOSE_AXES",
                            "MEDIAN_FILTER", "BRIGHTNESS_ADDITIVE", "BLANK_RECTANGLE", "BRIGHTNESS_GRADIENT_ADDITIVE",
-                           "LOCAL_GAMMA", "SHARPENING", "RICIAN_NOISE"}) {
+                           "LOCAL_GAMMA", "SHARPENING", "RICIAN_NOISE", "BIAS_FIELD", "GHOSTING", "SPIKE", "MOTION",
+                           "HISTOGRAM_EQUALIZATION", "RANDOM_CONVOLUTION", "INTENSITY_FUNCTION"}) {
     EXPECT_NE(kinds->FindValueByName(name), nullptr) << name;
   }
-  EXPECT_EQ(kinds->value_count(), 22);
+  EXPECT_EQ(kinds->value_count(), 29);  // UNSPECIFIED + the 28 engine kinds (server/adapter_test.cc checks the names)
 }
 
 TEST(ProtoContractTest, ServiceDeclaresTheV1Rpcs) {

@@ -224,3 +224,13 @@ def run(request: Mapping[str, Any], **arrays: np.ndarray) -> Tuple[Any, Dict[str
     finally:
         lib.augmentd_result_free(res)
         del keep_alive
+
+
+def draw_params(kind: str, config: Mapping[str, Any], image_shape, seed: int, count: int) -> List[Dict[str, Any]]:
+    """`count` samples' parameters of one transform as the engine draws them (apply_probability 1), without the
+    "applied" flag: ready to inject with apply_transform or to give a reference implementation."""
+    out, _ = run({"op": "draw_params", "transform": {"kind": kind, "config": dict(config)}, "apply_probability": 1.0,
+                  "seed": seed, "first_sample_index": 0, "count": count, "image_shape": list(image_shape)})
+    for p in out:
+        p.pop("applied", None)
+    return out

@@ -137,6 +137,42 @@ def test_leases_are_respected_and_stale_releases_ignored(served):
         client.close_session(session)
 
 
+def test_a_credit_message_also_returns_leases(served):
+    server, path = served
+    with augmentd.Client(server.addresses[0]) as client:
+        session = client.open_session(_config(path, delivery="host_shm", prefetch=2))
+        stream = BatchStream(client.stub, session.session_id, credits=2, hold=1 << 30, auto_credit=False)
+        try:
+            first, second = next(stream), next(stream)
+            assert first.sent_unix_ns > 0 and second.sent_unix_ns >= first.sent_unix_ns
+            assert abs(first.received_unix_ns - first.sent_unix_ns) < 60e9  # the same host's wall clock
+            stream.grant(1)  # a credit alone: both slots are leased, nothing may come
+            time.sleep(0.7)
+            assert stream.buffered == 0
+            stream.grant(0, [first.lease])  # the lease comes back inside a Credit message
+            third = next(stream)
+            assert third.batch_index == 2 and third.lease.slot == first.lease.slot
+        finally:
+            stream.close()
+        client.close_session(session)
+
+
+def test_scarce_slots_go_back_at_once_so_the_server_produces_during_the_step(served):
+    # 2 slots, 1 held, credits 6 (the nnU-Net trainer's defaults): a retired slot must go back with the next credit
+    # message right away, not after credits // 2 batches, or every next() waits for the round trip + production.
+    server, path = served
+    with augmentd.Client(server.addresses[0]) as client:
+        session = client.open_session(_config(path, delivery="host_shm", prefetch=2))
+        with client.stream_batches(session, credits=6, hold=1, max_batches=7) as stream:
+            ready = []
+            for _ in range(6):
+                next(stream)
+                time.sleep(0.4)  # a training step, far longer than producing one small batch
+                ready.append(stream.buffered > 0)
+        client.close_session(session)
+    assert sum(ready[1:]) >= 4, ready
+
+
 def test_hold_keeps_k_batches_and_must_leave_a_free_slot(served):
     server, path = served
     with augmentd.Client(server.addresses[0]) as client:

@@ -406,6 +406,58 @@ __device__ __forceinline__ int MirrorIndex(int j0, int j1, int j2, const int* p,
   return (j0 * p[1] + j1) * p[2] + j2;
 }
 
+// Deep-supervision targets: nearest-exact picks of the final seg (B, 1, P) into one (B, 1, Q_l) array per level.
+struct DsArgs {
+  int P[3];
+  int num_ds;
+  int ds[kMaxDsLevels][3];
+  const int16_t* seg;
+  int16_t* out_ds[kMaxDsLevels];
+};
+
+inline DsArgs MakeDsArgs(const BatchShape& shape, const PipelineIO& io) {
+  DsArgs da{};
+  for (int d = 0; d < 3; ++d) da.P[d] = shape.out[d];
+  da.num_ds = shape.num_ds;
+  da.seg = io.out_seg;
+  for (int l = 0; l < shape.num_ds; ++l) {
+    for (int d = 0; d < 3; ++d) da.ds[l][d] = shape.ds[l][d];
+    da.out_ds[l] = io.out_ds[l];
+  }
+  return da;
+}
+
+// Chunks of kChunk picks of the largest DS level.
+inline int DsChunks(const BatchShape& shape) {
+  int64_t max_q = 1;
+  for (int l = 0; l < shape.num_ds; ++l) max_q = std::max(max_q, Prod(shape.ds[l]));
+  return static_cast<int>((max_q + kChunk - 1) / kChunk);
+}
+
+// The picks of chunk `chunk` of level l, sample b (block-wide; blocks past the level's end return).
+__device__ __forceinline__ void DsPicks(const DsArgs& a, int l, int b, int chunk) {
+  const int Q[3] = {a.ds[l][0], a.ds[l][1], a.ds[l][2]};
+  const int qn = Q[0] * Q[1] * Q[2];
+  const int pn = a.P[0] * a.P[1] * a.P[2];
+  const int base = chunk * kChunk + threadIdx.x;
+  if (base >= qn) return;
+  IndexWalker walk(base, Q);
+  const int16_t* seg_b = a.seg + static_cast<int64_t>(b) * pn;
+  int src[kVoxPerThread];
+#pragma unroll
+  for (int k = 0; k < kVoxPerThread; ++k, walk.Step(Q)) {
+    src[k] = (NearestExactSrc(walk.j0, a.P[0], Q[0]) * a.P[1] + NearestExactSrc(walk.j1, a.P[1], Q[1])) * a.P[2] +
+             NearestExactSrc(walk.j2, a.P[2], Q[2]);
+  }
+  int16_t v[kVoxPerThread];
+#pragma unroll
+  for (int k = 0; k < kVoxPerThread; ++k) v[k] = base + k * kThreads < qn ? __ldg(seg_b + src[k]) : int16_t{0};
+#pragma unroll
+  for (int k = 0; k < kVoxPerThread; ++k) {
+    if (base + k * kThreads < qn) a.out_ds[l][static_cast<int64_t>(b) * qn + base + k * kThreads] = v[k];
+  }
+}
+
 // Shape arguments passed by value to every kernel.
 struct Dims {
   int b, c;
@@ -447,6 +499,12 @@ inline Dims MakeDims(const BatchShape& s) {
   const int target = (4 * DeviceSmCount() + slices - 1) / slices;
   d.grid = std::max(1, std::min(d.nchunks, target));
   return d;
+}
+
+// Low-res is on for a slice when its drawn shape is valid (0 < Q_d <= P_d).
+__device__ __forceinline__ bool LowResOn(const ChannelParams& cp, const Dims& d) {
+  return cp.lowres_shape[0] > 0 && cp.lowres_shape[1] > 0 && cp.lowres_shape[2] > 0 && cp.lowres_shape[0] <= d.out[0] &&
+         cp.lowres_shape[1] <= d.out[1] && cp.lowres_shape[2] <= d.out[2];
 }
 
 }  // namespace augmentd::cuda::internal

@@ -9,7 +9,8 @@
 
 namespace augmentd::cuda::internal {
 
-// Spatial transform + noise epilogue + seg/DS/mask. `direct`: no later image stage, write the output.
+// Spatial transform + noise epilogue + seg/mask. `direct`: no later image stage, write the output (and launch the
+// DS picks; otherwise LaunchFinal does them).
 // `elastic`: read the displacement fields of LaunchElasticField (samples with SampleParams::elastic).
 cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
                           const Workspace& ws, bool use_lowest_buffer, bool direct, bool with_mask, bool want_stats,
@@ -21,9 +22,10 @@ cudaError_t LaunchElasticField(const BatchShape& shape, const SampleParams* d_pa
                                cudaStream_t stream);
 cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, int32_t* d_lowest, cudaStream_t stream);
 
-// Separable blur of the blurred slices: x1 -> x2 -> x1 -> x2; stats of the result into slot V1.
+// Separable blur of the blurred slices, one tiled launch: x1 -> x2; stats of the result into slot V1; with
+// `lowres`, the nearest-exact low-res picks of blurred slices into ws.low (raw V1).
 cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
-                       cudaStream_t stream);
+                       bool lowres, cudaStream_t stream);
 
 // State of the intensity chain passed to the later passes.
 struct ChainState {
@@ -32,14 +34,17 @@ struct ChainState {
   bool gamma0_active;
 };
 
+// Low-res down into ws.low: brightness/contrast(V1) at the nearest-exact picks (in place over the blur kernel's
+// raw picks for blurred slices, gathered from V1 for the others).
 cudaError_t LaunchLowResDown(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, cudaStream_t stream);
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
                       bool lowres_active, cudaStream_t stream);
-// mode: 0 = stats of gamma-0 core output (slot Y0), 1 = stats of V4 (slot V4), 2 = stats of gamma-1 core
-// output (slot Y1).
+// mode: 0 = stats of gamma-0 core output (slot Y0), 2 = stats of gamma-1 core output (slot Y1). The statistics
+// of V4 (gamma-1 input) are derived from Y0's (intensity.cu GammaOutStats).
 cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, int mode, cudaStream_t stream);
+// Final pass (chain rest, mirroring, mask, dtype) plus the deep-supervision picks of the final seg.
 cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
                         const Workspace& ws, const ChainState& st, bool with_mask, cudaStream_t stream);
 

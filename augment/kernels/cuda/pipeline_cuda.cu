@@ -3,12 +3,12 @@
 // Launch plan (stages no sample uses are skipped; the host knows which from ActiveStages):
 //   [lowest labels]  only for the zero-padding seg border
 //   [elastic field]  taps, noise, 3 smoothing passes, stats (elastic.cu), only when a sample deforms
-//   spatial          sample + noise + seg/DS/mask; writes the final image directly when nothing follows
-//   blur ×3          separable passes, stats of the result (contrast input)
-//   low-res down     nearest-exact picks of brightness/contrast(V1)
+//   spatial          sample + noise + seg/mask; writes the final image directly when nothing follows (+ DS launch)
+//   blur             one tiled separable pass, stats of the result (contrast input), low-res picks of blurred slices
+//   low-res down     brightness/contrast(V1) at the nearest-exact picks (the blur already picked blurred slices)
 //   mid              trilinear up or brightness/contrast, stats of V3 (gamma input)
-//   gamma stats      y0 stats; V4 stats; y1 stats (each only if its slot is used)
-//   final            pointwise rest, mirroring, mask, dtype
+//   gamma stats      y0 stats; y1 stats (each only if its slot is used; V4's stats follow from y0's)
+//   final            pointwise rest, mirroring, mask, dtype; DS picks in extra blocks (own launch when direct)
 // Every stage is one launch over the whole batch with per-sample parameters read on the device.
 #include <cmath>
 
@@ -104,17 +104,14 @@ cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, u
   if (direct) return cudaSuccess;
 
   ChainState st{blur, false, g0};
-  if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, stream));
+  if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, lowres, stream));
   if (lowres) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowResDown(shape, d_params, ws, st, stream));
   if (lowres || g0 || g1) {
     AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, lowres, stream));
     st.mid_done = true;
   }
   if (g0) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 0, stream));
-  if (g1) {
-    if (g0) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 1, stream));
-    AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 2, stream));
-  }
+  if (g1) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 2, stream));
   return internal::LaunchFinal(shape, d_params, io, ws, st, mask, stream);
 }
 

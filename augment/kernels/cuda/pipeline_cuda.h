@@ -31,9 +31,10 @@
 // allocates. Errors are returned as cudaError_t (the ops layer maps them to absl::Status). Launch shapes
 // are sized from the current device's SM count, read once per process.
 //
-// Performance (H200, bench/results/2026-11-29-h200-cuda-kernels.md): B=2, 1 channel, 205³ -> 128³,
-// every transform on: 0.42 ms per batch; default probabilities: 0.16 ms; every transform on plus elastic
-// deformation: 1.16 ms (bench/results/2026-11-29-h200-cuda-coverage.md).
+// Performance (H200, bench/results/2026-11-30-h200-cuda-kernels.md): B=2, 1 channel, 205³ -> 128³,
+// every transform on: 0.33 ms per batch (16.6× a batched PyTorch port; target 0.2 ms missed, see
+// augment/kernels/cuda/NOTES.md); default probabilities: 0.14 ms; every transform on plus elastic deformation:
+// 1.16 ms with the earlier kernels (bench/results/2026-11-29-h200-cuda-coverage.md).
 #pragma once
 
 #include <cuda_runtime.h>

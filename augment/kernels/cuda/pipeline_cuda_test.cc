@@ -37,6 +37,8 @@ bool HaveGpu() {
 struct Probs {
   double rot = 0.2, scale = 0.2, noise = 0.1, blur = 0.2, blur_ch = 0.5, bright = 0.15, contrast = 0.15, lowres = 0.25,
          lowres_ch = 0.5, g0 = 0.1, g1 = 0.3, mirror = 0.5, mask_ch = 0.0;
+  double blur_sigma_hi = 1.0;  // blur sigma ~ U(0.5, hi) per axis (2.75: kernel radius up to kMaxBlurRadius)
+  double retain = 1.0;         // probability that a gamma slot retains the statistics
   bool border_m1 = true;
   static Probs AllOn() {
     Probs p;
@@ -109,7 +111,7 @@ SampleParams DrawParams(std::mt19937_64& g, const Case& cs, uint64_t seed, uint6
   for (int c = 0; c < cs.C; ++c) {
     ChannelParams& cp = p.ch[c];
     if (blur && u01(g) < pr.blur_ch)
-      for (int d = 0; d < 3; ++d) cp.blur_sigma[d] = static_cast<float>(0.5 + 0.5 * u01(g));
+      for (int d = 0; d < 3; ++d) cp.blur_sigma[d] = static_cast<float>(0.5 + (pr.blur_sigma_hi - 0.5) * u01(g));
     if (bright) cp.brightness = static_cast<float>(BGContrast(g, 0.75, 1.25));
     if (contrast) cp.contrast = static_cast<float>(BGContrast(g, 0.75, 1.25));
     if (lowres && u01(g) < pr.lowres_ch) {
@@ -121,6 +123,7 @@ SampleParams DrawParams(std::mt19937_64& g, const Case& cs, uint64_t seed, uint6
       cp.gamma_invert[0] = 1;
     }
     if (g1) cp.gamma[1] = static_cast<float>(BGContrast(g, 0.7, 1.5));
+    for (int k = 0; k < 2; ++k) cp.gamma_retain[k] = u01(g) < pr.retain ? 1 : 0;
     cp.mask = u01(g) < pr.mask_ch ? 1 : 0;
   }
   return p;
@@ -564,6 +567,16 @@ TEST(CudaKernels, AllOn) {
     for (int C : {1, 4})
       for (int L : {2, 8}) RunCase(Make("all-on", B, C, L, Probs::AllOn()));
   RunCase(Make("all-on-aniso", 2, 4, 8, Probs::AllOn(), {31, 64, 50}, {17, 40, 33}));
+}
+
+// The tiled blur at every radius up to kMaxBlurRadius (anisotropic radii, odd sizes) and gamma slots that do not
+// retain the statistics (slot 1's input statistics are derived from slot 0's core output either way).
+TEST(CudaKernels, WideBlurAndGammaWithoutRetain) {
+  Probs p = Probs::AllOn();
+  p.blur_sigma_hi = 2.75;
+  p.retain = 0.5;
+  for (int B : {2, 8}) RunCase(Make("wide-blur", B, 1, 4, p, {37, 45, 41}, {25, 31, 28}));
+  RunCase(Make("wide-blur-aniso", 2, 4, 8, p, {31, 64, 50}, {17, 40, 33}));
 }
 
 TEST(CudaKernels, DefaultProbabilities) {

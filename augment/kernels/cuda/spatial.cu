@@ -114,6 +114,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   const int j1 = ((brick / nbx) % nby) * kBrickY + (warp >> 1) * 4 + (lane >> 3);
   const int z_first = (brick / (nbx * nby)) * kBrickZ;
   const bool col_ok = j1 < P[1] && j2 < P[2];
+  // Shared noise blocks (see the loop) for 1-2 channels when rows are whole Philox blocks; bit-identical to
+  // NormalAt (rng.h: NormalAt(key, i) == NormalBlock(key, i / 4)[i % 4]).
+  constexpr bool kShareNoise = kCT <= 2;
+  const bool share_noise = noise_sigma != 0.f && (P[2] & 3) == 0;
+  float nq[kCT][4];
   // Loaded once: stores in the loop could alias the parameter array as far as the compiler knows.
   float col1[3], col2[3], a0[3];
   {
@@ -129,7 +134,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
 #pragma unroll 1
   for (int k = 0; k < kVoxPerThread; ++k) {
     const int j0 = z_first + k;
-    if (!col_ok || j0 >= P[0]) break;
+    if (j0 >= P[0]) break;  // block-uniform
+    if (kShareNoise && share_noise && (k & 3) == 0) {
+      // Noise of the next 4 steps, one Philox block per lane: the 4 lanes of a quad (same j1, j2 = 4-aligned
+      // quad, P2 % 4 == 0) need the 4 normals of block j >> 2 at each step; lane q computes the block of step
+      // k + q and the quad transposes through 4 shuffles (round r: lane q receives element q of the block of
+      // step k + ((q + r) & 3)). Out-of-range lanes compute and pass on values nobody uses.
+      const int q = lane & 3;
+      const int jq = ((z_first + k + q) * P[1] + j1) * P[2] + (j2 & ~3);
+#pragma unroll
+      for (int c = 0; c < kCT; ++c) {
+        if (c >= C) continue;
+        float nb[4];
+        NormalBlock(keys[c], static_cast<uint64_t>(jq) >> 2, nb);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int e = (q - r) & 3;
+          const float send = e == 0 ? nb[0] : (e == 1 ? nb[1] : (e == 2 ? nb[2] : nb[3]));
+          nq[c][r] = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((q + r) & 3));
+        }
+      }
+    }
+    if (!col_ok) continue;
     const int j = (j0 * P[1] + j1) * P[2] + j2;
     float val[kCT];
     int label;
@@ -211,22 +237,30 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       }
       float best_h = 0.f;
       int best_l = lowest;
+      float x1000[8];  // one-hot x 1000 sampled: the weight each corner gives its label
+#pragma unroll
+      for (int m = 0; m < 8; ++m) x1000[m] = __fmul_rn(1000.f, w[m]);
       if (uniform && first != INT32_MIN) {
         // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as below.
         float v = 0.f;
 #pragma unroll
         for (int m = 0; m < 8; ++m) {
-          if (inb[m]) v = __fadd_rn(v, __fmul_rn(1000.f, w[m]));
+          if (inb[m]) v = __fadd_rn(v, x1000[m]);
         }
         if (__half2float(__float2half_rn(v)) > 0.f) best_l = first;
       } else {
+        // Triangular vote: corner q sums the corners m >= q of its label in corner order (0 + x is exact, so
+        // starting at x[q] is the sum from 0). For the first corner of a label this is the label's value; a later
+        // corner yields a partial sum <= it (non-negative terms, monotone rounding), which can neither exceed
+        // the running best nor win a tie the label's first corner did not already win: same result as the full
+        // 8 x 8 vote at 28 instead of 64 terms.
 #pragma unroll
         for (int q = 0; q < 8; ++q) {
           if (!inb[q]) continue;
-          float v = 0.f;
+          float v = x1000[q];
 #pragma unroll
-          for (int m = 0; m < 8; ++m) {
-            if (lab[m] == lab[q]) v = __fadd_rn(v, __fmul_rn(1000.f, w[m]));
+          for (int m = q + 1; m < 8; ++m) {
+            if (lab[m] == lab[q]) v = __fadd_rn(v, x1000[m]);
           }
           const float h = __half2float(__float2half_rn(v));
           if (h > best_h || (h == best_h && lab[q] < best_l)) {
@@ -239,9 +273,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     }
     // Noise epilogue (pre-mirror voxel index j).
     if (noise_sigma != 0.f) {
+      const int r = ((k & 3) - (lane & 3)) & 3;  // shuffle round that delivered step k's normal
 #pragma unroll
       for (int c = 0; c < kCT; ++c) {
-        if (c < C) val[c] = __fadd_rn(val[c], __fmul_rn(noise_sigma, NormalAt(keys[c], static_cast<uint64_t>(j))));
+        if (c >= C) continue;
+        float n;
+        if (kShareNoise && share_noise) {
+          n = r == 0 ? nq[c][0] : (r == 1 ? nq[c][1] : (r == 2 ? nq[c][2] : nq[c][3]));
+        } else {
+          n = NormalAt(keys[c], static_cast<uint64_t>(j));
+        }
+        val[c] = __fadd_rn(val[c], __fmul_rn(noise_sigma, n));
       }
     }
     // Seg, mask and DS at the mirrored position.
@@ -280,39 +322,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   }
 }
 
-// Deep-supervision targets: nearest-exact picks of the final seg, all levels in one launch
-// (blockIdx.z = level).
-struct DsArgs {
-  int P[3];
-  int num_ds;
-  int ds[kMaxDsLevels][3];
-  const int16_t* seg;
-  int16_t* out_ds[kMaxDsLevels];
-};
-
-__global__ void __launch_bounds__(kThreads) DsKernel(const DsArgs a) {
-  const int l = blockIdx.z, b = blockIdx.y;
-  const int Q[3] = {a.ds[l][0], a.ds[l][1], a.ds[l][2]};
-  const int qn = Q[0] * Q[1] * Q[2];
-  const int pn = a.P[0] * a.P[1] * a.P[2];
-  const int base = blockIdx.x * kChunk + threadIdx.x;
-  if (base >= qn) return;
-  IndexWalker walk(base, Q);
-  const int16_t* seg_b = a.seg + static_cast<int64_t>(b) * pn;
-  int src[kVoxPerThread];
-#pragma unroll
-  for (int k = 0; k < kVoxPerThread; ++k, walk.Step(Q)) {
-    src[k] = (NearestExactSrc(walk.j0, a.P[0], Q[0]) * a.P[1] + NearestExactSrc(walk.j1, a.P[1], Q[1])) * a.P[2] +
-             NearestExactSrc(walk.j2, a.P[2], Q[2]);
-  }
-  int16_t v[kVoxPerThread];
-#pragma unroll
-  for (int k = 0; k < kVoxPerThread; ++k) v[k] = base + k * kThreads < qn ? __ldg(seg_b + src[k]) : int16_t{0};
-#pragma unroll
-  for (int k = 0; k < kVoxPerThread; ++k) {
-    if (base + k * kThreads < qn) a.out_ds[l][static_cast<int64_t>(b) * qn + base + k * kThreads] = v[k];
-  }
-}
+// Deep-supervision targets: nearest-exact picks of the final seg, all levels in one launch (blockIdx.z = level).
+// Used when no intensity stage runs; otherwise the final pass does the picks in extra blocks (intensity.cu).
+__global__ void __launch_bounds__(kThreads) DsKernel(const DsArgs a) { DsPicks(a, blockIdx.z, blockIdx.y, blockIdx.x); }
 
 __global__ void LowestLabelKernel(const int16_t* seg, int64_t n, int32_t* lowest) {
   const int b = blockIdx.y;
@@ -379,18 +391,9 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
     SpatialKernel<8, 2><<<grid, kThreads, 0, stream>>>(a);
   }
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  if (shape.num_ds > 0) {
-    DsArgs da{};
-    int max_q = 1;
-    for (int d = 0; d < 3; ++d) da.P[d] = shape.out[d];
-    da.num_ds = shape.num_ds;
-    da.seg = io.out_seg;
-    for (int l = 0; l < shape.num_ds; ++l) {
-      for (int d = 0; d < 3; ++d) da.ds[l][d] = shape.ds[l][d];
-      da.out_ds[l] = io.out_ds[l];
-      max_q = std::max(max_q, static_cast<int>(Prod(shape.ds[l])));
-    }
-    DsKernel<<<dim3((max_q + kChunk - 1) / kChunk, shape.batch, shape.num_ds), kThreads, 0, stream>>>(da);
+  if (shape.num_ds > 0 && direct) {
+    const DsArgs da = MakeDsArgs(shape, io);
+    DsKernel<<<dim3(DsChunks(shape), shape.batch, shape.num_ds), kThreads, 0, stream>>>(da);
     AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   }
   return cudaSuccess;

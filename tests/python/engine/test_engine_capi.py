@@ -38,7 +38,11 @@ def test_registry(capi):
         "convert_segmentation_to_regions", "downsample_seg_for_ds",
         # nnUNetTrainerDA5's extra transforms (reference §5.1)
         "blank_rectangle", "brightness_additive", "sharpening", "median_filter",
-        "brightness_gradient_additive", "local_gamma", "rot90", "transpose_axes", "rician_noise"]
+        "brightness_gradient_additive", "local_gamma", "rot90", "transpose_axes", "rician_noise",
+        # MRI artefacts (TorchIO's definitions)
+        "bias_field", "ghosting", "spike", "motion",
+        # AugLab's nnUNetTrainerDAExtGPU extras
+        "histogram_equalization", "random_convolution", "intensity_function"]
 
 
 @pytest.mark.parametrize("inv", [False, True])

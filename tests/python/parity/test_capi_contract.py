@@ -13,7 +13,11 @@ from bgv2_ref import KIND_TO_CLASS, apply_bgv2, build_bgv2, make_image, make_seg
 def test_registry_lists_every_transform_kind(capi):
     j, tensors = capi.run({"op": "registry"})
     assert tensors == {}
-    assert sorted(j["transforms"]) == sorted(KIND_TO_CLASS), "registry must cover every kind of the default trainer"
+    # every batchgeneratorsv2 kind nnU-Net uses, plus the non-bgv2 extras (TorchIO's MRI artefacts, AugLab's extras,
+    # whose references are tests/python/test_mri_*.py and test_auglab_parity.py)
+    extras = {"bias_field", "ghosting", "spike", "motion", "histogram_equalization", "random_convolution",
+              "intensity_function"}
+    assert sorted(j["transforms"]) == sorted(set(KIND_TO_CLASS) | extras)
 
 
 GAMMA = {"gamma": {"bg_contrast": [0.7, 1.5]}, "p_invert_image": 0, "synchronize_channels": False,

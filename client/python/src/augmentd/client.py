@@ -12,6 +12,7 @@ from .security import TlsConfig, make_channel
 from .sessions import AugmentdError, Batch, BatchStream, Session
 from .slots import SlotSet
 from .tensors import from_numpy
+from .wire import decode_stream_response, decode_varint, encode_varint
 
 
 class HealthStatus(enum.IntEnum):
@@ -28,17 +29,7 @@ class HealthStatus(enum.IntEnum):
 def _encode_health_request(service: str) -> bytes:
     # HealthCheckRequest { string service = 1; } — tiny, encoded by hand so no health stubs are needed.
     data = service.encode()
-    if not data:
-        return b""
-    out = bytearray(b"\x0a")
-    n = len(data)
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            break
-    return bytes(out) + data
+    return b"\x0a" + encode_varint(len(data)) + data if data else b""
 
 
 def _decode_health_response(data: bytes) -> HealthStatus:
@@ -46,18 +37,9 @@ def _decode_health_response(data: bytes) -> HealthStatus:
     status, i = 0, 0
     while i < len(data):
         tag = data[i]
-        i += 1
         if tag != 0x08:
             raise ValueError(f"unexpected field tag {tag:#x} in HealthCheckResponse")
-        value, shift = 0, 0
-        while True:
-            byte = data[i]
-            i += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-        status = value
+        status, i = decode_varint(data, i + 1)
     return HealthStatus(status)
 
 
@@ -77,6 +59,11 @@ class Client:
                                               ("grpc.max_send_message_length", -1)], tls=tls, token=token)
         grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
         self.stub = service_pb2_grpc.AugmentServiceStub(self._channel)
+        # BatchStream uses this one: inline tensor bytes become views of the received message (augmentd.wire).
+        self.stub.StreamBatchesDecoded = self._channel.stream_stream(
+            "/augmentd.v1.AugmentService/StreamBatches",
+            request_serializer=batch_pb2.StreamBatchesRequest.SerializeToString,
+            response_deserializer=decode_stream_response)
         self._health_check = self._channel.unary_unary(
             "/grpc.health.v1.Health/Check",
             request_serializer=_encode_health_request,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import queue
+import sys
 import threading
 import time
 from typing import Iterator, List, Optional, Sequence
@@ -31,6 +32,7 @@ from augmentd.v1 import batch_pb2, pipeline_pb2, server_info_pb2, session_pb2, t
 
 from .slots import SlotSet
 from .tensors import to_numpy, to_torch
+from .wire import DecodedResponse
 
 
 class AugmentdError(Exception):
@@ -76,21 +78,32 @@ class Batch:
     session's shared-memory slot for HOST_SHM) plus sample infos. A slot batch also carries ``lease`` (see the
     module docstring for how long it is valid)."""
 
-    def __init__(self, proto: batch_pb2.Batch, slots: Optional[SlotSet] = None, release=None):
+    def __init__(self, proto: batch_pb2.Batch, slots: Optional[SlotSet] = None, release=None, inline=None):
         self.proto = proto
         self._slots = slots
         self._release = release
+        self._inline = inline  # augmentd.wire: views of the received bytes (image, then targets) instead of inline_data
+        self._lease = proto.lease if proto.HasField("lease") else None
         self.released = False
         self.received_at = 0.0  # time.perf_counter() when the stream's reader thread received it
+        self.received_unix_ns = 0  # time.time_ns() then (compare with sent_unix_ns on the same host)
+        self._torch = None  # torch() without a device, made once (by the reader thread: BatchStream(prepare=True))
+
+    @property
+    def sent_unix_ns(self) -> int:
+        """Server wall clock (Unix ns) when it started writing this batch to the stream (0 if unknown)."""
+        return self.proto.timing.sent_unix_ns
 
     @property
     def lease(self) -> Optional[batch_pb2.SlotLease]:
         """The slot lease (HOST_SHM / CUDA_IPC delivery), else None."""
-        return self.proto.lease if self.proto.HasField("lease") else None
+        return self._lease
 
-    def _numpy(self, tensor) -> np.ndarray:
+    def _numpy(self, tensor, k: int) -> np.ndarray:
+        """Tensor ``k`` (0: the image, 1 + j: target j) as numpy, without a copy."""
         if tensor.WhichOneof("storage") == "inline_data" or self._slots is None:
-            return to_numpy(tensor)
+            data = self._inline[k] if self._inline is not None else None
+            return to_numpy(tensor, data)
         return self._slots.numpy(tensor)
 
     def release(self) -> None:
@@ -111,12 +124,12 @@ class Batch:
     @property
     def image(self) -> np.ndarray:
         """(B, C, *patch) in the session's image dtype (bfloat16 as uint16 bit patterns; see ``torch``)."""
-        return self._numpy(self.proto.image)
+        return self._numpy(self.proto.image, 0)
 
     @property
     def targets(self) -> List[np.ndarray]:
         """The deep-supervision label pyramid, full resolution first: (B, 1 or R, *patch·scale_k)."""
-        return [self._numpy(t) for t in self.proto.targets]
+        return [self._numpy(t, 1 + j) for j, t in enumerate(self.proto.targets)]
 
     @property
     def sample_indices(self) -> List[int]:
@@ -129,33 +142,48 @@ class Batch:
     def torch(self, device=None):
         """(image, [targets]) as torch tensors, on ``device`` if given. Inline batches: copies. Slot batches: views
         of the slot without a copy (CPU for HOST_SHM, the slot's GPU for CUDA_IPC) unless ``device`` asks for
-        another device."""
+        another device. Without ``device`` the tensors are made once and the same objects returned again."""
+        if device is None and self._torch is not None:
+            return self._torch
         if self._slots is None or self.proto.image.WhichOneof("storage") == "inline_data":
-            return to_torch(self.proto.image, device), [to_torch(t, device) for t in self.proto.targets]
-        return self._slots.torch(self.proto.image, device), [self._slots.torch(t, device) for t in self.proto.targets]
+            out = to_torch(self.proto.image, device, self.image), [to_torch(t, device, a) for t, a in
+                                                                   zip(self.proto.targets, self.targets)]
+        else:
+            out = (self._slots.torch(self.proto.image, device),
+                   [self._slots.torch(t, device) for t in self.proto.targets])
+        if device is None:
+            self._torch = out
+        return out
 
 
 class BatchStream:
     """Iterates the batches of one ``StreamBatches`` call while keeping credits ahead of the consumer.
 
-    A background thread receives messages into a local queue, so the next batch is usually already in this
-    process when ``next()`` asks for it. The server may send at most ``credits`` batches ahead: every batch
-    taken from the queue returns one credit (sent in chunks of ``credits // 2``). ``close()`` (or leaving a ``with`` block, or exhausting the
-    iterator) ends the call. Errors from the server are raised as ``AugmentdError``.
+    A background thread receives messages, decodes them and (``prepare``) makes their torch tensors, so when the
+    service keeps up ``next()`` only takes a finished ``Batch`` from a local buffer. The server may send at most
+    ``credits`` batches ahead: every batch taken returns one credit. Credits and the releases of slot leases go
+    back together in one message per ``min(credits, slots - hold) // 2`` batches (every message costs this process
+    some GIL time on gRPC's threads; slot sessions with few spare slots send every release at once so the server can
+    produce during the training step), and at once whenever ``next()`` would otherwise wait. ``close()`` (or leaving a ``with``
+    block, or exhausting the iterator) ends the call. Errors from the server are raised as ``AugmentdError``.
 
-    Slot delivery (``slots`` given): taking a batch releases the leases of all but the ``hold`` most recently taken
-    batches (default 1: a batch stays valid until the next one is taken); ``close()`` releases the rest (the server
-    also reclaims every lease of a stream that ends or whose client vanishes). ``hold`` must be smaller than the
-    number of slots, or the server could never produce the next batch.
+    Slot delivery (``slots`` given): taking a batch retires all but the ``hold`` most recently taken batches
+    (default 1: a batch stays valid until the next one is taken; a retired batch has ``released`` set and its
+    lease goes back with the next credit message); ``close()`` releases the rest (the server also reclaims every
+    lease of a stream that ends or whose client vanishes). ``hold`` must be smaller than the number of slots, or
+    the server could never produce the next batch; a session with ``prefetch_depth >= credits + hold + 1``
+    slots lets the server produce while the trainer holds its batches.
 
-    ``auto_credit=False``: taking a batch does not return its credit; the caller grants credits with ``grant(n)``.
+    ``auto_credit=False``: taking a batch does not return its credit; the caller grants credits with ``grant(n)``
+    (retired leases are then released at once). ``prepare``: make the tensors of ``Batch.torch()`` on the reader
+    thread (default: for slot batches, when torch is already imported by this process).
     """
 
     _END = object()
 
     def __init__(self, stub, session_id: str, credits: int = 4, start_batch_index: int = 0,
                  max_batches: int = 0, timeout: Optional[float] = None, slots: Optional[SlotSet] = None,
-                 hold: int = 1, auto_credit: bool = True):
+                 hold: int = 1, auto_credit: bool = True, prepare: Optional[bool] = None):
         if credits < 1:
             raise ValueError("credits must be >= 1")
         if slots is not None and len(slots) > 0 and not 0 <= hold < len(slots):
@@ -164,18 +192,26 @@ class BatchStream:
         self._slots = slots if slots is not None and len(slots) > 0 else None
         self._hold = hold
         self._auto_credit = auto_credit
-        # Credits go back in chunks of half the window (one small message per credits // 2 batches): every message
-        # costs the trainer's process some GIL time on gRPC's threads.
-        self._credit_chunk = max(1, credits // 2)
+        # Default: slot batches (views: cheap) when this process uses torch; inline tensors are copies, made on demand.
+        self._prepare = ("torch" in sys.modules and self._slots is not None) if prepare is None else prepare
+        # Batching credit messages must not starve the producer of slots: with few slots beyond the held ones, a
+        # retired slot goes back at once (the server produces the next batch into it during the training step).
+        spare = len(self._slots) - hold if self._slots is not None else credits
+        self._credit_chunk = max(1, min(credits, spare) // 2)
         self._owed = 0
+        self._retired: List[batch_pb2.SlotLease] = []  # leases of retired batches not yet sent back
         self._held: "collections.deque[Batch]" = collections.deque()
         self.end: Optional[batch_pb2.StreamEnd] = None
-        self._requests: "queue.Queue" = queue.Queue()
-        self._received: "queue.Queue" = queue.Queue()
+        self._requests: "queue.SimpleQueue" = queue.SimpleQueue()
+        # Received items (Batch, _END or an RpcError): appended by the reader, taken by next() without a lock when
+        # one is there; the condition is only for waiting.
+        self._received: "collections.deque" = collections.deque()
+        self._arrived = threading.Condition(threading.Lock())
         self._requests.put(batch_pb2.StreamBatchesRequest(start=batch_pb2.StreamStart(
             session_id=session_id, start_batch_index=start_batch_index, initial_credits=credits,
             max_batches=max_batches)))
-        self._call = stub.StreamBatches(self._request_iter(), timeout=timeout)
+        # Client's stubs also carry StreamBatches with augmentd.wire's deserializer (inline bytes not copied).
+        self._call = getattr(stub, "StreamBatchesDecoded", stub.StreamBatches)(self._request_iter(), timeout=timeout)
         self._closed = False
         self._reader = threading.Thread(target=self._read, name=f"augmentd-stream-{session_id}", daemon=True)
         self._reader.start()
@@ -187,53 +223,107 @@ class BatchStream:
                 return
             yield item
 
+    def _deliver(self, item) -> None:
+        self._received.append(item)
+        with self._arrived:
+            self._arrived.notify()
+
     def _read(self) -> None:
         try:
             for response in self._call:
+                inline = None
+                if isinstance(response, DecodedResponse):  # augmentd.wire (Client's stub): inline bytes as views
+                    response, inline = response.message, response.inline
                 if response.WhichOneof("msg") == "end":
                     self.end = response.end
                     continue
-                batch = Batch(response.batch, self._slots, self._send_release)
+                batch = Batch(response.batch, self._slots, self._send_release, inline)
+                if self._prepare:
+                    batch.torch()
                 batch.received_at = time.perf_counter()
-                self._received.put(batch)
-            self._received.put(self._END)
+                batch.received_unix_ns = time.time_ns()
+                self._deliver(batch)
+            self._deliver(self._END)
         except grpc.RpcError as err:
-            self._received.put(err)
+            self._deliver(err)
+        except BaseException as err:  # e.g. a slot view that cannot be made: next() raises it
+            self._deliver(err)
+            self._call.cancel()
 
     def __iter__(self) -> Iterator[Batch]:
         return self
 
-    def __next__(self) -> Batch:
-        if self._closed:
-            raise StopIteration
-        item = self._received.get()
+    def _take(self):
+        try:
+            return self._received.popleft()
+        except IndexError:
+            pass
+        self._flush()  # about to wait: everything owed goes back now (the server may need the slots)
+        with self._arrived:
+            while not self._received:
+                self._arrived.wait()
+        return self._received.popleft()
+
+    def _finish(self, item):
+        """next() of the end marker or an error: StopIteration or AugmentdError."""
         if item is self._END:
             self.close()
             raise StopIteration
-        if isinstance(item, grpc.RpcError):
-            self._closed = True
-            self._requests.put(self._END)
-            if item.code() == grpc.StatusCode.CANCELLED and self._closed_by_us:
-                raise StopIteration
-            raise AugmentdError.from_rpc_error(item, "StreamBatches")
+        self._closed = True
+        self._requests.put(self._END)
+        if not isinstance(item, grpc.RpcError):
+            raise item
+        if item.code() == grpc.StatusCode.CANCELLED and self._closed_by_us:
+            raise StopIteration
+        raise AugmentdError.from_rpc_error(item, "StreamBatches")
+
+    def __next__(self) -> Batch:
+        # The trainer's hot path when batches are received ahead: keep it to a few attribute operations.
+        if self._closed:
+            raise StopIteration
+        item = self._take()
+        if not isinstance(item, Batch):
+            self._finish(item)
+        if item._lease is not None:
+            held = self._held
+            held.append(item)
+            while len(held) > self._hold:
+                old = held.popleft()
+                if not old.released:
+                    old.released = True
+                    self._retired.append(old._lease)
         if self._auto_credit:
             self._owed += 1
             if self._owed >= self._credit_chunk:
-                self._requests.put(batch_pb2.StreamBatchesRequest(credit=batch_pb2.Credit(credits=self._owed)))
-                self._owed = 0
-        if item.lease is not None:
-            self._held.append(item)
-            while len(self._held) > self._hold:
-                self._held.popleft().release()
+                self._flush()
+        elif self._retired:
+            self._flush()  # manual credits: release at once (the server may produce into the slot meanwhile)
         return item
+
+    def _flush(self) -> None:
+        """Sends the credits owed and the retired leases in one message."""
+        if self._closed or (self._owed == 0 and not self._retired):
+            return
+        if self._owed > 0:
+            self._requests.put(batch_pb2.StreamBatchesRequest(
+                credit=batch_pb2.Credit(credits=self._owed, releases=self._retired)))
+        else:
+            self._requests.put(batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=self._retired)))
+        self._owed = 0
+        self._retired = []
+        self.messages_sent += 1
+
+    messages_sent = 0  # credit / release messages sent by next() and close() (each wakes gRPC's sender thread)
 
     def _send_release(self, batch: Batch) -> None:
         if not self._closed:
             self._requests.put(batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=[batch.lease])))
 
-    def grant(self, credits: int) -> None:
-        """Grants ``credits`` more batches (manual flow control: streams made with ``auto_credit=False``)."""
-        self._requests.put(batch_pb2.StreamBatchesRequest(credit=batch_pb2.Credit(credits=credits)))
+    def grant(self, credits: int, releases=()) -> None:
+        """Grants ``credits`` more batches (manual flow control: streams made with ``auto_credit=False``), returning
+        the raw ``SlotLease``s ``releases`` in the same message."""
+        self._requests.put(batch_pb2.StreamBatchesRequest(
+            credit=batch_pb2.Credit(credits=credits, releases=list(releases))))
 
     def release(self, leases) -> None:
         """Sends a Release of raw ``SlotLease`` messages (low level; ``Batch.release`` is the usual way)."""
@@ -244,13 +334,18 @@ class BatchStream:
     @property
     def buffered(self) -> int:
         """Batches received and not yet taken."""
-        return self._received.qsize()
+        return sum(1 for item in list(self._received) if isinstance(item, Batch))
 
     def close(self) -> None:
-        """Ends the call (half-close, then cancel what is left). Held slot batches are released."""
+        """Ends the call (half-close, then cancel what is left). Held and retired slot batches are released."""
         while self._held:
-            self._held.popleft().release()
+            old = self._held.popleft()
+            if not old.released:
+                old.released = True
+                self._retired.append(old._lease)
         if not self._closed:
+            self._owed = 0
+            self._flush()
             self._closed = True
             self._closed_by_us = True
             self._requests.put(self._END)

@@ -59,6 +59,9 @@ class SlotSet:
     def __init__(self, response: session_pb2.OpenSessionResponse):
         self.delivery = response.delivery
         self.slots: Dict[str, object] = {}
+        # torch views by (storage, region, offset, shape, dtype): a slot's layout repeats batch after batch, so the
+        # view made for one batch serves every later batch in that slot (making one costs tens of microseconds).
+        self._views: Dict[tuple, object] = {}
         try:
             for slot in response.output_slots:
                 which = slot.WhichOneof("region")
@@ -92,10 +95,22 @@ class SlotSet:
 
     def torch(self, tensor: tensor_pb2.Tensor, device=None):
         """A torch view (no copy) of a slot tensor: CPU for host_shm, the slot's GPU for cuda_ipc. With ``device``
-        given (and different), the result is a copy on that device."""
+        given (and different), the result is a copy on that device. Views are made once per slot layout: a later
+        batch in the same slot at the same offset gets the same tensor object (its contents are that batch's:
+        the lifetime rule of the module docstring is unchanged)."""
+        which = tensor.WhichOneof("storage")
+        if which not in ("host_shm", "cuda_ipc"):
+            return self._make_torch(tensor, which)  # raises: not a slot tensor
+        ref = getattr(tensor, which)
+        key = (which, ref.region, ref.offset, tuple(tensor.shape), tensor.dtype)
+        out = self._views.get(key)
+        if out is None:
+            out = self._views[key] = self._make_torch(tensor, which)
+        return out.to(device) if device is not None else out
+
+    def _make_torch(self, tensor: tensor_pb2.Tensor, which: str):
         import torch
 
-        which = tensor.WhichOneof("storage")
         bf16 = tensor.dtype == tensor_pb2.DTYPE_BFLOAT16
         if which == "cuda_ipc":
             ref = tensor.cuda_ipc
@@ -104,7 +119,7 @@ class SlotSet:
             out = torch.from_numpy(self.numpy(tensor))
             if bf16:
                 out = out.view(torch.bfloat16)
-        return out.to(device) if device is not None else out
+        return out
 
     def data_ptr(self, tensor: tensor_pb2.Tensor) -> int:
         """The address the tensor's view starts at (the opened slot's base + offset)."""
@@ -116,6 +131,7 @@ class SlotSet:
         return np.frombuffer(mem.buffer, dtype=np.uint8, count=1, offset=ref.offset).ctypes.data
 
     def close(self) -> None:
+        self._views.clear()
         for mem in self.slots.values():
             mem.close()
         self.slots.clear()

@@ -37,20 +37,24 @@ def numpy_dtype(dtype: int):
     return _NUMPY[dtype]
 
 
-def to_numpy(tensor: tensor_pb2.Tensor) -> np.ndarray:
-    """A read-only numpy view of an inline tensor's bytes (no copy). bfloat16 → uint16 bit patterns."""
+def to_numpy(tensor: tensor_pb2.Tensor, data=None) -> np.ndarray:
+    """A read-only numpy view of an inline tensor's bytes (``data`` if given: the bytes held elsewhere, e.g. by
+    ``augmentd.wire``; else ``inline_data``, which protobuf copies on access). bfloat16 → uint16 bit patterns."""
     if tensor.WhichOneof("storage") != "inline_data":
         raise ValueError(f"tensor {tensor.name!r} is not inline (storage {tensor.WhichOneof('storage')})")
     if tensor.dtype not in _NUMPY:
         raise ValueError(f"tensor {tensor.name!r} has unsupported dtype {tensor.dtype}")
-    return np.frombuffer(tensor.inline_data, dtype=_NUMPY[tensor.dtype]).reshape(tuple(tensor.shape))
+    return np.frombuffer(tensor.inline_data if data is None else data,
+                         dtype=_NUMPY[tensor.dtype]).reshape(tuple(tensor.shape))
 
 
-def to_torch(tensor: tensor_pb2.Tensor, device: Optional[Any] = None):
-    """A torch tensor holding a copy of an inline tensor (bfloat16 kept as bfloat16), on ``device`` if given."""
+def to_torch(tensor: tensor_pb2.Tensor, device: Optional[Any] = None, array: Optional[np.ndarray] = None):
+    """A torch tensor holding a copy of an inline tensor (bfloat16 kept as bfloat16), on ``device`` if given.
+    ``array``: its numpy view when already made (``to_numpy``)."""
     import torch
 
-    array = to_numpy(tensor)
+    if array is None:
+        array = to_numpy(tensor)
     out = torch.from_numpy(array.copy())
     if tensor.dtype == tensor_pb2.DTYPE_BFLOAT16:
         out = out.view(torch.bfloat16)

@@ -22,7 +22,8 @@ AUGMENTD_LOCAL_SERVER       ``auto`` (default: start a local server if AUGMENTD_
 AUGMENTD_CONNECT_TIMEOUT    seconds to wait for AUGMENTD_ADDRESS to answer (default 3).
 AUGMENTD_BIN                the ``augmentd`` binary for a local server (else ``augmentd`` on PATH, else the source
                             checkout's build/server/augmentd).
-AUGMENTD_DEVICE             device the sessions run on (``cpu``, ``cuda:N``, ``GPU-<uuid>``); default: the trainer's.
+AUGMENTD_DEVICE             device the sessions run on (``cpu``, ``cuda:N``, ``GPU-<uuid>``); default: the trainer's
+                            (its GPU by UUID, so CUDA_VISIBLE_DEVICES and a shared server agree).
 AUGMENTD_DELIVERY           ``auto`` (default: CUDA IPC → host shared memory → inline, the first one that opens, for a
                             server on this machine; inline for a remote one), ``inline``, ``host_shm`` or ``cuda_ipc``.
 AUGMENTD_SEED               base seed of the sessions (rank r uses base+2r / base+2r+1); default: random. With a fixed
@@ -57,8 +58,14 @@ def _env_int(name: str, default: int) -> int:
 
 
 def _device_spec(device) -> str:
+    """The trainer's device for the server. A GPU is named by its UUID: nnU-Net selects GPUs with
+    CUDA_VISIBLE_DEVICES (its trainer always uses cuda:0), and a shared server numbers the node's GPUs its own way."""
     if device.type == "cuda":
-        return f"cuda:{device.index or 0}"
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", "") or "")
+        if len(uuid) == 36 or (uuid.startswith("GPU-") and len(uuid) == 40):
+            return uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+        return f"cuda:{index}"  # no UUID from this torch build: fine when the server sees the same GPUs
     return "cpu"  # cpu, and mps (augmentation then runs on the server's CPU engine)
 
 

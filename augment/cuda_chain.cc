@@ -1,0 +1,284 @@
+// The generic CUDA chain's executor (cuda_chain.h).
+#include "augment/cuda_chain.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "augment/json_util.h"
+#include "augment/kernels/cuda/chain_kernels.h"
+#include "augment/kernels/cuda/pipeline_cuda.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/convert_segmentation_to_regions.h"
+#include "augment/transforms/downsample_seg_for_ds.h"
+#include "augment/transforms/spatial.h"
+
+namespace augmentd {
+namespace ju = json_util;
+namespace ch = cuda::chain;
+
+namespace {
+
+// Executor slots of the ChainWorkspace (stages use kSlotStage and up).
+enum Slot : int { kImage = 0, kSeg = 1, kFused = 2, kSegTemp = 3 };
+static_assert(kSegTemp < ChainWorkspace::kSlotStage);
+
+#define AUGMENTD_CHAIN_CUDA_OK(expr) RETURN_IF_ERROR(CudaStageStatus((expr), #expr))
+
+absl::Status NotCovered(const TransformSpec& ts, size_t index, std::string_view why) {
+  return absl::UnimplementedError(absl::StrCat("CUDA engine: transform ", index, " (",
+                                               std::string(TransformKindName(ts.kind)), "): ", std::string(why),
+                                               " (run it on device \"cpu\")"));
+}
+
+struct Geometry {
+  int64_t batch = 0, channels = 0, seg_channels = 0;
+  int32_t in[3] = {0, 0, 0};
+  int32_t out[3] = {0, 0, 0};
+  int64_t in_voxels() const { return int64_t{in[0]} * in[1] * in[2]; }
+  int64_t out_voxels() const { return int64_t{out[0]} * out[1] * out[2]; }
+};
+
+}  // namespace
+
+CudaChain::~CudaChain() = default;
+
+absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec& spec) {
+  std::unique_ptr<CudaChain> c(new CudaChain());
+  c->spec_ = spec;
+  ASSIGN_OR_RETURN(c->spatial_plan_, MakeSpatialPlan(spec));
+  const size_t n = spec.transforms.size();
+  for (size_t t = 0; t < n; ++t) {
+    const TransformSpec& ts = spec.transforms[t];
+    switch (ts.kind) {
+      case TransformKind::kSpatial:
+        if (t != 0) return NotCovered(ts, t, "spatial must be the first entry of a CUDA chain");
+        continue;
+      case TransformKind::kDownsampleSegForDs:
+        if (t + 1 != n) return NotCovered(ts, t, "downsample_seg_for_ds must be the last entry");
+        if (ts.apply_probability < 1) return NotCovered(ts, t, "apply_probability < 1");
+        c->ds_ = dynamic_cast<const DownsampleSegForDsTransform*>(ts.transform.get());
+        if (c->ds_ == nullptr) return NotCovered(ts, t, "unknown implementation");
+        continue;
+      default:
+        break;
+    }
+    Entry e{t, ts.kind, nullptr, 0};
+    if (ts.kind == TransformKind::kConvertSegmentationToRegions) {
+      if (ts.apply_probability < 1) return NotCovered(ts, t, "apply_probability < 1");
+      const auto* r = dynamic_cast<const ConvertSegmentationToRegionsTransform*>(ts.transform.get());
+      if (r == nullptr) return NotCovered(ts, t, "unknown implementation");
+      e.regions = static_cast<int32_t>(r->config().regions.size());
+      c->max_regions_ = std::max(c->max_regions_, e.regions);
+      c->out_regions_ = e.regions;
+      c->bool_seg_ = true;
+    }
+    ASSIGN_OR_RETURN(e.stage, MakeCudaStage(*ts.transform, t));
+    c->entries_.push_back(std::move(e));
+  }
+  return c;
+}
+
+absl::StatusOr<CudaOutputLayout> CudaChain::OutputLayout(const std::vector<int64_t>& image_shape, DType image_dtype,
+                                                         int64_t seg_channels) const {
+  if (image_shape.size() == 4) return absl::UnimplementedError("CUDA engine: 2D samples (the kernels are 3D)");
+  if (image_shape.size() != 5)
+    return ju::Invalid("image.shape", absl::StrCat("expected (B, C, X, Y, Z), got ", ShapeString(image_shape)));
+  if (!IsFloatingDType(image_dtype)) return ju::Invalid("image_dtype", "must be a float dtype");
+  if (image_shape[0] < 1 || image_shape[0] > 4096) return ju::Invalid("image.shape", "batch not in [1, 4096]");
+  if (image_shape[1] < 1 || image_shape[1] > 64) return ju::Invalid("image.shape", "channels not in [1, 64]");
+  if (seg_channels < 0 || seg_channels > 64) return ju::Invalid("seg.shape", "seg channel count not in [0, 64]");
+  std::vector<int64_t> p(image_shape.begin() + 2, image_shape.end());
+  for (int64_t v : p)
+    if (v < 1 || v > 4096) return ju::Invalid("image.shape", "spatial size not in [1, 4096]");
+  if (spatial_plan_.spatial != nullptr) {
+    if (image_shape[1] > cuda::kMaxChannels) {
+      return absl::UnimplementedError(absl::StrCat("CUDA engine: ", image_shape[1], " image channels (the spatial "
+                                                   "kernel takes 1..", cuda::kMaxChannels, ")"));
+    }
+    p = spatial_plan_.spatial->config().patch_size;
+  }
+  const int64_t vox = p[0] * p[1] * p[2];
+  if (vox * image_shape[0] * std::max<int64_t>(image_shape[1], std::max<int64_t>(seg_channels, max_regions_)) >
+      (int64_t{1} << 31))
+    return ju::Invalid("image.shape", "batch larger than the CUDA chain allows (2^31 voxels per tensor)");
+  if (image_shape[0] * std::max<int64_t>(image_shape[1], std::max<int64_t>(seg_channels, max_regions_)) > 65535)
+    return ju::Invalid("image.shape", "batch × channels larger than the CUDA chain allows (65535 planes)");
+  CudaOutputLayout lay;
+  lay.image_shape = {image_shape[0], image_shape[1], p[0], p[1], p[2]};
+  lay.image_bytes = static_cast<size_t>(NumElements(lay.image_shape)) * DTypeSize(image_dtype);
+  if (seg_channels == 0) return lay;
+  const int64_t out_channels = out_regions_ > 0 ? out_regions_ : seg_channels;
+  lay.seg_dtype = bool_seg_ ? DType::kBool : DType::kInt16;
+  const size_t levels = ds_ != nullptr ? ds_->config().ds_scales.size() : 1;
+  for (size_t l = 0; l < levels; ++l) {
+    const std::vector<int64_t> q = ds_ != nullptr ? ds_->LevelShape(p, l) : p;
+    for (int64_t v : q)
+      if (v < 1) return ju::Invalid("downsample_seg_for_ds.ds_scales", "a scale rounds an axis to size 0");
+    lay.seg_shapes.push_back({image_shape[0], out_channels, q[0], q[1], q[2]});
+    lay.seg_bytes.push_back(static_cast<size_t>(NumElements(lay.seg_shapes.back())) * DTypeSize(lay.seg_dtype));
+  }
+  return lay;
+}
+
+absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
+                            cudaStream_t stream, std::vector<SampleRecord>& records) {
+  const int64_t seg_channels = input.seg != nullptr ? input.seg_channels : 0;
+  ASSIGN_OR_RETURN(const CudaOutputLayout lay, OutputLayout(input.image_shape, options.image_dtype, seg_channels));
+  if (input.image == nullptr) return ju::Invalid("image.data", "is null");
+  if (output.image == nullptr) return ju::Invalid("output.image", "is null");
+  if (output.seg.size() != lay.seg_shapes.size())
+    return ju::Invalid("output.seg", absl::StrCat("needs ", lay.seg_shapes.size(), " label levels"));
+  for (int16_t* p : output.seg)
+    if (p == nullptr) return ju::Invalid("output.seg", "is null");
+  Geometry g;
+  g.batch = input.image_shape[0];
+  g.channels = input.image_shape[1];
+  g.seg_channels = seg_channels;
+  for (int d = 0; d < 3; ++d) {
+    g.in[d] = static_cast<int32_t>(input.image_shape[2 + d]);
+    g.out[d] = static_cast<int32_t>(lay.image_shape[2 + d]);
+  }
+  if (options.injected != nullptr && static_cast<int64_t>(options.injected->size()) != g.batch) {
+    return ju::Invalid("params", absl::StrCat("injected parameters for ", options.injected->size(),
+                                              " samples, batch has ", g.batch));
+  }
+
+  // 1. Draws (the CPU engine's) and the spatial kernel's parameters.
+  records.assign(g.batch, SampleRecord{});
+  const SampleLayout layout{g.channels, {g.in[0], g.in[1], g.in[2]}, g.seg_channels};
+  cuda::BatchShape sh;
+  sh.batch = static_cast<int32_t>(g.batch);
+  sh.channels = static_cast<int32_t>(g.channels);
+  for (int d = 0; d < 3; ++d) {
+    sh.in[d] = g.in[d];
+    sh.out[d] = g.out[d];
+  }
+  sh.remove_minus_one = 0;
+  sh.elastic = spatial_plan_.elastic ? 1 : 0;
+  const bool spatial = spatial_plan_.spatial != nullptr;
+  std::vector<cuda::SampleParams> sp(spatial ? g.batch : 0);
+  for (int64_t b = 0; b < g.batch; ++b) {
+    RETURN_IF_ERROR(DrawSampleParams(spec_, options.seed, options.first_sample_index + b,
+                                     options.injected ? &(*options.injected)[b] : nullptr, layout, records[b]));
+    if (spatial) RETURN_IF_ERROR(TranslateSample(spec_, spatial_plan_, records[b], sh, sp[b]));
+  }
+  if (!spatial) {
+    for (int d = 0; d < 3; ++d)
+      if (g.in[d] != g.out[d]) return absl::InternalError("CUDA chain: shape changes without a spatial entry");
+  }
+
+  // 2. Scratch tensors (grow only for a larger batch).
+  const int64_t n = g.out_voxels();
+  const int64_t seg_cap = g.seg_channels > 0 ? std::max<int64_t>(g.seg_channels, max_regions_) : 0;
+  ASSIGN_OR_RETURN(void* image, ws_.Scratch(kImage, sizeof(float) * g.batch * g.channels * n));
+  void* seg = nullptr;
+  if (seg_cap > 0) {
+    ASSIGN_OR_RETURN(seg, ws_.Scratch(kSeg, sizeof(int16_t) * g.batch * seg_cap * n));
+  }
+  ChainTensors t0;
+  t0.image = static_cast<float*>(image);
+  t0.seg = static_cast<int16_t*>(seg);
+  t0.batch = static_cast<int32_t>(g.batch);
+  t0.channels = static_cast<int32_t>(g.channels);
+  t0.seg_channels = static_cast<int32_t>(g.seg_channels);
+  t0.seg_capacity = static_cast<int32_t>(seg_cap);
+  for (int d = 0; d < 3; ++d) t0.shape[d] = g.out[d];
+
+  // 3. Every stage's parameters into the arena, one upload.
+  arena_.Reset();
+  const size_t sp_offset = arena_.AppendArray(sp);
+  ChainTensors tp = t0;
+  std::vector<const TransformParams*> params(g.batch);
+  for (Entry& e : entries_) {
+    for (int64_t b = 0; b < g.batch; ++b) {
+      const AppliedTransform& at = records[b].transforms[e.index];
+      params[b] = at.applied ? at.params.get() : nullptr;
+    }
+    RETURN_IF_ERROR(e.stage->Prepare(params, tp, arena_));
+    if (e.regions > 0 && tp.seg_channels > 0) {  // what RegionsStage::Enqueue will do
+      tp.seg_channels = e.regions;
+      tp.seg_is_bool = true;
+    }
+  }
+  RETURN_IF_ERROR(arena_.Upload(stream));
+
+  // 4. Spatial (or the input as is).
+  const int64_t in_n = g.in_voxels();
+  if (spatial) {
+    const size_t fused_bytes = cuda::WorkspaceBytes(sh);
+    if (fused_bytes == 0) {
+      return ju::Invalid("image.shape", absl::StrCat("batch shape ", ShapeString(input.image_shape),
+                                                     " is outside what the CUDA kernels accept"));
+    }
+    ASSIGN_OR_RETURN(void* fused, ws_.Scratch(kFused, fused_bytes));
+    if (fused != fused_ws_ || std::memcmp(&fused_shape_, &sh, sizeof(sh)) != 0) {
+      AUGMENTD_CHAIN_CUDA_OK(cuda::InitWorkspace(sh, fused, stream));
+      fused_ws_ = fused;
+      fused_shape_ = sh;
+    }
+    const uint32_t stages = cuda::ActiveStages(sp.data(), sh);
+    const auto* d_sp = arena_.device_as<cuda::SampleParams>(sp_offset);
+    cuda::PipelineIO io;
+    io.image = input.image;
+    io.out_image = t0.image;
+    if (g.seg_channels == 1) {
+      io.seg = input.seg;
+      io.out_seg = t0.seg;
+      AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
+    } else {
+      // Per seg channel through contiguous temporaries (B, 1, S) → (B, 1, P); image-only: a zero label map.
+      ASSIGN_OR_RETURN(void* tmp, ws_.Scratch(kSegTemp, sizeof(int16_t) * g.batch * (in_n + n) + 256));
+      auto* tin = static_cast<int16_t*>(tmp);
+      int16_t* tout = tin + g.batch * in_n;
+      io.seg = tin;
+      io.out_seg = tout;
+      if (g.seg_channels == 0) {
+        AUGMENTD_CHAIN_CUDA_OK(cudaMemsetAsync(tin, 0, sizeof(int16_t) * g.batch * in_n, stream));
+        AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
+      }
+      for (int64_t k = 0; k < g.seg_channels; ++k) {
+        // Gather only reads `planes` (the launcher's pointer is shared with the scatter direction).
+        AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
+                                                        static_cast<int32_t>(g.seg_channels), in_n,
+                                                        static_cast<int32_t>(k), const_cast<int16_t*>(input.seg),
+                                                        tin, false, stream));
+        AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
+        AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
+                                                        static_cast<int32_t>(g.seg_channels), n,
+                                                        static_cast<int32_t>(k), t0.seg, tout, true, stream));
+      }
+    }
+  } else {
+    AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(t0.image, input.image, sizeof(float) * g.batch * g.channels * n,
+                                           cudaMemcpyDeviceToDevice, stream));
+    if (g.seg_channels > 0) {
+      AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(t0.seg, input.seg, sizeof(int16_t) * g.batch * g.seg_channels * n,
+                                             cudaMemcpyDeviceToDevice, stream));
+    }
+  }
+
+  // 5. The stages, in spec order.
+  ChainTensors t = t0;
+  for (Entry& e : entries_) RETURN_IF_ERROR(e.stage->Enqueue(t, arena_, ws_, stream));
+
+  // 6. Outputs: image dtype, label pyramid.
+  const cuda::OutDType odt = options.image_dtype == DType::kFloat16    ? cuda::OutDType::kFloat16
+                             : options.image_dtype == DType::kBFloat16 ? cuda::OutDType::kBFloat16
+                                                                       : cuda::OutDType::kFloat32;
+  AUGMENTD_CHAIN_CUDA_OK(ch::LaunchStoreImage(g.batch * g.channels * n, t.image, output.image, odt, stream));
+  for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
+    if (lay.seg_shapes[l][1] != t.seg_channels) {
+      return absl::InternalError(absl::StrCat("CUDA chain: ", t.seg_channels, " seg channels, layout says ",
+                                              lay.seg_shapes[l][1]));
+    }
+    const int32_t q[3] = {static_cast<int32_t>(lay.seg_shapes[l][2]), static_cast<int32_t>(lay.seg_shapes[l][3]),
+                          static_cast<int32_t>(lay.seg_shapes[l][4])};
+    AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegLevel(static_cast<int32_t>(g.batch) * t.seg_channels, g.out, t.seg, q,
+                                              output.seg[l], t.seg_is_bool, stream));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace augmentd

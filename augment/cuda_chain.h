@@ -1,0 +1,79 @@
+// augment/cuda_chain.h — internal to the CUDA engine (cuda_engine.cc): the generic CUDA chain, which runs every
+// pipeline the fused kernels (pipeline_cuda.h) do not: nnUNetTrainerDA5, regions, several seg channels, image-only
+// batches, apply_probability < 1 on any entry, user orders.
+//
+// Per batch: draw every sample's parameters on the host (DrawSampleParams, the CPU engine's own draws), pack them
+// (the spatial kernel's SampleParams and each stage's records) into one ParamArena, upload it in one copy, then on
+// the stream:
+//   1. spatial (entry 0 when present): the fused RunPipeline with every intensity stage off, no mirroring, no −1
+//      removal, no DS → float32 image + int16 label scratch of the patch shape (several seg channels: one run per
+//      channel through contiguous temporaries); no spatial entry: the input is copied into the scratch;
+//   2. one CudaStage per later entry, in spec order (MakeCudaStage);
+//   3. the image in the output dtype and the label pyramid (downsample_seg_for_ds, the last entry, nearest-exact;
+//      int16, or 0/1 bytes after convert_segmentation_to_regions) into the caller's buffers.
+// Buffers (scratch, stage temporaries, the arena) grow to the largest batch seen and are reused: no allocation in
+// the steady state.
+//
+// Thread-safety: one CudaChain per CudaAugmenter (one batch in flight; the caller orders batches on the device).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "augment/cuda_engine.h"
+#include "augment/cuda_params.h"
+#include "augment/cuda_stage.h"
+#include "augment/engine.h"
+#include "augment/pipeline.h"
+
+namespace augmentd {
+
+class DownsampleSegForDsTransform;
+
+class CudaChain {
+ public:
+  // Host-only (no GPU needed). UNIMPLEMENTED naming the entry (index, kind, option) the chain cannot run: an entry
+  // without a CUDA stage, a spatial entry that is not the first, downsample_seg_for_ds that is not the last or has
+  // apply_probability < 1, convert_segmentation_to_regions with apply_probability < 1, spatial options the kernel
+  // lacks (MakeSpatialPlan).
+  static absl::StatusOr<std::unique_ptr<CudaChain>> Create(const PipelineSpec& spec);
+  ~CudaChain();
+  CudaChain(const CudaChain&) = delete;
+  CudaChain& operator=(const CudaChain&) = delete;
+
+  // Layout of the outputs for an input image {B, C, S0, S1, S2} with `seg_channels` label channels (0: none).
+  absl::StatusOr<CudaOutputLayout> OutputLayout(const std::vector<int64_t>& image_shape, DType image_dtype,
+                                                int64_t seg_channels) const;
+
+  // Draws (records[b], exactly the CPU engine's draws) and enqueues the batch on `stream` (the device is current).
+  absl::Status Run(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
+                   cudaStream_t stream, std::vector<SampleRecord>& records);
+
+ private:
+  struct Entry {
+    size_t index;
+    TransformKind kind;
+    std::unique_ptr<CudaStage> stage;
+    int32_t regions;  // convert_segmentation_to_regions: output channels; else 0
+  };
+  CudaChain() = default;
+
+  PipelineSpec spec_;
+  CudaPlan spatial_plan_;
+  std::vector<Entry> entries_;
+  const DownsampleSegForDsTransform* ds_ = nullptr;
+  int32_t max_regions_ = 0;  // seg scratch capacity needed by convert_segmentation_to_regions
+  int32_t out_regions_ = 0;  // seg channels after the last one
+  bool bool_seg_ = false;
+
+  ParamArena arena_;
+  ChainWorkspace ws_;
+  void* fused_ws_ = nullptr;  // ws_ slot of the spatial kernel's workspace, initialised for fused_shape_
+  cuda::BatchShape fused_shape_{};
+};
+
+}  // namespace augmentd

@@ -1,0 +1,231 @@
+// AugLab's GPU extras as CUDA chain stages (cuda_stage.h): histogram_equalization, random_convolution,
+// intensity_function (augment/transforms/auglab_*.h). Prepare packs one AuglabSlice record per (sample, channel) — per
+// step for intensity_function — from the CPU transform's own drawn params (plus the random kernels' weights); Enqueue
+// launches a few batch-wide kernels (augment/kernels/cuda/auglab_kernels.h) with deterministic statistics.
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "augment/cuda_stage.h"
+#include "augment/cuda_stages_da5_internal.h"
+#include "augment/kernels/cuda/auglab_kernels.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/auglab_histogram_equalization.h"
+#include "augment/transforms/auglab_intensity_function.h"
+#include "augment/transforms/auglab_random_convolution.h"
+#include "augment/transforms/common.h"
+
+namespace augmentd {
+namespace {
+namespace al = cuda::auglab;
+namespace da5 = cuda::da5;
+using da5_stage_internal::Check;
+using da5_stage_internal::EnqueueMoments;
+using da5_stage_internal::Invalid;
+using da5_stage_internal::kSlotMomentsA;
+using da5_stage_internal::kSlotMomentsB;
+using transforms_internal::ParamsAs;
+
+// Workspace slots of these stages beyond the DA5 ones (contents live only during one Enqueue).
+constexpr int kSlotCounts = ChainWorkspace::kSlotStage + 4;
+constexpr int kSlotLuts = ChainWorkspace::kSlotStage + 5;
+
+// The record of (b, c), or INVALID_ARGUMENT when c is not a channel of the scratch.
+absl::StatusOr<al::AuglabSlice*> SliceOf(std::vector<al::AuglabSlice>& slices, const ChainTensors& t, int32_t b,
+                                         int64_t c, size_t index, std::string_view name) {
+  if (c < 0 || c >= t.channels)
+    return Invalid(index, name, absl::StrCat("apply_to_channel ", c, " >= the sample's ", t.channels, " channels"));
+  return &slices[static_cast<size_t>(b) * t.channels + static_cast<size_t>(c)];
+}
+
+// retain_stats of the slices with on && retain: statistics of the result, then the affine map.
+absl::Status EnqueueRetain(ChainTensors& t, const al::AuglabSlice* p, const da5::SliceMoments* before,
+                           ChainWorkspace& ws, cudaStream_t stream) {
+  const int slices = t.batch * t.channels;
+  ASSIGN_OR_RETURN(const da5::SliceMoments* after,
+                   EnqueueMoments(t.image, t.voxels(), slices, kSlotMomentsB, ws, stream));
+  return Check(al::LaunchRetain(t.image, t.voxels(), slices, p, before, after, stream), "retain_stats");
+}
+
+class HistogramStage final : public CudaStage {
+ public:
+  HistogramStage(const HistogramEqualizationTransform& t, size_t index)
+      : retain_(t.config().retain_stats), index_(index) {}
+  absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
+                       ParamArena& arena) override {
+    slices_.assign(static_cast<size_t>(t.batch) * t.channels, al::AuglabSlice{});
+    any_ = false;
+    for (int32_t b = 0; b < t.batch && b < static_cast<int32_t>(params.size()); ++b) {
+      if (params[b] == nullptr) continue;
+      ASSIGN_OR_RETURN(const auto* p, ParamsAs<HistogramEqualizationParams>(*params[b], "histogram_equalization"));
+      for (int64_t c : p->apply_to_channel) {
+        ASSIGN_OR_RETURN(al::AuglabSlice * s, SliceOf(slices_, t, b, c, index_, "histogram_equalization"));
+        s->on = 1;
+        s->retain = retain_ ? 1 : 0;
+        any_ = true;
+      }
+    }
+    if (any_) offset_ = arena.AppendArray(slices_);
+    return absl::OkStatus();
+  }
+  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
+    if (!any_) return absl::OkStatus();
+    const int slices = t.batch * t.channels;
+    const size_t bins = static_cast<size_t>(slices) * al::kHistBins;
+    const auto* p = arena.device_as<al::AuglabSlice>(offset_);
+    ASSIGN_OR_RETURN(const da5::SliceMoments* before,
+                     EnqueueMoments(t.image, t.voxels(), slices, kSlotMomentsA, ws, stream));
+    ASSIGN_OR_RETURN(void* counts, ws.Scratch(kSlotCounts, bins * sizeof(uint32_t)));
+    ASSIGN_OR_RETURN(void* luts, ws.Scratch(kSlotLuts, bins * sizeof(float)));
+    RETURN_IF_ERROR(
+        Check(al::LaunchHistogramEqualize(t.image, t.voxels(), slices, p, before, static_cast<uint32_t*>(counts),
+                                          static_cast<float*>(luts), stream),
+              "histogram_equalization"));
+    return retain_ ? EnqueueRetain(t, p, before, ws, stream) : absl::OkStatus();
+  }
+
+ private:
+  bool retain_;
+  size_t index_;
+  std::vector<al::AuglabSlice> slices_;
+  bool any_ = false;
+  size_t offset_ = 0;
+};
+
+class RandomConvolutionStage final : public CudaStage {
+ public:
+  RandomConvolutionStage(const RandomConvolutionTransform& t, size_t index)
+      : retain_(t.config().retain_stats), index_(index) {}
+  absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
+                       ParamArena& arena) override {
+    slices_.assign(static_cast<size_t>(t.batch) * t.channels, al::AuglabSlice{});
+    weights_.clear();
+    any_ = false;
+    for (int32_t b = 0; b < t.batch && b < static_cast<int32_t>(params.size()); ++b) {
+      if (params[b] == nullptr) continue;
+      ASSIGN_OR_RETURN(const auto* p, ParamsAs<RandomConvolutionParams>(*params[b], "random_convolution"));
+      const size_t n = p->apply_to_channel.size();
+      if (p->kernel_size.size() != n || p->kernel.size() != n || p->mix.size() != n || p->alpha.size() != n)
+        return Invalid(index_, "random_convolution", "params: one kernel_size / kernel / mix / alpha per channel");
+      for (size_t i = 0; i < n; ++i) {
+        const int32_t k = p->kernel_size[i];
+        if (k < 1 || k > al::kMaxConvKernel || k % 2 == 0 || p->kernel[i].size() != static_cast<size_t>(k) * k * k)
+          return Invalid(index_, "random_convolution", "params: kernel sizes must be odd, 1..15, with k³ weights");
+        ASSIGN_OR_RETURN(al::AuglabSlice * s,
+                         SliceOf(slices_, t, b, p->apply_to_channel[i], index_, "random_convolution"));
+        s->on = 1;
+        s->retain = retain_ ? 1 : 0;
+        s->k = k;
+        s->mix = p->mix[i] ? 1 : 0;
+        s->alpha = p->alpha[i];
+        s->w_off = static_cast<int64_t>(weights_.size());
+        weights_.insert(weights_.end(), p->kernel[i].begin(), p->kernel[i].end());
+        any_ = true;
+      }
+    }
+    if (any_) {
+      offset_ = arena.AppendArray(slices_);
+      weights_offset_ = arena.AppendArray(weights_);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
+    if (!any_) return absl::OkStatus();
+    const int slices = t.batch * t.channels;
+    const auto* p = arena.device_as<al::AuglabSlice>(offset_);
+    ASSIGN_OR_RETURN(float* copy, da5_stage_internal::EnqueueImageCopy(t, ws, stream));
+    const da5::SliceMoments* before = nullptr;
+    if (retain_) {
+      ASSIGN_OR_RETURN(before, EnqueueMoments(copy, t.voxels(), slices, kSlotMomentsA, ws, stream));
+    }
+    RETURN_IF_ERROR(Check(
+        al::LaunchRandomConvolution(copy, t.image, t.shape, slices, p, arena.device_as<float>(weights_offset_), stream),
+        "random_convolution"));
+    return retain_ ? EnqueueRetain(t, p, before, ws, stream) : absl::OkStatus();
+  }
+
+ private:
+  bool retain_;
+  size_t index_;
+  std::vector<al::AuglabSlice> slices_;
+  std::vector<float> weights_;
+  bool any_ = false;
+  size_t offset_ = 0, weights_offset_ = 0;
+};
+
+// One step per configured function, then the inverse; each active step = moments, the pointwise map, [retain].
+class IntensityFunctionStage final : public CudaStage {
+ public:
+  IntensityFunctionStage(const IntensityFunctionTransform& t, size_t index) : config_(t.config()), index_(index) {}
+  absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
+                       ParamArena& arena) override {
+    const size_t nf = config_.functions.size();
+    steps_.assign(nf + 1, Step{});
+    for (size_t j = 0; j <= nf; ++j)
+      steps_[j].slices.assign(static_cast<size_t>(t.batch) * t.channels, al::AuglabSlice{});
+    for (int32_t b = 0; b < t.batch && b < static_cast<int32_t>(params.size()); ++b) {
+      if (params[b] == nullptr) continue;
+      ASSIGN_OR_RETURN(const auto* p, ParamsAs<IntensityFunctionParams>(*params[b], "intensity_function"));
+      if (p->functions.size() != nf)
+        return Invalid(index_, "intensity_function", "params.functions: one entry per configured function");
+      for (size_t j = 0; j <= nf; ++j) {
+        if (j < nf ? !p->functions[j] : !p->inverse) continue;
+        const bool retain = j < nf ? config_.retain_stats : config_.inverse_retain_stats;
+        for (int64_t c : p->apply_to_channel) {
+          ASSIGN_OR_RETURN(al::AuglabSlice * s, SliceOf(steps_[j].slices, t, b, c, index_, "intensity_function"));
+          s->on = 1;
+          s->fn = j < nf ? config_.functions[j] : -1;
+          s->retain = retain ? 1 : 0;
+          steps_[j].any = true;
+          steps_[j].retain |= retain;
+        }
+      }
+    }
+    for (Step& s : steps_)
+      if (s.any) s.offset = arena.AppendArray(s.slices);
+    return absl::OkStatus();
+  }
+  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
+    const int slices = t.batch * t.channels;
+    for (const Step& s : steps_) {
+      if (!s.any) continue;
+      const auto* p = arena.device_as<al::AuglabSlice>(s.offset);
+      ASSIGN_OR_RETURN(const da5::SliceMoments* before,
+                       EnqueueMoments(t.image, t.voxels(), slices, kSlotMomentsA, ws, stream));
+      RETURN_IF_ERROR(
+          Check(al::LaunchIntensityStep(t.image, t.voxels(), slices, p, before, stream), "intensity_function"));
+      if (s.retain) RETURN_IF_ERROR(EnqueueRetain(t, p, before, ws, stream));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Step {
+    std::vector<al::AuglabSlice> slices;
+    bool any = false, retain = false;
+    size_t offset = 0;
+  };
+  IntensityFunctionConfig config_;
+  size_t index_;
+  std::vector<Step> steps_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaStage>> MakeAuglabCudaStage(const Transform& t, size_t index) {
+  switch (t.kind()) {
+    case TransformKind::kHistogramEqualization:
+      return std::unique_ptr<CudaStage>(
+          new HistogramStage(static_cast<const HistogramEqualizationTransform&>(t), index));
+    case TransformKind::kRandomConvolution:
+      return std::unique_ptr<CudaStage>(
+          new RandomConvolutionStage(static_cast<const RandomConvolutionTransform&>(t), index));
+    case TransformKind::kIntensityFunction:
+      return std::unique_ptr<CudaStage>(
+          new IntensityFunctionStage(static_cast<const IntensityFunctionTransform&>(t), index));
+    default:
+      return std::unique_ptr<CudaStage>();
+  }
+}
+
+}  // namespace augmentd

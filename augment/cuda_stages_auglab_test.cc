@@ -1,0 +1,132 @@
+// GPU tests of AugLab's extras as chain stages (cuda_stages_auglab.cc) against the CPU transforms
+// (augment/transforms/auglab_*.h): random batches (B = 1, 3, 8; 1 and 2 channels; odd and tiny shapes), parameters
+// from the CPU transform's own Draw (every third sample without params: it must stay untouched), the stage driven
+// directly on device buffers through ParamArena / ChainWorkspace, twice per configuration (the second batch reuses
+// both). Skipped without a GPU. ctest names: cuda_auglab_stages_test (label gpu), cuda_auglab_stages_coverage_test.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "augment/cuda_stage.h"
+#include "augment/registry.h"
+#include "augment/testing/test_util.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace augmentd {
+namespace {
+
+using json = nlohmann::json;
+
+struct AuglabCase {
+  std::string kind;
+  json config;
+  float tol;         // |gpu − cpu| <= tol · (1 + |cpu|)
+  int min_channels;  // configurations naming channel 1 need 2 channels
+};
+
+std::vector<AuglabCase> AuglabCases() {
+  const json all_fns = {"log1p", "sqrt", "sin", "exp", "sigmoid", "square"};
+  return {
+      {"histogram_equalization", json::object(), 0.0f, 1},
+      {"histogram_equalization", {{"apply_to_channel", {1, 0}}, {"retain_stats", true}}, 1e-5f, 2},
+      {"random_convolution", json::object(), 1e-6f, 1},
+      {"random_convolution", {{"kernel_sizes", {3, 15}}, {"mix_prob", 1.0}, {"retain_stats", true}}, 1e-5f, 1},
+      {"intensity_function", {{"functions", all_fns}, {"p_function", 0.5}, {"p_inverse", 0.5}}, 1e-4f, 1},
+      {"intensity_function",
+       {{"apply_to_channel", {1}},
+        {"p_function", 0.6},
+        {"p_inverse", 0.6},
+        {"retain_stats", true},
+        {"inverse_retain_stats", true}},
+       1e-4f,
+       2},
+  };
+}
+
+// Batch of `batch` samples through `stage` and through the CPU transform; returns the mismatching voxels.
+int64_t CompareBatch(const Transform& t, CudaStage& stage, ParamArena& arena, ChainWorkspace& ws, float tol,
+                     const std::vector<int64_t>& shape, int batch, int channels, uint64_t seed, cudaStream_t stream) {
+  const int64_t n = channels * shape[0] * shape[1] * shape[2];
+  std::vector<float> in(static_cast<size_t>(batch * n)), want(in.size()), got(in.size());
+  std::vector<std::unique_ptr<TransformParams>> owned(batch);
+  std::vector<const TransformParams*> params(batch, nullptr);
+  for (int b = 0; b < batch; ++b) {
+    SampleData s = testing::RandomSample(channels, shape, 0, 0, 0, static_cast<uint32_t>(seed * 97 + b));
+    std::copy(s.image.begin(), s.image.end(), in.begin() + b * n);
+    if (b % 3 != 2) {
+      owned[b] = testing::DrawFor(t, s.layout(), seed, static_cast<uint64_t>(b));
+      params[b] = owned[b].get();
+      EXPECT_TRUE(t.Apply(*owned[b], s).ok());
+    }
+    std::copy(s.image.begin(), s.image.end(), want.begin() + b * n);
+  }
+  void* image = nullptr;
+  EXPECT_EQ(cudaMalloc(&image, in.size() * sizeof(float)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(image, in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ChainTensors tensors;
+  tensors.image = static_cast<float*>(image);
+  tensors.batch = batch;
+  tensors.channels = channels;
+  for (int d = 0; d < 3; ++d) tensors.shape[d] = static_cast<int32_t>(shape[d]);
+  arena.Reset();
+  absl::Status st = stage.Prepare(params, tensors, arena);
+  if (st.ok()) st = arena.Upload(stream);
+  if (st.ok()) st = stage.Enqueue(tensors, arena, ws, stream);
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(got.data(), image, got.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(image);
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::fabs(got[i] - want[i]) <= tol * (1 + std::fabs(want[i]))) continue;
+    if (bad++ < 3)
+      ADD_FAILURE() << "sample " << i / n << " element " << i % n << ": gpu " << got[i] << " cpu " << want[i];
+  }
+  return bad;
+}
+
+TEST(CudaAuglabStages, EqualCpuTransforms) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no CUDA device";
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  uint64_t seed = 1;
+  for (const AuglabCase& c : AuglabCases()) {
+    auto t = TransformFromJson(c.kind, c.config);
+    ASSERT_TRUE(t.ok()) << c.kind << ": " << t.status();
+    auto stage = MakeAuglabCudaStage(**t, 2);
+    ASSERT_TRUE(stage.ok() && *stage != nullptr) << c.kind;
+    ParamArena arena;
+    ChainWorkspace ws;
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{13, 11, 9}, std::vector<int64_t>{3, 5, 4}})
+      for (int batch : {1, 3, 8})
+        for (int channels = c.min_channels; channels <= 2; ++channels)
+          for (int rep = 0; rep < 2; ++rep)
+            EXPECT_EQ(CompareBatch(**t, **stage, arena, ws, c.tol, shape, batch, channels, seed++, stream), 0)
+                << c.kind << " " << c.config.dump() << " B=" << batch << " C=" << channels;
+  }
+  cudaStreamDestroy(stream);
+}
+
+TEST(CudaAuglabStages, CoverageAndOwnership) {
+  // No GPU needed: the factory only inspects the configuration.
+  for (const char* kind : {"histogram_equalization", "random_convolution", "intensity_function"}) {
+    auto t = TransformFromJson(kind, json::object());
+    ASSERT_TRUE(t.ok()) << kind;
+    auto stage = MakeAuglabCudaStage(**t, 0);
+    ASSERT_TRUE(stage.ok()) << stage.status();
+    EXPECT_NE(*stage, nullptr) << kind;
+  }
+  auto other = TransformFromJson("mirror", {{"allowed_axes", {0, 1, 2}}});
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto none = MakeAuglabCudaStage(**other, 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);  // another owner's kind
+}
+
+}  // namespace
+}  // namespace augmentd

@@ -1,0 +1,152 @@
+// Host-only tests of the generic CUDA chain (no GPU needed, run in CI): the signed permutations packed for mirror /
+// rot90 / transpose_axes equal the CPU transforms voxel for voxel; the chain's coverage (which specs it accepts, the
+// UNIMPLEMENTED messages) and its output layout equal the CPU engine's output shapes and dtypes.
+#include <random>
+#include <vector>
+
+#include "augment/cuda_chain.h"
+#include "augment/cuda_stages.h"
+#include "augment/engine.h"
+#include "augment/pipeline.h"
+#include "augment/transforms/mirror.h"
+#include "augment/transforms/rot90.h"
+#include "augment/transforms/transpose_axes.h"
+#include "gtest/gtest.h"
+
+namespace augmentd {
+namespace {
+
+// Reference gather of chain_kernels.h's PermuteSample on the host.
+template <typename T>
+std::vector<T> Gather(const std::vector<T>& x, int channels, const int32_t S[3], const cuda::chain::PermuteSample& p) {
+  const int64_t n = int64_t{S[0]} * S[1] * S[2];
+  std::vector<T> out(x.size());
+  for (int c = 0; c < channels; ++c)
+    for (int64_t i = 0; i < n; ++i) {
+      const int o[3] = {static_cast<int>(i / (S[1] * S[2])), static_cast<int>((i / S[2]) % S[1]),
+                        static_cast<int>(i % S[2])};
+      int in[3];
+      for (int d = 0; d < 3; ++d) {
+        const int v = o[p.perm[d]];
+        in[d] = p.flip[d] ? S[d] - 1 - v : v;
+      }
+      out[c * n + i] = x[c * n + (int64_t{in[0]} * S[1] + in[1]) * S[2] + in[2]];
+    }
+  return out;
+}
+
+void ExpectPermutationMatchesCpu(const Transform& t, const int32_t S[3], int samples) {
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  int identities = 0;
+  for (int s = 0; s < samples; ++s) {
+    SampleData d;
+    d.channels = 2;
+    d.shape = {S[0], S[1], S[2]};
+    d.image.resize(2 * d.voxels());
+    for (float& v : d.image) v = u(g);
+    d.seg_channels = 1;
+    d.seg.resize(d.voxels());
+    for (size_t i = 0; i < d.seg.size(); ++i) d.seg[i] = static_cast<int16_t>(i);
+    RandomStream rng(11, s, 3);
+    DrawContext ctx{rng, 11, static_cast<uint64_t>(s), 3};
+    auto params = t.Draw(ctx, d.layout());
+    ASSERT_TRUE(params.ok()) << params.status();
+    auto packed = PermuteOf(t, **params, S);
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    identities += packed->on == 0;
+    const std::vector<float> img = Gather(d.image, 2, S, *packed);
+    const std::vector<int16_t> seg = Gather(d.seg, 1, S, *packed);
+    ASSERT_TRUE(t.Apply(**params, d).ok());
+    ASSERT_EQ(img, d.image) << t.ConfigToJson() << " sample " << s << " " << t.ParamsToJson(**params);
+    ASSERT_EQ(seg, d.seg) << t.ConfigToJson() << " sample " << s;
+  }
+  EXPECT_LT(identities, samples);  // the draws exercised real permutations
+}
+
+TEST(CudaStages, PermutationsEqualCpuTransforms) {
+  const int32_t cube[3] = {5, 5, 5};
+  const int32_t slab[3] = {3, 6, 6};
+  Rot90Config r;
+  r.num_axis_combinations = RandomScalar::Uniform(1, 3);  // compositions of up to three rotations
+  ExpectPermutationMatchesCpu(**Rot90Transform::Create(r), cube, 40);
+  r.allowed_axes = {1, 2};
+  ExpectPermutationMatchesCpu(**Rot90Transform::Create(r), slab, 20);
+  ExpectPermutationMatchesCpu(**TransposeAxesTransform::Create({{0, 1, 2}}), cube, 20);
+  ExpectPermutationMatchesCpu(**TransposeAxesTransform::Create({{1, 2}}), slab, 10);
+  ExpectPermutationMatchesCpu(**MirrorTransform::Create({{0, 1, 2}}), slab, 10);
+}
+
+TEST(CudaStages, PermutationOfUnequalAxesIsInvalid) {
+  auto t = *Rot90Transform::Create({});
+  Rot90Params p;
+  p.num_rot_per_combination = {1};
+  p.axis_combinations = {{1, 3}};
+  const int32_t S[3] = {4, 5, 6};
+  EXPECT_EQ(PermuteOf(*t, p, S).status().code(), absl::StatusCode::kInvalidArgument);
+  p.num_rot_per_combination = {2};  // a half turn keeps the shape
+  EXPECT_TRUE(PermuteOf(*t, p, S).ok());
+}
+
+TrainerConfig SmallConfig() {
+  TrainerConfig tc;
+  tc.patch_size = {12, 12, 12};
+  tc.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}};
+  return tc;
+}
+
+TEST(CudaChain, Coverage) {
+  TrainerConfig tc = SmallConfig();
+  EXPECT_TRUE(CudaChain::Create(*NnunetDefaultPipeline(tc)).ok());
+  auto da5 = CudaChain::Create(*NnunetDa5Pipeline(tc));
+  EXPECT_TRUE(da5.ok()) << da5.status();
+  tc.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}};
+  EXPECT_TRUE(CudaChain::Create(*NnunetDefaultPipeline(tc)).ok());
+
+  PipelineSpec spec = *NnunetDefaultPipeline(SmallConfig());
+  std::swap(spec.transforms[0], spec.transforms[1]);  // spatial second
+  auto s = CudaChain::Create(spec);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(s.status().message().find("spatial must be the first"), std::string::npos) << s.status();
+
+  spec = *NnunetDefaultPipeline(SmallConfig());
+  std::swap(spec.transforms[spec.transforms.size() - 1], spec.transforms[spec.transforms.size() - 2]);  // DS not last
+  s = CudaChain::Create(spec);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(s.status().message().find("downsample_seg_for_ds"), std::string::npos) << s.status();
+}
+
+// OutputLayout == the CPU engine's output shapes and dtypes (default, DA5, regions; 0, 1 and 2 seg channels).
+TEST(CudaChain, LayoutEqualsCpuEngine) {
+  TrainerConfig regions = SmallConfig();
+  regions.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}, {3}};
+  const std::vector<PipelineSpec> specs = {*NnunetDefaultPipeline(SmallConfig()), *NnunetDa5Pipeline(SmallConfig()),
+                                           *NnunetDefaultPipeline(regions)};
+  for (const PipelineSpec& spec : specs) {
+    auto chain = CudaChain::Create(spec);
+    ASSERT_TRUE(chain.ok()) << spec.name << ": " << chain.status();
+    const std::vector<int64_t> S = spec.input_patch_size;
+    for (int64_t sc : {0, 1, 2}) {
+      std::vector<float> img(2 * S[0] * S[1] * S[2], 0.5f);
+      std::vector<int16_t> seg(2 * sc * S[0] * S[1] * S[2], 1);
+      BatchInput in;
+      in.image = {img.data(), {2, 1, S[0], S[1], S[2]}, DType::kFloat32};
+      if (sc > 0) in.seg = {seg.data(), {2, sc, S[0], S[1], S[2]}, DType::kInt16};
+      auto cpu = AugmentBatch(spec, in, RunOptions{});
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      auto lay = (*chain)->OutputLayout(in.image.shape, DType::kBFloat16, sc);
+      ASSERT_TRUE(lay.ok()) << lay.status();
+      EXPECT_EQ(lay->image_shape, cpu->image.shape());
+      EXPECT_EQ(lay->image_bytes, static_cast<size_t>(cpu->image.numel()) * 2);
+      ASSERT_EQ(lay->seg_shapes.size(), cpu->seg.size()) << spec.name << " seg channels " << sc;
+      for (size_t l = 0; l < cpu->seg.size(); ++l) {
+        EXPECT_EQ(lay->seg_shapes[l], cpu->seg[l].shape());
+        EXPECT_EQ(lay->seg_dtype, cpu->seg[l].dtype());
+        EXPECT_EQ(lay->seg_bytes[l], cpu->seg[l].nbytes());
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace augmentd

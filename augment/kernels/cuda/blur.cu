@@ -1,0 +1,340 @@
+// augment/kernels/cuda/blur.cu — the Gaussian blur stage of the fused chain (intensity.cu runs the rest): one
+// tiled launch per batch, separable in shared memory (axis 2, 1, then 0 from a window of planes), reflect padding
+// (mirror without repeating the edge), kernel size nearest_odd(6σ + 0.5), taps exp(−t²/2σ²) normalised (bgv2
+// GaussianBlurTransform); statistics of the result (contrast input) and the low-res picks of blurred slices in its
+// epilogue. Per-tile plan and the two code paths (radius ≤ 3 / up to kMaxBlurRadius): NOTES.md v4, v5.
+#include <cstdint>
+
+#include "augment/kernels/cuda/common.cuh"
+#include "augment/kernels/cuda/kernels.h"
+
+namespace augmentd::cuda::internal {
+namespace {
+
+// Host+device: nearest odd integer of 6σ + 0.5 with Python's banker's round (bgv2 _build_kernel).
+__host__ __device__ inline int KernelSizeFor(double sigma) {
+  const double n = 6.0 * sigma + 0.5;
+  const double r = nearbyint(n);  // round half to even in the default rounding mode
+  long k = static_cast<long>(r);
+  if (k % 2 == 0) k += (n > r) ? 1 : -1;
+  return static_cast<int>(k);
+}
+
+__device__ __forceinline__ int Reflect(int i, int n) {
+  if (i < 0) i = -i;
+  if (i >= n) i = 2 * (n - 1) - i;
+  return min(max(i, 0), n - 1);  // clamp only matters when n <= radius (PyTorch would reject that)
+}
+
+// Tiled separable blur: one block owns a kBlurTY x kBlurTX column tile of one slice over kBlurTZ planes of axis 0
+// and streams the planes it needs (reflected halo of radius r0 along axis 0):
+//   per plane: load the (kBlurTY + 2·r1) x (kBlurTX + 2·r2) reflected tile into shared memory (prefetched into
+//   registers one plane ahead), blur along axis 2, then axis 1, and keep the result in a ring of 2·r0 + 1
+//   planes; once the ring holds an output plane's window, blur along axis 0 and write it.
+// Every tap sum runs in tap order with explicitly rounded operations (as the 1-D passes before it did); the
+// axis order is 2, 1, 0 (bgv2: 0, 1, 2), a rounding-level difference. Each thread owns two columns and reads only
+// its own ring entries, so the ring needs no barrier. Epilogue: statistics of the result (contrast input) and the
+// nearest-exact low-res picks of the result (raw V1; brightness/contrast are applied when they are read).
+inline constexpr int kBlurTX = 32, kBlurTY = 16, kBlurTZ = 16;
+inline constexpr int kBlurRing = 2 * kMaxBlurRadius + 1;
+inline constexpr int kBlurHaloY = kBlurTY + 2 * kMaxBlurRadius, kBlurHaloX = kBlurTX + 2 * kMaxBlurRadius;
+inline constexpr int kBlurLoadRows = kBlurHaloY / (kThreads / 32), kBlurLoadCols = (kBlurHaloX + 31) / 32;
+static_assert(kThreads == 256 && kBlurTX == 32 && kBlurTY == 2 * (kThreads / 32), "two columns per thread");
+
+struct BlurArgs {
+  Dims d;
+  const SampleParams* params;
+  const float* src;
+  float* dst;
+  int want_stats;
+  StatsSlot slot;
+  float* low;  // low-res picks, null when no sample uses low-res
+  int tiles_x;
+};
+
+// Store, statistics and low-res pick of one blurred voxel (the output voxel is the nearest-exact source of at most
+// one low-res voxel (qz, qy, qx); -1 = none).
+struct BlurSink {
+  float* o;
+  float* low;  // null: no picks for this slice
+  int P1, P2, Q1, Q2;
+  bool stats;
+  __device__ __forceinline__ void Emit(int z, int y, int x, int qz, int qy, int qx, float v, Partial& part) const {
+    o[(static_cast<int64_t>(z) * P1 + y) * P2 + x] = v;
+    if (stats) Accumulate(part, v);
+    if (qz >= 0 && qy >= 0 && qx >= 0) low[(qz * Q1 + qy) * Q2 + qx] = v;
+  }
+};
+
+// Fast path, every radius <= kR: the taps are compile-time (weights zero-padded to radius kR: a zero tap adds an
+// exact 0), fused multiply-adds, and the axis-0 window lives in registers (shifted one plane per step). A thread
+// owns output rows 2·ty and 2·ty + 1 of the tile (they share 2·kR of their 2·kR + 2 axis-1 taps).
+// The axis-0 taps stay in registers; the axis-1/2 taps (zero-padded, in `wpad`) are re-read from shared memory
+// each plane (broadcast loads) so that they are live only in their pass (register pressure: 4 blocks per SM).
+template <int kR>
+__device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
+                                         float (*tile)[kBlurHaloX], float (*xb)[kBlurTX], float* wpad,
+                                         const float* s, const BlurSink& sink, const int* Q, Partial& part) {
+  constexpr int kW = 2 * kR + 1, kHY = kBlurTY + 2 * kR, kHX = kBlurTX + 2 * kR;
+  constexpr int kRows = (kHY + 7) / 8, kCols = (kHX + 31) / 32;
+  if (threadIdx.x < 3 * kW) {
+    const int axis = threadIdx.x / kW, off = threadIdx.x % kW - kR;
+    wpad[threadIdx.x] = (off >= -rad[axis] && off <= rad[axis]) ? w[axis][off + rad[axis]] : 0.f;
+  }
+  __syncthreads();
+  float wz[kW];
+#pragma unroll
+  for (int t = 0; t < kW; ++t) wz[t] = wpad[t];
+  const float* wy = wpad + kW;
+  const float* wx = wpad + 2 * kW;
+  const int P0 = a.d.out[0], P1 = a.d.out[1], P2 = a.d.out[2];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const int y0 = (blockIdx.x / a.tiles_x) * kBlurTY, x0 = (blockIdx.x % a.tiles_x) * kBlurTX;
+  const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
+  int row_off[kRows], col_off[kCols];
+#pragma unroll
+  for (int ri = 0; ri < kRows; ++ri) {
+    const int i = ty + 8 * ri;
+    row_off[ri] = i < kHY ? Reflect(y0 - kR + i, P1) * P2 : -1;
+  }
+#pragma unroll
+  for (int ci = 0; ci < kCols; ++ci) {
+    const int k = tx + 32 * ci;
+    col_off[ci] = k < kHX ? Reflect(x0 - kR + k, P2) : -1;
+  }
+  float pre[kRows][kCols];
+  auto load = [&](int p) {
+    const float* sp = s + static_cast<int64_t>(Reflect(p, P0)) * P1 * P2;
+#pragma unroll
+    for (int ri = 0; ri < kRows; ++ri) {
+#pragma unroll
+      for (int ci = 0; ci < kCols; ++ci) {
+        pre[ri][ci] = (row_off[ri] >= 0 && col_off[ci] >= 0) ? __ldg(sp + row_off[ri] + col_off[ci]) : 0.f;
+      }
+    }
+  };
+  const int ya = 2 * ty, x = x0 + tx;
+  const int qx = sink.low && x < P2 ? NearestExactInverse(x, P2, Q[2]) : -1;
+  int qy[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) qy[h] = sink.low && y0 + ya + h < P1 ? NearestExactInverse(y0 + ya + h, P1, Q[1]) : -1;
+  float zwin[2][kW];
+#pragma unroll
+  for (int t = 0; t < kW; ++t) zwin[0][t] = zwin[1][t] = 0.f;
+  const int p_last = ze - 1 + kR;
+  load(zs - kR);
+  for (int p = zs - kR; p <= p_last; ++p) {
+#pragma unroll
+    for (int ri = 0; ri < kRows; ++ri) {
+#pragma unroll
+      for (int ci = 0; ci < kCols; ++ci) {
+        if (row_off[ri] >= 0 && col_off[ci] >= 0) tile[ty + 8 * ri][tx + 32 * ci] = pre[ri][ci];
+      }
+    }
+    __syncthreads();
+    if (p < p_last) load(p + 1);  // in flight while this plane is blurred
+    {
+      float wt[kW];
+#pragma unroll
+      for (int t = 0; t < kW; ++t) wt[t] = wx[t];
+#pragma unroll
+      for (int ri = 0; ri < kRows; ++ri) {
+        const int i = ty + 8 * ri;
+        if (i < kHY) {
+          float acc = 0.f;
+#pragma unroll
+          for (int t = 0; t < kW; ++t) acc = __fmaf_rn(wt[t], tile[i][tx + t], acc);
+          xb[i][tx] = acc;
+        }
+      }
+    }
+    __syncthreads();
+    float col[kW + 1];
+#pragma unroll
+    for (int t = 0; t <= kW; ++t) col[t] = xb[ya + t][tx];
+    float v0 = 0.f, v1 = 0.f;
+#pragma unroll
+    for (int t = 0; t < kW; ++t) {
+      v0 = __fmaf_rn(wy[t], col[t], v0);
+      v1 = __fmaf_rn(wy[t], col[t + 1], v1);
+    }
+#pragma unroll
+    for (int t = 0; t + 1 < kW; ++t) {
+      zwin[0][t] = zwin[0][t + 1];
+      zwin[1][t] = zwin[1][t + 1];
+    }
+    zwin[0][kW - 1] = v0;
+    zwin[1][kW - 1] = v1;
+    const int zo = p - kR;
+    if (zo >= zs) {
+      const int qz = sink.low ? NearestExactInverse(zo, P0, Q[0]) : -1;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float acc = 0.f;
+#pragma unroll
+        for (int t = 0; t < kW; ++t) acc = __fmaf_rn(wz[t], zwin[h][t], acc);
+        if (y0 + ya + h < P1 && x < P2) sink.Emit(zo, y0 + ya + h, x, qz, qy[h], qx, acc, part);
+      }
+    }
+  }
+}
+
+// General path (any radius <= kMaxBlurRadius; rare: sigma > ~1.08): run-time taps, no prefetch (few registers), the
+// axis-0 window in a shared-memory ring of 2·r0 + 1 planes; each thread owns rows ty and ty + 8 and reads only its own ring entries (no barrier needed).
+__device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
+                                            float (*tile)[kBlurHaloX], float (*xb)[kBlurTX],
+                                            float (*ring)[kBlurTY][kBlurTX], const float* s, const BlurSink& sink,
+                                            const int* Q, Partial& part) {
+  const int r0 = rad[0], r1 = rad[1], r2 = rad[2];
+  const int P0 = a.d.out[0], P1 = a.d.out[1], P2 = a.d.out[2];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const int y0 = (blockIdx.x / a.tiles_x) * kBlurTY, x0 = (blockIdx.x % a.tiles_x) * kBlurTX;
+  const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
+  const int hy = kBlurTY + 2 * r1, hx = kBlurTX + 2 * r2;
+  int row_off[kBlurLoadRows], col_off[kBlurLoadCols];
+#pragma unroll
+  for (int ri = 0; ri < kBlurLoadRows; ++ri) {
+    const int i = ty + ri * (kThreads / 32);
+    row_off[ri] = i < hy ? Reflect(y0 - r1 + i, P1) * P2 : -1;
+  }
+#pragma unroll
+  for (int ci = 0; ci < kBlurLoadCols; ++ci) {
+    const int k = tx + ci * 32;
+    col_off[ci] = k < hx ? Reflect(x0 - r2 + k, P2) : -1;
+  }
+  const int x = x0 + tx;
+  const int qx = sink.low && x < P2 ? NearestExactInverse(x, P2, Q[2]) : -1;
+  int qy[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int y = y0 + ty + 8 * h;
+    qy[h] = sink.low && y < P1 ? NearestExactInverse(y, P1, Q[1]) : -1;
+  }
+  const int nring = 2 * r0 + 1;
+  const int p_first = zs - r0, p_last = ze - 1 + r0;
+  int slot = 0;
+  for (int p = p_first; p <= p_last; ++p) {
+    const float* sp = s + static_cast<int64_t>(Reflect(p, P0)) * P1 * P2;
+    for (int ri = 0; ri < kBlurLoadRows; ++ri) {
+      for (int ci = 0; ci < kBlurLoadCols; ++ci) {
+        if (row_off[ri] >= 0 && col_off[ci] >= 0) {
+          tile[ty + ri * (kThreads / 32)][tx + ci * 32] = __ldg(sp + row_off[ri] + col_off[ci]);
+        }
+      }
+    }
+    __syncthreads();
+    for (int i = ty; i < hy; i += kThreads / 32) {
+      float acc = 0.f;
+      for (int t = 0; t <= 2 * r2; ++t) acc = __fmaf_rn(w[2][t], tile[i][tx + t], acc);
+      xb[i][tx] = acc;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int yy = ty + 8 * h;
+      float acc = 0.f;
+      for (int t = 0; t <= 2 * r1; ++t) acc = __fmaf_rn(w[1][t], xb[yy + t][tx], acc);
+      ring[slot][yy][tx] = acc;
+    }
+    const int zo = p - r0;
+    if (zo >= zs) {
+      // The window of zo occupies every ring slot, oldest first at slot + 1.
+      const int first = slot + 1 == nring ? 0 : slot + 1;
+      const int qz = sink.low ? NearestExactInverse(zo, P0, Q[0]) : -1;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int yy = ty + 8 * h, y = y0 + yy;
+        float acc = 0.f;
+        int q = first;
+        for (int t = 0; t < nring; ++t) {
+          acc = __fmaf_rn(w[0][t], ring[q][yy][tx], acc);
+          q = q + 1 == nring ? 0 : q + 1;
+        }
+        if (y < P1 && x < P2) sink.Emit(zo, y, x, qz, qy[h], qx, acc, part);
+      }
+    }
+    slot = slot + 1 == nring ? 0 : slot + 1;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a) {
+  const int slice = blockIdx.z;
+  const int b = slice / a.d.c, c = slice % a.d.c;
+  const ChannelParams& cp = a.params[b].ch[c];
+  if (cp.blur_sigma[0] == 0.f) return;  // slice-uniform
+  __shared__ float w[3][kBlurRing];
+  __shared__ int rad[3];
+  __shared__ float tile[kBlurHaloY][kBlurHaloX];
+  __shared__ float xb[kBlurHaloY][kBlurTX];
+  __shared__ float ring[kBlurRing][kBlurTY][kBlurTX];
+  if (threadIdx.x < 3) {
+    const int axis = threadIdx.x;
+    const double sigma = cp.blur_sigma[axis];
+    int k = KernelSizeFor(sigma);
+    if (k > kBlurRing) k = kBlurRing;
+    if (k < 1) k = 1;
+    const int r = (k - 1) / 2;
+    double sum = 0.0;
+    for (int t = 0; t < k; ++t) {
+      const double x = static_cast<double>(t - r) / sigma;
+      sum += exp(-0.5 * x * x);
+    }
+    for (int t = 0; t < k; ++t) {
+      const double x = static_cast<double>(t - r) / sigma;
+      w[axis][t] = static_cast<float>(exp(-0.5 * x * x) / sum);
+    }
+    rad[axis] = r;
+  }
+  __syncthreads();
+  const bool pick = a.low != nullptr && LowResOn(cp, a.d);
+  const int Q[3] = {cp.lowres_shape[0], cp.lowres_shape[1], cp.lowres_shape[2]};
+  BlurSink sink;
+  sink.o = a.dst + static_cast<int64_t>(slice) * a.d.out_n;
+  sink.low = pick ? a.low + static_cast<int64_t>(slice) * a.d.out_n : nullptr;
+  sink.P1 = a.d.out[1];
+  sink.P2 = a.d.out[2];
+  sink.Q1 = Q[1];
+  sink.Q2 = Q[2];
+  sink.stats = a.want_stats != 0;
+  const float* s = a.src + static_cast<int64_t>(slice) * a.d.out_n;
+  Partial part = EmptyPartial();
+  const int rmax = max(rad[0], max(rad[1], rad[2]));
+  if (rmax <= 1) {
+    BlurFast<1>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, part);
+  } else if (rmax <= 2) {
+    BlurFast<2>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, part);
+  } else if (rmax <= 3) {
+    BlurFast<3>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, part);
+  } else {
+    BlurGeneral(a, w, rad, tile, xb, ring, s, sink, Q, part);
+  }
+  if (sink.stats) {
+    const Partial red = BlockReduce(part);
+    CommitPartial(a.slot, slice, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y, red, a.d.out_n);
+  }
+}
+
+}  // namespace
+
+int KernelSizeForHost(double sigma) { return KernelSizeFor(sigma); }
+
+cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
+                       bool lowres, cudaStream_t stream) {
+  BlurArgs a{};
+  a.d = MakeDims(shape);
+  a.params = d_params;
+  a.src = ws.x1;
+  a.dst = ws.x2;
+  a.want_stats = want_stats ? 1 : 0;
+  a.slot = ws.slot[kSlotV1];
+  a.low = lowres ? ws.low : nullptr;
+  a.tiles_x = (shape.out[2] + kBlurTX - 1) / kBlurTX;
+  const int tiles_y = (shape.out[1] + kBlurTY - 1) / kBlurTY;
+  const dim3 grid(a.tiles_x * tiles_y, (shape.out[0] + kBlurTZ - 1) / kBlurTZ, shape.batch * shape.channels);
+  BlurTiledKernel<<<grid, kThreads, 0, stream>>>(a);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  return cudaSuccess;
+}
+
+
+}  // namespace augmentd::cuda::internal

@@ -1,0 +1,106 @@
+// augment/kernels/cuda/chain_kernels.h — kernels of the generic CUDA chain (augment/cuda_stage.h): one transform per
+// launch (or a few), in place on the chain scratch, per-slice / per-sample parameter arrays in device memory (the
+// batch's ParamArena). Host-callable from plain C++ (no CUDA device code here); every launcher enqueues on `stream`,
+// never synchronises or allocates, and returns the launch error.
+//
+// Layout: image (B, C, d0, d1, d2) float32; seg (B, S, d0, d1, d2) int16. An image "slice" is one (b, c) channel,
+// index b·C + c. Semantics equal the CPU transforms (augment/transforms/<name>.h) channel by channel; the float
+// arithmetic uses the CPU's operation order with explicitly rounded operations (no FMA contraction).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "augment/kernels/cuda/pipeline_cuda.h"
+#include "augment/rng.h"
+
+namespace augmentd::cuda::chain {
+
+// Geometry of one chain tensor: `slices` = batch · channels (image) or batch · seg channels (labels).
+struct Dims {
+  int32_t batch = 0;
+  int32_t channels = 0;
+  int32_t shape[3] = {0, 0, 0};
+  int64_t voxels() const { return int64_t{shape[0]} * shape[1] * shape[2]; }
+  int32_t slices() const { return batch * channels; }
+};
+
+// ---- Per image slice ------------------------------------------------------------------------------------
+struct ScaleShiftSlice {  // x ← x·mul + add (multiplicative_brightness: add 0; brightness_additive: mul 1)
+  float mul = 1.f, add = 0.f;
+  int32_t on = 0, pad = 0;
+};
+struct NoiseSlice {  // x[i] ← x[i] + sigma · NormalAt(key, i)
+  StreamKey key{};
+  float sigma = 0.f;
+  int32_t on = 0, pad[2] = {0, 0};
+};
+struct ContrastSlice {  // x ← (x − mean)·factor + mean, clamped to the prior [min, max] with preserve_range
+  float factor = 1.f;
+  int32_t on = 0, preserve_range = 1, pad = 0;
+};
+struct GammaSlice {  // augment/transforms/gamma.h
+  float gamma = 1.f;
+  int32_t on = 0, invert = 0, retain = 0;
+};
+struct LowResSlice {  // nearest-exact down to q, trilinear (align_corners=False) back up
+  int32_t q[3] = {0, 0, 0};
+  int32_t on = 0;
+};
+struct BlurSlice {  // separable correlation along axes 0, 1, 2 with reflect padding; taps in the weights array
+  int32_t offset[3] = {0, 0, 0};  // first tap of axis d in `weights`
+  int32_t taps[3] = {0, 0, 0};    // odd
+  int32_t on = 0, pad = 0;
+};
+
+// ---- Per sample ----------------------------------------------------------------------------------------
+// Signed axis permutation (mirror, rot90, transpose_axes on equal-size axes): output voxel o reads the input voxel
+// src with src[d] = flip[d] ? S_d − 1 − o[perm[d]] : o[perm[d]] (augment/transforms/transpose_axes.h).
+struct PermuteSample {
+  int32_t perm[3] = {0, 1, 2};
+  int32_t flip[3] = {0, 0, 0};
+  int32_t on = 0, pad = 0;
+};
+
+// Bytes of `stats_scratch` the statistics-based launchers (contrast, gamma) need for `d`.
+size_t StatsScratchBytes(const Dims& d);
+
+cudaError_t LaunchScaleShift(const Dims& d, float* x, const ScaleShiftSlice* p, cudaStream_t stream);
+cudaError_t LaunchNoise(const Dims& d, float* x, const NoiseSlice* p, cudaStream_t stream);
+cudaError_t LaunchContrast(const Dims& d, float* x, const ContrastSlice* p, void* stats_scratch, cudaStream_t stream);
+cudaError_t LaunchGamma(const Dims& d, float* x, const GammaSlice* p, void* stats_scratch, cudaStream_t stream);
+// `tmp`: 2 · batch · channels · voxels floats.
+cudaError_t LaunchBlur(const Dims& d, float* x, const BlurSlice* p, const float* weights, float* tmp,
+                       cudaStream_t stream);
+// `tmp`: batch · channels · voxels floats.
+cudaError_t LaunchLowRes(const Dims& d, float* x, const LowResSlice* p, float* tmp, cudaStream_t stream);
+// Image and labels permuted per sample (`seg` may be null when seg.channels == 0); `img_tmp` / `seg_tmp` hold a
+// full copy of each. Every axis exchanged by a permutation must have equal sizes (the caller checks).
+cudaError_t LaunchPermute(const Dims& img, float* x, float* img_tmp, const Dims& seg, int16_t* s, int16_t* seg_tmp,
+                          const PermuteSample* p, cudaStream_t stream);
+// mask_image: for each sample with on[b] and each channel c with bit c of `channel_bits`:
+// x[b, c] ← value where seg[b, seg_channel] < 0.
+cudaError_t LaunchMaskImage(const Dims& img, float* x, const Dims& seg, const int16_t* s, int32_t seg_channel,
+                            uint64_t channel_bits, float value, const int32_t* on, cudaStream_t stream);
+// remove_label: for each sample with on[b] and seg channel k with bit k of `channel_bits`: label → set_to.
+cudaError_t LaunchReplaceLabel(const Dims& seg, int16_t* s, uint64_t channel_bits, int16_t label, int16_t set_to,
+                               const int32_t* on, cudaStream_t stream);
+// convert_segmentation_to_regions: out[b, r] = isin(src[b], labels[offsets[r] .. offsets[r + 1])) as 0/1, r < regions.
+// `src` (B, 1, voxels) must not alias `out` (B, regions, voxels).
+cudaError_t LaunchRegions(int32_t batch, int64_t voxels, const int16_t* src, int16_t* out, int32_t regions,
+                          const int32_t* offsets, const int16_t* labels, cudaStream_t stream);
+// Copies channel `channel` of (B, channels, voxels) int16 into dst (B, 1, voxels) (and back with `scatter`).
+cudaError_t LaunchSegChannelCopy(int32_t batch, int32_t channels, int64_t voxels, int32_t channel, int16_t* planes,
+                                 int16_t* dst, bool scatter, cudaStream_t stream);
+
+// ---- Outputs -------------------------------------------------------------------------------------------
+// float32 (n values) → out in `dtype`.
+cudaError_t LaunchStoreImage(int64_t n, const float* x, void* out, OutDType dtype, cudaStream_t stream);
+// Labels (B·channels planes of `in` voxels) → one DS level of `out` voxels per plane, nearest-exact (torch index
+// rule; `out` == `in` shape copies), as int16 or, with `as_bool`, as 0/1 bytes.
+cudaError_t LaunchSegLevel(int32_t planes, const int32_t in[3], const int16_t* s, const int32_t out[3], void* dst,
+                           bool as_bool, cudaStream_t stream);
+
+}  // namespace augmentd::cuda::chain

@@ -1,0 +1,210 @@
+// augment/kernels/cuda/chain_resample.cu — index-mapping kernels of the generic chain (chain_kernels.h): separable
+// blur with reflect padding, low-resolution simulation (nearest-exact down, trilinear up), signed axis permutations
+// and the deep-supervision label levels. Index rules (nearest-exact, align_corners=False) are common.cuh's.
+#include "augment/kernels/cuda/chain_common.cuh"
+
+namespace augmentd::cuda::chain {
+namespace {
+
+using internal::kThreads;
+
+struct Shape3 {
+  int s[3];
+};
+
+__device__ __forceinline__ void Unravel3(int64_t i, const Shape3& sh, int& a, int& b, int& c) {
+  c = static_cast<int>(i % sh.s[2]);
+  const int64_t t = i / sh.s[2];
+  b = static_cast<int>(t % sh.s[1]);
+  a = static_cast<int>(t / sh.s[1]);
+}
+
+// Linear index in `in` of the nearest-exact source (torch's rule per axis) of voxel (a, b, c) of `out`.
+__device__ __forceinline__ int64_t NearestExactOffset(int a, int b, int c, const Shape3& in, const Shape3& out) {
+  return (int64_t{internal::NearestExactSrc(a, in.s[0], out.s[0])} * in.s[1] +
+          internal::NearestExactSrc(b, in.s[1], out.s[1])) *
+             in.s[2] +
+         internal::NearestExactSrc(c, in.s[2], out.s[2]);
+}
+
+// bgv2 'reflect' (mirror without repeating the edge voxel); the caller guarantees n > radius.
+__device__ __forceinline__ int ReflectIndex(int i, int n) {
+  if (i < 0) i = -i;
+  if (i >= n) i = 2 * (n - 1) - i;
+  return i;
+}
+
+// One axis of the separable blur: dst = correlate(src, taps) along `axis`, accumulated tap by tap from 0 as the CPU.
+__global__ void __launch_bounds__(kThreads) BlurPassKernel(Shape3 sh, int axis, const float* src, float* dst,
+                                                           const BlurSlice* p, const float* weights) {
+  const BlurSlice q = p[blockIdx.y];
+  if (!q.on) return;
+  const int64_t n = int64_t{sh.s[0]} * sh.s[1] * sh.s[2];
+  const int len = sh.s[axis];
+  const int64_t stride = axis == 0 ? int64_t{sh.s[1]} * sh.s[2] : (axis == 1 ? sh.s[2] : 1);
+  const int taps = q.taps[axis], r = taps / 2;
+  const float* w = weights + q.offset[axis];
+  const float* s = src + blockIdx.y * n;
+  float* o = dst + blockIdx.y * n;
+  AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
+    const int pos = static_cast<int>((i / stride) % len);
+    const int64_t row = i - pos * stride;
+    float acc = 0.f;
+    for (int t = 0; t < taps; ++t)
+      acc = __fadd_rn(acc, __fmul_rn(__ldg(s + row + ReflectIndex(pos + t - r, len) * stride), __ldg(w + t)));
+    o[i] = acc;
+  }
+}
+
+__device__ __forceinline__ bool LowResOn(const LowResSlice& q) {
+  return q.on && q.q[0] > 0 && q.q[1] > 0 && q.q[2] > 0;
+}
+
+__global__ void __launch_bounds__(kThreads) LowResDownKernel(Shape3 sh, const float* x, float* low,
+                                                             const LowResSlice* p) {
+  const LowResSlice q = p[blockIdx.y];
+  if (!LowResOn(q)) return;
+  const int64_t n = int64_t{sh.s[0]} * sh.s[1] * sh.s[2];
+  const Shape3 Q{{q.q[0], q.q[1], q.q[2]}};
+  const int64_t qn = int64_t{Q.s[0]} * Q.s[1] * Q.s[2];
+  const float* v = x + blockIdx.y * n;
+  float* o = low + blockIdx.y * n;
+  AUGMENTD_CHAIN_FOR_VOXELS(i, qn) {
+    int a, b, c;
+    Unravel3(i, Q, a, b, c);
+    o[i] = v[NearestExactOffset(a, b, c, sh, Q)];
+  }
+}
+
+// Trilinear up-sampling Q → shape in torch's nested order (w0·(w0·(w0·v000 + w1·v001) + …) + w1·(…)).
+__global__ void __launch_bounds__(kThreads) LowResUpKernel(Shape3 sh, float* x, const float* low,
+                                                           const LowResSlice* p) {
+  const LowResSlice q = p[blockIdx.y];
+  if (!LowResOn(q)) return;
+  const int64_t n = int64_t{sh.s[0]} * sh.s[1] * sh.s[2];
+  const int Q[3] = {q.q[0], q.q[1], q.q[2]};
+  const float ratio[3] = {static_cast<float>(Q[0]) / sh.s[0], static_cast<float>(Q[1]) / sh.s[1],
+                          static_cast<float>(Q[2]) / sh.s[2]};
+  const float* l = low + blockIdx.y * n;
+  float* o = x + blockIdx.y * n;
+  AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
+    int j0, j1, j2;
+    Unravel3(i, sh, j0, j1, j2);
+    int a0, a1, b0, b1, c0, c1;
+    float la, lb, lc;
+    internal::LinearSrc(j0, Q[0], sh.s[0], ratio[0], a0, a1, la);
+    internal::LinearSrc(j1, Q[1], sh.s[1], ratio[1], b0, b1, lb);
+    internal::LinearSrc(j2, Q[2], sh.s[2], ratio[2], c0, c1, lc);
+    const float ha = __fsub_rn(1.f, la), hb = __fsub_rn(1.f, lb), hc = __fsub_rn(1.f, lc);
+    const float* r00 = l + (int64_t{a0} * Q[1] + b0) * Q[2];
+    const float* r01 = l + (int64_t{a0} * Q[1] + b1) * Q[2];
+    const float* r10 = l + (int64_t{a1} * Q[1] + b0) * Q[2];
+    const float* r11 = l + (int64_t{a1} * Q[1] + b1) * Q[2];
+    const float v0 = __fadd_rn(__fmul_rn(r00[c0], hc), __fmul_rn(r00[c1], lc));
+    const float v1 = __fadd_rn(__fmul_rn(r01[c0], hc), __fmul_rn(r01[c1], lc));
+    const float v2 = __fadd_rn(__fmul_rn(r10[c0], hc), __fmul_rn(r10[c1], lc));
+    const float v3 = __fadd_rn(__fmul_rn(r11[c0], hc), __fmul_rn(r11[c1], lc));
+    const float u0 = __fadd_rn(__fmul_rn(v0, hb), __fmul_rn(v1, lb));
+    const float u1 = __fadd_rn(__fmul_rn(v2, hb), __fmul_rn(v3, lb));
+    o[i] = __fadd_rn(__fmul_rn(u0, ha), __fmul_rn(u1, la));
+  }
+}
+
+// Gathers one (sample, channel) plane of `src` into `dst` through the sample's signed permutation.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) PermuteKernel(Shape3 sh, int channels, const T* src, T* dst,
+                                                          const PermuteSample* p) {
+  const int b = blockIdx.y / channels;
+  const PermuteSample q = p[b];
+  const int64_t n = int64_t{sh.s[0]} * sh.s[1] * sh.s[2];
+  const T* s = src + blockIdx.y * n;
+  T* o = dst + blockIdx.y * n;
+  AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
+    if (!q.on) {
+      o[i] = s[i];
+      continue;
+    }
+    int out[3];
+    Unravel3(i, sh, out[0], out[1], out[2]);
+    int in[3];
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+      const int v = out[q.perm[d]];
+      in[d] = q.flip[d] ? sh.s[d] - 1 - v : v;
+    }
+    o[i] = s[(int64_t{in[0]} * sh.s[1] + in[1]) * sh.s[2] + in[2]];
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) SegLevelKernel(Shape3 in, Shape3 out, const int16_t* s, void* dst,
+                                                           int as_bool) {
+  const int64_t in_n = int64_t{in.s[0]} * in.s[1] * in.s[2], out_n = int64_t{out.s[0]} * out.s[1] * out.s[2];
+  const int16_t* v = s + blockIdx.y * in_n;
+  AUGMENTD_CHAIN_FOR_VOXELS(i, out_n) {
+    int a, b, c;
+    Unravel3(i, out, a, b, c);
+    const int64_t src = NearestExactOffset(a, b, c, in, out);
+    const int64_t o = blockIdx.y * out_n + i;
+    if (as_bool) {
+      static_cast<uint8_t*>(dst)[o] = v[src] != 0 ? 1 : 0;
+    } else {
+      static_cast<int16_t*>(dst)[o] = v[src];
+    }
+  }
+}
+
+Shape3 ShapeOf(const Dims& d) { return Shape3{{d.shape[0], d.shape[1], d.shape[2]}}; }
+
+}  // namespace
+
+cudaError_t LaunchBlur(const Dims& d, float* x, const BlurSlice* p, const float* weights, float* tmp,
+                       cudaStream_t stream) {
+  const Shape3 sh = ShapeOf(d);
+  float* t0 = tmp;
+  float* t1 = tmp + static_cast<int64_t>(d.slices()) * d.voxels();
+  const dim3 grid = SliceGrid(d.voxels(), d.slices());
+  BlurPassKernel<<<grid, kThreads, 0, stream>>>(sh, 0, x, t0, p, weights);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  BlurPassKernel<<<grid, kThreads, 0, stream>>>(sh, 1, t0, t1, p, weights);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  BlurPassKernel<<<grid, kThreads, 0, stream>>>(sh, 2, t1, x, p, weights);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchLowRes(const Dims& d, float* x, const LowResSlice* p, float* tmp, cudaStream_t stream) {
+  const Shape3 sh = ShapeOf(d);
+  const dim3 grid = SliceGrid(d.voxels(), d.slices());
+  LowResDownKernel<<<grid, kThreads, 0, stream>>>(sh, x, tmp, p);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  LowResUpKernel<<<grid, kThreads, 0, stream>>>(sh, x, tmp, p);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchPermute(const Dims& img, float* x, float* img_tmp, const Dims& seg, int16_t* s, int16_t* seg_tmp,
+                          const PermuteSample* p, cudaStream_t stream) {
+  if (img.slices() > 0) {
+    PermuteKernel<float><<<SliceGrid(img.voxels(), img.slices()), kThreads, 0, stream>>>(ShapeOf(img), img.channels,
+                                                                                         x, img_tmp, p);
+    AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+    AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x, img_tmp, sizeof(float) * img.slices() * img.voxels(),
+                                                  cudaMemcpyDeviceToDevice, stream));
+  }
+  if (s != nullptr && seg.slices() > 0) {
+    PermuteKernel<int16_t><<<SliceGrid(seg.voxels(), seg.slices()), kThreads, 0, stream>>>(ShapeOf(seg),
+                                                                                           seg.channels, s, seg_tmp, p);
+    AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+    AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s, seg_tmp, sizeof(int16_t) * seg.slices() * seg.voxels(),
+                                                  cudaMemcpyDeviceToDevice, stream));
+  }
+  return cudaSuccess;
+}
+
+cudaError_t LaunchSegLevel(int32_t planes, const int32_t in[3], const int16_t* s, const int32_t out[3], void* dst,
+                           bool as_bool, cudaStream_t stream) {
+  const Shape3 a{{in[0], in[1], in[2]}}, b{{out[0], out[1], out[2]}};
+  SegLevelKernel<<<SliceGrid(int64_t{out[0]} * out[1] * out[2], planes), kThreads, 0, stream>>>(a, b, s, dst,
+                                                                                                as_bool ? 1 : 0);
+  return cudaGetLastError();
+}
+
+}  // namespace augmentd::cuda::chain

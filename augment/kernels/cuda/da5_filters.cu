@@ -1,0 +1,87 @@
+// Median filter and sharpening of the DA5 chain (stencils: they read a copy of the image and write the image).
+//
+// Median: one block per 4×8×8 output tile of one slice; the tile plus its k−1 halo (scipy 'reflect' indices,
+// origin 0: the window starts k/2 voxels before the output) is loaded once into shared memory as ordered keys,
+// then every thread selects the exact rank-⌊k³/2⌋ key of its window (SelectRankKey: ≤ 17 counting passes over
+// the window instead of a sort). Bit-identical to scipy / the CPU transform.
+#include "augment/kernels/cuda/da5_common.cuh"
+#include "augment/kernels/cuda/da5_kernels.h"
+
+namespace augmentd::cuda::da5 {
+namespace {
+using internal::kThreads;
+constexpr int kTz = 4, kTy = 8, kTx = 8;  // output tile (kTz·kTy·kTx == kThreads)
+static_assert(kTz * kTy * kTx == kThreads);
+
+__global__ void MedianKernel(const float* __restrict__ src, float* __restrict__ dst, const int32_t* __restrict__ ks,
+                             int d0, int d1, int d2, int tiles1, int tiles2) {
+  const int slice = blockIdx.y;
+  const int k = ks[slice];
+  if (k <= 1) return;
+  extern __shared__ uint32_t keys[];
+  const int tile = blockIdx.x;
+  const int o0 = tile / (tiles1 * tiles2) * kTz;
+  const int o1 = tile / tiles2 % tiles1 * kTy;
+  const int o2 = tile % tiles2 * kTx;
+  const int before = k / 2;
+  const int h1 = kTy + k - 1, h2 = kTx + k - 1;
+  const int halo = (kTz + k - 1) * h1 * h2;
+  const int64_t plane = static_cast<int64_t>(d0) * d1 * d2;
+  const float* s = src + slice * plane;
+  for (int m = threadIdx.x; m < halo; m += blockDim.x) {
+    const int c = m % h2, b = m / h2 % h1, a = m / (h1 * h2);
+    const int i = ReflectIndex(o0 - before + a, d0), j = ReflectIndex(o1 - before + b, d1);
+    const int l = ReflectIndex(o2 - before + c, d2);
+    keys[m] = OrderedKey(s[(static_cast<int64_t>(i) * d1 + j) * d2 + l]);
+  }
+  __syncthreads();
+  const int z = threadIdx.x / (kTy * kTx), y = threadIdx.x / kTx % kTy, x = threadIdx.x % kTx;
+  const int i = o0 + z, j = o1 + y, l = o2 + x;
+  if (i >= d0 || j >= d1 || l >= d2) return;
+  const Window3 w{keys + (z * h1 + y) * h2 + x, k, h1 * h2, h2};
+  const uint32_t key = SelectRankKey(w, static_cast<uint32_t>(k * k * k / 2));
+  dst[slice * plane + (static_cast<int64_t>(i) * d1 + j) * d2 + l] = KeyToFloat(key);
+}
+
+__global__ void SharpenKernel(const float* __restrict__ src, float* __restrict__ dst,
+                              const SharpenSlice* __restrict__ p, const SliceMoments* __restrict__ stats, int d0,
+                              int d1, int d2) {
+  const int slice = blockIdx.y;
+  const SharpenSlice q = p[slice];
+  if (!q.apply) return;
+  const int64_t plane = static_cast<int64_t>(d0) * d1 * d2;
+  const float* s = src + slice * plane;
+  float* o = dst + slice * plane;
+  const float lo = q.clamp ? stats[slice].mn : 0.f, hi = q.clamp ? stats[slice].mx : 0.f;
+  for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < plane;
+       v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int i, j, l;
+    internal::Unravel(v, d1, d2, i, j, l);
+    float r = SharpenAt(s, d0, d1, d2, i, j, l, q.strength);
+    if (q.clamp) r = ClampF(r, lo, hi);
+    o[v] = r;
+  }
+}
+}  // namespace
+
+cudaError_t LaunchMedian(const float* src, float* dst, const int32_t* k, int slices, const int32_t shape[3], int max_k,
+                         cudaStream_t stream) {
+  if (slices <= 0 || max_k <= 1) return cudaSuccess;
+  if (max_k > kMaxMedianSize) return cudaErrorInvalidValue;
+  const int t0 = (shape[0] + kTz - 1) / kTz, t1 = (shape[1] + kTy - 1) / kTy, t2 = (shape[2] + kTx - 1) / kTx;
+  const size_t smem = sizeof(uint32_t) * (kTz + max_k - 1) * (kTy + max_k - 1) * (kTx + max_k - 1);
+  MedianKernel<<<dim3(t0 * t1 * t2, slices), kThreads, smem, stream>>>(src, dst, k, shape[0], shape[1], shape[2], t1,
+                                                                       t2);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchSharpen(const float* src, float* dst, const SharpenSlice* p, const SliceMoments* stats, int slices,
+                          const int32_t shape[3], cudaStream_t stream) {
+  if (slices <= 0) return cudaSuccess;
+  const int64_t plane = int64_t{shape[0]} * shape[1] * shape[2];
+  SharpenKernel<<<dim3(internal::SliceBlocks(plane), slices), kThreads, 0, stream>>>(src, dst, p, stats, shape[0],
+                                                                                     shape[1], shape[2]);
+  return cudaGetLastError();
+}
+
+}  // namespace augmentd::cuda::da5

@@ -1,0 +1,81 @@
+"""augmentd.wire: StreamBatchesResponse decoding that keeps inline tensor bytes as views (no server needed)."""
+import numpy as np
+import pytest
+
+import augmentd_server  # noqa: F401  (puts the client package on sys.path)
+from augmentd.sessions import Batch
+from augmentd.tensors import from_numpy
+from augmentd.v1 import batch_pb2, tensor_pb2
+from augmentd.wire import decode_stream_response
+
+
+def _response(rng, image_inline=True):
+    image = rng.standard_normal((2, 1, 40, 41, 42)).astype(np.float16)
+    targets = [rng.integers(-1, 3, (2, 1, 40 // s, 41 // s, 42 // s)).astype(np.int8) for s in (1, 2, 4)]
+    r = batch_pb2.StreamBatchesResponse()
+    r.batch.session_id = "s1"
+    r.batch.batch_index = 7
+    if image_inline:
+        r.batch.image.CopyFrom(from_numpy(image, "image"))
+    else:
+        r.batch.image.CopyFrom(tensor_pb2.Tensor(name="image", dtype=tensor_pb2.DTYPE_FLOAT16, shape=image.shape,
+                                                 host_shm=tensor_pb2.HostShmRef(region="slot0", offset=0,
+                                                                                byte_size=image.nbytes)))
+    for k, t in enumerate(targets):
+        r.batch.targets.append(from_numpy(t, f"target_{k}"))
+    r.batch.samples.add(sample_index=14, case_id="c0", bbox_lower=[-3, 4, 5])
+    r.batch.timing.sent_unix_ns = 1234567890123
+    return r, image, targets
+
+
+def test_inline_bytes_become_views_and_the_rest_is_parsed():
+    r, image, targets = _response(np.random.default_rng(0))
+    raw = r.SerializeToString()
+    d = decode_stream_response(raw)
+    expected = batch_pb2.StreamBatchesResponse()
+    expected.CopyFrom(r)
+    expected.batch.image.inline_data = b""
+    for t in expected.batch.targets:
+        t.inline_data = b""
+    assert d.message == expected  # every other field, and the oneof still says inline_data
+    assert d.message.batch.image.WhichOneof("storage") == "inline_data"
+    assert all(isinstance(v, memoryview) and v.obj is raw for v in d.inline)  # views of the received bytes
+    batch = Batch(d.message.batch, inline=d.inline)
+    np.testing.assert_array_equal(batch.image, image)
+    for got, want in zip(batch.targets, targets):
+        np.testing.assert_array_equal(got, want)
+    torch = pytest.importorskip("torch")
+    img, tg = batch.torch()
+    assert img.dtype == torch.float16 and torch.equal(tg[2], torch.from_numpy(targets[2]))
+
+
+def test_tensors_that_are_not_inline_and_end_messages():
+    r, _, targets = _response(np.random.default_rng(1), image_inline=False)
+    d = decode_stream_response(r.SerializeToString())
+    assert d.inline[0] is None and d.message.batch.image.host_shm.region == "slot0"
+    np.testing.assert_array_equal(np.frombuffer(d.inline[2], np.int8).reshape(targets[1].shape), targets[1])
+    end = batch_pb2.StreamBatchesResponse(end=batch_pb2.StreamEnd(next_batch_index=5, reason="client finished"))
+    d = decode_stream_response(end.SerializeToString())
+    assert d.message == end and d.inline is None
+
+
+def test_a_batch_field_sent_twice_is_left_to_protobuf():
+    r, image, _ = _response(np.random.default_rng(2))
+    raw = r.SerializeToString() + batch_pb2.StreamBatchesResponse(batch=batch_pb2.Batch(batch_index=9)).SerializeToString()
+    d = decode_stream_response(raw)
+    assert d.inline is None and d.message == batch_pb2.StreamBatchesResponse.FromString(raw)
+    assert d.message.batch.batch_index == 9 and len(d.message.batch.image.inline_data) == image.nbytes
+
+
+def test_small_messages_are_parsed_by_protobuf():
+    r = batch_pb2.StreamBatchesResponse()
+    r.batch.image.CopyFrom(from_numpy(np.ones((1, 1, 4, 4, 4), np.float16), "image"))
+    d = decode_stream_response(r.SerializeToString())
+    assert d.inline is None and d.message == r
+    np.testing.assert_array_equal(Batch(d.message.batch, inline=d.inline).image, np.ones((1, 1, 4, 4, 4)))
+
+
+def test_truncated_messages_are_rejected():
+    r, _, _ = _response(np.random.default_rng(3))
+    with pytest.raises((ValueError, IndexError)):
+        decode_stream_response(r.SerializeToString()[:-5])
