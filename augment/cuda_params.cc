@@ -177,7 +177,7 @@ absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec) {
         break;
       }
       default:
-        return Unimplemented(name, t, "no CUDA kernel (e.g. region targets)");
+        return Unimplemented(name, t, "not a stage of the fused kernels (the generic chain runs it)");
     }
     if (st <= last) {
       return Unimplemented(name, t,

@@ -6,7 +6,7 @@
 #   benchmark, the dataset-mode benchmark and the GPU fault pytest (out of GPU memory at admission). Each step is
 #   bounded in time; a short summary is printed last and every log and table lands in $OUT.
 # Knobs: BUILD_TIMEOUT (300 s), GPU_TESTS (a ctest -R regex), SKIP_BENCH=1, DATASET_BENCH=0, CPU_TESTS=1 (also
-# ctest -LE gpu), SKIP_PYTEST=1.
+# ctest -LE gpu), SKIP_PYTEST=1, CHAIN_BENCH=1 (bench/cuda_chain_bench + bgv2 DA5 on every core: issue 10's table).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/gpu-final}
@@ -50,6 +50,13 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     --generate /tmp/augmentd-dataset-bench --cases "${CASES:-12}" --shape "${SHAPE:-256,256,256}" \
     >"$OUT/dataset-gpu.md" 2>"$OUT/dataset-bench.log"
   say "dataset bench exit $?"
+fi
+if [ "${CHAIN_BENCH:-0}" = 1 ]; then  # issue 10: DA5 through the generic chain vs bgv2 DA5 on every core, same call
+  { timeout 150 $BUILD/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-20}"
+    echo; echo "## bgv2 0.3.5 DA5 on $(nproc) cores (bench/cuda_bgv2_16cores.py --modes da5)"
+    timeout 240 python3 bench/cuda_bgv2_16cores.py --modes da5 --shapes 0 --channels 1 --samples "${BGV2_SAMPLES:-2}"
+  } >"$OUT/chain-bench.md" 2>&1
+  say "chain bench exit $?"; tail -40 "$OUT/chain-bench.md"
 fi
 FAULT_RC=skipped
 if [ "${SKIP_PYTEST:-0}" != 1 ]; then  # last: it fills the GPU's memory for a moment (GPU out of memory at admission)

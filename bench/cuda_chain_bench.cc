@@ -1,0 +1,235 @@
+// bench/cuda_chain_bench.cc — the generic CUDA chain on one GPU (issue 10): nnUNetTrainerDA5's pipeline per batch
+// and the marginal cost of each of its transforms, device in / device out through CudaAugmenter (what the service
+// runs for a CUDA session). bgv2's DA5 on all cores is the other column: bench/cuda_bgv2_16cores.py --modes da5.
+//
+//   cuda_chain_bench [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json out.jsonl]
+//
+// Rows (B × C at the preset's initial patch size → patch):
+//   da5          nnunet_da5 with DA5's probabilities (one-of groups included);
+//   da5-all-on   every entry applied (p = 1; one-of groups still pick one member per sample);
+//   base         [spatial, downsample_seg_for_ds] of the preset;
+//   +<kind>#i    [spatial, entry i forced on (p = 1, out of its one-of group), downsample_seg_for_ds]; its cost is
+//                reported as the difference to `base` (the marginal cost of that transform in the chain).
+// Timing: CUDA events around CudaAugmenter::Run on one stream; median and p90 of --iters batches after 3 warm-up
+// batches, each batch with fresh draws (first_sample_index advances). Inputs: N(0.3, 1) image, labels 0..3 in 4³
+// blobs. Exit status 2 without a CUDA device (prints why), 1 on any engine error.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "augment/cuda_engine.h"
+#include "augment/pipeline.h"
+
+namespace {
+
+using augmentd::PipelineSpec;
+using augmentd::TransformKind;
+using augmentd::TransformSpec;
+
+struct Timing {
+  double median_ms = 0, p90_ms = 0;
+};
+
+#define CHECK_CUDA(expr)                                                                   \
+  do {                                                                                     \
+    cudaError_t e_ = (expr);                                                               \
+    if (e_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_));                     \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+std::vector<int64_t> ParseShape(const char* s) {
+  std::vector<int64_t> v;
+  for (const char* p = s; *p;) {
+    v.push_back(std::strtoll(p, const_cast<char**>(&p), 10));
+    if (*p == ',') ++p;
+  }
+  return v;
+}
+
+// Device copies of one random input batch at `S`.
+struct DeviceInput {
+  float* image = nullptr;
+  int16_t* seg = nullptr;
+  DeviceInput(int64_t B, int64_t C, const std::vector<int64_t>& S) {
+    const int64_t n = S[0] * S[1] * S[2];
+    std::mt19937_64 g(42);
+    std::normal_distribution<float> nd(0.3f, 1.0f);
+    std::vector<float> img(B * C * n);
+    for (float& v : img) v = nd(g);
+    std::uniform_int_distribution<int> ld(0, 3);
+    std::vector<int16_t> lab(B * n);
+    const int64_t c1 = (S[1] + 3) / 4, c2 = (S[2] + 3) / 4;
+    std::vector<int16_t> coarse(((S[0] + 3) / 4) * c1 * c2);
+    for (int16_t& v : coarse) v = static_cast<int16_t>(ld(g));
+    for (int64_t i = 0; i < B * n; ++i) {
+      const int64_t j = i % n, a = j / (S[1] * S[2]), b = (j / S[2]) % S[1], c = j % S[2];
+      lab[i] = coarse[((a / 4) * c1 + b / 4) * c2 + c / 4];
+    }
+    CHECK_CUDA(cudaMalloc(&image, img.size() * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&seg, lab.size() * sizeof(int16_t)));
+    CHECK_CUDA(cudaMemcpy(image, img.data(), img.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(seg, lab.data(), lab.size() * sizeof(int16_t), cudaMemcpyHostToDevice));
+  }
+  ~DeviceInput() {
+    cudaFree(image);
+    cudaFree(seg);
+  }
+};
+
+// Runs `spec` `iters` times (after 3 warm-up batches) on `in`; exits 1 on an engine error.
+Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int64_t C, int iters,
+                cudaStream_t stream) {
+  auto aug = augmentd::CudaAugmenter::Create(spec, 0);
+  if (!aug.ok()) {
+    std::fprintf(stderr, "CudaAugmenter::Create: %s\n", aug.status().ToString().c_str());
+    std::exit(1);
+  }
+  const std::vector<int64_t>& S = spec.input_patch_size;
+  augmentd::CudaBatchInput input{in.image, in.seg, {B, C, S[0], S[1], S[2]}, 1};
+  auto layout = (*aug)->OutputLayout(input.image_shape, augmentd::DType::kFloat32);
+  if (!layout.ok()) {
+    std::fprintf(stderr, "OutputLayout: %s\n", layout.status().ToString().c_str());
+    std::exit(1);
+  }
+  augmentd::CudaBatchOutput out;
+  CHECK_CUDA(cudaMalloc(&out.image, layout->image_bytes));
+  for (size_t bytes : layout->seg_bytes) {
+    void* p = nullptr;
+    CHECK_CUDA(cudaMalloc(&p, bytes));
+    out.seg.push_back(static_cast<int16_t*>(p));
+  }
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  augmentd::RunOptions opt;
+  opt.seed = 7;
+  std::vector<double> ms;
+  for (int i = 0; i < iters + 3; ++i) {
+    opt.first_sample_index = static_cast<uint64_t>(i) * B;
+    CHECK_CUDA(cudaEventRecord(start, stream));
+    absl::Status st = (*aug)->Run(input, out, opt, stream);
+    if (!st.ok()) {
+      std::fprintf(stderr, "Run: %s\n", st.ToString().c_str());
+      std::exit(1);
+    }
+    CHECK_CUDA(cudaEventRecord(stop, stream));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float t = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
+    if (i >= 3) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(out.image);
+  for (int16_t* p : out.seg) cudaFree(p);
+  return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)]};
+}
+
+PipelineSpec Subset(const PipelineSpec& full, const std::vector<size_t>& keep, size_t forced) {
+  PipelineSpec s = full;
+  s.transforms.clear();
+  for (size_t i : keep) {
+    TransformSpec t = full.transforms[i];
+    if (i == forced) {
+      t.apply_probability = 1.0;
+      t.one_of_group = 0;
+      t.one_of_index = 0;
+      t.one_of_size = 1;
+    }
+    s.transforms.push_back(std::move(t));
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int64_t> patch = {128, 128, 128};
+  int64_t B = 2, C = 1;
+  int iters = 20;
+  const char* json = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--patch" && has) patch = ParseShape(argv[++i]);
+    else if (a == "--batch" && has) B = std::atoll(argv[++i]);
+    else if (a == "--channels" && has) C = std::atoll(argv[++i]);
+    else if (a == "--iters" && has) iters = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--json" && has) json = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
+                   argv[0]);
+      return a == "--help" || a == "-h" ? 0 : 1;
+    }
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "cuda_chain_bench: no CUDA device\n");
+    return 2;
+  }
+  augmentd::TrainerConfig tc;
+  tc.patch_size = patch;
+  tc.num_input_channels = C;
+  tc.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}, {0.125, 0.125, 0.125},
+                                {0.0625, 0.0625, 0.0625}};
+  auto da5 = augmentd::NnunetDa5Pipeline(tc);
+  if (!da5.ok()) {
+    std::fprintf(stderr, "nnunet_da5: %s\n", da5.status().ToString().c_str());
+    return 1;
+  }
+  const PipelineSpec& full = *da5;
+  const size_t n = full.transforms.size();
+  if (n < 2 || full.transforms.front().kind != TransformKind::kSpatial ||
+      full.transforms.back().kind != TransformKind::kDownsampleSegForDs) {
+    std::fprintf(stderr, "nnunet_da5: expected spatial first and downsample_seg_for_ds last\n");
+    return 1;
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  const std::vector<int64_t>& S = full.input_patch_size;
+  DeviceInput in(B, C, S);
+  FILE* out = json != nullptr ? std::fopen(json, "w") : nullptr;
+  std::printf("# cuda_chain_bench — %s, B=%lld C=%lld, input %lldx%lldx%lld -> patch %lldx%lldx%lld, %d iterations\n\n",
+              prop.name, (long long)B, (long long)C, (long long)S[0], (long long)S[1], (long long)S[2],
+              (long long)patch[0], (long long)patch[1], (long long)patch[2], iters);
+  std::printf("| row | ms/batch median | p90 | samples/s | marginal ms vs base |\n|---|---:|---:|---:|---:|\n");
+  auto report = [&](const std::string& row, const Timing& t, double base) {
+    const double marginal = base >= 0 ? t.median_ms - base : 0;
+    char diff[32] = "–";
+    if (base >= 0) std::snprintf(diff, sizeof(diff), "%+.3f", marginal);
+    std::printf("| %s | %.3f | %.3f | %.0f | %s |\n", row.c_str(), t.median_ms, t.p90_ms, B * 1e3 / t.median_ms, diff);
+    if (out != nullptr) {
+      std::fprintf(out, "{\"row\": \"%s\", \"B\": %lld, \"C\": %lld, \"median_ms\": %.4f, \"p90_ms\": %.4f, "
+                        "\"marginal_ms\": %.4f}\n", row.c_str(), (long long)B, (long long)C, t.median_ms, t.p90_ms,
+                   marginal);
+    }
+    std::fflush(stdout);
+  };
+  std::vector<size_t> all(n);
+  for (size_t i = 0; i < n; ++i) all[i] = i;
+  report("da5", TimeSpec(full, in, B, C, iters, stream), -1);
+  PipelineSpec on = full;
+  for (TransformSpec& t : on.transforms) t.apply_probability = 1.0;
+  report("da5-all-on", TimeSpec(on, in, B, C, iters, stream), -1);
+  const Timing base = TimeSpec(Subset(full, {0, n - 1}, n), in, B, C, iters, stream);
+  report("base", base, -1);
+  for (size_t i = 1; i + 1 < n; ++i) {
+    const std::string name = "+" + std::string(augmentd::TransformKindName(full.transforms[i].kind)) + "#" +
+                             std::to_string(i);
+    report(name, TimeSpec(Subset(full, {0, i, n - 1}, i), in, B, C, iters, stream), base.median_ms);
+  }
+  if (out != nullptr) std::fclose(out);
+  cudaStreamDestroy(stream);
+  return 0;
+}
