@@ -21,6 +21,7 @@
 #include "augment/pipeline.h"
 #include "augment/testing/have_gpu.h"
 #include "augment/testing/image_compare.h"
+#include "augment/testing/random_volume.h"
 #include "augment/transforms/gamma.h"
 #include "augment/transforms/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise.h"
@@ -65,20 +66,9 @@ void RunCase(const Case& cs) {
   const std::vector<int64_t> S = cs.input.empty() ? spec.input_patch_size : cs.input;
   const int64_t in_n = S[0] * S[1] * S[2];
   std::vector<float> image(cs.B * cs.C * in_n);
-  std::normal_distribution<float> nd(0.3f, 1.0f);
-  for (float& v : image) v = nd(g);
-  // Blobby labels (a coarse random field, nearest-upsampled by 4).
+  testing::FillNormal(g, image);
   std::vector<int16_t> seg(cs.B * cs.seg_channels * in_n);
-  std::uniform_int_distribution<int> ld(0, cs.labels - 1);
-  const int64_t c1 = (S[1] + 3) / 4, c2 = (S[2] + 3) / 4;
-  for (int64_t p = 0; p < cs.B * cs.seg_channels; ++p) {
-    std::vector<int16_t> coarse(((S[0] + 3) / 4) * c1 * c2);
-    for (int16_t& v : coarse) v = static_cast<int16_t>(ld(g));
-    for (int64_t i = 0; i < in_n; ++i) {
-      const int64_t a = i / (S[1] * S[2]), b = (i / S[2]) % S[1], c = i % S[2];
-      seg[p * in_n + i] = coarse[((a / 4) * c1 + b / 4) * c2 + c / 4];
-    }
-  }
+  for (int64_t p = 0; p < cs.B * cs.seg_channels; ++p) testing::FillBlobbyLabels(g, S, cs.labels, seg.data() + p * in_n);
   BatchInput in;
   in.image = {image.data(), {cs.B, cs.C, S[0], S[1], S[2]}, DType::kFloat32};
   if (cs.seg_channels > 0) in.seg = {seg.data(), {cs.B, cs.seg_channels, S[0], S[1], S[2]}, DType::kInt16};

@@ -21,6 +21,7 @@
 #include "augment/testing/have_gpu.h"
 #include "augment/testing/image_compare.h"
 #include "augment/testing/label_tie.h"
+#include "augment/testing/random_volume.h"
 #include "augment/transforms/mirror.h"
 #include "augment/transforms/spatial.h"
 #include "gtest/gtest.h"
@@ -87,23 +88,14 @@ Inputs MakeInputs(const Case& cs, const std::vector<int64_t>& S, std::mt19937_64
   x.ishape = {cs.B, cs.C, S[0], S[1], S[2]};
   x.sshape = {cs.B, 1, S[0], S[1], S[2]};
   const int64_t n = S[0] * S[1] * S[2];
-  std::normal_distribution<float> nd(0.3f, 1.0f);
   x.image.resize(cs.B * cs.C * n);
-  for (float& v : x.image) v = nd(g);
+  testing::FillNormal(g, x.image);
   const int nl = cs.labels + (cs.ignore_label ? 1 : 0);
-  std::uniform_int_distribution<int> ld(0, nl - 1);
-  const int64_t c0 = (S[0] + 3) / 4, c1 = (S[1] + 3) / 4, c2 = (S[2] + 3) / 4;
   x.seg.resize(cs.B * n);
   for (int b = 0; b < cs.B; ++b) {
-    std::vector<int16_t> coarse(c0 * c1 * c2);
-    for (int16_t& v : coarse) v = static_cast<int16_t>(ld(g));
-    for (int64_t i = 0; i < S[0]; ++i)
-      for (int64_t j = 0; j < S[1]; ++j)
-        for (int64_t k = 0; k < S[2]; ++k) {
-          int16_t v = coarse[((i / 4) * c1 + j / 4) * c2 + k / 4];
-          if (cs.mask && (b % 2 == 0) && i < 3) v = -1;
-          x.seg[b * n + (i * S[1] + j) * S[2] + k] = v;
-        }
+    int16_t* plane = x.seg.data() + b * n;
+    testing::FillBlobbyLabels(g, S, nl, plane);
+    if (cs.mask && b % 2 == 0) std::fill(plane, plane + std::min<int64_t>(3, S[0]) * S[1] * S[2], int16_t{-1});
   }
   return x;
 }

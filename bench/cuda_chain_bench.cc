@@ -25,6 +25,7 @@
 
 #include "augment/cuda_engine.h"
 #include "augment/pipeline.h"
+#include "augment/testing/random_volume.h"
 
 namespace {
 
@@ -61,18 +62,10 @@ struct DeviceInput {
   DeviceInput(int64_t B, int64_t C, const std::vector<int64_t>& S) {
     const int64_t n = S[0] * S[1] * S[2];
     std::mt19937_64 g(42);
-    std::normal_distribution<float> nd(0.3f, 1.0f);
     std::vector<float> img(B * C * n);
-    for (float& v : img) v = nd(g);
-    std::uniform_int_distribution<int> ld(0, 3);
+    augmentd::testing::FillNormal(g, img);
     std::vector<int16_t> lab(B * n);
-    const int64_t c1 = (S[1] + 3) / 4, c2 = (S[2] + 3) / 4;
-    std::vector<int16_t> coarse(((S[0] + 3) / 4) * c1 * c2);
-    for (int16_t& v : coarse) v = static_cast<int16_t>(ld(g));
-    for (int64_t i = 0; i < B * n; ++i) {
-      const int64_t j = i % n, a = j / (S[1] * S[2]), b = (j / S[2]) % S[1], c = j % S[2];
-      lab[i] = coarse[((a / 4) * c1 + b / 4) * c2 + c / 4];
-    }
+    for (int64_t b = 0; b < B; ++b) augmentd::testing::FillBlobbyLabels(g, S, 4, lab.data() + b * n);
     CHECK_CUDA(cudaMalloc(&image, img.size() * sizeof(float)));
     CHECK_CUDA(cudaMalloc(&seg, lab.size() * sizeof(int16_t)));
     CHECK_CUDA(cudaMemcpy(image, img.data(), img.size() * sizeof(float), cudaMemcpyHostToDevice));
