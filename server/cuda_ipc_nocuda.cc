@@ -34,6 +34,5 @@ absl::StatusOr<dataset::DeviceBatch> CudaWorker::LoadDatasetBatch(const dataset:
                                                                   CudaBatchInput*) {
   return NoCuda();
 }
-absl::StatusOr<CudaOutputLayout> CudaWorker::OutputLayout(const std::vector<int64_t>&, DType) const { return NoCuda(); }
 
 }  // namespace augmentd

@@ -205,11 +205,6 @@ absl::StatusOr<std::unique_ptr<CudaWorker>> CudaWorker::Create(const PipelineSpe
   return std::unique_ptr<CudaWorker>(new CudaWorker(std::move(impl)));
 }
 
-absl::StatusOr<CudaOutputLayout> CudaWorker::OutputLayout(const std::vector<int64_t>& image_shape,
-                                                          DType image_dtype) const {
-  return impl_->aug->OutputLayout(image_shape, image_dtype);
-}
-
 absl::StatusOr<BatchResult> CudaWorker::RunHost(const BatchInput& input, const RunOptions& options) {
   return impl_->aug->RunHost(input, options);
 }

@@ -97,8 +97,6 @@ class CudaWorker {
   // has no device tier.
   absl::StatusOr<dataset::DeviceBatch> LoadDatasetBatch(const dataset::BatchLoader& loader, uint64_t batch_index,
                                                         int64_t channels, CudaBatchInput* input);
-  // Output layout of a batch (for sizing slots at OpenSession).
-  absl::StatusOr<CudaOutputLayout> OutputLayout(const std::vector<int64_t>& image_shape, DType image_dtype) const;
 
  private:
   struct Impl;
