@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -29,9 +30,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "augment/dataset/b2nd_blocks.h"
 #include "augment/dataset/batch_loader.h"
 #include "augment/dataset/case_cache.h"
+#include "augment/dataset/host_allocator.h"
 #include "augment/dataset/nnunet_plans.h"
+#include "augment/dataset/region_copy.h"
 #include "bench/dataset_bench_synth.h"
 
 namespace ds = augmentd::dataset;
@@ -41,7 +46,9 @@ namespace {
 constexpr char kUsage[] = R"(dataset_bench — dataset-mode loading throughput (augmentd issue 6)
 
 Measures samples/s of BatchLoader (nnU-Net's sampler + crop: data float32 pad 0, seg int16 pad -1) for:
-  cold   from disk (.b2nd decode per box, no cache), T threads
+  cold   from disk (.b2nd decode per box, no cache), T threads, after a 1 s warm-up; the note gives the time per
+         sample in block decoding, row writes and the rest; an A/B row repeats it with streaming (non-temporal)
+         output stores (region_copy.h)
   host   hot from the host case cache (whole decoded cases, pinned when a GPU is present), T threads
   gpu    hot from the GPU case cache: LoadBatchToDevice, CUDA crop kernel into device buffers (CUDA builds)
 and the memory per case on disk, in the host tier and in the GPU tier. Prints a markdown table.
@@ -58,8 +65,11 @@ Run:
   --threads T          CPU threads (default: hardware threads)
   --gpu-threads G      host threads issuing GPU batches, one stream each (default 4)
   --seconds S          time per measurement (default 10)
-  --skip cold,host,gpu measurements to skip
+  --skip cold,ab,host,gpu  measurements to skip (ab: the cold A/B row with the other kind of stores)
   --machine TEXT       machine description for the table (default: hostname)
+  --huge-pages 0|1     output buffers on transparent huge pages (default 1; host_allocator.h)
+  --stream-threshold B box reads of >= B output bytes use non-temporal stores (default: the library's: never);
+                       the A/B row uses the other kind (streaming from 4 MiB, or ordinary stores)
   --help
 )";
 
@@ -73,6 +83,8 @@ struct Args {
   int gpu_threads = 4;
   double seconds = 10;
   std::string skip, machine;
+  int64_t stream_threshold = -1;  // -1: the library default
+  bool huge_pages = true;
 };
 
 bool ParseList(const std::string& text, std::vector<int64_t>* out) {
@@ -112,6 +124,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
     else if (k == "--seconds") ok = absl::SimpleAtod(v, &a->seconds) && a->seconds > 0;
     else if (k == "--skip") a->skip = v;
     else if (k == "--machine") a->machine = v;
+    else if (k == "--huge-pages") a->huge_pages = v != "0";
+    else if (k == "--stream-threshold") ok = absl::SimpleAtoi(v, &a->stream_threshold) && a->stream_threshold >= 0;
     else ok = false;
     if (!ok) {
       std::cerr << "bad argument " << k << " " << v << " (see --help)\n";
@@ -129,7 +143,8 @@ double Now() {
 struct Rate {
   double batches_per_s = 0;
   uint64_t batches = 0;
-  double cpu_s = 0;  // user + system CPU of the whole process during the measurement
+  double cpu_s = 0;   // user + system CPU of the whole process during the measurement
+  double wall_s = 0;  // duration of the measurement
   std::string error;
 };
 
@@ -164,10 +179,27 @@ Rate Measure(int threads, double seconds, const std::function<absl::Status(int, 
   for (std::thread& t : pool) t.join();
   Rate r;
   r.batches = done.load();
-  r.batches_per_s = static_cast<double>(r.batches) / (Now() - start);
+  r.wall_s = Now() - start;
+  r.batches_per_s = static_cast<double>(r.batches) / r.wall_s;
   r.cpu_s = ProcessCpuSeconds() - cpu0;
   r.error = error;
   return r;
+}
+
+std::string FirstLineOf(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line.empty() ? "unknown" : line;
+}
+
+// The rest of the first line of `path` that starts with `key`, trimmed ("unknown" if none).
+std::string ValueInFile(const std::string& path, const std::string& key) {
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) {
+    if (absl::StartsWith(line, key)) return std::string(absl::StripAsciiWhitespace(line.substr(key.size())));
+  }
+  return "unknown";
 }
 
 std::string Mb(double bytes) { return absl::StrFormat("%.1f MB", bytes / 1e6); }
@@ -241,17 +273,31 @@ int main(int argc, char** argv) {
     std::cerr << tier << ": " << rows.back()[2] << " samples/s (" << r.batches << " batches) " << r.error << "\n";
   };
 
-  // Per-thread output buffers, touched before timing (a server worker reuses its staging / slot buffers).
+  // Per-thread output buffers, touched before timing (a server worker reuses its staging / slot buffers), on
+  // transparent huge pages unless --huge-pages 0 (host_allocator.h: 4-KiB pages cost TLB misses on every plane).
   const size_t batch_image = static_cast<size_t>(a.batch * ds::NumElements(td.initial_patch_size)) *
                              dataset->channel_names().size();
   const size_t batch_seg = static_cast<size_t>(a.batch * ds::NumElements(td.initial_patch_size));
-  std::vector<std::vector<float>> out_data(static_cast<size_t>(a.threads), std::vector<float>(batch_image));
-  std::vector<std::vector<int16_t>> out_seg(static_cast<size_t>(a.threads), std::vector<int16_t>(batch_seg));
+  const std::shared_ptr<ds::HostAllocator> out_alloc =
+      a.huge_pages ? ds::HugePageHostAllocator() : ds::PlainHostAllocator();
+  std::vector<ds::HostBuffer> out_data, out_seg;
+  for (int t = 0; t < a.threads; ++t) {
+    for (auto [list, bytes] : {std::pair{&out_data, batch_image * sizeof(float)}, {&out_seg, batch_seg * 2}}) {
+      absl::StatusOr<ds::HostBuffer> b = ds::HostBuffer::Allocate(out_alloc, bytes);
+      if (!b.ok()) {
+        std::cerr << b.status() << "\n";
+        return 1;
+      }
+      std::memset(b->data(), 0, bytes);
+      list->push_back(*std::move(b));
+    }
+  }
   auto load_into = [&](const ds::BatchLoader& loader) {
     return [&](int t, uint64_t b) {
-      std::vector<float>& d = out_data[static_cast<size_t>(t)];
-      std::vector<int16_t>& g = out_seg[static_cast<size_t>(t)];
-      return loader.LoadBatchInto(b, d.data(), d.size(), g.data(), g.size()).status();
+      const ds::HostBuffer& d = out_data[static_cast<size_t>(t)];
+      const ds::HostBuffer& g = out_seg[static_cast<size_t>(t)];
+      return loader.LoadBatchInto(b, static_cast<float*>(d.data()), batch_image, static_cast<int16_t*>(g.data()),
+                                  batch_seg).status();
     };
   };
   // A cache holding every case (host tier unbounded; GPU tier `device_budget`), filled by its prefetch threads.
@@ -269,11 +315,45 @@ int main(int argc, char** argv) {
   };
   if (!skipped("cold")) {
     ds::BatchLoader loader(dataset, make_sampler());
-    const Rate r = Measure(a.threads, a.seconds, load_into(loader), 0);
+    const size_t threshold = a.stream_threshold < 0 ? ds::kDefaultStreamingStoreBytes
+                                                    : static_cast<size_t>(a.stream_threshold);
+    auto stores = [](size_t bytes) {
+      return bytes == ~size_t{0} ? std::string("ordinary stores")
+                                 : absl::StrCat("streaming stores for outputs >= ", bytes >> 10, " KiB");
+    };
+    // Warm-up (not reported): the first reads of each file fault its pages into the shared mappings.
+    Measure(a.threads, std::min(1.0, a.seconds), load_into(loader), 1u << 30);
+    // Per sample: thread time (threads x wall) in block decoding, row writes and the rest (padding, zero chunks,
+    // chunk lookups, sampling); process CPU time. On dedicated cores the two agree.
+    auto stages = [&](const Rate& r, const ds::B2ndBlockTiming& t0) {
+      const ds::B2ndBlockTiming t1 = ds::B2ndBlockTimingTotals();
+      const double samples = std::max(1.0, static_cast<double>(r.batches * static_cast<uint64_t>(a.batch)));
+      const double decode = static_cast<double>(t1.decode_ns - t0.decode_ns) / 1e6 / samples;
+      const double write = static_cast<double>(t1.write_ns - t0.write_ns) / 1e6 / samples;
+      const double thread_ms = a.threads * r.wall_s * 1e3 / samples;
+      return absl::StrFormat("%.1f samples per CPU-second; per sample %.1f ms thread time: decode %.1f (%.0f blocks), "
+                             "row writes %.1f, rest %.1f; %.1f ms CPU",
+                             samples / std::max(r.cpu_s, 1e-9), thread_ms, decode,
+                             static_cast<double>(t1.blocks - t0.blocks) / samples, write, thread_ms - decode - write,
+                             r.cpu_s * 1e3 / samples);
+    };
+    auto run = [&](size_t bytes, uint64_t first_batch, ds::B2ndBlockTiming* t0) {
+      ds::SetStreamingStoreThreshold(bytes);
+      *t0 = ds::B2ndBlockTimingTotals();
+      return Measure(a.threads, a.seconds, load_into(loader), first_batch);
+    };
+    ds::SetB2ndBlockTiming(true);
+    ds::B2ndBlockTiming t0;
+    const Rate r = run(threshold, 0, &t0);
     add_row("cold (disk, .b2nd decode per box)", a.threads, r,
-            absl::StrFormat("page cache warm after the first pass; no augmentd cache; %.1f samples per CPU-second",
-                            static_cast<double>(r.batches * static_cast<uint64_t>(a.batch)) /
-                                std::max(r.cpu_s, 1e-9)));
+            absl::StrCat("page cache warm; no augmentd cache; ", stores(threshold), "; ", stages(r, t0)));
+    if (!skipped("ab")) {  // A/B: the same reads with the other kind of stores for the output box
+      const size_t other = threshold == ~size_t{0} ? size_t{4} << 20 : ~size_t{0};
+      const Rate ab = run(other, 1u << 29, &t0);
+      add_row(absl::StrCat("cold, ", stores(other), " (A/B)"), a.threads, ab, stages(ab, t0));
+    }
+    ds::SetStreamingStoreThreshold(ds::kDefaultStreamingStoreBytes);
+    ds::SetB2ndBlockTiming(false);
   }
   ds::CaseCacheStats host_stats;
   double host_case_bytes = 0;
@@ -351,7 +431,10 @@ int main(int argc, char** argv) {
   std::printf("- box (initial patch) %s, final patch %s, batch %lld, %.0f s per measurement%s\n", box.c_str(),
               absl::StrJoin(patch, "x").c_str(), static_cast<long long>(a.batch), a.seconds,
               setup_s > 0 ? absl::StrFormat("; dataset generated in %.1f s", setup_s).c_str() : "");
-  std::printf("- foreground locations (once per case, kept by the dataset): %.1f s\n\n", locations_s);
+  std::printf("- foreground locations (once per case, kept by the dataset): %.1f s\n", locations_s);
+  std::printf("- output buffers: per thread, reused, %s allocator (THP %s; process AnonHugePages %s)\n\n",
+              out_alloc->name(), FirstLineOf("/sys/kernel/mm/transparent_hugepage/enabled").c_str(),
+              ValueInFile("/proc/self/smaps_rollup", "AnonHugePages:").c_str());
   std::printf("| source | threads | samples/s | output GB/s | notes |\n|---|---|---|---|---|\n");
   for (const auto& r : rows) std::printf("| %s | %s | %s | %s | %s |\n", r[0].c_str(), r[1].c_str(), r[2].c_str(), r[3].c_str(), r[4].c_str());
   std::printf("\n| memory per case | bytes |\n|---|---|\n");

@@ -1,6 +1,8 @@
 #include "augment/dataset/b2nd_blocks.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -53,7 +55,44 @@ blosc2_context* ThreadDecompressionContext() {
   return holder.ctx;
 }
 
+std::atomic<bool> timing_on{false};
+std::atomic<uint64_t> decode_ns{0}, write_ns{0}, decoded_blocks{0};
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// Adds a column's decode / write times to the totals (when timing is on).
+struct ColumnTimer {
+  bool on = timing_on.load(std::memory_order_relaxed);
+  uint64_t decode = 0, write = 0, blocks = 0, mark = 0;
+  void Start() {
+    if (on) mark = NowNs();
+  }
+  void Stop(uint64_t* into) {
+    if (on) *into += NowNs() - mark;
+  }
+  ~ColumnTimer() {
+    if (!on) return;
+    decode_ns.fetch_add(decode, std::memory_order_relaxed);
+    write_ns.fetch_add(write, std::memory_order_relaxed);
+    decoded_blocks.fetch_add(blocks, std::memory_order_relaxed);
+  }
+};
+
 }  // namespace
+
+void SetB2ndBlockTiming(bool enabled) { timing_on.store(enabled, std::memory_order_relaxed); }
+
+B2ndBlockTiming B2ndBlockTimingTotals() {
+  B2ndBlockTiming t;
+  t.decode_ns = decode_ns.load(std::memory_order_relaxed);
+  t.write_ns = write_ns.load(std::memory_order_relaxed);
+  t.blocks = decoded_blocks.load(std::memory_order_relaxed);
+  return t;
+}
 
 b2nd_array_t* B2ndArrayOverMapping(const MappedFile& file) {
   if (file.data() == nullptr) return nullptr;
@@ -80,7 +119,7 @@ std::unique_ptr<B2ndBlockReader> B2ndBlockReader::Create(b2nd_array_t* array, DT
 
 absl::Status B2ndBlockReader::Read(const int64_t* start, const int64_t* stop, const RegionTarget& dst,
                                    ChunkFallback fallback) const {
-  const int n = array_->ndim;
+  const int n = array_->ndim, z = n - 1;
   int64_t grid[B2ND_MAX_DIM], lo[B2ND_MAX_DIM], hi[B2ND_MAX_DIM], idx[B2ND_MAX_DIM];
   for (int d = 0; d < n; ++d) {
     if (stop[d] <= start[d]) return absl::OkStatus();  // empty region
@@ -88,86 +127,200 @@ absl::Status B2ndBlockReader::Read(const int64_t* start, const int64_t* stop, co
     lo[d] = idx[d] = start[d] / array_->chunkshape[d];
     hi[d] = (stop[d] - 1) / array_->chunkshape[d] + 1;
   }
+  RowWriter writer(dtype_, dst);
+  // One column of chunks along the last axis at a time (Next over the z leading axes).
   do {
-    if (absl::Status st = ReadChunk(Linear(n, grid, idx), idx, start, stop, dst, fallback); !st.ok()) return st;
-  } while (Next(n, lo, hi, idx));
+    if (absl::Status st = ReadColumn(grid, idx, lo[z], hi[z], start, stop, dst, fallback, writer); !st.ok()) {
+      return st;
+    }
+  } while (Next(z, lo, hi, idx));
   return absl::OkStatus();
 }
 
-absl::Status B2ndBlockReader::ReadChunk(int64_t nchunk, const int64_t* chunk, const int64_t* start,
-                                        const int64_t* stop, const RegionTarget& dst, ChunkFallback fallback) const {
-  const int n = array_->ndim;
-  // The chunk's part of the region, [clo, chi).
-  int64_t chunk_origin[B2ND_MAX_DIM], clo[B2ND_MAX_DIM], chi[B2ND_MAX_DIM];
+absl::Status B2ndBlockReader::ReadColumn(const int64_t* grid, const int64_t* column, int64_t first, int64_t last,
+                                         const int64_t* start, const int64_t* stop, const RegionTarget& dst,
+                                         ChunkFallback fallback, RowWriter& writer) const {
+  const int n = array_->ndim, z = n - 1;
+  // The column's part of the region: [clo, chi) on the leading axes (shared by its chunks), per chunk on z.
+  int64_t idx[B2ND_MAX_DIM], corigin[B2ND_MAX_DIM], clo[B2ND_MAX_DIM], chi[B2ND_MAX_DIM];
   for (int d = 0; d < n; ++d) {
-    chunk_origin[d] = chunk[d] * array_->chunkshape[d];
-    clo[d] = std::max(start[d], chunk_origin[d]);
-    chi[d] = std::min(stop[d], chunk_origin[d] + array_->chunkshape[d]);
+    idx[d] = column[d];
+    corigin[d] = column[d] * array_->chunkshape[d];
+    clo[d] = std::max(start[d], corigin[d]);
+    chi[d] = std::min(stop[d], corigin[d] + array_->chunkshape[d]);
   }
-  uint8_t* src = nullptr;
-  bool needs_free = false;
-  int srcsize;
-  {
-    std::lock_guard<std::mutex> lock(chunk_mu_);
-    srcsize = blosc2_schunk_get_lazychunk(array_->sc, nchunk, &src, &needs_free);
-  }
-  struct Free {
-    uint8_t* p;
-    bool owned;
-    ~Free() {
-      if (owned) std::free(p);
-    }
-  } release{src, needs_free};
-  if (srcsize < 0) {
-    return absl::DataLossError(absl::StrCat("cannot load chunk ", nchunk, ": ", print_error(srcsize), " (blosc2 error ",
-                                            srcsize, ")"));
-  }
-  if (srcsize < BLOSC_EXTENDED_HEADER_LENGTH || src == nullptr) return fallback(clo, chi);  // uninitialised
-  // An all-zero chunk (nnU-Net segmentations have many): the frame synthesises a header-only chunk.
-  const int special = (src[BLOSC2_CHUNK_BLOSC2_FLAGS] >> 4) & BLOSC2_SPECIAL_MASK;
-  if (special == BLOSC2_SPECIAL_ZERO) {
-    FillRegion(dst, clo, chi, 0.0);
-    return absl::OkStatus();
-  }
-  // A lazy copy from a file-backed frame: its blocks would be read through the frame's shared file state.
+  // The column's chunks that decode block by block; the others are filled or handed to the fallback now.
+  thread_local std::vector<ColumnChunk> chunks;
+  chunks.clear();
   blosc2_context* dctx = ThreadDecompressionContext();
-  if (needs_free || dctx == nullptr) return fallback(clo, chi);
-  int32_t nbytes = 0, cbytes = 0, blocksize = 0;
   const int64_t block_bytes = static_cast<int64_t>(array_->blocknitems) * typesize_;
-  if (special != 0 || blosc2_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize) < 0 || blocksize != block_bytes ||
-      nbytes != array_->extchunknitems * typesize_) {
-    return fallback(clo, chi);  // other special values, or a layout this path does not know
+  for (int64_t c = first; c < last; ++c) {
+    idx[z] = c;
+    corigin[z] = c * array_->chunkshape[z];
+    clo[z] = std::max(start[z], corigin[z]);
+    chi[z] = std::min(stop[z], corigin[z] + array_->chunkshape[z]);
+    const int64_t nchunk = Linear(n, grid, idx);
+    uint8_t* src = nullptr;
+    bool needs_free = false;
+    int srcsize;
+    {
+      std::lock_guard<std::mutex> lock(chunk_mu_);
+      srcsize = blosc2_schunk_get_lazychunk(array_->sc, nchunk, &src, &needs_free);
+    }
+    if (needs_free) {  // a lazy copy from a file-backed frame: read through the frame's shared file state
+      std::free(src);
+      if (srcsize >= 0) {
+        if (absl::Status st = fallback(clo, chi); !st.ok()) return st;
+        continue;
+      }
+    }
+    if (srcsize < 0) {
+      return absl::DataLossError(absl::StrCat("cannot load chunk ", nchunk, ": ", print_error(srcsize),
+                                              " (blosc2 error ", srcsize, ")"));
+    }
+    absl::Status st;
+    int32_t nbytes = 0, cbytes = 0, blocksize = 0;
+    const int special = src == nullptr || srcsize < BLOSC_EXTENDED_HEADER_LENGTH
+                            ? -1  // uninitialised
+                            : (src[BLOSC2_CHUNK_BLOSC2_FLAGS] >> 4) & BLOSC2_SPECIAL_MASK;
+    if (special == BLOSC2_SPECIAL_ZERO) {
+      // An all-zero chunk (nnU-Net segmentations have many): the frame synthesises a header-only chunk.
+      FillRegion(dst, clo, chi, 0.0);
+    } else if (special != 0 || dctx == nullptr || blosc2_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize) < 0 ||
+               blocksize != block_bytes || nbytes != array_->extchunknitems * typesize_) {
+      st = fallback(clo, chi);  // uninitialised, other special values, or a layout this path does not know
+    } else {
+      chunks.push_back(ColumnChunk{src, srcsize, nchunk, corigin[z], clo[z], chi[z]});
+    }
+    if (!st.ok()) return st;
   }
-  int64_t bgrid[B2ND_MAX_DIM], blo[B2ND_MAX_DIM], bhi[B2ND_MAX_DIM], b[B2ND_MAX_DIM];
-  int64_t block_shape[B2ND_MAX_DIM], block_origin[B2ND_MAX_DIM], lo[B2ND_MAX_DIM], hi[B2ND_MAX_DIM];
+  if (chunks.empty()) return absl::OkStatus();
+  return DecodeColumn(chunks, corigin, clo, chi, dctx, dst, writer);
+}
+
+absl::Status B2ndBlockReader::DecodeColumn(const std::vector<ColumnChunk>& chunks, const int64_t* corigin,
+                                           const int64_t* clo, const int64_t* chi, blosc2_context* dctx,
+                                           const RegionTarget& dst, RowWriter& writer) const {
+  const int n = array_->ndim, z = n - 1;
+  const int64_t block_bytes = static_cast<int64_t>(array_->blocknitems) * typesize_;
+  const int64_t out_item = static_cast<int64_t>(DTypeSize(dst.dtype));
+  // Block grid of a chunk, the touched blocks on the leading axes, element strides of a block and of dst.
+  int64_t bshape[B2ND_MAX_DIM], bgrid[B2ND_MAX_DIM], blo[B2ND_MAX_DIM], bhi[B2ND_MAX_DIM], b[B2ND_MAX_DIM];
+  int64_t bstride[B2ND_MAX_DIM], dstride[B2ND_MAX_DIM];
   for (int d = 0; d < n; ++d) {
-    block_shape[d] = array_->blockshape[d];
-    bgrid[d] = array_->extchunkshape[d] / block_shape[d];
-    blo[d] = b[d] = (clo[d] - chunk_origin[d]) / block_shape[d];
-    bhi[d] = (chi[d] - chunk_origin[d] - 1) / block_shape[d] + 1;
+    bshape[d] = array_->blockshape[d];
+    bgrid[d] = array_->extchunkshape[d] / bshape[d];
   }
-  // One touched block at a time: decode it into a block-sized per-thread buffer (it stays in the core's cache)
-  // and copy its part of the region to the output right away. The other blocks are neither read nor decoded.
-  thread_local std::vector<uint8_t> block_buffer;
-  if (block_buffer.size() < static_cast<size_t>(block_bytes)) block_buffer.resize(static_cast<size_t>(block_bytes));
+  bstride[z] = dstride[z] = 1;
+  for (int d = z - 1; d >= 0; --d) {
+    bstride[d] = bstride[d + 1] * bshape[d + 1];
+    dstride[d] = dstride[d + 1] * dst.shape[d + 1];
+  }
+  for (int d = 0; d < z; ++d) {
+    blo[d] = b[d] = (clo[d] - corigin[d]) / bshape[d];
+    bhi[d] = (chi[d] - corigin[d] - 1) / bshape[d] + 1;
+  }
+  // Blocks decoded per pass: the row of touched blocks along z (a whole box row), at most kStagingBytes.
+  const int64_t max_group = std::max<int64_t>(1, kStagingBytes / block_bytes);
+  thread_local std::vector<uint8_t> staging;
+  Piece pieces[kMaxGroup];
+  const int64_t group_cap = std::min<int64_t>(max_group, kMaxGroup);
+  if (staging.size() < static_cast<size_t>(group_cap * block_bytes)) {
+    staging.resize(static_cast<size_t>(group_cap * block_bytes));
+  }
+  ColumnTimer timer;
   do {
-    const int64_t index = Linear(n, bgrid, b);
-    const int rc = blosc2_getitem_bytes_ctx(dctx, src, srcsize, static_cast<int32_t>(index * block_bytes),
-                                            static_cast<int32_t>(block_bytes), block_buffer.data(),
-                                            static_cast<int32_t>(block_bytes));
-    if (rc != block_bytes) {
-      return absl::DataLossError(absl::StrCat("cannot decode block ", index, " of chunk ", nchunk, ": ",
-                                              rc < 0 ? print_error(rc) : "short output", " (blosc2 error ", rc, ")"));
+    // This block row's part of the region on the leading axes: [rlo, rhi).
+    int64_t rlo[B2ND_MAX_DIM], rhi[B2ND_MAX_DIM];
+    int64_t src_row = 0;  // element offset of row rlo inside a block
+    for (int d = 0; d < z; ++d) {
+      const int64_t origin = corigin[d] + b[d] * bshape[d];
+      rlo[d] = std::max(clo[d], origin);
+      rhi[d] = std::min(chi[d], origin + bshape[d]);
+      src_row += (rlo[d] - origin) * bstride[d];
     }
-    // The block's voxels inside both the chunk's part of the region and the chunk (the rest is padding).
-    for (int d = 0; d < n; ++d) {
-      block_origin[d] = chunk_origin[d] + b[d] * block_shape[d];
-      lo[d] = std::max(clo[d], block_origin[d]);
-      hi[d] = std::min(chi[d], block_origin[d] + block_shape[d]);
+    int64_t group = 0;
+    for (const ColumnChunk& c : chunks) {
+      const int64_t bz_lo = (c.lo - c.origin) / bshape[z], bz_hi = (c.hi - c.origin - 1) / bshape[z] + 1;
+      for (int64_t bz = bz_lo; bz < bz_hi; ++bz) {
+        b[z] = bz;
+        const int64_t index = Linear(n, bgrid, b);
+        uint8_t* slot = staging.data() + group * block_bytes;
+        timer.Start();
+        const int rc = blosc2_getitem_bytes_ctx(dctx, c.src, c.srcsize, static_cast<int32_t>(index * block_bytes),
+                                                static_cast<int32_t>(block_bytes), slot,
+                                                static_cast<int32_t>(block_bytes));
+        timer.Stop(&timer.decode);
+        ++timer.blocks;
+        if (rc != block_bytes) {
+          return absl::DataLossError(absl::StrCat("cannot decode block ", index, " of chunk ", c.nchunk, ": ",
+                                                  rc < 0 ? print_error(rc) : "short output", " (blosc2 error ", rc,
+                                                  ")"));
+        }
+        const int64_t origin = c.origin + bz * bshape[z];
+        const int64_t zlo = std::max(c.lo, origin), zhi = std::min(c.hi, origin + bshape[z]);
+        pieces[group++] = Piece{slot + (src_row + zlo - origin) * typesize_, zlo, zhi - zlo};
+        if (group == group_cap || (&c == &chunks.back() && bz + 1 == bz_hi)) {
+          timer.Start();
+          WriteRows(pieces, group, rlo, rhi, bstride, dstride, out_item, dst, writer);
+          timer.Stop(&timer.write);
+          group = 0;
+        }
+      }
     }
-    CopyRegion(dtype_, block_buffer.data(), block_origin, block_shape, dst, lo, hi);
-  } while (Next(n, blo, bhi, b));
+  } while (Next(z, blo, bhi, b));
+  writer.Flush();
   return absl::OkStatus();
+}
+
+void B2ndBlockReader::WriteRows(const Piece* pieces, int64_t count, const int64_t* rlo, const int64_t* rhi,
+                                const int64_t* bstride, const int64_t* dstride, int64_t out_item,
+                                const RegionTarget& dst, RowWriter& writer) const {
+  const int z = array_->ndim - 1;
+  // Output row of rlo (z offset added per piece) and an odometer over the leading axes in [rlo, rhi).
+  int64_t out_row = 0, idx[B2ND_MAX_DIM];
+  for (int d = 0; d < z; ++d) {
+    out_row += (rlo[d] - dst.origin[d]) * dstride[d];
+    idx[d] = rlo[d];
+  }
+  uint8_t* base = static_cast<uint8_t*>(dst.base);
+  // Pieces that continue each other along z (the usual case) make one span of the output row.
+  bool contiguous = true;
+  int64_t row_elems = pieces[0].count;
+  for (int64_t k = 1; k < count; ++k) {
+    contiguous &= pieces[k].z == pieces[k - 1].z + pieces[k - 1].count;
+    row_elems += pieces[k].count;
+  }
+  const size_t row_bytes = static_cast<size_t>(row_elems * out_item);
+  const ConvertFn convert = writer.converter();
+  int64_t src_off = 0;  // element offset of the current row from row rlo, inside a block
+  for (;;) {
+    uint8_t* out = base + (out_row + pieces[0].z - dst.origin[z]) * out_item;
+    uint8_t* span = contiguous ? writer.Span(out, row_bytes) : nullptr;
+    if (span != nullptr) {
+      for (int64_t k = 0; k < count; ++k) {
+        convert(pieces[k].src + src_off * typesize_, span, static_cast<size_t>(pieces[k].count));
+        span += pieces[k].count * out_item;
+      }
+      writer.Commit(row_bytes);
+    } else {
+      for (int64_t k = 0; k < count; ++k) {
+        const Piece& p = pieces[k];
+        writer.Put(p.src + src_off * typesize_, base + (out_row + p.z - dst.origin[z]) * out_item,
+                   static_cast<size_t>(p.count));
+      }
+    }
+    int d = z - 1;
+    for (; d >= 0; --d) {
+      src_off += bstride[d];
+      out_row += dstride[d];
+      if (++idx[d] < rhi[d]) break;
+      src_off -= bstride[d] * (rhi[d] - rlo[d]);
+      out_row -= dstride[d] * (rhi[d] - rlo[d]);
+      idx[d] = rlo[d];
+    }
+    if (d < 0) return;
+  }
 }
 
 }  // namespace augmentd::dataset

@@ -9,12 +9,14 @@
 // Layout (c-blosc2 b2nd): chunks are numbered in C order over the chunk grid (extshape / chunkshape); inside a
 // chunk, blocks are stored in C order over extchunkshape / blockshape (extchunkshape = chunkshape rounded up to
 // whole blocks), each block C-contiguous over blockshape, edge blocks padded to the full blockshape.
-// For each touched chunk the reader takes the chunk's address in the frame (blosc2_schunk_get_lazychunk: for an
-// in-memory frame a pointer into it, no copy), then for each touched block decodes just that block
-// (blosc2_getitem_bytes_ctx) into a block-sized per-thread buffer, which stays in the core's cache, and copies
-// the block's intersection with the region (never the padding) row by row to its place in the caller's output
-// box, converting the element type on the way (region_copy.h). Untouched blocks are neither read nor decoded;
-// no chunk-sized buffer is written.
+// The region is read one column of chunks along the last axis (z) at a time: for each touched chunk the reader
+// takes the chunk's address in the frame (blosc2_schunk_get_lazychunk: for an in-memory frame a pointer into it,
+// no copy); then, for each row of touched blocks along z across the column's chunks, it decodes just those
+// blocks (blosc2_getitem_bytes_ctx) into a per-thread staging buffer (≤ 1 MiB: 8 float32 blocks of 32³, the
+// blocks a 205-voxel box row touches) and writes the rows they cover, each output row assembled from the
+// blocks' pieces side by side (RegionTarget::stream: as whole streamed cache lines, region_copy.h), converting
+// the element type on the way with one converter per read. Only the blocks' intersection with the region is
+// copied (never the padding). Untouched blocks are neither read nor decoded; no chunk-sized buffer is written.
 // All-zero chunks (c-blosc2 stores them as a header only) are filled with zeros without decoding.
 // Applies to: rank ≥ 1, filters NOFILTER/SHUFFLE/BITSHUFFLE (per-block filters; nnU-Net writes SHUFFLE or
 // none), any built-in codec. Create returns nullptr otherwise (e.g. DELTA, which references block 0). Read hands
@@ -23,8 +25,8 @@
 // disagrees with the b2nd layout.
 // Errors: a chunk that fails to load or a block that fails to decode is DATA_LOSS (the message names the chunk;
 // the caller prefixes the file).
-// Resources: per reading thread, a decompression context and a block-sized buffer (128 KiB for nnU-Net ≥ 2.8
-// float32 data), kept until the thread ends.
+// Resources: per reading thread, a decompression context and a staging buffer of up to 1 MiB (one block when
+// blocks are larger), kept until the thread ends.
 // Thread-safety: Read may be called from several threads at once: the frame lookup of a chunk (which uses the
 // super-chunk's shared state) is serialised by the reader's mutex, decoding and copying run in parallel.
 // Nothing else may use `array` concurrently.
@@ -33,6 +35,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -49,6 +52,15 @@ namespace augmentd::dataset {
 // with b2nd_free. nullptr if c-blosc2 rejects the frame (e.g. trailing bytes after it): the caller then reads
 // through the file-backed handle.
 b2nd_array_t* B2ndArrayOverMapping(const MappedFile& file);
+
+// Process-wide time of all B2ndBlockReader reads in decoding blocks and in writing their rows to the output
+// (benchmarks' per-stage breakdown). Off by default; when on, each decode pass and row write reads the steady
+// clock (a few hundred reads per 205³ box).
+struct B2ndBlockTiming {
+  uint64_t decode_ns = 0, write_ns = 0, blocks = 0;
+};
+void SetB2ndBlockTiming(bool enabled);
+B2ndBlockTiming B2ndBlockTimingTotals();
 
 class B2ndBlockReader {
  public:
@@ -68,10 +80,34 @@ class B2ndBlockReader {
   absl::Status Read(const int64_t* start, const int64_t* stop, const RegionTarget& dst, ChunkFallback fallback) const;
 
  private:
+  // Blocks of one column decoded before their rows are written (bounds the per-thread staging buffer).
+  static constexpr int64_t kStagingBytes = int64_t{1} << 20;
+  static constexpr int64_t kMaxGroup = 64;
+  // A chunk of a column that decodes block by block: its frame bytes, origin and the region's part [lo, hi) on z.
+  struct ColumnChunk {
+    const uint8_t* src;
+    int srcsize;
+    int64_t nchunk, origin, lo, hi;
+  };
+  // A decoded block's part of a row: the elements [z, z + count) of the row, at `src` for the first row.
+  struct Piece {
+    const uint8_t* src;
+    int64_t z, count;
+  };
+
   B2ndBlockReader(b2nd_array_t* array, DType dtype) : array_(array), dtype_(dtype), typesize_(array->sc->typesize) {}
-  // Decodes the touched blocks of chunk `nchunk` (grid coordinates `chunk`) and copies them into dst.
-  absl::Status ReadChunk(int64_t nchunk, const int64_t* chunk, const int64_t* start, const int64_t* stop,
-                         const RegionTarget& dst, ChunkFallback fallback) const;
+  // Reads the region's part of the chunks column[0..z) × [first, last) on the last axis z.
+  absl::Status ReadColumn(const int64_t* grid, const int64_t* column, int64_t first, int64_t last,
+                          const int64_t* start, const int64_t* stop, const RegionTarget& dst, ChunkFallback fallback,
+                          RowWriter& writer) const;
+  // Decodes the touched blocks of `chunks` (one column; [clo, chi) on the leading axes) one row of blocks
+  // along z at a time into the per-thread staging buffer, then writes the rows they cover.
+  absl::Status DecodeColumn(const std::vector<ColumnChunk>& chunks, const int64_t* corigin, const int64_t* clo,
+                            const int64_t* chi, blosc2_context* dctx, const RegionTarget& dst,
+                            RowWriter& writer) const;
+  // Writes the rows [rlo, rhi) (leading axes) of `count` pieces side by side along z.
+  void WriteRows(const Piece* pieces, int64_t count, const int64_t* rlo, const int64_t* rhi, const int64_t* bstride,
+                 const int64_t* dstride, int64_t out_item, const RegionTarget& dst, RowWriter& writer) const;
 
   b2nd_array_t* array_;
   DType dtype_;

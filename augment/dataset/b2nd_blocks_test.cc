@@ -96,12 +96,16 @@ TEST_P(B2ndBlocksTest, BlockPathMatchesSlicePathAndReference) {
   ASSERT_TRUE((*slice)->ReadAll(DType::kFloat32, all_s.data(), all_s.size() * 4).ok());
   EXPECT_EQ(all_b, Iota(NumElements(l.shape)));
   EXPECT_EQ(all_b, all_s);
-  for (const Box& box : Boxes()) {
-    std::vector<float> ob(static_cast<size_t>((*blocks)->BoxElements(box))), os(ob.size());
-    ASSERT_TRUE((*blocks)->ReadBox(box, -7.0, DType::kFloat32, ob.data(), ob.size() * 4).ok());
-    ASSERT_TRUE((*slice)->ReadBox(box, -7.0, DType::kFloat32, os.data(), os.size() * 4).ok());
-    EXPECT_EQ(ob, os) << "box lb[0] " << box.lb[0] << " ub[0] " << box.ub[0];
-    EXPECT_EQ(ob, ExpectedIotaBox(l.shape, box, -7.0f)) << "box lb[0] " << box.lb[0] << " ub[0] " << box.ub[0];
+  for (size_t threshold : testing::kStreamingSettings) {
+    testing::ScopedStreamingThreshold streaming(threshold);
+    for (const Box& box : Boxes()) {
+      std::vector<float> ob(static_cast<size_t>((*blocks)->BoxElements(box))), os(ob.size());
+      ASSERT_TRUE((*blocks)->ReadBox(box, -7.0, DType::kFloat32, ob.data(), ob.size() * 4).ok());
+      ASSERT_TRUE((*slice)->ReadBox(box, -7.0, DType::kFloat32, os.data(), os.size() * 4).ok());
+      EXPECT_EQ(ob, os) << "streaming " << (threshold == 0) << " box lb[0] " << box.lb[0] << " ub[0] " << box.ub[0];
+      EXPECT_EQ(ob, ExpectedIotaBox(l.shape, box, -7.0f))
+          << "streaming " << (threshold == 0) << " box lb[0] " << box.lb[0] << " ub[0] " << box.ub[0];
+    }
   }
 }
 
@@ -155,10 +159,46 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{{1, 33, 40, 29}, {1, 16, 16, 32}, {1, 16, 16, 32}, B2ndCodec::kZstd, true, 3},
         // Leading axis chunked by more than 1; 2-D boxes over a 3-D array.
         Layout{{3, 12, 12}, {2, 5, 7}, {1, 2, 3}, B2ndCodec::kLz4hc, true, 2},
+        // Rows of more blocks than one staging pass holds (64 per pass): 150 blocks of 2 along z over 3 chunks.
+        Layout{{2, 5, 4, 300}, {1, 3, 4, 100}, {1, 2, 2, 2}, B2ndCodec::kLz4hc, true, 3},
         // Rank 1 and rank 2.
         Layout{{50}, {16}, {5}, B2ndCodec::kZstd, true, 1},
         Layout{{13, 17}, {6, 8}, {4, 3}, B2ndCodec::kLz4hc, false, 2}),
     [](const ::testing::TestParamInfo<Layout>& info) { return Name(info.param); });
+
+// An all-zero chunk between decoded chunks on the last axis: rows are then written in pieces on either side of
+// the zero-filled part (not as one run), with ordinary and with streaming stores.
+TEST(B2ndBlocksZeroColumnTest, ZeroChunkBetweenDecodedChunksAlongZ) {
+  ScratchDir dir;
+  const Shape shape{1, 9, 10, 24};
+  std::vector<float> values = Iota(NumElements(shape), 1.0f);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const int64_t z = static_cast<int64_t>(i) % 24;
+    if (z >= 8 && z < 16) values[i] = 0.0f;
+  }
+  const std::string path = dir.Join("z.b2nd");
+  WriteB2nd(path, DType::kFloat32, shape, Bytes(values), {1, 9, 10, 8}, {1, 3, 5, 4});
+  EXPECT_TRUE(testing::IsSpecialZeroChunk(path, 1));  // the middle chunk really is a special zero chunk
+  absl::StatusOr<std::unique_ptr<CaseArray>> a = OpenB2nd(path, B2ndReadMode::kBlocks);
+  ASSERT_TRUE(a.ok()) << a.status();
+  for (size_t threshold : testing::kStreamingSettings) {
+    testing::ScopedStreamingThreshold streaming(threshold);
+    for (const Box& box : {Box{{0, 0, 0}, {9, 10, 24}}, Box{{-2, 1, -3}, {8, 12, 27}}, Box{{1, 2, 5}, {7, 9, 19}}}) {
+      std::vector<float> got(static_cast<size_t>((*a)->BoxElements(box)), -9.0f);
+      ASSERT_TRUE((*a)->ReadBox(box, -1.0, DType::kFloat32, got.data(), got.size() * 4).ok());
+      // The reference: iota + 1 from ExpectedIotaBox, zero where the source z lies in [8, 16).
+      std::vector<float> want = ExpectedIotaBox(shape, box, -1.0f);
+      const int64_t bz = box.ub[2] - box.lb[2];
+      for (size_t i = 0; i < want.size(); ++i) {
+        const int64_t z = box.lb[2] + static_cast<int64_t>(i) % bz;
+        if (want[i] == -1.0f) continue;
+        want[i] = z >= 8 && z < 16 ? 0.0f : want[i] + 1.0f;
+      }
+      EXPECT_EQ(got, want) << "streaming " << (threshold == 0) << " box lb " << box.lb[0] << "," << box.lb[1] << ","
+                           << box.lb[2];
+    }
+  }
+}
 
 // Writes a 1×12×10×9 float32 .b2nd (chunks 1×8×8×8, blocks 1×4×4×4): iota values through DELTA, or zeros.
 void WriteCustomB2nd(const std::string& path, bool delta, bool zeros) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "augment/dataset/b2nd_reader.h"
 #include "augment/dataset/npy_reader.h"
+#include "augment/dataset/stream_store.h"
 
 namespace augmentd::dataset {
 
@@ -103,14 +104,19 @@ absl::Status CaseArray::ReadBox(const Box& box, double pad_value, DType out_dtyp
       return absl::OkStatus();
     }
   }
-  const RegionTarget dst{out, out_dtype, origin, out_shape, static_cast<int>(k)};
+  // Outputs of at least StreamingStoreThreshold() bytes (off by default): non-temporal stores, fenced below.
+  const bool stream = static_cast<size_t>(total) * out_item >= StreamingStoreThreshold();
+  const RegionTarget dst{out, out_dtype, origin, out_shape, static_cast<int>(k), stream};
   FillOutside(dst, start, stop, pad_value);
+  absl::Status st;
   if (const void* src = MappedData(); src != nullptr) {
     const int64_t zeros[kMaxRegionRank] = {0};
     CopyRegion(dtype_, src, zeros, shape_.data(), dst, start, stop);
-    return absl::OkStatus();
+  } else {
+    st = ReadRegion(start, stop, dst);
   }
-  return ReadRegion(start, stop, dst);
+  if (stream) StreamFence();
+  return st;
 }
 
 absl::Status CaseArray::ReadAll(DType out_dtype, void* out, size_t out_bytes) const {

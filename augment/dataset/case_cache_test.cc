@@ -102,6 +102,20 @@ TEST(HostAllocatorTest, PlainAllocatesAndFrees) {
   }
 }
 
+// Huge-page buffers start on a 2 MiB boundary and are fully writable up to their (unrounded) size.
+TEST(HostAllocatorTest, HugePageBuffersAreAlignedAndWritable) {
+  EXPECT_STREQ(HugePageHostAllocator()->name(), "huge");
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{3} << 20, (size_t{4} << 20) + 5}) {
+    absl::StatusOr<HostBuffer> b = HostBuffer::Allocate(HugePageHostAllocator(), bytes);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b->data()) % (2u << 20), 0u) << bytes;
+    std::memset(b->data(), 0x5a, bytes);
+    if (bytes > 0) {
+      EXPECT_EQ(static_cast<const uint8_t*>(b->data())[bytes - 1], 0x5a);
+    }
+  }
+}
+
 class CaseCacheTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {

@@ -36,27 +36,39 @@ void ConvertTyped(const From* src, To* dst, size_t n) {
   }
 }
 
-// Second dispatch level: the source type is known, switch on the destination type.
+// Type-erased ConvertTyped (ElementConverter's table entries).
+template <typename From, typename To>
+void ConvertErased(const void* src, void* dst, size_t n) {
+  ConvertTyped(static_cast<const From*>(src), static_cast<To*>(dst), n);
+}
+
+void CopyBytes1(const void* src, void* dst, size_t n) { std::memcpy(dst, src, n); }
+void CopyBytes2(const void* src, void* dst, size_t n) { std::memcpy(dst, src, 2 * n); }
+void CopyBytes4(const void* src, void* dst, size_t n) { std::memcpy(dst, src, 4 * n); }
+void CopyBytes8(const void* src, void* dst, size_t n) { std::memcpy(dst, src, 8 * n); }
+
+// Second dispatch level: the source type is known, pick the destination type.
 template <typename From>
-void ConvertFrom(const From* src, DType to, void* dst, size_t n) {
+ConvertFn ConverterFrom(DType to) {
   switch (to) {
     case DType::kInt8:
-      return ConvertTyped(src, static_cast<int8_t*>(dst), n);
+      return ConvertErased<From, int8_t>;
     case DType::kUInt8:
-      return ConvertTyped(src, static_cast<uint8_t*>(dst), n);
+      return ConvertErased<From, uint8_t>;
     case DType::kInt16:
-      return ConvertTyped(src, static_cast<int16_t*>(dst), n);
+      return ConvertErased<From, int16_t>;
     case DType::kUInt16:
-      return ConvertTyped(src, static_cast<uint16_t*>(dst), n);
+      return ConvertErased<From, uint16_t>;
     case DType::kInt32:
-      return ConvertTyped(src, static_cast<int32_t*>(dst), n);
+      return ConvertErased<From, int32_t>;
     case DType::kInt64:
-      return ConvertTyped(src, static_cast<int64_t*>(dst), n);
+      return ConvertErased<From, int64_t>;
     case DType::kFloat32:
-      return ConvertTyped(src, static_cast<float*>(dst), n);
+      return ConvertErased<From, float>;
     case DType::kFloat64:
-      return ConvertTyped(src, static_cast<double*>(dst), n);
+      return ConvertErased<From, double>;
   }
+  return nullptr;
 }
 
 template <typename T>
@@ -96,29 +108,42 @@ absl::StatusOr<DType> DTypeFromNumpyDescr(const std::string& descr) {
                    "' (supported: little-endian int8/uint8/int16/uint16/int32/int64/float32/float64)"));
 }
 
-void ConvertElements(DType from, const void* src, DType to, void* dst, size_t n) {
+ConvertFn ElementConverter(DType from, DType to) {
   if (from == to) {
-    std::memcpy(dst, src, n * DTypeSize(from));
-    return;
+    switch (DTypeSize(from)) {
+      case 1:
+        return CopyBytes1;
+      case 2:
+        return CopyBytes2;
+      case 4:
+        return CopyBytes4;
+      default:
+        return CopyBytes8;
+    }
   }
   switch (from) {
     case DType::kInt8:
-      return ConvertFrom(static_cast<const int8_t*>(src), to, dst, n);
+      return ConverterFrom<int8_t>(to);
     case DType::kUInt8:
-      return ConvertFrom(static_cast<const uint8_t*>(src), to, dst, n);
+      return ConverterFrom<uint8_t>(to);
     case DType::kInt16:
-      return ConvertFrom(static_cast<const int16_t*>(src), to, dst, n);
+      return ConverterFrom<int16_t>(to);
     case DType::kUInt16:
-      return ConvertFrom(static_cast<const uint16_t*>(src), to, dst, n);
+      return ConverterFrom<uint16_t>(to);
     case DType::kInt32:
-      return ConvertFrom(static_cast<const int32_t*>(src), to, dst, n);
+      return ConverterFrom<int32_t>(to);
     case DType::kInt64:
-      return ConvertFrom(static_cast<const int64_t*>(src), to, dst, n);
+      return ConverterFrom<int64_t>(to);
     case DType::kFloat32:
-      return ConvertFrom(static_cast<const float*>(src), to, dst, n);
+      return ConverterFrom<float>(to);
     case DType::kFloat64:
-      return ConvertFrom(static_cast<const double*>(src), to, dst, n);
+      return ConverterFrom<double>(to);
   }
+  return nullptr;
+}
+
+void ConvertElements(DType from, const void* src, DType to, void* dst, size_t n) {
+  ElementConverter(from, to)(src, dst, n);
 }
 
 void FillElements(DType t, void* dst, size_t n, double value) {

@@ -41,6 +41,11 @@ inline absl::StatusOr<DType> DTypeFromB2ndDescr(const std::string& descr) { retu
 // (float→int truncates, like numpy's astype). `src` and `dst` must not overlap unless from == to.
 void ConvertElements(DType from, const void* src, DType to, void* dst, size_t n);
 
+// ConvertElements for one (from, to) pair, resolved once (box reads convert row by row): a memcpy of
+// n * DTypeSize(from) bytes when from == to. `src` may be misaligned; `dst` must not overlap it.
+using ConvertFn = void (*)(const void* src, void* dst, size_t n);
+ConvertFn ElementConverter(DType from, DType to);
+
 // Fills `n` elements of type `t` at `dst` with `value` (cast to `t`).
 void FillElements(DType t, void* dst, size_t n, double value);
 

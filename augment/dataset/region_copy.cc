@@ -1,9 +1,17 @@
 #include "augment/dataset/region_copy.h"
 
+#include <atomic>
 #include <cstring>
+
+#include "augment/dataset/stream_store.h"
 
 namespace augmentd::dataset {
 namespace {
+
+std::atomic<size_t> streaming_threshold{kDefaultStreamingStoreBytes};
+
+// Rows shorter than this are filled with ordinary stores even in a streamed target (no whole line to gain).
+constexpr size_t kMinStreamedFillBytes = 256;
 
 // Row-major byte strides of an array of `shape` with `item`-byte elements.
 void ByteStrides(int n, const int64_t* shape, int64_t item, int64_t* stride) {
@@ -33,8 +41,12 @@ void ForEachRow(int n, const int64_t* ext, const int64_t* ss, const int64_t* ds,
 }
 
 // Fills `count` elements of `item` bytes from `pattern` (one element) at `dst`.
-void FillPattern(uint8_t* dst, int64_t count, const uint8_t* pattern, size_t item, bool zero) {
+void FillPattern(uint8_t* dst, int64_t count, const uint8_t* pattern, size_t item, bool zero, bool stream) {
   if (count <= 0) return;
+  if (stream && static_cast<size_t>(count) * item >= kMinStreamedFillBytes) {
+    StreamFill(dst, static_cast<size_t>(count), pattern, item);
+    return;
+  }
   if (zero) {
     std::memset(dst, 0, static_cast<size_t>(count) * item);
     return;
@@ -73,14 +85,15 @@ struct FillJob {
   const uint8_t* pattern;
   size_t item;
   bool zero;
+  bool stream;
 };
 
 // Fills the outside of [lo, hi) within the sub-array that starts at `p` on axis d (outer indices fixed inside
 // the region): the slabs before and after [lo[d], hi[d]) whole, then recurses into the rows inside.
 void FillOutsideAxis(const FillJob& j, int d, uint8_t* p) {
   const int64_t step = j.inner[d] * static_cast<int64_t>(j.item);
-  FillPattern(p, j.lo[d] * j.inner[d], j.pattern, j.item, j.zero);
-  FillPattern(p + j.hi[d] * step, (j.shape[d] - j.hi[d]) * j.inner[d], j.pattern, j.item, j.zero);
+  FillPattern(p, j.lo[d] * j.inner[d], j.pattern, j.item, j.zero, j.stream);
+  FillPattern(p + j.hi[d] * step, (j.shape[d] - j.hi[d]) * j.inner[d], j.pattern, j.item, j.zero, j.stream);
   if (d == j.n - 1) return;
   // Inner axes fully covered: nothing left to fill below this axis.
   bool covered = true;
@@ -90,6 +103,52 @@ void FillOutsideAxis(const FillJob& j, int d, uint8_t* p) {
 }
 
 }  // namespace
+
+size_t StreamingStoreThreshold() { return streaming_threshold.load(std::memory_order_relaxed); }
+
+void SetStreamingStoreThreshold(size_t bytes) { streaming_threshold.store(bytes, std::memory_order_relaxed); }
+
+RowWriter::RowWriter(DType src_dtype, const RegionTarget& dst)
+    : convert_(ElementConverter(src_dtype, dst.dtype)),
+      in_item_(DTypeSize(src_dtype)),
+      out_item_(DTypeSize(dst.dtype)),
+      stream_(dst.stream) {}
+
+void RowWriter::PutStreamed(const uint8_t* src, uint8_t* out, size_t count) {
+  if (out != run_ + used_) {  // not a continuation of the buffered run
+    Drain(true);
+    run_ = out;
+  }
+  while (count > 0) {
+    size_t n = (kBufferBytes - used_) / out_item_;
+    if (n == 0) {
+      Drain(false);
+      continue;
+    }
+    n = n < count ? n : count;
+    convert_(src, buf_ + used_, n);
+    used_ += n * out_item_;
+    src += n * in_item_;
+    count -= n;
+  }
+}
+
+void RowWriter::Drain(bool all) {
+  if (used_ == 0) return;
+  size_t cut = used_;
+  if (!all) {  // stop at the last line boundary of the output; the partial line stays buffered
+    const uintptr_t end = reinterpret_cast<uintptr_t>(run_ + used_) & ~uintptr_t{63};
+    if (end > reinterpret_cast<uintptr_t>(run_)) cut = static_cast<size_t>(end - reinterpret_cast<uintptr_t>(run_));
+  }
+  StreamCopy(run_, buf_, cut);
+  std::memmove(buf_, buf_ + cut, used_ - cut);
+  run_ += cut;
+  used_ -= cut;
+}
+
+void RowWriter::Flush() {
+  if (stream_ && used_ > 0) Drain(true);
+}
 
 void CopyRegion(DType src_dtype, const void* src, const int64_t* src_origin, const int64_t* src_shape,
                 const RegionTarget& dst, const int64_t* lo, const int64_t* hi) {
@@ -109,13 +168,9 @@ void CopyRegion(DType src_dtype, const void* src, const int64_t* src_origin, con
     t += (lo[d] - dst.origin[d]) * ds[d];
   }
   const size_t row = static_cast<size_t>(ext[n - 1]);
-  if (src_dtype == dst.dtype) {
-    const size_t row_bytes = row * static_cast<size_t>(in_item);
-    ForEachRow(n, ext, ss, ds, s, t, [row_bytes](const uint8_t* a, uint8_t* b) { std::memcpy(b, a, row_bytes); });
-  } else {
-    const DType from = src_dtype, to = dst.dtype;
-    ForEachRow(n, ext, ss, ds, s, t, [=](const uint8_t* a, uint8_t* b) { ConvertElements(from, a, to, b, row); });
-  }
+  RowWriter writer(src_dtype, dst);
+  ForEachRow(n, ext, ss, ds, s, t, [&writer, row](const uint8_t* a, uint8_t* b) { writer.Put(a, b, row); });
+  writer.Flush();
 }
 
 void FillRegion(const RegionTarget& dst, const int64_t* lo, const int64_t* hi, double value) {
@@ -136,7 +191,7 @@ void FillRegion(const RegionTarget& dst, const int64_t* lo, const int64_t* hi, d
   for (int64_t i = 0; i < item; ++i) zero &= pattern[i] == 0;
   const int64_t row = ext[n - 1];
   ForEachRow(n, ext, ds, ds, t, t, [&](const uint8_t*, uint8_t* b) {
-    FillPattern(b, row, pattern, static_cast<size_t>(item), zero);
+    FillPattern(b, row, pattern, static_cast<size_t>(item), zero, dst.stream);
   });
 }
 
@@ -158,7 +213,7 @@ void FillOutside(const RegionTarget& dst, const int64_t* lo, const int64_t* hi, 
   const size_t item = DTypeSize(dst.dtype);
   bool zero = true;
   for (size_t i = 0; i < item; ++i) zero &= pattern[i] == 0;
-  const FillJob job{n, dst.shape, inner, llo, lhi, pattern, item, zero};
+  const FillJob job{n, dst.shape, inner, llo, lhi, pattern, item, zero, dst.stream};
   FillOutsideAxis(job, 0, static_cast<uint8_t*>(dst.base));
 }
 

@@ -11,7 +11,11 @@
 //
 // Rank ≤ kMaxRegionRank (CaseArray::ReadBox refuses higher ranks). The callers guarantee that [lo, hi) lies
 // inside both arrays (no bounds checks here).
-// Thread-safety: free functions, no state; no allocation.
+// Large outputs (RegionTarget::stream, set by CaseArray::ReadBox for boxes of ≥ StreamingStoreThreshold()
+// bytes; off by default) are written with non-temporal stores (stream_store.h): contiguous runs of output rows
+// are assembled in a 4 KiB buffer and streamed as whole cache lines. The bytes written are the same either way;
+// the caller calls StreamFence() before handing such an output on.
+// Thread-safety: free functions, no state (except the process-wide threshold); no allocation.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +35,68 @@ struct RegionTarget {
   const int64_t* origin = nullptr;  // `rank` entries
   const int64_t* shape = nullptr;   // `rank` entries
   int rank = 0;
+  bool stream = false;  // non-temporal stores for whole cache lines (large outputs; see above)
+};
+
+// Output size (bytes) from which CaseArray::ReadBox streams its stores; default kDefaultStreamingStoreBytes:
+// never. On the 2-core development VM (AMD EPYC, KVM) ordinary stores into huge-page output buffers were ~15 %
+// faster per sample than streaming ones at 1 and 2 threads (bench/results/2026-11-30-dataset-cpu-s4.md);
+// dataset_bench's A/B row measures streaming (from 4 MiB) where many threads share the memory bandwidth.
+// SetStreamingStoreThreshold(0) streams every box read, SIZE_MAX none (tests, benchmarks).
+inline constexpr size_t kDefaultStreamingStoreBytes = ~size_t{0};
+size_t StreamingStoreThreshold();
+void SetStreamingStoreThreshold(size_t bytes);
+
+// Writes converted pieces of source rows to their places in a RegionTarget, with one element converter resolved
+// for the whole region. With dst.stream, pieces that continue each other in the output (the pieces of one row,
+// and consecutive rows that span the output's last axis) form one run, assembled in a 4 KiB buffer and streamed
+// in whole cache lines; otherwise each piece is converted straight into place. Call Flush() after the last
+// Put (the destructor does not). One writer per thread.
+class RowWriter {
+ public:
+  RowWriter(DType src_dtype, const RegionTarget& dst);
+  RowWriter(const RowWriter&) = delete;
+  RowWriter& operator=(const RowWriter&) = delete;
+
+  // Converts `count` elements at `src` to `out` (inside the target).
+  void Put(const void* src, uint8_t* out, size_t count) {
+    if (!stream_) {
+      convert_(src, out, count);
+      return;
+    }
+    PutStreamed(static_cast<const uint8_t*>(src), out, count);
+  }
+  // Where to put the converted `bytes` bytes bound for [out, out + bytes): `out` itself without streaming, else
+  // the buffer (after writing out what does not continue into `out`); nullptr when they do not fit the buffer
+  // (use Put). Commit(bytes) after writing them there.
+  uint8_t* Span(uint8_t* out, size_t bytes) {
+    if (!stream_) return out;
+    if (out != run_ + used_) {
+      Drain(true);
+      run_ = out;
+    }
+    if (used_ + bytes > kBufferBytes) Drain(false);
+    return used_ + bytes <= kBufferBytes ? buf_ + used_ : nullptr;
+  }
+  void Commit(size_t bytes) {
+    if (stream_) used_ += bytes;
+  }
+  ConvertFn converter() const { return convert_; }
+  // Writes what is buffered.
+  void Flush();
+
+ private:
+  static constexpr size_t kBufferBytes = 4096;
+  void PutStreamed(const uint8_t* src, uint8_t* out, size_t count);
+  // Streams the buffered bytes up to the last whole output line (all of them when `all`), keeping the rest.
+  void Drain(bool all);
+
+  ConvertFn convert_;
+  size_t in_item_, out_item_;
+  bool stream_;
+  uint8_t* run_ = nullptr;  // output address of buf_[0]
+  size_t used_ = 0;         // bytes in buf_
+  alignas(64) uint8_t buf_[kBufferBytes];
 };
 
 // Copies the voxels [lo, hi) (global coordinates, `dst.rank` axes) from `src` — a C-ordered array of

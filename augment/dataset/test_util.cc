@@ -12,8 +12,11 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "augment/dataset/b2nd_reader.h"
 #include "augment/dataset/b2nd_writer.h"
 #include "augment/dataset/npy_format.h"
+#include "b2nd.h"
+#include "blosc2.h"
 #include "gtest/gtest.h"
 
 namespace augmentd::dataset::testing {
@@ -130,6 +133,20 @@ void WriteB2nd(const std::string& path, DType dtype, const Shape& shape, const s
   w.shuffle = shuffle;
   const absl::Status st = WriteB2ndFile(path, dtype, shape, elements.data(), elements.size(), w);
   ASSERT_TRUE(st.ok()) << st;
+}
+
+bool IsSpecialZeroChunk(const std::string& path, int64_t nchunk) {
+  EnsureBlosc2Initialized();
+  b2nd_array_t* raw = nullptr;
+  if (b2nd_open(path.c_str(), &raw) < 0 || raw == nullptr) return false;
+  uint8_t* chunk = nullptr;
+  bool needs_free = false;
+  const int size = blosc2_schunk_get_lazychunk(raw->sc, nchunk, &chunk, &needs_free);
+  const bool zero = size >= BLOSC_EXTENDED_HEADER_LENGTH && chunk != nullptr &&
+                    ((chunk[BLOSC2_CHUNK_BLOSC2_FLAGS] >> 4) & BLOSC2_SPECIAL_MASK) == BLOSC2_SPECIAL_ZERO;
+  if (needs_free) free(chunk);
+  b2nd_free(raw);
+  return zero;
 }
 
 std::vector<float> Iota(int64_t n, float offset) {

@@ -9,6 +9,7 @@
 
 #include "augment/dataset/case_array.h"
 #include "augment/dataset/dtype.h"
+#include "augment/dataset/region_copy.h"
 
 namespace augmentd::dataset::testing {
 
@@ -45,6 +46,10 @@ void WriteB2nd(const std::string& path, DType dtype, const Shape& shape, const s
                const std::vector<int32_t>& chunks, const std::vector<int32_t>& blocks,
                B2ndCodec codec = B2ndCodec::kLz4hc, bool shuffle = true);
 
+// Whether chunk `nchunk` of the .b2nd file at `path` is stored as c-blosc2's special all-zero chunk (tests that
+// exercise the zero-chunk path check that the writer really produced one).
+bool IsSpecialZeroChunk(const std::string& path, int64_t nchunk);
+
 // Values v(i) = i (as float) for data arrays, for easy checking of box contents.
 std::vector<float> Iota(int64_t n, float offset = 0.0f);
 
@@ -64,5 +69,22 @@ std::string MakeTinyDataset(const std::string& root, const std::vector<TinyCase>
                             const std::string& labels_json = R"({"background": 0, "a": 1, "b": 2})");
 // The seg values MakeTinyDataset writes for a case.
 std::vector<int16_t> TinySeg(const Shape& spatial);
+
+// Sets the streaming-store threshold of box reads (region_copy.h) for a scope: 0 streams every read.
+class ScopedStreamingThreshold {
+ public:
+  explicit ScopedStreamingThreshold(size_t bytes) : saved_(StreamingStoreThreshold()) {
+    SetStreamingStoreThreshold(bytes);
+  }
+  ~ScopedStreamingThreshold() { SetStreamingStoreThreshold(saved_); }
+  ScopedStreamingThreshold(const ScopedStreamingThreshold&) = delete;
+  ScopedStreamingThreshold& operator=(const ScopedStreamingThreshold&) = delete;
+
+ private:
+  size_t saved_;
+};
+
+// Both settings a box-read test runs under: ordinary stores only, and streaming stores for every read.
+inline constexpr size_t kStreamingSettings[] = {~size_t{0}, 0};
 
 }  // namespace augmentd::dataset::testing
