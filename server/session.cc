@@ -31,8 +31,18 @@ v1::LatencySummary Summarize(std::vector<double> us) {
 
 }  // namespace
 
+namespace {
+std::unique_ptr<HostBatchPool> InputBuffers(const SessionSettings& s) {
+  if (s.loader == nullptr) return nullptr;
+  const size_t seg = static_cast<size_t>(s.loader->batch_size() * NumElements(s.loader->SampleSegShape()));
+  const size_t data =
+      static_cast<size_t>(s.loader->batch_size() * NumElements(s.loader->SampleDataShape(s.num_image_channels)));
+  return std::make_unique<HostBatchPool>(data, seg);
+}
+}  // namespace
+
 Session::Session(SessionSettings settings, SessionResources resources)
-    : settings_(std::move(settings)), resources_(std::move(resources)) {
+    : settings_(std::move(settings)), resources_(std::move(resources)), input_buffers_(InputBuffers(settings_)) {
   next_batch_index_ = settings_.start_batch_index;
 }
 
@@ -80,12 +90,16 @@ absl::StatusOr<ProducedBatch> Session::ProduceDatasetBatch(uint64_t batch_index,
   ProducedBatch out;
   out.batch_index = batch_index;
   const absl::Time start = absl::Now();
-  absl::StatusOr<dataset::HostBatch> host = settings_.loader->LoadBatch(batch_index);
+  absl::StatusOr<HostBatchPool::Lease> buffers = input_buffers_->Acquire();
+  if (!buffers.ok()) return buffers.status();
+  absl::StatusOr<dataset::HostBatch> host =
+      settings_.loader->LoadBatchInto(batch_index, buffers->data(), input_buffers_->data_elems(), buffers->seg(),
+                                      input_buffers_->seg_elems());
   if (!host.ok()) return host.status();
   out.load_us = MicrosSince(start);
-  BatchInput input;
-  input.image = TensorView{host->data.data(), host->data_shape, DType::kFloat32};
-  input.seg = TensorView{host->seg.data(), host->seg_shape, DType::kInt16};
+  BatchInput input;  // read by the engine before RunEngine returns (the CUDA worker stages it synchronously)
+  input.image = TensorView{buffers->data(), host->data_shape, DType::kFloat32};
+  input.seg = TensorView{buffers->seg(), host->seg_shape, DType::kInt16};
   const absl::Time compute_start = absl::Now();
   if (absl::Status s = RunEngine(input, BatchOptions(batch_index), lease, &out); !s.ok()) return s;
   out.compute_us = MicrosSince(compute_start);

@@ -45,6 +45,7 @@
 #include "augmentd/v1/session.pb.h"
 #include "server/cuda_ipc_slots.h"
 #include "server/delivery.h"
+#include "server/host_batch_pool.h"
 #include "server/slot_ring.h"
 
 namespace augmentd {
@@ -149,6 +150,8 @@ class Session {
 
   const SessionSettings settings_;
   const SessionResources resources_;
+  // Dataset mode, host path: the loaded (B, C, *patch) batches, reused (null in patch mode).
+  const std::unique_ptr<HostBatchPool> input_buffers_;
   const absl::Time opened_ = absl::Now();
   mutable std::mutex mu_;
   bool closed_ = false;                               // guarded by mu_
