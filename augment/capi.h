@@ -97,6 +97,8 @@
  *   random_convolution        apply_to_channel, kernel_sizes ([odd 1..15]; [1, 3, 5, 7]), mix_prob (0.2), retain_stats
  *   intensity_function        apply_to_channel, functions (names: log1p sqrt sin exp sigmoid square; AugLab's five
  *                             by default), p_function (0.05), retain_stats, p_inverse (0.3), inverse_retain_stats
+ *   (all three)               in_seg (0), out_seg (0), mix_in_out (false), seg_channel (0): AugLab's region modes
+ *                             (augment/transforms/auglab_region.h)
  *
  * Per-sample parameters = bgv2 0.3.5 get_parameters() dicts (tensors as nested lists, index tensors as int lists):
  *   spatial            {"affine": ndim×ndim | null, "elastic_offsets": (*patch, ndim) nested | null,
@@ -140,6 +142,7 @@
  *   random_convolution {"apply_to_channel": [int], "kernel_size": [k], "kernel": [[k³ floats, C order]],
  *                       "mix": [bool], "alpha": [float]} (one entry per applied channel)
  *   intensity_function {"apply_to_channel": [int], "functions": [bool per configured function], "inverse": bool}
+ *   (all three, with in_seg or out_seg > 0) + "region": ["all" | "in" | "out" per slot], "region_labels": [uint64]
  * Channel lists accept int indices or a bool mask of length C.
  *
  * Errors: ok = 0 and error() = "<CODE>: <message>" (e.g. "INVALID_ARGUMENT: spatial.patch_size: ...").

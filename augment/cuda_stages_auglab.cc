@@ -1,7 +1,10 @@
 // AugLab's GPU extras as CUDA chain stages (cuda_stage.h): histogram_equalization, random_convolution,
 // intensity_function (augment/transforms/auglab_*.h). Prepare packs one AuglabSlice record per (sample, channel) — per
 // step for intensity_function — from the CPU transform's own drawn params (plus the random kernels' weights); Enqueue
-// launches a few batch-wide kernels (augment/kernels/cuda/auglab_kernels.h) with deterministic statistics.
+// launches a few batch-wide kernels (augment/kernels/cuda/auglab_kernels.h) with deterministic statistics. Region
+// modes (in_seg / out_seg / mix_in_out, auglab_region.h): when a slice of the batch is restricted and the scratch has
+// segmentation, the step keeps a copy of the image and LaunchRegionRestore puts the voxels outside the region back
+// after the step (and its retain_stats), reading the chain's int16 seg channel `seg_channel`.
 #include <memory>
 #include <vector>
 
@@ -38,6 +41,32 @@ absl::StatusOr<al::AuglabSlice*> SliceOf(std::vector<al::AuglabSlice>& slices, c
   return &slices[static_cast<size_t>(b) * t.channels + static_cast<size_t>(c)];
 }
 
+// Copies slot i of `region` into the slice; true when it restricts the step.
+bool SetRegion(al::AuglabSlice* s, const std::vector<AuglabRegion>& region, size_t i) {
+  const AuglabRegion r = auglab_region::At(region, i);
+  s->region = r.mode;
+  s->keep = r.keep;
+  return r.mode != al::kRegionAll;
+}
+
+// Whether a step applied to some slices (`applied`), some of them restricted (`restricted`), must restore: the
+// scratch has segmentation (without, the CPU transform applies everywhere too). INVALID_ARGUMENT "<name>.seg_channel"
+// (as the CPU transform's Apply) when the step is applied, regions are enabled and the scratch lacks that channel.
+absl::StatusOr<bool> RegionActive(bool applied, bool restricted, const ChainTensors& t, const AuglabRegionConfig& c,
+                                  std::string_view name) {
+  if (!applied) return false;
+  RETURN_IF_ERROR(auglab_region::CheckSegChannel(c, t.seg_channels, std::string(name)));
+  return restricted && t.seg_channels > 0;
+}
+
+absl::Status EnqueueRestore(ChainTensors& t, const float* orig, const al::AuglabSlice* p, int64_t seg_channel,
+                            cudaStream_t stream) {
+  if (t.seg == nullptr) return absl::InternalError("auglab region: the chain scratch has no segmentation buffer");
+  return Check(al::LaunchRegionRestore(t.image, orig, t.voxels(), t.batch * t.channels, t.channels, p, t.seg,
+                                       t.seg_channels, static_cast<int>(seg_channel), stream),
+               "auglab region");
+}
+
 // retain_stats of the slices with on && retain: statistics of the result, then the affine map.
 absl::Status EnqueueRetain(ChainTensors& t, const al::AuglabSlice* p, const da5::SliceMoments* before,
                            ChainWorkspace& ws, cudaStream_t stream) {
@@ -50,21 +79,26 @@ absl::Status EnqueueRetain(ChainTensors& t, const al::AuglabSlice* p, const da5:
 class HistogramStage final : public CudaStage {
  public:
   HistogramStage(const HistogramEqualizationTransform& t, size_t index)
-      : retain_(t.config().retain_stats), index_(index) {}
+      : retain_(t.config().retain_stats), region_(t.config().region), index_(index) {}
   absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
                        ParamArena& arena) override {
     slices_.assign(static_cast<size_t>(t.batch) * t.channels, al::AuglabSlice{});
     any_ = false;
+    bool restricted = false;
     for (int32_t b = 0; b < t.batch && b < static_cast<int32_t>(params.size()); ++b) {
       if (params[b] == nullptr) continue;
       ASSIGN_OR_RETURN(const auto* p, ParamsAs<HistogramEqualizationParams>(*params[b], "histogram_equalization"));
-      for (int64_t c : p->apply_to_channel) {
-        ASSIGN_OR_RETURN(al::AuglabSlice * s, SliceOf(slices_, t, b, c, index_, "histogram_equalization"));
+      RETURN_IF_ERROR(auglab_region::CheckSlots(p->region, p->apply_to_channel.size()));
+      for (size_t i = 0; i < p->apply_to_channel.size(); ++i) {
+        ASSIGN_OR_RETURN(al::AuglabSlice * s,
+                         SliceOf(slices_, t, b, p->apply_to_channel[i], index_, "histogram_equalization"));
         s->on = 1;
         s->retain = retain_ ? 1 : 0;
+        restricted |= SetRegion(s, p->region, i);
         any_ = true;
       }
     }
+    ASSIGN_OR_RETURN(regional_, RegionActive(any_, restricted, t, region_, "histogram_equalization"));
     if (any_) offset_ = arena.AppendArray(slices_);
     return absl::OkStatus();
   }
@@ -73,6 +107,10 @@ class HistogramStage final : public CudaStage {
     const int slices = t.batch * t.channels;
     const size_t bins = static_cast<size_t>(slices) * al::kHistBins;
     const auto* p = arena.device_as<al::AuglabSlice>(offset_);
+    float* orig = nullptr;
+    if (regional_) {
+      ASSIGN_OR_RETURN(orig, da5_stage_internal::EnqueueImageCopy(t, ws, stream));
+    }
     ASSIGN_OR_RETURN(const da5::SliceMoments* before,
                      EnqueueMoments(t.image, t.voxels(), slices, kSlotMomentsA, ws, stream));
     ASSIGN_OR_RETURN(void* counts, ws.Scratch(kSlotCounts, bins * sizeof(uint32_t)));
@@ -81,32 +119,36 @@ class HistogramStage final : public CudaStage {
         Check(al::LaunchHistogramEqualize(t.image, t.voxels(), slices, p, before, static_cast<uint32_t*>(counts),
                                           static_cast<float*>(luts), stream),
               "histogram_equalization"));
-    return retain_ ? EnqueueRetain(t, p, before, ws, stream) : absl::OkStatus();
+    if (retain_) RETURN_IF_ERROR(EnqueueRetain(t, p, before, ws, stream));
+    return regional_ ? EnqueueRestore(t, orig, p, region_.seg_channel, stream) : absl::OkStatus();
   }
 
  private:
   bool retain_;
+  AuglabRegionConfig region_;
   size_t index_;
   std::vector<al::AuglabSlice> slices_;
-  bool any_ = false;
+  bool any_ = false, regional_ = false;
   size_t offset_ = 0;
 };
 
 class RandomConvolutionStage final : public CudaStage {
  public:
   RandomConvolutionStage(const RandomConvolutionTransform& t, size_t index)
-      : retain_(t.config().retain_stats), index_(index) {}
+      : retain_(t.config().retain_stats), region_(t.config().region), index_(index) {}
   absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
                        ParamArena& arena) override {
     slices_.assign(static_cast<size_t>(t.batch) * t.channels, al::AuglabSlice{});
     weights_.clear();
     any_ = false;
+    bool restricted = false;
     for (int32_t b = 0; b < t.batch && b < static_cast<int32_t>(params.size()); ++b) {
       if (params[b] == nullptr) continue;
       ASSIGN_OR_RETURN(const auto* p, ParamsAs<RandomConvolutionParams>(*params[b], "random_convolution"));
       const size_t n = p->apply_to_channel.size();
       if (p->kernel_size.size() != n || p->kernel.size() != n || p->mix.size() != n || p->alpha.size() != n)
         return Invalid(index_, "random_convolution", "params: one kernel_size / kernel / mix / alpha per channel");
+      RETURN_IF_ERROR(auglab_region::CheckSlots(p->region, n));
       for (size_t i = 0; i < n; ++i) {
         const int32_t k = p->kernel_size[i];
         if (k < 1 || k > al::kMaxConvKernel || k % 2 == 0 || p->kernel[i].size() != static_cast<size_t>(k) * k * k)
@@ -120,9 +162,11 @@ class RandomConvolutionStage final : public CudaStage {
         s->alpha = p->alpha[i];
         s->w_off = static_cast<int64_t>(weights_.size());
         weights_.insert(weights_.end(), p->kernel[i].begin(), p->kernel[i].end());
+        restricted |= SetRegion(s, p->region, i);
         any_ = true;
       }
     }
+    ASSIGN_OR_RETURN(regional_, RegionActive(any_, restricted, t, region_, "random_convolution"));
     if (any_) {
       offset_ = arena.AppendArray(slices_);
       weights_offset_ = arena.AppendArray(weights_);
@@ -141,15 +185,17 @@ class RandomConvolutionStage final : public CudaStage {
     RETURN_IF_ERROR(Check(
         al::LaunchRandomConvolution(copy, t.image, t.shape, slices, p, arena.device_as<float>(weights_offset_), stream),
         "random_convolution"));
-    return retain_ ? EnqueueRetain(t, p, before, ws, stream) : absl::OkStatus();
+    if (retain_) RETURN_IF_ERROR(EnqueueRetain(t, p, before, ws, stream));
+    return regional_ ? EnqueueRestore(t, copy, p, region_.seg_channel, stream) : absl::OkStatus();
   }
 
  private:
   bool retain_;
+  AuglabRegionConfig region_;
   size_t index_;
   std::vector<al::AuglabSlice> slices_;
   std::vector<float> weights_;
-  bool any_ = false;
+  bool any_ = false, regional_ = false;
   size_t offset_ = 0, weights_offset_ = 0;
 };
 
@@ -168,21 +214,27 @@ class IntensityFunctionStage final : public CudaStage {
       ASSIGN_OR_RETURN(const auto* p, ParamsAs<IntensityFunctionParams>(*params[b], "intensity_function"));
       if (p->functions.size() != nf)
         return Invalid(index_, "intensity_function", "params.functions: one entry per configured function");
+      const size_t channels = p->apply_to_channel.size();
+      RETURN_IF_ERROR(auglab_region::CheckSlots(p->region, RegionSlots(config_, channels)));
       for (size_t j = 0; j <= nf; ++j) {
         if (j < nf ? !p->functions[j] : !p->inverse) continue;
         const bool retain = j < nf ? config_.retain_stats : config_.inverse_retain_stats;
-        for (int64_t c : p->apply_to_channel) {
-          ASSIGN_OR_RETURN(al::AuglabSlice * s, SliceOf(steps_[j].slices, t, b, c, index_, "intensity_function"));
+        for (size_t i = 0; i < channels; ++i) {
+          ASSIGN_OR_RETURN(al::AuglabSlice * s,
+                           SliceOf(steps_[j].slices, t, b, p->apply_to_channel[i], index_, "intensity_function"));
           s->on = 1;
           s->fn = j < nf ? config_.functions[j] : -1;
           s->retain = retain ? 1 : 0;
+          steps_[j].regional |= SetRegion(s, p->region, j * channels + i);
           steps_[j].any = true;
           steps_[j].retain |= retain;
         }
       }
     }
-    for (Step& s : steps_)
+    for (Step& s : steps_) {
+      ASSIGN_OR_RETURN(s.regional, RegionActive(s.any, s.regional, t, config_.region, "intensity_function"));
       if (s.any) s.offset = arena.AppendArray(s.slices);
+    }
     return absl::OkStatus();
   }
   absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
@@ -190,11 +242,16 @@ class IntensityFunctionStage final : public CudaStage {
     for (const Step& s : steps_) {
       if (!s.any) continue;
       const auto* p = arena.device_as<al::AuglabSlice>(s.offset);
+      float* orig = nullptr;
+      if (s.regional) {
+        ASSIGN_OR_RETURN(orig, da5_stage_internal::EnqueueImageCopy(t, ws, stream));
+      }
       ASSIGN_OR_RETURN(const da5::SliceMoments* before,
                        EnqueueMoments(t.image, t.voxels(), slices, kSlotMomentsA, ws, stream));
       RETURN_IF_ERROR(
           Check(al::LaunchIntensityStep(t.image, t.voxels(), slices, p, before, stream), "intensity_function"));
       if (s.retain) RETURN_IF_ERROR(EnqueueRetain(t, p, before, ws, stream));
+      if (s.regional) RETURN_IF_ERROR(EnqueueRestore(t, orig, p, config_.region.seg_channel, stream));
     }
     return absl::OkStatus();
   }
@@ -202,7 +259,7 @@ class IntensityFunctionStage final : public CudaStage {
  private:
   struct Step {
     std::vector<al::AuglabSlice> slices;
-    bool any = false, retain = false;
+    bool any = false, retain = false, regional = false;
     size_t offset = 0;
   };
   IntensityFunctionConfig config_;

@@ -2,7 +2,9 @@
 // (augment/transforms/auglab_*.h): random batches (B = 1, 3, 8; 1 and 2 channels; odd and tiny shapes), parameters
 // from the CPU transform's own Draw (every third sample without params: it must stay untouched), the stage driven
 // directly on device buffers through ParamArena / ChainWorkspace, twice per configuration (the second batch reuses
-// both). Skipped without a GPU. ctest names: cuda_auglab_stages_test (label gpu), cuda_auglab_stages_coverage_test.
+// both). Region cases (in_seg / out_seg / mix_in_out, auglab_region.h) add int16 labels −1..3 (1 or 2 seg channels,
+// seg_channel 0 or 1) uploaded as the chain's seg scratch. Skipped without a GPU. ctest names:
+// cuda_auglab_stages_test (label gpu), cuda_auglab_stages_coverage_test.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -26,6 +28,7 @@ struct AuglabCase {
   json config;
   float tol;         // |gpu − cpu| <= tol · (1 + |cpu|)
   int min_channels;  // configurations naming channel 1 need 2 channels
+  int seg_channels = 0;
 };
 
 std::vector<AuglabCase> AuglabCases() {
@@ -44,19 +47,56 @@ std::vector<AuglabCase> AuglabCases() {
         {"inverse_retain_stats", true}},
        1e-4f,
        2},
+      // Region modes: always inside; both coins at 1/2 with label masks and retain_stats on seg channel 1 of 2.
+      {"histogram_equalization", {{"in_seg", 1.0}}, 0.0f, 1, 1},
+      {"histogram_equalization",
+       {{"in_seg", 0.5}, {"out_seg", 0.5}, {"mix_in_out", true}, {"retain_stats", true}, {"seg_channel", 1}},
+       1e-5f,
+       1,
+       2},
+      {"random_convolution", {{"out_seg", 1.0}, {"mix_prob", 0.5}}, 1e-6f, 1, 1},
+      {"random_convolution",
+       {{"in_seg", 0.5}, {"out_seg", 0.5}, {"mix_in_out", true}, {"retain_stats", true}, {"seg_channel", 1}},
+       1e-5f,
+       1,
+       2},
+      {"intensity_function",
+       {{"functions", all_fns},
+        {"p_function", 0.5},
+        {"p_inverse", 0.5},
+        {"in_seg", 0.6},
+        {"out_seg", 0.3},
+        {"mix_in_out", true}},
+       1e-4f,
+       1,
+       1},
+      {"intensity_function",
+       {{"apply_to_channel", {1, 0}},
+        {"p_function", 0.6},
+        {"p_inverse", 0.6},
+        {"retain_stats", true},
+        {"in_seg", 0.5},
+        {"out_seg", 0.5},
+        {"seg_channel", 1}},
+       1e-4f,
+       2,
+       2},
   };
 }
 
 // Batch of `batch` samples through `stage` and through the CPU transform; returns the mismatching voxels.
 int64_t CompareBatch(const Transform& t, CudaStage& stage, ParamArena& arena, ChainWorkspace& ws, float tol,
-                     const std::vector<int64_t>& shape, int batch, int channels, uint64_t seed, cudaStream_t stream) {
-  const int64_t n = channels * shape[0] * shape[1] * shape[2];
+                     const std::vector<int64_t>& shape, int batch, int channels, int seg_channels, uint64_t seed,
+                     cudaStream_t stream) {
+  const int64_t voxels = shape[0] * shape[1] * shape[2], n = channels * voxels, ns = seg_channels * voxels;
   std::vector<float> in(static_cast<size_t>(batch * n)), want(in.size()), got(in.size());
+  std::vector<int16_t> seg(static_cast<size_t>(batch * ns));
   std::vector<std::unique_ptr<TransformParams>> owned(batch);
   std::vector<const TransformParams*> params(batch, nullptr);
   for (int b = 0; b < batch; ++b) {
-    SampleData s = testing::RandomSample(channels, shape, 0, 0, 0, static_cast<uint32_t>(seed * 97 + b));
+    SampleData s = testing::RandomSample(channels, shape, seg_channels, -1, 3, static_cast<uint32_t>(seed * 97 + b));
     std::copy(s.image.begin(), s.image.end(), in.begin() + b * n);
+    std::copy(s.seg.begin(), s.seg.end(), seg.begin() + b * ns);
     if (b % 3 != 2) {
       owned[b] = testing::DrawFor(t, s.layout(), seed, static_cast<uint64_t>(b));
       params[b] = owned[b].get();
@@ -67,10 +107,18 @@ int64_t CompareBatch(const Transform& t, CudaStage& stage, ParamArena& arena, Ch
   void* image = nullptr;
   EXPECT_EQ(cudaMalloc(&image, in.size() * sizeof(float)), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(image, in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  void* labels = nullptr;
+  if (ns > 0) {
+    EXPECT_EQ(cudaMalloc(&labels, seg.size() * sizeof(int16_t)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(labels, seg.data(), seg.size() * sizeof(int16_t), cudaMemcpyHostToDevice), cudaSuccess);
+  }
   ChainTensors tensors;
   tensors.image = static_cast<float*>(image);
+  tensors.seg = static_cast<int16_t*>(labels);
   tensors.batch = batch;
   tensors.channels = channels;
+  tensors.seg_channels = seg_channels;
+  tensors.seg_capacity = seg_channels;
   for (int d = 0; d < 3; ++d) tensors.shape[d] = static_cast<int32_t>(shape[d]);
   arena.Reset();
   absl::Status st = stage.Prepare(params, tensors, arena);
@@ -80,6 +128,7 @@ int64_t CompareBatch(const Transform& t, CudaStage& stage, ParamArena& arena, Ch
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(got.data(), image, got.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
   cudaFree(image);
+  if (labels != nullptr) cudaFree(labels);
   int64_t bad = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     if (std::fabs(got[i] - want[i]) <= tol * (1 + std::fabs(want[i]))) continue;
@@ -106,7 +155,8 @@ TEST(CudaAuglabStages, EqualCpuTransforms) {
       for (int batch : {1, 3, 8})
         for (int channels = c.min_channels; channels <= 2; ++channels)
           for (int rep = 0; rep < 2; ++rep)
-            EXPECT_EQ(CompareBatch(**t, **stage, arena, ws, c.tol, shape, batch, channels, seed++, stream), 0)
+            EXPECT_EQ(
+                CompareBatch(**t, **stage, arena, ws, c.tol, shape, batch, channels, c.seg_channels, seed++, stream), 0)
                 << c.kind << " " << c.config.dump() << " B=" << batch << " C=" << channels;
   }
   cudaStreamDestroy(stream);
@@ -120,6 +170,35 @@ TEST(CudaAuglabStages, CoverageAndOwnership) {
     auto stage = MakeAuglabCudaStage(**t, 0);
     ASSERT_TRUE(stage.ok()) << stage.status();
     EXPECT_NE(*stage, nullptr) << kind;
+  }
+  // Region seg_channel beyond the scratch's seg channels: INVALID_ARGUMENT naming the field, as the CPU Apply
+  // (Prepare only packs host records: no GPU needed).
+  for (const char* kind : {"histogram_equalization", "random_convolution", "intensity_function"}) {
+    json cfg = {{"in_seg", 1.0}, {"seg_channel", 1}};
+    if (std::string(kind) == "intensity_function") cfg["p_function"] = 1.0;
+    auto t = TransformFromJson(kind, cfg);
+    ASSERT_TRUE(t.ok()) << kind << ": " << t.status();
+    auto stage = MakeAuglabCudaStage(**t, 0);
+    ASSERT_TRUE(stage.ok() && *stage != nullptr) << kind;
+    for (int seg_channels : {1, 2}) {
+      SampleData s = testing::RandomSample(1, {4, 5, 6}, seg_channels, -1, 3, 1);
+      auto params = testing::DrawFor(**t, s.layout(), 1);
+      ChainTensors tensors;
+      tensors.batch = 1;
+      tensors.channels = 1;
+      tensors.seg_channels = tensors.seg_capacity = seg_channels;
+      tensors.shape[0] = 4;
+      tensors.shape[1] = 5;
+      tensors.shape[2] = 6;
+      ParamArena arena;
+      const absl::Status st = (*stage)->Prepare({params.get()}, tensors, arena);
+      if (seg_channels == 2) {
+        EXPECT_TRUE(st.ok()) << kind << ": " << st;
+      } else {
+        EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << kind;
+        EXPECT_NE(st.message().find(std::string(kind) + ".seg_channel"), std::string::npos) << st;
+      }
+    }
   }
   auto other = TransformFromJson("mirror", {{"allowed_axes", {0, 1, 2}}});
   ASSERT_TRUE(other.ok()) << other.status();

@@ -15,27 +15,32 @@ using transforms_internal::RequireImage;
 
 absl::StatusOr<std::shared_ptr<const Transform>> HistogramEqualizationTransform::Create(
     const HistogramEqualizationConfig& c) {
+  RETURN_IF_ERROR(auglab_region::Validate(c.region, "histogram_equalization"));
   return std::shared_ptr<const Transform>(new HistogramEqualizationTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> HistogramEqualizationTransform::FromJson(const nlohmann::json& j) {
   constexpr const char* kWhere = "histogram_equalization";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channel", "retain_stats"}, kWhere));
+  RETURN_IF_ERROR(ju::CheckKeys(j, auglab_region::WithConfigKeys({"apply_to_channel", "retain_stats"}), kWhere));
   HistogramEqualizationConfig c;
   ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, kWhere));
   ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, kWhere));
+  ASSIGN_OR_RETURN(c.region, auglab_region::FromConfigJson(j, kWhere));
   return Create(c);
 }
 
 nlohmann::json HistogramEqualizationTransform::ConfigToJson() const {
-  return {{"apply_to_channel", config_.apply_to_channel}, {"retain_stats", config_.retain_stats}};
+  nlohmann::json j = {{"apply_to_channel", config_.apply_to_channel}, {"retain_stats", config_.retain_stats}};
+  auglab_region::ToConfigJson(config_.region, j);
+  return j;
 }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> HistogramEqualizationTransform::Draw(
-    DrawContext& /*ctx*/, const SampleLayout& layout) const {
+    DrawContext& ctx, const SampleLayout& layout) const {
   RETURN_IF_ERROR(auglab_internal::CheckChannels(config_.apply_to_channel, layout.channels, "histogram_equalization"));
   auto p = std::make_unique<HistogramEqualizationParams>();
   p->apply_to_channel = config_.apply_to_channel;
+  if (config_.region.enabled()) p->region = auglab_region::Draw(config_.region, p->apply_to_channel.size(), ctx.rng);
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 
@@ -58,20 +63,32 @@ absl::Status HistogramEqualizationTransform::Apply(const TransformParams& params
                    ParamsAs<HistogramEqualizationParams>(params, "histogram_equalization"));
   RETURN_IF_ERROR(RequireImage(s, "histogram_equalization"));
   RETURN_IF_ERROR(auglab_internal::CheckChannels(p->apply_to_channel, s.channels, "params"));
+  RETURN_IF_ERROR(auglab_region::CheckSegChannel(config_.region, s.seg_channels, "histogram_equalization"));
+  RETURN_IF_ERROR(auglab_region::CheckSlots(p->region, p->apply_to_channel.size()));
   const int64_t n = s.voxels();
-  for (int64_t c : p->apply_to_channel) EqualizeHistogram(s.image.data() + c * n, n, config_.retain_stats);
+  std::vector<float> orig;
+  for (size_t i = 0; i < p->apply_to_channel.size(); ++i) {
+    float* x = s.image.data() + p->apply_to_channel[i] * n;
+    RETURN_IF_ERROR(auglab_region::RunInRegion(x, n, s, config_.region, auglab_region::At(p->region, i),
+                                               "histogram_equalization", orig,
+                                               [&] { EqualizeHistogram(x, n, config_.retain_stats); }));
+  }
   return absl::OkStatus();
 }
 
 nlohmann::json HistogramEqualizationTransform::ParamsToJson(const TransformParams& params) const {
-  return {{"apply_to_channel", static_cast<const HistogramEqualizationParams&>(params).apply_to_channel}};
+  const auto& p = static_cast<const HistogramEqualizationParams&>(params);
+  nlohmann::json j = {{"apply_to_channel", p.apply_to_channel}};
+  auglab_region::ToParamsJson(p.region, j);
+  return j;
 }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> HistogramEqualizationTransform::ParamsFromJson(
     const nlohmann::json& j, const SampleLayout& layout) const {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channel"}, "params"));
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channel", "region", "region_labels"}, "params"));
   auto p = std::make_unique<HistogramEqualizationParams>();
   ASSIGN_OR_RETURN(p->apply_to_channel, auglab_internal::ParamsChannels(j, config_.apply_to_channel, layout.channels));
+  ASSIGN_OR_RETURN(p->region, auglab_region::FromParamsJson(j, p->apply_to_channel.size()));
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 

@@ -10,8 +10,9 @@
 // A constant channel is left unchanged (AugLab's arithmetic maps it onto itself). Nothing is random: AugLab's
 // `probability` is the pipeline entry's apply_probability (0.2 in AugLab's config), drawn per sample (AugLab's
 // container uses same_on_batch=True, which may share the coin across the batch; augmentd draws per sample).
-// Not covered: AugLab's in_seg / out_seg / mix_in_out (segmentation-restricted application; defaults 0 / off) and
-// its NaN/Inf guard. The math is augment/kernels/cuda/auglab_math.h's (shared with the CUDA stage).
+// AugLab's in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — one region per applied channel, drawn
+// after nothing else (this transform draws nothing of its own); default off. Not covered: AugLab's NaN/Inf guard.
+// The math is augment/kernels/cuda/auglab_math.h's (shared with the CUDA stage).
 //
 //   auto t = HistogramEqualizationTransform::FromJson({{"apply_to_channel", {0}}, {"retain_stats", false}});
 #pragma once
@@ -20,17 +21,21 @@
 #include <vector>
 
 #include "augment/transform.h"
+#include "augment/transforms/auglab_region.h"
 
 namespace augmentd {
 
 struct HistogramEqualizationConfig {
   std::vector<int64_t> apply_to_channel = {0};
   bool retain_stats = false;
+  AuglabRegionConfig region;  // in_seg, out_seg, mix_in_out, seg_channel
 };
 
-// {"apply_to_channel": [channels]} (the configured list; nothing is drawn).
+// {"apply_to_channel": [channels]} (the configured list; nothing else is drawn without regions), plus "region" /
+// "region_labels" (one per applied channel) when the config enables regions (auglab_region.h).
 struct HistogramEqualizationParams : TransformParams {
   std::vector<int64_t> apply_to_channel;
+  std::vector<AuglabRegion> region;  // empty: every channel whole
 };
 
 class HistogramEqualizationTransform final : public Transform {

@@ -13,8 +13,10 @@
 // "square" (RandomFunctionGPU's default func). Without retain_stats the output stays in f's range (as AugLab).
 // Differences: AugLab normalises with the min/max of all samples the step applies to (x.min() over the batch
 // slice); augmentd uses each sample's own min/max, and draws its coins per sample (AugLab's container may share
-// them: same_on_batch=True). Not covered: in_seg / out_seg / mix_in_out and the NaN/Inf guard. Math:
-// augment/kernels/cuda/auglab_math.h.
+// them: same_on_batch=True). in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — AugLab's function and
+// inverse transforms each draw their own region, so augmentd draws one region per (step, channel), steps in the order
+// above (functions, then the inverse; every step, whether its coin fell or not) × apply_to_channel, after the coins;
+// default off. Not covered: the NaN/Inf guard. Math: augment/kernels/cuda/auglab_math.h.
 //
 //   auto t = IntensityFunctionTransform::FromJson({{"p_function", 0.05}, {"p_inverse", 0.3}});
 #pragma once
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "augment/transform.h"
+#include "augment/transforms/auglab_region.h"
 
 namespace augmentd {
 
@@ -34,13 +37,16 @@ struct IntensityFunctionConfig {
   bool retain_stats = false;
   double p_inverse = 0.3;
   bool inverse_retain_stats = false;
+  AuglabRegionConfig region;  // in_seg, out_seg, mix_in_out, seg_channel
 };
 
-// {"apply_to_channel": [n], "functions": [one bool per configured function], "inverse": bool}.
+// {"apply_to_channel": [n], "functions": [one bool per configured function], "inverse": bool}, plus "region" /
+// "region_labels" ((functions + 1) · n entries, step-major) when the config enables regions.
 struct IntensityFunctionParams : TransformParams {
   std::vector<int64_t> apply_to_channel;
   std::vector<bool> functions;
   bool inverse = false;
+  std::vector<AuglabRegion> region;  // empty: every step on whole channels; else [step · n + channel]
 };
 
 class IntensityFunctionTransform final : public Transform {
@@ -64,6 +70,9 @@ class IntensityFunctionTransform final : public Transform {
 // Names of the function codes ("log1p", ...); INVALID_ARGUMENT for an unknown name.
 absl::StatusOr<int32_t> IntensityFnFromName(const std::string& name);
 std::string IntensityFnName(int32_t fn);
+
+// Region slots of a sample applying `channels` channels: (functions + 1) · channels (index step · channels + i).
+size_t RegionSlots(const IntensityFunctionConfig& c, size_t channels);
 
 // One step on one channel of n voxels: fn >= 0 applies that function, fn < 0 the inverse.
 void ApplyIntensityStep(float* x, int64_t n, int32_t fn, bool retain_stats);

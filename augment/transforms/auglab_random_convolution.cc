@@ -23,12 +23,14 @@ absl::StatusOr<std::shared_ptr<const Transform>> RandomConvolutionTransform::Cre
   for (int64_t k : c.kernel_sizes)
     if (!ValidKernelSize(k)) return ju::Invalid("random_convolution.kernel_sizes", "sizes must be odd, 1..15");
   RETURN_IF_ERROR(ju::CheckProbability(c.mix_prob, "random_convolution.mix_prob"));
+  RETURN_IF_ERROR(auglab_region::Validate(c.region, "random_convolution"));
   return std::shared_ptr<const Transform>(new RandomConvolutionTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> RandomConvolutionTransform::FromJson(const nlohmann::json& j) {
   constexpr const char* kWhere = "random_convolution";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channel", "kernel_sizes", "mix_prob", "retain_stats"}, kWhere));
+  RETURN_IF_ERROR(ju::CheckKeys(
+      j, auglab_region::WithConfigKeys({"apply_to_channel", "kernel_sizes", "mix_prob", "retain_stats"}), kWhere));
   RandomConvolutionConfig c;
   ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, kWhere));
   if (j.contains("kernel_sizes")) {
@@ -36,14 +38,17 @@ absl::StatusOr<std::shared_ptr<const Transform>> RandomConvolutionTransform::Fro
   }
   ASSIGN_OR_RETURN(c.mix_prob, ju::GetDouble(j, "mix_prob", 0.2, kWhere));
   ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, kWhere));
+  ASSIGN_OR_RETURN(c.region, auglab_region::FromConfigJson(j, kWhere));
   return Create(c);
 }
 
 nlohmann::json RandomConvolutionTransform::ConfigToJson() const {
-  return {{"apply_to_channel", config_.apply_to_channel},
-          {"kernel_sizes", config_.kernel_sizes},
-          {"mix_prob", config_.mix_prob},
-          {"retain_stats", config_.retain_stats}};
+  nlohmann::json j = {{"apply_to_channel", config_.apply_to_channel},
+                      {"kernel_sizes", config_.kernel_sizes},
+                      {"mix_prob", config_.mix_prob},
+                      {"retain_stats", config_.retain_stats}};
+  auglab_region::ToConfigJson(config_.region, j);
+  return j;
 }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> RandomConvolutionTransform::Draw(DrawContext& ctx,
@@ -63,6 +68,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> RandomConvolutionTransform::Dra
     p->mix.push_back(mix);
     p->alpha.push_back(mix ? static_cast<float>(ctx.rng.Uniform()) : 0.0f);
   }
+  if (config_.region.enabled()) p->region = auglab_region::Draw(config_.region, p->apply_to_channel.size(), ctx.rng);
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 
@@ -70,6 +76,8 @@ absl::Status RandomConvolutionTransform::Apply(const TransformParams& params, Sa
   ASSIGN_OR_RETURN(const RandomConvolutionParams* p, ParamsAs<RandomConvolutionParams>(params, "random_convolution"));
   RETURN_IF_ERROR(RequireImage(s, "random_convolution"));
   RETURN_IF_ERROR(auglab_internal::CheckChannels(p->apply_to_channel, s.channels, "params"));
+  RETURN_IF_ERROR(auglab_region::CheckSegChannel(config_.region, s.seg_channels, "random_convolution"));
+  RETURN_IF_ERROR(auglab_region::CheckSlots(p->region, p->apply_to_channel.size()));
   ASSIGN_OR_RETURN(const auto shape, auglab_internal::Shape3(s.shape, "random_convolution"));
   const int64_t n = s.voxels();
   std::vector<float> src;
@@ -87,22 +95,27 @@ absl::Status RandomConvolutionTransform::Apply(const TransformParams& params, Sa
           x[v] = p->mix[i] ? al::MixConv(src[v], y, p->alpha[i]) : y;
         }
     if (config_.retain_stats) auglab_internal::RetainStats(x, n, before);
+    RETURN_IF_ERROR(auglab_region::RestoreOutside(x, src.data(), s, config_.region, auglab_region::At(p->region, i),
+                                                  "random_convolution"));
   }
   return absl::OkStatus();
 }
 
 nlohmann::json RandomConvolutionTransform::ParamsToJson(const TransformParams& params) const {
   const auto& p = static_cast<const RandomConvolutionParams&>(params);
-  return {{"apply_to_channel", p.apply_to_channel},
-          {"kernel_size", p.kernel_size},
-          {"kernel", p.kernel},
-          {"mix", p.mix},
-          {"alpha", p.alpha}};
+  nlohmann::json j = {{"apply_to_channel", p.apply_to_channel},
+                      {"kernel_size", p.kernel_size},
+                      {"kernel", p.kernel},
+                      {"mix", p.mix},
+                      {"alpha", p.alpha}};
+  auglab_region::ToParamsJson(p.region, j);
+  return j;
 }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> RandomConvolutionTransform::ParamsFromJson(
     const nlohmann::json& j, const SampleLayout& layout) const {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channel", "kernel_size", "kernel", "mix", "alpha"}, "params"));
+  RETURN_IF_ERROR(ju::CheckKeys(
+      j, {"apply_to_channel", "kernel_size", "kernel", "mix", "alpha", "region", "region_labels"}, "params"));
   auto p = std::make_unique<RandomConvolutionParams>();
   ASSIGN_OR_RETURN(p->apply_to_channel, auglab_internal::ParamsChannels(j, config_.apply_to_channel, layout.channels));
   const size_t n = p->apply_to_channel.size();
@@ -123,6 +136,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> RandomConvolutionTransform::Par
     p->kernel.emplace_back(w.begin(), w.end());
     p->alpha.push_back(static_cast<float>(alpha[i]));
   }
+  ASSIGN_OR_RETURN(p->region, auglab_region::FromParamsJson(j, n));
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 

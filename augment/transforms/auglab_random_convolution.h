@@ -12,7 +12,9 @@
 // AugLab draws its kernels per sample too (a loop over the batch) but its probability coin may be shared by the
 // batch (container same_on_batch=True); augmentd draws everything per sample. AugLab's probability is the pipeline
 // entry's apply_probability (0.1). Axes shorter than k/2 + 1 reflect repeatedly (torch raises there); a 2D sample
-// reads as 1 × d0 × d1. Not covered: in_seg / out_seg / mix_in_out and the NaN/Inf guard.
+// reads as 1 × d0 × d1. in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — one region per applied
+// channel, drawn after all the draws above (region of the result after mix and retain_stats); default off. Not
+// covered: the NaN/Inf guard.
 //
 //   auto t = RandomConvolutionTransform::FromJson({{"kernel_sizes", {1, 3, 5, 7}}, {"mix_prob", 0.2}});
 #pragma once
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "augment/transform.h"
+#include "augment/transforms/auglab_region.h"
 
 namespace augmentd {
 
@@ -29,16 +32,19 @@ struct RandomConvolutionConfig {
   std::vector<int64_t> kernel_sizes = {1, 3, 5, 7};  // odd, 1..15
   double mix_prob = 0.2;
   bool retain_stats = false;
+  AuglabRegionConfig region;  // in_seg, out_seg, mix_in_out, seg_channel
 };
 
 // {"apply_to_channel": [n], "kernel_size": [n], "kernel": [n lists of k³ floats], "mix": [n bools],
-//  "alpha": [n floats]} (one entry per applied channel; alpha is ignored where mix is false).
+//  "alpha": [n floats]} (one entry per applied channel; alpha is ignored where mix is false), plus "region" /
+//  "region_labels" ([n]) when the config enables regions.
 struct RandomConvolutionParams : TransformParams {
   std::vector<int64_t> apply_to_channel;
   std::vector<int32_t> kernel_size;
   std::vector<std::vector<float>> kernel;
   std::vector<bool> mix;
   std::vector<float> alpha;
+  std::vector<AuglabRegion> region;  // empty: every channel whole
 };
 
 class RandomConvolutionTransform final : public Transform {

@@ -107,3 +107,33 @@ def test_intensity_function_matches_torch(capi, retain):
         ref = x.numpy()
         np.testing.assert_allclose(out[0], ref, atol=1e-5 * max(float(np.ptp(ref)), 1.0), rtol=0,
                                    err_msg=str(params))
+
+
+def test_region_modes_blend_like_auglab(capi):
+    """in_seg / out_seg / mix_in_out (augment/transforms/auglab_region.h): the whole-channel result blended with the
+    original as AugLab's _apply_region_mode does, ``m * t + (1 - m) * orig``, with m = seg[seg_channel] > 0 restricted
+    to the kept labels (augmentd's label-map reading of AugLab's mask) and inverted for "out"."""
+    cfg = {"kernel_sizes": [3], "mix_prob": 0.0, "in_seg": 0.5, "out_seg": 0.5, "mix_in_out": True, "seg_channel": 1}
+    shape = (1, 12, 13, 14)
+    seg = np.random.default_rng(3).integers(-1, 4, size=(2,) + shape[1:]).astype(np.int16)
+    lab = seg[1].astype(np.int64)
+    modes = set()
+    drawn, _ = capi.run({"op": "draw_params", "transform": {"kind": "random_convolution", "config": cfg},
+                         "apply_probability": 1.0, "seed": 9, "first_sample_index": 0, "count": 16,
+                         "image_shape": list(shape), "seg_channels": 2})
+    for i, params in enumerate(drawn):
+        params.pop("applied", None)
+        img = _img(shape, 60 + i)
+        _, t = capi.run({"op": "apply_transform", "transform": {"kind": "random_convolution", "config": cfg},
+                         "params": params}, image=img, seg=seg)
+        x = torch.from_numpy(img[0].astype(np.float64))
+        w = torch.tensor(params["kernel"][0], dtype=torch.float64).reshape(1, 1, 3, 3, 3)
+        y = F.conv3d(F.pad(x[None, None], [1] * 6, mode="reflect"), w)[0, 0].numpy()
+        mode, keep = params["region"][0], int(params["region_labels"][0])
+        kept = np.vectorize(lambda v: (keep >> (int(v) % 64)) & 1 == 1)(lab)
+        fg = ((lab > 0) & kept).astype(np.float64)
+        m = {"all": np.ones_like(fg), "in": fg, "out": 1.0 - fg}[mode]
+        ref = m * y + (1.0 - m) * x.numpy()
+        modes.add(mode)
+        np.testing.assert_allclose(t["image"][0], ref, atol=1e-5 * float(np.ptp(ref)), rtol=0, err_msg=mode)
+    assert modes == {"all", "in", "out"}

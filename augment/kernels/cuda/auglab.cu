@@ -100,7 +100,29 @@ __global__ void __launch_bounds__(kThreads)
   AUGLAB_FOR_VOXELS(i, n) v[i] = Retain(v[i], c);
 }
 
+__global__ void __launch_bounds__(kThreads)
+    RegionRestoreKernel(float* __restrict__ x, const float* __restrict__ orig, int64_t n, int channels,
+                        const AuglabSlice* __restrict__ p, const int16_t* __restrict__ seg, int seg_channels,
+                        int seg_channel) {
+  const int s = blockIdx.y;
+  const AuglabSlice q = p[s];
+  if (!q.on || q.region == kRegionAll) return;
+  const int64_t off = static_cast<int64_t>(s) * n;
+  const int16_t* labels = seg + (static_cast<int64_t>(s / channels) * seg_channels + seg_channel) * n;
+  AUGLAB_FOR_VOXELS(i, n) {
+    if (!TakesTransformed(labels[i], q.region, q.keep)) x[off + i] = orig[off + i];
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchRegionRestore(float* x, const float* orig, int64_t n, int slices, int channels, const AuglabSlice* p,
+                                const int16_t* seg, int seg_channels, int seg_channel, cudaStream_t stream) {
+  if (slices <= 0 || n <= 0 || channels <= 0) return cudaSuccess;
+  RegionRestoreKernel<<<dim3(SliceBlocks(n), static_cast<unsigned>(slices)), kThreads, 0, stream>>>(
+      x, orig, n, channels, p, seg, seg_channels, seg_channel);
+  return cudaGetLastError();
+}
 
 cudaError_t LaunchHistogramEqualize(float* x, int64_t n, int slices, const AuglabSlice* p, const SliceMoments* stats,
                                     uint32_t* counts, float* luts, cudaStream_t stream) {

@@ -153,4 +153,28 @@ AUGMENTD_HD float ApplyIntensityFn(int32_t fn, float x) {
 // RandomInverseGPU: max − x.
 AUGMENTD_HD float Inverse(float x, float mx) { return RnSub(mx, x); }
 
+// ------------------------------------------------------------------------------------------------------------
+// Region modes (AugLab's in_seg / out_seg / mix_in_out, augment/transforms/auglab_region.h): a step transforms the
+// whole channel (statistics, retain_stats included), then every voxel outside the drawn region gets its value from
+// before the step back. Foreground = label > 0 in the configured seg channel, restricted by `keep` (bit l mod 64
+// keeps label l; all ones without mix_in_out).
+enum RegionMode : int32_t {
+  kRegionAll = 0,  // the whole channel (AugLab's 'all')
+  kRegionIn = 1,   // only the foreground
+  kRegionOut = 2,  // only the background (and the labels mix_in_out dropped)
+};
+inline constexpr uint64_t kKeepAllLabels = ~uint64_t{0};
+
+// AugLab's _choose_region_mode: inside when only the in-coin fell, outside when only the out-coin fell, else all.
+AUGMENTD_HD int32_t RegionFromCoins(bool in, bool out) {
+  return in && !out ? kRegionIn : (out && !in ? kRegionOut : kRegionAll);
+}
+
+// Whether a voxel with seg value `label` keeps the transformed value under (mode, keep).
+AUGMENTD_HD bool TakesTransformed(int32_t label, int32_t mode, uint64_t keep) {
+  if (mode == kRegionAll) return true;
+  const bool fg = label > 0 && ((keep >> (label & 63)) & 1u) != 0;
+  return mode == kRegionIn ? fg : !fg;
+}
+
 }  // namespace augmentd::cuda::auglab

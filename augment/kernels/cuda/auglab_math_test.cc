@@ -86,5 +86,27 @@ TEST(AuglabMath, IntensityFunctions) {
   EXPECT_FLOAT_EQ(Inverse(1.5f, 4.0f), 2.5f);
 }
 
+TEST(AuglabMath, RegionModesFromCoinsAndLabels) {
+  EXPECT_EQ(RegionFromCoins(false, false), kRegionAll);
+  EXPECT_EQ(RegionFromCoins(true, true), kRegionAll);
+  EXPECT_EQ(RegionFromCoins(true, false), kRegionIn);
+  EXPECT_EQ(RegionFromCoins(false, true), kRegionOut);
+  for (int32_t label : {-1, 0, 1, 2, 63, 64, 65, 300}) {
+    const bool fg = label > 0;
+    EXPECT_TRUE(TakesTransformed(label, kRegionAll, 0)) << label;
+    EXPECT_EQ(TakesTransformed(label, kRegionIn, kKeepAllLabels), fg) << label;
+    EXPECT_EQ(TakesTransformed(label, kRegionOut, kKeepAllLabels), !fg) << label;
+  }
+  // keep = bit 2 only: label 2 (and 66 = 2 + 64) are the region; label 1 and 3 count as background.
+  const uint64_t keep = uint64_t{1} << 2;
+  EXPECT_TRUE(TakesTransformed(2, kRegionIn, keep));
+  EXPECT_TRUE(TakesTransformed(66, kRegionIn, keep));
+  EXPECT_FALSE(TakesTransformed(1, kRegionIn, keep));
+  EXPECT_FALSE(TakesTransformed(3, kRegionIn, keep));
+  EXPECT_TRUE(TakesTransformed(1, kRegionOut, keep));
+  EXPECT_FALSE(TakesTransformed(2, kRegionOut, keep));
+  EXPECT_FALSE(TakesTransformed(0, kRegionIn, kKeepAllLabels));  // bit 0 never makes background foreground
+}
+
 }  // namespace
 }  // namespace augmentd::cuda::auglab
