@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "augment/cuda_chain_2d.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cuda/chain_kernels.h"
 #include "augment/kernels/cuda/pipeline_cuda.h"
@@ -23,6 +24,8 @@ namespace {
 // Executor slots of the ChainWorkspace (stages use kSlotStage and up).
 enum Slot : int { kImage = 0, kSeg = 1, kFused = 2, kSegTemp = 3 };
 static_assert(kSegTemp < ChainWorkspace::kSlotStage);
+// The input-shaped scratch of the entries before the spatial one, above every stage's slots.
+constexpr int kPreImage = ChainWorkspace::kSlotStage + 32, kPreSeg = kPreImage + 1;
 
 #define AUGMENTD_CHAIN_CUDA_OK(expr) RETURN_IF_ERROR(CudaStageStatus((expr), #expr))
 
@@ -40,6 +43,12 @@ struct Geometry {
   int64_t out_voxels() const { return int64_t{out[0]} * out[1] * out[2]; }
 };
 
+// A 2D or 3D spatial shape as the chain's 3D internal shape (leading unit axis for 2D).
+void Internal3(const std::vector<int64_t>& s, int32_t out[3]) {
+  const size_t lead = 3 - s.size();
+  for (size_t d = 0; d < 3; ++d) out[d] = d < lead ? 1 : static_cast<int32_t>(s[d - lead]);
+}
+
 }  // namespace
 
 CudaChain::~CudaChain() = default;
@@ -47,13 +56,14 @@ CudaChain::~CudaChain() = default;
 absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec& spec) {
   std::unique_ptr<CudaChain> c(new CudaChain());
   c->spec_ = spec;
-  ASSIGN_OR_RETURN(c->spatial_plan_, MakeSpatialPlan(spec));
   const size_t n = spec.transforms.size();
   for (size_t t = 0; t < n; ++t) {
     const TransformSpec& ts = spec.transforms[t];
     switch (ts.kind) {
       case TransformKind::kSpatial:
-        if (t != 0) return NotCovered(ts, t, "spatial must be the first entry of a CUDA chain");
+        if (c->spatial_index_ != SIZE_MAX) return NotCovered(ts, t, "more than one spatial transform");
+        if (c->bool_seg_) return NotCovered(ts, t, "after convert_segmentation_to_regions");
+        c->spatial_index_ = t;
         continue;
       case TransformKind::kDownsampleSegForDs:
         if (t + 1 != n) return NotCovered(ts, t, "downsample_seg_for_ds must be the last entry");
@@ -77,14 +87,27 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
     ASSIGN_OR_RETURN(e.stage, MakeCudaStage(*ts.transform, t));
     c->entries_.push_back(std::move(e));
   }
+  if (c->spatial_index_ != SIZE_MAX) {
+    const TransformSpec& ts = spec.transforms[c->spatial_index_];
+    const auto* sp = dynamic_cast<const SpatialTransform*>(ts.transform.get());
+    if (sp == nullptr) return NotCovered(ts, c->spatial_index_, "unknown implementation");
+    if (!ChainSpatial::Needed(sp->config())) {
+      ASSIGN_OR_RETURN(c->spatial_plan_, MakeSpatialPlan(spec));
+    }
+    ASSIGN_OR_RETURN(c->generic_, ChainSpatial::Create(*sp, c->spatial_index_));
+  }
   return c;
 }
 
 absl::StatusOr<CudaOutputLayout> CudaChain::OutputLayout(const std::vector<int64_t>& image_shape, DType image_dtype,
                                                          int64_t seg_channels) const {
-  if (image_shape.size() == 4) return absl::UnimplementedError("CUDA engine: 2D samples (the kernels are 3D)");
-  if (image_shape.size() != 5)
-    return ju::Invalid("image.shape", absl::StrCat("expected (B, C, X, Y, Z), got ", ShapeString(image_shape)));
+  if (image_shape.size() != 5 && image_shape.size() != 4) {
+    return ju::Invalid("image.shape",
+                       absl::StrCat("expected (B, C, X, Y, Z) or (B, C, X, Y), got ", ShapeString(image_shape)));
+  }
+  if (image_shape.size() == 4) {
+    for (size_t t = 0; t < spec_.transforms.size(); ++t) RETURN_IF_ERROR(CheckStage2D(spec_.transforms[t].kind, t));
+  }
   if (!IsFloatingDType(image_dtype)) return ju::Invalid("image_dtype", "must be a float dtype");
   if (image_shape[0] < 1 || image_shape[0] > 4096) return ju::Invalid("image.shape", "batch not in [1, 4096]");
   if (image_shape[1] < 1 || image_shape[1] > 64) return ju::Invalid("image.shape", "channels not in [1, 64]");
@@ -92,31 +115,32 @@ absl::StatusOr<CudaOutputLayout> CudaChain::OutputLayout(const std::vector<int64
   std::vector<int64_t> p(image_shape.begin() + 2, image_shape.end());
   for (int64_t v : p)
     if (v < 1 || v > 4096) return ju::Invalid("image.shape", "spatial size not in [1, 4096]");
-  if (spatial_plan_.spatial != nullptr) {
-    if (image_shape[1] > cuda::kMaxChannels) {
-      return absl::UnimplementedError(absl::StrCat("CUDA engine: ", image_shape[1], " image channels (the spatial "
-                                                   "kernel takes 1..", cuda::kMaxChannels, ")"));
-    }
-    p = spatial_plan_.spatial->config().patch_size;
+  if (generic_ != nullptr) {
+    RETURN_IF_ERROR(generic_->Geometry(p, image_shape[0], image_shape[1], seg_channels).status());
+    p = generic_->OutputShape(p);
   }
-  const int64_t vox = p[0] * p[1] * p[2];
+  const int64_t vox = std::max(NumElements(p), NumElements(image_shape) / (image_shape[0] * image_shape[1]));
   if (vox * image_shape[0] * std::max<int64_t>(image_shape[1], std::max<int64_t>(seg_channels, max_regions_)) >
       (int64_t{1} << 31))
     return ju::Invalid("image.shape", "batch larger than the CUDA chain allows (2^31 voxels per tensor)");
   if (image_shape[0] * std::max<int64_t>(image_shape[1], std::max<int64_t>(seg_channels, max_regions_)) > 65535)
     return ju::Invalid("image.shape", "batch × channels larger than the CUDA chain allows (65535 planes)");
   CudaOutputLayout lay;
-  lay.image_shape = {image_shape[0], image_shape[1], p[0], p[1], p[2]};
+  lay.image_shape = {image_shape[0], image_shape[1]};
+  lay.image_shape.insert(lay.image_shape.end(), p.begin(), p.end());
   lay.image_bytes = static_cast<size_t>(NumElements(lay.image_shape)) * DTypeSize(image_dtype);
   if (seg_channels == 0) return lay;
   const int64_t out_channels = out_regions_ > 0 ? out_regions_ : seg_channels;
   lay.seg_dtype = bool_seg_ ? DType::kBool : DType::kInt16;
   const size_t levels = ds_ != nullptr ? ds_->config().ds_scales.size() : 1;
   for (size_t l = 0; l < levels; ++l) {
+    if (ds_ != nullptr && ds_->config().ds_scales[l].size() != 1 && ds_->config().ds_scales[l].size() != p.size())
+      return ju::Invalid("downsample_seg_for_ds.ds_scales", "needs 1 or one entry per spatial dim");
     const std::vector<int64_t> q = ds_ != nullptr ? ds_->LevelShape(p, l) : p;
     for (int64_t v : q)
       if (v < 1) return ju::Invalid("downsample_seg_for_ds.ds_scales", "a scale rounds an axis to size 0");
-    lay.seg_shapes.push_back({image_shape[0], out_channels, q[0], q[1], q[2]});
+    lay.seg_shapes.push_back({image_shape[0], out_channels});
+    lay.seg_shapes.back().insert(lay.seg_shapes.back().end(), q.begin(), q.end());
     lay.seg_bytes.push_back(static_cast<size_t>(NumElements(lay.seg_shapes.back())) * DTypeSize(lay.seg_dtype));
   }
   return lay;
@@ -136,10 +160,10 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   g.batch = input.image_shape[0];
   g.channels = input.image_shape[1];
   g.seg_channels = seg_channels;
-  for (int d = 0; d < 3; ++d) {
-    g.in[d] = static_cast<int32_t>(input.image_shape[2 + d]);
-    g.out[d] = static_cast<int32_t>(lay.image_shape[2 + d]);
-  }
+  const bool two_d = input.image_shape.size() == 4;
+  const std::vector<int64_t> sample(input.image_shape.begin() + 2, input.image_shape.end());
+  Internal3(sample, g.in);
+  Internal3(std::vector<int64_t>(lay.image_shape.begin() + 2, lay.image_shape.end()), g.out);
   if (options.injected != nullptr && static_cast<int64_t>(options.injected->size()) != g.batch) {
     return ju::Invalid("params", absl::StrCat("injected parameters for ", options.injected->size(),
                                               " samples, batch has ", g.batch));
@@ -147,7 +171,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
 
   // 1. Draws (the CPU engine's) and the spatial kernel's parameters.
   records.assign(g.batch, SampleRecord{});
-  const SampleLayout layout{g.channels, {g.in[0], g.in[1], g.in[2]}, g.seg_channels};
+  const SampleLayout layout{g.channels, sample, g.seg_channels};
   cuda::BatchShape sh;
   sh.batch = static_cast<int32_t>(g.batch);
   sh.channels = static_cast<int32_t>(g.channels);
@@ -157,12 +181,33 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   }
   sh.remove_minus_one = 0;
   sh.elastic = spatial_plan_.elastic ? 1 : 0;
-  const bool spatial = spatial_plan_.spatial != nullptr;
-  std::vector<cuda::SampleParams> sp(spatial ? g.batch : 0);
+  const bool spatial = generic_ != nullptr;
+  // The fused spatial kernel when the spec and every sample's parameters fit it, else the generic one.
+  bool fused_spatial = spatial_plan_.spatial != nullptr && g.channels <= cuda::kMaxChannels;
+  std::vector<cuda::SampleParams> sp(fused_spatial ? g.batch : 0);
   for (int64_t b = 0; b < g.batch; ++b) {
     RETURN_IF_ERROR(DrawSampleParams(spec_, options.seed, options.first_sample_index + b,
                                      options.injected ? &(*options.injected)[b] : nullptr, layout, records[b]));
-    if (spatial) RETURN_IF_ERROR(TranslateSample(spec_, spatial_plan_, records[b], sh, sp[b]));
+    if (fused_spatial) {
+      const absl::Status st = TranslateSample(spec_, spatial_plan_, records[b], sh, sp[b]);
+      if (absl::IsUnimplemented(st)) {
+        fused_spatial = false;
+        sp.clear();
+      } else if (!st.ok()) {
+        return st;
+      }
+    }
+  }
+  ch::SpatialGeom geom;
+  std::vector<ch::SpatialSampleRec> recs(spatial && !fused_spatial ? g.batch : 0);
+  std::vector<float> grids;
+  if (!recs.empty()) {
+    ASSIGN_OR_RETURN(geom, generic_->Geometry(sample, g.batch, g.channels, g.seg_channels));
+    for (int64_t b = 0; b < g.batch; ++b) {
+      const AppliedTransform& at = records[b].transforms[generic_->index()];
+      const auto* p = at.applied ? static_cast<const SpatialParams*>(at.params.get()) : nullptr;
+      RETURN_IF_ERROR(generic_->AddSample(p, geom, grids, recs[b]));
+    }
   }
   if (!spatial) {
     for (int d = 0; d < 3; ++d)
@@ -185,16 +230,42 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   t0.seg_channels = static_cast<int32_t>(g.seg_channels);
   t0.seg_capacity = static_cast<int32_t>(seg_cap);
   for (int d = 0; d < 3; ++d) t0.shape[d] = g.out[d];
+  // Entries before the spatial one run on a copy of the input (input shape).
+  const bool pre = spatial && !entries_.empty() && entries_.front().index < spatial_index_;
+  ChainTensors pre_t = t0;
+  if (pre) {
+    ASSIGN_OR_RETURN(void* pre_image, ws_.Scratch(kPreImage, sizeof(float) * g.batch * g.channels * g.in_voxels()));
+    pre_t.image = static_cast<float*>(pre_image);
+    pre_t.seg = nullptr;
+    if (g.seg_channels > 0) {
+      ASSIGN_OR_RETURN(void* pre_seg, ws_.Scratch(kPreSeg, sizeof(int16_t) * g.batch * g.seg_channels * g.in_voxels()));
+      pre_t.seg = static_cast<int16_t*>(pre_seg);
+    }
+    pre_t.seg_capacity = static_cast<int32_t>(g.seg_channels);
+    for (int d = 0; d < 3; ++d) pre_t.shape[d] = g.in[d];
+  }
+  const auto before_spatial = [&](const Entry& e) { return pre && e.index < spatial_index_; };
 
   // 3. Every stage's parameters into the arena, one upload.
   arena_.Reset();
   const size_t sp_offset = arena_.AppendArray(sp);
-  ChainTensors tp = t0;
+  const size_t recs_offset = arena_.AppendArray(recs);
+  const size_t grids_offset = arena_.AppendArray(grids);
+  ChainTensors tp = t0, tp_in = pre_t;
   std::vector<const TransformParams*> params(g.batch);
+  std::vector<std::unique_ptr<TransformParams>> lifted(two_d ? g.batch : 0);  // 3D forms of 2D parameters
   for (Entry& e : entries_) {
     for (int64_t b = 0; b < g.batch; ++b) {
       const AppliedTransform& at = records[b].transforms[e.index];
       params[b] = at.applied ? at.params.get() : nullptr;
+      if (two_d && params[b] != nullptr) {
+        ASSIGN_OR_RETURN(lifted[b], LiftParams2D(e.kind, *params[b]));
+        if (lifted[b] != nullptr) params[b] = lifted[b].get();
+      }
+    }
+    if (before_spatial(e)) {  // no regions here (Create refuses them before the spatial entry)
+      RETURN_IF_ERROR(e.stage->Prepare(params, tp_in, arena_));
+      continue;
     }
     RETURN_IF_ERROR(e.stage->Prepare(params, tp, arena_));
     if (e.regions > 0 && tp.seg_channels > 0) {  // what RegionsStage::Enqueue will do
@@ -204,9 +275,38 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   }
   RETURN_IF_ERROR(arena_.Upload(stream));
 
-  // 4. Spatial (or the input as is).
+  // 4. Entries before the spatial one, then spatial (or the input as is).
   const int64_t in_n = g.in_voxels();
-  if (spatial) {
+  const float* src_image = input.image;
+  const int16_t* src_seg = input.seg;
+  if (pre) {
+    AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(pre_t.image, input.image, sizeof(float) * g.batch * g.channels * in_n,
+                                           cudaMemcpyDeviceToDevice, stream));
+    if (g.seg_channels > 0) {
+      AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(pre_t.seg, input.seg, sizeof(int16_t) * g.batch * g.seg_channels * in_n,
+                                             cudaMemcpyDeviceToDevice, stream));
+    }
+    for (Entry& e : entries_)
+      if (before_spatial(e)) RETURN_IF_ERROR(e.stage->Enqueue(pre_t, arena_, ws_, stream));
+    src_image = pre_t.image;
+    src_seg = pre_t.seg;
+  }
+  if (spatial && !fused_spatial) {
+    int16_t* lowest = nullptr;
+    const bool any_grid =
+        std::any_of(recs.begin(), recs.end(), [](const ch::SpatialSampleRec& r) { return r.grid >= 0; });
+    const int64_t planes = g.batch * g.seg_channels * geom.fold;
+    if (g.seg_channels > 0 && generic_->linear_seg() && any_grid) {
+      ASSIGN_OR_RETURN(void* low, ws_.Scratch(kSegTemp, sizeof(int16_t) * planes));
+      lowest = static_cast<int16_t*>(low);
+      AUGMENTD_CHAIN_CUDA_OK(ch::LaunchLowestPerPlane(static_cast<int32_t>(planes), in_n / geom.fold, src_seg, lowest,
+                                                      stream));
+    }
+    AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSpatialGeneric(geom, arena_.device_as<ch::SpatialSampleRec>(recs_offset),
+                                                    arena_.device_as<float>(grids_offset), src_image,
+                                                    g.seg_channels > 0 ? src_seg : nullptr, lowest, t0.image,
+                                                    g.seg_channels > 0 ? t0.seg : nullptr, stream));
+  } else if (fused_spatial) {
     const size_t fused_bytes = cuda::WorkspaceBytes(sh);
     if (fused_bytes == 0) {
       return ju::Invalid("image.shape", absl::StrCat("batch shape ", ShapeString(input.image_shape),
@@ -221,10 +321,10 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
     const uint32_t stages = cuda::ActiveStages(sp.data(), sh);
     const auto* d_sp = arena_.device_as<cuda::SampleParams>(sp_offset);
     cuda::PipelineIO io;
-    io.image = input.image;
+    io.image = src_image;
     io.out_image = t0.image;
     if (g.seg_channels == 1) {
-      io.seg = input.seg;
+      io.seg = src_seg;
       io.out_seg = t0.seg;
       AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
     } else {
@@ -242,7 +342,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
         // Gather only reads `planes` (the launcher's pointer is shared with the scatter direction).
         AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
                                                         static_cast<int32_t>(g.seg_channels), in_n,
-                                                        static_cast<int32_t>(k), const_cast<int16_t*>(input.seg),
+                                                        static_cast<int32_t>(k), const_cast<int16_t*>(src_seg),
                                                         tin, false, stream));
         AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
         AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
@@ -261,7 +361,8 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
 
   // 5. The stages, in spec order.
   ChainTensors t = t0;
-  for (Entry& e : entries_) RETURN_IF_ERROR(e.stage->Enqueue(t, arena_, ws_, stream));
+  for (Entry& e : entries_)
+    if (!before_spatial(e)) RETURN_IF_ERROR(e.stage->Enqueue(t, arena_, ws_, stream));
 
   // 6. Outputs: image dtype, label pyramid.
   const cuda::OutDType odt = options.image_dtype == DType::kFloat16    ? cuda::OutDType::kFloat16
@@ -273,8 +374,8 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       return absl::InternalError(absl::StrCat("CUDA chain: ", t.seg_channels, " seg channels, layout says ",
                                               lay.seg_shapes[l][1]));
     }
-    const int32_t q[3] = {static_cast<int32_t>(lay.seg_shapes[l][2]), static_cast<int32_t>(lay.seg_shapes[l][3]),
-                          static_cast<int32_t>(lay.seg_shapes[l][4])};
+    int32_t q[3];
+    Internal3(std::vector<int64_t>(lay.seg_shapes[l].begin() + 2, lay.seg_shapes[l].end()), q);
     AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegLevel(static_cast<int32_t>(g.batch) * t.seg_channels, g.out, t.seg, q,
                                               output.seg[l], t.seg_is_bool, stream));
   }

@@ -5,14 +5,20 @@
 // Per batch: draw every sample's parameters on the host (DrawSampleParams, the CPU engine's own draws), pack them
 // (the spatial kernel's SampleParams and each stage's records) into one ParamArena, upload it in one copy, then on
 // the stream:
-//   1. spatial (entry 0 when present): the fused RunPipeline with every intensity stage off, no mirroring, no −1
+//   0. entries before the spatial one (if any) on a copy of the input (input shape);
+//   1. spatial (when present): the fused RunPipeline with every intensity stage off, no mirroring, no −1
 //      removal, no DS → float32 image + int16 label scratch of the patch shape (several seg channels: one run per
-//      channel through contiguous temporaries); no spatial entry: the input is copied into the scratch;
+//      channel through contiguous temporaries); the options the fused kernel lacks (2D samples, dummy-2D, nearest
+//      modes, random_crop, other paddings: ChainSpatial::Needed) run on the generic spatial kernel instead
+//      (cuda_chain_spatial.h); no spatial entry: the input is copied into the scratch;
 //   2. one CudaStage per later entry, in spec order (MakeCudaStage);
 //   3. the image in the output dtype and the label pyramid (downsample_seg_for_ds, the last entry, nearest-exact;
 //      int16, or 0/1 bytes after convert_segmentation_to_regions) into the caller's buffers.
 // Buffers (scratch, stage temporaries, the arena) grow to the largest batch seen and are reused: no allocation in
 // the steady state.
+//
+// 2D samples (image (B, C, X, Y)) run as (B, C, 1, X, Y) through the stages that have a verified 2D form
+// (cuda_chain_2d.h); the others refuse them with UNIMPLEMENTED.
 //
 // Thread-safety: one CudaChain per CudaAugmenter (one batch in flight; the caller orders batches on the device).
 #pragma once
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "augment/cuda_chain_spatial.h"
 #include "augment/cuda_engine.h"
 #include "augment/cuda_params.h"
 #include "augment/cuda_stage.h"
@@ -37,15 +44,16 @@ class DownsampleSegForDsTransform;
 class CudaChain {
  public:
   // Host-only (no GPU needed). UNIMPLEMENTED naming the entry (index, kind, option) the chain cannot run: an entry
-  // without a CUDA stage, a spatial entry that is not the first, downsample_seg_for_ds that is not the last or has
-  // apply_probability < 1, convert_segmentation_to_regions with apply_probability < 1, spatial options the kernel
-  // lacks (MakeSpatialPlan).
+  // without a CUDA stage, convert_segmentation_to_regions before the spatial entry, downsample_seg_for_ds that is
+  // not the last or has apply_probability < 1, convert_segmentation_to_regions with apply_probability < 1,
+  // bg_style_seg_sampling. Entries before the spatial one run at the input shape.
   static absl::StatusOr<std::unique_ptr<CudaChain>> Create(const PipelineSpec& spec);
   ~CudaChain();
   CudaChain(const CudaChain&) = delete;
   CudaChain& operator=(const CudaChain&) = delete;
 
-  // Layout of the outputs for an input image {B, C, S0, S1, S2} with `seg_channels` label channels (0: none).
+  // Layout of the outputs for an input image {B, C, S0, S1, S2} or, 2D samples, {B, C, S0, S1} with `seg_channels`
+  // label channels (0: none). UNIMPLEMENTED naming an entry without a 2D form for 2D samples.
   absl::StatusOr<CudaOutputLayout> OutputLayout(const std::vector<int64_t>& image_shape, DType image_dtype,
                                                 int64_t seg_channels) const;
 
@@ -64,6 +72,10 @@ class CudaChain {
 
   PipelineSpec spec_;
   CudaPlan spatial_plan_;
+  // The spatial entry on the generic kernel: every batch when spatial_plan_ is empty, else the batches whose drawn
+  // parameters the fused kernel refuses (injected elastic offsets or crop centres).
+  std::unique_ptr<ChainSpatial> generic_;
+  size_t spatial_index_ = SIZE_MAX;  // entries before it run on input-shaped scratch
   std::vector<Entry> entries_;
   const DownsampleSegForDsTransform* ds_ = nullptr;
   int32_t max_regions_ = 0;  // seg scratch capacity needed by convert_segmentation_to_regions

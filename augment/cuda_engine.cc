@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -22,6 +23,7 @@
 #include "augment/cuda_stage.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_half.h"
+#include "augment/kernels/cuda/graph_cache.h"
 #include "augment/kernels/cuda/pipeline_cuda.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
@@ -58,6 +60,45 @@ class DeviceScope {
   absl::Status status_;
 };
 
+// CUDA graphs of the fused path (cuda_engine.h "CUDA graphs"): keyed by what fixes the launch sequence and its
+// arguments: the stage mask, the batch shape and whether the image output is 16-byte aligned (vectorised final pass).
+struct GraphKey {
+  uint32_t stages = 0;
+  cuda::BatchShape shape{};
+  bool aligned16 = false;
+  bool operator==(const GraphKey& o) const {
+    return stages == o.stages && aligned16 == o.aligned16 && std::memcmp(&shape, &o.shape, sizeof(shape)) == 0;
+  }
+};
+constexpr size_t kMaxGraphs = 64;  // per augmenter (≈ 10 nodes each); the least recently used is destroyed beyond
+
+// Graphs only with AUGMENTD_CUDA_GRAPHS=1 (read once): on the H200 they gained 0.3–0.8 % for every-transform-on
+// batches and lost up to 3 % for default-probability ones (stage masks vary per batch: captures, cache misses);
+// bench/results/2026-11-30-h200-cuda-kernels-s4.md. Eager launches are the default.
+bool GraphsFromEnvironment() {
+  static const bool on = [] {
+    const char* e = std::getenv("AUGMENTD_CUDA_GRAPHS");
+    return e != nullptr && std::string(e) == "1";
+  }();
+  return on;
+}
+
+// Where a graph batch's upload runs (read once): inside the graph (default: one launch per batch) or, with
+// AUGMENTD_CUDA_GRAPH_UPLOAD=outside, as a copy + event record before a kernels-only graph (an A/B switch for the
+// launch latency of graphs holding a host-to-device copy and an event node).
+bool GraphUploadInside() {
+  static const bool inside = [] {
+    const char* e = std::getenv("AUGMENTD_CUDA_GRAPH_UPLOAD");
+    return e == nullptr || std::string(e) != "outside";
+  }();
+  return inside;
+}
+
+// Upload block of one fused batch, in pinned host memory and (same layout) on the device: the batch's buffers, then
+// its per-sample parameters. One copy moves both, so a captured graph replays for any buffers and parameters.
+constexpr size_t kIoBytes = (sizeof(cuda::PipelineIO) + 255) & ~size_t{255};
+size_t UploadBytes(int64_t batch) { return kIoBytes + sizeof(cuda::SampleParams) * static_cast<size_t>(batch); }
+
 template <typename F>
 absl::Status GuardStatus(F&& f) {
   try {
@@ -67,6 +108,18 @@ absl::Status GuardStatus(F&& f) {
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("CUDA engine error: ", e.what()));
   }
+}
+
+// Streams a graph can be captured on: not the legacy or per-thread default stream, and not one already capturing
+// (a caller's own capture then records the eager launches).
+bool Capturable(cudaStream_t s) {
+  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status == cudaStreamCaptureStatusNone;
 }
 
 }  // namespace
@@ -86,11 +139,15 @@ struct CudaAugmenter::Impl {
   size_t ws_cap = 0;
   cuda::BatchShape ws_shape{};
   bool ws_ready = false;
-  cuda::SampleParams* d_params = nullptr;
-  cuda::SampleParams* h_params = nullptr;  // pinned
+  void* d_upload = nullptr;  // kIoBytes of PipelineIO, then SampleParams[params_cap] (UploadBytes)
+  void* h_upload = nullptr;  // pinned, same layout
   int params_cap = 0;
-  cudaEvent_t params_copied = nullptr;  // h_params may be rewritten once this has passed
-  cudaEvent_t done = nullptr;           // the last run's kernels (they read ws and d_params)
+  // Graphs point at ws and d_upload: cleared whenever either is reallocated.
+  cuda::GraphCache<GraphKey, cudaGraphExec_t> graphs{kMaxGraphs, [](cudaGraphExec_t e) { cudaGraphExecDestroy(e); }};
+  bool graphs_enabled = GraphsFromEnvironment();
+  CudaGraphCounters graph_counters;
+  cudaEvent_t params_copied = nullptr;  // h_upload may be rewritten once this has passed
+  cudaEvent_t done = nullptr;           // the last run's kernels (they read ws and d_upload)
   bool has_run = false;
 
   // RunHost only.
@@ -105,17 +162,59 @@ struct CudaAugmenter::Impl {
   ~Impl() {
     DeviceScope scope(device);
     if (done != nullptr) cudaEventSynchronize(done);
+    graphs.Clear();
     chain.reset();  // its buffers, on this device
-    for (void* p : {ws, static_cast<void*>(d_params), d_in, d_out}) {
+    for (void* p : {ws, d_upload, d_in, d_out}) {
       if (p != nullptr) cudaFree(p);
     }
-    for (void* p : {static_cast<void*>(h_params), staging}) {
+    for (void* p : {h_upload, staging}) {
       if (p != nullptr) cudaFreeHost(p);
     }
     if (params_copied != nullptr) cudaEventDestroy(params_copied);
     if (done != nullptr) cudaEventDestroy(done);
     if (stream != nullptr) cudaStreamDestroy(stream);
     cudaGetLastError();
+  }
+
+  const cuda::SampleParams* DeviceParams() const {
+    return reinterpret_cast<const cuda::SampleParams*>(static_cast<const char*>(d_upload) + kIoBytes);
+  }
+
+  // Destroys the graphs (they point at ws and d_upload) once the last run, which may replay one, is done.
+  absl::Status DropGraphs() {
+    if (graphs.graphs() == 0) return absl::OkStatus();
+    if (has_run) AUGMENTD_CUDA_OK(cudaEventSynchronize(done));
+    graphs.Clear();
+    return absl::OkStatus();
+  }
+
+  // Captures one fused batch on `s` (the caller checked Capturable): the upload of h_upload (buffers + parameters)
+  // and the external record of params_copied (unless GraphUploadInside() is false), and the kernels reading the
+  // buffers from d_upload (RunPipelineFromDevice). Nothing runs; on failure the capture is discarded (the caller
+  // then runs eagerly).
+  absl::StatusOr<cudaGraphExec_t> Capture(const cuda::BatchShape& sh, uint32_t stages, const cuda::PipelineIO& io,
+                                          cudaStream_t s) {
+    AUGMENTD_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    cudaError_t e = cudaSuccess;
+    if (GraphUploadInside()) {
+      e = cudaMemcpyAsync(d_upload, h_upload, UploadBytes(sh.batch), cudaMemcpyHostToDevice, s);
+      if (e == cudaSuccess) e = cudaEventRecordWithFlags(params_copied, s, cudaEventRecordExternal);
+    }
+    if (e == cudaSuccess) {
+      e = cuda::RunPipelineFromDevice(sh, DeviceParams(), stages, io, static_cast<const cuda::PipelineIO*>(d_upload),
+                                      ws, s);
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(s, &graph);
+    if (e == cudaSuccess) e = end;
+    cudaGraphExec_t exec = nullptr;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return CudaStatus(e, "CUDA graph capture");
+    }
+    return exec;
   }
 
   // Grows a device (or pinned host) buffer to `need` bytes; contents are not kept.
@@ -233,12 +332,15 @@ absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const Pipel
 
 absl::StatusOr<CudaOutputLayout> CudaAugmenter::OutputLayout(const std::vector<int64_t>& image_shape,
                                                              DType image_dtype, int64_t seg_channels) const {
-  if (impl_->use_chain || seg_channels != 1) {
+  // The chain where Run uses it: its specs, 2D samples, shapes the fused kernels refuse (e.g. > 8 channels).
+  absl::StatusOr<cuda::BatchShape> sh = absl::UnimplementedError("generic chain");
+  if (!impl_->use_chain && seg_channels == 1) sh = impl_->Shape(image_shape, image_dtype);
+  if (absl::IsUnimplemented(sh.status())) {
     if (impl_->chain == nullptr) return CudaChain::Create(impl_->spec).status();  // says why
     return impl_->chain->OutputLayout(image_shape, image_dtype, seg_channels);
   }
-  ASSIGN_OR_RETURN(cuda::BatchShape sh, impl_->Shape(image_shape, image_dtype));
-  return Impl::Layout(sh);
+  if (!sh.ok()) return sh.status();
+  return Impl::Layout(*sh);
 }
 
 absl::Status CudaAugmenter::Run(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
@@ -297,42 +399,73 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
     DeviceScope scope(m.device);
     RETURN_IF_ERROR(scope.status());
     cudaStream_t s = stream;
-    // Buffers (grow only when a larger batch arrives).
+    // Buffers (grow only when a larger batch arrives). The graphs point at them: dropped before either moves.
+    const size_t ws_bytes = cuda::WorkspaceBytes(sh);
+    if (ws_bytes > m.ws_cap || batch > m.params_cap) RETURN_IF_ERROR(m.DropGraphs());
     void* const old_ws = m.ws;
-    RETURN_IF_ERROR(m.Grow(&m.ws, &m.ws_cap, cuda::WorkspaceBytes(sh), false));
+    RETURN_IF_ERROR(m.Grow(&m.ws, &m.ws_cap, ws_bytes, false));
     if (m.ws != old_ws) m.ws_ready = false;  // fresh memory: counters must be armed
     if (batch > m.params_cap) {
-      const size_t bytes = sizeof(cuda::SampleParams) * static_cast<size_t>(batch);
-      size_t cap_d = m.d_params ? sizeof(cuda::SampleParams) * m.params_cap : 0, cap_h = cap_d;
-      RETURN_IF_ERROR(m.Grow(reinterpret_cast<void**>(&m.d_params), &cap_d, bytes, false));
-      RETURN_IF_ERROR(m.Grow(reinterpret_cast<void**>(&m.h_params), &cap_h, bytes, true));
+      size_t cap_d = m.d_upload != nullptr ? UploadBytes(m.params_cap) : 0, cap_h = cap_d;
+      RETURN_IF_ERROR(m.Grow(&m.d_upload, &cap_d, UploadBytes(batch), false));
+      RETURN_IF_ERROR(m.Grow(&m.h_upload, &cap_h, UploadBytes(batch), true));
       m.params_cap = static_cast<int>(batch);
     }
-    // The previous run (maybe on another stream) reads ws and d_params until it is done.
+    // The previous run (maybe on another stream) reads ws and the upload block until it is done.
     if (m.has_run) AUGMENTD_CUDA_OK(cudaStreamWaitEvent(s, m.done, 0));
     if (!m.ws_ready || std::memcmp(&m.ws_shape, &sh, sizeof(sh)) != 0) {
       AUGMENTD_CUDA_OK(cuda::InitWorkspace(sh, m.ws, s));
       m.ws_shape = sh;
       m.ws_ready = true;
     }
-    // The pinned parameter buffer is free once the previous upload has executed.
-    if (m.has_run) AUGMENTD_CUDA_OK(cudaEventSynchronize(m.params_copied));
-    std::memcpy(m.h_params, params.data(), sizeof(cuda::SampleParams) * batch);
-    AUGMENTD_CUDA_OK(
-        cudaMemcpyAsync(m.d_params, m.h_params, sizeof(cuda::SampleParams) * batch, cudaMemcpyHostToDevice, s));
-    AUGMENTD_CUDA_OK(cudaEventRecord(m.params_copied, s));
     cuda::PipelineIO io;
     io.image = input.image;
     io.seg = input.seg;
     io.out_image = output.image;
     io.out_seg = output.seg[0];
     for (int l = 0; l < sh.num_ds; ++l) io.out_ds[l] = output.seg[1 + l];
-    const absl::Status run = CudaStatus(cuda::RunPipeline(sh, m.d_params, stages, io, m.ws, s), "RunPipeline");
+    // The pinned upload block is free once the previous upload has executed.
+    if (m.has_run) AUGMENTD_CUDA_OK(cudaEventSynchronize(m.params_copied));
+    std::memcpy(m.h_upload, &io, sizeof(io));
+    std::memcpy(static_cast<char*>(m.h_upload) + kIoBytes, params.data(), sizeof(cuda::SampleParams) * batch);
+    const GraphKey key{stages, sh, reinterpret_cast<uintptr_t>(output.image) % 16 == 0};
+    cudaGraphExec_t exec = nullptr;
+    const cuda::GraphAction action =
+        m.graphs_enabled && Capturable(s) ? m.graphs.Lookup(key, &exec) : cuda::GraphAction::kEager;
+    if (action == cuda::GraphAction::kCapture) {
+      absl::StatusOr<cudaGraphExec_t> captured = m.Capture(sh, stages, io, s);
+      if (captured.ok()) {
+        exec = *captured;
+        m.graphs.Store(key, exec);
+        ++m.graph_counters.captures;
+      } else {
+        m.graphs.MarkFailed(key);  // eager from now on (the launches report their own errors there)
+        ++m.graph_counters.capture_failures;
+      }
+    }
+    absl::Status run;
+    if (exec != nullptr) {
+      if (!GraphUploadInside()) {
+        AUGMENTD_CUDA_OK(cudaMemcpyAsync(m.d_upload, m.h_upload, UploadBytes(batch), cudaMemcpyHostToDevice, s));
+        AUGMENTD_CUDA_OK(cudaEventRecord(m.params_copied, s));
+      }
+      run = CudaStatus(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+      ++m.graph_counters.replays;
+    } else {
+      AUGMENTD_CUDA_OK(cudaMemcpyAsync(m.d_upload, m.h_upload, UploadBytes(batch), cudaMemcpyHostToDevice, s));
+      AUGMENTD_CUDA_OK(cudaEventRecord(m.params_copied, s));
+      run = CudaStatus(cuda::RunPipeline(sh, m.DeviceParams(), stages, io, m.ws, s), "RunPipeline");
+      ++m.graph_counters.eager;
+    }
     AUGMENTD_CUDA_OK(cudaEventRecord(m.done, s));
     m.has_run = true;
     return run;
   }
 }
+
+void CudaAugmenter::set_graphs_enabled(bool on) { impl_->graphs_enabled = on; }
+
+CudaGraphCounters CudaAugmenter::graph_counters() const { return impl_->graph_counters; }
 
 absl::StatusOr<BatchResult> CudaAugmenter::RunHost(const BatchInput& input, const RunOptions& options) {
   absl::StatusOr<BatchResult> out;
@@ -346,7 +479,8 @@ absl::StatusOr<BatchResult> CudaAugmenter::RunHost(const BatchInput& input, cons
     if (has_seg) {
       if (seg.dtype != DType::kInt8 && seg.dtype != DType::kInt16)
         return ju::Invalid("seg.dtype", "must be int8 or int16");
-      if (seg.shape.size() != 5 || image.shape.size() != 5 || seg.shape[0] != image.shape[0] ||
+      if (seg.shape.size() != image.shape.size() || (image.shape.size() != 5 && image.shape.size() != 4) ||
+          seg.shape[0] != image.shape[0] ||
           !std::equal(seg.shape.begin() + 2, seg.shape.end(), image.shape.begin() + 2)) {
         return ju::Invalid("seg.shape",
                            absl::StrCat(ShapeString(seg.shape), " does not match image ", ShapeString(image.shape)));

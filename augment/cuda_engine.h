@@ -17,21 +17,25 @@
 //   // ... cudaMalloc lay.image_bytes and lay.seg_bytes[k] (IPC slots) ...
 //   RETURN_IF_ERROR(aug->Run(in, out, opt, stream, &records));   // enqueued on `stream`, returns at once
 //
-// Coverage (3D). Two paths, chosen per spec in Create (and per batch where the fused kernels refuse drawn values):
-//  * fused kernels (pipeline_cuda.h) for nnU-Net's default chain in the fused order spatial (rotation, scaling and
-//    elastic deformation) → gaussian_noise → gaussian_blur → multiplicative_brightness → contrast →
+// Coverage. Two paths, chosen per spec in Create (and per batch where the fused kernels refuse drawn values):
+//  * fused kernels (pipeline_cuda.h) for nnU-Net's default 3D chain in the fused order spatial (rotation, scaling
+//    and elastic deformation) → gaussian_noise → gaussian_blur → multiplicative_brightness → contrast →
 //    simulate_low_resolution → gamma (≤ 2) → mirror → mask_image → remove_label(−1→0) → downsample_seg_for_ds (any
-//    sub-sequence of it), one seg channel. Elastic deformation (bgv2 semantics) is generated on the device from the
-//    drawn recipe (SpatialParams::elastic; patch axes ≤ 512), equal to the CPU engine's field within float rounding.
+//    sub-sequence of it), one seg channel, ≤ 8 image channels. Elastic deformation (bgv2 semantics) is generated on
+//    the device from the drawn recipe (SpatialParams::elastic; patch axes ≤ 512), equal to the CPU engine's field
+//    within float rounding.
 //  * the generic chain (cuda_chain.h) for everything else the CPU engine runs: nnUNetTrainerDA5 (preset nnunet_da5:
 //    rot90, transpose_axes, median_filter, brightness_additive, blank_rectangle, brightness_gradient_additive,
-//    local_gamma, sharpening, rician_noise), regions (bool targets, CudaOutputLayout::seg_dtype), several or no seg
-//    channels, apply_probability < 1 anywhere but on regions / DS, per-channel noise, contrast without
-//    preserve_range, any blur size, user orders with spatial first and DS last, pipelines without a spatial entry.
-// UNIMPLEMENTED (message naming the entry and option) for what neither covers: injected elastic offsets, dummy-2D and
-// 2D samples, random_crop, bg_style_seg_sampling, nearest modes, non-zero paddings other than the −1 seg border,
-// > 8 image channels with a spatial entry, spatial not first / DS not last, entries without a CUDA stage. No
-// fallback to the CPU: a service that wants one calls AugmentBatch with device "cpu" itself.
+//    local_gamma, sharpening, rician_noise), MRI artefacts, AugLab extras, regions (bool targets,
+//    CudaOutputLayout::seg_dtype), several or no seg channels, apply_probability < 1 anywhere but on regions / DS,
+//    per-channel noise, contrast without preserve_range, any blur size, user orders with DS last, pipelines without
+//    a spatial entry or with entries before it; through its generic spatial kernel (cuda_chain_spatial.h):
+//    dummy-2D, 2D samples (B, C, X, Y) as (B, C, 1, X, Y), nearest modes, random_crop, any padding values, > 8
+//    image channels, injected elastic offsets, elastic on axes > 512.
+// UNIMPLEMENTED (message naming the entry and option) for what neither covers: bg_style_seg_sampling, 2D samples
+// through the DA5 local filters / MRI artefacts / AugLab extras, regions before the spatial entry, DS not last or
+// with p < 1, regions with p < 1, more than one spatial entry, entries without a CUDA stage. No fallback to the
+// CPU: a service that wants one calls AugmentBatch with device "cpu" itself.
 //
 // Errors: absl::Status; INVALID_ARGUMENT naming the field; RESOURCE_EXHAUSTED when device/pinned memory runs
 // out; INTERNAL for any other CUDA error (the CUDA error name is in the message); FAILED_PRECONDITION in builds
@@ -88,11 +92,31 @@ struct CudaOutputLayout {
   DType seg_dtype = DType::kInt16;  // kBool after convert_segmentation_to_regions (as the CPU engine)
 };
 
+// How the fused batches of a CudaAugmenter ran (CUDA graphs, see CudaAugmenter).
+struct CudaGraphCounters {
+  int64_t eager = 0;             // batches launched kernel by kernel
+  int64_t captures = 0;          // graphs captured and instantiated
+  int64_t replays = 0;           // batches run as one graph launch (captures included)
+  int64_t capture_failures = 0;  // captures that failed (that key then runs eagerly)
+};
+
 // The CUDA engine for one pipeline on one device. Owns the kernel workspace, the per-sample parameter buffers
 // (device + pinned host) and, for RunHost, pinned staging; they grow when a larger batch shape arrives and are
 // reused otherwise (no allocation in the steady state).
 // Thread-safety: not thread-safe; use one CudaAugmenter per CUDA stream / worker. Run() may be called with different
 // streams: each run waits (on the device) for the previous one, whose buffers it reuses.
+//
+// CUDA graphs (fused path): a batch's buffers (input, outputs) and per-sample parameters go to the device in one copy
+// from a fixed pinned block into a fixed device block, and the kernels read the buffer pointers from there
+// (cuda::RunPipelineFromDevice), so the whole batch — copy, kernels — is one graph per (stage mask, batch shape,
+// 16-byte alignment of output.image) that replays for any buffers and parameters (AUGMENTD_CUDA_GRAPH_UPLOAD=outside:
+// the copy runs before a kernels-only graph instead). The first batch of a key runs
+// eagerly, the second captures it, later ones replay (at most 64 graphs, least recently used destroyed first;
+// a graph launches into whatever stream Run gets). Outputs are bit-identical to the eager launches. Eager instead:
+// the legacy / per-thread default stream (nullptr), a stream already being captured by the caller, a key whose
+// capture failed, or graphs off — the default: set_graphs_enabled(true) or AUGMENTD_CUDA_GRAPHS=1 turns them on
+// (measured: no gain; bench/results/2026-11-30-h200-cuda-kernels-s4.md). Graphs are dropped (after
+// the last run completes) when the workspace or the parameter block must grow. The generic chain runs eagerly.
 class CudaAugmenter {
  public:
   // Uses the fused kernels when MakeCudaPlan covers the spec, else the generic chain (cuda_chain.h). UNIMPLEMENTED
@@ -118,6 +142,10 @@ class CudaAugmenter {
   // Host input (float32/float16/bfloat16 image, int8/int16 seg) → BatchResult on the host, through pinned staging
   // and owned device buffers, on an internal stream. Synchronous.
   absl::StatusOr<BatchResult> RunHost(const BatchInput& input, const RunOptions& options);
+
+  // CUDA graphs for later fused batches on, or off (eager launches; the default unless AUGMENTD_CUDA_GRAPHS=1).
+  void set_graphs_enabled(bool on);
+  CudaGraphCounters graph_counters() const;
 
  private:
   struct Impl;

@@ -43,4 +43,8 @@ absl::Status CudaAugmenter::Run(const CudaBatchInput&, const CudaBatchOutput&, c
 
 absl::StatusOr<BatchResult> CudaAugmenter::RunHost(const BatchInput&, const RunOptions&) { return NotBuilt("cuda"); }
 
+void CudaAugmenter::set_graphs_enabled(bool) {}
+
+CudaGraphCounters CudaAugmenter::graph_counters() const { return {}; }
+
 }  // namespace augmentd

@@ -401,6 +401,119 @@ TEST(CudaEngine, DeviceBuffersAndStreams) {
   for (int16_t* p : d_levels) cudaFree(p);
 }
 
+// Device output buffers of one layout (freed on destruction).
+struct DeviceOutputs {
+  void* image = nullptr;
+  std::vector<int16_t*> seg;
+  CudaOutputLayout lay;
+  explicit DeviceOutputs(const CudaOutputLayout& l) : lay(l) {
+    EXPECT_EQ(cudaMalloc(&image, lay.image_bytes), cudaSuccess);
+    for (size_t b : lay.seg_bytes) {
+      void* p = nullptr;
+      EXPECT_EQ(cudaMalloc(&p, b), cudaSuccess);
+      seg.push_back(static_cast<int16_t*>(p));
+    }
+  }
+  ~DeviceOutputs() {
+    cudaFree(image);
+    for (int16_t* p : seg) cudaFree(p);
+  }
+  CudaBatchOutput Out() const { return {image, seg}; }
+  // Every output byte, image then levels (synchronous).
+  std::vector<char> Bytes() const {
+    size_t total = lay.image_bytes;
+    for (size_t b : lay.seg_bytes) total += b;
+    std::vector<char> h(total);
+    EXPECT_EQ(cudaMemcpy(h.data(), image, lay.image_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    size_t o = lay.image_bytes;
+    for (size_t l = 0; l < seg.size(); ++l) {
+      EXPECT_EQ(cudaMemcpy(h.data() + o, seg[l], lay.seg_bytes[l], cudaMemcpyDeviceToHost), cudaSuccess);
+      o += lay.seg_bytes[l];
+    }
+    return h;
+  }
+  void Poison() const {
+    EXPECT_EQ(cudaMemset(image, 0x7f, lay.image_bytes), cudaSuccess);
+    for (size_t l = 0; l < seg.size(); ++l) EXPECT_EQ(cudaMemset(seg[l], 0x7f, lay.seg_bytes[l]), cudaSuccess);
+  }
+};
+
+// Device copies of a batch's inputs (freed on destruction).
+struct DeviceInputs {
+  float* image = nullptr;
+  int16_t* seg = nullptr;
+  std::vector<int64_t> shape;
+  explicit DeviceInputs(const Inputs& x) : shape(x.ishape) {
+    EXPECT_EQ(cudaMalloc(&image, x.image.size() * 4), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&seg, x.seg.size() * 2), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(image, x.image.data(), x.image.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(seg, x.seg.data(), x.seg.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~DeviceInputs() {
+    cudaFree(image);
+    cudaFree(seg);
+  }
+  CudaBatchInput In() const { return {image, seg, shape}; }
+};
+
+// CUDA graphs (cuda_engine.h): batches replayed from captured graphs equal the eager launches bit for bit, for
+// fresh parameters every batch and output buffers that change between replays (the kernels read the pointers from
+// the device); the first sighting of a key runs eagerly, the second captures, later ones replay; the default stream
+// stays eager.
+TEST(CudaEngine, GraphsEqualEagerLaunches) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  for (bool all_on : {true, false}) {
+    std::mt19937_64 g(std::random_device{}());
+    Case cs = Make("graphs", {25, 31, 27}, 2, 2, 4, all_on);
+    const PipelineSpec spec = MakeSpec(cs);
+    const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
+    auto eager = CudaAugmenter::Create(spec, 0);
+    auto graphs = CudaAugmenter::Create(spec, 0);
+    ASSERT_TRUE(eager.ok() && graphs.ok());
+    (*eager)->set_graphs_enabled(false);
+    (*graphs)->set_graphs_enabled(true);
+    auto lay = (*eager)->OutputLayout(x.ishape, DType::kFloat32);
+    ASSERT_TRUE(lay.ok()) << lay.status();
+    const DeviceInputs din(x);
+    const DeviceOutputs ref(*lay), out_a(*lay), out_b(*lay);
+    cudaStream_t s;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    const CudaBatchInput in = din.In();
+    RunOptions opt;
+    opt.seed = g();
+    const int kBatches = 8;
+    for (int it = 0; it < kBatches; ++it) {
+      opt.first_sample_index = static_cast<uint64_t>(it) * cs.B;  // fresh parameters (and stage masks) every batch
+      const DeviceOutputs& out = it % 2 ? out_b : out_a;          // the graph's buffers change between replays
+      ref.Poison();
+      out.Poison();
+      std::vector<SampleRecord> r_eager, r_graph;
+      ASSERT_TRUE((*eager)->Run(in, ref.Out(), opt, s, &r_eager).ok());
+      ASSERT_TRUE((*graphs)->Run(in, out.Out(), opt, s, &r_graph).ok());
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      EXPECT_TRUE(ref.Bytes() == out.Bytes()) << (all_on ? "all-on" : "default-p") << " batch " << it;
+    }
+    const CudaGraphCounters e = (*eager)->graph_counters(), gc = (*graphs)->graph_counters();
+    EXPECT_EQ(e.eager, kBatches);
+    EXPECT_EQ(e.replays, 0);
+    EXPECT_EQ(gc.eager + gc.replays, kBatches);
+    EXPECT_EQ(gc.capture_failures, 0);
+    if (all_on) {  // (almost) one stage mask: eager, capture, then mostly replays
+      EXPECT_GE(gc.captures, 1);
+      EXPECT_GE(gc.replays, kBatches / 2);
+    }
+    // The default stream: eager.
+    const int64_t before = (*graphs)->graph_counters().eager;
+    EXPECT_TRUE((*graphs)->Run(in, out_a.Out(), opt, nullptr).ok());
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ((*graphs)->graph_counters().eager, before + 1);
+    std::printf("[graphs] %s: eager %lld, captures %lld, replays %lld\n", all_on ? "all-on" : "default-p",
+                static_cast<long long>(gc.eager), static_cast<long long>(gc.captures),
+                static_cast<long long>(gc.replays));
+    cudaStreamDestroy(s);
+  }
+}
+
 // What the kernels do not cover is UNIMPLEMENTED naming the transform (answered without a GPU).
 TEST(CudaEngine, CoverageErrors) {
   EXPECT_EQ(*ParseCudaOrdinal("cpu"), -1);
@@ -422,8 +535,7 @@ TEST(CudaEngine, CoverageErrors) {
   auto d2 = NnunetDefaultPipeline(t2);
   ASSERT_TRUE(d2.ok());
   r = CudaAugmenter::Create(*d2, 0);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("dummy-2D"), std::string::npos) << r.status();
+  EXPECT_EQ(r.status().code(), covered) << r.status();  // the chain's generic spatial kernel
 
   Case cs;
   TrainerConfig t3;
@@ -436,8 +548,12 @@ TEST(CudaEngine, CoverageErrors) {
   c.patch_size = {16, 600, 600};
   big->transforms[0].transform = *SpatialTransform::Create(c);
   r = CudaAugmenter::Create(*big, 0);
+  EXPECT_EQ(r.status().code(), covered) << r.status();  // the chain's generic spatial kernel (host-made field)
+  c.bg_style_seg_sampling = true;  // neither
+  big->transforms[0].transform = *SpatialTransform::Create(c);
+  r = CudaAugmenter::Create(*big, 0);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("elastic"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("bg_style_seg_sampling"), std::string::npos) << r.status();
 
   auto da5 = NnunetDa5Pipeline(tc);
   ASSERT_TRUE(da5.ok()) << da5.status();
@@ -448,7 +564,10 @@ TEST(CudaEngine, CoverageErrors) {
   std::swap(order.transforms[1], order.transforms[2]);  // blur before noise: the chain
   r = CudaAugmenter::Create(order, 0);
   EXPECT_EQ(r.status().code(), covered) << r.status();
-  std::swap(order.transforms[0], order.transforms[1]);  // spatial second: neither
+  std::swap(order.transforms[0], order.transforms[1]);  // spatial second: the chain
+  r = CudaAugmenter::Create(order, 0);
+  EXPECT_EQ(r.status().code(), covered) << r.status();
+  std::swap(order.transforms[0], order.transforms.back());  // downsample_seg_for_ds first: neither
   r = CudaAugmenter::Create(order, 0);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(r.status().message().find("run it on device \"cpu\""), std::string::npos) << r.status();
@@ -460,65 +579,59 @@ TEST(CudaEngine, CoverageErrors) {
 }
 
 // ms per batch of the engine path (host draws + parameter upload + kernels, device buffers, one stream), to compare
-// with the raw kernel benchmark (bench/cuda_pipeline_bench). Median of 30 after 5 warm-ups.
+// with the raw kernel benchmark (bench/cuda_pipeline_bench), eager launches vs CUDA graphs. Median of 30 after a
+// warm-up pass over the same 30 parameter sets.
 TEST(CudaEngine, Timing) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   for (bool all_on : {true, false}) {
     for (int B : {2, 8}) {
-      std::mt19937_64 g(1);
-      Case cs = Make("timing", {128, 128, 128}, B, 1, 4, all_on);
-      const PipelineSpec spec = MakeSpec(cs);
-      const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
-      auto aug = CudaAugmenter::Create(spec, 0);
-      ASSERT_TRUE(aug.ok()) << aug.status();
-      auto lay = (*aug)->OutputLayout(x.ishape, DType::kFloat32);
-      ASSERT_TRUE(lay.ok());
-      float* d_img;
-      int16_t* d_seg;
-      void* d_out;
-      ASSERT_EQ(cudaMalloc(&d_img, x.image.size() * 4), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&d_seg, x.seg.size() * 2), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&d_out, lay->image_bytes), cudaSuccess);
-      std::vector<int16_t*> lv;
-      for (size_t b : lay->seg_bytes) {
-        void* p;
-        ASSERT_EQ(cudaMalloc(&p, b), cudaSuccess);
-        lv.push_back(static_cast<int16_t*>(p));
-      }
-      cudaMemcpy(d_img, x.image.data(), x.image.size() * 4, cudaMemcpyHostToDevice);
-      cudaMemcpy(d_seg, x.seg.data(), x.seg.size() * 2, cudaMemcpyHostToDevice);
-      cudaStream_t s;
-      cudaStreamCreate(&s);
-      CudaBatchInput in{d_img, d_seg, x.ishape};
-      CudaBatchOutput out{d_out, lv};
-      RunOptions opt;
-      std::vector<double> ms;
-      for (int it = 0; it < 35; ++it) {
-        opt.first_sample_index = static_cast<uint64_t>(it) * B;  // fresh parameters every batch
-        const auto t0 = std::chrono::steady_clock::now();
-        ASSERT_TRUE((*aug)->Run(in, out, opt, s).ok());
+      for (bool use_graphs : {false, true}) {
+        std::mt19937_64 g(1);
+        Case cs = Make("timing", {128, 128, 128}, B, 1, 4, all_on);
+        const PipelineSpec spec = MakeSpec(cs);
+        const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
+        auto aug = CudaAugmenter::Create(spec, 0);
+        ASSERT_TRUE(aug.ok()) << aug.status();
+        (*aug)->set_graphs_enabled(use_graphs);
+        auto lay = (*aug)->OutputLayout(x.ishape, DType::kFloat32);
+        ASSERT_TRUE(lay.ok());
+        const DeviceInputs din(x);
+        const DeviceOutputs dout(*lay);
+        cudaStream_t s;
+        cudaStreamCreate(&s);
+        const CudaBatchInput in = din.In();
+        const CudaBatchOutput out = dout.Out();
+        RunOptions opt;
+        std::vector<double> ms;
+        // Two passes over the same 30 parameter sets (fresh parameters every batch); only the second is timed, so
+        // with graphs every stage mask has been captured and the numbers are replays.
+        for (int it = 0; it < 60; ++it) {
+          opt.first_sample_index = static_cast<uint64_t>(it % 30) * B;
+          const auto t0 = std::chrono::steady_clock::now();
+          ASSERT_TRUE((*aug)->Run(in, out, opt, s).ok());
+          ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+          const auto t1 = std::chrono::steady_clock::now();
+          if (it >= 30) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        }
+        // Pipelined: enqueue 30 batches back to back, one sync (host draws overlap the previous batch's kernels).
+        const auto p0 = std::chrono::steady_clock::now();
+        for (int it = 0; it < 30; ++it) {
+          opt.first_sample_index = static_cast<uint64_t>(it) * B;
+          ASSERT_TRUE((*aug)->Run(in, out, opt, s).ok());
+        }
         ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-        const auto t1 = std::chrono::steady_clock::now();
-        if (it >= 5) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        const double pipelined =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count() / 30;
+        std::sort(ms.begin(), ms.end());
+        const CudaGraphCounters gc = (*aug)->graph_counters();
+        std::printf(
+            "[engine timing] %s B=%d C=1 205^3->128^3-ish (S=%s) %s: sync %.3f ms/batch (median), pipelined %.3f "
+            "ms/batch, %.0f samples/s (graph replays %lld of %lld batches)\n",
+            all_on ? "all-on" : "default-p", B, ShapeString(spec.input_patch_size).c_str(),
+            use_graphs ? "graphs" : "eager", ms[ms.size() / 2], pipelined, B / pipelined * 1000,
+            static_cast<long long>(gc.replays), static_cast<long long>(gc.replays + gc.eager));
+        cudaStreamDestroy(s);
       }
-      // Pipelined: enqueue 30 batches back to back, one sync (host draws overlap the previous batch's kernels).
-      const auto p0 = std::chrono::steady_clock::now();
-      for (int it = 0; it < 30; ++it) {
-        opt.first_sample_index = static_cast<uint64_t>(it) * B;
-        ASSERT_TRUE((*aug)->Run(in, out, opt, s).ok());
-      }
-      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-      const double pipelined =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count() / 30;
-      std::sort(ms.begin(), ms.end());
-      std::printf(
-          "[engine timing] %s B=%d C=1 205^3->128^3-ish (S=%s): sync %.3f ms/batch (median), pipelined %.3f "
-          "ms/batch, %.0f samples/s\n",
-          all_on ? "all-on" : "default-p", B, ShapeString(spec.input_patch_size).c_str(), ms[ms.size() / 2], pipelined,
-          B / pipelined * 1000);
-      cudaStreamDestroy(s);
-      for (void* p : {static_cast<void*>(d_img), static_cast<void*>(d_seg), d_out}) cudaFree(p);
-      for (int16_t* p : lv) cudaFree(p);
     }
   }
 }

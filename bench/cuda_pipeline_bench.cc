@@ -11,7 +11,8 @@
 //   all-on+elastic  all-on plus elastic deformation (fields generated on the device, bgv2's default σ/magnitude)
 //   only-X      rotation + scaling + transform X on every sample and channel (B=2, C=1): X's cost = time − spatial
 // it reports the median over iterations of CUDA-event times: eager launches (parameter upload from pinned
-// memory included) and CUDA-graph replay (one graph per stage mask); samples/s; bytes (input read once + outputs written once) over
+// memory included) and CUDA-graph replay (one graph per stage mask, buffer pointers and parameters uploaded together
+// and read on the device as CudaAugmenter does); samples/s; bytes (input read once + outputs written once) over
 // time against a measured device-to-device copy; device memory held (inputs, outputs, workspace).
 // Inputs are random (never zeros); all buffers are allocated once before timing.
 #include <cuda_runtime.h>
@@ -258,8 +259,16 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   // Graphs: one per distinct stage mask (what a service reusing one workspace per stream would keep), each
   // captured with the parameter upload from a fixed pinned staging buffer; every iteration copies the next
   // parameter set into the staging buffer on the host (outside the timed region) and replays its mask's graph.
-  SampleParams* h_stage;
-  CHECK_CUDA(cudaMallocHost(&h_stage, sizeof(SampleParams) * B));
+  // The staging block is what CudaAugmenter uploads (cuda_engine.cc): the batch's PipelineIO, then its parameters;
+  // the kernels read the buffer pointers from the device copy (RunPipelineFromDevice), as in the service.
+  constexpr size_t kIo = (sizeof(augmentd::cuda::PipelineIO) + 255) & ~size_t{255};
+  const size_t upload = kIo + sizeof(SampleParams) * B;
+  char *h_stage, *d_upload;
+  CHECK_CUDA(cudaMallocHost(&h_stage, upload));
+  CHECK_CUDA(cudaMalloc(&d_upload, upload));
+  std::memcpy(h_stage, &io, sizeof(io));
+  const auto* d_io = reinterpret_cast<const augmentd::cuda::PipelineIO*>(d_upload);
+  const auto* d_gparams = reinterpret_cast<const SampleParams*>(d_upload + kIo);
   std::vector<std::pair<uint32_t, cudaGraphExec_t>> graphs;
   auto graph_for = [&](uint32_t stg) {
     for (auto& g : graphs)
@@ -267,8 +276,8 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    CHECK_CUDA(cudaMemcpyAsync(d_params, h_stage, sizeof(SampleParams) * B, cudaMemcpyHostToDevice, st));
-    CHECK_CUDA(augmentd::cuda::RunPipeline(sh, static_cast<const SampleParams*>(d_params), stg, io, d_ws, st));
+    CHECK_CUDA(cudaMemcpyAsync(d_upload, h_stage, upload, cudaMemcpyHostToDevice, st));
+    CHECK_CUDA(augmentd::cuda::RunPipelineFromDevice(sh, d_gparams, stg, io, d_io, d_ws, st));
     CHECK_CUDA(cudaStreamEndCapture(st, &graph));
     CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     CHECK_CUDA(cudaGraphDestroy(graph));
@@ -276,7 +285,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     return exec;
   };
   auto replay = [&](int s) {
-    std::memcpy(h_stage, h_params + s * B, sizeof(SampleParams) * B);
+    std::memcpy(h_stage + kIo, h_params + s * B, sizeof(SampleParams) * B);
     return graph_for(set_stages[s]);
   };
   for (int i = 0; i < 20; ++i) {
@@ -297,6 +306,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   const double ms_graph = Median(t);
   for (auto& g : graphs) CHECK_CUDA(cudaGraphExecDestroy(g.second));
   CHECK_CUDA(cudaFreeHost(h_stage));
+  CHECK_CUDA(cudaFree(d_upload));
   CHECK_CUDA(cudaEventDestroy(e0));
   CHECK_CUDA(cudaEventDestroy(e1));
   CHECK_CUDA(cudaFreeHost(h_params));

@@ -95,6 +95,42 @@ cudaError_t LaunchRegions(int32_t batch, int64_t voxels, const int16_t* src, int
 cudaError_t LaunchSegChannelCopy(int32_t batch, int32_t channels, int64_t voxels, int32_t channel, int16_t* planes,
                                  int16_t* dst, bool scatter, cudaStream_t stream);
 
+// ---- Generic spatial resampling (augment/cuda_chain_spatial.h) ------------------------------------------
+// The spatial entries the fused kernel does not take (2D samples, dummy-2D, nearest modes, random_crop, any
+// padding value): the CPU kernels of augment/kernels/cpu_spatial.h, one thread per output voxel and plane, the
+// sampling grid computed on the host by the CPU's own ComputeSamplingGrid (so coordinates are bit-identical), the
+// corner weights, sums and fp16 label votes with the CPU's float operations (2D: torch's FMA forms; 3D: none).
+// Working layout: image (B, C, F, in...) → (B, C, F, out...) where `ndim` working dims follow the F planes
+// (dummy-2D: F = S0 and ndim 2; 2D samples: F = 1, ndim 2; 3D: F = 1, ndim 3); seg likewise with seg_channels.
+struct SpatialGeom {
+  int32_t ndim = 3;                   // 2 or 3
+  int32_t fold = 1;                   // F
+  int32_t in[3] = {1, 1, 1};          // working input shape (first ndim entries)
+  int32_t out[3] = {1, 1, 1};         // working output shape
+  int32_t batch = 0, channels = 0, seg_channels = 0;
+  int32_t image_nearest = 0, seg_nearest = 0;
+  int32_t image_fill = 0, seg_fill = 0;  // bgv2's constant-padding fix-up of out-of-bounds voxels (grid path)
+  float image_fill_value = 0.f;
+  int32_t seg_fill_value = 0;
+  float image_crop_pad = 0.f;  // crop path: value outside the input
+  int32_t seg_crop_pad = 0;
+};
+// One sample: grid path (grid >= 0: float offset of its (out voxels × ndim) grid in `grids`) or integer crop
+// starting at `start` (grid < 0).
+struct SpatialSampleRec {
+  int64_t grid = -1;
+  int32_t start[3] = {0, 0, 0};
+  int32_t pad = 0;
+};
+// lowest[p] = min of plane p (`voxels` int16 values at seg + p·voxels), p < planes (the CPU's lowest label per
+// folded seg channel).
+cudaError_t LaunchLowestPerPlane(int32_t planes, int64_t voxels, const int16_t* seg, int16_t* lowest,
+                                 cudaStream_t stream);
+// `seg`/`out_seg`/`lowest` may be null when g.seg_channels == 0; `lowest` is read only by the linear label vote.
+cudaError_t LaunchSpatialGeneric(const SpatialGeom& g, const SpatialSampleRec* recs, const float* grids,
+                                 const float* image, const int16_t* seg, const int16_t* lowest, float* out_image,
+                                 int16_t* out_seg, cudaStream_t stream);
+
 // ---- Outputs -------------------------------------------------------------------------------------------
 // float32 (n values) → out in `dtype`.
 cudaError_t LaunchStoreImage(int64_t n, const float* x, void* out, OutDType dtype, cudaStream_t stream);

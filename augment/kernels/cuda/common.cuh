@@ -413,10 +413,12 @@ struct DsArgs {
   int ds[kMaxDsLevels][3];
   const int16_t* seg;
   int16_t* out_ds[kMaxDsLevels];
+  const PipelineIO* io_dev;  // non-null: seg / out_ds are read from here when the kernel runs (graph replay)
 };
 
-inline DsArgs MakeDsArgs(const BatchShape& shape, const PipelineIO& io) {
+inline DsArgs MakeDsArgs(const BatchShape& shape, const PipelineIO& io, const PipelineIO* d_io) {
   DsArgs da{};
+  da.io_dev = d_io;
   for (int d = 0; d < 3; ++d) da.P[d] = shape.out[d];
   da.num_ds = shape.num_ds;
   da.seg = io.out_seg;
@@ -442,7 +444,8 @@ __device__ __forceinline__ void DsPicks(const DsArgs& a, int l, int b, int chunk
   const int base = chunk * kChunk + threadIdx.x;
   if (base >= qn) return;
   IndexWalker walk(base, Q);
-  const int16_t* seg_b = a.seg + static_cast<int64_t>(b) * pn;
+  const int16_t* seg_b = (a.io_dev ? a.io_dev->out_seg : a.seg) + static_cast<int64_t>(b) * pn;
+  int16_t* dst = (a.io_dev ? a.io_dev->out_ds[l] : a.out_ds[l]) + static_cast<int64_t>(b) * qn;
   int src[kVoxPerThread];
 #pragma unroll
   for (int k = 0; k < kVoxPerThread; ++k, walk.Step(Q)) {
@@ -454,7 +457,7 @@ __device__ __forceinline__ void DsPicks(const DsArgs& a, int l, int b, int chunk
   for (int k = 0; k < kVoxPerThread; ++k) v[k] = base + k * kThreads < qn ? __ldg(seg_b + src[k]) : int16_t{0};
 #pragma unroll
   for (int k = 0; k < kVoxPerThread; ++k) {
-    if (base + k * kThreads < qn) a.out_ds[l][static_cast<int64_t>(b) * qn + base + k * kThreads] = v[k];
+    if (base + k * kThreads < qn) dst[base + k * kThreads] = v[k];
   }
 }
 

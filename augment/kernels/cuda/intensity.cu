@@ -77,18 +77,19 @@ __device__ __forceinline__ void UpSampleRow(const float* low, const int* Q, cons
   LinearSrc(j0, Q[0], P[0], ratio[0], a0, a1, la);
   LinearSrc(j1, Q[1], P[1], ratio[1], b0, b1, lb);
   const float ha = __fsub_rn(1.f, la), hb = __fsub_rn(1.f, lb);
-  const float* l00 = low + (a0 * Q[1] + b0) * Q[2];
-  const float* l01 = low + (a0 * Q[1] + b1) * Q[2];
-  const float* l10 = low + (a1 * Q[1] + b0) * Q[2];
-  const float* l11 = low + (a1 * Q[1] + b1) * Q[2];
+  // 32-bit element offsets from one base pointer: each gather is an add and one wide multiply-add (64-bit row
+  // pointers cost ~5 address instructions per gather).
+  const int l00 = (a0 * Q[1] + b0) * Q[2], l01 = (a0 * Q[1] + b1) * Q[2];
+  const int l10 = (a1 * Q[1] + b0) * Q[2], l11 = (a1 * Q[1] + b1) * Q[2];
 #pragma unroll 4
   for (int j2 = threadIdx.x & 31; j2 < P[2]; j2 += 32) {
     int c0, c1;
     float lc;
     LinearSrc(j2, Q[2], P[2], ratio[2], c0, c1, lc);
     const float hc = __fsub_rn(1.f, lc);
-    const float x000 = __ldg(l00 + c0), x001 = __ldg(l00 + c1), x010 = __ldg(l01 + c0), x011 = __ldg(l01 + c1),
-                x100 = __ldg(l10 + c0), x101 = __ldg(l10 + c1), x110 = __ldg(l11 + c0), x111 = __ldg(l11 + c1);
+    const float x000 = __ldg(low + (l00 + c0)), x001 = __ldg(low + (l00 + c1)), x010 = __ldg(low + (l01 + c0)),
+                x011 = __ldg(low + (l01 + c1)), x100 = __ldg(low + (l10 + c0)), x101 = __ldg(low + (l10 + c1)),
+                x110 = __ldg(low + (l11 + c0)), x111 = __ldg(low + (l11 + c1));
     const float v00 = __fadd_rn(__fmul_rn(hc, x000), __fmul_rn(lc, x001));
     const float v01 = __fadd_rn(__fmul_rn(hc, x010), __fmul_rn(lc, x011));
     const float v10 = __fadd_rn(__fmul_rn(hc, x100), __fmul_rn(lc, x101));
@@ -111,8 +112,13 @@ __global__ void __launch_bounds__(kThreads) MidKernel(Dims d, const SampleParams
   Partial part = EmptyPartial();
   const bool lowres_on = LowResOn(cp, d);
   const BCConsts bc = lowres_on ? BCConsts{} : MakeBC(cp, ws.slot[kSlotV1].result + slice);
+  // The slice's low-res base pointer through shared memory: opaque to the compiler, it stays in one register pair
+  // (UpSampleRow's gathers are then one wide multiply-add each).
+  __shared__ const float* sh_low;
+  if (threadIdx.x == 0) sh_low = ws.low + static_cast<int64_t>(slice) * d.out_n;
+  __syncthreads();
   if (lowres_on) {
-    const float* low = ws.low + static_cast<int64_t>(slice) * d.out_n;
+    const float* low = sh_low;
     const int Q[3] = {cp.lowres_shape[0], cp.lowres_shape[1], cp.lowres_shape[2]};
     const float ratio[3] = {static_cast<float>(Q[0]) / static_cast<float>(P[0]),
                             static_cast<float>(Q[1]) / static_cast<float>(P[1]),
@@ -318,6 +324,7 @@ __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const 
 __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st,
                                                         void* out, OutDType dt, const uint8_t* mask, int vec4,
                                                         const DsArgs ds) {
+  if (ds.io_dev != nullptr) out = ds.io_dev->out_image;  // graph replay: this batch's buffers
   const int slice = blockIdx.y;
   if (slice >= d.b * d.c) {
     const int idx = slice - d.b * d.c, l = idx / d.b, b = idx % d.b;
@@ -415,12 +422,14 @@ cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_para
 }
 
 cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
-                        const Workspace& ws, const ChainState& st, bool with_mask, cudaStream_t stream) {
+                        const PipelineIO* d_io, const Workspace& ws, const ChainState& st, bool with_mask,
+                        cudaStream_t stream) {
   const Dims d = MakeDims(shape);
   const int vec4 = (shape.out[2] % 4 == 0 && reinterpret_cast<uintptr_t>(io.out_image) % 16 == 0) ? 1 : 0;
   const int rows = shape.batch * shape.channels + shape.batch * shape.num_ds;  // slices, then DS (level, sample)
   FinalKernel<<<dim3(WaveGrid<FinalKernel>(d), rows), kThreads, 0, stream>>>(
-      d, d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4, MakeDsArgs(shape, io));
+      d, d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4,
+      MakeDsArgs(shape, io, d_io));
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   return cudaSuccess;
 }

@@ -9,18 +9,27 @@
 
 namespace augmentd::cuda::internal {
 
-// Spatial transform + noise epilogue + seg/mask. `direct`: no later image stage, write the output (and launch the
-// DS picks; otherwise LaunchFinal does them).
-// `elastic`: read the displacement fields of LaunchElasticField (samples with SampleParams::elastic).
+// `d_io` (all launchers that touch the batch's buffers): null, or the same PipelineIO in device memory, which the
+// kernels then read when they run instead of `io`'s pointers (RunPipelineFromDevice: graph replay).
+
+// Spatial transform + noise epilogue + seg/mask.
+struct SpatialFlags {
+  bool use_lowest_buffer;  // lowest labels from ws.lowest (LaunchLowestLabels ran)
+  bool direct;             // no later image stage: write the output (and launch the DS picks; else LaunchFinal does)
+  bool with_mask;          // write ws.mask
+  bool want_stats;         // statistics of the unblurred slices (contrast input)
+  bool elastic;            // read the displacement fields of LaunchElasticField (samples with SampleParams::elastic)
+  bool noise;              // some sample draws noise (false: the build without the noise epilogue)
+};
 cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
-                          const Workspace& ws, bool use_lowest_buffer, bool direct, bool with_mask, bool want_stats,
-                          bool elastic, cudaStream_t stream);
+                          const PipelineIO* d_io, const Workspace& ws, const SpatialFlags& flags, cudaStream_t stream);
 
 // Elastic displacement fields of the deforming samples into ws.field (+ ws.estat), elastic.cu. Needs
 // BatchShape::elastic and patch axes <= kMaxElasticAxis (cudaErrorInvalidValue otherwise).
 cudaError_t LaunchElasticField(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                                cudaStream_t stream);
-cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, int32_t* d_lowest, cudaStream_t stream);
+cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, const PipelineIO* d_io, int32_t* d_lowest,
+                               cudaStream_t stream);
 
 // Separable blur of the blurred slices, one tiled launch: x1 -> x2; stats of the result into slot V1; with
 // `lowres`, the nearest-exact low-res picks of blurred slices into ws.low (raw V1).
@@ -46,6 +55,7 @@ cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_para
                              const ChainState& st, int mode, cudaStream_t stream);
 // Final pass (chain rest, mirroring, mask, dtype) plus the deep-supervision picks of the final seg.
 cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
-                        const Workspace& ws, const ChainState& st, bool with_mask, cudaStream_t stream);
+                        const PipelineIO* d_io, const Workspace& ws, const ChainState& st, bool with_mask,
+                        cudaStream_t stream);
 
 }  // namespace augmentd::cuda::internal

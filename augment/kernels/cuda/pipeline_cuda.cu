@@ -77,11 +77,17 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
 
 cudaError_t ComputeLowestLabels(const BatchShape& shape, const int16_t* seg, int32_t* d_lowest, cudaStream_t stream) {
   if (!ValidShape(shape) || seg == nullptr || d_lowest == nullptr) return cudaErrorInvalidValue;
-  return internal::LaunchLowestLabels(shape, seg, d_lowest, stream);
+  return internal::LaunchLowestLabels(shape, seg, nullptr, d_lowest, stream);
 }
 
 cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, uint32_t stages, const PipelineIO& io,
                         void* workspace, cudaStream_t stream) {
+  return RunPipelineFromDevice(shape, d_params, stages, io, nullptr, workspace, stream);
+}
+
+// d_io == nullptr: the kernels take io's pointers by value (RunPipeline).
+cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d_params, uint32_t stages,
+                                  const PipelineIO& io, const PipelineIO* d_io, void* workspace, cudaStream_t stream) {
   if (!ValidShape(shape) || d_params == nullptr || workspace == nullptr || io.image == nullptr || io.seg == nullptr ||
       io.out_image == nullptr || io.out_seg == nullptr) {
     return cudaErrorInvalidValue;
@@ -97,10 +103,11 @@ cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, u
   if (elastic && !shape.elastic) return cudaErrorInvalidValue;
   const bool direct = !(blur || contrast || lowres || g0 || g1);
 
-  if (lowest) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowestLabels(shape, io.seg, ws.lowest, stream));
+  if (lowest) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowestLabels(shape, io.seg, d_io, ws.lowest, stream));
   if (elastic) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchElasticField(shape, d_params, ws, stream));
   AUGMENTD_CUDA_RETURN_IF_ERROR(
-      internal::LaunchSpatial(shape, d_params, io, ws, lowest, direct, mask, contrast, elastic, stream));
+      internal::LaunchSpatial(shape, d_params, io, d_io, ws,
+                              {lowest, direct, mask, contrast, elastic, (stages & kStageNoise) != 0}, stream));
   if (direct) return cudaSuccess;
 
   ChainState st{blur, false, g0};
@@ -112,7 +119,7 @@ cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, u
   }
   if (g0) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 0, stream));
   if (g1) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 2, stream));
-  return internal::LaunchFinal(shape, d_params, io, ws, st, mask, stream);
+  return internal::LaunchFinal(shape, d_params, io, d_io, ws, st, mask, stream);
 }
 
 int BlurKernelSize(double sigma) { return internal::KernelSizeForHost(sigma); }

@@ -31,9 +31,9 @@
 // allocates. Errors are returned as cudaError_t (the ops layer maps them to absl::Status). Launch shapes
 // are sized from the current device's SM count, read once per process.
 //
-// Performance (H200, bench/results/2026-11-30-h200-cuda-kernels.md): B=2, 1 channel, 205³ -> 128³,
-// every transform on: 0.33 ms per batch (16.6× a batched PyTorch port; target 0.2 ms missed, see
-// augment/kernels/cuda/NOTES.md); default probabilities: 0.14 ms; every transform on plus elastic deformation:
+// Performance (H200, bench/results/2026-11-30-h200-cuda-kernels-s4.md): B=2, 1 channel, 205³ -> 128³,
+// every transform on: 0.30 ms per batch (17.9× a batched PyTorch port; target 0.2 ms missed, see
+// augment/kernels/cuda/NOTES.md); default probabilities: 0.12 ms; every transform on plus elastic deformation:
 // 1.16 ms with the earlier kernels (bench/results/2026-11-29-h200-cuda-coverage.md).
 #pragma once
 
@@ -150,6 +150,15 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
 // slower). Returns the first launch error (cudaErrorInvalidValue for a bad shape). Asynchronous.
 cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, uint32_t stages, const PipelineIO& io,
                         void* workspace, cudaStream_t stream);
+
+// RunPipeline with the batch's buffers read from device memory by the kernels when they run: `d_io` is one PipelineIO
+// in device memory (it must stay valid, and hold the batch's pointers, until the kernels have run); `io` is the same
+// struct on the host, read only for checks and launch-shape choices (the 16-byte alignment of io.out_image selects the
+// vectorised final pass). A stream capture of this call is therefore a graph that can be replayed for any buffers of
+// the same alignment by rewriting *d_io and *d_params before each replay (e.g. by a captured host-to-device copy).
+// Results are bit-identical to RunPipeline with the same pointers.
+cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d_params, uint32_t stages,
+                                  const PipelineIO& io, const PipelineIO* d_io, void* workspace, cudaStream_t stream);
 
 // Lowest label per sample of the input seg (B int32 into d_lowest), for the zero-padding seg border
 // (bgv2 before nnU-Net 2.7): there, voxels with no in-bounds corner take the lowest label of the patch.

@@ -20,9 +20,11 @@
 // no later image stage runs, the image goes straight to the output (brightness, mirroring, mask, dtype).
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
+#include "augment/kernels/cuda/spatial_math.h"
 #include "augment/rng.h"
 
 namespace augmentd::cuda::internal {
@@ -44,9 +46,14 @@ struct SpatialArgs {
   StatsSlot slot;
   const float* field;          // (B, 3, P) elastic fields, null when no sample deforms
   const ElasticStat* estat;    // (B, 3)
+  const PipelineIO* io_dev;    // non-null: image, seg, out_seg, out_image (when set) are read from here (graph replay)
+  // Shape constants of the grid normalisation (host-computed, read from the parameter bank): S, S/2, RN(2/S), and
+  // the −1-border thresholds of array axis d (bgv2 compares flipped-grid entry 2−d with size[2−d]).
+  float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
 };
 
-template <int kCT, int kMinBlocks>
+// kNoise = false: built without the noise epilogue (no sample of the batch draws noise: fewer registers).
+template <int kCT, int kMinBlocks, bool kNoise>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
   const int b = blockIdx.y;
   const SampleParams& sp = a.params[b];
@@ -59,9 +66,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   const int mirror = sp.mirror_mask;
   const bool border_m1 = sp.seg_border_minus_one != 0;
   const int lowest = a.lowest ? a.lowest[b] : sp.lowest_label;
-  const float noise_sigma = sp.noise_sigma;
+  const float noise_sigma = kNoise ? sp.noise_sigma : 0.f;
+  // Batch buffers: kernel arguments, or (graph replay) the PipelineIO in device memory.
+  const float* image = a.image;
+  const int16_t* seg = a.seg;
+  int16_t* out_seg = a.out_seg;
+  void* out_image = a.out_image;
+  if (a.io_dev != nullptr) {
+    image = a.io_dev->image;
+    seg = a.io_dev->seg;
+    out_seg = a.io_dev->out_seg;
+    if (out_image != nullptr) out_image = a.io_dev->out_image;
+  }
   // Per-sample constants live in shared memory (registers are the occupancy limit of this kernel).
-  __shared__ float sh_shift[3], sh_half_s[3], sh_sf[3], sh_lo[3], sh_hi[3];
+  __shared__ float sh_shift[3];
   // Elastic: offset_e = field_e / div_e; u = A·(g + offset) + (shift − mean), mean = A·mean(offset) (the grid mean
   // of bgv2's center_deformation; the centred base grid has mean 0).
   __shared__ float sh_A[9], sh_div[3], sh_add[3];
@@ -82,16 +100,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   if (threadIdx.x < 3) {
     const int d = threadIdx.x;
     sh_shift[d] = sp.shift[d];
-    sh_sf[d] = static_cast<float>(S[d]);
-    sh_half_s[d] = __fmul_rn(sh_sf[d], 0.5f);
-    // Threshold used for array axis d: bgv2 compares flipped-grid entry (2−d) with size[2−d].
-    const double other = static_cast<double>(S[2 - d]);
-    sh_lo[d] = static_cast<float>(-1.0 + 1.0 / other);
-    sh_hi[d] = static_cast<float>(1.0 - 1.0 / other);
+  }
+  // The sample's input base pointers go through shared memory: opaque to the compiler, they stay one register pair
+  // each and every gather is one wide multiply-add of its 32-bit offset (folding b·C·in_n into each gather's 64-bit
+  // address cost ~5 instructions per gather).
+  __shared__ const float* sh_img_b;
+  __shared__ const int16_t* sh_seg_b;
+  if (threadIdx.x == 0) {
+    sh_img_b = image + static_cast<int64_t>(b) * C * in_n;
+    sh_seg_b = seg + static_cast<int64_t>(b) * in_n;
   }
   __syncthreads();
-  const float* img_b = a.image + static_cast<int64_t>(b) * C * in_n;
-  const int16_t* seg_b = a.seg + static_cast<int64_t>(b) * in_n;
+  const float* img_b = sh_img_b;
+  const int16_t* seg_b = sh_seg_b;
   StreamKey keys[kCT];
   float bright[kCT];
   bool stat_ch[kCT];
@@ -116,7 +137,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   const bool col_ok = j1 < P[1] && j2 < P[2];
   // Shared noise blocks (see the loop) for 1-2 channels when rows are whole Philox blocks; bit-identical to
   // NormalAt (rng.h: NormalAt(key, i) == NormalBlock(key, i / 4)[i % 4]).
-  constexpr bool kShareNoise = kCT <= 2;
+  constexpr bool kShareNoise = kNoise && kCT <= 2;
   const bool share_noise = noise_sigma != 0.f && (P[2] & 3) == 0;
   float nq[kCT][4];
   // Loaded once: stores in the loop could alias the parameter array as far as the compiler knows.
@@ -191,63 +212,79 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           u = __fadd_rn(__fadd_rn(__fmul_rn(a0[d], g0), col1[d]), col2[d]);
           u = __fadd_rn(u, sh_shift[d]);
         }
-        const float n = __fdiv_rn(u, sh_half_s[d]);
-        oob |= (n < sh_lo[d]) || (n > sh_hi[d]);
-        ix[d] = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(n, 1.f), sh_sf[d]), 1.f), 0.5f);
+        const float n = DivByReciprocal(u, a.half_s[d], a.rcp_half_s[d]);  // == u / (S/2), IEEE (spatial_math.h)
+        oob |= (n < a.lo[d]) || (n > a.hi[d]);
+        ix[d] = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(n, 1.f), a.sf[d]), 1.f), 0.5f);
       }
       // grid_sample: x = axis 2 (w), y = axis 1 (h), z = axis 0 (d).
       const float fz = floorf(ix[0]), fy = floorf(ix[1]), fx = floorf(ix[2]);
       const int z0 = static_cast<int>(fz), y0 = static_cast<int>(fy), x0 = static_cast<int>(fx);
-      const float wx1 = __fsub_rn(ix[2], fx), wx0 = __fsub_rn(__fadd_rn(fx, 1.f), ix[2]);
-      const float wy1 = __fsub_rn(ix[1], fy), wy0 = __fsub_rn(__fadd_rn(fy, 1.f), ix[1]);
-      const float wz1 = __fsub_rn(ix[0], fz), wz0 = __fsub_rn(__fadd_rn(fz, 1.f), ix[0]);
+      // Per axis: the two corner indices clamped into the volume (always loadable), whether each is in bounds, and
+      // its weight zeroed when it is not. A corner's weight (wx·wy)·wz is then its grid_sample weight when it is in
+      // bounds and 0 otherwise, so the image sum over all 8 corners in corner order equals the sum over the
+      // in-bounds corners (adding ±0 to the running sum, which starts at +0, is exact for finite inputs) without a
+      // predicate per corner; the vote sees out-of-bounds corners as the label INT32_MIN (int16 labels never are).
+      const bool vx0 = static_cast<unsigned>(x0) < static_cast<unsigned>(S[2]);
+      const bool vx1 = static_cast<unsigned>(x0 + 1) < static_cast<unsigned>(S[2]);
+      const bool vy0 = static_cast<unsigned>(y0) < static_cast<unsigned>(S[1]);
+      const bool vy1 = static_cast<unsigned>(y0 + 1) < static_cast<unsigned>(S[1]);
+      const bool vz0 = static_cast<unsigned>(z0) < static_cast<unsigned>(S[0]);
+      const bool vz1 = static_cast<unsigned>(z0 + 1) < static_cast<unsigned>(S[0]);
+      const float wx[2] = {vx0 ? __fsub_rn(__fadd_rn(fx, 1.f), ix[2]) : 0.f, vx1 ? __fsub_rn(ix[2], fx) : 0.f};
+      const float wy[2] = {vy0 ? __fsub_rn(__fadd_rn(fy, 1.f), ix[1]) : 0.f, vy1 ? __fsub_rn(ix[1], fy) : 0.f};
+      const float wz[2] = {vz0 ? __fsub_rn(__fadd_rn(fz, 1.f), ix[0]) : 0.f, vz1 ? __fsub_rn(ix[0], fz) : 0.f};
+      const int cx[2] = {min(max(x0, 0), S[2] - 1), min(max(x0 + 1, 0), S[2] - 1)};
+      const int cy[2] = {min(max(y0, 0), S[1] - 1), min(max(y0 + 1, 0), S[1] - 1)};
+      const int cz[2] = {min(max(z0, 0), S[0] - 1), min(max(z0 + 1, 0), S[0] - 1)};
+      const bool vy[2] = {vy0, vy1}, vz[2] = {vz0, vz1}, vx[2] = {vx0, vx1};
       float w[8];
       int off[8];  // < 2^31: RunPipeline rejects larger inputs
-      bool inb[8];
 #pragma unroll
       for (int m = 0; m < 8; ++m) {
-        const int xx = x0 + (m & 1), yy = y0 + ((m >> 1) & 1), zz = z0 + ((m >> 2) & 1);
-        w[m] = __fmul_rn(__fmul_rn((m & 1) ? wx1 : wx0, ((m >> 1) & 1) ? wy1 : wy0), ((m >> 2) & 1) ? wz1 : wz0);
-        inb[m] = xx >= 0 && xx < S[2] && yy >= 0 && yy < S[1] && zz >= 0 && zz < S[0];
-        off[m] = inb[m] ? (zz * S[1] + yy) * S[2] + xx : 0;
+        const int mx = m & 1, my = (m >> 1) & 1, mz = (m >> 2) & 1;
+        w[m] = __fmul_rn(__fmul_rn(wx[mx], wy[my]), wz[mz]);
+        off[m] = (cz[mz] * S[1] + cy[my]) * S[2] + cx[mx];
       }
 #pragma unroll
       for (int c = 0; c < kCT; ++c) {
         float acc = 0.f;
         if (c < C) {
           const float* src = img_b + c * in_n;
+          float v[8];
 #pragma unroll
-          for (int m = 0; m < 8; ++m) {
-            if (inb[m]) acc = __fadd_rn(acc, __fmul_rn(__ldg(src + off[m]), w[m]));
-          }
+          for (int m = 0; m < 8; ++m) v[m] = __ldg(src + off[m]);
+#pragma unroll
+          for (int m = 0; m < 8; ++m) acc = __fadd_rn(acc, __fmul_rn(v[m], w[m]));
         }
         val[c] = acc;
       }
       // Label vote over the corner labels.
       int lab[8];
 #pragma unroll
-      for (int m = 0; m < 8; ++m) lab[m] = inb[m] ? static_cast<int>(__ldg(seg_b + off[m])) : INT32_MIN;
+      for (int m = 0; m < 8; ++m) {
+        const int raw = static_cast<int>(__ldg(seg_b + off[m]));
+        lab[m] = (vx[m & 1] && vy[(m >> 1) & 1] && vz[(m >> 2) & 1]) ? raw : INT32_MIN;
+      }
       bool uniform = true;
       int first = INT32_MIN;
 #pragma unroll
       for (int m = 0; m < 8; ++m) {
-        if (!inb[m]) continue;
+        if (lab[m] == INT32_MIN) continue;  // out of bounds
         if (first == INT32_MIN) first = lab[m];
         uniform &= lab[m] == first;
       }
-      float best_h = 0.f;
+      uint32_t best_h = 0;  // fl16 of the best score, as float bits (HalfRoundedBits)
       int best_l = lowest;
       float x1000[8];  // one-hot x 1000 sampled: the weight each corner gives its label
 #pragma unroll
       for (int m = 0; m < 8; ++m) x1000[m] = __fmul_rn(1000.f, w[m]);
       if (uniform && first != INT32_MIN) {
-        // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as below.
+        // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as below (out-of-bounds
+        // corners add an exact +0).
         float v = 0.f;
 #pragma unroll
-        for (int m = 0; m < 8; ++m) {
-          if (inb[m]) v = __fadd_rn(v, x1000[m]);
-        }
-        if (__half2float(__float2half_rn(v)) > 0.f) best_l = first;
+        for (int m = 0; m < 8; ++m) v = __fadd_rn(v, x1000[m]);
+        if (HalfRoundsPositive(v)) best_l = first;
       } else {
         // Triangular vote: corner q sums the corners m >= q of its label in corner order (0 + x is exact, so
         // starting at x[q] is the sum from 0). For the first corner of a label this is the label's value; a later
@@ -256,13 +293,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         // 8 x 8 vote at 28 instead of 64 terms.
 #pragma unroll
         for (int q = 0; q < 8; ++q) {
-          if (!inb[q]) continue;
+          if (lab[q] == INT32_MIN) continue;  // out of bounds
           float v = x1000[q];
 #pragma unroll
           for (int m = q + 1; m < 8; ++m) {
             if (lab[m] == lab[q]) v = __fadd_rn(v, x1000[m]);
           }
-          const float h = __half2float(__float2half_rn(v));
+          const uint32_t h = HalfRoundedBits(v);
           if (h > best_h || (h == best_h && lab[q] < best_l)) {
             best_h = h;
             best_l = lab[q];
@@ -272,14 +309,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       label = (border_m1 && oob) ? -1 : best_l;
     }
     // Noise epilogue (pre-mirror voxel index j).
-    if (noise_sigma != 0.f) {
+    if (kNoise && noise_sigma != 0.f) {
       const int r = ((k & 3) - (lane & 3)) & 3;  // shuffle round that delivered step k's normal
 #pragma unroll
       for (int c = 0; c < kCT; ++c) {
         if (c >= C) continue;
         float n;
         if (kShareNoise && share_noise) {
-          n = r == 0 ? nq[c][0] : (r == 1 ? nq[c][1] : (r == 2 ? nq[c][2] : nq[c][3]));
+          // Two selects on the bits of r (r differs between lanes: a switch would diverge into up to 4 paths).
+          const float n01 = (r & 1) ? nq[c][1] : nq[c][0], n23 = (r & 1) ? nq[c][3] : nq[c][2];
+          n = (r & 2) ? n23 : n01;
         } else {
           n = NormalAt(keys[c], static_cast<uint64_t>(j));
         }
@@ -294,7 +333,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     const int o = (o0 * P[1] + o1) * P[2] + o2;
     const bool neg = label < 0;
     const int16_t out_label = static_cast<int16_t>((a.remove_minus_one && label == -1) ? 0 : label);
-    a.out_seg[static_cast<int64_t>(b) * out_n + o] = out_label;
+    out_seg[static_cast<int64_t>(b) * out_n + o] = out_label;
     if (a.mask) a.mask[static_cast<int64_t>(b) * out_n + o] = neg ? 1 : 0;
       // Image.
 #pragma unroll
@@ -307,7 +346,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       } else {
         float v = __fmul_rn(val[c], bright[c]);
         if (mask_ch[c] && neg) v = 0.f;
-        StoreOut(a.out_image, a.out_dtype, slice * out_n + o, v);
+        StoreOut(out_image, a.out_dtype, slice * out_n + o, v);
       }
     }
   }
@@ -326,9 +365,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
 // Used when no intensity stage runs; otherwise the final pass does the picks in extra blocks (intensity.cu).
 __global__ void __launch_bounds__(kThreads) DsKernel(const DsArgs a) { DsPicks(a, blockIdx.z, blockIdx.y, blockIdx.x); }
 
-__global__ void LowestLabelKernel(const int16_t* seg, int64_t n, int32_t* lowest) {
+__global__ void LowestLabelKernel(const int16_t* seg, const PipelineIO* io_dev, int64_t n, int32_t* lowest) {
   const int b = blockIdx.y;
-  const int16_t* s = seg + static_cast<int64_t>(b) * n;
+  const int16_t* s = (io_dev != nullptr ? io_dev->seg : seg) + static_cast<int64_t>(b) * n;
   int m = INT32_MAX;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -346,65 +385,94 @@ __global__ void FillInt(int32_t* p, int n, int32_t v) {
 
 }  // namespace
 
+namespace {
+// Build of the spatial kernel (a tuning switch for the benchmark, read once from AUGMENTD_SPATIAL_VARIANT; not a
+// feature): "" = 4 resident blocks per SM for 1 channel (64 registers, 40 spilled bytes), 3 for 2 channels (80), the
+// noise epilogue only in batches that draw noise; "3" = the 3-block build for 1 channel too (80 registers, no
+// spills); "v5" = the noise build for every batch. Measured on the H200 (NOTES.md, s4): the 4-block build −5 %
+// spatial-only, −1 % all-on against the 3-block one; the noise split is neutral since the spills are gone.
+enum class SpatialVariant { kDefault, kV5, kThreeBlocks };
+
+SpatialVariant ReadSpatialVariant() {
+  const char* v = std::getenv("AUGMENTD_SPATIAL_VARIANT");
+  const std::string s = v != nullptr ? v : "";
+  if (s == "v5") return SpatialVariant::kV5;
+  if (s == "3") return SpatialVariant::kThreeBlocks;
+  return SpatialVariant::kDefault;
+}
+
+template <int kCT, int kMinBlocks>
+void LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
+  if (noise) {
+    SpatialKernel<kCT, kMinBlocks, true><<<grid, kThreads, 0, stream>>>(a);
+  } else {
+    SpatialKernel<kCT, kMinBlocks, false><<<grid, kThreads, 0, stream>>>(a);
+  }
+}
+}  // namespace
+
 cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
-                          const Workspace& ws, bool use_lowest_buffer, bool direct, bool with_mask, bool want_stats,
-                          bool elastic, cudaStream_t stream) {
+                          const PipelineIO* d_io, const Workspace& ws, const SpatialFlags& f, cudaStream_t stream) {
+  const bool direct = f.direct;
   SpatialArgs a{};
   a.d = MakeDims(shape);
   a.params = d_params;
   a.image = io.image;
   a.seg = io.seg;
-  a.lowest = use_lowest_buffer ? ws.lowest : nullptr;
+  a.lowest = f.use_lowest_buffer ? ws.lowest : nullptr;
   a.x1 = direct ? nullptr : ws.x1;
   a.out_image = direct ? io.out_image : nullptr;
   a.out_dtype = shape.out_dtype;
   a.out_seg = io.out_seg;
-  a.mask = with_mask && !direct ? ws.mask : nullptr;
+  a.mask = f.with_mask && !direct ? ws.mask : nullptr;
   a.remove_minus_one = shape.remove_minus_one;
-  a.want_stats = want_stats && !direct;
+  a.want_stats = f.want_stats && !direct;
   a.slot = ws.slot[kSlotV1];
-  a.field = elastic ? ws.field : nullptr;
-  a.estat = elastic ? ws.estat : nullptr;
+  a.field = f.elastic ? ws.field : nullptr;
+  a.estat = f.elastic ? ws.estat : nullptr;
+  a.io_dev = d_io;
+  for (int d = 0; d < 3; ++d) {
+    a.sf[d] = static_cast<float>(shape.in[d]);
+    a.half_s[d] = a.sf[d] * 0.5f;  // exact
+    a.rcp_half_s[d] = 1.f / a.half_s[d];  // RN(1/(S/2)): IEEE float division on the host
+    const double other = static_cast<double>(shape.in[2 - d]);
+    a.lo[d] = static_cast<float>(-1.0 + 1.0 / other);
+    a.hi[d] = static_cast<float>(1.0 - 1.0 / other);
+  }
   const dim3 grid(SpatialBricks(shape), shape.batch);
-  // Registers bound the occupancy of this kernel. For 1-2 channels it is built for 3 resident blocks per SM
-  // (80 registers, a few spilled bytes); AUGMENTD_SPATIAL_MIN_BLOCKS=2 selects the spill-free 2-block build
-  // (read once; a tuning switch for the benchmark, not a feature).
-  static const bool two_blocks = [] {
-    const char* e = std::getenv("AUGMENTD_SPATIAL_MIN_BLOCKS");
-    return e != nullptr && e[0] == '2';
-  }();
+  // Registers bound the occupancy of this kernel: 1 channel is built for 4 resident blocks per SM (64 registers),
+  // 2 channels for 3 (80), 3-8 channels for 2 (128).
+  static const SpatialVariant variant = ReadSpatialVariant();
+  const bool noise = f.noise || variant == SpatialVariant::kV5;
   if (shape.channels <= 1) {
-    if (two_blocks) {
-      SpatialKernel<1, 2><<<grid, kThreads, 0, stream>>>(a);
+    if (variant == SpatialVariant::kThreeBlocks) {
+      LaunchSpatialBuild<1, 3>(noise, grid, stream, a);
     } else {
-      SpatialKernel<1, 3><<<grid, kThreads, 0, stream>>>(a);
+      LaunchSpatialBuild<1, 4>(noise, grid, stream, a);
     }
   } else if (shape.channels <= 2) {
-    if (two_blocks) {
-      SpatialKernel<2, 2><<<grid, kThreads, 0, stream>>>(a);
-    } else {
-      SpatialKernel<2, 3><<<grid, kThreads, 0, stream>>>(a);
-    }
+    LaunchSpatialBuild<2, 3>(noise, grid, stream, a);
   } else if (shape.channels <= 4) {
-    SpatialKernel<4, 2><<<grid, kThreads, 0, stream>>>(a);
+    LaunchSpatialBuild<4, 2>(noise, grid, stream, a);
   } else {
-    SpatialKernel<8, 2><<<grid, kThreads, 0, stream>>>(a);
+    LaunchSpatialBuild<8, 2>(noise, grid, stream, a);
   }
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   if (shape.num_ds > 0 && direct) {
-    const DsArgs da = MakeDsArgs(shape, io);
+    const DsArgs da = MakeDsArgs(shape, io, d_io);
     DsKernel<<<dim3(DsChunks(shape), shape.batch, shape.num_ds), kThreads, 0, stream>>>(da);
     AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   }
   return cudaSuccess;
 }
 
-cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, int32_t* d_lowest, cudaStream_t stream) {
+cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, const PipelineIO* d_io, int32_t* d_lowest,
+                               cudaStream_t stream) {
   FillInt<<<(shape.batch + 255) / 256, 256, 0, stream>>>(d_lowest, shape.batch, INT32_MAX);
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   const int64_t n = Prod(shape.in);
   const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 1024));
-  LowestLabelKernel<<<dim3(blocks, shape.batch), 256, 0, stream>>>(seg, n, d_lowest);
+  LowestLabelKernel<<<dim3(blocks, shape.batch), 256, 0, stream>>>(seg, d_io, n, d_lowest);
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   return cudaSuccess;
 }

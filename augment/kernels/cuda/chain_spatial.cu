@@ -1,0 +1,263 @@
+// augment/kernels/cuda/chain_spatial.cu — the generic chain's spatial resampling (chain_kernels.h, "Generic spatial"):
+// a device port of augment/kernels/cpu_spatial.cc (SampleImage, SampleLabels, CropImage/CropLabels) that reads the
+// host-computed sampling grid. Every float operation is an explicitly rounded intrinsic in the CPU's order: 3D uses
+// plain products and sums, 2D the FMA forms of torch's vectorised 2D kernel (std::fma on the CPU).
+#include "augment/kernels/cpu_half.h"
+#include "augment/kernels/cuda/chain_common.cuh"
+
+namespace augmentd::cuda::chain {
+namespace {
+
+using internal::kThreads;
+
+// cpu_spatial.cc FloorIndex: far outside for |x| >= 2^30 or NaN.
+__device__ __forceinline__ int64_t FloorIndex(float x) {
+  if (!(x > -1073741824.0f && x < 1073741824.0f)) return -(int64_t{1} << 40);
+  const int64_t i = static_cast<int64_t>(x);
+  return static_cast<float>(i) > x ? i - 1 : i;
+}
+
+// 3D: ((c + 1)·S − 1) / 2; 2D: fma(c + 1, S/2, −0.5).
+__device__ __forceinline__ float Unnormalize(float c, int size, int ndim) {
+  const float s = static_cast<float>(size);
+  if (ndim == 3) return __fdiv_rn(__fsub_rn(__fmul_rn(__fadd_rn(c, 1.0f), s), 1.0f), 2.0f);
+  return __fmaf_rn(__fadd_rn(c, 1.0f), __fdiv_rn(s, 2.0f), -0.5f);
+}
+
+struct Corners {
+  int n = 0;
+  int64_t offset[8];
+  bool inb[8];
+  float w[8];
+};
+
+__device__ __forceinline__ void LinearCorners(const SpatialGeom& g, const float* gv, Corners& c) {
+  if (g.ndim == 3) {
+    const int D = g.in[0], H = g.in[1], W = g.in[2];
+    const float ix = Unnormalize(gv[2], W, 3), iy = Unnormalize(gv[1], H, 3), iz = Unnormalize(gv[0], D, 3);
+    const int64_t x0 = FloorIndex(ix), y0 = FloorIndex(iy), z0 = FloorIndex(iz);
+    const int64_t x1 = x0 + 1, y1 = y0 + 1, z1 = z0 + 1;
+    const float wx[2] = {__fsub_rn(static_cast<float>(x1), ix), __fsub_rn(ix, static_cast<float>(x0))};
+    const float wy[2] = {__fsub_rn(static_cast<float>(y1), iy), __fsub_rn(iy, static_cast<float>(y0))};
+    const float wz[2] = {__fsub_rn(static_cast<float>(z1), iz), __fsub_rn(iz, static_cast<float>(z0))};
+    const int64_t zs[2] = {z0, z1}, ys[2] = {y0, y1}, xs[2] = {x0, x1};
+    c.n = 8;
+    int k = 0;
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b)
+        for (int e = 0; e < 2; ++e, ++k) {
+          c.w[k] = __fmul_rn(__fmul_rn(wx[e], wy[b]), wz[a]);
+          const int64_t z = zs[a], y = ys[b], x = xs[e];
+          c.inb[k] = z >= 0 && z < D && y >= 0 && y < H && x >= 0 && x < W;
+          c.offset[k] = c.inb[k] ? (z * H + y) * W + x : 0;
+        }
+    return;
+  }
+  const int H = g.in[0], W = g.in[1];
+  const float ix = Unnormalize(gv[1], W, 2), iy = Unnormalize(gv[0], H, 2);
+  const int64_t x0 = FloorIndex(ix), y0 = FloorIndex(iy);
+  const float w = __fsub_rn(ix, static_cast<float>(x0)), e = __fsub_rn(1.0f, w);
+  const float n = __fsub_rn(iy, static_cast<float>(y0)), s = __fsub_rn(1.0f, n);
+  const int64_t ys[2] = {y0, y0 + 1}, xs[2] = {x0, x0 + 1};
+  const float wy[2] = {s, n}, wx[2] = {e, w};
+  c.n = 4;
+  int k = 0;
+  for (int b = 0; b < 2; ++b)
+    for (int a = 0; a < 2; ++a, ++k) {
+      c.w[k] = __fmul_rn(wy[b], wx[a]);
+      const int64_t y = ys[b], x = xs[a];
+      c.inb[k] = y >= 0 && y < H && x >= 0 && x < W;
+      c.offset[k] = c.inb[k] ? y * W + x : 0;
+    }
+}
+
+__device__ __forceinline__ float Interpolate(const Corners& c, int ndim, const float* src) {
+  if (ndim == 3) {
+    float acc = 0.0f;
+    for (int k = 0; k < 8; ++k)
+      if (c.inb[k]) acc = __fadd_rn(acc, __fmul_rn(__ldg(src + c.offset[k]), c.w[k]));
+    return acc;
+  }
+  float acc = __fmul_rn(c.inb[0] ? __ldg(src + c.offset[0]) : 0.0f, c.w[0]);
+  for (int k = 1; k < 4; ++k) acc = __fmaf_rn(c.inb[k] ? __ldg(src + c.offset[k]) : 0.0f, c.w[k], acc);
+  return acc;
+}
+
+// Nearest neighbour (round half to even of the unnormalised coordinate); −1 outside.
+__device__ __forceinline__ int64_t NearestOffset(const SpatialGeom& g, const float* gv) {
+  int64_t off = 0;
+  for (int d = 0; d < g.ndim; ++d) {
+    const float x = rintf(Unnormalize(gv[d], g.in[d], g.ndim));
+    if (!(x >= 0.0f && x < static_cast<float>(g.in[d]))) return -1;
+    off = off * g.in[d] + static_cast<int64_t>(x);
+  }
+  return off;
+}
+
+// bgv2 _compute_out_of_bounds_mask with its axis-swap quirk (cpu_spatial.cc OutOfBounds).
+__device__ __forceinline__ bool OutOfBounds(const SpatialGeom& g, const float* gv) {
+  for (int k = 0; k < g.ndim; ++k) {
+    const float c = gv[g.ndim - 1 - k];
+    const float inv = __fdiv_rn(1.0f, static_cast<float>(g.in[k]));
+    if (c < __fadd_rn(-1.0f, inv) || c > __fsub_rn(1.0f, inv)) return true;
+  }
+  return false;
+}
+
+// cpu_spatial.cc DecideLabel, bg_style off: per-label 1000·w sums in corner order (2D: fma), fp16 running max over
+// ascending labels, strict '>' from (0, lowest).
+__device__ __forceinline__ int16_t DecideLabel(const Corners& c, int ndim, const int16_t* in, int16_t lowest) {
+  bool uniform = true;
+  const int16_t first = c.inb[0] ? __ldg(in + c.offset[0]) : 0;
+  for (int k = 0; k < c.n && uniform; ++k) uniform = c.inb[k] && __ldg(in + c.offset[k]) == first;
+  if (uniform) return first;
+  int16_t labels[8];
+  float score[8];
+  int nl = 0;
+  for (int k = 0; k < c.n; ++k) {
+    if (!c.inb[k]) continue;
+    const int16_t lab = __ldg(in + c.offset[k]);
+    int i = 0;
+    while (i < nl && labels[i] != lab) ++i;
+    if (i == nl) {
+      labels[nl] = lab;
+      score[nl] = 0.0f;
+      ++nl;
+    }
+    score[i] = ndim == 3 ? __fadd_rn(score[i], __fmul_rn(1000.0f, c.w[k])) : __fmaf_rn(1000.0f, c.w[k], score[i]);
+  }
+  for (int i = 1; i < nl; ++i)
+    for (int j = i; j > 0 && labels[j] < labels[j - 1]; --j) {
+      const int16_t tl = labels[j];
+      labels[j] = labels[j - 1];
+      labels[j - 1] = tl;
+      const float ts = score[j];
+      score[j] = score[j - 1];
+      score[j - 1] = ts;
+    }
+  int16_t best_label = lowest;
+  float best = 0.0f;
+  int i0 = 0;
+  if (nl > 0 && labels[0] == lowest) {
+    best = kernels::RoundToHalf(score[0]);
+    i0 = 1;
+  }
+  for (int i = i0; i < nl; ++i) {
+    const float sc = kernels::RoundToHalf(score[i]);
+    if (sc > best) {
+      best = sc;
+      best_label = labels[i];
+    }
+  }
+  return best_label;
+}
+
+// grid (blocks over the working output, B·F planes); each thread: one output voxel of one (b, f), every channel.
+__global__ void __launch_bounds__(kThreads) SpatialGenericKernel(const SpatialGeom g, const SpatialSampleRec* recs,
+                                                                 const float* grids, const float* image,
+                                                                 const int16_t* seg, const int16_t* lowest,
+                                                                 float* out_image, int16_t* out_seg) {
+  const int F = g.fold;
+  const int b = blockIdx.y / F, f = blockIdx.y % F;
+  const SpatialSampleRec rec = recs[b];
+  int64_t n_in = 1, n_out = 1;
+  for (int d = 0; d < g.ndim; ++d) {
+    n_in *= g.in[d];
+    n_out *= g.out[d];
+  }
+  const int C = g.channels, SC = g.seg_channels;
+  AUGMENTD_CHAIN_FOR_VOXELS(v, n_out) {
+    if (rec.grid < 0) {  // integer crop (CropImpl)
+      int64_t rem = v, src = 0;
+      bool inb = true;
+      int idx[3];
+      for (int d = g.ndim - 1; d >= 0; --d) {
+        idx[d] = static_cast<int>(rem % g.out[d]);
+        rem /= g.out[d];
+      }
+      for (int d = 0; d < g.ndim; ++d) {
+        const int64_t i = int64_t{rec.start[d]} + idx[d];
+        inb = inb && i >= 0 && i < g.in[d];
+        src = src * g.in[d] + (inb ? i : 0);
+      }
+      for (int c = 0; c < C; ++c) {
+        const int64_t plane = (int64_t{b} * C + c) * F + f;
+        out_image[plane * n_out + v] = inb ? __ldg(image + plane * n_in + src) : g.image_crop_pad;
+      }
+      for (int s = 0; s < SC; ++s) {
+        const int64_t plane = (int64_t{b} * SC + s) * F + f;
+        out_seg[plane * n_out + v] = inb ? __ldg(seg + plane * n_in + src) : static_cast<int16_t>(g.seg_crop_pad);
+      }
+      continue;
+    }
+    const float* gv = grids + rec.grid + v * g.ndim;
+    const bool oob = (g.image_fill || g.seg_fill) && OutOfBounds(g, gv);
+    Corners cr;
+    const bool need_linear = !g.image_nearest || (SC > 0 && !g.seg_nearest);
+    if (need_linear) LinearCorners(g, gv, cr);
+    const int64_t near = (g.image_nearest || (SC > 0 && g.seg_nearest)) ? NearestOffset(g, gv) : -1;
+    for (int c = 0; c < C; ++c) {
+      const int64_t plane = (int64_t{b} * C + c) * F + f;
+      float val;
+      if (g.image_fill && oob) {
+        val = g.image_fill_value;
+      } else if (g.image_nearest) {
+        val = near < 0 ? 0.0f : __ldg(image + plane * n_in + near);
+      } else {
+        val = Interpolate(cr, g.ndim, image + plane * n_in);
+      }
+      out_image[plane * n_out + v] = val;
+    }
+    for (int s = 0; s < SC; ++s) {
+      const int64_t plane = (int64_t{b} * SC + s) * F + f;
+      int16_t lab;
+      if (g.seg_fill && oob) {
+        lab = static_cast<int16_t>(g.seg_fill_value);
+      } else if (g.seg_nearest) {
+        lab = near < 0 ? int16_t{0} : __ldg(seg + plane * n_in + near);
+      } else {
+        lab = DecideLabel(cr, g.ndim, seg + plane * n_in, lowest[plane]);
+      }
+      out_seg[plane * n_out + v] = lab;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) LowestPerPlaneKernel(int64_t voxels, const int16_t* seg,
+                                                                 int16_t* lowest) {
+  const int16_t* s = seg + static_cast<int64_t>(blockIdx.x) * voxels;
+  int m = INT32_MAX;
+  for (int64_t i = threadIdx.x; i < voxels; i += blockDim.x) m = min(m, static_cast<int>(__ldg(s + i)));
+  for (int o = 16; o > 0; o >>= 1) m = min(m, __shfl_down_sync(0xffffffffu, m, o));
+  __shared__ int warp_min[kThreads / 32];
+  if ((threadIdx.x & 31) == 0) warp_min[threadIdx.x >> 5] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kThreads / 32; ++w) m = min(m, warp_min[w]);
+    lowest[blockIdx.x] = static_cast<int16_t>(m);
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchLowestPerPlane(int32_t planes, int64_t voxels, const int16_t* seg, int16_t* lowest,
+                                 cudaStream_t stream) {
+  if (planes <= 0 || voxels <= 0) return cudaSuccess;
+  LowestPerPlaneKernel<<<planes, kThreads, 0, stream>>>(voxels, seg, lowest);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchSpatialGeneric(const SpatialGeom& g, const SpatialSampleRec* recs, const float* grids,
+                                 const float* image, const int16_t* seg, const int16_t* lowest, float* out_image,
+                                 int16_t* out_seg, cudaStream_t stream) {
+  if (g.ndim != 2 && g.ndim != 3) return cudaErrorInvalidValue;
+  const int64_t planes = int64_t{g.batch} * g.fold;
+  if (planes < 1 || planes > 65535) return cudaErrorInvalidValue;
+  int64_t n_out = 1;
+  for (int d = 0; d < g.ndim; ++d) n_out *= g.out[d];
+  const dim3 grid = SliceGrid(n_out, static_cast<int>(planes));
+  SpatialGenericKernel<<<grid, kThreads, 0, stream>>>(g, recs, grids, image, seg, lowest, out_image, out_seg);
+  return cudaGetLastError();
+}
+
+}  // namespace augmentd::cuda::chain

@@ -1,0 +1,92 @@
+// Host tests of the spatial kernel's arithmetic shortcuts (spatial_math.h): the integer float16 rounding against the
+// reference conversion (kernels/cpu_half.h) at every tie point and its neighbours in [2^-26, 1024], random scores and
+// the order property; the division by a reciprocal against IEEE division for every divisor S/2 of the kernel.
+#include "augment/kernels/cuda/spatial_math.h"
+
+#include <cmath>
+#include <random>
+
+#include "gtest/gtest.h"
+
+namespace augmentd::cuda {
+namespace {
+
+uint32_t Reference(float v) { return kernels::FloatBits(kernels::RoundToHalf(v)); }
+
+TEST(SpatialMath, HalfRoundedBitsMatchesConversionAtTiesAndNeighbours) {
+  // Half values h and the midpoints between neighbours, over every binade used by the vote, +-2 ulps of float.
+  int checked = 0;
+  for (int e = -26; e <= 10; ++e) {
+    for (int m = 0; m < 1024; m += (e < -10 ? 1 : 7)) {
+      const float h = std::ldexp(1.f + m / 1024.f, e);
+      const float mid = std::ldexp(1.f + (m + 0.5f) / 1024.f, e);
+      for (float c : {h, mid}) {
+        float v = c;
+        for (int k = 0; k < 2; ++k) v = std::nextafter(v, 0.f);
+        for (int k = 0; k < 5; ++k, v = std::nextafter(v, INFINITY)) {
+          ASSERT_EQ(HalfRoundedBits(v), Reference(v)) << "v = " << v;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 50000);
+  EXPECT_EQ(HalfRoundedBits(0.f), 0u);
+}
+
+TEST(SpatialMath, HalfRoundedBitsRandomScoresAndOrder) {
+  std::mt19937_64 g(std::random_device{}());
+  std::uniform_real_distribution<float> u(0.f, 1000.f);
+  std::uniform_int_distribution<uint32_t> bits(0u, 0x447A0000u);  // every float in [0, 1000]
+  for (int i = 0; i < 200000; ++i) {
+    const float a = i % 2 ? u(g) : kernels::BitsToFloat(bits(g));
+    const float b = u(g);
+    ASSERT_EQ(HalfRoundedBits(a), Reference(a)) << a;
+    // Comparing the bits compares the rounded values.
+    ASSERT_EQ(HalfRoundedBits(a) > HalfRoundedBits(b), kernels::RoundToHalf(a) > kernels::RoundToHalf(b));
+  }
+}
+
+TEST(SpatialMath, HalfRoundsPositiveAtTheSmallestSubnormal) {
+  const float tie = std::ldexp(1.f, -25);
+  EXPECT_FALSE(HalfRoundsPositive(0.f));
+  EXPECT_FALSE(HalfRoundsPositive(tie));
+  EXPECT_TRUE(HalfRoundsPositive(std::nextafter(tie, 1.f)));
+  std::mt19937_64 g(std::random_device{}());
+  std::uniform_int_distribution<uint32_t> bits(0u, 0x447A0000u);
+  for (int i = 0; i < 100000; ++i) {
+    const float v = kernels::BitsToFloat(bits(g));
+    ASSERT_EQ(HalfRoundsPositive(v), kernels::RoundToHalf(v) > 0.f) << v;
+  }
+}
+
+TEST(SpatialMath, DivByReciprocalIsTheIeeeQuotient) {
+  // Compiled without FMA contraction of `u / d`; std::fma is exact by definition.
+  std::mt19937_64 g(std::random_device{}());
+  std::uniform_real_distribution<float> mag(-24.f, 24.f);
+  std::uniform_int_distribution<uint32_t> mant(0u, 0x7FFFFFu);
+  int64_t checked = 0;
+  for (int S = 1; S <= 4096; S += (S < 600 ? 1 : 7)) {
+    const volatile float d = static_cast<float>(S) * 0.5f;
+    const volatile float rcp = 1.f / d;
+    for (int i = 0; i < 400; ++i) {
+      // Random sign, exponent in [2^-24, 2^24], random mantissa; plus integers and half-integers (grid points).
+      float u = std::ldexp(1.f + mant(g) * 0x1p-23f, static_cast<int>(mag(g)));
+      if (i % 4 == 1) u = static_cast<float>(static_cast<int>(mant(g) % 8192) - 4096) * 0.5f;
+      if (i % 2) u = -u;
+      const volatile float expect = u / d;
+      const float got = DivByReciprocal(u, d, rcp);
+      if (expect == 0.f) {
+        ASSERT_EQ(got, 0.f) << u << " / " << d;  // -0 / d gives +0 (documented; the kernel adds 1 to it)
+      } else {
+        ASSERT_EQ(kernels::FloatBits(got), kernels::FloatBits(expect)) << u << " / " << d;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 300000);
+  EXPECT_EQ(DivByReciprocal(0.f, 3.f, 1.f / 3.f), 0.f);
+}
+
+}  // namespace
+}  // namespace augmentd::cuda
