@@ -5,7 +5,7 @@
 #   dataset GPU cache tier, CUDA IPC delivery, server device tests), the CUDA IPC delivery pytest, the delivery
 #   benchmark, the dataset-mode benchmark and the GPU fault pytest (out of GPU memory at admission). Each step is
 #   bounded in time; a short summary is printed last and the tables land in $OUT, every log in $OUT/logs.tar.gz.
-# Knobs: BUILD_TIMEOUT (300 s), GPU_TESTS (a ctest -R regex), SKIP_BENCH=1, DATASET_BENCH=0, CPU_TESTS=1 (also
+# Knobs: BUILD_TIMEOUT (300 s), GPU_TESTS (a ctest -R regex), SKIP_BENCH=1, DELIVERY_BENCH=0, DATASET_BENCH=0, CPU_TESTS=1 (also
 # ctest -LE gpu), SKIP_PYTEST=1, CHAIN_BENCH=1 (bench/cuda_chain_bench + bgv2 DA5 on every core: issue 10's table).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -42,10 +42,12 @@ if [ "${CPU_TESTS:-0}" = 1 ]; then
   grep -E "tests passed|tests failed|\(Failed\)" "$OUT/tests-cpu.log" | tail -10; say "ctest -LE gpu exit $?"
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
-  timeout 120 python3 bench/delivery_bench.py --device cuda:0 --out "$OUT/delivery-gpu.md" --iters "${ITERS:-50}" \
-    --bin "$AUGMENTD_BIN" >"$OUT/delivery-bench.log" 2>&1
-  say "delivery bench exit $?"
-  [ "${DATASET_BENCH:-1}" = 1 ] && [ -x $BUILD/bench/dataset_bench ] && timeout 150 $BUILD/bench/dataset_bench --threads "$(nproc)" --seconds "${SECONDS_PER:-4}" \
+  if [ "${DELIVERY_BENCH:-1}" = 1 ]; then
+    timeout 120 python3 bench/delivery_bench.py --device cuda:0 --out "$OUT/delivery-gpu.md" --iters "${ITERS:-50}" \
+      --bin "$AUGMENTD_BIN" >"$OUT/delivery-bench.log" 2>&1
+    say "delivery bench exit $?"
+  fi
+  [ "${DATASET_BENCH:-1}" = 1 ] && [ -x $BUILD/bench/dataset_bench ] && timeout 200 $BUILD/bench/dataset_bench --threads "$(nproc)" --seconds "${SECONDS_PER:-4}" \
     --machine "$(head -1 "$OUT/gpu.txt" | cut -d, -f1) host, $(nproc) cores" \
     --generate /tmp/augmentd-dataset-bench --cases "${CASES:-12}" --shape "${SHAPE:-256,256,256}" \
     >"$OUT/dataset-gpu.md" 2>"$OUT/dataset-bench.log"
