@@ -35,6 +35,7 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::Augment(grpc::CallbackServerContex
     if (batch.ok()) {
       metrics_.ObserveBatch(s->id(), w.queued, absl::Microseconds(batch->load_us),
                             absl::Microseconds(batch->compute_us));
+      s->RecordProduced(absl::Microseconds(batch->load_us), absl::Microseconds(batch->compute_us));
     }
     absl::StatusOr<v1::Batch> proto = batch.ok() ? s->MakeBatchProto(*batch) : batch.status();
     if (proto.ok()) proto->mutable_timing()->set_queue_us(absl::ToInt64Microseconds(w.queued));

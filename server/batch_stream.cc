@@ -166,6 +166,7 @@ void ProduceTask(const std::shared_ptr<StreamState>& state, uint64_t index, cons
   if (batch.ok()) {
     state->service->metrics().ObserveBatch(session->id(), worker.queued, absl::Microseconds(batch->load_us),
                                            absl::Microseconds(batch->compute_us));
+    session->RecordProduced(absl::Microseconds(batch->load_us), absl::Microseconds(batch->compute_us));
   }
   absl::StatusOr<v1::Batch> proto = batch.ok() ? session->MakeBatchProto(*batch, slot) : batch.status();
   if (proto.ok()) proto->mutable_timing()->set_queue_us(absl::ToInt64Microseconds(worker.queued));

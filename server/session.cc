@@ -288,11 +288,19 @@ void Session::RecordDelivered(uint64_t batch_index, uint64_t bytes, absl::Durati
   if (latencies_us_.size() > 1024) latencies_us_.pop_front();
 }
 
+void Session::RecordProduced(absl::Duration load, absl::Duration compute) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto [q, d] : {std::pair{&load_us_, load}, std::pair{&compute_us_, compute}}) {
+    q->push_back(absl::ToDoubleMicroseconds(d));
+    if (q->size() > 1024) q->pop_front();
+  }
+}
+
 v1::SessionStats Session::Stats() const {
   v1::SessionStats out;
   out.set_session_id(settings_.id);
   out.set_name(settings_.name);
-  std::vector<double> latencies;
+  std::vector<double> latencies, load, compute;
   {
     std::lock_guard<std::mutex> lock(mu_);
     out.set_batches_produced(batches_);
@@ -300,6 +308,8 @@ v1::SessionStats Session::Stats() const {
     out.set_bytes_delivered(bytes_);
     out.set_next_batch_index(next_batch_index_);
     latencies.assign(latencies_us_.begin(), latencies_us_.end());
+    if (dataset_mode()) load.assign(load_us_.begin(), load_us_.end());
+    compute.assign(compute_us_.begin(), compute_us_.end());
   }
   out.set_queued_batches(queued_batches.load());
   if (const std::shared_ptr<SlotRing>& ring = resources_.slots; ring != nullptr) {
@@ -315,6 +325,8 @@ v1::SessionStats Session::Stats() const {
   const double seconds = absl::ToDoubleSeconds(absl::Now() - opened_);
   if (seconds > 0) out.set_samples_per_second(static_cast<double>(out.samples_produced()) / seconds);
   *out.mutable_batch_latency() = Summarize(std::move(latencies));
+  *out.mutable_compute_latency() = Summarize(std::move(compute));
+  if (dataset_mode()) *out.mutable_load_latency() = Summarize(std::move(load));
   return out;
 }
 

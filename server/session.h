@@ -131,6 +131,8 @@ class Session {
 
   // Counters (GetStats). Delivered = sent to a client.
   void RecordDelivered(uint64_t batch_index, uint64_t bytes, absl::Duration latency);
+  // A produced batch's BatchTiming load / compute (SessionStats load_latency / compute_latency).
+  void RecordProduced(absl::Duration load, absl::Duration compute);
   v1::SessionStats Stats() const;
   std::atomic<int> active_streams{0};
   std::atomic<uint32_t> queued_batches{0};
@@ -159,6 +161,7 @@ class Session {
   uint64_t batches_ = 0, bytes_ = 0;                  // guarded by mu_
   uint64_t next_batch_index_ = 0;                     // guarded by mu_
   std::deque<double> latencies_us_;                   // guarded by mu_; the last 1024
+  std::deque<double> load_us_, compute_us_;           // guarded by mu_; the last 1024
 };
 
 // The open sessions. Ids are "s<counter>-<random hex>" (not guessable from another session's id).

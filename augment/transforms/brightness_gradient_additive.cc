@@ -92,12 +92,15 @@ absl::StatusOr<std::unique_ptr<TransformParams>> BrightnessGradientAdditiveTrans
   if (!any) return std::unique_ptr<TransformParams>(std::move(p));
   const std::string ms = std::string(kW) + ".max_strength";
   // One kernel (+ its strength); returns false for bgv2's early outs (degenerate kernel, zero strength). The
-  // kernel is built here only for the max|K| test and rebuilt (same bits) in Apply: params stay small, since the
-  // engine keeps every sample's params until the batch is returned.
+  // kernel is built here (mean_centered only) for the max|K| test and rebuilt (same bits) in Apply: params stay
+  // small, since the engine keeps every sample's params until the batch is returned.
   std::vector<float> k;
   auto one = [&](LocalKernelSpec& spec) -> absl::StatusOr<bool> {
     ASSIGN_OR_RETURN(spec, transforms_internal::DrawKernelSpec(ctx.rng, config_.loc, config_.scale, layout.shape, kW));
-    const float m = CenteredKernel(layout.shape, spec, config_.mean_centered, k);
+    // Without centring max|K| needs no volume (≈ 7 ms per 128³ sample-channel saved in the draw).
+    const float m = config_.mean_centered ? CenteredKernel(layout.shape, spec, true, k)
+                                          : transforms_internal::LocalGaussianKernelMax(layout.shape, spec.loc_px,
+                                                                                        spec.scale);
     if (!(static_cast<double>(m) >= 1e-8)) return false;
     ASSIGN_OR_RETURN(spec.factor, config_.max_strength.Sample(ctx.rng, 0, ms));
     return spec.factor != 0.0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "augment/testing/test_util.h"
 
@@ -19,6 +20,32 @@ BrightnessGradientAdditiveConfig Da5() {
   c.same_for_all_channels = false;
   c.p_per_channel = 0.5;
   return c;
+}
+
+// The draw's max|K| test without the volume equals the volume's max (random bumps, 2D and 3D, degenerate ones:
+// a loc far outside with a tiny scale makes every factor 0).
+TEST(LocalKernel, MaxWithoutTheVolumeEqualsTheVolumesMax) {
+  std::mt19937 gen(17);
+  std::uniform_real_distribution<double> u(0, 1);
+  int degenerate = 0;
+  for (int it = 0; it < 300; ++it) {
+    const size_t nd = it % 3 == 0 ? 2 : 3;
+    std::vector<int64_t> shape;
+    std::vector<double> loc, scale;
+    for (size_t d = 0; d < nd; ++d) {
+      shape.push_back(1 + static_cast<int64_t>(u(gen) * 40));
+      loc.push_back((u(gen) * 3 - 1) * shape.back() + (it % 7 == 0 ? 1e3 : 0));
+      scale.push_back(it % 7 == 0 ? 1e-3 : 0.5 + u(gen) * shape.back());
+    }
+    int64_t n = 1;
+    for (int64_t v : shape) n *= v;
+    std::vector<float> k(static_cast<size_t>(n));
+    LocalGaussianKernel(shape, loc, scale, k.data());
+    const float want = *std::max_element(k.begin(), k.end());
+    degenerate += want == 0.0f;
+    EXPECT_EQ(transforms_internal::LocalGaussianKernelMax(shape, loc, scale), want) << it;
+  }
+  EXPECT_GT(degenerate, 0);  // the degenerate branch was exercised
 }
 
 TEST(LocalKernel, IsSeparableBumpNormalisedToUnitRange) {

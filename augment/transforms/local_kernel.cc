@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/kernels/cuda/da5_math.h"
 #include "augment/status_macros.h"
 
 namespace augmentd::transforms_internal {
@@ -176,6 +177,17 @@ void LocalGaussianKernel(const std::vector<int64_t>& shape, const std::vector<do
   const float top = mx - mn;
   if (top > 0)
     for (int64_t i = 0; i < n; ++i) out[i] /= top;
+}
+
+float LocalGaussianKernelMax(const std::vector<int64_t>& shape, const std::vector<double>& loc_px,
+                             const std::vector<double>& scale) {
+  std::vector<float> k[3];
+  for (size_t d = 0; d < shape.size(); ++d) k[d] = LocalGaussianAxis(shape[d], loc_px[d], scale[d]);
+  if (shape.size() < 3) k[2] = {1.0f};  // fl(xy · 1) = xy: the 2D product
+  float mn = 0, mx = 0;
+  cuda::da5::ProductMinMax(k[0].data(), static_cast<int>(k[0].size()), k[1].data(), static_cast<int>(k[1].size()),
+                           k[2].data(), static_cast<int>(k[2].size()), mn, mx);
+  return mx - mn > 0 ? 1.0f : 0.0f;
 }
 
 absl::Status ValidateLocalArgs(const LocalScalar& scale, const LocalScalar& loc, const LocalScalar& value,

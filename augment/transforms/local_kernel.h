@@ -65,6 +65,12 @@ std::vector<float> LocalGaussianAxis(int64_t size, double loc_px, double scale);
 void LocalGaussianKernel(const std::vector<int64_t>& shape, const std::vector<double>& loc_px,
                          const std::vector<double>& scale, float* out);
 
+// max over the volume LocalGaussianKernel(shape, loc_px, scale) writes, without the volume: 1 when the product's
+// max exceeds its min (then (max − min) / (max − min) is exactly 1 and every value lies in [0, 1]), else 0 (K ≡ 0).
+// The product's extremes come from the 1D factors (rounding is monotone; cuda::da5::ProductMinMax).
+float LocalGaussianKernelMax(const std::vector<int64_t>& shape, const std::vector<double>& loc_px,
+                             const std::vector<double>& scale);
+
 // Flattens bgv2's dense kernel (a nested list of exactly `shape`, C order) into `out` (from axis `d`).
 absl::Status FlattenDense(const nlohmann::json& v, const std::vector<int64_t>& shape, size_t d, std::vector<float>& out,
                           const std::string& field);

@@ -88,6 +88,12 @@ def test_dataset_mode_stream(served, which):
         assert np.array_equal(again.targets[0], batches[3].targets[0])
         stats = client.close_session(session)
         assert stats.batches_produced == 7
+        # Server-side timings of the produced batches: reading (dataset mode) and augmentation.
+        assert stats.load_latency.count == 7 and stats.compute_latency.count == 7
+        assert 0 < stats.compute_latency.p50_us <= stats.compute_latency.max_us
+        assert 0 < stats.load_latency.p50_us <= stats.load_latency.p99_us <= stats.load_latency.max_us
+        line = augmentd.sessions.latency_line(stats)
+        assert line.startswith("load ") and "compute " in line and line.endswith("(p50/p99)")
         client.close_session(replay)
         with pytest.raises(augmentd.AugmentdError) as err:
             client.close_session(session)
@@ -153,6 +159,8 @@ def test_patch_mode_augment(served):
         assert a.targets[0].dtype == np.int8
         assert a.sample_indices == [8, 9]
         assert np.array_equal(a.image, b.image)
+        timings = client.stats(session).sessions[0]
+        assert timings.compute_latency.count == 2 and timings.load_latency.count == 0  # patch mode: nothing read
         with pytest.raises(augmentd.AugmentdError) as err:
             client.augment(session, image[:, :, :4], seg, batch_index=0)
         assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and "image" in err.value.details

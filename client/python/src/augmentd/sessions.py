@@ -406,3 +406,16 @@ def patch_session_config(patch_size: Sequence[int], batch_size: int = 2, seed: i
             patch_size, deep_supervision_scales, num_image_channels)),
         patch=session_pb2.PatchModeConfig(num_image_channels=num_image_channels),
         batch_size=batch_size, seed=seed, device=device, image_dtype=image_dtype, label_dtype=label_dtype)
+
+
+def latency_line(stats: server_info_pb2.SessionStats) -> str:
+    """One line of a SessionStats' server-side timings (medians / p99 in ms over the last 1024 batches), e.g.
+    ``load 12.1/30.2 ms, compute 3.4/9.8 ms, produced→sent 0.2/1.1 ms (p50/p99)``: where a training waits, this
+    says whether reading (load), augmentation (compute) or delivery is the slow part (produced→sent includes the
+    time a batch waits for the trainer's credit, so it is long when the trainer is the slow side). Empty summaries are left out."""
+    parts = []
+    for label, s in (("load", stats.load_latency), ("compute", stats.compute_latency),
+                     ("produced→sent", stats.batch_latency)):
+        if s.count:
+            parts.append(f"{label} {s.p50_us / 1e3:.1f}/{s.p99_us / 1e3:.1f} ms")
+    return (", ".join(parts) + " (p50/p99)") if parts else "no timings"

@@ -41,7 +41,7 @@ import torch
 from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer
 
 from augmentd.local_server import connect_or_start
-from augmentd.sessions import AugmentdError
+from augmentd.sessions import AugmentdError, latency_line
 from augmentd.v1 import pipeline_pb2, server_info_pb2
 
 from .config import LoaderSettings, UnsupportedTrainerSetting, delivery_candidates, is_local_address, \
@@ -182,7 +182,8 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         for loader in loaders:
             stats = loader.close()
             if stats is not None:
-                self.print_to_log_file(f"augmentd: closed {loader.name}: {stats.batches_produced} batches")
+                self.print_to_log_file(f"augmentd: closed {loader.name}: {stats.batches_produced} batches; "
+                                       f"{latency_line(stats)}")
         # Server first: closing the channel while batches are still referenced and then stopping the server
         # makes the interpreter wait ~10 s in gRPC's shutdown at exit.
         if self._augmentd_server is not None:
