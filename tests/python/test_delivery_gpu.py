@@ -176,3 +176,26 @@ def test_patch_inputs_by_cuda_ipc_equal_inline(tmp_path):
             client.close_session(plain)
     finally:
         assert proc.stop() == 0
+
+
+def test_cuda_dataset_batches_match_the_cpu_engine(served):
+    """Dataset mode on cuda:0 (its loaded batches go from pinned buffers straight to the device) against the CPU
+    engine: same seed, so the same cases and boxes; labels identical, images within 1e-4 of their range."""
+    server, path = served
+    with augmentd.Client(server.addresses[0]) as client:
+        cpu = client.open_session(augmentd.dataset_session_config(path, batch_size=2, seed=33, device="cpu"))
+        ipc = client.open_session(_config(path, "cuda_ipc", seed=33))
+        assert cpu.device == "cpu" and ipc.device == "cuda:0"
+        with client.stream_batches(cpu, max_batches=3) as s:
+            expected = [(b.image.copy(), [t.copy() for t in b.targets]) for b in s]
+        with client.stream_batches(ipc, max_batches=3) as s:
+            got = 0
+            for b, (ei, et) in zip(s, expected):
+                image, targets = b.torch()
+                scale = max(float(ei.max() - ei.min()), 1e-6)
+                assert float(np.abs(image.cpu().numpy() - ei).max()) <= 1e-4 * scale
+                assert all(np.array_equal(t.cpu().numpy(), e) for t, e in zip(targets, et))
+                got += 1
+        assert got == 3
+        client.close_session(cpu)
+        client.close_session(ipc)

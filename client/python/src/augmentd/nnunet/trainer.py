@@ -29,7 +29,8 @@ AUGMENTD_DELIVERY           ``auto`` (default: CUDA IPC â†’ host shared memory â
 AUGMENTD_SEED               base seed of the sessions (rank r uses base+2r / base+2r+1); default: random. With a fixed
                             seed a continued training (``--c``) resumes the batch sequence where it stopped.
 AUGMENTD_CREDITS            batches requested ahead of use per loader (default 6; nnU-Net caches 6).
-AUGMENTD_PREFETCH_DEPTH     batches the server prepares ahead per session (default: the server's).
+AUGMENTD_PREFETCH_DEPTH     batches the server prepares ahead per session = output slots (default 4: with the
+                            server's 2, a batch that takes longer than a step to produce stalls the trainer).
 ==========================  ==========================================================================================
 """
 from __future__ import annotations
@@ -117,7 +118,7 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         seed_env = os.environ.get("AUGMENTD_SEED", "")
         base = _env_int("AUGMENTD_SEED", 0) if seed_env else random.SystemRandom().randrange(2 ** 62)
         credits = _env_int("AUGMENTD_CREDITS", 6)
-        prefetch = _env_int("AUGMENTD_PREFETCH_DEPTH", 0)
+        prefetch = _env_int("AUGMENTD_PREFETCH_DEPTH", 4)
         tag = f"{self.plans_manager.dataset_name} {self.configuration_name} fold {self.fold}"
         start = self.current_epoch * self.num_iterations_per_epoch if seed_env else 0
         val_start = self.current_epoch * self.num_val_iterations_per_epoch if seed_env else 0
