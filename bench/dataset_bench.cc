@@ -68,7 +68,7 @@ Run:
   --skip cold,ab,host,gpu  measurements to skip (ab: the cold A/B row with the other kind of stores)
   --machine TEXT       machine description for the table (default: hostname)
   --huge-pages 0|1     output buffers on transparent huge pages (default 1; host_allocator.h)
-  --stream-threshold B box reads of >= B output bytes use non-temporal stores (default: the library's: never);
+  --stream-threshold B box reads of >= B output bytes use non-temporal stores (default: the library's, 4 MiB);
                        the A/B row uses the other kind (streaming from 4 MiB, or ordinary stores)
   --help
 )";

@@ -205,18 +205,6 @@ absl::StatusOr<std::unique_ptr<CudaWorker>> CudaWorker::Create(const PipelineSpe
   return std::unique_ptr<CudaWorker>(new CudaWorker(std::move(impl)));
 }
 
-namespace {
-// Whether `p` points into page-locked host memory (cudaHostAlloc / cudaHostRegister); false for pageable memory.
-bool IsPageLocked(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();  // older runtimes report pageable pointers as an error; clear it
-    return false;
-  }
-  return a.type == cudaMemoryTypeHost;
-}
-}  // namespace
-
 absl::StatusOr<BatchResult> CudaWorker::RunHost(const BatchInput& input, const RunOptions& options) {
   return impl_->aug->RunHost(input, options);
 }
@@ -233,30 +221,19 @@ absl::Status CudaWorker::RunIntoSlot(const BatchInput& input, const RunOptions& 
   SLOTS_CUDA_OK(cudaSetDevice(m.device));
   SLOTS_CUDA_OK(cudaStreamSynchronize(m.stream));  // a failed earlier run may still read the staging
   absl::Status st;
+  Grow(&m.pinned, &m.pinned_cap, img_in + seg_in, true, &st);
+  RETURN_IF_ERROR(st);
   Grow(&m.d_in, &m.d_in_cap, img_in + seg_in, false, &st);
   RETURN_IF_ERROR(st);
-  if (IsPageLocked(input.image.data) && IsPageLocked(input.seg.data)) {
-    // A dataset session's pinned batch buffers (server/host_batch_pool.h): straight to the device, no host copy.
-    // RunDeviceIntoSlot synchronises the stream before it returns, so the caller may reuse the buffers then.
-    SLOTS_CUDA_OK(cudaMemcpyAsync(m.d_in, input.image.data, input.image.numel() * sizeof(float),
-                                  cudaMemcpyHostToDevice, m.stream));
-    SLOTS_CUDA_OK(cudaMemcpyAsync(static_cast<char*>(m.d_in) + img_in, input.seg.data, seg_in,
-                                  cudaMemcpyHostToDevice, m.stream));
-  } else {
-    Grow(&m.pinned, &m.pinned_cap, img_in + seg_in, true, &st);
-    RETURN_IF_ERROR(st);
-    std::memcpy(m.pinned, input.image.data, input.image.numel() * sizeof(float));
-    std::memcpy(static_cast<char*>(m.pinned) + img_in, input.seg.data, seg_in);
-    SLOTS_CUDA_OK(cudaMemcpyAsync(m.d_in, m.pinned, img_in + seg_in, cudaMemcpyHostToDevice, m.stream));
-  }
+  std::memcpy(m.pinned, input.image.data, input.image.numel() * sizeof(float));
+  std::memcpy(static_cast<char*>(m.pinned) + img_in, input.seg.data, seg_in);
+  SLOTS_CUDA_OK(cudaMemcpyAsync(m.d_in, m.pinned, img_in + seg_in, cudaMemcpyHostToDevice, m.stream));
   CudaBatchInput din;
   din.image = static_cast<const float*>(m.d_in);
   din.seg = reinterpret_cast<const int16_t*>(static_cast<const char*>(m.d_in) + img_in);
   din.image_shape = input.image.shape;
   din.seg_channels = input.seg.shape.size() == 5 ? input.seg.shape[1] : 1;
-  absl::Status done = RunDeviceIntoSlot(din, options, slot, region, batch, records);
-  if (!done.ok()) (void)cudaStreamSynchronize(m.stream);  // the copies may still read the caller's buffers
-  return done;
+  return RunDeviceIntoSlot(din, options, slot, region, batch, records);
 }
 
 absl::Status CudaWorker::RunDeviceIntoSlot(const CudaBatchInput& input, const RunOptions& options, SlotBuffer& slot,

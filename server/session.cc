@@ -32,21 +32,17 @@ v1::LatencySummary Summarize(std::vector<double> us) {
 }  // namespace
 
 namespace {
-// CUDA sessions: page-locked, so a batch goes to the device without a staging copy (CudaWorker::RunIntoSlot);
-// CPU sessions (or no pinned memory): huge pages.
-std::unique_ptr<HostBatchPool> InputBuffers(const SessionSettings& s, const SessionResources& r) {
+std::unique_ptr<HostBatchPool> InputBuffers(const SessionSettings& s) {
   if (s.loader == nullptr) return nullptr;
-  std::shared_ptr<dataset::HostAllocator> pinned = r.cuda != nullptr ? dataset::PinnedHostAllocator() : nullptr;
   const size_t seg = static_cast<size_t>(s.loader->batch_size() * NumElements(s.loader->SampleSegShape()));
   const size_t data =
       static_cast<size_t>(s.loader->batch_size() * NumElements(s.loader->SampleDataShape(s.num_image_channels)));
-  return std::make_unique<HostBatchPool>(data, seg, /*max_idle=*/4,
-                                         pinned != nullptr ? pinned : dataset::HugePageHostAllocator());
+  return std::make_unique<HostBatchPool>(data, seg);
 }
 }  // namespace
 
 Session::Session(SessionSettings settings, SessionResources resources)
-    : settings_(std::move(settings)), resources_(std::move(resources)), input_buffers_(InputBuffers(settings_, resources_)) {
+    : settings_(std::move(settings)), resources_(std::move(resources)), input_buffers_(InputBuffers(settings_)) {
   next_batch_index_ = settings_.start_batch_index;
 }
 

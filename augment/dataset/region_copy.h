@@ -38,12 +38,13 @@ struct RegionTarget {
   bool stream = false;  // non-temporal stores for whole cache lines (large outputs; see above)
 };
 
-// Output size (bytes) from which CaseArray::ReadBox streams its stores; default kDefaultStreamingStoreBytes:
-// never. On the 2-core development VM (AMD EPYC, KVM) ordinary stores into huge-page output buffers were ~15 %
-// faster per sample than streaming ones at 1 and 2 threads (bench/results/2026-11-30-dataset-cpu-s4.md);
-// dataset_bench's A/B row measures streaming (from 4 MiB) where many threads share the memory bandwidth.
-// SetStreamingStoreThreshold(0) streams every box read, SIZE_MAX none (tests, benchmarks).
-inline constexpr size_t kDefaultStreamingStoreBytes = ~size_t{0};
+// Output size (bytes) from which CaseArray::ReadBox streams its stores; default kDefaultStreamingStoreBytes = 4 MiB
+// (a 205³ float box is 34 MiB). Measured: on the H200 host, 16 threads, cold 205³ boxes, 636 samples/s streaming
+// vs 591 with ordinary stores in the same run (bench/results/2026-11-30-h200-dataset-s4.md: many threads share the
+// memory bandwidth, and streaming halves the output's traffic); on the 2-core development VM ordinary stores were
+// ~15 % faster per sample at 1 and 2 threads (bench/results/2026-11-30-dataset-cpu-s4.md). The service runs on GPU
+// nodes with many cores, hence the default. SetStreamingStoreThreshold(0) streams every box read, SIZE_MAX none.
+inline constexpr size_t kDefaultStreamingStoreBytes = size_t{4} << 20;
 size_t StreamingStoreThreshold();
 void SetStreamingStoreThreshold(size_t bytes);
 
