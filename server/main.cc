@@ -221,6 +221,16 @@ std::vector<Flag> MakeFlags(ServerOptions& o, bool& listen_given) {
                      o.dataset_prefetch_threads = static_cast<int>(n);
                      return absl::OkStatus();
                    }});
+  flags.push_back({"dataset_load_threads", "N",
+                   "Dataset mode: threads cropping the samples of one batch read through the host (no GPU cache "
+                   "tier), at most the batch size; the bytes do not depend on it. Default: 4",
+                   [&o](const std::string& v) -> absl::Status {
+                     uint32_t n = 0;
+                     if (absl::Status s = ParseUint32(v, 1, &n); !s.ok()) return s;
+                     if (n > 64) return absl::InvalidArgumentError("at most 64");
+                     o.dataset_load_threads = static_cast<int>(n);
+                     return absl::OkStatus();
+                   }});
   flags.push_back({"batch_workers", "N",
                    "CPU executor threads that produce batches (shared by the CPU sessions by weighted fair "
                    "queuing on SessionConfig.weight); 0 = min(hardware threads, 8). Default: 0",

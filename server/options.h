@@ -39,6 +39,7 @@ struct ServerOptions {
   uint64_t dataset_host_cache_bytes = 0;           // decoded cases in (pinned) host memory; 0 = off
   uint64_t dataset_gpu_cache_bytes = 0;            // cases resident on the session's GPU (CUDA sessions); 0 = off
   int dataset_prefetch_threads = 2;                // CPU threads loading upcoming cases into the cache
+  int dataset_load_threads = 4;                    // threads cropping the samples of one batch (host path)
   int batch_workers = 0;                           // executor threads producing batches; 0: min(hardware threads, 8)
   int gpu_workers = 2;                             // executor workers per GPU (each may own a CUDA stream)
   // Security (server/tls.h, server/auth.h): TLS on TCP listeners, mTLS with a client CA, bearer tokens.

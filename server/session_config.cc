@@ -341,6 +341,7 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     // Echoing (batch_loader.h) and the case cache tiers shared by the sessions of this dataset (case_cache.h).
     dataset::LoaderOptions lo;
     lo.echo_factor = std::max<int64_t>(1, dm.echo_factor());
+    lo.load_threads = static_cast<int>(std::min<int64_t>(s.batch_size, std::max(1, options.dataset_load_threads)));
     dataset::CaseCacheOptions co;
     co.host_budget_bytes = options.dataset_host_cache_bytes;
     co.device_budget_bytes = s.device.kind == DeviceKind::kCuda ? options.dataset_gpu_cache_bytes : 0;

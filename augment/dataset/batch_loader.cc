@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "augment/thread_pool.h"
 
 namespace augmentd::dataset {
 
@@ -172,15 +173,24 @@ absl::StatusOr<HostBatch> BatchLoader::LoadBatchInto(uint64_t batch_index, float
                                                    " seg elements; the batch needs ", per_data * n, " and ",
                                                    per_seg * n));
   }
-  for (size_t j = 0; j < n; ++j) {
-    float* d = data + j * per_data;
-    int16_t* s = seg + j * per_seg;
-    if (j > 0 && batch.samples[j].load_index == batch.samples[j - 1].load_index) {  // echo: same crop
-      std::memcpy(d, d - per_data, per_data * sizeof(float));
-      std::memcpy(s, s - per_seg, per_seg * sizeof(int16_t));
-      continue;
-    }
-    if (absl::Status st = LoadSample(batch.samples[j], *cases[j], d, per_data, s, per_seg); !st.ok()) return st;
+  // The first slot of each load crops (in parallel with options_.load_threads), then echoes copy their
+  // predecessor in order. The first failing slot's error is returned, whatever the thread timing.
+  auto echo = [&](size_t j) { return j > 0 && batch.samples[j].load_index == batch.samples[j - 1].load_index; };
+  std::vector<size_t> loads;
+  for (size_t j = 0; j < n; ++j)
+    if (!echo(j)) loads.push_back(j);
+  std::vector<absl::Status> status(loads.size());
+  ParallelFor(static_cast<int64_t>(loads.size()), std::max(1, options_.load_threads), [&](int64_t i) {
+    const size_t j = loads[static_cast<size_t>(i)];
+    status[static_cast<size_t>(i)] =
+        LoadSample(batch.samples[j], *cases[j], data + j * per_data, per_data, seg + j * per_seg, per_seg);
+  });
+  for (const absl::Status& st : status)
+    if (!st.ok()) return st;
+  for (size_t j = 1; j < n; ++j) {
+    if (!echo(j)) continue;  // echo: same crop as the previous slot
+    std::memcpy(data + j * per_data, data + (j - 1) * per_data, per_data * sizeof(float));
+    std::memcpy(seg + j * per_seg, seg + (j - 1) * per_seg, per_seg * sizeof(int16_t));
   }
   return batch;
 }

@@ -70,6 +70,8 @@ struct LoaderOptions {
   int64_t echo_factor = 1;            // augmented samples per load (values < 1 mean 1)
   std::shared_ptr<CaseCache> cache;   // null: crop from disk
   int64_t prefetch_batches = 0;       // LoadBatch*(b) first queues the cases of b+1 … b+n for prefetch
+  int load_threads = 1;               // LoadBatch / LoadBatchInto: threads cropping one batch's samples (the
+                                      // calling thread is one); the bytes do not depend on it
 };
 
 // Device buffers of one batch (e.g. a worker's CUDA IPC slot or staging for CudaAugmenter::Run).

@@ -117,6 +117,21 @@ TEST_P(BatchLoaderTest, ConcurrentBatchesEqualSerial) {
   }
 }
 
+// LoaderOptions::load_threads crops a batch's samples in parallel: the same bytes as one thread.
+TEST_P(BatchLoaderTest, ParallelSampleLoadsEqualOneThread) {
+  SamplerOptions so = SamplerOptions::ForTraining({6, 6, 6}, {10, 9, 11}, 5, false);
+  LoaderOptions parallel;
+  parallel.load_threads = 4;
+  BatchLoader one(ds_, *PatchSampler::Create(so, ds_->case_ids(), 8));
+  BatchLoader four(ds_, *PatchSampler::Create(so, ds_->case_ids(), 8), parallel);
+  for (uint64_t batch = 0; batch < 6; ++batch) {
+    absl::StatusOr<HostBatch> a = one.LoadBatch(batch), b = four.LoadBatch(batch);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    EXPECT_EQ(a->data, b->data) << batch;
+    EXPECT_EQ(a->seg, b->seg) << batch;
+  }
+}
+
 TEST_P(BatchLoaderTest, LoadBatchIntoCallerBuffersEqualsLoadBatch) {
   SamplerOptions so = SamplerOptions::ForTraining({6, 6, 6}, {10, 9, 11}, 3, false);
   BatchLoader loader(ds_, *PatchSampler::Create(so, ds_->case_ids(), 4));

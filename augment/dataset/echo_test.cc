@@ -27,10 +27,11 @@ class EchoTest : public ::testing::Test {
     ASSERT_TRUE(spec.ok()) << spec.status();
     spec_ = *spec;
   }
-  BatchLoader Loader(int64_t echo, int64_t batch_size = 2) const {
+  BatchLoader Loader(int64_t echo, int64_t batch_size = 2, int load_threads = 1) const {
     SamplerOptions so = SamplerOptions::ForTraining({8, 8, 8}, spec_.input_patch_size, batch_size, false);
     LoaderOptions lo;
     lo.echo_factor = echo;
+    lo.load_threads = load_threads;
     return BatchLoader(ds_, *PatchSampler::Create(so, ds_->case_ids(), 77), lo);
   }
   BatchResult Augment(const HostBatch& b, uint64_t batch_index) const {
@@ -127,6 +128,18 @@ TEST_F(EchoTest, EchoOneIsTheLoaderWithoutEchoing) {
       EXPECT_EQ(p.case_index, plain.sampler().ChooseCase(b, j));
       EXPECT_EQ(p.force_fg, plain.sampler().ForceForeground(b, j));
     }
+  }
+}
+
+// Echoed slots copy their predecessor after the parallel crops (load_threads): the same bytes as one thread,
+// including batches that start in the middle of an echo group (batch size 3, echo 2).
+TEST_F(EchoTest, ParallelLoadsKeepEchoedSlotsIdentical) {
+  const BatchLoader one = Loader(2, 3, 1), four = Loader(2, 3, 4);
+  for (uint64_t b = 0; b < 6; ++b) {
+    absl::StatusOr<HostBatch> x = one.LoadBatch(b), y = four.LoadBatch(b);
+    ASSERT_TRUE(x.ok() && y.ok()) << x.status() << y.status();
+    EXPECT_EQ(x->data, y->data) << b;
+    EXPECT_EQ(x->seg, y->seg) << b;
   }
 }
 
