@@ -37,11 +37,15 @@ def test_multi_row_fairness_and_p99():
 def test_render_marks_missed_target():
     base = dict(stage="default", iters=5, wait_ms_median=0, wait_ms_p99=0, wait_fraction=0, step_ms_median=1,
                 samples_per_s=1, delivery="x")
-    rows = [dict(base, label="c", kind="c", ms_per_iter_median=100.0),
-            dict(base, label="b", kind="b", ms_per_iter_median=110.0)]
-    assert "+10.0 % → MISSED" in render(rows, {"dataset": {}})
+    rows = [dict(base, label="c", kind="c", ms_per_iter_median=100.0, ms_per_iter_mean=100.0),
+            dict(base, label="b", kind="b", ms_per_iter_median=110.0, ms_per_iter_mean=120.0)]
+    assert "+10.0 % → MISSED (mean: +20.0 %)" in render(rows, {"dataset": {}})
     rows[1]["ms_per_iter_median"] = 102.0
-    assert "+2.0 % → met" in render(rows, {"dataset": {}})
+    table = render(rows, {"dataset": {}})
+    assert "+2.0 % → met (mean: +20.0 %)" in table
+    assert "| 102.0 / 120.0 | +2.0 % / +20.0 % |" in table
+    del rows[1]["ms_per_iter_mean"]  # older result files have no mean
+    assert "+2.0 % → met (mean: –)" in render(rows, {"dataset": {}})
 
 
 def test_parse_smi():
