@@ -65,7 +65,8 @@ Run:
   --threads T          CPU threads (default: hardware threads)
   --gpu-threads G      host threads issuing GPU batches, one stream each (default 4)
   --seconds S          time per measurement (default 10)
-  --skip cold,ab,host,gpu  measurements to skip (ab: the cold A/B row with the other kind of stores)
+  --skip cold,ab,latency,host,gpu  measurements to skip (ab: the cold A/B row with the other kind of stores;
+                       latency: one batch at a time with 1 and B load threads)
   --machine TEXT       machine description for the table (default: hostname)
   --huge-pages 0|1     output buffers on transparent huge pages (default 1; host_allocator.h)
   --stream-threshold B box reads of >= B output bytes use non-temporal stores (default: the library's, 4 MiB);
@@ -354,6 +355,17 @@ int main(int argc, char** argv) {
     }
     ds::SetStreamingStoreThreshold(ds::kDefaultStreamingStoreBytes);
     ds::SetB2ndBlockTiming(false);
+    if (!skipped("latency") && a.batch > 1) {  // one batch at a time (a trainer's session): LoaderOptions::load_threads
+      for (int lt : {1, static_cast<int>(a.batch)}) {
+        ds::LoaderOptions lo;
+        lo.load_threads = lt;
+        ds::BatchLoader one_at_a_time(dataset, make_sampler(), lo);
+        const Rate l = Measure(1, a.seconds, load_into(one_at_a_time), (2u << 29) + static_cast<uint64_t>(lt));
+        add_row(absl::StrCat("cold, one batch at a time, load_threads ", lt), 1, l,
+                absl::StrFormat("%.1f ms per batch of %d", l.wall_s * 1e3 / std::max<double>(1, l.batches),
+                                static_cast<int>(a.batch)));
+      }
+    }
   }
   ds::CaseCacheStats host_stats;
   double host_case_bytes = 0;
