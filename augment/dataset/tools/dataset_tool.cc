@@ -74,12 +74,26 @@ double RunPass(const ds::BatchLoader& loader, int64_t samples, int threads, int6
 
 }  // namespace
 
+constexpr char kUsage[] =
+    "usage: %s info  --dataset DIR [--plans nnUNetPlans] [--configuration 3d_fullres]\n"
+    "       %s bench --dataset DIR [--fold 0] [--split train|val] [--samples 2000] [--threads 16] [--seed 0]\n"
+    "                [--patch 205,205,205]\n"
+    "info: the dataset's format, case count, patch and batch sizes from the plans.\n"
+    "bench: plans and crops --samples samples from disk on --threads CPU threads (nnU-Net's sampler, box reads\n"
+    "only) and prints samples/s.\n"
+    "DIR: an nnU-Net preprocessed dataset folder (with dataset.json and the plans).\n";
+
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s info|bench --dataset DIR [options] (see the source banner)\n", argv[0]);
+  const std::string cmd = argc >= 2 ? argv[1] : "";
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::printf(kUsage, argv[0], argv[0]);
+    return 0;
+  }
+  if (cmd != "info" && cmd != "bench") {
+    std::fprintf(stderr, kUsage, argv[0], argv[0]);
     return 2;
   }
-  const std::string cmd = argv[1];
+  if ((argc - 2) % 2 != 0) return Fail(absl::InvalidArgumentError("flags are --name value (one value per flag)"));
   std::map<std::string, std::string> flags = {{"plans", "nnUNetPlans"},
                                               {"configuration", "3d_fullres"},
                                               {"fold", "0"},
