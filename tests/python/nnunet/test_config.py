@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from augmentd.nnunet.config import LoaderSettings, UnsupportedTrainerSetting, delivery_candidates, is_local_address, \
+from augmentd.nnunet.config import LOCAL_GPU_SERVER_ARGS, LoaderSettings, UnsupportedTrainerSetting, \
+    delivery_candidates, is_local_address, local_server_args, \
     training_config, validation_config
 from augmentd.v1 import pipeline_pb2, server_info_pb2
 
@@ -80,3 +81,29 @@ def test_delivery_candidates(requested, device, local, expected):
 def test_delivery_candidates_rejects_unknown():
     with pytest.raises(ValueError, match="AUGMENTD_DELIVERY must be one of"):
         delivery_candidates("pigeon", "cpu", True)
+
+
+@pytest.mark.parametrize("device,caches,cached", [
+    ("cuda:0", "auto", True), ("GPU-8f1c2d3e-0000-1111-2222-333344445555", "auto", True), ("cpu", "auto", False),
+    ("cuda:1", "0", False)])
+def test_local_server_args(device, caches, cached):
+    args = local_server_args(device, caches)
+    assert args == (list(LOCAL_GPU_SERVER_ARGS) if cached else [])
+    if cached:  # every default is a real server flag with a value
+        assert all(a.startswith("--") and "=" in a for a in args)
+        assert any(a.startswith("--dataset_gpu_cache=") for a in args)
+
+
+def test_local_server_args_are_accepted_by_the_server(tmp_path):
+    """The defaults parse (a typo would make every trainer-started GPU server fail to start); checked on a CPU
+    server, where the GPU budgets are simply unused."""
+    import subprocess
+
+    from augmentd.local_server import find_binary
+    try:
+        binary = find_binary(None)
+    except FileNotFoundError:
+        pytest.skip("no augmentd binary")
+    out = subprocess.run([binary, *LOCAL_GPU_SERVER_ARGS, "--help"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+

@@ -138,13 +138,13 @@ class LocalServer:
 
 def connect_or_start(address: Optional[str], device: str = "auto", dataset_roots: Sequence[str] = (),
                      start_local: str = "auto", connect_timeout: float = 3.0, echo: bool = False,
-                     binary: Optional[str] = None):
+                     binary: Optional[str] = None, extra_args: Sequence[str] = ()):
     """A connected ``augmentd.Client`` and the ``LocalServer`` started for it (None when one was reachable).
 
     ``binary``: the server binary (see ``find_binary``). ``start_local``: ``"auto"`` tries ``address`` first and
     starts a local server if nothing answers there within ``connect_timeout`` seconds (or if ``address`` is empty);
-    ``"never"`` only connects; ``"always"`` ignores ``address``. A local server gets ``device`` and may read
-    ``dataset_roots``.
+    ``"never"`` only connects; ``"always"`` ignores ``address``. A local server gets ``device``, may read
+    ``dataset_roots`` and gets ``extra_args`` (before $AUGMENTD_SERVER_ARGS).
     """
     import grpc
 
@@ -161,7 +161,7 @@ def connect_or_start(address: Optional[str], device: str = "auto", dataset_roots
                     from None
     if start_local == "never":
         raise ConnectionError("no augmentd address given and starting a local server is not allowed")
-    server = LocalServer(binary=binary, device=device, dataset_roots=dataset_roots, echo=echo)
+    server = LocalServer(binary=binary, device=device, dataset_roots=dataset_roots, extra_args=extra_args, echo=echo)
     try:
         server.wait_serving()
         return Client(server.address, connect_timeout=30.0), server

@@ -37,6 +37,23 @@ def is_local_address(address: Optional[str]) -> bool:
     return host in LOCAL_HOSTS
 
 
+# Flags of a local server the trainer starts for a GPU session: the case caches and workers of the measured end-to-end
+# runs (bench/results/2026-11-30-h200-e2e.md: DA5 +3.5 % median over compute only with them;
+# 2026-11-30-h200-e2e-s4.md: +25 % without, every batch read from disk and staged through the host). The caches are
+# LRU budgets that fill only with the cases a training reads.
+LOCAL_GPU_SERVER_ARGS = ("--dataset_gpu_cache=17179869184", "--dataset_host_cache=17179869184",
+                         "--dataset_prefetch_threads=8", "--gpu_workers=4")
+
+
+def local_server_args(device: str, caches: str = "auto") -> List[str]:
+    """Extra flags for a trainer-started local server on ``device``: LOCAL_GPU_SERVER_ARGS for a GPU (``cuda:N``,
+    ``GPU-<uuid>``) unless ``caches`` is ``"0"`` (AUGMENTD_LOCAL_CACHES); none for the CPU. $AUGMENTD_SERVER_ARGS
+    comes after them on the command line, so any of its flags wins."""
+    if caches == "0" or not (device.startswith("cuda") or device.startswith("GPU-")):
+        return []
+    return list(LOCAL_GPU_SERVER_ARGS)
+
+
 def delivery_candidates(requested: str, device: str, local: bool) -> List[str]:
     """The deliveries to try, in order, for ``AUGMENTD_DELIVERY=requested`` on ``device``.
 

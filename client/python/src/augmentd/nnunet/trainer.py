@@ -20,6 +20,9 @@ AUGMENTD_ADDRESS            server to use: ``host:port`` or ``unix:///path``. Un
 AUGMENTD_LOCAL_SERVER       ``auto`` (default: start a local server if AUGMENTD_ADDRESS is unset or does not answer),
                             ``never`` (fail instead), ``always`` (ignore AUGMENTD_ADDRESS).
 AUGMENTD_CONNECT_TIMEOUT    seconds to wait for AUGMENTD_ADDRESS to answer (default 3).
+AUGMENTD_LOCAL_CACHES       ``0``: a local server for a GPU session gets no case caches (default: 16 GiB GPU + 16 GiB
+                            host LRU budgets, 8 prefetch threads, 4 GPU workers; config.LOCAL_GPU_SERVER_ARGS).
+                            ``AUGMENTD_SERVER_ARGS`` adds flags to a local server and overrides these.
 AUGMENTD_BIN                the ``augmentd`` binary for a local server (else ``augmentd`` on PATH, else the source
                             checkout's build/server/augmentd).
 AUGMENTD_DEVICE             device the sessions run on (``cpu``, ``cuda:N``, ``GPU-<uuid>``); default: the trainer's
@@ -46,7 +49,7 @@ from augmentd.sessions import AugmentdError, latency_line
 from augmentd.v1 import pipeline_pb2, server_info_pb2
 
 from .config import LoaderSettings, UnsupportedTrainerSetting, delivery_candidates, is_local_address, \
-    settings_from_trainer, training_config, validation_config
+    local_server_args, settings_from_trainer, training_config, validation_config
 from .loader import AugmentdLoader
 
 
@@ -110,7 +113,8 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         timeout = float(os.environ.get("AUGMENTD_CONNECT_TIMEOUT") or 3.0)
         self._augmentd_client, self._augmentd_server = connect_or_start(
             address, device=device, dataset_roots=[os.path.dirname(s.dataset_folder)], start_local=start_local,
-            connect_timeout=timeout)
+            connect_timeout=timeout,
+            extra_args=local_server_args(device, os.environ.get("AUGMENTD_LOCAL_CACHES", "auto")))
         where = (f"local server {self._augmentd_server.address} ({self._augmentd_server.binary})"
                  if self._augmentd_server else address)
         if self._augmentd_server and address:
