@@ -86,13 +86,7 @@ absl::Status ChainSpatial::AddSample(const SpatialParams* p, const ch::SpatialGe
     }
     return absl::OkStatus();  // crop at 0: a copy
   }
-  if (p->ndim != nd || static_cast<int>(p->center_location_in_pixels.size()) != nd)
-    return ju::Invalid("params.center_location_in_pixels", absl::StrCat("needs ", nd, " entries"));
-  for (double v : p->center_location_in_pixels)
-    if (!std::isfinite(v) || std::fabs(v) > 1e7)
-      return ju::Invalid("params.center_location_in_pixels", "must be finite, |c| <= 1e7");
-  if (p->affine && static_cast<int>(p->affine->size()) != nd * nd)
-    return ju::Invalid("params.affine", absl::StrCat("expected ", nd, "x", nd));
+  RETURN_IF_ERROR(SpatialTransform::ValidateParams(*p, nd));  // as the CPU transform
   const std::vector<float> offsets = t_.ElasticOffsets(*p);
   int64_t n_out = 1;
   for (int d = 0; d < nd; ++d) n_out *= g.out[d];

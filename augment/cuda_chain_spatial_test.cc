@@ -171,6 +171,14 @@ TEST(ChainSpatial, GridRecordsAreTheCpuGrid) {
   std::vector<float> want(9 * 11 * 2);
   kernels::ComputeSamplingGrid(gs, nullptr, false, want.data());
   for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(grids[1 + i], want[i]) << i;
+  // Parameters the CPU transform refuses are refused here too (injected JSON reaches both engines).
+  p.affine = std::vector<double>{1e300, 0, 0, 1};
+  EXPECT_TRUE(absl::IsInvalidArgument(s->AddSample(&p, g, grids, rec)));
+  p.affine.reset();
+  p.elastic_offsets = std::vector<float>(9 * 11 * 2, 1e30f);
+  const absl::Status offsets = s->AddSample(&p, g, grids, rec);
+  EXPECT_TRUE(absl::IsInvalidArgument(offsets)) << offsets;
+  EXPECT_NE(offsets.message().find("elastic_offsets"), std::string::npos) << offsets;
 }
 
 TEST(Chain2d, StagesWithout2dFormRefuse) {

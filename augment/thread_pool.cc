@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -30,7 +31,13 @@ void ParallelFor(int64_t n, int threads, const std::function<void(int64_t)>& fn)
   };
   std::vector<std::thread> pool;
   pool.reserve(threads - 1);
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  for (int t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {  // no more threads (ulimit): the threads started so far do the rest
+      break;
+    }
+  }
   worker();
   for (std::thread& t : pool) t.join();
   if (error) std::rethrow_exception(error);

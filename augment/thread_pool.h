@@ -4,7 +4,8 @@
 //
 // Items are claimed dynamically by up to `threads` std::threads (the calling thread is one of them); each item
 // runs single-threaded. Results must not depend on which thread runs an item (the engine keys all randomness by
-// sample index). Exceptions thrown by `fn` are caught and rethrown on the calling thread (first one wins).
+// sample index). Exceptions thrown by `fn` are caught and rethrown on the calling thread (first one wins). If a
+// thread cannot be started, the items run on the threads that were (at least the calling one).
 #pragma once
 
 #include <cstdint>

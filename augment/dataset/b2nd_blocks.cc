@@ -167,6 +167,17 @@ absl::Status B2ndBlockReader::ReadColumn(const int64_t* grid, const int64_t* col
       std::lock_guard<std::mutex> lock(chunk_mu_);
       srcsize = blosc2_schunk_get_lazychunk(array_->sc, nchunk, &src, &needs_free);
     }
+    // Special values are read before a lazy copy is freed: the frame synthesises special chunks (all-zero ones
+    // too) in fresh memory, so needs_free is set for them as well.
+    const int special = src == nullptr || srcsize < BLOSC_EXTENDED_HEADER_LENGTH
+                            ? -1  // uninitialised (or an error, reported below)
+                            : (src[BLOSC2_CHUNK_BLOSC2_FLAGS] >> 4) & BLOSC2_SPECIAL_MASK;
+    if (special == BLOSC2_SPECIAL_ZERO) {
+      // An all-zero chunk (nnU-Net segmentations have many): filled, nothing decoded, no file read.
+      if (needs_free) std::free(src);
+      FillRegion(dst, clo, chi, 0.0);
+      continue;
+    }
     if (needs_free) {  // a lazy copy from a file-backed frame: read through the frame's shared file state
       std::free(src);
       if (srcsize >= 0) {
@@ -180,13 +191,7 @@ absl::Status B2ndBlockReader::ReadColumn(const int64_t* grid, const int64_t* col
     }
     absl::Status st;
     int32_t nbytes = 0, cbytes = 0, blocksize = 0;
-    const int special = src == nullptr || srcsize < BLOSC_EXTENDED_HEADER_LENGTH
-                            ? -1  // uninitialised
-                            : (src[BLOSC2_CHUNK_BLOSC2_FLAGS] >> 4) & BLOSC2_SPECIAL_MASK;
-    if (special == BLOSC2_SPECIAL_ZERO) {
-      // An all-zero chunk (nnU-Net segmentations have many): the frame synthesises a header-only chunk.
-      FillRegion(dst, clo, chi, 0.0);
-    } else if (special != 0 || dctx == nullptr || blosc2_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize) < 0 ||
+    if (special != 0 || dctx == nullptr || blosc2_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize) < 0 ||
                blocksize != block_bytes || nbytes != array_->extchunknitems * typesize_) {
       st = fallback(clo, chi);  // uninitialised, other special values, or a layout this path does not know
     } else {

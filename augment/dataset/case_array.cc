@@ -104,7 +104,7 @@ absl::Status CaseArray::ReadBox(const Box& box, double pad_value, DType out_dtyp
       return absl::OkStatus();
     }
   }
-  // Outputs of at least StreamingStoreThreshold() bytes (off by default): non-temporal stores, fenced below.
+  // Outputs of at least StreamingStoreThreshold() bytes (4 MiB by default): non-temporal stores, fenced below.
   const bool stream = static_cast<size_t>(total) * out_item >= StreamingStoreThreshold();
   const RegionTarget dst{out, out_dtype, origin, out_shape, static_cast<int>(k), stream};
   FillOutside(dst, start, stop, pad_value);

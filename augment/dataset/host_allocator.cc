@@ -25,6 +25,7 @@ class HugePageAllocator final : public HostAllocator {
   static constexpr size_t kHuge = size_t{2} << 20;
   static size_t Rounded(size_t bytes) { return (std::max<size_t>(bytes, 1) + kHuge - 1) / kHuge * kHuge; }
   void* Allocate(size_t bytes) override {
+    if (bytes > SIZE_MAX - 2 * kHuge) return nullptr;  // Rounded(bytes) + kHuge would wrap
     // Over-allocate by one huge page so that the returned range starts on a 2 MiB boundary.
     const size_t length = Rounded(bytes) + kHuge;
     void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -12,7 +12,7 @@
 // Rank ≤ kMaxRegionRank (CaseArray::ReadBox refuses higher ranks). The callers guarantee that [lo, hi) lies
 // inside both arrays (no bounds checks here).
 // Large outputs (RegionTarget::stream, set by CaseArray::ReadBox for boxes of ≥ StreamingStoreThreshold()
-// bytes; off by default) are written with non-temporal stores (stream_store.h): contiguous runs of output rows
+// bytes; from 4 MiB by default) are written with non-temporal stores (stream_store.h): contiguous runs of output rows
 // are assembled in a 4 KiB buffer and streamed as whole cache lines. The bytes written are the same either way;
 // the caller calls StreamFence() before handing such an output on.
 // Thread-safety: free functions, no state (except the process-wide threshold); no allocation.

@@ -220,6 +220,30 @@ std::vector<double> SpatialTransform::AffineMatrix(const std::vector<double>& a,
   return mul(mul(mul(rz, ry, 3), rx, 3), sc, 3);
 }
 
+absl::Status SpatialTransform::ValidateParams(const SpatialParams& p, int nd) {
+  if (p.ndim != nd || static_cast<int>(p.center_location_in_pixels.size()) != nd) {
+    return ju::Invalid("params.center_location_in_pixels", absl::StrCat("needs ", nd, " entries"));
+  }
+  // Bounds keep every coordinate far inside float/int64 range (values beyond them are meaningless anyway).
+  for (double v : p.center_location_in_pixels) {
+    if (!std::isfinite(v) || std::fabs(v) > 1e7)
+      return ju::Invalid("params.center_location_in_pixels", "must be finite, |c| <= 1e7");
+  }
+  if (p.affine) {
+    if (static_cast<int>(p.affine->size()) != nd * nd)
+      return ju::Invalid("params.affine", absl::StrCat("expected ", nd, "x", nd));
+    for (double v : *p.affine)
+      if (!std::isfinite(v) || std::fabs(v) > 1e4)
+        return ju::Invalid("params.affine", "entries must be finite, |a| <= 1e4");
+  }
+  if (p.elastic_offsets) {
+    for (float v : *p.elastic_offsets)
+      if (!std::isfinite(v) || std::fabs(v) > 1e5f)
+        return ju::Invalid("params.elastic_offsets", "must be finite, |o| <= 1e5");
+  }
+  return absl::OkStatus();
+}
+
 std::vector<float> SpatialTransform::ElasticOffsets(const SpatialParams& p) const {
   if (p.elastic_offsets) return *p.elastic_offsets;
   if (!p.elastic) return {};
@@ -309,9 +333,7 @@ absl::Status SpatialTransform::Apply(const TransformParams& params, SampleData& 
   RETURN_IF_ERROR(WorkingLayout(sample.layout(), shape, fold));
   const SpatialConfig& c = config_;
   const int nd = static_cast<int>(shape.size());
-  if (p->ndim != nd || static_cast<int>(p->center_location_in_pixels.size()) != nd) {
-    return ju::Invalid("params.center_location_in_pixels", absl::StrCat("needs ", nd, " entries"));
-  }
+  RETURN_IF_ERROR(ValidateParams(*p, nd));
   const int64_t channels = sample.channels * fold;
   const int64_t seg_channels = sample.seg_channels * fold;
   int64_t n_out = 1, n_in = 1;
@@ -321,23 +343,6 @@ absl::Status SpatialTransform::Apply(const TransformParams& params, SampleData& 
   }
   if ((channels + seg_channels) * n_out > (int64_t{1} << 31)) {
     return ju::Invalid("spatial.patch_size", "output larger than allowed (2^31 elements per sample)");
-  }
-  // Bounds keep every coordinate far inside float/int64 range (values beyond them are meaningless anyway).
-  for (double v : p->center_location_in_pixels) {
-    if (!std::isfinite(v) || std::fabs(v) > 1e7)
-      return ju::Invalid("params.center_location_in_pixels", "must be finite, |c| <= 1e7");
-  }
-  if (p->affine) {
-    if (static_cast<int>(p->affine->size()) != nd * nd)
-      return ju::Invalid("params.affine", absl::StrCat("expected ", nd, "x", nd));
-    for (double v : *p->affine)
-      if (!std::isfinite(v) || std::fabs(v) > 1e4)
-        return ju::Invalid("params.affine", "entries must be finite, |a| <= 1e4");
-  }
-  if (p->elastic_offsets) {
-    for (float v : *p->elastic_offsets)
-      if (!std::isfinite(v) || std::fabs(v) > 1e5f)
-        return ju::Invalid("params.elastic_offsets", "must be finite, |o| <= 1e5");
   }
   std::vector<float> image_out(static_cast<size_t>(channels * n_out));
   std::vector<int16_t> seg_out(static_cast<size_t>(seg_channels * n_out));

@@ -93,6 +93,10 @@ class SpatialTransform final : public Transform {
   static std::vector<double> AffineMatrix(const std::vector<double>& angles, const std::vector<double>& scales);
   // The elastic offsets of `p`, (*patch_size, ndim) C order: the injected ones, those of its recipe, or empty.
   std::vector<float> ElasticOffsets(const SpatialParams& p) const;
+  // INVALID_ARGUMENT naming the field for parameters no engine accepts (Apply and the CUDA chain both check):
+  // center_location_in_pixels not `nd` finite values with |c| <= 1e7, an affine not nd×nd finite values with
+  // |a| <= 1e4, injected elastic offsets not finite with |o| <= 1e5.
+  static absl::Status ValidateParams(const SpatialParams& p, int nd);
 
  private:
   explicit SpatialTransform(SpatialConfig c) : config_(std::move(c)) {}

@@ -4,7 +4,8 @@
 //
 // Policy: the first `capture_after` sightings of a key run eagerly (a one-off stage mask never pays for a capture and
 // an instantiation, and every kernel of the key has been launched once before it is captured); the next sighting
-// captures; later ones replay. A key whose capture failed runs eagerly from then on. At most `capacity` graphs are
+// captures; later ones replay. A key whose capture failed runs eagerly while its sighting is remembered (a forgotten
+// key may be captured again). At most `capacity` graphs are
 // kept: storing one more destroys the least recently used; sightings of keys without a graph are remembered for at
 // most 4 · capacity keys (the oldest forgotten first).
 //

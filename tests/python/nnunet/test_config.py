@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from augmentd.nnunet.config import LOCAL_GPU_SERVER_ARGS, LoaderSettings, UnsupportedTrainerSetting, \
+from augmentd.nnunet.config import LoaderSettings, UnsupportedTrainerSetting, \
     delivery_candidates, is_local_address, local_server_args, \
     training_config, validation_config
 from augmentd.v1 import pipeline_pb2, server_info_pb2
@@ -83,20 +83,33 @@ def test_delivery_candidates_rejects_unknown():
         delivery_candidates("pigeon", "cpu", True)
 
 
-@pytest.mark.parametrize("device,caches,cached", [
-    ("cuda:0", "auto", True), ("GPU-8f1c2d3e-0000-1111-2222-333344445555", "auto", True), ("cpu", "auto", False),
-    ("cuda:1", "0", False)])
-def test_local_server_args(device, caches, cached):
-    args = local_server_args(device, caches)
-    assert args == (list(LOCAL_GPU_SERVER_ARGS) if cached else [])
-    if cached:  # every default is a real server flag with a value
-        assert all(a.startswith("--") and "=" in a for a in args)
-        assert any(a.startswith("--dataset_gpu_cache=") for a in args)
+GIB = 1 << 30
+
+
+@pytest.mark.parametrize("device,caches,gpu,host,ranks,expected", [
+    # H200 (141 GB) and a 2 TB host: both budgets at the 16 GiB cap.
+    ("cuda:0", "auto", 141 * 10**9, 2000 * 10**9, 1, [16 * GIB, 16 * GIB]),
+    # 24 GB GPU, 64 GB host, 4 ranks on the node: 15 % of the GPU, 10 % of RAM split four ways.
+    ("GPU-8f1c2d3e-0000-1111-2222-333344445555", "auto", 24 * 10**9, 64 * 10**9, 4,
+     [3_600_000_000, 1_600_000_000]),
+    # Unknown sizes: no cache flags, the workers still.
+    ("cuda:1", "auto", 0, 0, 1, [0, 0]),
+    ("cpu", "auto", 141 * 10**9, 10**12, 1, None),
+    ("cuda:1", "0", 141 * 10**9, 10**12, 1, None)])
+def test_local_server_args(device, caches, gpu, host, ranks, expected):
+    args = local_server_args(device, caches, gpu, host, ranks)
+    if expected is None:
+        assert args == []
+        return
+    want = ([f"--dataset_gpu_cache={expected[0]}"] if expected[0] else []) + \
+        ([f"--dataset_host_cache={expected[1]}"] if expected[1] else []) + \
+        ["--dataset_prefetch_threads=8", "--gpu_workers=4"]
+    assert args == want
 
 
 def test_local_server_args_are_accepted_by_the_server(tmp_path):
-    """The defaults parse (a typo would make every trainer-started GPU server fail to start); checked on a CPU
-    server, where the GPU budgets are simply unused."""
+    """The flags parse (a typo would make every trainer-started GPU server fail to start); checked with --help,
+    which parses every flag first."""
     import subprocess
 
     from augmentd.local_server import find_binary
@@ -104,6 +117,8 @@ def test_local_server_args_are_accepted_by_the_server(tmp_path):
         binary = find_binary(None)
     except FileNotFoundError:
         pytest.skip("no augmentd binary")
-    out = subprocess.run([binary, *LOCAL_GPU_SERVER_ARGS, "--help"], capture_output=True, text=True, timeout=30)
+    args = local_server_args("cuda:0", "auto", 141 * 10**9, 10**12, 1)
+    out = subprocess.run([binary, *args, "--help"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
-
+    bad = subprocess.run([binary, "--dataset_gpu_cach=1", "--help"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode != 0  # the check above can fail

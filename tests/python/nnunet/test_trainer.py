@@ -213,8 +213,41 @@ def _bare_trainer(client):
     return trainer
 
 
-def _config(delivery):
-    return session_pb2.SessionConfig(name="t", delivery=DELIVERIES[delivery])
+def _config(delivery, prefetch=0):
+    return session_pb2.SessionConfig(name="t", delivery=DELIVERIES[delivery], prefetch_depth=prefetch)
+
+
+class _DepthLimitedClient(_RefusingClient):
+    """Refuses prefetch depths above ``max_depth`` as the server does for large batches (0 = the server's 2)."""
+
+    def __init__(self, max_depth: int):
+        super().__init__({})
+        self.max_depth, self.depths = max_depth, []
+
+    def open_session(self, config, start_batch_index=0):
+        self.depths.append(config.prefetch_depth)
+        if (config.prefetch_depth or 2) > self.max_depth:
+            raise AugmentdError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"config.prefetch_depth: {config.prefetch_depth} batches of ~600000000 bytes exceed "
+                                f"the server's max_inflight_bytes_per_session 1073741824")
+        return super().open_session(config, start_batch_index)
+
+
+def test_default_prefetch_depth_falls_back_to_the_servers_for_large_batches():
+    client = _DepthLimitedClient(max_depth=2)
+    trainer = _bare_trainer(client)
+    config, session = trainer._open_session(_config, ["cuda_ipc", "inline"], 0, "/data")
+    assert session == ("session", "DELIVERY_KIND_CUDA_IPC") and client.depths == [4, 0]
+    assert config.prefetch_depth == 0 and "using the server's default prefetch depth" in trainer.logged[0]
+    # A depth the user asked for is not changed: the error surfaces (after the delivery fallbacks).
+    client = _DepthLimitedClient(max_depth=2)
+    with pytest.raises(AugmentdError, match="config.prefetch_depth"):
+        _bare_trainer(client)._open_session(_config, ["cuda_ipc", "inline"], 0, "/data", prefetch=6)
+    assert client.depths == [6, 6]
+    # Small batches keep the 4 slots.
+    client = _DepthLimitedClient(max_depth=8)
+    config, _ = _bare_trainer(client)._open_session(_config, ["inline"], 0, "/data")
+    assert config.prefetch_depth == 4 and client.depths == [4]
 
 
 def test_auto_delivery_falls_back_in_order_and_logs_why():

@@ -412,7 +412,9 @@ def latency_line(stats: server_info_pb2.SessionStats) -> str:
     """One line of a SessionStats' server-side timings (medians / p99 in ms over the last 1024 batches), e.g.
     ``load 12.1/30.2 ms, compute 3.4/9.8 ms, produced→sent 0.2/1.1 ms (p50/p99)``: where a training waits, this
     says whether reading (load), augmentation (compute) or delivery is the slow part (produced→sent includes the
-    time a batch waits for the trainer's credit, so it is long when the trainer is the slow side). Empty summaries are left out."""
+    time a batch waits for the trainer's credit, so it is long when the trainer is the slow side; for the unary
+    ``augment`` call it is the whole call). With the server's GPU case cache, load is only the enqueueing of the
+    crops, which then count in compute. Empty summaries are left out."""
     parts = []
     for label, s in (("load", stats.load_latency), ("compute", stats.compute_latency),
                      ("produced→sent", stats.batch_latency)):

@@ -37,21 +37,31 @@ def is_local_address(address: Optional[str]) -> bool:
     return host in LOCAL_HOSTS
 
 
-# Flags of a local server the trainer starts for a GPU session: the case caches and workers of the measured end-to-end
-# runs (bench/results/2026-11-30-h200-e2e.md: DA5 +3.5 % median over compute only with them;
-# 2026-11-30-h200-e2e-s4.md: +25 % without, every batch read from disk and staged through the host). The caches are
-# LRU budgets that fill only with the cases a training reads.
-LOCAL_GPU_SERVER_ARGS = ("--dataset_gpu_cache=17179869184", "--dataset_host_cache=17179869184",
-                         "--dataset_prefetch_threads=8", "--gpu_workers=4")
+# A local server the trainer starts for a GPU session gets case caches and workers like the measured end-to-end
+# runs (bench/results/2026-11-30-h200-e2e.md, 16 GiB GPU + 16 GiB host caches, 8 prefetch threads, 4 GPU workers:
+# DA5 +3.5 % median over compute only; 2026-11-30-h200-e2e-s4.md without caches: +25 %, every batch read from disk).
+# A training reads every case, so an LRU budget fills up to min(dataset, budget): the budgets are capped by the
+# machine — the GPU one by a share of the trainer's GPU (the training needs the rest), the host one (pinned memory)
+# by a share of RAM split between the ranks of this node.
+CACHE_CAP_BYTES = 16 << 30
+GPU_CACHE_SHARE = 0.15
+HOST_CACHE_SHARE = 0.10
 
 
-def local_server_args(device: str, caches: str = "auto") -> List[str]:
-    """Extra flags for a trainer-started local server on ``device``: LOCAL_GPU_SERVER_ARGS for a GPU (``cuda:N``,
-    ``GPU-<uuid>``) unless ``caches`` is ``"0"`` (AUGMENTD_LOCAL_CACHES); none for the CPU. $AUGMENTD_SERVER_ARGS
-    comes after them on the command line, so any of its flags wins."""
+def local_server_args(device: str, caches: str = "auto", gpu_total_bytes: int = 0, host_total_bytes: int = 0,
+                      local_ranks: int = 1) -> List[str]:
+    """Extra flags for a trainer-started local server on ``device``: for a GPU (``cuda:N``, ``GPU-<uuid>``) unless
+    ``caches`` is ``"0"`` (AUGMENTD_LOCAL_CACHES), a GPU case cache of min(16 GiB, 15 % of ``gpu_total_bytes``), a
+    host one of min(16 GiB, 10 % of ``host_total_bytes`` / ``local_ranks``) (a budget of 0 bytes is left out), 8
+    prefetch threads and 4 GPU workers; none for the CPU. $AUGMENTD_SERVER_ARGS comes after them on the command
+    line, so any of its flags wins."""
     if caches == "0" or not (device.startswith("cuda") or device.startswith("GPU-")):
         return []
-    return list(LOCAL_GPU_SERVER_ARGS)
+    gpu = min(CACHE_CAP_BYTES, round(GPU_CACHE_SHARE * max(0, gpu_total_bytes)))
+    host = min(CACHE_CAP_BYTES, round(HOST_CACHE_SHARE * max(0, host_total_bytes)) // max(1, local_ranks))
+    args = [f"--dataset_gpu_cache={gpu}"] if gpu > 0 else []
+    args += [f"--dataset_host_cache={host}"] if host > 0 else []
+    return args + ["--dataset_prefetch_threads=8", "--gpu_workers=4"]
 
 
 def delivery_candidates(requested: str, device: str, local: bool) -> List[str]:

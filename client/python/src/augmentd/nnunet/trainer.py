@@ -20,8 +20,9 @@ AUGMENTD_ADDRESS            server to use: ``host:port`` or ``unix:///path``. Un
 AUGMENTD_LOCAL_SERVER       ``auto`` (default: start a local server if AUGMENTD_ADDRESS is unset or does not answer),
                             ``never`` (fail instead), ``always`` (ignore AUGMENTD_ADDRESS).
 AUGMENTD_CONNECT_TIMEOUT    seconds to wait for AUGMENTD_ADDRESS to answer (default 3).
-AUGMENTD_LOCAL_CACHES       ``0``: a local server for a GPU session gets no case caches (default: 16 GiB GPU + 16 GiB
-                            host LRU budgets, 8 prefetch threads, 4 GPU workers; config.LOCAL_GPU_SERVER_ARGS).
+AUGMENTD_LOCAL_CACHES       ``0``: a local server for a GPU session gets no case caches (default: LRU case caches of
+                            min(16 GiB, 15 % of the GPU) on the GPU and min(16 GiB, 10 % of RAM / local ranks) in
+                            pinned host memory, 8 prefetch threads, 4 GPU workers; config.local_server_args).
                             ``AUGMENTD_SERVER_ARGS`` adds flags to a local server and overrides these.
 AUGMENTD_BIN                the ``augmentd`` binary for a local server (else ``augmentd`` on PATH, else the source
                             checkout's build/server/augmentd).
@@ -33,7 +34,8 @@ AUGMENTD_SEED               base seed of the sessions (rank r uses base+2r / bas
                             seed a continued training (``--c``) resumes the batch sequence where it stopped.
 AUGMENTD_CREDITS            batches requested ahead of use per loader (default 6; nnU-Net caches 6).
 AUGMENTD_PREFETCH_DEPTH     batches the server prepares ahead per session = output slots (default 4: with the
-                            server's 2, a batch that takes longer than a step to produce stalls the trainer).
+                            server's 2, a batch that takes longer than a step to produce stalls the trainer; the
+                            server's 2 where it refuses 4 batches of this size in flight).
 ==========================  ==========================================================================================
 """
 from __future__ import annotations
@@ -113,8 +115,7 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         timeout = float(os.environ.get("AUGMENTD_CONNECT_TIMEOUT") or 3.0)
         self._augmentd_client, self._augmentd_server = connect_or_start(
             address, device=device, dataset_roots=[os.path.dirname(s.dataset_folder)], start_local=start_local,
-            connect_timeout=timeout,
-            extra_args=local_server_args(device, os.environ.get("AUGMENTD_LOCAL_CACHES", "auto")))
+            connect_timeout=timeout, extra_args=self._local_server_args(device))
         where = (f"local server {self._augmentd_server.address} ({self._augmentd_server.binary})"
                  if self._augmentd_server else address)
         if self._augmentd_server and address:
@@ -122,7 +123,9 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         seed_env = os.environ.get("AUGMENTD_SEED", "")
         base = _env_int("AUGMENTD_SEED", 0) if seed_env else random.SystemRandom().randrange(2 ** 62)
         credits = _env_int("AUGMENTD_CREDITS", 6)
-        prefetch = _env_int("AUGMENTD_PREFETCH_DEPTH", 4)
+        # 4 slots by default; if the server refuses that many for a large batch (max_inflight_bytes_per_session),
+        # its own default (0 → 2) instead. An explicit AUGMENTD_PREFETCH_DEPTH is never changed.
+        prefetch = _env_int("AUGMENTD_PREFETCH_DEPTH", 0) or None
         tag = f"{self.plans_manager.dataset_name} {self.configuration_name} fold {self.fold}"
         start = self.current_epoch * self.num_iterations_per_epoch if seed_env else 0
         val_start = self.current_epoch * self.num_val_iterations_per_epoch if seed_env else 0
@@ -136,8 +139,8 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
                 (validation_config, {}, base + 2 * self.local_rank + 1, val_start, s.patch_size,
                  max(1, credits // 2), "val")):
             config, session = self._open_session(
-                lambda d: make_config(s, seed, d, device, f"{tag} {label}", prefetch, **extra), candidates, first,
-                s.dataset_folder)
+                lambda d, p: make_config(s, seed, d, device, f"{tag} {label}", p, **extra), candidates, first,
+                s.dataset_folder, prefetch)
             loader = AugmentdLoader(self._augmentd_client, session, ds, credits=n_credits, pin_memory=pin,
                                     name=config.name)
             self._augmentd_loaders.append(loader)
@@ -161,13 +164,22 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
     _FALLBACK_CODES = ("INVALID_ARGUMENT", "FAILED_PRECONDITION", "UNIMPLEMENTED", "PERMISSION_DENIED",
                        "RESOURCE_EXHAUSTED")
 
-    def _open_session(self, make_config, candidates, first: int, dataset_folder: str):
-        """Opens a session with the first delivery of ``candidates`` that works; returns (config, session)."""
+    def _open_session(self, make_config, candidates, first: int, dataset_folder: str, prefetch=None):
+        """Opens a session with the first delivery of ``candidates`` that works; returns (config, session).
+        ``prefetch`` None: 4 output slots, or the server's default where it refuses 4 for this batch size."""
         for i, delivery in enumerate(candidates):
-            config = make_config(delivery)
+            config = make_config(delivery, 4 if prefetch is None else prefetch)
             last = i == len(candidates) - 1
             try:
-                return config, self._augmentd_client.open_session(config, start_batch_index=first)
+                try:
+                    return config, self._augmentd_client.open_session(config, start_batch_index=first)
+                except AugmentdError as err:
+                    if not (prefetch is None and err.code.name == "RESOURCE_EXHAUSTED"
+                            and "config.prefetch_depth" in err.details):
+                        raise
+                    self.print_to_log_file(f"augmentd: {err.details}; using the server's default prefetch depth")
+                    config = make_config(delivery, 0)
+                    return config, self._augmentd_client.open_session(config, start_batch_index=first)
             except AugmentdError as err:
                 if last or err.code.name not in self._FALLBACK_CODES:
                     raise AugmentdError(err.code, err.details + _hint(err, dataset_folder), err.rpc) from None
@@ -179,6 +191,19 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
             self.print_to_log_file(f"augmentd: delivery {delivery} not available for {config.name!r} ({why}); "
                                    f"trying {candidates[i + 1]}")
         raise AssertionError("unreachable: candidates is never empty")
+
+    def _local_server_args(self, device: str):
+        """Flags for a local server (config.local_server_args) from this machine's GPU and RAM sizes."""
+        gpu_total = 0
+        if self.device.type == "cuda":
+            gpu_total = torch.cuda.get_device_properties(self.device).total_memory
+        try:
+            host_total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            host_total = 0
+        local_ranks = torch.cuda.device_count() if self.is_ddp and torch.cuda.is_available() else 1
+        return local_server_args(device, os.environ.get("AUGMENTD_LOCAL_CACHES", "auto"), gpu_total, host_total,
+                                 local_ranks)
 
     # -- lifetime -----------------------------------------------------------------------------------------------
     def _augmentd_close(self) -> None:
