@@ -83,6 +83,15 @@ absl::Status ParseUint32(const std::string& text, uint32_t min, uint32_t* out) {
   return absl::OkStatus();
 }
 
+// A thread / worker count in [min, max].
+absl::Status ParseCount(const std::string& text, uint32_t min, uint32_t max, int* out) {
+  uint32_t n = 0;
+  if (absl::Status s = ParseUint32(text, min, &n); !s.ok()) return s;
+  if (n > max) return absl::InvalidArgumentError(absl::StrCat("at most ", max));
+  *out = static_cast<int>(n);
+  return absl::OkStatus();
+}
+
 absl::Status ParseBool(const std::string& text, bool* out) {
   if (!absl::SimpleAtob(text, out)) {
     return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a boolean (true/false)"));
@@ -214,43 +223,19 @@ std::vector<Flag> MakeFlags(ServerOptions& o, bool& listen_given) {
                    [&o](const std::string& v) { return ParseBytes(v, &o.dataset_gpu_cache_bytes); }});
   flags.push_back({"dataset_prefetch_threads", "N",
                    "Dataset mode: CPU threads prefetching the cases of upcoming batches into the caches. Default: 2",
-                   [&o](const std::string& v) -> absl::Status {
-                     uint32_t n = 0;
-                     if (absl::Status s = ParseUint32(v, 0, &n); !s.ok()) return s;
-                     if (n > 64) return absl::InvalidArgumentError("at most 64");
-                     o.dataset_prefetch_threads = static_cast<int>(n);
-                     return absl::OkStatus();
-                   }});
+                   [&o](const std::string& v) { return ParseCount(v, 0, 64, &o.dataset_prefetch_threads); }});
   flags.push_back({"dataset_load_threads", "N",
                    "Dataset mode: threads cropping the samples of one batch read through the host (no GPU cache "
                    "tier), at most the batch size; the bytes do not depend on it. Default: 4",
-                   [&o](const std::string& v) -> absl::Status {
-                     uint32_t n = 0;
-                     if (absl::Status s = ParseUint32(v, 1, &n); !s.ok()) return s;
-                     if (n > 64) return absl::InvalidArgumentError("at most 64");
-                     o.dataset_load_threads = static_cast<int>(n);
-                     return absl::OkStatus();
-                   }});
+                   [&o](const std::string& v) { return ParseCount(v, 1, 64, &o.dataset_load_threads); }});
   flags.push_back({"batch_workers", "N",
                    "CPU executor threads that produce batches (shared by the CPU sessions by weighted fair "
                    "queuing on SessionConfig.weight); 0 = min(hardware threads, 8). Default: 0",
-                   [&o](const std::string& v) -> absl::Status {
-                     uint32_t n = 0;
-                     if (absl::Status s = ParseUint32(v, 0, &n); !s.ok()) return s;
-                     if (n > 256) return absl::InvalidArgumentError("at most 256");
-                     o.batch_workers = static_cast<int>(n);
-                     return absl::OkStatus();
-                   }});
+                   [&o](const std::string& v) { return ParseCount(v, 0, 256, &o.batch_workers); }});
   flags.push_back({"gpu_workers", "N",
                    "Executor workers per visible GPU (each may drive its own CUDA stream); sessions on a GPU are "
                    "scheduled on that GPU's workers by weighted fair queuing. Default: 2",
-                   [&o](const std::string& v) -> absl::Status {
-                     uint32_t n = 0;
-                     if (absl::Status s = ParseUint32(v, 1, &n); !s.ok()) return s;
-                     if (n > 64) return absl::InvalidArgumentError("at most 64");
-                     o.gpu_workers = static_cast<int>(n);
-                     return absl::OkStatus();
-                   }});
+                   [&o](const std::string& v) { return ParseCount(v, 1, 64, &o.gpu_workers); }});
   flags.push_back({"max_inflight_batches_per_session", "N",
                    absl::StrCat("Batches one session may have queued or running on the executor; a patch-mode "
                                 "Augment call beyond it gets RESOURCE_EXHAUSTED naming this limit (streams stay "
