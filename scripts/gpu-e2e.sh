@@ -107,6 +107,8 @@ if [ -z "${AUGMENTD_BIN:-}" ]; then
 fi
 export AUGMENTD_BIN
 "$AUGMENTD_BIN" --version | tee -a "$OUT/env.txt" || { echo "augmentd binary does not run: $AUGMENTD_BIN"; exit 1; }
+echo "server configuration: AUGMENTD_LOCAL_CACHES=${AUGMENTD_LOCAL_CACHES:-auto} AUGMENTD_SERVER_ARGS=${AUGMENTD_SERVER_ARGS:-}" \
+  | tee -a "$OUT/env.txt"
 say "augmentd: $AUGMENTD_BIN"
 
 # 4. Synthetic dataset, planned and preprocessed by nnU-Net (cached in $E2E_WORK).
