@@ -26,6 +26,8 @@ enum Slot : int { kImage = 0, kSeg = 1, kFused = 2, kSegTemp = 3 };
 static_assert(kSegTemp < ChainWorkspace::kSlotStage);
 // The input-shaped scratch of the entries before the spatial one, above every stage's slots.
 constexpr int kPreImage = ChainWorkspace::kSlotStage + 32, kPreSeg = kPreImage + 1;
+// Output pairs (image, seg) of a staged chain's spatial stages, alternating (a stage reads its predecessor's).
+constexpr int kStagedSpatial[2] = {kPreSeg + 1, kPreSeg + 3};
 
 #define AUGMENTD_CHAIN_CUDA_OK(expr) RETURN_IF_ERROR(CudaStageStatus((expr), #expr))
 
@@ -43,6 +45,12 @@ struct Geometry {
   int64_t out_voxels() const { return int64_t{out[0]} * out[1] * out[2]; }
 };
 
+// The scratch as the entries after downsample_seg_for_ds see it: no labels (the CPU engine emptied them).
+void HideLabels(ChainTensors& t) {
+  t.seg = nullptr;
+  t.seg_channels = 0;
+}
+
 // A 2D or 3D spatial shape as the chain's 3D internal shape (leading unit axis for 2D).
 void Internal3(const std::vector<int64_t>& s, int32_t out[3]) {
   const size_t lead = 3 - s.size();
@@ -56,27 +64,46 @@ CudaChain::~CudaChain() = default;
 absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec& spec) {
   std::unique_ptr<CudaChain> c(new CudaChain());
   c->spec_ = spec;
+  // DS / regions with p < 1, label entries after DS: INVALID_ARGUMENT, as the CPU engine.
+  RETURN_IF_ERROR(spec.CheckLayoutStable());
   const size_t n = spec.transforms.size();
+  // Staged: several spatial entries, or one after regions — every spatial entry a ChainSpatialStage.
+  size_t spatials = 0, regions_at = SIZE_MAX;
+  for (size_t t = 0; t < n; ++t) {
+    const TransformKind k = spec.transforms[t].kind;
+    if (k == TransformKind::kConvertSegmentationToRegions) regions_at = std::min(regions_at, t);
+    if (k == TransformKind::kSpatial) {
+      ++spatials;
+      c->staged_ = c->staged_ || t > regions_at;
+    }
+  }
+  c->staged_ = c->staged_ || spatials > 1;
   for (size_t t = 0; t < n; ++t) {
     const TransformSpec& ts = spec.transforms[t];
     switch (ts.kind) {
       case TransformKind::kSpatial:
-        if (c->spatial_index_ != SIZE_MAX) return NotCovered(ts, t, "more than one spatial transform");
-        if (c->bool_seg_) return NotCovered(ts, t, "after convert_segmentation_to_regions");
+        if (c->staged_) {
+          const auto* sp = dynamic_cast<const SpatialTransform*>(ts.transform.get());
+          if (sp == nullptr) return NotCovered(ts, t, "unknown implementation");
+          ASSIGN_OR_RETURN(std::unique_ptr<ChainSpatial> s, ChainSpatial::Create(*sp, t));
+          const int slot = kStagedSpatial[c->staged_spatial_.size() % 2];
+          auto stage = std::make_unique<ChainSpatialStage>(std::move(s), slot, kSegTemp);
+          c->staged_spatial_.push_back(stage.get());
+          c->entries_.push_back(Entry{t, ts.kind, std::move(stage), 0});
+          continue;
+        }
         c->spatial_index_ = t;
         continue;
-      case TransformKind::kDownsampleSegForDs:
-        if (t + 1 != n) return NotCovered(ts, t, "downsample_seg_for_ds must be the last entry");
-        if (ts.apply_probability < 1) return NotCovered(ts, t, "apply_probability < 1");
+      case TransformKind::kDownsampleSegForDs:  // entries after it are image-only (CheckLayoutStable)
         c->ds_ = dynamic_cast<const DownsampleSegForDsTransform*>(ts.transform.get());
         if (c->ds_ == nullptr) return NotCovered(ts, t, "unknown implementation");
+        c->ds_index_ = t;
         continue;
       default:
         break;
     }
     Entry e{t, ts.kind, nullptr, 0};
     if (ts.kind == TransformKind::kConvertSegmentationToRegions) {
-      if (ts.apply_probability < 1) return NotCovered(ts, t, "apply_probability < 1");
       const auto* r = dynamic_cast<const ConvertSegmentationToRegionsTransform*>(ts.transform.get());
       if (r == nullptr) return NotCovered(ts, t, "unknown implementation");
       e.regions = static_cast<int32_t>(r->config().regions.size());
@@ -115,11 +142,17 @@ absl::StatusOr<CudaOutputLayout> CudaChain::OutputLayout(const std::vector<int64
   std::vector<int64_t> p(image_shape.begin() + 2, image_shape.end());
   for (int64_t v : p)
     if (v < 1 || v > 4096) return ju::Invalid("image.shape", "spatial size not in [1, 4096]");
+  int64_t vox = NumElements(p);  // the largest scratch shape
   if (generic_ != nullptr) {
     RETURN_IF_ERROR(generic_->Geometry(p, image_shape[0], image_shape[1], seg_channels).status());
     p = generic_->OutputShape(p);
   }
-  const int64_t vox = std::max(NumElements(p), NumElements(image_shape) / (image_shape[0] * image_shape[1]));
+  for (const ChainSpatialStage* s : staged_spatial_) {
+    RETURN_IF_ERROR(s->spatial().Geometry(p, image_shape[0], image_shape[1], seg_channels).status());
+    p = s->spatial().OutputShape(p);
+    vox = std::max(vox, NumElements(p));
+  }
+  vox = std::max(vox, NumElements(p));
   if (vox * image_shape[0] * std::max<int64_t>(image_shape[1], std::max<int64_t>(seg_channels, max_regions_)) >
       (int64_t{1} << 31))
     return ju::Invalid("image.shape", "batch larger than the CUDA chain allows (2^31 voxels per tensor)");
@@ -209,18 +242,21 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       RETURN_IF_ERROR(generic_->AddSample(p, geom, grids, recs[b]));
     }
   }
-  if (!spatial) {
+  if (!spatial && staged_spatial_.empty()) {
     for (int d = 0; d < 3; ++d)
       if (g.in[d] != g.out[d]) return absl::InternalError("CUDA chain: shape changes without a spatial entry");
   }
 
-  // 2. Scratch tensors (grow only for a larger batch).
+  // 2. Scratch tensors (grow only for a larger batch): the patch shape after the executor's spatial entry, else
+  // (staged, or no spatial entry) the input shape.
   const int64_t n = g.out_voxels();
+  const int32_t* shape0 = spatial ? g.out : g.in;
+  const int64_t n0 = int64_t{shape0[0]} * shape0[1] * shape0[2];
   const int64_t seg_cap = g.seg_channels > 0 ? std::max<int64_t>(g.seg_channels, max_regions_) : 0;
-  ASSIGN_OR_RETURN(void* image, ws_.Scratch(kImage, sizeof(float) * g.batch * g.channels * n));
+  ASSIGN_OR_RETURN(void* image, ws_.Scratch(kImage, sizeof(float) * g.batch * g.channels * n0));
   void* seg = nullptr;
   if (seg_cap > 0) {
-    ASSIGN_OR_RETURN(seg, ws_.Scratch(kSeg, sizeof(int16_t) * g.batch * seg_cap * n));
+    ASSIGN_OR_RETURN(seg, ws_.Scratch(kSeg, sizeof(int16_t) * g.batch * seg_cap * n0));
   }
   ChainTensors t0;
   t0.image = static_cast<float*>(image);
@@ -229,7 +265,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   t0.channels = static_cast<int32_t>(g.channels);
   t0.seg_channels = static_cast<int32_t>(g.seg_channels);
   t0.seg_capacity = static_cast<int32_t>(seg_cap);
-  for (int d = 0; d < 3; ++d) t0.shape[d] = g.out[d];
+  for (int d = 0; d < 3; ++d) t0.shape[d] = shape0[d];
   // Entries before the spatial one run on a copy of the input (input shape).
   const bool pre = spatial && !entries_.empty() && entries_.front().index < spatial_index_;
   ChainTensors pre_t = t0;
@@ -263,11 +299,16 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
         if (lifted[b] != nullptr) params[b] = lifted[b].get();
       }
     }
-    if (before_spatial(e)) {  // no regions here (Create refuses them before the spatial entry)
+    if (before_spatial(e)) {  // no regions here (staged otherwise)
       RETURN_IF_ERROR(e.stage->Prepare(params, tp_in, arena_));
       continue;
     }
+    if (e.index > ds_index_) HideLabels(tp);  // what the enqueue loop will do
+    auto* staged_spatial = e.kind == TransformKind::kSpatial ? static_cast<ChainSpatialStage*>(e.stage.get()) : nullptr;
+    if (staged_spatial != nullptr) staged_spatial->set_two_d(two_d);
     RETURN_IF_ERROR(e.stage->Prepare(params, tp, arena_));
+    if (staged_spatial != nullptr)
+      for (int d = 0; d < 3; ++d) tp.shape[d] = staged_spatial->out_shape()[d];
     if (e.regions > 0 && tp.seg_channels > 0) {  // what RegionsStage::Enqueue will do
       tp.seg_channels = e.regions;
       tp.seg_is_bool = true;
@@ -292,20 +333,11 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
     src_seg = pre_t.seg;
   }
   if (spatial && !fused_spatial) {
-    int16_t* lowest = nullptr;
     const bool any_grid =
         std::any_of(recs.begin(), recs.end(), [](const ch::SpatialSampleRec& r) { return r.grid >= 0; });
-    const int64_t planes = g.batch * g.seg_channels * geom.fold;
-    if (g.seg_channels > 0 && generic_->linear_seg() && any_grid) {
-      ASSIGN_OR_RETURN(void* low, ws_.Scratch(kSegTemp, sizeof(int16_t) * planes));
-      lowest = static_cast<int16_t*>(low);
-      AUGMENTD_CHAIN_CUDA_OK(ch::LaunchLowestPerPlane(static_cast<int32_t>(planes), in_n / geom.fold, src_seg, lowest,
-                                                      stream));
-    }
-    AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSpatialGeneric(geom, arena_.device_as<ch::SpatialSampleRec>(recs_offset),
-                                                    arena_.device_as<float>(grids_offset), src_image,
-                                                    g.seg_channels > 0 ? src_seg : nullptr, lowest, t0.image,
-                                                    g.seg_channels > 0 ? t0.seg : nullptr, stream));
+    RETURN_IF_ERROR(generic_->Enqueue(geom, arena_.device_as<ch::SpatialSampleRec>(recs_offset),
+                                      arena_.device_as<float>(grids_offset), any_grid, src_image, src_seg, t0.image,
+                                      t0.seg, ws_, kSegTemp, stream));
   } else if (fused_spatial) {
     const size_t fused_bytes = cuda::WorkspaceBytes(sh);
     if (fused_bytes == 0) {
@@ -351,34 +383,51 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       }
     }
   } else {
-    AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(t0.image, input.image, sizeof(float) * g.batch * g.channels * n,
+    AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(t0.image, input.image, sizeof(float) * g.batch * g.channels * n0,
                                            cudaMemcpyDeviceToDevice, stream));
     if (g.seg_channels > 0) {
-      AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(t0.seg, input.seg, sizeof(int16_t) * g.batch * g.seg_channels * n,
+      AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(t0.seg, input.seg, sizeof(int16_t) * g.batch * g.seg_channels * n0,
                                              cudaMemcpyDeviceToDevice, stream));
     }
   }
 
-  // 5. The stages, in spec order.
+  // 5. The stages, in spec order; the label pyramid where downsample_seg_for_ds stands (the entries after it are
+  // image-only: PipelineSpec::CheckLayoutStable).
+  const auto store_labels = [&](const ChainTensors& t) -> absl::Status {
+    for (int d = 0; d < 3; ++d)
+      if (t.shape[d] != g.out[d]) return absl::InternalError("CUDA chain: labels stored before the final shape");
+    for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
+      if (lay.seg_shapes[l][1] != t.seg_channels) {
+        return absl::InternalError(absl::StrCat("CUDA chain: ", t.seg_channels, " seg channels, layout says ",
+                                                lay.seg_shapes[l][1]));
+      }
+      int32_t q[3];
+      Internal3(std::vector<int64_t>(lay.seg_shapes[l].begin() + 2, lay.seg_shapes[l].end()), q);
+      AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegLevel(static_cast<int32_t>(g.batch) * t.seg_channels, t.shape, t.seg, q,
+                                                output.seg[l], t.seg_is_bool, stream));
+    }
+    return absl::OkStatus();
+  };
   ChainTensors t = t0;
-  for (Entry& e : entries_)
-    if (!before_spatial(e)) RETURN_IF_ERROR(e.stage->Enqueue(t, arena_, ws_, stream));
+  bool labels_stored = false;
+  for (Entry& e : entries_) {
+    if (before_spatial(e)) continue;
+    if (e.index > ds_index_ && !labels_stored) {
+      RETURN_IF_ERROR(store_labels(t));
+      labels_stored = true;
+      HideLabels(t);
+    }
+    RETURN_IF_ERROR(e.stage->Enqueue(t, arena_, ws_, stream));
+  }
+  if (!labels_stored) RETURN_IF_ERROR(store_labels(t));
 
-  // 6. Outputs: image dtype, label pyramid.
+  // 6. The image in the output dtype.
+  for (int d = 0; d < 3; ++d)
+    if (t.shape[d] != g.out[d]) return absl::InternalError("CUDA chain: the image does not end at the output shape");
   const cuda::OutDType odt = options.image_dtype == DType::kFloat16    ? cuda::OutDType::kFloat16
                              : options.image_dtype == DType::kBFloat16 ? cuda::OutDType::kBFloat16
                                                                        : cuda::OutDType::kFloat32;
   AUGMENTD_CHAIN_CUDA_OK(ch::LaunchStoreImage(g.batch * g.channels * n, t.image, output.image, odt, stream));
-  for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
-    if (lay.seg_shapes[l][1] != t.seg_channels) {
-      return absl::InternalError(absl::StrCat("CUDA chain: ", t.seg_channels, " seg channels, layout says ",
-                                              lay.seg_shapes[l][1]));
-    }
-    int32_t q[3];
-    Internal3(std::vector<int64_t>(lay.seg_shapes[l].begin() + 2, lay.seg_shapes[l].end()), q);
-    AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegLevel(static_cast<int32_t>(g.batch) * t.seg_channels, g.out, t.seg, q,
-                                              output.seg[l], t.seg_is_bool, stream));
-  }
   return absl::OkStatus();
 }
 

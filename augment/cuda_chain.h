@@ -12,8 +12,13 @@
 //      modes, random_crop, other paddings: ChainSpatial::Needed) run on the generic spatial kernel instead
 //      (cuda_chain_spatial.h); no spatial entry: the input is copied into the scratch;
 //   2. one CudaStage per later entry, in spec order (MakeCudaStage);
-//   3. the image in the output dtype and the label pyramid (downsample_seg_for_ds, the last entry, nearest-exact;
-//      int16, or 0/1 bytes after convert_segmentation_to_regions) into the caller's buffers.
+//   3. the image in the output dtype and the label pyramid (nearest-exact; int16, or 0/1 bytes after
+//      convert_segmentation_to_regions) into the caller's buffers. The pyramid is stored where downsample_seg_for_ds
+//      stands: the entries after it are image-only (PipelineSpec::CheckLayoutStable) and see no labels, as on the
+//      CPU engine.
+// Staged chains (several spatial entries, or one after convert_segmentation_to_regions): no executor spatial step;
+// the scratch starts as a copy of the input and every spatial entry is a ChainSpatialStage (cuda_chain_spatial.h,
+// the generic kernel) that resamples it into the next shape, labels included (0/1 region channels stay 0/1).
 // Buffers (scratch, stage temporaries, the arena) grow to the largest batch seen and are reused: no allocation in
 // the steady state.
 //
@@ -43,10 +48,10 @@ class DownsampleSegForDsTransform;
 
 class CudaChain {
  public:
-  // Host-only (no GPU needed). UNIMPLEMENTED naming the entry (index, kind, option) the chain cannot run: an entry
-  // without a CUDA stage, convert_segmentation_to_regions before the spatial entry, downsample_seg_for_ds that is
-  // not the last or has apply_probability < 1, convert_segmentation_to_regions with apply_probability < 1,
-  // bg_style_seg_sampling. Entries before the spatial one run at the input shape.
+  // Host-only (no GPU needed). INVALID_ARGUMENT as the CPU engine for what PipelineSpec::CheckLayoutStable refuses
+  // (downsample_seg_for_ds / convert_segmentation_to_regions that can be skipped, label entries after DS);
+  // UNIMPLEMENTED naming the entry (index, kind, option) for an entry without a CUDA stage. Entries before the
+  // (first) spatial one run at the input shape.
   static absl::StatusOr<std::unique_ptr<CudaChain>> Create(const PipelineSpec& spec);
   ~CudaChain();
   CudaChain(const CudaChain&) = delete;
@@ -77,7 +82,12 @@ class CudaChain {
   std::unique_ptr<ChainSpatial> generic_;
   size_t spatial_index_ = SIZE_MAX;  // entries before it run on input-shaped scratch
   std::vector<Entry> entries_;
+  // Staged chain: several spatial entries, or one after convert_segmentation_to_regions. Every spatial entry is then
+  // a ChainSpatialStage in entries_ (the scratch starts at the input shape; spatial_index_ stays SIZE_MAX).
+  bool staged_ = false;
+  std::vector<ChainSpatialStage*> staged_spatial_;  // owned by entries_, in spec order
   const DownsampleSegForDsTransform* ds_ = nullptr;
+  size_t ds_index_ = SIZE_MAX;  // the label pyramid is stored there; later entries see no labels
   int32_t max_regions_ = 0;  // seg scratch capacity needed by convert_segmentation_to_regions
   int32_t out_regions_ = 0;  // seg channels after the last one
   bool bool_seg_ = false;

@@ -1,11 +1,20 @@
 // 2D samples on the generic CUDA chain (cuda_chain_2d.h): which stages take them and their parameters' 3D form.
 #include "augment/cuda_chain_2d.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/blank_rectangle.h"
+#include "augment/transforms/brightness_gradient_additive.h"
 #include "augment/transforms/gaussian_blur.h"
+#include "augment/transforms/local_gamma.h"
 #include "augment/transforms/mirror.h"
+#include "augment/transforms/mri_bias_field.h"
+#include "augment/transforms/mri_ghosting.h"
+#include "augment/transforms/mri_spike.h"
 #include "augment/transforms/rot90.h"
 #include "augment/transforms/simulate_low_resolution.h"
 #include "augment/transforms/transpose_axes.h"
@@ -29,6 +38,19 @@ absl::Status CheckStage2D(TransformKind kind, size_t index) {
     case TransformKind::kMirror:
     case TransformKind::kRot90:
     case TransformKind::kTransposeAxes:
+    case TransformKind::kMedianFilter:
+    case TransformKind::kSharpening:
+    case TransformKind::kBlankRectangle:
+    case TransformKind::kBrightnessGradientAdditive:
+    case TransformKind::kLocalGamma:
+    case TransformKind::kRicianNoise:
+    case TransformKind::kBiasField:
+    case TransformKind::kGhosting:
+    case TransformKind::kSpike:
+    case TransformKind::kMotion:
+    case TransformKind::kHistogramEqualization:
+    case TransformKind::kRandomConvolution:
+    case TransformKind::kIntensityFunction:
       return absl::OkStatus();
     default:
       return absl::UnimplementedError(absl::StrCat(
@@ -42,7 +64,51 @@ absl::Status Not2D(TransformKind kind, const std::string& field) {
   return absl::InvalidArgumentError(
       absl::StrCat(std::string(TransformKindName(kind)), ": params.", field, ": expected 2D parameters"));
 }
+
+// Local-kernel specs of a 2D sample → 3D: the unit axis gets centre 0 and kUnitAxisLocalScale (factor 1.0f).
+absl::Status LiftSpecs(TransformKind kind, std::vector<std::optional<LocalKernelSpec>>& specs) {
+  for (auto& s : specs) {
+    if (!s) continue;
+    if (s->loc_px.size() != 2 || s->scale.size() != 2) return Not2D(kind, "kernel_params");
+    s->loc_px.insert(s->loc_px.begin(), 0.0);
+    s->scale.insert(s->scale.begin(), kUnitAxisLocalScale);
+  }
+  return absl::OkStatus();
+}
+
+// MRI artefacts: TorchIO's 2D form is (X, Y, 1); the scratch is (1, X, Y). Scratch axis g is CPU axis kCpuAxis[g].
+constexpr int kCpuAxis[3] = {2, 0, 1};
+
+// bias_field: the lifted coefficient of u^a'·x^b'·y^c' (u, x, y: the scratch's axes, TorchIO's loop order) is the
+// CPU's coefficient of x^b'·y^c'·z^a' (its loop order over x, y, z). Terms with a' > 0 vanish on both sides (the
+// unit axis' coordinate is 0), the others are the CPU's terms in the CPU's order.
+absl::StatusOr<std::unique_ptr<TransformParams>> LiftBiasField(const BiasFieldParams& p) {
+  const int k = p.order;
+  if (k < 0 || k > 10 || static_cast<int64_t>(p.coefficients.size()) != BiasFieldNumCoefficients(k))
+    return absl::InvalidArgumentError("bias_field: params.coefficients: count does not match order (0..10)");
+  const auto at = [k](int a, int b, int c) { return static_cast<size_t>((a * (k + 1) + b) * (k + 1) + c); };
+  std::vector<size_t> index(static_cast<size_t>((k + 1) * (k + 1) * (k + 1)));  // monomial (a, b, c) → loop index
+  size_t t = 0;
+  for (int a = 0; a <= k; ++a)
+    for (int b = 0; b <= k - a; ++b)
+      for (int c = 0; c <= k - a - b; ++c) index[at(a, b, c)] = t++;
+  auto q = std::make_unique<BiasFieldParams>(p);
+  t = 0;
+  for (int a = 0; a <= k; ++a)
+    for (int b = 0; b <= k - a; ++b)
+      for (int c = 0; c <= k - a - b; ++c) q->coefficients[t++] = p.coefficients[index[at(b, c, a)]];
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
 }  // namespace
+
+MotionAffine PlanarMotionAffine(const MotionAffine& a) {
+  MotionAffine r;
+  for (int g = 0; g < 3; ++g) {
+    for (int h = 0; h < 3; ++h) r.m[g * 3 + h] = a.m[kCpuAxis[g] * 3 + kCpuAxis[h]];
+    r.b[g] = a.b[kCpuAxis[g]];
+  }
+  return r;
+}
 
 absl::StatusOr<std::unique_ptr<TransformParams>> LiftParams2D(TransformKind kind, const TransformParams& p) {
   switch (kind) {
@@ -86,6 +152,45 @@ absl::StatusOr<std::unique_ptr<TransformParams>> LiftParams2D(TransformKind kind
       q->axis_order = {0, 1, q->axis_order[1] + 1, q->axis_order[2] + 1};
       return std::unique_ptr<TransformParams>(std::move(q));
     }
+    case TransformKind::kSharpening:
+      return std::unique_ptr<TransformParams>(new PlanarSharpeningParams(static_cast<const SharpeningParams&>(p)));
+    case TransformKind::kBlankRectangle: {
+      auto q = std::make_unique<BlankRectangleParams>(static_cast<const BlankRectangleParams&>(p));
+      for (auto& boxes : q->rectangles) {
+        for (auto& box : boxes) {
+          if (box.lb.size() != 2 || box.ub.size() != 2) return Not2D(kind, "rectangles");
+          box.lb.insert(box.lb.begin(), 0);
+          box.ub.insert(box.ub.begin(), 1);
+        }
+      }
+      return std::unique_ptr<TransformParams>(std::move(q));
+    }
+    case TransformKind::kBrightnessGradientAdditive: {
+      auto q = std::make_unique<BrightnessGradientAdditiveParams>(
+          static_cast<const BrightnessGradientAdditiveParams&>(p));
+      RETURN_IF_ERROR(LiftSpecs(kind, q->specs));
+      return std::unique_ptr<TransformParams>(std::move(q));
+    }
+    case TransformKind::kLocalGamma: {
+      auto q = std::make_unique<LocalGammaParams>(static_cast<const LocalGammaParams&>(p));
+      RETURN_IF_ERROR(LiftSpecs(kind, q->specs));
+      return std::unique_ptr<TransformParams>(std::move(q));
+    }
+    case TransformKind::kBiasField:
+      return LiftBiasField(static_cast<const BiasFieldParams&>(p));
+    case TransformKind::kGhosting: {
+      auto q = std::make_unique<GhostingParams>(static_cast<const GhostingParams&>(p));
+      if (q->axis < 0 || q->axis > 1) return Not2D(kind, "axis");
+      q->axis += 1;
+      return std::unique_ptr<TransformParams>(std::move(q));
+    }
+    case TransformKind::kSpike: {
+      auto q = std::make_unique<SpikeParams>(static_cast<const SpikeParams&>(p));
+      for (auto& pos : q->positions) pos = {pos[kCpuAxis[0]], pos[kCpuAxis[1]], pos[kCpuAxis[2]]};
+      return std::unique_ptr<TransformParams>(std::move(q));
+    }
+    case TransformKind::kMotion:
+      return std::unique_ptr<TransformParams>(new PlanarMotionParams(static_cast<const MotionParams&>(p)));
     default:
       return std::unique_ptr<TransformParams>();
   }

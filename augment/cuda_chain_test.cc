@@ -8,7 +8,10 @@
 // rounding (H200, 2026-11-29: max 7.5e-7 of the range in float32, no label mismatch). Label gpu (skips without one).
 // The generic spatial kernel (cuda_chain_spatial.h: nnU-Net's 2d configuration on 2D samples, dummy-2D 3d_fullres,
 // nearest modes, random_crop, other paddings) computes the CPU's own sampling grid: its labels must match exactly
-// (H200, 2026-11-30: 26 such runs, 0 label mismatches, images within 3.6e-7 of the range in float32).
+// (H200, 2026-11-30: 26 such runs, 0 label mismatches, images within 3.6e-7 of the range in float32). Also on it:
+// bg_style_seg_sampling (bgv2's threshold vote) and staged chains (several spatial entries; spatial after regions).
+// downsample_seg_for_ds followed by image-only entries (the pyramid of the labels where DS stands). A failure names
+// the case, the seed and the first mismatching label / voxel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -100,11 +103,17 @@ void RunCase(const Case& cs) {
                                       [](const TransformSpec& ts) { return ts.kind == TransformKind::kSpatial; });
 
   int64_t seg_total = 0, seg_mismatch = 0;
+  std::string first_mismatch;
   for (size_t l = 0; l < cpu->seg.size(); ++l) {
-    ASSERT_EQ(gpu->seg[l].shape(), cpu->seg[l].shape());
-    ASSERT_EQ(gpu->seg[l].dtype(), cpu->seg[l].dtype());
-    for (int64_t i = 0; i < cpu->seg[l].numel(); ++i)
-      seg_mismatch += LabelAt(cpu->seg[l], i) != LabelAt(gpu->seg[l], i);
+    ASSERT_EQ(gpu->seg[l].shape(), cpu->seg[l].shape()) << cs.name;
+    ASSERT_EQ(gpu->seg[l].dtype(), cpu->seg[l].dtype()) << cs.name;
+    for (int64_t i = 0; i < cpu->seg[l].numel(); ++i) {
+      const int64_t a = LabelAt(cpu->seg[l], i), b = LabelAt(gpu->seg[l], i);
+      if (a != b && first_mismatch.empty())
+        first_mismatch = "level " + std::to_string(l) + " element " + std::to_string(i) + ": cuda " +
+                         std::to_string(b) + " cpu " + std::to_string(a);
+      seg_mismatch += a != b;
+    }
     seg_total += cpu->seg[l].numel();
   }
   const std::vector<int64_t>& ish = cpu->image.shape();
@@ -135,9 +144,9 @@ void RunCase(const Case& cs) {
               (long long)seg_mismatch, (long long)seg_total, frac);
   EXPECT_EQ(float_bad, 0) << cs.name;
   if (has_spatial && !cs.exact_labels) {
-    EXPECT_LE(frac, 2e-3) << cs.name;
+    EXPECT_LE(frac, 2e-3) << cs.name << ", first label mismatch " << first_mismatch;
   } else {
-    EXPECT_EQ(seg_mismatch, 0) << cs.name;
+    EXPECT_EQ(seg_mismatch, 0) << cs.name << ", first label mismatch " << first_mismatch;
   }
 }
 
@@ -263,6 +272,32 @@ TEST(CudaChainSpatial, Nnunet2d) {
            {}, 2, 1, 1, 4, DType::kFloat16, true});
 }
 
+// Whole pipelines on 2D samples through the stages with a 2D form of their own (cuda_chain_2d.h): nnUNetTrainerDA5's
+// preset, and the MRI artefacts + AugLab extras ahead of nnU-Net's default pipeline (ahead of the spatial entry, at
+// the input shape, so that histogram equalization bins the exact input).
+TEST(CudaChainSpatial, Da5MriAuglab2d) {
+  for (int B : {1, 2}) {
+    RunCase({"2d-da5", [] { return *NnunetDa5Pipeline(Config2D({37, 45}, 1)); }, {}, B, 1, 1, 4, DType::kFloat32,
+             true});
+    RunCase({"2d-da5-all-on", [] { return ForceOn(*NnunetDa5Pipeline(Config2D({31, 40}, 2))); }, {}, B, 2, 1, 4,
+             DType::kFloat32, true});
+  }
+  RunCase({"2d-mri-auglab", [] {
+             PipelineSpec s = ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 2)));
+             std::vector<TransformSpec> front;
+             for (const char* kind : {"histogram_equalization", "intensity_function", "random_convolution",
+                                      "bias_field", "ghosting", "spike", "motion"}) {
+               absl::StatusOr<TransformSpec> t = TransformSpec::FromJson(
+                   {{"kind", kind}, {"apply_probability", 1.0}, {"config", nlohmann::json::object()}});
+               EXPECT_TRUE(t.ok()) << kind << ": " << t.status();
+               if (t.ok()) front.push_back(*std::move(t));
+             }
+             s.transforms.insert(s.transforms.begin(), front.begin(), front.end());
+             return s;
+           },
+           {}, 2, 2, 1, 4, DType::kFloat32, true});
+}
+
 // nnU-Net's 3d_fullres on an anisotropic patch (max/p0 > 3): dummy-2D, the spatial transform per slice of axis 0.
 TEST(CudaChainSpatial, Dummy2d3dFullres) {
   for (int B : {1, 2, 8}) {
@@ -327,6 +362,30 @@ TEST(CudaChainSpatial, ModesCropAndPaddings) {
            {}, 2, 1, 1, 4, DType::kFloat32, true});
 }
 
+// bgv2's bg_style_seg_sampling threshold vote: many labels, exactly two (its own branch), dummy-2D, 2D elastic.
+void BgStyle(SpatialConfig& c) { c.bg_style_seg_sampling = true; }
+
+TEST(CudaChainSpatial, BgStyleSegSampling) {
+  for (int B : {1, 2, 8})
+    RunCase({"bg-style", [] { return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2))), BgStyle); },
+             {}, B, 2, 1, 4, DType::kFloat32, true});
+  RunCase({"bg-style-two-labels-seg2", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({15, 21, 18}, 1))), BgStyle);
+           },
+           {}, 2, 1, 2, 2, DType::kFloat32, true});
+  RunCase({"bg-style-dummy2d", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({5, 23, 27}, 1))), BgStyle);
+           },
+           {}, 2, 1, 1, 5, DType::kFloat32, true});
+  RunCase({"bg-style-2d-elastic", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 1))), [](SpatialConfig& c) {
+               Elastic(c);
+               BgStyle(c);
+             });
+           },
+           {}, 2, 1, 1, 3, DType::kFloat32, true});
+}
+
 // `spec` with its spatial entry (index 0) moved to `to`.
 PipelineSpec SpatialAt(PipelineSpec spec, size_t to) {
   TransformSpec sp = spec.transforms[0];
@@ -348,6 +407,80 @@ TEST(CudaChainSpatial, SpatialNotFirstAndManyChannels) {
            {}, 2, 1, 1, 4, DType::kFloat32, true});
   RunCase({"nine-channels", [] { return ForceOn(*NnunetDefaultPipeline(Config({15, 17, 16}, 9))); }, {}, 2, 9, 1, 4,
            DType::kFloat32, true});
+}
+
+// ---- Staged chains (several spatial entries, or one after regions: all on the generic kernel) and DS not last ----
+
+// `spec` with a second spatial entry (the first one's config onto `patch`) inserted at `at`.
+PipelineSpec WithSecondSpatial(PipelineSpec spec, std::vector<int64_t> patch, size_t at) {
+  SpatialConfig c = static_cast<const SpatialTransform&>(*spec.transforms[0].transform).config();
+  c.patch_size = std::move(patch);
+  spec.transforms.insert(spec.transforms.begin() + static_cast<std::ptrdiff_t>(at),
+                         *TransformSpec::Make(*SpatialTransform::Create(c), 1.0));
+  return spec;
+}
+
+TEST(CudaChainSpatial, StagedSpatialEntries) {
+  for (int B : {1, 2, 8}) {
+    RunCase({"two-spatial", [] {
+               return WithSecondSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2))), {13, 16, 15}, 3);
+             },
+             {}, B, 2, 1, 4, DType::kFloat32, true});
+    RunCase({"spatial-after-regions", [] {
+               TrainerConfig tc = Config({17, 23, 19}, 1);
+               tc.regions = std::vector<std::vector<int64_t>>{{1, 2, 3}, {2, 3}, {3}};
+               PipelineSpec s = ForceOn(*NnunetDefaultPipeline(tc));
+               return SpatialAt(s, s.transforms.size() - 2);  // ..., remove_label, regions, spatial, DS
+             },
+             {}, B, 1, 1, 4, DType::kFloat32, true});
+  }
+  RunCase({"two-spatial-2d", [] {
+             return WithSecondSpatial(ForceOn(*NnunetDefaultPipeline(Config2D({37, 45}, 1))), {30, 41}, 5);
+           },
+           {}, 2, 1, 1, 4, DType::kFloat32, true});
+  RunCase({"two-spatial-dummy2d-seg2", [] {
+             return WithSecondSpatial(ForceOn(*NnunetDefaultPipeline(Config({5, 23, 27}, 1))), {20, 25}, 2);
+           },
+           {}, 2, 1, 2, 4, DType::kFloat32, true});
+  RunCase({"three-spatial-image-only", [] {
+             PipelineSpec s =
+                 WithSecondSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))), {15, 15, 15}, 1);
+             return WithSecondSpatial(s, {11, 13, 12}, s.transforms.size() - 1);
+           },
+           {}, 2, 1, 0, 4, DType::kFloat32, true});
+  RunCase({"spatial-after-regions-bg-style-fp16", [] {
+             TrainerConfig tc = Config({15, 21, 18}, 1);
+             tc.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}};
+             PipelineSpec s = WithSpatial(ForceOn(*NnunetDefaultPipeline(tc)), BgStyle);
+             return SpatialAt(s, s.transforms.size() - 2);
+           },
+           {}, 2, 1, 1, 3, DType::kFloat16, true});
+}
+
+// downsample_seg_for_ds followed by image-only entries: the pyramid is the labels where DS stands.
+TEST(CudaChain, DsNotLast) {
+  const auto ds_then = [](PipelineSpec s) {
+    for (TransformKind k : {TransformKind::kGamma, TransformKind::kGaussianNoise, TransformKind::kContrast})
+      for (const TransformSpec& ts : std::vector<TransformSpec>(s.transforms))
+        if (ts.kind == k) {
+          s.transforms.push_back(ts);
+          break;
+        }
+    return s;
+  };
+  for (int B : {1, 2, 8})
+    RunCase({"ds-then-gamma-noise-contrast",
+             [&] { return ds_then(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2)))); }, {}, B, 2, 1, 4});
+  RunCase({"ds-then-image-only-entries-regions", [&] {
+             TrainerConfig tc = Config({17, 23, 19}, 1);
+             tc.regions = std::vector<std::vector<int64_t>>{{1, 2, 3}, {3}};
+             return ds_then(ForceOn(*NnunetDefaultPipeline(tc)));
+           },
+           {}, 2, 1, 1, 4});
+  RunCase({"ds-then-image-only-entries-no-seg", [&] {
+             return ds_then(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))));
+           },
+           {}, 2, 1, 0, 4});
 }
 
 }  // namespace

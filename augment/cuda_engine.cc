@@ -305,6 +305,7 @@ CudaAugmenter::~CudaAugmenter() = default;
 int CudaAugmenter::device() const { return impl_->device; }
 
 absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const PipelineSpec& spec, int device) {
+  RETURN_IF_ERROR(spec.CheckLayoutStable());  // as the CPU engine
   // Coverage first (answerable without a GPU): the fused kernels, else the generic chain.
   absl::StatusOr<CudaPlan> plan = MakeCudaPlan(spec);
   absl::StatusOr<std::unique_ptr<CudaChain>> chain = CudaChain::Create(spec);

@@ -28,14 +28,16 @@
 //    rot90, transpose_axes, median_filter, brightness_additive, blank_rectangle, brightness_gradient_additive,
 //    local_gamma, sharpening, rician_noise), MRI artefacts, AugLab extras, regions (bool targets,
 //    CudaOutputLayout::seg_dtype), several or no seg channels, apply_probability < 1 anywhere but on regions / DS,
-//    per-channel noise, contrast without preserve_range, any blur size, user orders with DS last, pipelines without
-//    a spatial entry or with entries before it; through its generic spatial kernel (cuda_chain_spatial.h):
-//    dummy-2D, 2D samples (B, C, X, Y) as (B, C, 1, X, Y), nearest modes, random_crop, any padding values, > 8
+//    per-channel noise, contrast without preserve_range, any median window, any blur size, user orders (DS followed
+//    by image-only entries too), pipelines without a spatial entry, with entries before it or with several spatial
+//    entries (also after regions); through its generic spatial kernel (cuda_chain_spatial.h): dummy-2D, 2D samples
+//    (B, C, X, Y) as (B, C, 1, X, Y), nearest modes, random_crop, any padding values, bg_style_seg_sampling, > 8
 //    image channels, injected elastic offsets, elastic on axes > 512.
-// UNIMPLEMENTED (message naming the entry and option) for what neither covers: bg_style_seg_sampling, 2D samples
-// through the DA5 local filters / MRI artefacts / AugLab extras, regions before the spatial entry, DS not last or
-// with p < 1, regions with p < 1, more than one spatial entry, entries without a CUDA stage. No fallback to the
-// CPU: a service that wants one calls AugmentBatch with device "cpu" itself.
+// INVALID_ARGUMENT, as the CPU engine, for what PipelineSpec::CheckLayoutStable refuses (regions / DS with
+// apply_probability < 1 or in a OneOf group, label entries after DS).
+// UNIMPLEMENTED (message naming the entry and option) for what neither covers: 2D samples through the DA5 local
+// filters / MRI artefacts / AugLab extras, entries without a CUDA stage. No fallback to the CPU: a service that
+// wants one calls AugmentBatch with device "cpu" itself.
 //
 // Errors: absl::Status; INVALID_ARGUMENT naming the field; RESOURCE_EXHAUSTED when device/pinned memory runs
 // out; INTERNAL for any other CUDA error (the CUDA error name is in the message); FAILED_PRECONDITION in builds

@@ -549,11 +549,10 @@ TEST(CudaEngine, CoverageErrors) {
   big->transforms[0].transform = *SpatialTransform::Create(c);
   r = CudaAugmenter::Create(*big, 0);
   EXPECT_EQ(r.status().code(), covered) << r.status();  // the chain's generic spatial kernel (host-made field)
-  c.bg_style_seg_sampling = true;  // neither
+  c.bg_style_seg_sampling = true;  // the generic spatial kernel's threshold vote
   big->transforms[0].transform = *SpatialTransform::Create(c);
   r = CudaAugmenter::Create(*big, 0);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("bg_style_seg_sampling"), std::string::npos) << r.status();
+  EXPECT_EQ(r.status().code(), covered) << r.status();
 
   auto da5 = NnunetDa5Pipeline(tc);
   ASSERT_TRUE(da5.ok()) << da5.status();
@@ -567,10 +566,19 @@ TEST(CudaEngine, CoverageErrors) {
   std::swap(order.transforms[0], order.transforms[1]);  // spatial second: the chain
   r = CudaAugmenter::Create(order, 0);
   EXPECT_EQ(r.status().code(), covered) << r.status();
-  std::swap(order.transforms[0], order.transforms.back());  // downsample_seg_for_ds first: neither
+  std::swap(order.transforms[0], order.transforms.back());  // downsample_seg_for_ds first: refused (both engines)
   r = CudaAugmenter::Create(order, 0);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("run it on device \"cpu\""), std::string::npos) << r.status();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("uses the labels after downsample_seg_for_ds"), std::string::npos)
+      << r.status();
+  // DS / regions with p < 1 change the layout of some samples only: INVALID_ARGUMENT, as on the CPU engine.
+  PipelineSpec skip = *regions;
+  for (TransformSpec& ts : skip.transforms)
+    if (ts.kind == TransformKind::kConvertSegmentationToRegions) ts.apply_probability = 0.9;
+  r = CudaAugmenter::Create(skip, 0);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_NE(r.status().message().find("changes the output layout: apply_probability must be 1"), std::string::npos)
+      << r.status();
 
   if (!HaveGpu()) {
     r = CudaAugmenter::Create(MakeSpec(cs), 0);

@@ -1,15 +1,18 @@
 // nnUNetTrainerDA5's local transforms as CUDA chain stages (cuda_stage.h): median_filter, sharpening, rician_noise,
 // blank_rectangle here; brightness_gradient_additive and local_gamma in cuda_stages_da5_local.cc. Each Prepare
 // packs one small record per slice (sample, channel) — or per sample — from the CPU transform's own drawn params;
-// each Enqueue launches a few batch-wide kernels (augment/kernels/cuda/da5_kernels.h).
+// each Enqueue launches a few batch-wide kernels (augment/kernels/cuda/da5_kernels.h). 2D samples arrive as
+// (B, C, 1, X, Y) with their parameters lifted by cuda_chain_2d.h (which states why each result equals the CPU's).
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "augment/cuda_chain_2d.h"
 #include "augment/cuda_stage.h"
 #include "augment/cuda_stages_da5_internal.h"
 #include "augment/kernels/cuda/da5_kernels.h"
+#include "augment/kernels/cuda/da5_median_large.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/blank_rectangle.h"
 #include "augment/transforms/common.h"
@@ -62,7 +65,8 @@ int64_t ParamChannels(const ChainTensors& t, size_t n) {
   return std::min<int64_t>(t.channels, static_cast<int64_t>(n));
 }
 
-// median_filter: k per slice (0 = untouched; k = 1 is the identity), then one launch over all tiles of all slices.
+// median_filter: k per slice (0 = untouched; k = 1 is the identity), then one launch over all tiles of all slices
+// (a batch drawing a window above kMaxMedianSize: one launch of the generic da5_median_large.h kernel instead).
 class MedianStage final : public CudaStage {
  public:
   explicit MedianStage(size_t index) : index_(index) {}
@@ -78,10 +82,6 @@ class MedianStage final : public CudaStage {
       for (int64_t c = 0; c < ParamChannels(t, p->apply_channel.size()); ++c) {
         const int64_t k = p->filter_sizes[c];
         if (!p->apply_channel[c] || k < 2) continue;
-        if (k > da5::kMaxMedianSize)
-          return absl::UnimplementedError(absl::StrCat("CUDA engine: transform ", index_,
-                                                       " (median_filter): filter size ", k, " > ", da5::kMaxMedianSize,
-                                                       " is not covered by the CUDA chain (run it on device \"cpu\")"));
         ks_[b * t.channels + c] = static_cast<int32_t>(k);
         max_k_ = std::max(max_k_, static_cast<int>(k));
       }
@@ -92,6 +92,10 @@ class MedianStage final : public CudaStage {
   absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
     if (max_k_ < 2) return absl::OkStatus();
     ASSIGN_OR_RETURN(float* copy, da5_stage_internal::EnqueueImageCopy(t, ws, stream));
+    if (max_k_ > da5::kMaxMedianSize)  // a window above the shared-memory tiles: the generic kernel, any k
+      return Check(da5::LaunchMedianLarge(copy, t.image, arena.device_as<int32_t>(offset_), t.batch * t.channels,
+                                          t.shape, stream),
+                   "median_filter");
     return Check(da5::LaunchMedian(copy, t.image, arena.device_as<int32_t>(offset_), t.batch * t.channels, t.shape,
                                    max_k_, stream),
                  "median_filter");
@@ -104,7 +108,8 @@ class MedianStage final : public CudaStage {
   size_t offset_ = 0;
 };
 
-// sharpening: per slice strength / apply / clamp; the clamp range is the slice's pre-sharpening [min, max].
+// sharpening: per slice strength / apply / clamp; the clamp range is the slice's pre-sharpening [min, max]. 2D
+// samples (PlanarSharpeningParams, cuda_chain_2d.h) take the kernel's 4-neighbour form.
 class SharpenStage final : public CudaStage {
  public:
   explicit SharpenStage(size_t index) : index_(index) {}
@@ -123,6 +128,7 @@ class SharpenStage final : public CudaStage {
         s.apply = 1;
         s.strength = static_cast<float>(p->strengths[c]);
         s.clamp = p->clamp_intensities[c] ? 1 : 0;
+        s.planar = dynamic_cast<const PlanarSharpeningParams*>(p) != nullptr ? 1 : 0;  // a 2D sample
         any_ = true;
         any_clamp_ |= s.clamp != 0;
       }
@@ -254,15 +260,8 @@ class BlankRectangleStage final : public CudaStage {
 
 absl::StatusOr<std::unique_ptr<CudaStage>> MakeDa5CudaStage(const Transform& t, size_t index) {
   switch (t.kind()) {
-    case TransformKind::kMedianFilter: {
-      const auto& c = static_cast<const MedianFilterTransform&>(t).config();
-      const int64_t largest = c.fixed_size ? c.filter_size[0] : c.filter_size[1] - 1;
-      if (largest > da5::kMaxMedianSize)
-        return absl::UnimplementedError(
-            absl::StrCat("CUDA engine: transform ", index, " (median_filter): filter_size up to ", largest,
-                         " (the CUDA chain covers sizes <= ", da5::kMaxMedianSize, "; run it on device \"cpu\")"));
+    case TransformKind::kMedianFilter:  // any size: k > kMaxMedianSize runs LaunchMedianLarge
       return std::unique_ptr<CudaStage>(new MedianStage(index));
-    }
     case TransformKind::kSharpening:
       return std::unique_ptr<CudaStage>(new SharpenStage(index));
     case TransformKind::kRicianNoise:

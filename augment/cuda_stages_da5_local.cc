@@ -1,7 +1,8 @@
 // brightness_gradient_additive and local_gamma as CUDA chain stages. Their Gaussian bump is separable: the host
 // builds the three 1D factors of each drawn kernel exactly as the CPU transform (LocalGaussianAxis), plus the
 // product's min / range (ProductMinMax: no product volume), uploads them in the ParamArena, and the kernels form
-// the outer product per voxel — so the GPU sees the CPU's kernel values bit for bit.
+// the outer product per voxel — so the GPU sees the CPU's kernel values bit for bit. 2D samples run as (1, X, Y)
+// with specs lifted by cuda_chain_2d.h: the unit axis' factor is exactly 1.0f, so fl(fl(1·k1)·k2) is the 2D bump.
 #include <algorithm>
 #include <cmath>
 #include <vector>

@@ -7,11 +7,14 @@
 // spectra live in ChainWorkspace slots, so the steady state allocates nothing. Spectra are complex64 like TorchIO's
 // torch.fft on float32 (the CPU reference computes in complex128). Without cuFFT (AUGMENTD_HAVE_CUFFT unset) the
 // k-space artefacts answer UNIMPLEMENTED naming cuFFT; bias_field needs no FFT and is always available.
+// 2D samples run as (1, X, Y) (cuda_chain_2d.h): bias_field, ghosting and spike on parameters lifted to that layout;
+// motion in its planar mode (PlanarMotionParams: in-plane resampling affine, k-space segments along the unit axis).
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "augment/cuda_chain_2d.h"
 #include "augment/cuda_stage.h"
 #include "augment/kernels/cuda/mri_kernels.h"
 #include "augment/status_macros.h"
@@ -98,8 +101,14 @@ class FftPlan {
     if (!ok_ || slices != slices_ || !std::equal(t.shape, t.shape + 3, shape_)) {
       if (ok_) cufftDestroy(plan_);
       ok_ = false;
-      int n[3] = {t.shape[0], t.shape[1], t.shape[2]};
-      RETURN_IF_ERROR(Status(cufftPlanMany(&plan_, 3, n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, slices),
+      // The DFT over a size-1 axis is the identity, so size-1 axes are left out of the plan: a 2D sample
+      // (1, X, Y) gets a rank-2 (X, Y) plan — the CPU's 2D spectrum — and cuFFT never sees a size-1 dimension.
+      int n[3] = {1, 1, 1};
+      int rank = 0;
+      for (int d = 0; d < 3; ++d)
+        if (t.shape[d] > 1) n[rank++] = t.shape[d];
+      rank = std::max(rank, 1);
+      RETURN_IF_ERROR(Status(cufftPlanMany(&plan_, rank, n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, slices),
                              "cufftPlanMany"));
       ok_ = true;
       slices_ = slices;
@@ -263,7 +272,7 @@ class MotionStage final : public KSpaceStage {
   absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
                        ParamArena& arena) override {
     active_.assign(static_cast<size_t>(t.batch), 0);
-    samples_.assign(static_cast<size_t>(t.batch), mk::MotionSample{0, 0});
+    samples_.assign(static_cast<size_t>(t.batch), mk::MotionSample{0, 0, 2});
     max_n_ = 0;
     std::vector<const MotionParams*> mp(static_cast<size_t>(t.batch), nullptr);
     for (int32_t b = 0; b < t.batch && b < static_cast<int32_t>(params.size()); ++b) {
@@ -279,13 +288,19 @@ class MotionStage final : public KSpaceStage {
       samples_[b].first_segment = b * (max_n_ + 1);
       if (mp[b] == nullptr) continue;
       const MotionParams& p = *mp[b];
+      // A 2D sample: its CPU form (X, Y, 1) resamples with the affine of (i, j, 0) and segments the unit last axis;
+      // here that sample is (1, X, Y), so the affine's axes are rotated onto it and the segments run along axis 0.
+      const bool planar = dynamic_cast<const PlanarMotionParams*>(&p) != nullptr;
+      if (planar && t.shape[0] != 1) return Invalid(index_, "motion", "2D parameters on a scratch with d0 != 1");
       for (size_t i = 0; i < p.times.size(); ++i) {
-        const MotionAffine a = MotionIndexAffine(p.degrees[i], p.translation[i]);
+        MotionAffine a = MotionIndexAffine(p.degrees[i], p.translation[i]);
+        if (planar) a = PlanarMotionAffine(a);
         double* dst = affines_.data() + (static_cast<size_t>(b) * max_n_ + i) * 12;
         std::copy(a.m, a.m + 9, dst);
         std::copy(a.b, a.b + 3, dst + 9);
       }
-      for (const MotionSegment& s : MotionSegments(p, t.shape[2]))
+      samples_[b].seg_axis = planar ? 0 : 2;
+      for (const MotionSegment& s : MotionSegments(p, t.shape[planar ? 0 : 2]))
         segments_[static_cast<size_t>(b) * (max_n_ + 1) + s.image] = {static_cast<int32_t>(s.lo),
                                                                       static_cast<int32_t>(s.hi)};
       samples_[b].active = 1;

@@ -10,6 +10,7 @@
 #include "augment/pipeline.h"
 #include "augment/transforms/mirror.h"
 #include "augment/transforms/rot90.h"
+#include "augment/transforms/spatial.h"
 #include "augment/transforms/transpose_axes.h"
 #include "gtest/gtest.h"
 
@@ -107,24 +108,71 @@ TEST(CudaChain, Coverage) {
   std::swap(spec.transforms[0], spec.transforms[1]);  // spatial second: the entries before it run at input shape
   auto s = CudaChain::Create(spec);
   EXPECT_TRUE(s.ok()) << s.status();
-  spec.transforms.insert(spec.transforms.begin() + 2, spec.transforms[1]);  // a second spatial entry
+  spec.transforms.insert(spec.transforms.begin() + 2, spec.transforms[1]);  // a second spatial entry: staged
   s = CudaChain::Create(spec);
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(s.status().message().find("spatial"), std::string::npos) << s.status();
+  EXPECT_TRUE(s.ok()) << s.status();
 
+  // DS before remove_label: label entries after DS are INVALID_ARGUMENT on both engines (CheckLayoutStable).
   spec = *NnunetDefaultPipeline(SmallConfig());
-  std::swap(spec.transforms[spec.transforms.size() - 1], spec.transforms[spec.transforms.size() - 2]);  // DS not last
+  std::swap(spec.transforms[spec.transforms.size() - 1], spec.transforms[spec.transforms.size() - 2]);
   s = CudaChain::Create(spec);
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(s.status().message().find("downsample_seg_for_ds"), std::string::npos) << s.status();
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << s.status();
+  EXPECT_NE(s.status().message().find("(remove_label) uses the labels after downsample_seg_for_ds"),
+            std::string::npos)
+      << s.status();
+  std::vector<float> img(2 * 12 * 12 * 12, 0.5f);
+  std::vector<int16_t> seg(2 * 12 * 12 * 12, 1);
+  BatchInput in;
+  in.image = {img.data(), {2, 1, 12, 12, 12}, DType::kFloat32};
+  in.seg = {seg.data(), {2, 1, 12, 12, 12}, DType::kInt16};
+  const absl::Status cpu = AugmentBatch(spec, in, RunOptions{}).status();
+  EXPECT_EQ(cpu.code(), absl::StatusCode::kInvalidArgument) << cpu;
+  EXPECT_EQ(cpu.message(), s.status().message());
+}
+
+// Pipelines the staged chain / DS-not-last path takes (GPU parity cases in cuda_chain_test.cc).
+PipelineSpec TwoSpatial() {  // the preset's spatial, then a second one onto a smaller, odd patch
+  PipelineSpec spec = *NnunetDefaultPipeline(SmallConfig());
+  SpatialConfig c = static_cast<const SpatialTransform&>(*spec.transforms[0].transform).config();
+  c.patch_size = {9, 11, 10};
+  spec.transforms.insert(spec.transforms.begin() + 3, *TransformSpec::Make(*SpatialTransform::Create(c), 1.0));
+  return spec;
+}
+PipelineSpec SpatialAfterRegions() {  // ..., remove_label, regions, spatial, DS
+  TrainerConfig tc = SmallConfig();
+  tc.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}, {3}};
+  PipelineSpec spec = *NnunetDefaultPipeline(tc);
+  const TransformSpec sp = spec.transforms[0];
+  spec.transforms.erase(spec.transforms.begin());
+  spec.transforms.insert(spec.transforms.end() - 1, sp);
+  return spec;
+}
+PipelineSpec DsThenImageOnly() {  // ..., DS, gamma, gaussian_noise (image-only entries after DS)
+  PipelineSpec spec = *NnunetDefaultPipeline(SmallConfig());
+  for (TransformKind k : {TransformKind::kGamma, TransformKind::kGaussianNoise})
+    for (const TransformSpec& ts : std::vector<TransformSpec>(spec.transforms))
+      if (ts.kind == k) {
+        spec.transforms.push_back(ts);
+        break;
+      }
+  return spec;
+}
+
+TEST(CudaChain, StagedAndDsNotLastCoverage) {
+  for (const PipelineSpec& spec : {TwoSpatial(), SpatialAfterRegions(), DsThenImageOnly()}) {
+    auto s = CudaChain::Create(spec);
+    EXPECT_TRUE(s.ok()) << s.status();
+  }
 }
 
 // OutputLayout == the CPU engine's output shapes and dtypes (default, DA5, regions; 0, 1 and 2 seg channels).
 TEST(CudaChain, LayoutEqualsCpuEngine) {
   TrainerConfig regions = SmallConfig();
   regions.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}, {3}};
-  const std::vector<PipelineSpec> specs = {*NnunetDefaultPipeline(SmallConfig()), *NnunetDa5Pipeline(SmallConfig()),
-                                           *NnunetDefaultPipeline(regions)};
+  const std::vector<PipelineSpec> specs = {
+      *NnunetDefaultPipeline(SmallConfig()), *NnunetDa5Pipeline(SmallConfig()), *NnunetDefaultPipeline(regions),
+      TwoSpatial(),  // staged chain (cuda_chain.h)
+      SpatialAfterRegions(), DsThenImageOnly()};
   for (const PipelineSpec& spec : specs) {
     auto chain = CudaChain::Create(spec);
     ASSERT_TRUE(chain.ok()) << spec.name << ": " << chain.status();

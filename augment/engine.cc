@@ -166,6 +166,12 @@ absl::Status DrawTransform(const TransformSpec& ts, size_t t, uint64_t seed, uin
     auto applied = ju::GetBool(*inj, "applied", true, "applied");
     if (!applied.ok()) return WithContext(applied.status(), sample_index, t, tr.name());
     at.applied = *applied;
+    if (!at.applied && (ts.kind == TransformKind::kDownsampleSegForDs ||
+                        ts.kind == TransformKind::kConvertSegmentationToRegions)) {
+      // PipelineSpec::CheckLayoutStable: skipping it would change this sample's output layout.
+      return WithContext(ju::Invalid("applied", "must be true: the entry changes the output layout"), sample_index,
+                         t, tr.name());
+    }
     if (at.applied) {
       static const nlohmann::json kNull;
       const nlohmann::json& pj = inj->contains("params") ? (*inj)["params"] : kNull;
@@ -244,6 +250,7 @@ absl::StatusOr<int> ParseCudaOrdinal(std::string_view device) {
 
 absl::StatusOr<BatchResult> AugmentBatch(const PipelineSpec& spec, const BatchInput& input, const RunOptions& options) {
   if (options.device != "cpu") return AugmentBatchCuda(spec, input, options);  // cuda_engine.h
+  RETURN_IF_ERROR(spec.CheckLayoutStable());
   const TensorView& image = input.image;
   if (image.shape.size() != 4 && image.shape.size() != 5) {
     return ju::Invalid("image.shape", absl::StrCat("expected (B, C, X, Y[, Z]), got ", ShapeString(image.shape)));

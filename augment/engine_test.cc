@@ -1,7 +1,9 @@
 #include "augment/engine.h"
 
+#include <cstring>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "augment/kernels/cpu_half.h"
 #include "gtest/gtest.h"
 
@@ -127,6 +129,93 @@ TEST(Engine, InjectedParametersAreUsed) {
   for (int k = 0; k < 8; ++k) EXPECT_EQ(out->image.data<float>()[k], x.image[7 - k]);
   inj[0][0]["params"]["axes"] = {5};
   EXPECT_EQ(AugmentBatch(p, x.In(), opt).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// downsample_seg_for_ds / convert_segmentation_to_regions change the output layout: skipping them for some samples
+// of a batch would give samples that cannot be packed, so p < 1, OneOf membership and an injected skip are refused.
+TEST(Engine, LayoutChangingEntriesCannotBeSkipped) {
+  TrainerConfig tc;
+  tc.patch_size = {8, 8, 8};
+  tc.regions = std::vector<std::vector<int64_t>>{{1, 2, 3}, {2, 3}};
+  tc.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}};
+  auto valid = NnunetValidationPipeline(tc);  // remove_label, regions, DS
+  ASSERT_TRUE(valid.ok()) << valid.status();
+  ASSERT_EQ(valid->transforms.size(), 3u);
+  const Batch x = MakeBatch(4, 1, {8, 8, 8});
+  RunOptions opt;
+  opt.seed = 3;
+  ASSERT_TRUE(AugmentBatch(*valid, x.In(), opt).ok());
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    PipelineSpec p = *valid;
+    p.transforms[i].apply_probability = 0.5;
+    const absl::Status st = AugmentBatch(p, x.In(), opt).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    const std::string want = absl::StrCat("pipeline.transforms[", i, "]");
+    EXPECT_NE(st.message().find(want), std::string::npos) << st;
+    EXPECT_NE(st.message().find("changes the output layout: apply_probability must be 1"), std::string::npos) << st;
+    // The JSON form is refused when parsed.
+    const absl::Status js = PipelineSpec::FromJson(p.ToJson()).status();
+    EXPECT_EQ(js.code(), absl::StatusCode::kInvalidArgument) << js;
+    EXPECT_NE(js.message().find(want), std::string::npos) << js;
+  }
+  // A OneOf member (remove_label | DS): chosen for some samples only.
+  PipelineSpec g = *valid;
+  g.transforms[0].one_of_group = 1;
+  g.transforms[2].one_of_group = 0;
+  g.transforms[1].one_of_group = 1;
+  ASSERT_TRUE(g.ResolveOneOfGroups().ok());
+  const absl::Status gs = g.CheckLayoutStable();
+  EXPECT_EQ(gs.code(), absl::StatusCode::kInvalidArgument) << gs;
+  EXPECT_NE(gs.message().find("pipeline.transforms[1]: (convert_segmentation_to_regions)"), std::string::npos) << gs;
+  EXPECT_EQ(AugmentBatch(g, x.In(), opt).status().code(), absl::StatusCode::kInvalidArgument);
+  // An injected skip of DS (index 2); injecting "applied": true stays fine.
+  std::vector<std::vector<nlohmann::json>> inj(4, std::vector<nlohmann::json>(3));
+  opt.injected = &inj;
+  ASSERT_TRUE(AugmentBatch(*valid, x.In(), opt).ok());
+  inj[1][2] = {{"applied", false}};
+  const absl::Status is = AugmentBatch(*valid, x.In(), opt).status();
+  EXPECT_EQ(is.code(), absl::StatusCode::kInvalidArgument) << is;
+  EXPECT_NE(is.message().find("transform 2 (downsample_seg_for_ds)"), std::string::npos) << is;
+}
+
+// After downsample_seg_for_ds only image-only entries may follow: the pyramid is the labels where DS stands.
+TEST(Engine, DsFollowedByImageOnlyEntriesOnly) {
+  const PipelineSpec base = Default({12, 12, 12});
+  PipelineSpec after = base;
+  for (const TransformSpec& ts : base.transforms)
+    if (ts.kind == TransformKind::kGamma || ts.kind == TransformKind::kGaussianNoise) {
+      after.transforms.push_back(ts);
+      after.transforms.back().apply_probability = 1.0;
+    }
+  ASSERT_EQ(after.transforms.size(), base.transforms.size() + 3);
+  const Batch x = MakeBatch(2, 2, base.input_patch_size);
+  RunOptions opt;
+  opt.seed = 9;
+  auto a = AugmentBatch(base, x.In(), opt), b = AugmentBatch(after, x.In(), opt);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  ASSERT_EQ(a->seg.size(), b->seg.size());
+  for (size_t l = 0; l < a->seg.size(); ++l) {  // same draws up to DS (per-entry streams): same pyramid
+    ASSERT_EQ(a->seg[l].shape(), b->seg[l].shape());
+    EXPECT_EQ(std::memcmp(a->seg[l].raw_data(), b->seg[l].raw_data(), a->seg[l].nbytes()), 0) << "level " << l;
+  }
+  EXPECT_NE(std::memcmp(a->image.raw_data(), b->image.raw_data(), a->image.nbytes()), 0);  // noise moved the image
+
+  // Entries that use the labels are refused after DS (they would desync the pyramid or fail per sample).
+  const std::vector<nlohmann::json> label_entries = {
+      {{"kind", "mirror"}, {"config", {{"allowed_axes", {0}}}}},
+      {{"kind", "remove_label"}, {"config", {{"label_value", 1}, {"set_to", 0}}}},
+      {{"kind", "histogram_equalization"}, {"config", {{"apply_to_channel", {0}}, {"in_seg", 0.5}}}}};
+  for (const nlohmann::json& t : label_entries) {
+    PipelineSpec bad = base;
+    bad.transforms.push_back(*TransformSpec::FromJson(t));
+    const absl::Status st = AugmentBatch(bad, x.In(), opt).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << t.dump() << ": " << st;
+    EXPECT_NE(st.message().find("uses the labels after downsample_seg_for_ds"), std::string::npos) << st;
+  }
+  PipelineSpec ok = base;  // AugLab without regions reads no labels
+  ok.transforms.push_back(
+      *TransformSpec::FromJson({{"kind", "histogram_equalization"}, {"config", {{"apply_to_channel", {0}}}}}));
+  EXPECT_TRUE(ok.CheckLayoutStable().ok());
 }
 
 TEST(Engine, Float16InputAndBadInputs) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
@@ -82,6 +84,56 @@ absl::Status PipelineSpec::ResolveOneOfGroups() {
   return absl::OkStatus();
 }
 
+namespace {
+bool ChangesLayout(TransformKind k) {
+  return k == TransformKind::kDownsampleSegForDs || k == TransformKind::kConvertSegmentationToRegions;
+}
+
+// Whether the entry reads, writes or moves the labels (so it cannot follow downsample_seg_for_ds, whose pyramid is
+// final). AugLab's extras read them only with regions enabled (in_seg / out_seg > 0, auglab_region.h).
+bool UsesLabels(const TransformSpec& ts) {
+  switch (ts.kind) {
+    case TransformKind::kSpatial:
+    case TransformKind::kMirror:
+    case TransformKind::kRot90:
+    case TransformKind::kTransposeAxes:
+    case TransformKind::kMaskImage:
+    case TransformKind::kRemoveLabel:
+    case TransformKind::kConvertSegmentationToRegions:
+    case TransformKind::kDownsampleSegForDs:
+      return true;
+    case TransformKind::kHistogramEqualization:
+    case TransformKind::kRandomConvolution:
+    case TransformKind::kIntensityFunction: {
+      const nlohmann::json c = ts.transform->ConfigToJson();
+      return c.value("in_seg", 0.0) > 0 || c.value("out_seg", 0.0) > 0;
+    }
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+absl::Status PipelineSpec::CheckLayoutStable() const {
+  size_t ds = SIZE_MAX;  // the first downsample_seg_for_ds
+  for (size_t i = 0; i < transforms.size(); ++i) {
+    const TransformSpec& ts = transforms[i];
+    const std::string field = absl::StrCat("pipeline.transforms[", i, "]");
+    if (ds != SIZE_MAX && UsesLabels(ts)) {
+      return ju::Invalid(field, absl::StrCat("(", std::string(TransformKindName(ts.kind)),
+                                             ") uses the labels after downsample_seg_for_ds (transform ", ds,
+                                             "), whose label pyramid is final: move it before that entry"));
+    }
+    if (ts.kind == TransformKind::kDownsampleSegForDs && ds == SIZE_MAX) ds = i;
+    if (!ChangesLayout(ts.kind)) continue;
+    const std::string what = absl::StrCat("(", std::string(TransformKindName(ts.kind)), ") changes the output layout");
+    if (ts.apply_probability < 1) return ju::Invalid(field, what + ": apply_probability must be 1");
+    if (ts.one_of_group != 0 && ts.one_of_size > 1)
+      return ju::Invalid(field, what + ": it cannot be a member of a one_of_group");
+  }
+  return absl::OkStatus();
+}
+
 nlohmann::json TransformSpec::ToJson() const {
   nlohmann::json j = {{"kind", std::string(TransformKindName(kind))},
                       {"apply_probability", apply_probability},
@@ -109,6 +161,7 @@ absl::StatusOr<PipelineSpec> PipelineSpec::FromJson(const nlohmann::json& j) {
     p.transforms.push_back(std::move(*t));
   }
   RETURN_IF_ERROR(p.ResolveOneOfGroups());
+  RETURN_IF_ERROR(p.CheckLayoutStable());
   return p;
 }
 

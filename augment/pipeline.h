@@ -63,6 +63,15 @@ struct PipelineSpec {
   static absl::StatusOr<PipelineSpec> FromJson(const nlohmann::json& j);
   // Numbers the members of every OneOf group; INVALID_ARGUMENT if a group id is not one consecutive run.
   absl::Status ResolveOneOfGroups();
+  // INVALID_ARGUMENT naming pipeline.transforms[i] for an entry that changes the output layout
+  // (downsample_seg_for_ds: a label pyramid; convert_segmentation_to_regions: bool region channels) but can be
+  // skipped for some samples (apply_probability < 1, or a member of a OneOf group of several): the samples of one
+  // batch would disagree on their output layout. Also for an entry after downsample_seg_for_ds that reads, writes
+  // or moves the labels (spatial, mirror, rot90, transpose_axes, mask_image, remove_label, regions, another DS,
+  // AugLab extras with in_seg / out_seg): the label pyramid is final there (the CPU engine would leave it out of
+  // step with the image, or fail per sample). FromJson and both engines (AugmentBatch on "cpu", CudaAugmenter)
+  // check it; an injected {"applied": false} on a layout-changing entry is refused likewise (DrawSampleParams).
+  absl::Status CheckLayoutStable() const;
   nlohmann::json ToJson() const;
   // Spatial output shape for an input of `in` (walks OutputShape of every transform).
   std::vector<int64_t> OutputShape(const std::vector<int64_t>& in) const;

@@ -114,6 +114,7 @@ struct SpatialGeom {
   int32_t seg_fill_value = 0;
   float image_crop_pad = 0.f;  // crop path: value outside the input
   int32_t seg_crop_pad = 0;
+  int32_t bg_style = 0;  // bgv2's bg_style_seg_sampling threshold vote (linear seg mode; needs `num_labels`)
 };
 // One sample: grid path (grid >= 0: float offset of its (out voxels × ndim) grid in `grids`) or integer crop
 // starting at `start` (grid < 0).
@@ -124,12 +125,15 @@ struct SpatialSampleRec {
 };
 // lowest[p] = min of plane p (`voxels` int16 values at seg + p·voxels), p < planes (the CPU's lowest label per
 // folded seg channel).
+// `num_labels` (may be null: not computed): the number of distinct values of plane p (the CPU's count of the
+// bg_style vote, bgv2's unique()), through a 65536-bit presence bitmap per plane.
 cudaError_t LaunchLowestPerPlane(int32_t planes, int64_t voxels, const int16_t* seg, int16_t* lowest,
-                                 cudaStream_t stream);
-// `seg`/`out_seg`/`lowest` may be null when g.seg_channels == 0; `lowest` is read only by the linear label vote.
+                                 int32_t* num_labels, cudaStream_t stream);
+// `seg`/`out_seg`/`lowest`/`num_labels` may be null when g.seg_channels == 0; `lowest` is read only by the linear
+// label vote, `num_labels` only by the bg_style one.
 cudaError_t LaunchSpatialGeneric(const SpatialGeom& g, const SpatialSampleRec* recs, const float* grids,
-                                 const float* image, const int16_t* seg, const int16_t* lowest, float* out_image,
-                                 int16_t* out_seg, cudaStream_t stream);
+                                 const float* image, const int16_t* seg, const int16_t* lowest,
+                                 const int32_t* num_labels, float* out_image, int16_t* out_seg, cudaStream_t stream);
 
 // ---- Outputs -------------------------------------------------------------------------------------------
 // float32 (n values) → out in `dtype`.

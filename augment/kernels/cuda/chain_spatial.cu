@@ -104,13 +104,39 @@ __device__ __forceinline__ bool OutOfBounds(const SpatialGeom& g, const float* g
   return false;
 }
 
-// cpu_spatial.cc DecideLabel, bg_style off: per-label 1000·w sums in corner order (2D: fma), fp16 running max over
-// ascending labels, strict '>' from (0, lowest).
-__device__ __forceinline__ int16_t DecideLabel(const Corners& c, int ndim, const int16_t* in, int16_t lowest) {
-  bool uniform = true;
-  const int16_t first = c.inb[0] ? __ldg(in + c.offset[0]) : 0;
-  for (int k = 0; k < c.n && uniform; ++k) uniform = c.inb[k] && __ldg(in + c.offset[k]) == first;
-  if (uniform) return first;
+// cpu_spatial.cc DecideLabel's bg_style tail on ascending (labels, score): exactly 2 labels in the channel:
+// the non-lowest label scoring >= 0.5, else lowest; otherwise 0 overwritten in ascending order by every label
+// scoring >= 0.5 (a 0 background skipped).
+__device__ __forceinline__ int16_t ThresholdVote(const int16_t* labels, const float* score, int nl, int16_t lowest,
+                                                 int32_t num_labels) {
+  int16_t r = 0;
+  if (num_labels == 2) {
+    bool hit = false;
+    for (int i = 0; i < nl; ++i)
+      if (labels[i] != lowest && score[i] >= 0.5f) {
+        r = labels[i];
+        hit = true;
+      }
+    return hit ? r : lowest;
+  }
+  for (int i = 0; i < nl; ++i) {
+    if (labels[i] == 0 && lowest == 0) continue;
+    if (score[i] >= 0.5f) r = labels[i];
+  }
+  return r;
+}
+
+// cpu_spatial.cc DecideLabel. bg_style off: per-label 1000·w sums in corner order (2D: fma), fp16 running max over
+// ascending labels, strict '>' from (0, lowest). bg_style on: per-label w sums, bgv2's >= 0.5 threshold vote.
+__device__ __forceinline__ int16_t DecideLabel(const Corners& c, int ndim, const int16_t* in, int16_t lowest,
+                                               bool bg_style, int32_t num_labels) {
+  if (!bg_style) {
+    bool uniform = true;
+    const int16_t first = c.inb[0] ? __ldg(in + c.offset[0]) : 0;
+    for (int k = 0; k < c.n && uniform; ++k) uniform = c.inb[k] && __ldg(in + c.offset[k]) == first;
+    if (uniform) return first;
+  }
+  const float scale = bg_style ? 1.0f : 1000.0f;
   int16_t labels[8];
   float score[8];
   int nl = 0;
@@ -124,7 +150,7 @@ __device__ __forceinline__ int16_t DecideLabel(const Corners& c, int ndim, const
       score[nl] = 0.0f;
       ++nl;
     }
-    score[i] = ndim == 3 ? __fadd_rn(score[i], __fmul_rn(1000.0f, c.w[k])) : __fmaf_rn(1000.0f, c.w[k], score[i]);
+    score[i] = ndim == 3 ? __fadd_rn(score[i], __fmul_rn(scale, c.w[k])) : __fmaf_rn(scale, c.w[k], score[i]);
   }
   for (int i = 1; i < nl; ++i)
     for (int j = i; j > 0 && labels[j] < labels[j - 1]; --j) {
@@ -135,6 +161,7 @@ __device__ __forceinline__ int16_t DecideLabel(const Corners& c, int ndim, const
       score[j] = score[j - 1];
       score[j - 1] = ts;
     }
+  if (bg_style) return ThresholdVote(labels, score, nl, lowest, num_labels);
   int16_t best_label = lowest;
   float best = 0.0f;
   int i0 = 0;
@@ -156,7 +183,8 @@ __device__ __forceinline__ int16_t DecideLabel(const Corners& c, int ndim, const
 __global__ void __launch_bounds__(kThreads) SpatialGenericKernel(const SpatialGeom g, const SpatialSampleRec* recs,
                                                                  const float* grids, const float* image,
                                                                  const int16_t* seg, const int16_t* lowest,
-                                                                 float* out_image, int16_t* out_seg) {
+                                                                 const int32_t* num_labels, float* out_image,
+                                                                 int16_t* out_seg) {
   const int F = g.fold;
   const int b = blockIdx.y / F, f = blockIdx.y % F;
   const SpatialSampleRec rec = recs[b];
@@ -216,47 +244,79 @@ __global__ void __launch_bounds__(kThreads) SpatialGenericKernel(const SpatialGe
       } else if (g.seg_nearest) {
         lab = near < 0 ? int16_t{0} : __ldg(seg + plane * n_in + near);
       } else {
-        lab = DecideLabel(cr, g.ndim, seg + plane * n_in, lowest[plane]);
+        lab = DecideLabel(cr, g.ndim, seg + plane * n_in, lowest[plane], g.bg_style != 0,
+                          g.bg_style ? num_labels[plane] : 0);
       }
       out_seg[plane * n_out + v] = lab;
     }
   }
 }
 
-__global__ void __launch_bounds__(kThreads) LowestPerPlaneKernel(int64_t voxels, const int16_t* seg,
-                                                                 int16_t* lowest) {
+// One block per plane: the minimum and, with `num_labels`, the popcount of a shared 65536-bit presence bitmap.
+__global__ void __launch_bounds__(kThreads) LowestPerPlaneKernel(int64_t voxels, const int16_t* seg, int16_t* lowest,
+                                                                 int32_t* num_labels) {
+  constexpr int kWords = 65536 / 32;
+  __shared__ uint32_t seen[kWords];
+  const bool count = num_labels != nullptr;
+  if (count) {
+    for (int w = threadIdx.x; w < kWords; w += blockDim.x) seen[w] = 0u;
+    __syncthreads();
+  }
   const int16_t* s = seg + static_cast<int64_t>(blockIdx.x) * voxels;
   int m = INT32_MAX;
-  for (int64_t i = threadIdx.x; i < voxels; i += blockDim.x) m = min(m, static_cast<int>(__ldg(s + i)));
-  for (int o = 16; o > 0; o >>= 1) m = min(m, __shfl_down_sync(0xffffffffu, m, o));
-  __shared__ int warp_min[kThreads / 32];
-  if ((threadIdx.x & 31) == 0) warp_min[threadIdx.x >> 5] = m;
+  for (int64_t i = threadIdx.x; i < voxels; i += blockDim.x) {
+    const int v = static_cast<int>(__ldg(s + i));
+    m = min(m, v);
+    if (count) {
+      const uint32_t u = static_cast<uint32_t>(v + 32768);
+      atomicOr(&seen[u >> 5], 1u << (u & 31));
+    }
+  }
+  int distinct = 0;
+  if (count) {
+    __syncthreads();
+    for (int w = threadIdx.x; w < kWords; w += blockDim.x) distinct += __popc(seen[w]);
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    m = min(m, __shfl_down_sync(0xffffffffu, m, o));
+    distinct += __shfl_down_sync(0xffffffffu, distinct, o);
+  }
+  __shared__ int warp_min[kThreads / 32], warp_count[kThreads / 32];
+  if ((threadIdx.x & 31) == 0) {
+    warp_min[threadIdx.x >> 5] = m;
+    warp_count[threadIdx.x >> 5] = distinct;
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int w = 1; w < kThreads / 32; ++w) m = min(m, warp_min[w]);
+    for (int w = 1; w < kThreads / 32; ++w) {
+      m = min(m, warp_min[w]);
+      distinct += warp_count[w];
+    }
     lowest[blockIdx.x] = static_cast<int16_t>(m);
+    if (count) num_labels[blockIdx.x] = distinct;
   }
 }
 
 }  // namespace
 
 cudaError_t LaunchLowestPerPlane(int32_t planes, int64_t voxels, const int16_t* seg, int16_t* lowest,
-                                 cudaStream_t stream) {
+                                 int32_t* num_labels, cudaStream_t stream) {
   if (planes <= 0 || voxels <= 0) return cudaSuccess;
-  LowestPerPlaneKernel<<<planes, kThreads, 0, stream>>>(voxels, seg, lowest);
+  LowestPerPlaneKernel<<<planes, kThreads, 0, stream>>>(voxels, seg, lowest, num_labels);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchSpatialGeneric(const SpatialGeom& g, const SpatialSampleRec* recs, const float* grids,
-                                 const float* image, const int16_t* seg, const int16_t* lowest, float* out_image,
-                                 int16_t* out_seg, cudaStream_t stream) {
+                                 const float* image, const int16_t* seg, const int16_t* lowest,
+                                 const int32_t* num_labels, float* out_image, int16_t* out_seg, cudaStream_t stream) {
   if (g.ndim != 2 && g.ndim != 3) return cudaErrorInvalidValue;
   const int64_t planes = int64_t{g.batch} * g.fold;
   if (planes < 1 || planes > 65535) return cudaErrorInvalidValue;
   int64_t n_out = 1;
   for (int d = 0; d < g.ndim; ++d) n_out *= g.out[d];
   const dim3 grid = SliceGrid(n_out, static_cast<int>(planes));
-  SpatialGenericKernel<<<grid, kThreads, 0, stream>>>(g, recs, grids, image, seg, lowest, out_image, out_seg);
+  SpatialGenericKernel<<<grid, kThreads, 0, stream>>>(g, recs, grids, image, seg, lowest, num_labels, out_image,
+                                                      out_seg);
   return cudaGetLastError();
 }
 

@@ -4,6 +4,10 @@
 // origin 0: the window starts k/2 voxels before the output) is loaded once into shared memory as ordered keys,
 // then every thread selects the exact rank-⌊k³/2⌋ key of its window (SelectRankKey: ≤ 17 counting passes over
 // the window instead of a sort). Bit-identical to scipy / the CPU transform.
+// Planar median (d0 = 1: 2D samples, or 3D ones with one slice): ReflectIndex(·, 1) = 0, so the k³ window holds
+// each of the k² values of the plane's k×k window exactly k times; sorted, it is the k² values sorted with every
+// value repeated k times, so its rank ⌊k³/2⌋ is the k×k window's rank ⌊⌊k³/2⌋/k⌋ = ⌊k³/(2k)⌋ = ⌊k²/2⌋ — the CPU's 2D
+// median too. That path selects it on the k×k window (16×16 output tiles): k times less work, same bits.
 #include "augment/kernels/cuda/da5_common.cuh"
 #include "augment/kernels/cuda/da5_kernels.h"
 
@@ -12,6 +16,8 @@ namespace {
 using internal::kThreads;
 constexpr int kTz = 4, kTy = 8, kTx = 8;  // output tile (kTz·kTy·kTx == kThreads)
 static_assert(kTz * kTy * kTx == kThreads);
+constexpr int kPy = 16, kPx = 16;  // planar output tile
+static_assert(kPy * kPx == kThreads);
 
 __global__ void MedianKernel(const float* __restrict__ src, float* __restrict__ dst, const int32_t* __restrict__ ks,
                              int d0, int d1, int d2, int tiles1, int tiles2) {
@@ -43,6 +49,31 @@ __global__ void MedianKernel(const float* __restrict__ src, float* __restrict__ 
   dst[slice * plane + (static_cast<int64_t>(i) * d1 + j) * d2 + l] = KeyToFloat(key);
 }
 
+// Planar median: one block per 16×16 output tile of a d0 = 1 slice, the (15 + k)² halo as keys.
+__global__ void MedianPlaneKernel(const float* __restrict__ src, float* __restrict__ dst,
+                                  const int32_t* __restrict__ ks, int d1, int d2, int tiles2) {
+  const int slice = blockIdx.y;
+  const int k = ks[slice];
+  if (k <= 1) return;
+  extern __shared__ uint32_t keys[];
+  const int o1 = blockIdx.x / tiles2 * kPy, o2 = blockIdx.x % tiles2 * kPx;
+  const int before = k / 2;
+  const int h2 = kPx + k - 1, halo = (kPy + k - 1) * h2;
+  const int64_t plane = static_cast<int64_t>(d1) * d2;
+  const float* s = src + slice * plane;
+  for (int m = threadIdx.x; m < halo; m += blockDim.x) {
+    const int j = ReflectIndex(o1 - before + m / h2, d1), l = ReflectIndex(o2 - before + m % h2, d2);
+    keys[m] = OrderedKey(s[static_cast<int64_t>(j) * d2 + l]);
+  }
+  __syncthreads();
+  const int y = threadIdx.x / kPx, x = threadIdx.x % kPx;
+  const int j = o1 + y, l = o2 + x;
+  if (j >= d1 || l >= d2) return;
+  const Window2 w{keys + y * h2 + x, k, h2};
+  const uint32_t key = SelectRankKey(w, static_cast<uint32_t>(k * k / 2));
+  dst[slice * plane + static_cast<int64_t>(j) * d2 + l] = KeyToFloat(key);
+}
+
 __global__ void SharpenKernel(const float* __restrict__ src, float* __restrict__ dst,
                               const SharpenSlice* __restrict__ p, const SliceMoments* __restrict__ stats, int d0,
                               int d1, int d2) {
@@ -57,7 +88,7 @@ __global__ void SharpenKernel(const float* __restrict__ src, float* __restrict__
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int i, j, l;
     internal::Unravel(v, d1, d2, i, j, l);
-    float r = SharpenAt(s, d0, d1, d2, i, j, l, q.strength);
+    float r = SharpenAt(s, d0, d1, d2, i, j, l, q.strength, q.planar != 0);
     if (q.clamp) r = ClampF(r, lo, hi);
     o[v] = r;
   }
@@ -68,6 +99,12 @@ cudaError_t LaunchMedian(const float* src, float* dst, const int32_t* k, int sli
                          cudaStream_t stream) {
   if (slices <= 0 || max_k <= 1) return cudaSuccess;
   if (max_k > kMaxMedianSize) return cudaErrorInvalidValue;
+  if (shape[0] == 1) {
+    const int t1 = (shape[1] + kPy - 1) / kPy, t2 = (shape[2] + kPx - 1) / kPx;
+    const size_t smem = sizeof(uint32_t) * (kPy + max_k - 1) * (kPx + max_k - 1);
+    MedianPlaneKernel<<<dim3(t1 * t2, slices), kThreads, smem, stream>>>(src, dst, k, shape[1], shape[2], t2);
+    return cudaGetLastError();
+  }
   const int t0 = (shape[0] + kTz - 1) / kTz, t1 = (shape[1] + kTy - 1) / kTy, t2 = (shape[2] + kTx - 1) / kTx;
   const size_t smem = sizeof(uint32_t) * (kTz + max_k - 1) * (kTy + max_k - 1) * (kTx + max_k - 1);
   MedianKernel<<<dim3(t0 * t1 * t2, slices), kThreads, smem, stream>>>(src, dst, k, shape[0], shape[1], shape[2], t1,

@@ -28,12 +28,13 @@ cudaError_t LaunchSliceMoments(const float* x, int64_t len, int slices, MomentsP
                                cudaStream_t stream);
 
 // Median filter: dst slice s = median_k[s](src slice s) for k[s] >= 2 (other slices of dst are not written).
-// max_k = max of k (sizes the shared tile), <= kMaxMedianSize.
+// max_k = max of k (sizes the shared tile), <= kMaxMedianSize. shape[0] == 1 (2D samples) runs the k×k planar
+// selection, which equals the k³ one there (da5_filters.cu).
 cudaError_t LaunchMedian(const float* src, float* dst, const int32_t* k, int slices, const int32_t shape[3], int max_k,
                          cudaStream_t stream);
 
-// Sharpening: dst slice s = sharpen(src slice s) where p[s].apply, clamped to stats[s] where p[s].clamp
-// (stats may be null when no slice clamps).
+// Sharpening: dst slice s = sharpen(src slice s) where p[s].apply (the 2D form where p[s].planar), clamped to
+// stats[s] where p[s].clamp (stats may be null when no slice clamps).
 cudaError_t LaunchSharpen(const float* src, float* dst, const SharpenSlice* p, const SliceMoments* stats, int slices,
                           const int32_t shape[3], cudaStream_t stream);
 

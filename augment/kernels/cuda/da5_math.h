@@ -31,7 +31,7 @@ struct SharpenSlice {
   float strength = 0;
   int32_t apply = 0;  // 0: slice untouched
   int32_t clamp = 0;  // clamp to the slice's own pre-sharpening [min, max]
-  int32_t pad = 0;
+  int32_t planar = 0;  // 1: a 2D sample as (1, X, Y): the CPU's 2D (4-neighbour) form
 };
 
 // Rician noise, per sample (the transform works on all channels of a sample together).
@@ -153,6 +153,20 @@ struct Window3 {
   }
 };
 
+// A k×k window of keys (the planar median of a d0 = 1 slice): element (b, c) at base[b·stride_b + c].
+struct Window2 {
+  const uint32_t* base;
+  int k;
+  int stride_b;
+  template <typename F>
+  AUGMENTD_HD void ForEach(F&& f) const {
+    for (int b = 0; b < k; ++b) {
+      const uint32_t* row = base + b * stride_b;
+      for (int c = 0; c < k; ++c) f(row[c]);
+    }
+  }
+};
+
 // The key of rank `rank` (0-based, ascending) of the window `w` — exact selection, so the value equals
 // std::nth_element's. Digit-wise search on the keys, two bits per pass: with the answer's higher bits fixed in
 // `key`, count(keys ≤ key | d·2^lo | (2^lo − 1)) ≥ rank + 1 iff the answer's digit is ≤ d. Passes start at the
@@ -192,16 +206,25 @@ AUGMENTD_HD uint32_t SelectRankKey(const W& w, uint32_t rank) {
 }
 
 // ------------------------------------------------------------------------------------------------------------
-// Sharpening: x + strength · (6·x − Σ face neighbours), replicate border (bgv2 SharpeningTransform, 3D).
-AUGMENTD_HD float SharpenAt(const float* x, int d0, int d1, int d2, int i, int j, int l, float strength) {
+// Sharpening: x + strength · (2·nd·x − Σ face neighbours), replicate border (bgv2 SharpeningTransform), in the CPU
+// transform's float order. 3D: 6·x minus the 6 face neighbours. Planar (a 2D sample run as (1, X, Y)): 4·x minus
+// the 4 neighbours along axes 1 and 2 — the CPU's 2D form. The 3D form on a unit axis 0 is not that: its two
+// axis-0 neighbours are x itself and fl(fl(fl(6x) − x) − x) differs from fl(4x) for about a quarter of all floats.
+AUGMENTD_HD float SharpenAt(const float* x, int d0, int d1, int d2, int i, int j, int l, float strength,
+                            bool planar = false) {
   const int im = i > 0 ? i - 1 : 0, ip = i + 1 < d0 ? i + 1 : d0 - 1;
   const int jm = j > 0 ? j - 1 : 0, jp = j + 1 < d1 ? j + 1 : d1 - 1;
   const int lm = l > 0 ? l - 1 : 0, lp = l + 1 < d2 ? l + 1 : d2 - 1;
   auto at = [&](int a, int b, int c) { return x[(static_cast<int64_t>(a) * d1 + b) * d2 + c]; };
   const float c = at(i, j, l);
-  float lap = RnSub(RnMul(6.0f, c), at(im, j, l));
-  lap = RnSub(lap, at(ip, j, l));
-  lap = RnSub(lap, at(i, jm, l));
+  float lap;
+  if (planar) {
+    lap = RnSub(RnMul(4.0f, c), at(i, jm, l));
+  } else {
+    lap = RnSub(RnMul(6.0f, c), at(im, j, l));
+    lap = RnSub(lap, at(ip, j, l));
+    lap = RnSub(lap, at(i, jm, l));
+  }
   lap = RnSub(lap, at(i, jp, l));
   lap = RnSub(lap, at(i, j, lm));
   lap = RnSub(lap, at(i, j, lp));

@@ -55,7 +55,9 @@ cudaError_t LaunchSliceMin(const float* x, int slices, int64_t voxels, unsigned 
 // (12 doubles: 3×3 then offset, mri_motion.h's MotionIndexAffine), fill = the slice minimum.
 struct MotionSample {
   int32_t active;
-  int32_t first_segment;  // segments[first + t] = shifted last-axis planes [lo, hi) image t fills
+  int32_t first_segment;  // segments[first + t] = shifted planes [lo, hi) along seg_axis that image t fills
+  int32_t seg_axis;       // 2: the last axis (3D samples); 0: the unit axis of a 2D sample (1, X, Y) — the CPU's
+                          // 2D form (X, Y, 1) segments its unit last axis (cuda_chain_2d.h, PlanarMotionParams)
 };
 struct MotionSegmentDev {
   int32_t lo, hi;
@@ -63,7 +65,7 @@ struct MotionSegmentDev {
 cudaError_t LaunchMotionImage(const float* x, const MotionSample* samples, const double* affines, int num_transforms,
                               int t, const unsigned int* min_key, int batch, int channels, const int32_t shape[3],
                               cuFloatComplex* out, cudaStream_t stream);
-// result[s][.., k] = spec[s][.., k] where shifted(k) is in image t's segment of slice s's sample.
+// result[s][v] = spec[s][v] where shifted(index of v along the sample's seg_axis) is in image t's segment.
 cudaError_t LaunchMotionCopySegment(const cuFloatComplex* spec, const MotionSample* samples,
                                     const MotionSegmentDev* segments, int t, int batch, int channels,
                                     const int32_t shape[3], cuFloatComplex* result, cudaStream_t stream);

@@ -172,16 +172,19 @@ __global__ void MotionImageKernel(const float* x, const MotionSample* samples, c
 }
 
 __global__ void MotionCopyKernel(const cuFloatComplex* spec, const MotionSample* samples,
-                                 const MotionSegmentDev* segments, int t, int channels, int d2, int64_t n,
+                                 const MotionSegmentDev* segments, int t, int channels, int d0, int d2, int64_t n,
                                  cuFloatComplex* result) {
   const MotionSample p = samples[blockIdx.y / channels];
   if (p.active == 0) return;
   const MotionSegmentDev seg = segments[p.first_segment + t];
   if (seg.hi <= seg.lo) return;
   const int64_t base = int64_t{blockIdx.y} * n;
+  const bool last = p.seg_axis != 0;
+  const int m = last ? d2 : d0;  // planes along the segment axis
+  const int64_t plane = n / d0;  // voxels per index of axis 0
   MRI_FOR_VOXELS(v, n) {
-    const int k = static_cast<int>(v % d2);
-    const int sk = (k + d2 / 2) % d2;  // fftshift index of plane k
+    const int k = static_cast<int>(last ? v % d2 : v / plane);
+    const int sk = (k + m / 2) % m;  // fftshift index of plane k
     if (sk >= seg.lo && sk < seg.hi) result[base + v] = spec[base + v];
   }
 }
@@ -247,8 +250,8 @@ cudaError_t LaunchMotionCopySegment(const cuFloatComplex* spec, const MotionSamp
                                     const MotionSegmentDev* segments, int t, int batch, int channels,
                                     const int32_t shape[3], cuFloatComplex* result, cudaStream_t stream) {
   const int64_t n = int64_t{shape[0]} * shape[1] * shape[2];
-  MotionCopyKernel<<<Grid(n, batch * channels), kThreads, 0, stream>>>(spec, samples, segments, t, channels, shape[2],
-                                                                        n, result);
+  MotionCopyKernel<<<Grid(n, batch * channels), kThreads, 0, stream>>>(spec, samples, segments, t, channels, shape[0],
+                                                                        shape[2], n, result);
   return cudaGetLastError();
 }
 
