@@ -22,8 +22,8 @@
 // Buffers (scratch, stage temporaries, the arena) grow to the largest batch seen and are reused: no allocation in
 // the steady state.
 //
-// 2D samples (image (B, C, X, Y)) run as (B, C, 1, X, Y) through the stages that have a verified 2D form
-// (cuda_chain_2d.h); the others refuse them with UNIMPLEMENTED.
+// 2D samples (image (B, C, X, Y)) run as (B, C, 1, X, Y) through the stages' verified 2D forms (cuda_chain_2d.h:
+// every kind of today has one); a kind without one would be refused with UNIMPLEMENTED.
 //
 // Thread-safety: one CudaChain per CudaAugmenter (one batch in flight; the caller orders batches on the device).
 #pragma once

@@ -35,8 +35,9 @@
 //    image channels, injected elastic offsets, elastic on axes > 512.
 // INVALID_ARGUMENT, as the CPU engine, for what PipelineSpec::CheckLayoutStable refuses (regions / DS with
 // apply_probability < 1 or in a OneOf group, label entries after DS).
-// UNIMPLEMENTED (message naming the entry and option) for what neither covers: 2D samples through the DA5 local
-// filters / MRI artefacts / AugLab extras, entries without a CUDA stage. No fallback to the CPU: a service that
+// UNIMPLEMENTED (message naming the entry and option) for what neither covers: an entry without a CUDA stage (a
+// kind added to the CPU engine only; every kind of today has one) and, in builds without cuFFT, ghosting / spike /
+// motion. No fallback to the CPU: a service that
 // wants one calls AugmentBatch with device "cpu" itself.
 //
 // Errors: absl::Status; INVALID_ARGUMENT naming the field; RESOURCE_EXHAUSTED when device/pinned memory runs

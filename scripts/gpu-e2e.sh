@@ -18,7 +18,8 @@
 #
 # Knobs (environment): E2E_STAGES=single,da5,multi  E2E_DEVICE=cuda:0  E2E_GPUS=1  E2E_ITERS=150  E2E_WARMUP=20
 #   E2E_RUN_SECONDS=25 (cap of one run's timed loop)  E2E_N_PROC_DA=12,16  E2E_DELIVERY=cuda_ipc,auto
-#   E2E_TENANTS=4,8  E2E_MULTI_SECONDS=30  E2E_MULTI_BASELINE=1  E2E_CASES=24  E2E_SHAPE=160  E2E_PATCH=
+#   E2E_TENANTS=4,8  E2E_MULTI_SECONDS=30  E2E_MULTI_BASELINE=1  E2E_PLACEMENTS=every[,one] (sessions on every
+#   training's GPU / all on GPU 0; E2E_ONE_GPU_DELIVERY=cuda_ipc,host_shm,inline)  E2E_CASES=24  E2E_SHAPE=160  E2E_PATCH=
 #   E2E_BUDGET=540 (seconds for the whole script; later runs are skipped)  E2E_WORK=/tmp/e2e  E2E_SITE=/tmp/site
 #   E2E_PROFILE=N (torch.profiler tables of N extra iterations per single-process run, in key-lines.txt)
 #   E2E_TINY=1 (dry-run sizes: 6 cases of 24³, 2+2 iterations, 2 loader processes, 2 tenants)

@@ -119,7 +119,7 @@ def _multi(rows):
             f"{r['mem_reserved_mib_per_process_max']} per process (torch)"
         util = ", ".join(f"gpu{k}: {v:.0f}" for k, v in sorted(r["gpu_util_smi_mean"].items())) or \
             _f(r.get("gpu_util_nvml_mean"))
-        delivery = r["delivery"] if r["variant"] == "augmentd" else "compute only (no loading)"
+        delivery = r["delivery"] if r["variant"].startswith("augmentd") else "compute only (no loading)"
         out.append(f"| `{r['label']}` | {r['tenants']} / {r['gpus']} | {r['aggregate_samples_per_s']:.2f} | "
                    f"{min(rates):.2f} / {statistics.median(rates):.2f} / {max(rates):.2f} | {r['fairness']:.3f} | "
                    f"{r['wait_ms_p99_pooled']:.2f} / {r['wait_ms_p99_worst_session']:.2f} | "

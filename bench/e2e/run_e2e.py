@@ -9,7 +9,10 @@ Stages (each run is a separate training process, bounded by a timeout; the whole
 * ``da5``: the same with nnUNetTrainerDA5 / nnUNetTrainerAugmentdDA5 (preset nnunet_da5).
 * ``multi``: for each N in ``--tenants``: one augmentd serves N concurrent nnUNetTrainerAugmentd processes (on
   cuda:i mod --gpus), all timed over the same ``--multi-seconds`` window; with ``--multi-baseline`` also N
-  concurrent compute-only processes (the GPU's share without any data loading) for the largest N.
+  concurrent compute-only processes (the GPU's share without any data loading) for the largest N. With
+  ``--placements every,one`` (issue 12's question) the augmentd runs repeat with every session placed on GPU 0
+  (``AUGMENTD_DEVICE`` = GPU 0's UUID for every trainer; a trainer that cannot see GPU 0 falls back from CUDA IPC
+  to the next of ``--one-gpu-delivery``) — variant ``augmentd-one-gpu``.
 
 Outputs in --out: ``results.jsonl`` (one object per run, per-iteration times included), ``table.md`` (rewritten
 after every run, so a timeout still leaves a table), ``key-lines.txt`` (the raw result/error lines), and
@@ -68,11 +71,11 @@ class Ctx:
 
 
 def driver_cmd(ctx: Ctx, label: str, trainer: str, mode: str, device: str, n_proc_da: int = 0,
-               max_seconds: float = 0, extra=()):
+               max_seconds: float = 0, extra=(), delivery: str = ""):
     a = ctx.args
     cmd = [sys.executable, str(HERE / "train_driver.py"), "--work", str(ctx.work), "--trainer", trainer,
            "--mode", mode, "--device", device, "--warmup", str(a.warmup), "--iters", str(a.iters),
-           "--max-seconds", str(max_seconds or a.run_seconds), "--delivery", a.delivery, "--label", label,
+           "--max-seconds", str(max_seconds or a.run_seconds), "--delivery", delivery or a.delivery, "--label", label,
            "--json", str(ctx.logs / f"{label}.json")]
     if n_proc_da:
         cmd += ["--n-proc-da", str(n_proc_da)]
@@ -221,7 +224,11 @@ def run_tenants(ctx: Ctx, n: int, variant: str) -> None:
     smi = SmiSampler(ctx.logs / f"{label}-smi.csv")
     procs = []
     try:
-        if variant == "augmentd":
+        one_gpu = variant == "augmentd-one-gpu"
+        gpu0 = gpu_uuid(0) if one_gpu else ""
+        if one_gpu and not gpu0:
+            raise RuntimeError("no UUID for GPU 0 (nvidia-smi)")
+        if variant.startswith("augmentd"):
             server = start_server(ctx)
         for i in range(n):
             (ctx.logs / f"{label}-{i}.json").unlink(missing_ok=True)
@@ -234,12 +241,15 @@ def run_tenants(ctx: Ctx, n: int, variant: str) -> None:
                 dev = "cuda:0"
             if server:
                 env.update(AUGMENTD_ADDRESS=server.address, AUGMENTD_LOCAL_SERVER="never")
-            trainer = "nnUNetTrainerAugmentd" if variant == "augmentd" else "nnUNetTrainer"
-            mode = "loader" if variant == "augmentd" else "compute"
+            if one_gpu:
+                env["AUGMENTD_DEVICE"] = gpu0
+            trainer = "nnUNetTrainerAugmentd" if server else "nnUNetTrainer"
+            mode = "loader" if server else "compute"
             cmd = driver_cmd(ctx, f"{label}-{i}", trainer, mode, dev, max_seconds=a.multi_seconds,
                              extra=["--iters", "1000000", "--warmup", str(a.multi_warmup),
                                     "--ready-file", str(sync / f"ready-{i}"), "--go-file", str(go),
-                                    "--go-timeout", str(a.multi_startup + 30)])
+                                    "--go-timeout", str(a.multi_startup + 30)],
+                             delivery=a.one_gpu_delivery if one_gpu else "")
             f = open(ctx.logs / f"{label}-{i}.log", "w")
             procs.append((subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env,
                                            start_new_session=True), f))
@@ -303,9 +313,20 @@ def run_tenants(ctx: Ctx, n: int, variant: str) -> None:
                 ctx.key(f"  {label}| augmentd: {line.rstrip()}")
 
 
+def gpu_uuid(index: int) -> str:
+    """GPU `index`'s UUID as nvidia-smi names it (the server resolves it whatever a trainer's CUDA_VISIBLE_DEVICES)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", str(index)],
+                             capture_output=True, text=True, timeout=30)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
 def stage_multi(ctx: Ctx) -> None:
     for n in sorted(ctx.args.tenants, reverse=True):  # the largest (the fairness target) first
-        run_tenants(ctx, n, "augmentd")
+        for placement in ctx.args.placements:
+            run_tenants(ctx, n, "augmentd" if placement == "every" else "augmentd-one-gpu")
     if ctx.args.multi_baseline and ctx.args.tenants:
         run_tenants(ctx, max(ctx.args.tenants), "compute")
 
@@ -335,6 +356,11 @@ def main(argv=None) -> int:
     p.add_argument("--augmentd-bin", default=env("AUGMENTD_BIN", str(REPO / "build" / "server" / "augmentd")))
     p.add_argument("--server-device", default=env("E2E_SERVER_DEVICE", "auto"))
     p.add_argument("--server-args", default=env("E2E_SERVER_ARGS", ""))
+    p.add_argument("--placements", type=lambda v: [x for x in v.split(",") if x],
+                   default=env("E2E_PLACEMENTS", "every"),
+                   help="multi stage: where the sessions run — every (each training's own GPU), one (all on GPU 0)")
+    p.add_argument("--one-gpu-delivery", default=env("E2E_ONE_GPU_DELIVERY", "cuda_ipc,host_shm,inline"),
+                   help="deliveries tried in order by trainers whose sessions run on GPU 0 (placement one)")
     p.add_argument("--profile", type=int, default=int(env("E2E_PROFILE", "0")),
                    help="torch.profiler over this many extra iterations of each single-process run")
     p.add_argument("--cpu-threads", type=int, default=int(env("E2E_CPU_THREADS", "0")))
@@ -355,6 +381,9 @@ def main(argv=None) -> int:
     for s in stages:
         if s not in ("single", "da5", "multi"):
             p.error(f"unknown stage {s!r} (single, da5, multi)")
+    for pl in args.placements:
+        if pl not in ("every", "one"):
+            p.error(f"unknown placement {pl!r} (every, one)")
     for s in stages:
         log(f"stage {s} ({ctx.remaining():.0f} s left)")
         if s == "single":
