@@ -107,12 +107,12 @@ def _multi(rows):
     out = ["### Multi-tenant: concurrent trainings on one augmentd", "",
            "| run | tenants / GPUs | aggregate samples/s | per-session samples/s min / median / max | "
            "fairness max/min | batch wait p99 ms pooled / worst session | ms/iter (median) | "
-           "GPU memory MiB (nvidia-smi max) | GPU util % | delivery |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "GPU memory MiB (nvidia-smi max) | GPU util % | service CPU cores | delivery |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "aggregate_samples_per_s" not in r:
             out.append(f"| `{r['label']}` | {r.get('tenants')} | "
-                       f"{_cell(r.get('skipped') or 'FAILED: ' + str(r.get('error')))} ||||||||")
+                       f"{_cell(r.get('skipped') or 'FAILED: ' + str(r.get('error')))} |||||||||")
             continue
         rates = r["per_session_samples_per_s"]
         mem = ", ".join(f"gpu{k}: {v:.0f}" for k, v in sorted(r["gpu_mem_mib_max"].items())) or \
@@ -123,7 +123,7 @@ def _multi(rows):
         out.append(f"| `{r['label']}` | {r['tenants']} / {r['gpus']} | {r['aggregate_samples_per_s']:.2f} | "
                    f"{min(rates):.2f} / {statistics.median(rates):.2f} / {max(rates):.2f} | {r['fairness']:.3f} | "
                    f"{r['wait_ms_p99_pooled']:.2f} / {r['wait_ms_p99_worst_session']:.2f} | "
-                   f"{r['ms_per_iter_median']:.1f} | {mem} | {util} | {delivery} |")
+                   f"{r['ms_per_iter_median']:.1f} | {mem} | {util} | {_f(r.get('service_cpu_cores'), '{:.2f}')} | {delivery} |")
     for r in rows:
         if r.get("variant") == "augmentd" and r.get("tenants") == 8 and "fairness" in r:
             ok = r["fairness"] <= 1.10

@@ -27,6 +27,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -160,6 +161,38 @@ def start_server(ctx: Ctx):
     return server
 
 
+def proc_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process `pid` so far (all its threads; /proc/<pid>/stat), None if unreadable."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state is field 3, utime 14, stime 15
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuWindow:
+    """The CPU cores process `pid` used on average over the wall-clock window [t_from, t_to] (a background thread
+    reads its CPU time at both ends); ``cores()`` waits for the end, None if the process could not be read."""
+
+    def __init__(self, pid: int, t_from: float, t_to: float):
+        self._pid, self._from, self._to, self._cores = pid, t_from, t_to, None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        time.sleep(max(0.0, self._from - time.time()))
+        c0, w0 = proc_cpu_seconds(self._pid), time.time()
+        time.sleep(max(0.0, self._to - time.time()))
+        c1, w1 = proc_cpu_seconds(self._pid), time.time()
+        if c0 is not None and c1 is not None and w1 > w0:
+            self._cores = (c1 - c0) / (w1 - w0)
+
+    def cores(self) -> float | None:
+        self._thread.join(timeout=max(1.0, self._to - time.time() + 5))
+        return None if self._cores is None else round(self._cores, 2)
+
+
 class SmiSampler:
     """nvidia-smi utilisation and memory of every GPU every 250 ms, into a CSV file (no-op without nvidia-smi)."""
 
@@ -270,6 +303,7 @@ def run_tenants(ctx: Ctx, n: int, variant: str) -> None:
         tmp.write_text(repr(start))
         tmp.rename(go)
         log(f"{label}: all {n} ready, window {a.multi_seconds:g} s")
+        cpu = CpuWindow(server.proc.pid, start, start + a.multi_seconds) if server else None
         for p, _ in procs:
             try:
                 p.wait(timeout=max(5.0, start + a.multi_seconds + 60 - time.time()))
@@ -284,6 +318,7 @@ def run_tenants(ctx: Ctx, n: int, variant: str) -> None:
         if len(sessions) < n:
             raise RuntimeError(f"only {len(sessions)}/{n} trainers reported a result")
         row = multi_row(label, n, variant, a.gpus, sessions, gpu)
+        row["service_cpu_cores"] = cpu.cores() if cpu else None
         ctx.record(row)
         log(f"{label}: aggregate {row['aggregate_samples_per_s']:.2f} samples/s, fairness {row['fairness']:.3f}")
     except Exception as err:  # noqa: BLE001 - record and go on with the next configuration

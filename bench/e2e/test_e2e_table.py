@@ -59,3 +59,20 @@ def test_parse_smi():
     got = parse_smi(text, t, t + 1.0)
     assert got["gpu_mem_mib_max"] == {0: 30000.0, 1: 20000.0}
     assert got["gpu_util_smi_mean"] == {0: 90.0, 1: 70.0}
+
+
+def test_cpu_window_measures_the_cores_a_process_uses():
+    import os
+    import time
+
+    from run_e2e import CpuWindow, proc_cpu_seconds
+
+    assert proc_cpu_seconds(2 ** 31) is None  # no such process
+    t0 = time.time()
+    window = CpuWindow(os.getpid(), t0 + 0.1, t0 + 0.6)
+    end = t0 + 0.6
+    x = 0
+    while time.time() < end:  # this process keeps one core busy for the whole window
+        x += 1
+    cores = window.cores()
+    assert cores is not None and 0.3 <= cores <= 1.5, cores  # one core, with room for a loaded CI machine
