@@ -78,8 +78,9 @@ absl::Status ChainSpatial::AddSample(const SpatialParams* p, const ch::SpatialGe
   if (p == nullptr) {
     for (int d = 0; d < nd; ++d) {
       if (g.in[d] != g.out[d]) {
-        return absl::UnimplementedError(absl::StrCat("CUDA engine: transform ", index_,
-                                                     " (spatial): not applied to a sample whose shape != patch"));
+        return ju::Invalid("params", absl::StrCat("transform ", index_,
+                                                  " (spatial) not applied to a sample whose shape is not its patch "
+                                                  "shape: the batch's samples would disagree on their shape"));
       }
     }
     return absl::OkStatus();  // crop at 0: a copy

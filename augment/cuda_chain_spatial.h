@@ -46,7 +46,8 @@ class ChainSpatial {
   // One sample's record: `p` its drawn parameters (nullptr: not applied, then the sample must already have the
   // patch shape and is copied). The grid path appends (out voxels × ndim) floats to `grids` and stores their
   // offset; nothing drawn → the integer crop at floor(centre) − patch // 2. INVALID_ARGUMENT for malformed
-  // parameters (as the CPU transform), UNIMPLEMENTED for a sample without the patch shape that skips the entry.
+  // parameters (as the CPU transform) and for a sample without the patch shape that skips the entry (only injected
+  // parameters get there: PipelineSpec::CheckLayoutStable refuses skippable shape changes).
   absl::Status AddSample(const SpatialParams* p, const cuda::chain::SpatialGeom& g, std::vector<float>& grids,
                          cuda::chain::SpatialSampleRec& rec) const;
 

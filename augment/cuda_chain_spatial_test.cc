@@ -141,7 +141,7 @@ TEST(ChainSpatial, CropRecordsFollowTheCpuCropStart) {
   p.center_location_in_pixels = {1.0};
   EXPECT_TRUE(absl::IsInvalidArgument(s->AddSample(&p, g, grids, rec)));
   // Not applied: only a sample that already has the patch shape (copied by a crop at 0).
-  EXPECT_TRUE(absl::IsUnimplemented(s->AddSample(nullptr, g, grids, rec)));
+  EXPECT_TRUE(absl::IsInvalidArgument(s->AddSample(nullptr, g, grids, rec)));
   auto same = *s->Geometry({20, 21}, 1, 1, 1);
   ASSERT_TRUE(s->AddSample(nullptr, same, grids, rec).ok());
   EXPECT_EQ(rec.grid, -1);

@@ -411,6 +411,8 @@ TEST(CudaChainSpatial, SpatialNotFirstAndManyChannels) {
 
 // ---- Staged chains (several spatial entries, or one after regions: all on the generic kernel) and DS not last ----
 
+void ZeroSegFill(SpatialConfig& c) { c.padding_value_seg = 0; }
+
 // `spec` with a second spatial entry (the first one's config onto `patch`) inserted at `at`.
 PipelineSpec WithSecondSpatial(PipelineSpec spec, std::vector<int64_t> patch, size_t at) {
   SpatialConfig c = static_cast<const SpatialTransform&>(*spec.transforms[0].transform).config();
@@ -429,7 +431,8 @@ TEST(CudaChainSpatial, StagedSpatialEntries) {
     RunCase({"spatial-after-regions", [] {
                TrainerConfig tc = Config({17, 23, 19}, 1);
                tc.regions = std::vector<std::vector<int64_t>>{{1, 2, 3}, {2, 3}, {3}};
-               PipelineSpec s = ForceOn(*NnunetDefaultPipeline(tc));
+               // 0/1 region channels: the label fill must be 0 or 1 (PipelineSpec::CheckLayoutStable)
+               PipelineSpec s = WithSpatial(ForceOn(*NnunetDefaultPipeline(tc)), ZeroSegFill);
                return SpatialAt(s, s.transforms.size() - 2);  // ..., remove_label, regions, spatial, DS
              },
              {}, B, 1, 1, 4, DType::kFloat32, true});
@@ -451,7 +454,10 @@ TEST(CudaChainSpatial, StagedSpatialEntries) {
   RunCase({"spatial-after-regions-bg-style-fp16", [] {
              TrainerConfig tc = Config({15, 21, 18}, 1);
              tc.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}};
-             PipelineSpec s = WithSpatial(ForceOn(*NnunetDefaultPipeline(tc)), BgStyle);
+             PipelineSpec s = WithSpatial(ForceOn(*NnunetDefaultPipeline(tc)), [](SpatialConfig& c) {
+               BgStyle(c);
+               ZeroSegFill(c);
+             });
              return SpatialAt(s, s.transforms.size() - 2);
            },
            {}, 2, 1, 1, 3, DType::kFloat16, true});

@@ -28,7 +28,8 @@
 //    rot90, transpose_axes, median_filter, brightness_additive, blank_rectangle, brightness_gradient_additive,
 //    local_gamma, sharpening, rician_noise), MRI artefacts, AugLab extras, regions (bool targets,
 //    CudaOutputLayout::seg_dtype), several or no seg channels, apply_probability < 1 anywhere but on regions / DS,
-//    per-channel noise, contrast without preserve_range, any median window, any blur size, user orders (DS followed
+//    per-channel noise, contrast without preserve_range, any median window (above 15: a direct selection over the k³
+//    window per voxel, ~17 passes — slow for large k, as on the CPU), any blur size, user orders (DS followed
 //    by image-only entries too), pipelines without a spatial entry, with entries before it or with several spatial
 //    entries (also after regions); through its generic spatial kernel (cuda_chain_spatial.h): dummy-2D, 2D samples
 //    (B, C, X, Y) as (B, C, 1, X, Y), nearest modes, random_crop, any padding values, bg_style_seg_sampling, > 8
@@ -36,8 +37,8 @@
 // INVALID_ARGUMENT, as the CPU engine, for what PipelineSpec::CheckLayoutStable refuses (regions / DS with
 // apply_probability < 1 or in a OneOf group, label entries after DS).
 // UNIMPLEMENTED (message naming the entry and option) for what neither covers: an entry without a CUDA stage (a
-// kind added to the CPU engine only; every kind of today has one) and, in builds without cuFFT, ghosting / spike /
-// motion. No fallback to the CPU: a service that
+// kind added to the CPU engine only; every kind of today has one), more than 65535 batch × slice planes in the
+// generic spatial kernel, and in builds without cuFFT ghosting / spike / motion. No fallback to the CPU: a service that
 // wants one calls AugmentBatch with device "cpu" itself.
 //
 // Errors: absl::Status; INVALID_ARGUMENT naming the field; RESOURCE_EXHAUSTED when device/pinned memory runs

@@ -102,7 +102,8 @@ class FftPlan {
       if (ok_) cufftDestroy(plan_);
       ok_ = false;
       // The DFT over a size-1 axis is the identity, so size-1 axes are left out of the plan: a 2D sample
-      // (1, X, Y) gets a rank-2 (X, Y) plan — the CPU's 2D spectrum — and cuFFT never sees a size-1 dimension.
+      // (1, X, Y) gets a rank-2 (X, Y) plan — the CPU's 2D spectrum. Only an all-size-1 sample still gives a rank-1
+      // plan of size 1 (not run on a GPU in the tests).
       int n[3] = {1, 1, 1};
       int rank = 0;
       for (int d = 0; d < 3; ++d)

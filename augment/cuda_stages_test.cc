@@ -142,9 +142,10 @@ PipelineSpec SpatialAfterRegions() {  // ..., remove_label, regions, spatial, DS
   TrainerConfig tc = SmallConfig();
   tc.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}, {3}};
   PipelineSpec spec = *NnunetDefaultPipeline(tc);
-  const TransformSpec sp = spec.transforms[0];
+  SpatialConfig c = static_cast<const SpatialTransform&>(*spec.transforms[0].transform).config();
+  c.padding_value_seg = 0;  // 0/1 region channels: the label fill must be 0 or 1 (PipelineSpec::CheckLayoutStable)
   spec.transforms.erase(spec.transforms.begin());
-  spec.transforms.insert(spec.transforms.end() - 1, sp);
+  spec.transforms.insert(spec.transforms.end() - 1, *TransformSpec::Make(*SpatialTransform::Create(c), 1.0));
   return spec;
 }
 PipelineSpec DsThenImageOnly() {  // ..., DS, gamma, gaussian_noise (image-only entries after DS)

@@ -250,11 +250,11 @@ absl::StatusOr<int> ParseCudaOrdinal(std::string_view device) {
 
 absl::StatusOr<BatchResult> AugmentBatch(const PipelineSpec& spec, const BatchInput& input, const RunOptions& options) {
   if (options.device != "cpu") return AugmentBatchCuda(spec, input, options);  // cuda_engine.h
-  RETURN_IF_ERROR(spec.CheckLayoutStable());
   const TensorView& image = input.image;
   if (image.shape.size() != 4 && image.shape.size() != 5) {
     return ju::Invalid("image.shape", absl::StrCat("expected (B, C, X, Y[, Z]), got ", ShapeString(image.shape)));
   }
+  RETURN_IF_ERROR(spec.CheckLayoutStable(std::vector<int64_t>(image.shape.begin() + 2, image.shape.end())));
   if (image.shape[0] < 1) return ju::Invalid("image.shape", "empty batch");
   if (image.data == nullptr) return ju::Invalid("image.data", "is null");
   if (!IsFloatingDType(options.image_dtype)) return ju::Invalid("image_dtype", "must be a float dtype");
@@ -300,7 +300,10 @@ absl::StatusOr<BatchResult> AugmentBatch(const PipelineSpec& spec, const BatchIn
         const SampleData& s = samples[b];
         if (s.shape != s0.shape || s.channels != s0.channels || s.seg_channels != s0.seg_channels ||
             s.seg_pyramid.size() != s0.seg_pyramid.size()) {
-          return absl::InternalError("samples produced different output layouts");
+          return ju::Invalid("params", absl::StrCat("samples 0 and ", b, " produced different output layouts (",
+                                                    ShapeString(s0.shape), " vs ", ShapeString(s.shape),
+                                                    "): injected parameters skip a shape-changing entry for some "
+                                                    "samples only"));
         }
       }
       std::vector<int64_t> ishape = {batch, s0.channels};

@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/kernels/cpu_half.h"
+#include "augment/pipeline.h"
+#include "augment/transforms/spatial.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {
@@ -176,6 +178,52 @@ TEST(Engine, LayoutChangingEntriesCannotBeSkipped) {
   const absl::Status is = AugmentBatch(*valid, x.In(), opt).status();
   EXPECT_EQ(is.code(), absl::StatusCode::kInvalidArgument) << is;
   EXPECT_NE(is.message().find("transform 2 (downsample_seg_for_ds)"), std::string::npos) << is;
+}
+
+// A spatial entry that changes the sample's shape cannot be skipped either (its own probabilities draw the
+// augmentation); one that keeps the shape can. After regions it must fill labels with 0 or 1.
+TEST(Engine, ShapeChangingSpatialCannotBeSkipped) {
+  SpatialConfig c;
+  c.patch_size = {6, 6, 6};
+  c.bg_style_seg_sampling = false;
+  const auto crop = SpatialTransform::Create(c);
+  ASSERT_TRUE(crop.ok()) << crop.status();
+  PipelineSpec p;
+  p.transforms.push_back(*TransformSpec::Make(*crop, 0.5));
+  const Batch x = MakeBatch(8, 1, {10, 10, 10});
+  RunOptions opt;
+  opt.seed = 4;
+  const absl::Status st = AugmentBatch(p, x.In(), opt).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_NE(st.message().find("pipeline.transforms[0]: (spatial) changes the sample's shape [10, 10, 10] -> [6, 6, 6]"),
+            std::string::npos)
+      << st;
+  // Known statically once the input size is: FromJson refuses it.
+  p.input_patch_size = {10, 10, 10};
+  EXPECT_EQ(PipelineSpec::FromJson(p.ToJson()).status().code(), absl::StatusCode::kInvalidArgument);
+  // The same entry on inputs of its patch size keeps the shape: skippable.
+  const Batch same = MakeBatch(8, 1, {6, 6, 6});
+  EXPECT_TRUE(AugmentBatch(p, same.In(), opt).ok());
+  // Spatial after regions: padding -1 would make the out-of-bounds voxels foreground; 0 is fine.
+  TrainerConfig tc;
+  tc.patch_size = {6, 6, 6};
+  tc.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}};
+  auto valid = NnunetValidationPipeline(tc);  // remove_label, regions
+  ASSERT_TRUE(valid.ok()) << valid.status();
+  for (double pad : {-1.0, 0.0}) {
+    SpatialConfig r = c;
+    r.border_mode_seg = "constant";
+    r.padding_value_seg = pad;
+    PipelineSpec q = *valid;
+    q.transforms.push_back(*TransformSpec::Make(*SpatialTransform::Create(r), 1.0));
+    const absl::Status rs = AugmentBatch(q, x.In(), opt).status();
+    if (pad == 0) {
+      EXPECT_TRUE(rs.ok()) << rs;
+    } else {
+      EXPECT_EQ(rs.code(), absl::StatusCode::kInvalidArgument) << rs;
+      EXPECT_NE(rs.message().find("padding_value_seg"), std::string::npos) << rs;
+    }
+  }
 }
 
 // After downsample_seg_for_ds only image-only entries may follow: the pyramid is the labels where DS stands.

@@ -11,6 +11,7 @@
 #include "augment/json_util.h"
 #include "augment/registry.h"
 #include "augment/status_macros.h"
+#include "augment/types.h"
 #include "augment/transforms/blank_rectangle.h"
 #include "augment/transforms/brightness_additive.h"
 #include "augment/transforms/brightness_gradient_additive.h"
@@ -114,11 +115,36 @@ bool UsesLabels(const TransformSpec& ts) {
 }
 }  // namespace
 
-absl::Status PipelineSpec::CheckLayoutStable() const {
-  size_t ds = SIZE_MAX;  // the first downsample_seg_for_ds
+absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_shape) const {
+  size_t ds = SIZE_MAX, regions = SIZE_MAX;  // the first downsample_seg_for_ds / convert_segmentation_to_regions
+  std::vector<int64_t> shape = input_shape.empty() ? input_patch_size : input_shape;  // entering entry i; {}: unknown
   for (size_t i = 0; i < transforms.size(); ++i) {
     const TransformSpec& ts = transforms[i];
     const std::string field = absl::StrCat("pipeline.transforms[", i, "]");
+    const bool skippable = ts.apply_probability < 1 || (ts.one_of_group != 0 && ts.one_of_size > 1);
+    if (!shape.empty()) {
+      std::vector<int64_t> out = ts.transform->OutputShape(shape);
+      if (skippable && out != shape) {
+        return ju::Invalid(field, absl::StrCat("(", std::string(TransformKindName(ts.kind)), ") changes the sample's shape ",
+                                               ShapeString(shape), " -> ", ShapeString(out),
+                                               " but can be skipped (apply_probability < 1 or a one_of_group): the "
+                                               "samples of one batch would disagree on their shape; give it "
+                                               "apply_probability 1 (its own probabilities draw the augmentation)"));
+      }
+      shape = std::move(out);
+    }
+    if (ts.kind == TransformKind::kSpatial && regions != SIZE_MAX) {
+      const nlohmann::json c = ts.transform->ConfigToJson();
+      const double pad = c.value("border_mode_seg", std::string("zeros")) == "constant" ? c.value("padding_value_seg", 0.0)
+                                                                                         : 0.0;
+      if (pad != 0 && pad != 1) {
+        return ju::Invalid(field + ".config.padding_value_seg",
+                           absl::StrCat("is ", pad, " after convert_segmentation_to_regions (transform ", regions,
+                                        "): region channels are 0/1, so the fill must be 0 or 1 (-1 would make every "
+                                        "out-of-bounds voxel foreground)"));
+      }
+    }
+    if (ts.kind == TransformKind::kConvertSegmentationToRegions && regions == SIZE_MAX) regions = i;
     if (ds != SIZE_MAX && UsesLabels(ts)) {
       return ju::Invalid(field, absl::StrCat("(", std::string(TransformKindName(ts.kind)),
                                              ") uses the labels after downsample_seg_for_ds (transform ", ds,

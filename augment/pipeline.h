@@ -69,9 +69,14 @@ struct PipelineSpec {
   // batch would disagree on their output layout. Also for an entry after downsample_seg_for_ds that reads, writes
   // or moves the labels (spatial, mirror, rot90, transpose_axes, mask_image, remove_label, regions, another DS,
   // AugLab extras with in_seg / out_seg): the label pyramid is final there (the CPU engine would leave it out of
-  // step with the image, or fail per sample). FromJson and both engines (AugmentBatch on "cpu", CudaAugmenter)
-  // check it; an injected {"applied": false} on a layout-changing entry is refused likewise (DrawSampleParams).
-  absl::Status CheckLayoutStable() const;
+  // step with the image, or fail per sample). Also for a spatial entry that changes the sample's shape but can be
+  // skipped (the samples of one batch would disagree on their shape) — checked against `input_shape` (spatial dims),
+  // else `input_patch_size`, and left out when neither is known — and for a spatial entry after
+  // convert_segmentation_to_regions whose label fill is not 0 or 1 (padding_value_seg -1 in a 0/1 region channel
+  // would turn the out-of-bounds voxels into foreground). FromJson and both engines (AugmentBatch on "cpu" and
+  // CudaAugmenter with the batch's shape) check it; an injected {"applied": false} on a layout-changing entry is
+  // refused likewise (DrawSampleParams).
+  absl::Status CheckLayoutStable(const std::vector<int64_t>& input_shape = {}) const;
   nlohmann::json ToJson() const;
   // Spatial output shape for an input of `in` (walks OutputShape of every transform).
   std::vector<int64_t> OutputShape(const std::vector<int64_t>& in) const;

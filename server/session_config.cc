@@ -291,8 +291,12 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     }
   }
 
+  // A pipeline whose batches every engine would refuse is refused here, not at the first batch.
+  if (absl::Status st = s.pipeline.CheckLayoutStable(); !st.ok()) return Prefixed(st, "config.");
+
   // A CUDA device runs the session on the CUDA engine when its fused kernels cover the pipeline; otherwise the
-  // session runs on the CPU engine, says so in the log and reports `cpu` in the response (never pretends).
+  // session runs on the CPU engine, says so in the log and reports `cpu` in the response (never pretends). A bad
+  // pipeline (INVALID_ARGUMENT) is the client's error on any engine: returned, not run on the CPU.
   SessionResources resources;
   std::string cuda_refusal = "the session runs on the CPU";
   if (requested.kind == DeviceKind::kCuda) {
@@ -301,6 +305,8 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
       s.device = requested;
       resources.cuda = std::make_unique<CudaWorkerPool>(s.pipeline, requested.index);
       resources.cuda->Add(*std::move(worker));  // the first worker: created once, reused for every batch
+    } else if (absl::IsInvalidArgument(worker.status())) {
+      return Prefixed(worker.status(), "config.");
     } else {
       cuda_refusal = absl::StrCat("the session runs on the CPU engine (", worker.status().message(), ")");
       LogWarning("session=", id, " device ", requested.name, " requested, running on the CPU engine: ",

@@ -429,6 +429,14 @@ TEST_F(SessionTest, ExplicitTransformListInPatchMode) {
   noise->mutable_gaussian_noise()->clear_p_per_channel();
   noise->set_one_of_group(1);
   EXPECT_EQ(Open(*uds_client_, open, &opened).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  // A pipeline whose batches every engine would refuse is refused at OpenSession (DS skipped for some samples).
+  noise->set_one_of_group(0);
+  c.mutable_pipeline()->mutable_transforms(2)->set_apply_probability(0.5);
+  s = Open(*uds_client_, open, &opened);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "config.pipeline.transforms[2]: (downsample_seg_for_ds) changes the "
+                                                   "output layout: apply_probability must be 1"))
+      << s.error_message();
 }
 
 TEST_F(SessionTest, BadRequestsGetPreciseCodesAndTheServerStaysHealthy) {
