@@ -108,7 +108,7 @@ if [ -z "${AUGMENTD_BIN:-}" ]; then
 fi
 export AUGMENTD_BIN
 "$AUGMENTD_BIN" --version | tee -a "$OUT/env.txt" || { echo "augmentd binary does not run: $AUGMENTD_BIN"; exit 1; }
-echo "server configuration: AUGMENTD_LOCAL_CACHES=${AUGMENTD_LOCAL_CACHES:-auto} AUGMENTD_SERVER_ARGS=${AUGMENTD_SERVER_ARGS:-}" \
+echo "server configuration: AUGMENTD_LOCAL_CACHES=${AUGMENTD_LOCAL_CACHES:-auto} AUGMENTD_SERVER_ARGS=${AUGMENTD_SERVER_ARGS:-} (trainer-started servers); E2E_SERVER_ARGS=${E2E_SERVER_ARGS:-} (the multi stage's shared server)" \
   | tee -a "$OUT/env.txt"
 say "augmentd: $AUGMENTD_BIN"
 
