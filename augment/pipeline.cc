@@ -125,8 +125,9 @@ absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_s
     if (!shape.empty()) {
       std::vector<int64_t> out = ts.transform->OutputShape(shape);
       if (skippable && out != shape) {
-        return ju::Invalid(field, absl::StrCat("(", std::string(TransformKindName(ts.kind)), ") changes the sample's shape ",
-                                               ShapeString(shape), " -> ", ShapeString(out),
+        return ju::Invalid(field, absl::StrCat("(", std::string(TransformKindName(ts.kind)),
+                                               ") changes the sample's shape ", ShapeString(shape), " -> ",
+                                               ShapeString(out),
                                                " but can be skipped (apply_probability < 1 or a one_of_group): the "
                                                "samples of one batch would disagree on their shape; give it "
                                                "apply_probability 1 (its own probabilities draw the augmentation)"));
@@ -135,8 +136,8 @@ absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_s
     }
     if (ts.kind == TransformKind::kSpatial && regions != SIZE_MAX) {
       const nlohmann::json c = ts.transform->ConfigToJson();
-      const double pad = c.value("border_mode_seg", std::string("zeros")) == "constant" ? c.value("padding_value_seg", 0.0)
-                                                                                         : 0.0;
+      const bool constant = c.value("border_mode_seg", std::string("zeros")) == "constant";
+      const double pad = constant ? c.value("padding_value_seg", 0.0) : 0.0;
       if (pad != 0 && pad != 1) {
         return ju::Invalid(field + ".config.padding_value_seg",
                            absl::StrCat("is ", pad, " after convert_segmentation_to_regions (transform ", regions,
