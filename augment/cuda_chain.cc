@@ -64,12 +64,9 @@ CudaChain::~CudaChain() = default;
 absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec& spec) {
   std::unique_ptr<CudaChain> c(new CudaChain());
   c->spec_ = spec;
-  // DS / regions with p < 1, label entries after DS: INVALID_ARGUMENT, as the CPU engine (and OutputLayout with the
+  // DS / regions with p < 1, label entries after DS: INVALID_ARGUMENT, as the CPU engine (CudaAugmenter checks the
   // batch's shape when an entry can be skipped).
   RETURN_IF_ERROR(spec.CheckLayoutStable());
-  c->skippable_ = std::any_of(spec.transforms.begin(), spec.transforms.end(), [](const TransformSpec& ts) {
-    return ts.apply_probability < 1 || (ts.one_of_group != 0 && ts.one_of_size > 1);
-  });
   const size_t n = spec.transforms.size();
   // Staged: several spatial entries, or one after regions — every spatial entry a ChainSpatialStage.
   size_t spatials = 0, regions_at = SIZE_MAX;
@@ -146,7 +143,6 @@ absl::StatusOr<CudaOutputLayout> CudaChain::OutputLayout(const std::vector<int64
   std::vector<int64_t> p(image_shape.begin() + 2, image_shape.end());
   for (int64_t v : p)
     if (v < 1 || v > 4096) return ju::Invalid("image.shape", "spatial size not in [1, 4096]");
-  if (skippable_) RETURN_IF_ERROR(spec_.CheckLayoutStable(p));  // a skippable entry that changes this shape
   int64_t vox = NumElements(p);  // the largest scratch shape
   if (generic_ != nullptr) {
     RETURN_IF_ERROR(generic_->Geometry(p, image_shape[0], image_shape[1], seg_channels).status());

@@ -85,7 +85,6 @@ class CudaChain {
   // Staged chain: several spatial entries, or one after convert_segmentation_to_regions. Every spatial entry is then
   // a ChainSpatialStage in entries_ (the scratch starts at the input shape; spatial_index_ stays SIZE_MAX).
   bool staged_ = false;
-  bool skippable_ = false;  // an entry with apply_probability < 1 or in a OneOf group (OutputLayout checks the shape)
   std::vector<ChainSpatialStage*> staged_spatial_;  // owned by entries_, in spec order
   const DownsampleSegForDsTransform* ds_ = nullptr;
   size_t ds_index_ = SIZE_MAX;  // the label pyramid is stored there; later entries see no labels

@@ -134,6 +134,7 @@ struct CudaAugmenter::Impl {
   // batches they refuse at run time (parameters drawn outside their range, several or no seg channels).
   std::unique_ptr<CudaChain> chain;
   bool use_chain = false;
+  bool skippable = false;  // spec.HasSkippableEntry(): CheckBatchShape runs CheckLayoutStable per batch shape
 
   void* ws = nullptr;
   size_t ws_cap = 0;
@@ -321,6 +322,7 @@ absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const Pipel
   auto impl = std::make_unique<Impl>();
   impl->spec = spec;
   impl->use_chain = !plan.ok();
+  impl->skippable = spec.HasSkippableEntry();
   if (plan.ok()) impl->plan = *std::move(plan);
   if (chain.ok()) impl->chain = *std::move(chain);
   impl->device = device;
@@ -331,8 +333,15 @@ absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const Pipel
   return std::unique_ptr<CudaAugmenter>(new CudaAugmenter(std::move(impl)));
 }
 
+absl::Status CudaAugmenter::CheckBatchShape(const std::vector<int64_t>& image_shape) const {
+  // A skippable entry that changes this batch's shape: INVALID_ARGUMENT, as the CPU engine, before either path.
+  if (!impl_->skippable || image_shape.size() < 3) return absl::OkStatus();
+  return impl_->spec.CheckLayoutStable(std::vector<int64_t>(image_shape.begin() + 2, image_shape.end()));
+}
+
 absl::StatusOr<CudaOutputLayout> CudaAugmenter::OutputLayout(const std::vector<int64_t>& image_shape,
                                                              DType image_dtype, int64_t seg_channels) const {
+  RETURN_IF_ERROR(CheckBatchShape(image_shape));
   // The chain where Run uses it: its specs, 2D samples, shapes the fused kernels refuse (e.g. > 8 channels).
   absl::StatusOr<cuda::BatchShape> sh = absl::UnimplementedError("generic chain");
   if (!impl_->use_chain && seg_channels == 1) sh = impl_->Shape(image_shape, image_dtype);
@@ -348,6 +357,7 @@ absl::Status CudaAugmenter::Run(const CudaBatchInput& input, const CudaBatchOutp
                                 CUstream_st* stream, std::vector<SampleRecord>* records) {
   return GuardStatus([&]() -> absl::Status {
     Impl& m = *impl_;
+    RETURN_IF_ERROR(CheckBatchShape(input.image_shape));
     if (!m.use_chain && input.seg != nullptr && input.seg_channels == 1) {
       // Every refusal of the fused path (UNIMPLEMENTED) comes before anything is enqueued: the chain may take over.
       absl::Status fused = RunFused(input, output, options, stream, records);

@@ -154,6 +154,8 @@ class CudaAugmenter {
  private:
   struct Impl;
   explicit CudaAugmenter(std::unique_ptr<Impl> impl);
+  // PipelineSpec::CheckLayoutStable for this batch shape (B, C, spatial...) when an entry can be skipped (OK else).
+  absl::Status CheckBatchShape(const std::vector<int64_t>& image_shape) const;
   // The fused kernels' path of Run (UNIMPLEMENTED, before enqueuing anything, for batches they do not cover).
   absl::Status RunFused(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
                         CUstream_st* stream, std::vector<SampleRecord>* records);

@@ -121,16 +121,17 @@ absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_s
   for (size_t i = 0; i < transforms.size(); ++i) {
     const TransformSpec& ts = transforms[i];
     const std::string field = absl::StrCat("pipeline.transforms[", i, "]");
-    const bool skippable = ts.apply_probability < 1 || (ts.one_of_group != 0 && ts.one_of_size > 1);
     if (!shape.empty()) {
       std::vector<int64_t> out = ts.transform->OutputShape(shape);
-      if (skippable && out != shape) {
+      // (a rank change is a malformed entry — e.g. a 3D patch on 2D samples — that the transform itself reports)
+      if (ts.Skippable() && out != shape && out.size() == shape.size()) {
         return ju::Invalid(field, absl::StrCat("(", std::string(TransformKindName(ts.kind)),
                                                ") changes the sample's shape ", ShapeString(shape), " -> ",
                                                ShapeString(out),
                                                " but can be skipped (apply_probability < 1 or a one_of_group): the "
                                                "samples of one batch would disagree on their shape; give it "
-                                               "apply_probability 1 (its own probabilities draw the augmentation)"));
+                                               "apply_probability 1 (its own probabilities draw the augmentation), "
+                                               "make its patch the input's shape, or remove it"));
       }
       shape = std::move(out);
     }
@@ -139,10 +140,10 @@ absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_s
       const bool constant = c.value("border_mode_seg", std::string("zeros")) == "constant";
       const double pad = constant ? c.value("padding_value_seg", 0.0) : 0.0;
       if (pad != 0 && pad != 1) {
-        return ju::Invalid(field + ".config.padding_value_seg",
-                           absl::StrCat("is ", pad, " after convert_segmentation_to_regions (transform ", regions,
-                                        "): region channels are 0/1, so the fill must be 0 or 1 (-1 would make every "
-                                        "out-of-bounds voxel foreground)"));
+        return ju::Invalid(field, absl::StrCat("(spatial) after convert_segmentation_to_regions (transform ", regions,
+                                               "): padding_value_seg is ", pad, " with border_mode_seg 'constant', "
+                                               "but region channels are 0/1 and -1 would make every out-of-bounds "
+                                               "voxel foreground: use a fill of 0 or 1, or border_mode_seg 'zeros'"));
       }
     }
     if (ts.kind == TransformKind::kConvertSegmentationToRegions && regions == SIZE_MAX) regions = i;
@@ -159,6 +160,10 @@ absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_s
       return ju::Invalid(field, what + ": it cannot be a member of a one_of_group");
   }
   return absl::OkStatus();
+}
+
+bool PipelineSpec::HasSkippableEntry() const {
+  return std::any_of(transforms.begin(), transforms.end(), [](const TransformSpec& ts) { return ts.Skippable(); });
 }
 
 nlohmann::json TransformSpec::ToJson() const {

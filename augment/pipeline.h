@@ -42,6 +42,8 @@ struct TransformSpec {
   // Whether this entry is its group's member for (seed, sample): U over RandomStream(seed, sample,
   // kOneOfTransformIndex, one_of_group) picks member ⌊U·size⌋. Always true outside a group.
   bool SelectedFor(uint64_t seed, uint64_t sample_index) const;
+  // Whether some samples may skip this entry: apply_probability < 1, or a member of a OneOf group of several.
+  bool Skippable() const { return apply_probability < 1 || (one_of_group != 0 && one_of_size > 1); }
   static constexpr uint32_t kOneOfTransformIndex = 4095;  // reserved stream (pipelines hold <= 4000 entries)
 
   // INVALID_ARGUMENT for a null transform or p outside [0, 1].
@@ -77,6 +79,8 @@ struct PipelineSpec {
   // CudaAugmenter with the batch's shape) check it; an injected {"applied": false} on a layout-changing entry is
   // refused likewise (DrawSampleParams).
   absl::Status CheckLayoutStable(const std::vector<int64_t>& input_shape = {}) const;
+  // Whether any entry is Skippable() (then the shape part of CheckLayoutStable depends on the batch's shape).
+  bool HasSkippableEntry() const;
   nlohmann::json ToJson() const;
   // Spatial output shape for an input of `in` (walks OutputShape of every transform).
   std::vector<int64_t> OutputShape(const std::vector<int64_t>& in) const;

@@ -305,7 +305,7 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
       s.device = requested;
       resources.cuda = std::make_unique<CudaWorkerPool>(s.pipeline, requested.index);
       resources.cuda->Add(*std::move(worker));  // the first worker: created once, reused for every batch
-    } else if (absl::IsInvalidArgument(worker.status())) {
+    } else if (absl::IsInvalidArgument(worker.status())) {  // only pipeline errors come back as INVALID_ARGUMENT
       return Prefixed(worker.status(), "config.");
     } else {
       cuda_refusal = absl::StrCat("the session runs on the CPU engine (", worker.status().message(), ")");
@@ -385,6 +385,8 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
                                                      ShapeString(s.pipeline.input_patch_size)));
     }
     s.input_patch_size = in;
+    // Now the batches' shape is known: a skippable entry that changes it is refused here, not at every batch.
+    if (absl::Status st = s.pipeline.CheckLayoutStable(in); !st.ok()) return Prefixed(st, "config.");
     channels = pm.num_image_channels() == 0 ? 1 : pm.num_image_channels();
     seg_channels = pm.num_segmentation_channels() == 0 ? 1 : pm.num_segmentation_channels();
     s.num_image_channels = channels;

@@ -437,6 +437,22 @@ TEST_F(SessionTest, ExplicitTransformListInPatchMode) {
   EXPECT_TRUE(absl::StrContains(s.error_message(), "config.pipeline.transforms[2]: (downsample_seg_for_ds) changes the "
                                                    "output layout: apply_probability must be 1"))
       << s.error_message();
+  // A crop to 4³ of the 6³ patches that some samples skip: known once the patch size is (patch mode).
+  c.mutable_pipeline()->mutable_transforms(2)->set_apply_probability(1.0);
+  v1::TransformSpec* crop = c.mutable_pipeline()->add_transforms();
+  crop->set_kind(v1::SPATIAL);
+  crop->set_apply_probability(0.5);
+  for (int a = 0; a < 3; ++a) crop->mutable_spatial()->add_patch_size(4);
+  c.mutable_pipeline()->mutable_transforms()->SwapElements(0, 3);  // the crop first, the mirror last
+  c.mutable_pipeline()->mutable_transforms()->SwapElements(2, 3);  // DS last again
+  s = Open(*uds_client_, open, &opened);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "config.pipeline.transforms[0]: (spatial) changes the sample's "
+                                                   "shape [6, 6, 6] -> [4, 4, 4] but can be skipped"))
+      << s.error_message();
+  crop->set_apply_probability(1.0);
+  s = Open(*uds_client_, open, &opened);
+  EXPECT_TRUE(s.ok()) << s.error_message();
 }
 
 TEST_F(SessionTest, BadRequestsGetPreciseCodesAndTheServerStaysHealthy) {
