@@ -166,8 +166,7 @@ absl::Status DrawTransform(const TransformSpec& ts, size_t t, uint64_t seed, uin
     auto applied = ju::GetBool(*inj, "applied", true, "applied");
     if (!applied.ok()) return WithContext(applied.status(), sample_index, t, tr.name());
     at.applied = *applied;
-    if (!at.applied && (ts.kind == TransformKind::kDownsampleSegForDs ||
-                        ts.kind == TransformKind::kConvertSegmentationToRegions)) {
+    if (!at.applied && ChangesOutputLayout(ts.kind)) {
       // PipelineSpec::CheckLayoutStable: skipping it would change this sample's output layout.
       return WithContext(ju::Invalid("applied", "must be true: the entry changes the output layout"), sample_index,
                          t, tr.name());

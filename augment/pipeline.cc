@@ -86,10 +86,6 @@ absl::Status PipelineSpec::ResolveOneOfGroups() {
 }
 
 namespace {
-bool ChangesLayout(TransformKind k) {
-  return k == TransformKind::kDownsampleSegForDs || k == TransformKind::kConvertSegmentationToRegions;
-}
-
 // Whether the entry reads, writes or moves the labels (so it cannot follow downsample_seg_for_ds, whose pyramid is
 // final). AugLab's extras read them only with regions enabled (in_seg / out_seg > 0, auglab_region.h).
 bool UsesLabels(const TransformSpec& ts) {
@@ -115,17 +111,22 @@ bool UsesLabels(const TransformSpec& ts) {
 }
 }  // namespace
 
+bool ChangesOutputLayout(TransformKind k) {
+  return k == TransformKind::kDownsampleSegForDs || k == TransformKind::kConvertSegmentationToRegions;
+}
+
 absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_shape) const {
   size_t ds = SIZE_MAX, regions = SIZE_MAX;  // the first downsample_seg_for_ds / convert_segmentation_to_regions
   std::vector<int64_t> shape = input_shape.empty() ? input_patch_size : input_shape;  // entering entry i; {}: unknown
   for (size_t i = 0; i < transforms.size(); ++i) {
     const TransformSpec& ts = transforms[i];
-    const std::string field = absl::StrCat("pipeline.transforms[", i, "]");
+    // Built only for an error: both engines run this for every batch when an entry is skippable.
+    const auto field = [i] { return absl::StrCat("pipeline.transforms[", i, "]"); };
     if (!shape.empty()) {
       std::vector<int64_t> out = ts.transform->OutputShape(shape);
       // (a rank change is a malformed entry — e.g. a 3D patch on 2D samples — that the transform itself reports)
       if (ts.Skippable() && out != shape && out.size() == shape.size()) {
-        return ju::Invalid(field, absl::StrCat("(", std::string(TransformKindName(ts.kind)),
+        return ju::Invalid(field(), absl::StrCat("(", std::string(TransformKindName(ts.kind)),
                                                ") changes the sample's shape ", ShapeString(shape), " -> ",
                                                ShapeString(out),
                                                " but can be skipped (apply_probability < 1 or a one_of_group): the "
@@ -140,7 +141,7 @@ absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_s
       const bool constant = c.value("border_mode_seg", std::string("zeros")) == "constant";
       const double pad = constant ? c.value("padding_value_seg", 0.0) : 0.0;
       if (pad != 0 && pad != 1) {
-        return ju::Invalid(field, absl::StrCat("(spatial) after convert_segmentation_to_regions (transform ", regions,
+        return ju::Invalid(field(), absl::StrCat("(spatial) after convert_segmentation_to_regions (transform ", regions,
                                                "): padding_value_seg is ", pad, " with border_mode_seg 'constant', "
                                                "but region channels are 0/1 and -1 would make every out-of-bounds "
                                                "voxel foreground: use a fill of 0 or 1, or border_mode_seg 'zeros'"));
@@ -148,16 +149,15 @@ absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_s
     }
     if (ts.kind == TransformKind::kConvertSegmentationToRegions && regions == SIZE_MAX) regions = i;
     if (ds != SIZE_MAX && UsesLabels(ts)) {
-      return ju::Invalid(field, absl::StrCat("(", std::string(TransformKindName(ts.kind)),
+      return ju::Invalid(field(), absl::StrCat("(", std::string(TransformKindName(ts.kind)),
                                              ") uses the labels after downsample_seg_for_ds (transform ", ds,
                                              "), whose label pyramid is final: move it before that entry"));
     }
     if (ts.kind == TransformKind::kDownsampleSegForDs && ds == SIZE_MAX) ds = i;
-    if (!ChangesLayout(ts.kind)) continue;
-    const std::string what = absl::StrCat("(", std::string(TransformKindName(ts.kind)), ") changes the output layout");
-    if (ts.apply_probability < 1) return ju::Invalid(field, what + ": apply_probability must be 1");
-    if (ts.one_of_group != 0 && ts.one_of_size > 1)
-      return ju::Invalid(field, what + ": it cannot be a member of a one_of_group");
+    if (!ChangesOutputLayout(ts.kind) || !ts.Skippable()) continue;
+    return ju::Invalid(field(), absl::StrCat("(", std::string(TransformKindName(ts.kind)), ") changes the output layout",
+                                             ts.apply_probability < 1 ? ": apply_probability must be 1"
+                                                                      : ": it cannot be a member of a one_of_group"));
   }
   return absl::OkStatus();
 }

@@ -86,6 +86,10 @@ struct PipelineSpec {
   std::vector<int64_t> OutputShape(const std::vector<int64_t>& in) const;
 };
 
+// Whether entries of kind `k` change the output layout whenever they run (downsample_seg_for_ds: a label pyramid;
+// convert_segmentation_to_regions: bool region channels), so no sample of a batch may skip them.
+bool ChangesOutputLayout(TransformKind k);
+
 // The parts of an nnU-Net trainer that shape augmentation. Unset optionals are computed like nnU-Net does.
 struct TrainerConfig {
   std::vector<int64_t> patch_size;                           // plans patch size (2 or 3 dims)
