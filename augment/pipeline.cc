@@ -174,9 +174,21 @@ nlohmann::json TransformSpec::ToJson() const {
   return j;
 }
 
+namespace {
+// A spatial entry without its own "bgv2_version" gets the pipeline's (none: unchanged).
+nlohmann::json WithBgv2Version(const nlohmann::json& entry, const std::string& version) {
+  if (version.empty() || !entry.is_object() || entry.value("kind", "") != "spatial") return entry;
+  nlohmann::json out = entry;
+  if (!out.contains("config") || !out["config"].is_object()) out["config"] = nlohmann::json::object();
+  if (!out["config"].contains("bgv2_version")) out["config"]["bgv2_version"] = version;
+  return out;
+}
+}  // namespace
+
 absl::StatusOr<PipelineSpec> PipelineSpec::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(ju::CheckDepth(j, "pipeline"));
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"name", "transforms", "input_patch_size"}, "pipeline"));
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"name", "transforms", "input_patch_size", "bgv2_version"}, "pipeline"));
+  ASSIGN_OR_RETURN(const std::string bgv2_version, ju::GetString(j, "bgv2_version", std::string(), "pipeline"));
   PipelineSpec p;
   ASSIGN_OR_RETURN(p.name, ju::GetString(j, "name", std::string("custom"), "pipeline"));
   if (j.contains("input_patch_size") && !j["input_patch_size"].is_null()) {
@@ -186,7 +198,7 @@ absl::StatusOr<PipelineSpec> PipelineSpec::FromJson(const nlohmann::json& j) {
     return ju::Invalid("pipeline.transforms", "expected a list");
   if (j["transforms"].size() > 4000) return ju::Invalid("pipeline.transforms", "too many transforms");
   for (size_t i = 0; i < j["transforms"].size(); ++i) {
-    auto t = TransformSpec::FromJson(j["transforms"][i]);
+    auto t = TransformSpec::FromJson(WithBgv2Version(j["transforms"][i], bgv2_version));
     if (!t.ok()) {
       return absl::Status(t.status().code(), absl::StrCat("pipeline.transforms[", i, "].", t.status().message()));
     }
@@ -215,7 +227,8 @@ absl::StatusOr<TrainerConfig> TrainerConfig::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(
       ju::CheckKeys(j,
                     {"patch_size", "rotation_for_da", "mirror_axes", "do_dummy_2d_data_aug", "deep_supervision_scales",
-                     "pool_op_kernel_sizes", "regions", "ignore_label", "use_mask_for_norm", "num_input_channels"},
+                     "pool_op_kernel_sizes", "regions", "ignore_label", "use_mask_for_norm", "num_input_channels",
+                     "bgv2_version"},
                     w));
   TrainerConfig c;
   if (!j.contains("patch_size")) return ju::Invalid(w + ".patch_size", "required");
@@ -289,6 +302,7 @@ absl::StatusOr<TrainerConfig> TrainerConfig::FromJson(const nlohmann::json& j) {
   ASSIGN_OR_RETURN(
       c.num_input_channels,
       ju::GetInt(j, "num_input_channels", static_cast<int64_t>(std::max<size_t>(1, c.use_mask_for_norm.size())), w));
+  ASSIGN_OR_RETURN(c.bgv2_version, ju::GetString(j, "bgv2_version", std::string("0.3.6"), w));
   return c;
 }
 
@@ -304,6 +318,7 @@ nlohmann::json TrainerConfig::ToJson() const {
   j["ignore_label"] = ignore_label ? nlohmann::json(*ignore_label) : nlohmann::json();
   j["use_mask_for_norm"] = use_mask_for_norm;
   j["num_input_channels"] = num_input_channels;
+  j["bgv2_version"] = bgv2_version;
   return j;
 }
 
@@ -433,6 +448,7 @@ SpatialConfig BaseSpatialConfig(const TrainerConfig& c, const AugmentationGeomet
   sc.p_elastic_deform = 0;
   sc.rotation = RandomScalar::Uniform(g.rotation_for_da.first, g.rotation_for_da.second);
   sc.bg_style_seg_sampling = false;
+  sc.bgv2_version = c.bgv2_version;  // nnU-Net leaves seg_tiebreak at the release's default
   sc.border_mode_seg = "constant";
   sc.padding_value_seg = -1;
   return sc;

@@ -61,7 +61,8 @@ struct PipelineSpec {
   // crops/pads to its patch_size), so callers crop this box and the output has OutputShape(input) voxels.
   std::vector<int64_t> input_patch_size;
 
-  // {"name": ..., "input_patch_size": [...], "transforms": [TransformSpec JSON, ...]}
+  // {"name": ..., "input_patch_size": [...], "transforms": [TransformSpec JSON, ...], "bgv2_version": "0.3.6"}
+  // (bgv2_version, optional: the default of every spatial entry whose config names none)
   static absl::StatusOr<PipelineSpec> FromJson(const nlohmann::json& j);
   // Numbers the members of every OneOf group; INVALID_ARGUMENT if a group id is not one consecutive run.
   absl::Status ResolveOneOfGroups();
@@ -102,6 +103,7 @@ struct TrainerConfig {
   std::optional<int64_t> ignore_label;
   std::vector<bool> use_mask_for_norm;  // per input channel
   int64_t num_input_channels = 1;
+  std::string bgv2_version = "0.3.6";   // the trainer's batchgeneratorsv2: the presets' SpatialTransform semantics
 
   // Keys: the field names above, plus "pool_op_kernel_sizes" (strides; DS scales = 1/cumprod, last dropped).
   static absl::StatusOr<TrainerConfig> FromJson(const nlohmann::json& j);

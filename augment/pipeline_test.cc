@@ -96,6 +96,34 @@ TEST(Pipeline, SpecJsonRoundTrip) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(Pipeline, Bgv2VersionReachesTheSpatialEntries) {
+  TrainerConfig c;
+  c.patch_size = {32, 40, 48};
+  auto spatial_version = [](const PipelineSpec& spec) {
+    for (const TransformSpec& t : spec.transforms)
+      if (t.kind == TransformKind::kSpatial) return t.transform->ConfigToJson()["bgv2_version"].get<std::string>();
+    return std::string();
+  };
+  EXPECT_EQ(spatial_version(*NnunetDefaultPipeline(c)), "0.3.6");  // default: today's release
+  c.bgv2_version = "0.3.5";
+  EXPECT_EQ(spatial_version(*NnunetDefaultPipeline(c)), "0.3.5");
+  EXPECT_EQ(spatial_version(*NnunetDa5Pipeline(c)), "0.3.5");
+  auto tc = TrainerConfig::FromJson({{"patch_size", {32, 40, 48}}, {"bgv2_version", "0.3.5"}});
+  ASSERT_TRUE(tc.ok());
+  EXPECT_EQ(tc->bgv2_version, "0.3.5");
+  c.bgv2_version = "9.9";
+  EXPECT_EQ(NnunetDefaultPipeline(c).status().code(), absl::StatusCode::kInvalidArgument);
+  // a pipeline's bgv2_version is the default of its spatial entries; an entry's own wins
+  const nlohmann::json entry = {{"kind", "spatial"}, {"config", {{"patch_size", {8, 8, 8}}}}};
+  nlohmann::json own = entry;
+  own["config"]["bgv2_version"] = "0.3.6";
+  auto spec = PipelineSpec::FromJson({{"bgv2_version", "0.3.5"}, {"transforms", {entry, own}}});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->transforms[0].transform->ConfigToJson()["bgv2_version"], "0.3.5");
+  EXPECT_EQ(spec->transforms[1].transform->ConfigToJson()["bgv2_version"], "0.3.6");
+  EXPECT_EQ(spatial_version(*PipelineSpec::FromJson({{"transforms", {entry}}})), "0.3.6");
+}
+
 TEST(Pipeline, Da5PresetHasTwoOneOfGroupsAndPicksExactlyOneMember) {
   TrainerConfig c;
   c.patch_size = {64, 64, 64};

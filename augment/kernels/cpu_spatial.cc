@@ -256,6 +256,98 @@ inline int16_t DecideLabel(const Corners& c, int nd, const int16_t* in, int16_t 
   return r;
 }
 
+// bgv2 0.3.6: the label of the nearest neighbour in the padded segmentation (`pad` outside).
+inline int16_t NearestPaddedLabel(const GridSpec& g, const float* gv, const int16_t* in, int16_t pad) {
+  const int64_t off = NearestOffset(g, gv);
+  return off < 0 ? pad : in[off];
+}
+
+// bgv2 0.3.6's vote (LabelSampleOptions::pad_first, kLinear) for one output voxel from its corners.
+inline int16_t DecideLabelPadFirst(const GridSpec& g, const float* gv, const Corners& c, const int16_t* in,
+                                   int16_t lowest_label, int64_t num_labels, const LabelSampleOptions& opt) {
+  if (num_labels <= 1) return lowest_label;  // bgv2 fills a single-label channel with it
+  const int nd = g.ndim;
+  // Fast path: every corner inside with label u. u scores ~1000, every other label (the padding label too:
+  // 1000 − ~1000) ~0, so u wins under every tie-break and is its own nearest neighbour.
+  bool uniform = true;
+  const int16_t first = c.inb[0] ? in[c.offset[0]] : 0;
+  for (int k = 0; k < c.n && uniform; ++k) uniform = c.inb[k] && in[c.offset[k]] == first;
+  if (uniform) return first;
+  int16_t labels[9];
+  float score[9];
+  int nl = 0;
+  float others = 0.0f;  // Σ 1000·w over in-bounds corners not labelled pad_label, in corner order
+  for (int k = 0; k < c.n; ++k) {
+    if (!c.inb[k]) continue;
+    const int16_t lab = in[c.offset[k]];
+    int i = 0;
+    while (i < nl && labels[i] != lab) ++i;
+    if (i == nl) {
+      labels[nl] = lab;
+      score[nl] = 0.0f;
+      ++nl;
+    }
+    if (nd == 3) {
+      score[i] += 1000.0f * c.w[k];
+      if (lab != opt.pad_label) others += 1000.0f * c.w[k];
+    } else {
+      score[i] = std::fma(1000.0f, c.w[k], score[i]);
+      if (lab != opt.pad_label) others = std::fma(1000.0f, c.w[k], others);
+    }
+  }
+  if (opt.pad_votes) {
+    // grid_sample((ind − 1)·1000) = −others (sign-symmetric rounding), then + 1000.
+    int i = 0;
+    while (i < nl && labels[i] != opt.pad_label) ++i;
+    if (i == nl) {
+      labels[nl] = opt.pad_label;
+      ++nl;
+    }
+    score[i] = -others + 1000.0f;
+  }
+  for (int i = 1; i < nl; ++i)  // insertion sort by label (nl <= 9)
+    for (int j = i; j > 0 && labels[j] < labels[j - 1]; --j) {
+      std::swap(labels[j], labels[j - 1]);
+      std::swap(score[j], score[j - 1]);
+    }
+  for (int i = 0; i < nl; ++i) score[i] = RoundToHalf(score[i]);
+  if (num_labels == 2) {
+    // bgv2's two-label shortcut: one grid_sample of the higher label L1, compared with half of 1000.
+    float hi = 0.0f;
+    int16_t l1 = lowest_label;
+    for (int i = 0; i < nl; ++i)
+      if (labels[i] != lowest_label) {
+        hi = score[i];
+        l1 = labels[i];
+      }
+    if (opt.tiebreak == SegTiebreak::kNearest && hi == 500.0f) return NearestPaddedLabel(g, gv, in, opt.pad_label);
+    const bool better = opt.tiebreak == SegTiebreak::kHighest ? hi >= 500.0f : hi > 500.0f;
+    return better ? l1 : lowest_label;
+  }
+  float top = 0.0f;  // labels of the channel absent from the corners score 0
+  for (int i = 0; i < nl; ++i) top = std::max(top, score[i]);
+  if (!(top > 0.0f)) return lowest_label;
+  if (opt.tiebreak == SegTiebreak::kNearest) {
+    const int16_t nn = NearestPaddedLabel(g, gv, in, opt.pad_label);
+    for (int i = 0; i < nl; ++i)
+      if (labels[i] == nn && score[i] == top) return nn;
+  }
+  if (opt.tiebreak == SegTiebreak::kHighest) {
+    for (int i = nl - 1; i >= 0; --i)
+      if (score[i] == top) return labels[i];
+  }
+  for (int i = 0; i < nl; ++i)
+    if (score[i] == top) return labels[i];
+  return lowest_label;
+}
+
+// The label of one output voxel under either version's rule.
+inline int16_t VoteLabel(const GridSpec& g, const float* gv, const Corners& c, const int16_t* in,
+                         int16_t lowest_label, int64_t num_labels, const LabelSampleOptions& opt) {
+  if (opt.pad_first) return DecideLabelPadFirst(g, gv, c, in, lowest_label, num_labels, opt);
+  return DecideLabel(c, g.ndim, in, lowest_label, num_labels, opt);
+}
+
 inline float InterpolateLinear(const Corners& c, int nd, const float* src) {
   float acc = 0.0f;
   if (nd == 3) {
@@ -292,6 +384,50 @@ void SampleImage(const GridSpec& g, const float* in, int64_t channels, const flo
   }
 }
 
+void SampleImageShifted(const GridSpec& g, const float* in, int64_t channels, const float* grid, InterpMode mode,
+                        float shift, float* out) {
+  const int64_t n_out = NumOut(g), n_in = NumIn(g);
+  const int nd = g.ndim;
+  Corners c;
+  for (int64_t v = 0; v < n_out; ++v) {
+    const float* gv = grid + v * nd;
+    if (mode == InterpMode::kNearest) {
+      const int64_t off = NearestOffset(g, gv);
+      for (int64_t ch = 0; ch < channels; ++ch)
+        out[ch * n_out + v] = off < 0 ? shift : (in[ch * n_in + off] - shift) + shift;
+      continue;
+    }
+    LinearCorners(g, gv, c);
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      const float* src = in + ch * n_in;
+      float acc = 0.0f;
+      if (nd == 3) {
+        for (int k = 0; k < 8; ++k)
+          if (c.inb[k]) acc += (src[c.offset[k]] - shift) * c.w[k];
+      } else {
+        acc = (c.inb[0] ? src[c.offset[0]] - shift : 0.0f) * c.w[0];
+        for (int k = 1; k < 4; ++k) acc = std::fma(c.inb[k] ? src[c.offset[k]] - shift : 0.0f, c.w[k], acc);
+      }
+      out[ch * n_out + v] = acc + shift;
+    }
+  }
+}
+
+bool MayReachOutside(const GridSpec& g, const float* grid) {
+  double bound = 1.0;
+  for (int d = 0; d < g.ndim; ++d) bound = std::min(bound, 1.0 - 1.0 / static_cast<double>(g.in_shape[d]));
+  const int64_t n = NumOut(g) * g.ndim;
+  if (n == 0) return false;
+  float lo = grid[0], hi = grid[0];
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = grid[i];
+    if (std::isnan(x)) return true;  // torch.aminmax propagates NaN; every comparison with it fails
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  }
+  return !(-static_cast<double>(lo) <= bound && static_cast<double>(hi) <= bound);
+}
+
 void SampleLabels(const GridSpec& g, const int16_t* in, const float* grid, int16_t lowest_label, int64_t num_labels,
                   const LabelSampleOptions& opt, int16_t* out) {
   const int64_t n_out = NumOut(g);
@@ -304,12 +440,11 @@ void SampleLabels(const GridSpec& g, const int16_t* in, const float* grid, int16
       continue;
     }
     if (opt.mode == InterpMode::kNearest) {
-      const int64_t off = NearestOffset(g, gv);
-      out[v] = off < 0 ? 0 : in[off];
+      out[v] = NearestPaddedLabel(g, gv, in, opt.pad_first ? opt.pad_label : int16_t{0});
       continue;
     }
     LinearCorners(g, gv, c);
-    out[v] = DecideLabel(c, nd, in, lowest_label, num_labels, opt);
+    out[v] = VoteLabel(g, gv, c, in, lowest_label, num_labels, opt);
   }
 }
 
@@ -326,7 +461,7 @@ void SampleImageAndLabels(const GridSpec& g, const float* image, int64_t channel
     const bool fill = opt.fill_out_of_bounds && OutOfBounds(g, gv);
     for (int64_t ch = 0; ch < seg_channels; ++ch) {
       seg_out[ch * n_out + v] =
-          fill ? opt.fill_value : DecideLabel(c, nd, seg + ch * n_in, lowest_label[ch], num_labels[ch], opt);
+          fill ? opt.fill_value : VoteLabel(g, gv, c, seg + ch * n_in, lowest_label[ch], num_labels[ch], opt);
     }
   }
 }

@@ -1,6 +1,8 @@
 // augment/kernels/cpu_spatial.h — CPU kernels of the spatial transform (pure functions, one sample).
 //
-// They reproduce batchgeneratorsv2 0.3.5 `SpatialTransform` + `torch.grid_sample` (align_corners=False) with
+// They reproduce batchgeneratorsv2 `SpatialTransform` (0.3.5, and 0.3.6's pad-first segmentation resampling and
+// shifted constant image padding: LabelSampleOptions::pad_first, SampleImageShifted) + `torch.grid_sample`
+// (align_corners=False) with
 // the same float32 arithmetic order, so image outputs match to rounding and label outputs match except for
 // documented float16 ties. A CUDA port mirrors each function one thread per output voxel.
 //
@@ -54,12 +56,39 @@ bool OutOfBounds(const GridSpec& g, const float* grid_voxel);
 //  * kLinear, bg_style=true: bgv2's threshold mode (score ≥ 0.5, later labels overwrite; see .cc).
 //  * kNearest: nearest corner (round half to even), 0 outside.
 // `num_labels`: number of distinct labels in the input channel (bg_style needs it).
+// bgv2 0.3.6 `seg_tiebreak`: which label a voxel takes where the top fp16 score is shared.
+enum class SegTiebreak { kLowest, kNearest, kHighest };
+
+//  * pad_first (bgv2 0.3.6): the segmentation is padded with `pad_label` (0 for 'zeros', padding_value_seg for
+//    'constant') before it is resampled. kLinear: the channel's labels are those present plus `pad_label` when
+//    `pad_votes` (MayReachOutside of the sample's grid); the padding label scores fp16(1000 − Σ 1000·w of the
+//    in-bounds corners with another label) — bgv2's grid_sample of (ind − 1)·1000 plus 1000 — and the others as
+//    above. One label: that label. Two labels (L0 < L1): L1 where fp16(score(L1)) > 500 ('highest': >= 500),
+//    'nearest' settling == 500. Three or more: the top fp16 score, ties to the lowest / highest label, or
+//    ('nearest') to the nearest-neighbour label of the padded segmentation where it has the top score.
+//    `lowest_label` / `num_labels` describe that label set (padding label included when it votes).
+//    kNearest: nearest corner, `pad_label` outside. bg_style and fill_out_of_bounds are not used.
 struct LabelSampleOptions {
   InterpMode mode = InterpMode::kLinear;
   bool bg_style = false;
   bool fill_out_of_bounds = false;
   int16_t fill_value = -1;
+  bool pad_first = false;
+  int16_t pad_label = 0;
+  bool pad_votes = false;
+  SegTiebreak tiebreak = SegTiebreak::kLowest;
 };
+
+// bgv2 0.3.6 `_may_reach_outside` (bilinear kernel, align_corners=False): false guarantees every sampling point
+// of `grid` (NumOut(g) × ndim normalised coordinates) lies within [0, S_d − 1] on every axis; the test is
+// bgv2's: min/max over all grid values against min_d (1 − 1/S_d), in double.
+bool MayReachOutside(const GridSpec& g, const float* grid);
+
+// bgv2 0.3.6 constant image padding with `shift` (padding_value_image): grid_sample(in − shift) + shift, with
+// torch's float32 operations (linear: Σ over in-bounds corners of (v − shift)·w, then + shift; nearest: the
+// corner's (v − shift) + shift, `shift` outside).
+void SampleImageShifted(const GridSpec& g, const float* in, int64_t channels, const float* grid, InterpMode mode,
+                        float shift, float* out);
 void SampleLabels(const GridSpec& g, const int16_t* in, const float* grid, int16_t lowest_label, int64_t num_labels,
                   const LabelSampleOptions& opt, int16_t* out);
 

@@ -1,5 +1,6 @@
 #include "augment/kernels/cpu_spatial.h"
 
+#include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -96,6 +97,59 @@ TEST(CpuSpatial, FullyOutsideVoxelGetsLowestLabelOrFill) {
   opt.fill_value = -1;
   SampleLabels(g, in.data(), grid.data(), 2, 2, opt, &out);
   EXPECT_EQ(out, -1);
+}
+
+TEST(CpuSpatial, MayReachOutsideIsBgv2sGridBound) {
+  // bound = min_d(1 − 1/S_d); the identity grid of S == p sits exactly on the outermost pixel centres.
+  // (S = 4: max 1.5/2 = 0.75 exactly; at S = 5, 2/2.5 rounds to 0.80000001f > 0.8 and bgv2 says "may reach")
+  GridSpec g = Spec({4, 4, 4}, {4, 4, 4});
+  std::vector<float> grid(NumOut(g) * 3);
+  ComputeSamplingGrid(g, nullptr, false, grid.data());
+  EXPECT_FALSE(MayReachOutside(g, grid.data()));
+  GridSpec aniso = Spec({5, 6, 7}, {5, 6, 7});  // bgv2 bounds every axis by the smallest one's: conservative
+  std::vector<float> grid2(NumOut(aniso) * 3);
+  ComputeSamplingGrid(aniso, nullptr, false, grid2.data());
+  EXPECT_TRUE(MayReachOutside(aniso, grid2.data()));
+  g.has_affine = true;
+  g.affine[0][0] = 1.01f;  // axis 0 beyond 1 − 1/4
+  ComputeSamplingGrid(g, nullptr, false, grid.data());
+  EXPECT_TRUE(MayReachOutside(g, grid.data()));
+  GridSpec small = Spec({9, 9, 9}, {5, 5, 5});
+  grid.assign(NumOut(small) * 3, 0.0f);
+  ComputeSamplingGrid(small, nullptr, false, grid.data());
+  EXPECT_FALSE(MayReachOutside(small, grid.data()));
+  grid[4] = NAN;
+  EXPECT_TRUE(MayReachOutside(small, grid.data()));
+}
+
+TEST(CpuSpatial, NearestLabelsPadFirstTakeThePaddingLabelOutside) {
+  GridSpec g = Spec({4, 4, 4}, {6, 4, 4});  // axis 0: two output rows outside
+  std::vector<int16_t> in(64, 3), out(96);
+  std::vector<float> grid(NumOut(g) * 3);
+  ComputeSamplingGrid(g, nullptr, false, grid.data());
+  LabelSampleOptions opt;
+  opt.mode = InterpMode::kNearest;
+  opt.pad_first = true;
+  opt.pad_label = -1;
+  SampleLabels(g, in.data(), grid.data(), 3, 1, opt, out.data());
+  EXPECT_EQ(out[0], -1);
+  EXPECT_EQ(out[16], 3);
+  EXPECT_EQ(out[95], -1);
+  opt.pad_first = false;  // 0.3.5: grid_sample's zero padding
+  SampleLabels(g, in.data(), grid.data(), 3, 1, opt, out.data());
+  EXPECT_EQ(out[0], 0);
+}
+
+TEST(CpuSpatial, ShiftedImagePaddingNearestAndLinear) {
+  GridSpec g = Spec({3, 3, 3}, {5, 3, 3});
+  std::vector<float> in(27, 1.5f), out(45), grid(NumOut(g) * 3);
+  ComputeSamplingGrid(g, nullptr, false, grid.data());
+  SampleImageShifted(g, in.data(), 1, grid.data(), InterpMode::kNearest, -2.0f, out.data());
+  EXPECT_EQ(out[0], -2.0f);
+  EXPECT_EQ(out[9 + 4], 1.5f);
+  SampleImageShifted(g, in.data(), 1, grid.data(), InterpMode::kLinear, -2.0f, out.data());
+  EXPECT_EQ(out[0], -2.0f);
+  EXPECT_EQ(out[2 * 9 + 4], 1.5f);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
@@ -25,7 +26,52 @@ absl::Status ValidateMode(const std::string& v, const std::vector<std::string>& 
   }
   return absl::OkStatus();
 }
+// Per seg channel of one sample: the lowest label and the number of distinct labels (bgv2 unique()), with
+// `extra` (0.3.6's padding label when it votes) counted as present.
+void ChannelLabelSets(const int16_t* seg, int64_t channels, int64_t n_in, std::optional<int16_t> extra,
+                      int16_t* lowest, int64_t* num_labels) {
+  std::vector<uint64_t> seen(65536 / 64);
+  const auto mark = [&seen](int16_t v) {
+    const uint16_t u = static_cast<uint16_t>(static_cast<int32_t>(v) + 32768);
+    seen[u >> 6] |= uint64_t{1} << (u & 63);
+  };
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    const int16_t* src = seg + ch * n_in;
+    std::fill(seen.begin(), seen.end(), 0);
+    int16_t lo = src[0];
+    for (int64_t i = 0; i < n_in; ++i) {
+      mark(src[i]);
+      lo = std::min(lo, src[i]);
+    }
+    if (extra) {
+      mark(*extra);
+      lo = std::min(lo, *extra);
+    }
+    int64_t count = 0;
+    for (uint64_t word : seen) count += __builtin_popcountll(word);
+    lowest[ch] = lo;
+    num_labels[ch] = count;
+  }
+}
+
+kernels::SegTiebreak TiebreakKind(const std::string& t) {
+  if (t == "nearest") return kernels::SegTiebreak::kNearest;
+  if (t == "highest") return kernels::SegTiebreak::kHighest;
+  return kernels::SegTiebreak::kLowest;
+}
 }  // namespace
+
+const std::vector<std::string>& SupportedBgv2Versions() {
+  static const std::vector<std::string> kVersions = {"0.3.5", "0.3.6"};
+  return kVersions;
+}
+
+bool SegPadFirst(const SpatialConfig& c) { return c.bgv2_version != "0.3.5"; }
+
+std::string ResolvedSegTiebreak(const SpatialConfig& c) {
+  if (!c.seg_tiebreak.empty()) return c.seg_tiebreak;
+  return SegPadFirst(c) ? "nearest" : "lowest";
+}
 
 absl::StatusOr<std::shared_ptr<const Transform>> SpatialTransform::Create(const SpatialConfig& c) {
   const std::string w = "spatial";
@@ -66,6 +112,13 @@ absl::StatusOr<std::shared_ptr<const Transform>> SpatialTransform::Create(const 
   }
   if (!std::isfinite(c.padding_value_image)) return ju::Invalid(w + ".padding_value_image", "must be finite");
   if (c.align_corners) return ju::Invalid(w + ".align_corners", "only false is supported");
+  RETURN_IF_ERROR(ValidateMode(c.bgv2_version, SupportedBgv2Versions(), w + ".bgv2_version"));
+  if (!c.seg_tiebreak.empty()) {
+    RETURN_IF_ERROR(ValidateMode(c.seg_tiebreak, {"nearest", "lowest", "highest"}, w + ".seg_tiebreak"));
+    if (!SegPadFirst(c) && c.seg_tiebreak != "lowest") {
+      return ju::Invalid(w + ".seg_tiebreak", "needs bgv2_version 0.3.6 (0.3.5 always keeps the lowest label)");
+    }
+  }
   return std::shared_ptr<const Transform>(new SpatialTransform(c));
 }
 
@@ -94,7 +147,9 @@ absl::StatusOr<std::shared_ptr<const Transform>> SpatialTransform::FromJson(cons
                                  "padding_value_seg",
                                  "padding_value_image",
                                  "align_corners",
-                                 "dummy_2d"},
+                                 "dummy_2d",
+                                 "bgv2_version",
+                                 "seg_tiebreak"},
                                 w));
   SpatialConfig c;
   if (!j.contains("patch_size")) return ju::Invalid(w + ".patch_size", "required");
@@ -129,7 +184,10 @@ absl::StatusOr<std::shared_ptr<const Transform>> SpatialTransform::FromJson(cons
     ASSIGN_OR_RETURN(c.scaling, RandomScalar::FromJson(j["scaling"], w + ".scaling"));
   }
   ASSIGN_OR_RETURN(c.p_synchronize_scaling_across_axes, ju::GetDouble(j, "p_synchronize_scaling_across_axes", 0.0, w));
-  ASSIGN_OR_RETURN(c.bg_style_seg_sampling, ju::GetBool(j, "bg_style_seg_sampling", true, w));
+  ASSIGN_OR_RETURN(c.bgv2_version, ju::GetString(j, "bgv2_version", std::string("0.3.6"), w));
+  ASSIGN_OR_RETURN(c.seg_tiebreak, ju::GetString(j, "seg_tiebreak", std::string(), w));
+  // the constructor default of the chosen release (it only changes results in 0.3.5)
+  ASSIGN_OR_RETURN(c.bg_style_seg_sampling, ju::GetBool(j, "bg_style_seg_sampling", !SegPadFirst(c), w));
   ASSIGN_OR_RETURN(c.mode_seg, ju::GetString(j, "mode_seg", std::string("bilinear"), w));
   ASSIGN_OR_RETURN(c.border_mode_seg, ju::GetString(j, "border_mode_seg", std::string("zeros"), w));
   ASSIGN_OR_RETURN(c.center_deformation, ju::GetBool(j, "center_deformation", true, w));
@@ -168,6 +226,8 @@ nlohmann::json SpatialTransform::ConfigToJson() const {
   j["padding_value_image"] = c.padding_value_image;
   j["align_corners"] = c.align_corners;
   j["dummy_2d"] = c.dummy_2d;
+  j["bgv2_version"] = c.bgv2_version;
+  j["seg_tiebreak"] = ResolvedSegTiebreak(c);
   return j;
 }
 
@@ -388,40 +448,42 @@ absl::Status SpatialTransform::Apply(const TransformParams& params, SampleData& 
     }
     std::vector<float> grid(static_cast<size_t>(n_out * nd));
     kernels::ComputeSamplingGrid(g, offsets, c.center_deformation && offsets != nullptr, grid.data());
-    const bool img_fill = c.padding_mode_image == "constant" && c.padding_value_image != 0;
+    const bool pad_first = SegPadFirst(c);
+    // 0.3.5 fills out-of-bounds image voxels with the constant; 0.3.6 resamples (image − v) and adds v back.
+    const bool img_fill = !pad_first && c.padding_mode_image == "constant" && c.padding_value_image != 0;
+    const bool img_shift = pad_first && c.padding_mode_image == "constant" && c.padding_value_image != 0;
     const kernels::InterpMode img_mode =
         c.mode_image == "nearest" ? kernels::InterpMode::kNearest : kernels::InterpMode::kLinear;
     kernels::LabelSampleOptions opt;
     opt.mode = c.mode_seg == "nearest" ? kernels::InterpMode::kNearest : kernels::InterpMode::kLinear;
     opt.bg_style = c.bg_style_seg_sampling;
-    opt.fill_out_of_bounds = c.border_mode_seg == "constant" && c.padding_value_seg != 0;
+    opt.fill_out_of_bounds = !pad_first && c.border_mode_seg == "constant" && c.padding_value_seg != 0;
     opt.fill_value = static_cast<int16_t>(c.padding_value_seg);
+    opt.pad_first = pad_first;
+    opt.pad_label = c.border_mode_seg == "constant" ? static_cast<int16_t>(c.padding_value_seg) : int16_t{0};
+    opt.tiebreak = TiebreakKind(ResolvedSegTiebreak(c));
+    // 0.3.6: the padding label is one of the labels only where some sampling point may reach outside.
+    opt.pad_votes = pad_first && has_seg && opt.mode == kernels::InterpMode::kLinear &&
+                    kernels::MayReachOutside(g, grid.data());
     // Per seg channel: the lowest label present and the number of distinct labels (bgv2 unique()).
     std::vector<int16_t> lowest(has_seg ? seg_channels : 0);
     std::vector<int64_t> num_labels(has_seg ? seg_channels : 0);
     if (has_seg) {
-      std::vector<uint64_t> seen(65536 / 64);
-      for (int64_t ch = 0; ch < seg_channels; ++ch) {
-        const int16_t* src = in_seg + ch * n_in;
-        std::fill(seen.begin(), seen.end(), 0);
-        int16_t lo = src[0];
-        for (int64_t i = 0; i < n_in; ++i) {
-          const uint16_t u = static_cast<uint16_t>(static_cast<int32_t>(src[i]) + 32768);
-          seen[u >> 6] |= uint64_t{1} << (u & 63);
-          lo = std::min(lo, src[i]);
-        }
-        int64_t count = 0;
-        for (uint64_t word : seen) count += __builtin_popcountll(word);
-        lowest[ch] = lo;
-        num_labels[ch] = count;
-      }
+      ChannelLabelSets(in_seg, seg_channels, n_in, opt.pad_votes ? std::optional<int16_t>(opt.pad_label) : std::nullopt,
+                       lowest.data(), num_labels.data());
     }
-    if (has_seg && !img_fill && img_mode == kernels::InterpMode::kLinear && opt.mode == kernels::InterpMode::kLinear) {
+    if (has_seg && !img_fill && !img_shift && img_mode == kernels::InterpMode::kLinear &&
+        opt.mode == kernels::InterpMode::kLinear) {
       kernels::SampleImageAndLabels(g, in_image, channels, in_seg, seg_channels, lowest.data(), num_labels.data(),
                                     grid.data(), opt, image_out.data(), seg_out.data());
     } else {
-      kernels::SampleImage(g, in_image, channels, grid.data(), img_mode, img_fill,
-                           static_cast<float>(c.padding_value_image), image_out.data());
+      if (img_shift) {
+        kernels::SampleImageShifted(g, in_image, channels, grid.data(), img_mode,
+                                    static_cast<float>(c.padding_value_image), image_out.data());
+      } else {
+        kernels::SampleImage(g, in_image, channels, grid.data(), img_mode, img_fill,
+                             static_cast<float>(c.padding_value_image), image_out.data());
+      }
       for (int64_t ch = 0; has_seg && ch < seg_channels; ++ch) {
         kernels::SampleLabels(g, in_seg + ch * n_in, grid.data(), lowest[ch], num_labels[ch], opt,
                               seg_out.data() + ch * n_out);

@@ -1,5 +1,11 @@
-// augment/transforms/spatial.h — bgv2 0.3.5 `SpatialTransform` (rotation, scaling, elastic deformation, centre
-// crop to the patch size), optionally wrapped in nnU-Net's dummy-2D handling.
+// augment/transforms/spatial.h — bgv2 `SpatialTransform` (rotation, scaling, elastic deformation, centre crop to
+// the patch size), optionally wrapped in nnU-Net's dummy-2D handling. Both resampling semantics are available,
+// chosen by `bgv2_version` (default "0.3.6", what `pip install nnunetv2` installs today; the draws are the same):
+//  * "0.3.6": segmentation padded first and resampled after (the padding label votes wherever the kernel reaches
+//    outside the image), `seg_tiebreak` ('nearest' default, 'lowest', 'highest'), constant image padding by
+//    shifting values, no out-of-bounds fill.
+//  * "0.3.5": fp16 argmax with lowest-label ties, out-of-bounds voxels (bgv2's mask with its swapped-threshold
+//    quirk) filled with the constant, bg_style_seg_sampling threshold mode.
 //
 //   SpatialConfig c;
 //   c.patch_size = {128, 128, 128};
@@ -42,7 +48,7 @@ struct SpatialConfig {
   double p_scaling = 0;
   RandomScalar scaling = RandomScalar::Uniform(0.7, 1.3);
   double p_synchronize_scaling_across_axes = 0;
-  bool bg_style_seg_sampling = true;
+  bool bg_style_seg_sampling = false;     // bgv2 0.3.6's default (0.3.5's is true; FromJson follows the version)
   std::string mode_seg = "bilinear";      // "bilinear" | "nearest"
   std::string border_mode_seg = "zeros";  // "zeros" | "constant"
   bool center_deformation = true;
@@ -52,7 +58,16 @@ struct SpatialConfig {
   double padding_value_image = 0;
   bool align_corners = false;  // only false is supported (nnU-Net)
   bool dummy_2d = false;       // augmentd: fold axis 0 into channels around this transform
+  std::string bgv2_version = "0.3.6";  // resampling semantics: one of SupportedBgv2Versions()
+  std::string seg_tiebreak;            // "nearest" | "lowest" | "highest" (0.3.6); empty: the version's default
 };
+
+// The bgv2 releases whose SpatialTransform semantics augmentd implements ({"0.3.5", "0.3.6"}), oldest first.
+const std::vector<std::string>& SupportedBgv2Versions();
+// Whether `c` follows bgv2 0.3.6's pad-first segmentation resampling (every version after 0.3.5).
+bool SegPadFirst(const SpatialConfig& c);
+// `c.seg_tiebreak` or, when empty, the version's rule ("nearest" for 0.3.6, "lowest" for 0.3.5).
+std::string ResolvedSegTiebreak(const SpatialConfig& c);
 
 // bgv2 get_parameters(): {"affine", "elastic_offsets", "center_location_in_pixels"} (the grid is derived).
 struct SpatialParams : TransformParams {

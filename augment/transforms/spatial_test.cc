@@ -22,6 +22,7 @@ SpatialConfig NnunetLike(std::vector<int64_t> patch) {
   c.bg_style_seg_sampling = false;
   c.border_mode_seg = "constant";
   c.padding_value_seg = -1;
+  c.bgv2_version = "0.3.5";  // the tests below that do not name a release pin 0.3.5's out-of-bounds fill
   return c;
 }
 
@@ -171,6 +172,158 @@ TEST(Spatial, DummyTwoDAppliesTheSamePlaneTransformToEverySlice) {
   ASSERT_TRUE((*t2)->Apply(p, slice).ok());
   for (int i = 0; i < 120; ++i) EXPECT_EQ(out.image[(1 * 3 + 2) * 120 + i], slice.image[i]);
   for (int i = 0; i < 120; ++i) EXPECT_EQ(out.seg[2 * 120 + i], slice.seg[i]);
+}
+
+// bgv2 0.3.6's algorithm, label by label as its Python does it: pad first (the padding label's indicator is
+// 1 outside: sample (ind − 1)·1000, add 1000), fp16 scores, the two-label shortcut, a running max with the
+// tie-break, and 'nearest' settling ties with the nearest neighbour of the padded segmentation.
+std::vector<int16_t> PadFirstReference(const SampleData& s, const kernels::GridSpec& g, const std::vector<float>& grid,
+                                       int16_t pad, const std::string& tiebreak) {
+  const int64_t n_out = kernels::NumOut(g);
+  std::set<int16_t> labels(s.seg.begin(), s.seg.end());
+  if (kernels::MayReachOutside(g, grid.data())) labels.insert(pad);
+  std::vector<int16_t> ref(n_out, *labels.begin());
+  if (labels.size() == 1) return ref;
+  std::vector<float> field(s.seg.size());
+  auto score = [&](int16_t u) {
+    const bool shifted = u == pad && kernels::MayReachOutside(g, grid.data());
+    for (size_t i = 0; i < s.seg.size(); ++i) field[i] = (s.seg[i] == u ? 1000.0f : 0.0f) - (shifted ? 1000.0f : 0.0f);
+    std::vector<float> out(n_out);
+    kernels::SampleImage(g, field.data(), 1, grid.data(), kernels::InterpMode::kLinear, false, 0, out.data());
+    for (float& v : out) v = kernels::RoundToHalf(shifted ? v + 1000.0f : v);
+    return out;
+  };
+  std::vector<int16_t> nn(n_out);
+  kernels::LabelSampleOptions nearest;
+  nearest.mode = kernels::InterpMode::kNearest;
+  nearest.pad_first = true;
+  nearest.pad_label = pad;
+  kernels::SampleLabels(g, s.seg.data(), grid.data(), 0, 0, nearest, nn.data());
+  std::vector<float> best, nn_score(n_out, -INFINITY);
+  std::vector<bool> tie(n_out, false);
+  if (labels.size() == 2) {
+    const std::vector<float> hi = score(*labels.rbegin());
+    for (int64_t v = 0; v < n_out; ++v) {
+      if (tiebreak == "highest" ? hi[v] >= 500 : hi[v] > 500) ref[v] = *labels.rbegin();
+      if (tiebreak == "nearest" && hi[v] == 500) ref[v] = nn[v];
+    }
+    return ref;
+  }
+  for (int16_t u : labels) {
+    const std::vector<float> cur = score(u);
+    for (int64_t v = 0; v < n_out; ++v) {
+      if (nn[v] == u) nn_score[v] = cur[v];
+      if (best.empty()) continue;
+      if (tiebreak == "highest" ? cur[v] >= best[v] : cur[v] > best[v]) ref[v] = u;
+      best[v] = std::max(best[v], cur[v]);
+    }
+    if (best.empty()) best = cur;
+  }
+  for (int64_t v = 0; v < n_out; ++v)
+    if (tiebreak == "nearest" && nn_score[v] == best[v]) ref[v] = nn[v];
+  return ref;
+}
+
+TEST(Spatial, PadFirstVoteEqualsBgv2Algorithm036) {
+  for (int n_labels : {2, 5}) {
+    for (const std::string tiebreak : {"nearest", "lowest", "highest"}) {
+      // labels 1..n_labels (two-label case: {1, 2} plus the padding label makes three; labels {1} + pad makes two)
+      for (int lo : {1, 2}) {
+        SampleData s = testing::RandomSample(1, {13, 15, 14}, 1, lo, lo + n_labels - 1, 11 + n_labels);
+        SpatialConfig c = NnunetLike({12, 13, 12});
+        c.bgv2_version = "0.3.6";
+        c.seg_tiebreak = tiebreak;
+        auto t = SpatialTransform::Create(c);
+        ASSERT_TRUE(t.ok()) << t.status();
+        SpatialParams p;
+        // 1.35: the grid leaves the input; the half-integer shift makes exact 500 / 500 ties
+        p.affine = SpatialTransform::AffineMatrix({0.0, 0.0, 0.0}, {1.35, 1.0, 1.35});
+        p.center_location_in_pixels = {6.5, 7.0, 7.0};
+        SampleData out = s;
+        ASSERT_TRUE((*t)->Apply(p, out).ok());
+        kernels::GridSpec g;
+        for (int d = 0; d < 3; ++d) {
+          g.in_shape[d] = s.shape[d];
+          g.out_shape[d] = c.patch_size[d];
+          g.shift[d] = static_cast<float>(p.center_location_in_pixels[d] - s.shape[d] / 2.0);
+        }
+        g.has_affine = true;
+        for (int r = 0; r < 3; ++r)
+          for (int k = 0; k < 3; ++k) g.affine[r][k] = static_cast<float>((*p.affine)[r * 3 + k]);
+        std::vector<float> grid(kernels::NumOut(g) * 3);
+        kernels::ComputeSamplingGrid(g, nullptr, false, grid.data());
+        ASSERT_TRUE(kernels::MayReachOutside(g, grid.data()));
+        const std::vector<int16_t> ref = PadFirstReference(s, g, grid, -1, tiebreak);
+        EXPECT_EQ(out.seg, ref) << n_labels << " labels from " << lo << ", " << tiebreak;
+        EXPECT_NE(std::count(ref.begin(), ref.end(), -1), 0);
+      }
+    }
+  }
+}
+
+TEST(Spatial, PadFirstBorderEndsAtTheOuterPixelEdge036) {
+  // 0.3.5 (ScalingDownSamplesOutsideAndGetsMinusOneBorder): planes 0-2 and 37-39 of axis 2 become −1 (the
+  // swapped-threshold mask). 0.3.6 pads first: only where the padding outweighs the image (x < −0.5 or
+  // x > S − 0.5): planes 0 and 39 (x = −0.975, 39.975); x = 0.075 is inside.
+  SampleData s = testing::RandomSample(2, {10, 20, 40}, 1, 1, 1);
+  SpatialConfig c = NnunetLike({10, 20, 40});
+  c.bgv2_version = "0.3.6";
+  auto t = SpatialTransform::Create(c);
+  SpatialParams p;
+  p.affine = SpatialTransform::AffineMatrix({0, 0, 0}, {1.05, 1.05, 1.05});
+  p.center_location_in_pixels = {5, 10, 20};
+  ASSERT_TRUE((*t)->Apply(p, s).ok());
+  for (int k : {0, 39}) EXPECT_EQ(s.seg[(5 * 20 + 10) * 40 + k], -1) << k;
+  for (int k : {1, 2, 37, 38}) EXPECT_EQ(s.seg[(5 * 20 + 10) * 40 + k], 1) << k;
+}
+
+TEST(Spatial, ConstantImagePaddingShiftsValues036) {
+  // 0.3.6: grid_sample(image − v) + v: a voxel half outside blends towards v instead of being set to v.
+  SampleData s = testing::RandomSample(1, {8, 8, 8});
+  std::fill(s.image.begin(), s.image.end(), 2.0f);
+  SpatialConfig c = NnunetLike({8, 8, 8});
+  c.padding_mode_image = "constant";
+  c.padding_value_image = -4;
+  c.bgv2_version = "0.3.6";
+  SpatialParams p;
+  p.affine = SpatialTransform::AffineMatrix({0, 0, 0}, {1.0, 1.0, 1.0});
+  p.center_location_in_pixels = {4.5, 4, 4};  // axis 0 shifted by half a voxel
+  SampleData a = s;
+  ASSERT_TRUE((*SpatialTransform::Create(c))->Apply(p, a).ok());
+  EXPECT_FLOAT_EQ(a.image[(7 * 8 + 4) * 8 + 4], 0.5f * 2.0f + 0.5f * -4.0f);  // x = 7.5: half image, half pad
+  EXPECT_FLOAT_EQ(a.image[(3 * 8 + 4) * 8 + 4], 2.0f);
+  c.bgv2_version = "0.3.5";
+  SampleData b = s;
+  ASSERT_TRUE((*SpatialTransform::Create(c))->Apply(p, b).ok());
+  EXPECT_FLOAT_EQ(b.image[(7 * 8 + 4) * 8 + 4], -4.0f);  // 0.3.5: flagged out of bounds, filled
+}
+
+TEST(Spatial, ReleaseAndTiebreakConfig) {
+  auto j = [](nlohmann::json extra) {
+    nlohmann::json c = {{"patch_size", {8, 8, 8}}};
+    if (extra.is_object()) c.update(extra);
+    return SpatialTransform::FromJson(c);
+  };
+  auto d = j({});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ((*d)->ConfigToJson()["bgv2_version"], "0.3.6");
+  EXPECT_EQ((*d)->ConfigToJson()["seg_tiebreak"], "nearest");
+  EXPECT_EQ((*d)->ConfigToJson()["bg_style_seg_sampling"], false);  // 0.3.6's constructor default
+  auto old = j({{"bgv2_version", "0.3.5"}});
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ((*old)->ConfigToJson()["seg_tiebreak"], "lowest");
+  EXPECT_EQ((*old)->ConfigToJson()["bg_style_seg_sampling"], true);  // 0.3.5's
+  EXPECT_TRUE(j({{"bgv2_version", "0.3.5"}, {"seg_tiebreak", "lowest"}}).ok());
+  EXPECT_TRUE(j({{"seg_tiebreak", "highest"}}).ok());
+  for (const nlohmann::json& bad : {nlohmann::json{{"bgv2_version", "0.3.4"}}, nlohmann::json{{"seg_tiebreak", "x"}},
+                                    nlohmann::json{{"bgv2_version", "0.3.5"}, {"seg_tiebreak", "nearest"}}}) {
+    auto r = j(bad);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find(bad.contains("seg_tiebreak") ? "seg_tiebreak" : "bgv2_version"),
+              std::string::npos)
+        << r.status();
+  }
+  EXPECT_EQ(SupportedBgv2Versions(), (std::vector<std::string>{"0.3.5", "0.3.6"}));
 }
 
 TEST(Spatial, BadConfigAndParamsAreInvalidArgument) {

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+from importlib.metadata import version as _dist_version
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -80,7 +81,11 @@ SEG_ONLY = {"remove_label", "convert_segmentation_to_regions", "downsample_seg_f
 # augmentd extensions of the bgv2 configs that bgv2's constructors do not take. ``dummy_2d`` (spatial): augmentd
 # folds axis 0 into channels around the transform itself; on the bgv2 side the caller runs Convert3DTo2D /
 # Convert2DTo3D around the 2D SpatialTransform.
-AUGMENTD_ONLY_KEYS = {"dummy_2d"}
+AUGMENTD_ONLY_KEYS = {"dummy_2d", "bgv2_version"}
+
+#: The batchgeneratorsv2 release of this environment: augmentd is told to follow it (``bgv2_version`` of the
+#: spatial configs and trainer configs the tests send), as the nnU-Net client does.
+INSTALLED_BGV2 = _dist_version("batchgeneratorsv2")
 
 # Constructor arguments that only select a faster code path in bgv2 (same math); the bgv2 reference is built
 # with the deterministic path so that float comparisons are not at the mercy of a timing benchmark.
@@ -247,6 +252,8 @@ def apply_bgv2(transform: BasicTransform, params: dict, image: Optional[np.ndarr
 def augmentd_apply(capi, kind: str, config: dict, params: dict, image: Optional[np.ndarray] = None,
                    seg: Optional[np.ndarray] = None) -> Tuple[Any, Dict[str, np.ndarray]]:
     """``apply_transform`` through the C ABI with injected (JSON) params."""
+    if kind == "spatial":
+        config = {"bgv2_version": INSTALLED_BGV2, **config}
     req = {"op": "apply_transform", "transform": {"kind": kind, "config": config}, "params": params}
     arrays = {}
     if image is not None:

@@ -31,8 +31,8 @@ from batchgeneratorsv2.transforms.utils.deep_supervision_downsampling import Dow
 from batchgeneratorsv2.transforms.utils.pseudo2d import Convert2DTo3DTransform, Convert3DTo2DTransform
 from batchgeneratorsv2.transforms.utils.random import RandomTransform
 
-from bgv2_ref import (KIND_TO_CLASS, TIE_LEDGER, assert_float_parity, compare_labels, make_image, make_seg,
-                      params_from_json, seed_all, to_jsonable)
+from bgv2_ref import (INSTALLED_BGV2, KIND_TO_CLASS, TIE_LEDGER, assert_float_parity, compare_labels, make_image,
+                      make_seg, params_from_json, seed_all, to_jsonable)
 
 CLASS_TO_KIND = {cls: kind for kind, cls in KIND_TO_CLASS.items()}
 
@@ -63,7 +63,7 @@ def nnunet_transforms(case: dict):
 
 def trainer_config(case: dict) -> dict:
     tc = {"patch_size": list(case["patch_size"]), "pool_op_kernel_sizes": case["strides"],
-          "num_input_channels": case["channels"]}
+          "num_input_channels": case["channels"], "bgv2_version": INSTALLED_BGV2}
     if case.get("use_mask_for_norm") is not None:
         tc["use_mask_for_norm"] = case["use_mask_for_norm"]
     if case.get("regions") is not None:
