@@ -38,4 +38,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/python" -m pip install -q -r requirements.txt
   echo "$want" > "$stamp"
 fi
+# Both batchgeneratorsv2 releases augmentd follows, side by side for tests/python/parity/test_spatial_bgv2_versions.py
+# (same module name: each in its own folder, imported by its own interpreter). 0.3.6 is also the venv's own.
+for v in 0.3.5 0.3.6; do
+  if [ ! -f "$venv/bgv2/$v/batchgeneratorsv2-$v.dist-info/METADATA" ]; then
+    echo "[setup] installing batchgeneratorsv2 $v into $venv/bgv2/$v"
+    "$venv/bin/python" -m pip install -q --no-deps --target "$venv/bgv2/$v" "batchgeneratorsv2==$v"
+  fi
+done
 echo "[setup] ready in $(( $(date +%s) - start )) s"

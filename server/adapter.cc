@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "augment/registry.h"
+#include "augment/transforms/spatial.h"
 
 namespace augmentd {
 
@@ -132,6 +133,8 @@ std::vector<v1::Preset> EnginePresets() {
   // augment/pipeline.h: PresetPipeline() knows "nnunet_default", "nnunet_da5" and "nnunet_validation".
   return {v1::PRESET_NNUNET_DEFAULT, v1::PRESET_NNUNET_DA5, v1::PRESET_NNUNET_VALIDATION};
 }
+
+std::vector<std::string> EngineBgv2Versions() { return SupportedBgv2Versions(); }
 
 std::vector<std::string> EngineTransformNames() { return RegisteredTransformNames(); }
 
@@ -409,6 +412,9 @@ absl::StatusOr<PipelineSpec> PipelineFromProto(const v1::PipelineSpec& spec) {
             absl::StrCat(where, ".params: ", f->name(), " parameters given for a ", name, " transform"));
       }
       config = MessageToEngineJson(t.GetReflection()->GetMessage(t, f));
+    }
+    if (name == "spatial" && !spec.bgv2_version().empty() && !config.contains("bgv2_version")) {
+      config["bgv2_version"] = spec.bgv2_version();  // the pipeline's release, unless the entry names its own
     }
     nlohmann::json j = {{"kind", name}, {"config", config}};
     if (t.has_apply_probability()) j["apply_probability"] = t.apply_probability();

@@ -58,6 +58,8 @@ std::string PresetName(v1::Preset preset);
 // The presets the engine can expand (augment/pipeline.h PresetPipeline). A fixed list until the engine
 // offers one to ask.
 std::vector<v1::Preset> EnginePresets();
+// The batchgeneratorsv2 releases whose SpatialTransform the engine follows (PipelineSpec.bgv2_version).
+std::vector<std::string> EngineBgv2Versions();
 
 // One entry per transform kind of the contract (UNSPECIFIED excluded), in enum order, marked with what the
 // engine supports: `cpu` if the name is in `cpu_names`, `cuda` if it is in `cuda_names`.

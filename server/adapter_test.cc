@@ -261,5 +261,33 @@ TEST(AdapterTest, ExplicitTransformListsBecomeEnginePipelines) {
   EXPECT_EQ(PipelineFromProto(spec).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(AdapterTest, Bgv2VersionOfThePipelineAndOfASpatialEntry) {
+  v1::PipelineSpec spec;
+  for (int i = 0; i < 2; ++i) {
+    v1::TransformSpec* t = spec.add_transforms();
+    t->set_kind(v1::SPATIAL);
+    for (int d = 0; d < 3; ++d) t->mutable_spatial()->add_patch_size(8);
+  }
+  spec.mutable_transforms(1)->mutable_spatial()->set_bgv2_version("0.3.6");
+  spec.mutable_transforms(1)->mutable_spatial()->set_seg_tiebreak("highest");
+  auto config = [](const PipelineSpec& p, int i) { return p.transforms[i].transform->ConfigToJson(); };
+  absl::StatusOr<PipelineSpec> p = PipelineFromProto(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(config(*p, 0)["bgv2_version"], "0.3.6");  // unset everywhere: today's release
+  EXPECT_EQ(config(*p, 0)["seg_tiebreak"], "nearest");
+  spec.set_bgv2_version("0.3.5");
+  p = PipelineFromProto(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(config(*p, 0)["bgv2_version"], "0.3.5");
+  EXPECT_EQ(config(*p, 0)["seg_tiebreak"], "lowest");
+  EXPECT_EQ(config(*p, 1)["bgv2_version"], "0.3.6");  // the entry's own wins
+  EXPECT_EQ(config(*p, 1)["seg_tiebreak"], "highest");
+  spec.set_bgv2_version("0.2");
+  p = PipelineFromProto(spec);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(p.status().message(), "bgv2_version")) << p.status();
+  EXPECT_EQ(EngineBgv2Versions(), (std::vector<std::string>{"0.3.5", "0.3.6"}));
+}
+
 }  // namespace
 }  // namespace augmentd

@@ -32,6 +32,7 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::GetServerInfo(grpc::CallbackServer
     *info->add_transforms() = std::move(t);
   }
   for (v1::Preset preset : EnginePresets()) info->add_presets(preset);
+  for (const std::string& v : EngineBgv2Versions()) info->add_bgv2_versions(v);
   // The union over the devices.
   info->add_deliveries(v1::DELIVERY_KIND_INLINE);
   info->add_deliveries(v1::DELIVERY_KIND_HOST_SHM);

@@ -268,6 +268,7 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
   if (!explicit_list || ds != nullptr) {
     tc = FromProto(trainer);
     if (!tc.ok()) return Prefixed(tc.status(), "config.pipeline.");
+    if (!pipeline.bgv2_version().empty()) tc->bgv2_version = pipeline.bgv2_version();  // the preset's release
   }
   int64_t levels = 1;  // label pyramid levels, for the response size estimate
   if (explicit_list) {

@@ -177,6 +177,19 @@ def _trainer_proto(s: LoaderSettings, augmented: bool) -> pipeline_pb2.TrainerCo
     return t
 
 
+def installed_bgv2_version() -> str:
+    """The server's name for this environment's batchgeneratorsv2 SpatialTransform semantics: "0.3.6" from 0.3.6
+    on (pad-first segmentation resampling), "0.3.5" before (0.3.4's and 0.3.5's argmax agree); "0.3.6" when bgv2
+    is not installed (what ``pip install nnunetv2`` gets today)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        installed = version("batchgeneratorsv2")
+    except PackageNotFoundError:
+        return "0.3.6"
+    release = tuple(int(p) if p.isdigit() else 0 for p in installed.split(".")[:3])
+    return "0.3.6" if release >= (0, 3, 6) else "0.3.5"
+
+
 def _session(s: LoaderSettings, preset: int, augmented: bool, case_ids: Sequence[str], seed: int, delivery: str,
              device: str, name: str, prefetch_depth: int) -> session_pb2.SessionConfig:
     if delivery not in DELIVERIES:
@@ -184,7 +197,8 @@ def _session(s: LoaderSettings, preset: int, augmented: bool, case_ids: Sequence
     if not case_ids:
         raise UnsupportedTrainerSetting(f"{name}: the split has no cases for this loader")
     return session_pb2.SessionConfig(
-        name=name, pipeline=pipeline_pb2.PipelineSpec(preset=preset, trainer=_trainer_proto(s, augmented)),
+        name=name, pipeline=pipeline_pb2.PipelineSpec(preset=preset, trainer=_trainer_proto(s, augmented),
+                                                      bgv2_version=installed_bgv2_version()),
         dataset=session_pb2.DatasetModeConfig(
             dataset_path=s.dataset_folder, case_ids=list(case_ids),
             oversample_foreground_percent=s.oversample_foreground_percent,
