@@ -215,6 +215,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   }
   sh.remove_minus_one = 0;
   sh.elastic = spatial_plan_.elastic ? 1 : 0;
+  sh.seg_pad_first = spatial_plan_.pad_first ? 1 : 0;
   const bool spatial = generic_ != nullptr;
   // The fused spatial kernel when the spec and every sample's parameters fit it, else the generic one.
   bool fused_spatial = spatial_plan_.spatial != nullptr && g.channels <= cuda::kMaxChannels;

@@ -17,7 +17,8 @@ namespace ju = json_util;
 namespace ch = cuda::chain;
 
 bool ChainSpatial::Needed(const SpatialConfig& c) {
-  if (c.dummy_2d || c.patch_size.size() != 3 || c.random_crop || c.bg_style_seg_sampling) return true;
+  if (c.dummy_2d || c.patch_size.size() != 3 || c.random_crop || (c.bg_style_seg_sampling && !SegPadFirst(c)))
+    return true;
   if (c.mode_seg != "bilinear" || c.mode_image != "bilinear") return true;
   if (c.padding_mode_image == "constant" && c.padding_value_image != 0) return true;
   if (c.border_mode_seg == "constant" && c.padding_value_seg != 0 && c.padding_value_seg != -1) return true;
@@ -26,6 +27,19 @@ bool ChainSpatial::Needed(const SpatialConfig& c) {
       if (v > cuda::kMaxElasticAxis) return true;
   return false;
 }
+
+namespace {
+// bgv2 0.3.6's padding label, tie-break and shifted constant image padding on the generic kernel's geometry.
+void SetPadFirst(const SpatialConfig& c, ch::SpatialGeom& g) {
+  if (!SegPadFirst(c)) return;
+  g.pad_first = 1;
+  g.pad_label = c.border_mode_seg == "constant" ? static_cast<int32_t>(c.padding_value_seg) : 0;
+  const std::string t = ResolvedSegTiebreak(c);
+  g.tiebreak = t == "nearest" ? 1 : (t == "highest" ? 2 : 0);
+  g.image_shifted = c.padding_mode_image == "constant" && c.padding_value_image != 0 ? 1 : 0;
+  g.image_shift = static_cast<float>(c.padding_value_image);
+}
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ChainSpatial>> ChainSpatial::Create(const SpatialTransform& t, size_t index) {
   return std::unique_ptr<ChainSpatial>(new ChainSpatial(t, index));
@@ -61,13 +75,15 @@ absl::StatusOr<ch::SpatialGeom> ChainSpatial::Geometry(const std::vector<int64_t
   g.image_nearest = c.mode_image == "nearest" ? 1 : 0;
   g.seg_nearest = c.mode_seg == "nearest" ? 1 : 0;
   const bool image_constant = c.padding_mode_image == "constant", seg_constant = c.border_mode_seg == "constant";
-  g.image_fill = image_constant && c.padding_value_image != 0 ? 1 : 0;
+  const bool pad_first = SegPadFirst(c);  // bgv2 0.3.6: pad, then resample; 0.3.5: fill out-of-bounds voxels
+  g.image_fill = !pad_first && image_constant && c.padding_value_image != 0 ? 1 : 0;
   g.image_fill_value = static_cast<float>(c.padding_value_image);
-  g.seg_fill = seg_constant && c.padding_value_seg != 0 ? 1 : 0;
+  g.seg_fill = !pad_first && seg_constant && c.padding_value_seg != 0 ? 1 : 0;
   g.seg_fill_value = static_cast<int32_t>(c.padding_value_seg);
   g.image_crop_pad = image_constant ? static_cast<float>(c.padding_value_image) : 0.0f;
   g.seg_crop_pad = seg_constant ? static_cast<int32_t>(c.padding_value_seg) : 0;
-  g.bg_style = c.bg_style_seg_sampling && !g.seg_nearest ? 1 : 0;
+  g.bg_style = !pad_first && c.bg_style_seg_sampling && !g.seg_nearest ? 1 : 0;
+  SetPadFirst(c, g);
   return g;
 }
 
@@ -114,6 +130,8 @@ absl::Status ChainSpatial::AddSample(const SpatialParams* p, const ch::SpatialGe
   grids.resize(grids.size() + static_cast<size_t>(n_out * nd));
   const float* off = offsets.empty() ? nullptr : offsets.data();
   kernels::ComputeSamplingGrid(gs, off, t_.config().center_deformation && off != nullptr, grids.data() + rec.grid);
+  // 0.3.6: whether the padding label votes in this sample (bgv2 decides it per sample from the whole grid)
+  rec.pad_votes = g.pad_first && linear_seg() && kernels::MayReachOutside(gs, grids.data() + rec.grid) ? 1 : 0;
   return absl::OkStatus();
 }
 
@@ -121,22 +139,25 @@ absl::Status ChainSpatial::Enqueue(const ch::SpatialGeom& g, const ch::SpatialSa
                                    bool any_grid, const float* src_image, const int16_t* src_seg, float* out_image,
                                    int16_t* out_seg, ChainWorkspace& ws, int temp_slot, cudaStream_t stream) const {
   int16_t* lowest = nullptr;
-  int32_t* num_labels = nullptr;  // bg_style only
+  int32_t* num_labels = nullptr;   // bg_style and pad-first only
+  int32_t* pad_present = nullptr;  // pad-first only
   const int64_t planes = int64_t{g.batch} * g.seg_channels * g.fold;
   int64_t plane_voxels = 1;
   for (int d = 0; d < g.ndim; ++d) plane_voxels *= g.in[d];
   if (g.seg_channels > 0 && linear_seg() && any_grid) {
     const int64_t counts_at = (static_cast<int64_t>(sizeof(int16_t)) * planes + 15) / 16 * 16;
-    ASSIGN_OR_RETURN(void* low, ws.Scratch(temp_slot, counts_at + sizeof(int32_t) * planes));
+    const int64_t present_at = counts_at + static_cast<int64_t>(sizeof(int32_t)) * planes;
+    ASSIGN_OR_RETURN(void* low, ws.Scratch(temp_slot, present_at + sizeof(int32_t) * planes));
     lowest = static_cast<int16_t*>(low);
-    if (g.bg_style) num_labels = reinterpret_cast<int32_t*>(static_cast<char*>(low) + counts_at);
-    RETURN_IF_ERROR(CudaStageStatus(
-        ch::LaunchLowestPerPlane(static_cast<int32_t>(planes), plane_voxels, src_seg, lowest, num_labels, stream),
-        "spatial label statistics"));
+    if (g.bg_style || g.pad_first) num_labels = reinterpret_cast<int32_t*>(static_cast<char*>(low) + counts_at);
+    if (g.pad_first) pad_present = reinterpret_cast<int32_t*>(static_cast<char*>(low) + present_at);
+    RETURN_IF_ERROR(CudaStageStatus(ch::LaunchLowestPerPlane(static_cast<int32_t>(planes), plane_voxels, src_seg,
+                                                             lowest, num_labels, stream, g.pad_label, pad_present),
+                                    "spatial label statistics"));
   }
   return CudaStageStatus(ch::LaunchSpatialGeneric(g, recs, grids, src_image, g.seg_channels > 0 ? src_seg : nullptr,
                                                   lowest, num_labels, out_image,
-                                                  g.seg_channels > 0 ? out_seg : nullptr, stream),
+                                                  g.seg_channels > 0 ? out_seg : nullptr, stream, pad_present),
                          "spatial");
 }
 

@@ -72,6 +72,7 @@ TEST(ChainSpatial, BgStyleSamplingRunsTheThresholdVote) {
   std::shared_ptr<const Transform> keep;
   SpatialConfig c = Nnunet3d();
   c.bg_style_seg_sampling = true;
+  c.bgv2_version = "0.3.5";              // 0.3.5's threshold vote (0.3.6 ignores the flag: same argmax)
   EXPECT_TRUE(ChainSpatial::Needed(c));  // the fused kernel has no threshold vote
   auto s = Make(c, keep);
   ASSERT_NE(s, nullptr);
@@ -85,12 +86,59 @@ TEST(ChainSpatial, BgStyleSamplingRunsTheThresholdVote) {
   EXPECT_EQ(Make(c, keep)->Geometry({30, 31, 32}, 2, 1, 1)->bg_style, 0);
 }
 
+TEST(ChainSpatial, Bgv2ReleaseGeometry) {
+  std::shared_ptr<const Transform> keep;
+  SpatialConfig c = Nnunet3d();
+  c.bg_style_seg_sampling = true;  // irrelevant in 0.3.6: the fused kernel takes it
+  c.bgv2_version = "0.3.6";
+  c.seg_tiebreak = "highest";
+  c.padding_mode_image = "constant";
+  c.padding_value_image = 2;
+  auto g = Make(c, keep)->Geometry({30, 31, 32}, 2, 1, 1);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->pad_first, 1);
+  EXPECT_EQ(g->pad_label, -1);
+  EXPECT_EQ(g->tiebreak, 2);
+  EXPECT_EQ(g->bg_style, 0);
+  EXPECT_EQ(g->seg_fill, 0);  // no out-of-bounds fill in 0.3.6
+  EXPECT_EQ(g->image_fill, 0);
+  EXPECT_EQ(g->image_shifted, 1);
+  EXPECT_FLOAT_EQ(g->image_shift, 2.0f);
+  c.padding_mode_image = "zeros";
+  EXPECT_FALSE(ChainSpatial::Needed(c));
+  c.bgv2_version = "0.3.5";
+  c.seg_tiebreak.clear();
+  auto old = Make(c, keep)->Geometry({30, 31, 32}, 2, 1, 1);
+  EXPECT_EQ(old->pad_first, 0);
+  EXPECT_EQ(old->seg_fill, 1);
+  EXPECT_EQ(old->bg_style, 1);
+}
+
+TEST(ChainSpatial, PadVotesFollowTheGrid) {
+  std::shared_ptr<const Transform> keep;
+  SpatialConfig c = Nnunet3d();
+  c.bgv2_version = "0.3.6";
+  auto s = Make(c, keep);
+  auto g = *s->Geometry({20, 21, 22}, 1, 1, 1);
+  std::vector<float> grids;
+  ch::SpatialSampleRec rec;
+  SpatialParams p;
+  p.affine = SpatialTransform::AffineMatrix({0, 0, 0}, {0.5, 0.5, 0.5});  // well inside
+  p.center_location_in_pixels = {10, 10.5, 11};
+  ASSERT_TRUE(s->AddSample(&p, g, grids, rec).ok());
+  EXPECT_EQ(rec.pad_votes, 0);
+  p.affine = SpatialTransform::AffineMatrix({0.3, 0, 0}, {1.5, 1.5, 1.5});  // reaches outside
+  ASSERT_TRUE(s->AddSample(&p, g, grids, rec).ok());
+  EXPECT_EQ(rec.pad_votes, 1);
+}
+
 TEST(ChainSpatial, GeometryOfDummy2dAnd2dSamples) {
   std::shared_ptr<const Transform> keep;
   SpatialConfig c = Nnunet3d();
   c.patch_size = {20, 21};
   c.dummy_2d = true;
   c.mode_seg = "nearest";
+  c.bgv2_version = "0.3.5";  // the out-of-bounds fill (0.3.6 pads instead: Bgv2ReleaseGeometry)
   c.padding_mode_image = "constant";
   c.padding_value_image = 0.25;
   auto s = Make(c, keep);

@@ -363,7 +363,11 @@ TEST(CudaChainSpatial, ModesCropAndPaddings) {
 }
 
 // bgv2's bg_style_seg_sampling threshold vote: many labels, exactly two (its own branch), dummy-2D, 2D elastic.
-void BgStyle(SpatialConfig& c) { c.bg_style_seg_sampling = true; }
+void BgStyle(SpatialConfig& c) {
+  c.bg_style_seg_sampling = true;
+  c.bgv2_version = "0.3.5";  // the threshold vote is 0.3.5's (0.3.6 votes the same argmax either way)
+  c.seg_tiebreak.clear();
+}
 
 TEST(CudaChainSpatial, BgStyleSegSampling) {
   for (int B : {1, 2, 8})
@@ -384,6 +388,71 @@ TEST(CudaChainSpatial, BgStyleSegSampling) {
              });
            },
            {}, 2, 1, 1, 3, DType::kFloat32, true});
+}
+
+// bgv2 0.3.6 on the generic kernel (the CPU's own grid: exact labels): every tie-break, sampling far outside, the
+// zeros border, constant image padding (shifted), nearest modes (padding label outside), dummy-2D and 2D; and the
+// same cases as 0.3.5 (the −1 / constant fill of out-of-bounds voxels).
+void Outside(SpatialConfig& c) {
+  c.p_rotation = 1;
+  c.p_scaling = 1;
+  c.scaling = RandomScalar::Uniform(1.2, 1.9);
+}
+
+TEST(CudaChainSpatial, Bgv2Releases) {
+  for (const char* release : {"0.3.6", "0.3.5"}) {
+    const std::string r = release;
+    const auto with = [r](std::function<void(SpatialConfig&)> extra) {
+      return [r, extra](SpatialConfig& c) {
+        Outside(c);
+        c.bgv2_version = r;
+        c.seg_tiebreak.clear();
+        extra(c);
+      };
+    };
+    const std::vector<std::pair<std::string, std::function<void(SpatialConfig&)>>> variants = {
+        {"dummy2d", [](SpatialConfig&) {}},
+        {"image-constant", [](SpatialConfig& c) {
+           c.padding_mode_image = "constant";
+           c.padding_value_image = -2.5;
+         }},
+        {"zeros-border", [](SpatialConfig& c) {
+           c.border_mode_seg = "zeros";
+           c.padding_value_seg = 0;
+         }},
+        {"nearest", [](SpatialConfig& c) { c.mode_seg = "nearest"; }},
+        {"nearest-image", [](SpatialConfig& c) {
+           c.mode_seg = "nearest";
+           c.mode_image = "nearest";
+           c.padding_mode_image = "constant";
+           c.padding_value_image = 1.5;
+         }},
+    };
+    for (const auto& [name, change] : variants) {
+      RunCase({"bgv2-" + r + "-" + name, [with, change = change] {
+                 return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({5, 23, 27}, 2))), with(change));
+               },
+               {}, 2, 2, 1, 5, DType::kFloat32, true});
+    }
+    RunCase({"bgv2-" + r + "-2d", [with] {
+               return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 1))), with([](SpatialConfig&) {}));
+             },
+             {}, 2, 1, 1, 3, DType::kFloat32, true});
+    RunCase({"bgv2-" + r + "-2d-two-labels", [with] {
+               return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 1))), with([](SpatialConfig&) {}));
+             },
+             {}, 2, 1, 1, 2, DType::kFloat32, true});
+  }
+  for (const char* tiebreak : {"lowest", "highest", "nearest"}) {
+    const std::string t = tiebreak;
+    RunCase({"bgv2-0.3.6-tiebreak-" + t, [t] {
+               return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({5, 23, 27}, 1))), [t](SpatialConfig& c) {
+                 Outside(c);
+                 c.seg_tiebreak = t;
+               });
+             },
+             {}, 2, 1, 1, 4, DType::kFloat32, true});
+  }
 }
 
 // `spec` with its spatial entry (index 0) moved to `to`.

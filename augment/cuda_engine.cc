@@ -269,6 +269,7 @@ struct CudaAugmenter::Impl {
     }
     sh.remove_minus_one = plan.remove_minus_one ? 1 : 0;
     sh.elastic = plan.elastic ? 1 : 0;
+    sh.seg_pad_first = plan.pad_first ? 1 : 0;
     if (plan.ds != nullptr) {
       const std::vector<int64_t> full = {sh.out[0], sh.out[1], sh.out[2]};
       const size_t levels = plan.ds->config().ds_scales.size();

@@ -41,6 +41,9 @@ struct Case {
   DType out_dtype = DType::kFloat32;
   double p_elastic = 0;       // spatial p_elastic_deform (1 with all_on)
   double elastic_magnitude = 0;  // > 0: magnitude U(0.5·m, m) pixels instead of bgv2's default U(0, 0.2)
+  std::string bgv2 = "0.3.6";    // the preset's batchgeneratorsv2 release (TrainerConfig::bgv2_version)
+  std::string seg_tiebreak;      // 0.3.6: empty = 'nearest'
+  double max_scale = 0;          // > 0: scaling U(0.7, max_scale) (> 1.4 pushes the sampling out of the image)
 };
 
 PipelineSpec MakeSpec(const Case& cs) {
@@ -49,6 +52,7 @@ PipelineSpec MakeSpec(const Case& cs) {
   tc.num_input_channels = cs.C;
   tc.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}};
   if (cs.ignore_label) tc.ignore_label = cs.labels;
+  tc.bgv2_version = cs.bgv2;
   if (cs.mask) {
     tc.use_mask_for_norm.assign(cs.C, false);
     tc.use_mask_for_norm[0] = true;
@@ -64,6 +68,8 @@ PipelineSpec MakeSpec(const Case& cs) {
         c.p_scaling = 1;
       }
       c.p_elastic_deform = cs.p_elastic;
+      c.seg_tiebreak = cs.seg_tiebreak;
+      if (cs.max_scale > 0) c.scaling = RandomScalar::Uniform(0.7, cs.max_scale);
       if (cs.elastic_magnitude > 0)
         c.elastic_deform_magnitude = RandomScalar::Uniform(0.5 * cs.elastic_magnitude, cs.elastic_magnitude);
       ts.transform = *SpatialTransform::Create(c);
@@ -153,6 +159,8 @@ bool ExplainedByTie(const SampleRecord& r, const int16_t* seg, const std::vector
     for (int e = 0; e < 3; ++e) u[d] += A[3 * d + e] * g[e];
     u[d] += sp->center_location_in_pixels[d] - S[d] / 2.0 - el.mean[d];
   }
+  if (SegPadFirst(tr.config()))  // 0.3.6: the padding label (−1) votes
+    return augmentd::testing::LabelVoteNearTiePadFirst(seg, S.data(), u, -1);
   return augmentd::testing::LabelVoteNearTie(seg, S.data(), u);
 }
 
@@ -336,6 +344,35 @@ TEST(CudaEngine, ElasticDeformation) {
   c.p_elastic = 1;
   c.elastic_magnitude = 4.0;
   RunCase(c);
+}
+
+// bgv2 0.3.5's vote (lowest-label ties, the −1 mask with its swapped-threshold quirk) beside the default 0.3.6; and
+// 0.3.6's other tie-breaks and sampling far outside the image (scale up to 1.9).
+TEST(CudaEngine, Bgv2Releases) {
+  for (int B : {1, 2, 8}) {
+    Case c = Make("bgv2-0.3.5-all-on", {25, 31, 27}, B, 1 + (B == 8 ? 3 : 0), B == 1 ? 2 : 8, true);
+    c.bgv2 = "0.3.5";
+    RunCase(c);
+  }
+  Case c = Make("bgv2-0.3.5-elastic", {17, 23, 19}, 2, 1, 4, true);
+  c.bgv2 = "0.3.5";
+  c.p_elastic = 1;
+  c.elastic_magnitude = 3.0;
+  RunCase(c);
+  for (const char* tiebreak : {"nearest", "lowest", "highest"}) {
+    for (int L : {2, 6}) {
+      Case t = Make(std::string("bgv2-0.3.6-") + tiebreak + "-outside", {25, 31, 27}, 2, 1, L, true);
+      t.seg_tiebreak = tiebreak;
+      t.max_scale = 1.9;
+      t.mask = true;  // −1 regions in the input: the padding label is also a label of the image
+      RunCase(t);
+    }
+  }
+  Case e = Make("bgv2-0.3.6-elastic-outside", {25, 31, 27}, 2, 4, 4, true);
+  e.p_elastic = 1;
+  e.elastic_magnitude = 4.0;
+  e.max_scale = 1.8;
+  RunCase(e);
 }
 
 TEST(CudaEngine, BenchmarkShape) { RunCase(Make("all-on-128", {128, 128, 128}, 2, 1, 4, true)); }

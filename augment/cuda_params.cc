@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_resample.h"
+#include "augment/kernels/cpu_spatial.h"
 #include "augment/kernels/cuda/pipeline_cuda.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/contrast.h"
@@ -71,7 +72,7 @@ absl::Status PlanSpatial(const TransformSpec& ts, size_t t, CudaPlan& plan) {
     plan.elastic = true;
   }
   if (c.random_crop) return Unimplemented(name, t, "random_crop");
-  if (c.bg_style_seg_sampling) return Unimplemented(name, t, "bg_style_seg_sampling=True");
+  if (c.bg_style_seg_sampling && !SegPadFirst(c)) return Unimplemented(name, t, "bg_style_seg_sampling=True (0.3.5)");
   if (c.mode_seg != "bilinear" || c.mode_image != "bilinear")
     return Unimplemented(name, t, "mode_seg/mode_image other than bilinear");
   if (c.padding_mode_image == "constant" && c.padding_value_image != 0)
@@ -82,8 +83,25 @@ absl::Status PlanSpatial(const TransformSpec& ts, size_t t, CudaPlan& plan) {
   } else {
     plan.border_minus_one = false;
   }
+  plan.pad_first = SegPadFirst(c);
+  const std::string tiebreak = ResolvedSegTiebreak(c);
+  plan.seg_tiebreak = tiebreak == "nearest" ? 1 : (tiebreak == "highest" ? 2 : 0);
   plan.spatial = sp;
   return absl::OkStatus();
+}
+
+// bgv2 0.3.6 _may_reach_outside of an affine sample, from the corners of its output box (MayReachOutsideAffine).
+bool AffineMayReachOutside(const cuda::SampleParams& sp, const cuda::BatchShape& sh) {
+  kernels::GridSpec g;
+  g.ndim = 3;
+  g.has_affine = true;
+  for (int d = 0; d < 3; ++d) {
+    g.in_shape[d] = sh.in[d];
+    g.out_shape[d] = sh.out[d];
+    g.shift[d] = sp.shift[d];
+    for (int e = 0; e < 3; ++e) g.affine[d][e] = sp.matrix[3 * d + e];
+  }
+  return kernels::MayReachOutsideAffine(g);
 }
 
 }  // namespace
@@ -207,6 +225,7 @@ absl::Status TranslateSample(const PipelineSpec& spec, const CudaPlan& plan, con
                              const cuda::BatchShape& sh, cuda::SampleParams& sp) {
   sp = cuda::SampleParams{};
   sp.seg_border_minus_one = plan.border_minus_one ? 1 : 0;
+  sp.seg_tiebreak = plan.seg_tiebreak;
   const int C = sh.channels;
   auto channel_ok = [&](int64_t c) { return c >= 0 && c < C; };
   for (size_t t = 0; t < rec.transforms.size(); ++t) {
@@ -250,6 +269,7 @@ absl::Status TranslateSample(const PipelineSpec& spec, const CudaPlan& plan, con
           for (int d = 0; d < 3; ++d) {
             sp.shift[d] = static_cast<float>(p.center_location_in_pixels[d] - static_cast<double>(sh.in[d]) / 2.0);
           }
+          if (plan.pad_first) sp.pad_votes = p.elastic ? 1 : (AffineMayReachOutside(sp, sh) ? 1 : 0);
         } else {
           sp.use_crop = 1;
           for (int d = 0; d < 3; ++d) {

@@ -24,6 +24,8 @@ struct CudaPlan {
   const DownsampleSegForDsTransform* ds = nullptr;
   bool remove_minus_one = false;
   bool border_minus_one = true;
+  bool pad_first = false;  // bgv2 0.3.6 seg resampling (SampleParams::pad_first)
+  int32_t seg_tiebreak = 0;  // SampleParams::seg_tiebreak
   bool elastic = false;  // the spatial transform may deform elastically (fields generated on the device)
 };
 

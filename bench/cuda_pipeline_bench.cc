@@ -1,6 +1,11 @@
 // bench/cuda_pipeline_bench.cc — times augmentd's CUDA kernel layer (augment/kernels/cuda) on one GPU.
 //
 //   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE]
+//                       [--bgv2 0.3.5|0.3.6]
+//
+// --bgv2 picks the label vote of the spatial kernel: 0.3.5 (default: argmax with lowest-label ties and the −1 mask,
+// the kernel's historical figures) or 0.3.6 (pad-first vote, seg_tiebreak 'nearest', and the padding label voting
+// in every rotated/scaled sample: its most expensive form).
 //
 // For B in {2, 8}, C in {1, 4}, patches 128³ (from 205³) and 80×160×160 (from 175×257×210, the
 // initial_patch_size formula of reference §2.2), and modes
@@ -29,6 +34,8 @@
 #include "augment/kernels/cuda/pipeline_cuda.h"
 
 namespace {
+
+bool g_bgv2_036 = false;  // --bgv2 0.3.6
 
 using augmentd::cuda::BatchShape;
 using augmentd::cuda::ChannelParams;
@@ -95,6 +102,10 @@ SampleParams Draw(std::mt19937_64& g, const Probs& pr, const BatchShape& sh, uin
     for (int j = 0; j < 3; ++j) m[3 * i + j] = t[3 * i] * rx[j] + t[3 * i + 1] * rx[3 + j] + t[3 * i + 2] * rx[6 + j];
   for (int i = 0; i < 9; ++i) p.matrix[i] = static_cast<float>(m[i] * s);
   p.use_crop = !(rot || scl);
+  if (g_bgv2_036) {
+    p.pad_votes = p.use_crop ? 0 : 1;
+    p.seg_tiebreak = 1;  // 'nearest'
+  }
   p.mirror_mask = 0;
   for (int d = 0; d < 3; ++d)
     if (u(g) < pr.mirror) p.mirror_mask |= 1 << d;
@@ -176,6 +187,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     sh.out[d] = P[d];
   }
   sh.elastic = pr.elastic > 0 ? 1 : 0;
+  sh.seg_pad_first = g_bgv2_036 ? 1 : 0;
   for (double s : {0.5, 0.25, 0.125, 0.0625}) {
     for (int d = 0; d < 3; ++d) sh.ds[sh.num_ds][d] = std::max(1, augmentd::cuda::RoundHalfEven(P[d] * s));
     ++sh.num_ds;
@@ -328,6 +340,14 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     if (!std::strcmp(argv[i], "--modes") && i + 1 < argc) modes = "," + std::string(argv[++i]) + ",";
+    if (!std::strcmp(argv[i], "--bgv2") && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "0.3.5" && v != "0.3.6") {
+        std::fprintf(stderr, "--bgv2: 0.3.5 or 0.3.6, got %s\n", v.c_str());
+        return 2;
+      }
+      g_bgv2_036 = v == "0.3.6";
+    }
   }
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
@@ -339,8 +359,8 @@ int main(int argc, char** argv) {
   cudaStream_t st;
   CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   const double copy_gbps = only.empty() ? MeasureCopyGBps(st) : 0.0;
-  std::printf("device %s, %d SMs, L2 %d MiB; device-to-device copy %.0f GB/s (read+write)\n", prop.name,
-              prop.multiProcessorCount, prop.l2CacheSize >> 20, copy_gbps);
+  std::printf("device %s, %d SMs, L2 %d MiB; device-to-device copy %.0f GB/s (read+write); label vote bgv2 %s\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5");
   const int S1[3] = {205, 205, 205}, P1[3] = {128, 128, 128};
   const int S2[3] = {175, 257, 210}, P2[3] = {80, 160, 160};
   std::vector<Result> res;
@@ -375,7 +395,8 @@ int main(int argc, char** argv) {
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (!f) return 1;
-    std::fprintf(f, "{\"impl\":\"device\",\"name\":\"%s\",\"copy_gbps\":%.1f}\n", prop.name, copy_gbps);
+    std::fprintf(f, "{\"impl\":\"device\",\"name\":\"%s\",\"copy_gbps\":%.1f,\"bgv2\":\"%s\"}\n", prop.name,
+                 copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5");
     for (const Result& r : res)
       std::fprintf(f,
                    "{\"impl\":\"augmentd\",\"mode\":\"%s\",\"B\":%d,\"C\":%d,\"shape\":\"%s\",\"ms_eager\":%.5f,"

@@ -428,6 +428,32 @@ bool MayReachOutside(const GridSpec& g, const float* grid) {
   return !(-static_cast<double>(lo) <= bound && static_cast<double>(hi) <= bound);
 }
 
+bool MayReachOutsideAffine(const GridSpec& g) {
+  GridSpec box = g;  // the box corners as a 2 x 2 (x 2) "patch": same linspace ends, same arithmetic
+  const int nd = g.ndim;
+  float grid[8 * 3];
+  int n = 0;
+  for (int m = 0; m < (1 << nd); ++m) {
+    float p[3];
+    for (int d = 0; d < nd; ++d) {
+      const float lin0 = (1.0f - static_cast<float>(g.out_shape[d])) / 2.0f;
+      p[d] = lin0 + static_cast<float>((m >> d) & 1 ? g.out_shape[d] - 1 : 0);
+    }
+    for (int r = 0; r < nd; ++r) {
+      float acc = p[r];
+      if (g.has_affine) {
+        acc = p[0] * g.affine[r][0];
+        for (int k = 1; k < nd; ++k) acc = acc + p[k] * g.affine[r][k];
+      }
+      const float half = static_cast<float>(static_cast<double>(g.in_shape[r]) / 2.0);
+      grid[n++] = (acc + (g.shift[r] - 0.0f)) / half;
+    }
+  }
+  for (int d = 0; d < nd; ++d) box.out_shape[d] = 1;
+  box.out_shape[0] = 1 << nd;
+  return MayReachOutside(box, grid);
+}
+
 void SampleLabels(const GridSpec& g, const int16_t* in, const float* grid, int16_t lowest_label, int64_t num_labels,
                   const LabelSampleOptions& opt, int16_t* out) {
   const int64_t n_out = NumOut(g);

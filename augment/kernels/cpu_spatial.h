@@ -83,6 +83,10 @@ struct LabelSampleOptions {
 // of `grid` (NumOut(g) × ndim normalised coordinates) lies within [0, S_d − 1] on every axis; the test is
 // bgv2's: min/max over all grid values against min_d (1 − 1/S_d), in double.
 bool MayReachOutside(const GridSpec& g, const float* grid);
+// The same answer for the grid ComputeSamplingGrid(g, nullptr, false) builds, from the 2^ndim corners of the output
+// box only: every float operation of the grid is monotone in each output index, so its extremes lie at the corners
+// (the CUDA engine decides it per sample on the host without the grid).
+bool MayReachOutsideAffine(const GridSpec& g);
 
 // bgv2 0.3.6 constant image padding with `shift` (padding_value_image): grid_sample(in − shift) + shift, with
 // torch's float32 operations (linear: Σ over in-bounds corners of (v − shift)·w, then + shift; nearest: the

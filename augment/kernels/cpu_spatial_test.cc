@@ -122,6 +122,32 @@ TEST(CpuSpatial, MayReachOutsideIsBgv2sGridBound) {
   EXPECT_TRUE(MayReachOutside(small, grid.data()));
 }
 
+TEST(CpuSpatial, MayReachOutsideAffineEqualsTheFullGrid) {
+  // Random affines and shifts near the boundary: the corner test gives the full grid's answer every time.
+  uint32_t state = 12345;
+  auto u = [&state](float lo, float hi) {
+    state = state * 1664525u + 1013904223u;
+    return lo + (hi - lo) * static_cast<float>(state >> 8) / 16777216.0f;
+  };
+  int reach = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int nd = trial % 4 == 0 ? 2 : 3;
+    GridSpec g = nd == 3 ? Spec({20, 24, 18}, {16, 21, 15}) : Spec({20, 24}, {16, 21});
+    g.has_affine = true;
+    for (int r = 0; r < nd; ++r) {
+      for (int k = 0; k < nd; ++k) g.affine[r][k] = (r == k ? u(0.8f, 1.35f) : u(-0.25f, 0.25f));
+      g.shift[r] = u(-1.5f, 1.5f);
+    }
+    std::vector<float> grid(NumOut(g) * nd);
+    ComputeSamplingGrid(g, nullptr, false, grid.data());
+    const bool full = MayReachOutside(g, grid.data());
+    EXPECT_EQ(MayReachOutsideAffine(g), full) << trial;
+    reach += full ? 1 : 0;
+  }
+  EXPECT_GT(reach, 40);   // both answers occur
+  EXPECT_LT(reach, 360);
+}
+
 TEST(CpuSpatial, NearestLabelsPadFirstTakeThePaddingLabelOutside) {
   GridSpec g = Spec({4, 4, 4}, {6, 4, 4});  // axis 0: two output rows outside
   std::vector<int16_t> in(64, 3), out(96);

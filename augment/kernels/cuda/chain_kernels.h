@@ -115,6 +115,11 @@ struct SpatialGeom {
   float image_crop_pad = 0.f;  // crop path: value outside the input
   int32_t seg_crop_pad = 0;
   int32_t bg_style = 0;  // bgv2's bg_style_seg_sampling threshold vote (linear seg mode; needs `num_labels`)
+  // bgv2 0.3.6 (cpu_spatial.h LabelSampleOptions::pad_first): the seg is padded with `pad_label` before it is
+  // resampled (the vote needs `num_labels` and `pad_present`); `tiebreak` 0 lowest, 1 nearest, 2 highest.
+  int32_t pad_first = 0, pad_label = 0, tiebreak = 0;
+  int32_t image_shifted = 0;  // 0.3.6 constant image padding: grid_sample(image − shift) + shift (grid path)
+  float image_shift = 0.f;
 };
 // One sample: grid path (grid >= 0: float offset of its (out voxels × ndim) grid in `grids`) or integer crop
 // starting at `start` (grid < 0).
@@ -122,18 +127,22 @@ struct SpatialSampleRec {
   int64_t grid = -1;
   int32_t start[3] = {0, 0, 0};
   int32_t pad = 0;
+  int32_t pad_votes = 0;  // 0.3.6: the padding label is one of the sample's labels (cpu_spatial.h MayReachOutside)
 };
 // lowest[p] = min of plane p (`voxels` int16 values at seg + p·voxels), p < planes (the CPU's lowest label per
 // folded seg channel).
 // `num_labels` (may be null: not computed): the number of distinct values of plane p (the CPU's count of the
 // bg_style vote, bgv2's unique()), through a 65536-bit presence bitmap per plane.
+// `pad_present` (may be null; needs `num_labels`): 1 where plane p holds the value `pad_label`.
 cudaError_t LaunchLowestPerPlane(int32_t planes, int64_t voxels, const int16_t* seg, int16_t* lowest,
-                                 int32_t* num_labels, cudaStream_t stream);
+                                 int32_t* num_labels, cudaStream_t stream, int32_t pad_label = 0,
+                                 int32_t* pad_present = nullptr);
 // `seg`/`out_seg`/`lowest`/`num_labels` may be null when g.seg_channels == 0; `lowest` is read only by the linear
-// label vote, `num_labels` only by the bg_style one.
+// label vote, `num_labels` only by the bg_style and pad-first ones, `pad_present` only by the pad-first one.
 cudaError_t LaunchSpatialGeneric(const SpatialGeom& g, const SpatialSampleRec* recs, const float* grids,
                                  const float* image, const int16_t* seg, const int16_t* lowest,
-                                 const int32_t* num_labels, float* out_image, int16_t* out_seg, cudaStream_t stream);
+                                 const int32_t* num_labels, float* out_image, int16_t* out_seg, cudaStream_t stream,
+                                 const int32_t* pad_present = nullptr);
 
 // ---- Outputs -------------------------------------------------------------------------------------------
 // float32 (n values) → out in `dtype`.

@@ -179,12 +179,112 @@ __device__ __forceinline__ int16_t DecideLabel(const Corners& c, int ndim, const
   return best_label;
 }
 
+// cpu_spatial.cc DecideLabelPadFirst (bgv2 0.3.6): `lowest` / `count` describe the sample's label set with the
+// padding label included when `pad_votes`.
+__device__ __forceinline__ int16_t DecideLabelPadFirst(const SpatialGeom& g, const float* gv, const Corners& c,
+                                                       const int16_t* in, int16_t lowest, int32_t count,
+                                                       bool pad_votes) {
+  if (count <= 1) return lowest;
+  const int16_t pad = static_cast<int16_t>(g.pad_label);
+  bool uniform = true;
+  const int16_t first = c.inb[0] ? __ldg(in + c.offset[0]) : 0;
+  for (int k = 0; k < c.n && uniform; ++k) uniform = c.inb[k] && __ldg(in + c.offset[k]) == first;
+  if (uniform) return first;
+  int16_t labels[9];
+  float score[9];
+  int nl = 0;
+  float others = 0.0f;
+  for (int k = 0; k < c.n; ++k) {
+    if (!c.inb[k]) continue;
+    const int16_t lab = __ldg(in + c.offset[k]);
+    int i = 0;
+    while (i < nl && labels[i] != lab) ++i;
+    if (i == nl) {
+      labels[nl] = lab;
+      score[nl] = 0.0f;
+      ++nl;
+    }
+    if (g.ndim == 3) {
+      const float x = __fmul_rn(1000.0f, c.w[k]);
+      score[i] = __fadd_rn(score[i], x);
+      if (lab != pad) others = __fadd_rn(others, x);
+    } else {
+      score[i] = __fmaf_rn(1000.0f, c.w[k], score[i]);
+      if (lab != pad) others = __fmaf_rn(1000.0f, c.w[k], others);
+    }
+  }
+  if (pad_votes) {
+    int i = 0;
+    while (i < nl && labels[i] != pad) ++i;
+    if (i == nl) {
+      labels[nl] = pad;
+      ++nl;
+    }
+    score[i] = __fadd_rn(-others, 1000.0f);
+  }
+  for (int i = 1; i < nl; ++i)
+    for (int j = i; j > 0 && labels[j] < labels[j - 1]; --j) {
+      const int16_t tl = labels[j];
+      labels[j] = labels[j - 1];
+      labels[j - 1] = tl;
+      const float ts = score[j];
+      score[j] = score[j - 1];
+      score[j - 1] = ts;
+    }
+  for (int i = 0; i < nl; ++i) score[i] = kernels::RoundToHalf(score[i]);
+  const auto nearest = [&]() -> int16_t {
+    const int64_t off = NearestOffset(g, gv);
+    return off < 0 ? pad : __ldg(in + off);
+  };
+  if (count == 2) {
+    float hi = 0.0f;
+    int16_t l1 = lowest;
+    for (int i = 0; i < nl; ++i)
+      if (labels[i] != lowest) {
+        hi = score[i];
+        l1 = labels[i];
+      }
+    if (g.tiebreak == 1 && hi == 500.0f) return nearest();
+    return (g.tiebreak == 2 ? hi >= 500.0f : hi > 500.0f) ? l1 : lowest;
+  }
+  float top = 0.0f;
+  for (int i = 0; i < nl; ++i) top = fmaxf(top, score[i]);
+  if (!(top > 0.0f)) return lowest;
+  if (g.tiebreak == 1) {
+    const int16_t nn = nearest();
+    for (int i = 0; i < nl; ++i)
+      if (labels[i] == nn && score[i] == top) return nn;
+  }
+  if (g.tiebreak == 2) {
+    for (int i = nl - 1; i >= 0; --i)
+      if (score[i] == top) return labels[i];
+  }
+  for (int i = 0; i < nl; ++i)
+    if (score[i] == top) return labels[i];
+  return lowest;
+}
+
+// 0.3.6 constant image padding: Σ over in-bounds corners of (v − shift)·w (2D: fma chain), then + shift.
+__device__ __forceinline__ float InterpolateShifted(const Corners& c, int ndim, const float* src, float shift) {
+  float acc;
+  if (ndim == 3) {
+    acc = 0.0f;
+    for (int k = 0; k < 8; ++k)
+      if (c.inb[k]) acc = __fadd_rn(acc, __fmul_rn(__fsub_rn(__ldg(src + c.offset[k]), shift), c.w[k]));
+  } else {
+    acc = __fmul_rn(c.inb[0] ? __fsub_rn(__ldg(src + c.offset[0]), shift) : 0.0f, c.w[0]);
+    for (int k = 1; k < 4; ++k)
+      acc = __fmaf_rn(c.inb[k] ? __fsub_rn(__ldg(src + c.offset[k]), shift) : 0.0f, c.w[k], acc);
+  }
+  return __fadd_rn(acc, shift);
+}
+
 // grid (blocks over the working output, B·F planes); each thread: one output voxel of one (b, f), every channel.
 __global__ void __launch_bounds__(kThreads) SpatialGenericKernel(const SpatialGeom g, const SpatialSampleRec* recs,
                                                                  const float* grids, const float* image,
                                                                  const int16_t* seg, const int16_t* lowest,
                                                                  const int32_t* num_labels, float* out_image,
-                                                                 int16_t* out_seg) {
+                                                                 int16_t* out_seg, const int32_t* pad_present) {
   const int F = g.fold;
   const int b = blockIdx.y / F, f = blockIdx.y % F;
   const SpatialSampleRec rec = recs[b];
@@ -229,6 +329,11 @@ __global__ void __launch_bounds__(kThreads) SpatialGenericKernel(const SpatialGe
       float val;
       if (g.image_fill && oob) {
         val = g.image_fill_value;
+      } else if (g.image_shifted) {  // 0.3.6 constant padding
+        val = g.image_nearest ? (near < 0 ? g.image_shift
+                                          : __fadd_rn(__fsub_rn(__ldg(image + plane * n_in + near), g.image_shift),
+                                                      g.image_shift))
+                              : InterpolateShifted(cr, g.ndim, image + plane * n_in, g.image_shift);
       } else if (g.image_nearest) {
         val = near < 0 ? 0.0f : __ldg(image + plane * n_in + near);
       } else {
@@ -242,7 +347,13 @@ __global__ void __launch_bounds__(kThreads) SpatialGenericKernel(const SpatialGe
       if (g.seg_fill && oob) {
         lab = static_cast<int16_t>(g.seg_fill_value);
       } else if (g.seg_nearest) {
-        lab = near < 0 ? int16_t{0} : __ldg(seg + plane * n_in + near);
+        lab = near < 0 ? static_cast<int16_t>(g.pad_first ? g.pad_label : 0) : __ldg(seg + plane * n_in + near);
+      } else if (g.pad_first) {
+        const bool votes = rec.pad_votes != 0;
+        const bool add = votes && pad_present[plane] == 0;  // the padding label joins the plane's labels
+        const int16_t lo = votes ? static_cast<int16_t>(min(static_cast<int>(lowest[plane]), g.pad_label))
+                                 : lowest[plane];
+        lab = DecideLabelPadFirst(g, gv, cr, seg + plane * n_in, lo, num_labels[plane] + (add ? 1 : 0), votes);
       } else {
         lab = DecideLabel(cr, g.ndim, seg + plane * n_in, lowest[plane], g.bg_style != 0,
                           g.bg_style ? num_labels[plane] : 0);
@@ -254,7 +365,8 @@ __global__ void __launch_bounds__(kThreads) SpatialGenericKernel(const SpatialGe
 
 // One block per plane: the minimum and, with `num_labels`, the popcount of a shared 65536-bit presence bitmap.
 __global__ void __launch_bounds__(kThreads) LowestPerPlaneKernel(int64_t voxels, const int16_t* seg, int16_t* lowest,
-                                                                 int32_t* num_labels) {
+                                                                 int32_t* num_labels, int32_t pad_label,
+                                                                 int32_t* pad_present) {
   constexpr int kWords = 65536 / 32;
   __shared__ uint32_t seen[kWords];
   const bool count = num_labels != nullptr;
@@ -294,21 +406,26 @@ __global__ void __launch_bounds__(kThreads) LowestPerPlaneKernel(int64_t voxels,
     }
     lowest[blockIdx.x] = static_cast<int16_t>(m);
     if (count) num_labels[blockIdx.x] = distinct;
+    if (count && pad_present != nullptr) {
+      const uint32_t u = static_cast<uint32_t>(pad_label + 32768);
+      pad_present[blockIdx.x] = (seen[u >> 5] >> (u & 31)) & 1u;
+    }
   }
 }
 
 }  // namespace
 
 cudaError_t LaunchLowestPerPlane(int32_t planes, int64_t voxels, const int16_t* seg, int16_t* lowest,
-                                 int32_t* num_labels, cudaStream_t stream) {
+                                 int32_t* num_labels, cudaStream_t stream, int32_t pad_label, int32_t* pad_present) {
   if (planes <= 0 || voxels <= 0) return cudaSuccess;
-  LowestPerPlaneKernel<<<planes, kThreads, 0, stream>>>(voxels, seg, lowest, num_labels);
+  LowestPerPlaneKernel<<<planes, kThreads, 0, stream>>>(voxels, seg, lowest, num_labels, pad_label, pad_present);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchSpatialGeneric(const SpatialGeom& g, const SpatialSampleRec* recs, const float* grids,
                                  const float* image, const int16_t* seg, const int16_t* lowest,
-                                 const int32_t* num_labels, float* out_image, int16_t* out_seg, cudaStream_t stream) {
+                                 const int32_t* num_labels, float* out_image, int16_t* out_seg, cudaStream_t stream,
+                                 const int32_t* pad_present) {
   if (g.ndim != 2 && g.ndim != 3) return cudaErrorInvalidValue;
   const int64_t planes = int64_t{g.batch} * g.fold;
   if (planes < 1 || planes > 65535) return cudaErrorInvalidValue;
@@ -316,7 +433,7 @@ cudaError_t LaunchSpatialGeneric(const SpatialGeom& g, const SpatialSampleRec* r
   for (int d = 0; d < g.ndim; ++d) n_out *= g.out[d];
   const dim3 grid = SliceGrid(n_out, static_cast<int>(planes));
   SpatialGenericKernel<<<grid, kThreads, 0, stream>>>(g, recs, grids, image, seg, lowest, num_labels, out_image,
-                                                      out_seg);
+                                                      out_seg, pad_present);
   return cudaGetLastError();
 }
 

@@ -29,7 +29,7 @@ uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
   for (int b = 0; b < shape.batch; ++b) {
     const SampleParams& p = h_params[b];
     if (p.noise_sigma != 0.f) st |= kStageNoise;
-    if (!p.seg_border_minus_one && !p.use_crop) st |= kStageLowestLabel;
+    if (!p.seg_border_minus_one && !p.use_crop && !shape.seg_pad_first) st |= kStageLowestLabel;
     if (p.elastic) st |= kStageElastic;
     for (int c = 0; c < shape.channels; ++c) {
       const ChannelParams& cp = p.ch[c];

@@ -62,6 +62,7 @@ struct BatchShape {
   OutDType out_dtype = OutDType::kFloat32;
   int32_t remove_minus_one = 1;  // RemoveLabelTansform(-1 -> 0) on the seg outputs
   int32_t elastic = 0;           // 1: the workspace holds elastic displacement fields (some sample may deform)
+  int32_t seg_pad_first = 0;     // 1: bgv2 0.3.6 seg resampling for the whole batch (SampleParams::pad_votes)
 };
 
 // Per-channel parameters of one sample. A transform that was not drawn for a channel is "off".
@@ -88,6 +89,13 @@ struct SampleParams {
   int32_t seg_border_minus_one = 1;  // 1: border_mode_seg='constant', padding -1 (nnU-Net >= 2.7)
   int32_t lowest_label = 0;          // lowest label in this sample's input seg (only read when the border
                                      // is not -1: see ComputeLowestLabels)
+  // With BatchShape::seg_pad_first (bgv2 0.3.6, augment/kernels/cpu_spatial.h pad_first): the seg is padded with
+  // the border label (−1 or 0) before the vote, no out-of-bounds fill. pad_votes: the padding label is a candidate
+  // in this sample (bgv2's _may_reach_outside, exact for affine samples, always 1 for elastic ones: conservative,
+  // differs only in fp16 rounding); seg_tiebreak 0 lowest, 1 nearest (the nearest neighbour's label among the
+  // tied), 2 highest.
+  int32_t pad_votes = 0;
+  int32_t seg_tiebreak = 0;
   // Gaussian noise (synchronize_channels=True): one sigma, an independent field per channel:
   // value = sigma * NormalAt(MakeStreamKey(seed, sample_index, noise_transform_index, 1 + channel), voxel)
   // where voxel is the linear index in the (P0,P1,P2) patch before mirroring. sigma 0 = off.

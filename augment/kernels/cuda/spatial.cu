@@ -52,8 +52,71 @@ struct SpatialArgs {
   float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
 };
 
+// bgv2 0.3.6's vote over the 8 corners (cpu_spatial.cc DecideLabelPadFirst, without its two-label shortcut: that
+// differs only where fp16(score) is within an ulp of 500): `lab` (INT32_MIN out of bounds), `x1000` (1000·weight,
+// +0 out of bounds), `nn_m` the nearest corner. With `votes` the padding label scores 1000 − Σ of the other labels'
+// corners (bgv2 samples (ind − 1)·1000 and adds 1000); ties go to the lowest / highest label or (tiebreak 1) to the
+// nearest neighbour's label when it is among the tied. Same triangular sums as the 0.3.5 vote.
+__device__ __forceinline__ int PadFirstVote(const int* lab, const float* x1000, int nn_m, int pad, bool votes,
+                                            int tiebreak, int lowest) {
+  uint32_t best_h = 0;
+  int best_l = lowest;
+  if (votes) {
+    float others = 0.f;
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      if (lab[m] != pad) others = __fadd_rn(others, x1000[m]);
+    }
+    best_h = HalfRoundedBits(fmaxf(__fadd_rn(-others, 1000.f), 0.f));
+    best_l = pad;
+  }
+  bool tied = false;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    if (lab[q] == INT32_MIN || (votes && lab[q] == pad)) continue;
+    float v = x1000[q];
+#pragma unroll
+    for (int m = q + 1; m < 8; ++m) {
+      if (lab[m] == lab[q]) v = __fadd_rn(v, x1000[m]);
+    }
+    const uint32_t h = HalfRoundedBits(v);
+    if (h > best_h) {
+      best_h = h;
+      best_l = lab[q];
+      tied = false;
+    } else if (h == best_h && lab[q] != best_l) {
+      tied = true;
+      if (tiebreak == 2 ? lab[q] > best_l : lab[q] < best_l) best_l = lab[q];
+    }
+  }
+  if (tiebreak == 1 && tied) {  // rare: only voxels with a shared top score pay for the nearest neighbour's score
+    int nn = pad;  // selected without a dynamic index (that would put `lab` in local memory)
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      if (m == nn_m && lab[m] != INT32_MIN) nn = lab[m];
+    }
+    float s = 0.f;
+    if (votes && nn == pad) {
+      float others = 0.f;
+#pragma unroll
+      for (int m = 0; m < 8; ++m) {
+        if (lab[m] != pad) others = __fadd_rn(others, x1000[m]);
+      }
+      s = fmaxf(__fadd_rn(-others, 1000.f), 0.f);
+    } else {
+#pragma unroll
+      for (int m = 0; m < 8; ++m) {
+        if (lab[m] == nn) s = __fadd_rn(s, x1000[m]);
+      }
+    }
+    if (HalfRoundedBits(s) == best_h) best_l = nn;
+  }
+  return best_l;
+}
+
 // kNoise = false: built without the noise epilogue (no sample of the batch draws noise: fewer registers).
-template <int kCT, int kMinBlocks, bool kNoise>
+// kPadFirst: BatchShape::seg_pad_first, the bgv2 0.3.6 vote (each build holds one vote: registers as the 0.3.5 one).
+template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
   const int b = blockIdx.y;
   const SampleParams& sp = a.params[b];
@@ -278,13 +341,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       float x1000[8];  // one-hot x 1000 sampled: the weight each corner gives its label
 #pragma unroll
       for (int m = 0; m < 8; ++m) x1000[m] = __fmul_rn(1000.f, w[m]);
-      if (uniform && first != INT32_MIN) {
+      constexpr bool pad_first = kPadFirst;
+      const bool votes = pad_first && sp.pad_votes != 0;
+      const bool all_in = vx0 && vx1 && vy0 && vy1 && vz0 && vz1;
+      if (uniform && first != INT32_MIN && (!votes || all_in)) {
         // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as below (out-of-bounds
         // corners add an exact +0).
         float v = 0.f;
 #pragma unroll
         for (int m = 0; m < 8; ++m) v = __fadd_rn(v, x1000[m]);
         if (HalfRoundsPositive(v)) best_l = first;
+      } else if (pad_first) {
+        const int nn_m = (rintf(ix[2]) != fx ? 1 : 0) | (rintf(ix[1]) != fy ? 2 : 0) | (rintf(ix[0]) != fz ? 4 : 0);
+        best_l = PadFirstVote(lab, x1000, nn_m, border_m1 ? -1 : 0, votes, sp.seg_tiebreak, lowest);
       } else {
         // Triangular vote: corner q sums the corners m >= q of its label in corner order (0 + x is exact, so
         // starting at x[q] is the sum from 0). For the first corner of a label this is the label's value; a later
@@ -306,7 +375,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           }
         }
       }
-      label = (border_m1 && oob) ? -1 : best_l;
+      label = (border_m1 && oob && !pad_first) ? -1 : best_l;  // 0.3.5's out-of-bounds fill
     }
     // Noise epilogue (pre-mirror voxel index j).
     if (kNoise && noise_sigma != 0.f) {
@@ -401,12 +470,21 @@ SpatialVariant ReadSpatialVariant() {
   return SpatialVariant::kDefault;
 }
 
-template <int kCT, int kMinBlocks>
+template <int kCT, int kMinBlocks, bool kPadFirst>
 void LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
   if (noise) {
-    SpatialKernel<kCT, kMinBlocks, true><<<grid, kThreads, 0, stream>>>(a);
+    SpatialKernel<kCT, kMinBlocks, true, kPadFirst><<<grid, kThreads, 0, stream>>>(a);
   } else {
-    SpatialKernel<kCT, kMinBlocks, false><<<grid, kThreads, 0, stream>>>(a);
+    SpatialKernel<kCT, kMinBlocks, false, kPadFirst><<<grid, kThreads, 0, stream>>>(a);
+  }
+}
+
+template <int kCT, int kMinBlocks>
+void LaunchSpatialBuild(bool noise, bool pad_first, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
+  if (pad_first) {
+    LaunchSpatialBuild<kCT, kMinBlocks, true>(noise, grid, stream, a);
+  } else {
+    LaunchSpatialBuild<kCT, kMinBlocks, false>(noise, grid, stream, a);
   }
 }
 }  // namespace
@@ -446,16 +524,16 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   const bool noise = f.noise || variant == SpatialVariant::kV5;
   if (shape.channels <= 1) {
     if (variant == SpatialVariant::kThreeBlocks) {
-      LaunchSpatialBuild<1, 3>(noise, grid, stream, a);
+      LaunchSpatialBuild<1, 3>(noise, shape.seg_pad_first != 0, grid, stream, a);
     } else {
-      LaunchSpatialBuild<1, 4>(noise, grid, stream, a);
+      LaunchSpatialBuild<1, 4>(noise, shape.seg_pad_first != 0, grid, stream, a);
     }
   } else if (shape.channels <= 2) {
-    LaunchSpatialBuild<2, 3>(noise, grid, stream, a);
+    LaunchSpatialBuild<2, 3>(noise, shape.seg_pad_first != 0, grid, stream, a);
   } else if (shape.channels <= 4) {
-    LaunchSpatialBuild<4, 2>(noise, grid, stream, a);
+    LaunchSpatialBuild<4, 2>(noise, shape.seg_pad_first != 0, grid, stream, a);
   } else {
-    LaunchSpatialBuild<8, 2>(noise, grid, stream, a);
+    LaunchSpatialBuild<8, 2>(noise, shape.seg_pad_first != 0, grid, stream, a);
   }
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   if (shape.num_ds > 0 && direct) {
