@@ -28,6 +28,7 @@
 #include "augment/transforms/rot90.h"
 #include "augment/transforms/sharpening.h"
 #include "augment/transforms/simulate_low_resolution.h"
+#include "augment/transforms/zscore_normalization/zscore_normalization.h"
 #include "augment/transforms/spatial.h"
 #include "augment/transforms/transpose_axes.h"
 
@@ -73,6 +74,7 @@ std::vector<TransformEntry> RegisterAll() {
        &HistogramEqualizationTransform::FromJson},
       {"random_convolution", TransformKind::kRandomConvolution, true, &RandomConvolutionTransform::FromJson},
       {"intensity_function", TransformKind::kIntensityFunction, true, &IntensityFunctionTransform::FromJson},
+      {"zscore_normalization", TransformKind::kZscoreNormalization, true, &ZscoreNormalizationTransform::FromJson},
   };
 }
 }  // namespace

@@ -13,7 +13,8 @@ TEST(Registry, NamesAreExactlyTheDefaultTrainerTransforms) {
                                       "blank_rectangle", "brightness_additive", "sharpening", "median_filter",
                                       "brightness_gradient_additive", "local_gamma", "rot90", "transpose_axes",
                                       "rician_noise", "bias_field", "ghosting", "spike", "motion",
-                                      "histogram_equalization", "random_convolution", "intensity_function"}));
+                                      "histogram_equalization", "random_convolution", "intensity_function",
+                                      "zscore_normalization"}));
 }
 
 TEST(Registry, EveryKindHasACpuImplementation) {

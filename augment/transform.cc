@@ -60,6 +60,8 @@ std::string_view TransformKindName(TransformKind kind) {
       return "random_convolution";
     case TransformKind::kIntensityFunction:
       return "intensity_function";
+    case TransformKind::kZscoreNormalization:
+      return "zscore_normalization";
   }
   return "unknown";
 }

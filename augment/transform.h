@@ -62,8 +62,9 @@ enum class TransformKind : uint8_t {
   kHistogramEqualization,
   kRandomConvolution,
   kIntensityFunction,
+  kZscoreNormalization,  // augment/transforms/zscore_normalization/
 };
-inline constexpr int kNumTransformKinds = 28;
+inline constexpr int kNumTransformKinds = 29;
 
 // "spatial", "gaussian_noise", ...
 std::string_view TransformKindName(TransformKind kind);

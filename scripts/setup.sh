@@ -46,4 +46,9 @@ for v in 0.3.5 0.3.6; do
     "$venv/bin/python" -m pip install -q --no-deps --target "$venv/bgv2/$v" "batchgeneratorsv2==$v"
   fi
 done
+# AugLab (GPL-3.0, a test reference only: tests/python/test_auglab_*_parity.py) with the kornia it imports (< 0.9).
+if [ ! -d "$venv/auglab/auglab" ]; then
+  echo "[setup] installing auglab into $venv/auglab"
+  "$venv/bin/python" -m pip install -q --no-deps --target "$venv/auglab" auglab==20260109 kornia==0.8.1 kornia-rs==0.2.0
+fi
 echo "[setup] ready in $(( $(date +%s) - start )) s"

@@ -465,6 +465,9 @@ v1::OpenSessionResponse MakeOpenSessionResponse(const Session& session) {
     absl::StatusOr<v1::TransformKind> kind = TransformKindFromName(std::string(TransformKindName(t.kind)));
     if (kind.ok()) ts->set_kind(*kind);
     ts->set_apply_probability(t.apply_probability);
+    if (t.kind == TransformKind::kSpatial) {  // the batchgeneratorsv2 release the session resamples as
+      out.mutable_resolved_pipeline()->set_bgv2_version(t.transform->ConfigToJson().value("bgv2_version", ""));
+    }
   }
   *out.mutable_device() = ToProto(s.device);
   for (int64_t p : s.input_patch_size) out.add_initial_patch_size(p);

@@ -180,3 +180,26 @@ def test_bad_session_requests_raise_clear_errors(served):
             list(client.stream_batches("s1-nope", max_batches=1))
         assert err.value.code == grpc.StatusCode.NOT_FOUND
         assert client.health() == augmentd.HealthStatus.SERVING
+
+
+def test_sessions_follow_the_requested_bgv2_release(served):
+    """PipelineSpec.bgv2_version picks the SpatialTransform semantics of the preset (issue 23): the resolved
+    pipeline names it, an unknown release is INVALID_ARGUMENT naming the field, unset means 0.3.6."""
+    server, dataset = served
+    folder = str(dataset / "nnUNetPlans_3d_fullres")
+    with augmentd.Client(server.addresses[0]) as client:
+        for release in ("0.3.5", "0.3.6", ""):
+            config = augmentd.dataset_session_config(folder, batch_size=2, seed=3)
+            config.pipeline.bgv2_version = release
+            session = client.open_session(config)
+            assert session.response.resolved_pipeline.bgv2_version == (release or "0.3.6")
+            with client.stream_batches(session, credits=1, max_batches=1) as stream:
+                (batch,) = list(stream)
+            assert batch.image.shape == (2, 1, 8, 8, 8)
+            client.close_session(session)
+        config = augmentd.dataset_session_config(folder, batch_size=2, seed=3)
+        config.pipeline.bgv2_version = "0.2.0"
+        with pytest.raises(augmentd.AugmentdError) as err:
+            client.open_session(config)
+        assert err.value.code == grpc.StatusCode.INVALID_ARGUMENT and "bgv2_version" in err.value.details
+        assert list(client.server_info().bgv2_versions) == ["0.3.5", "0.3.6"]

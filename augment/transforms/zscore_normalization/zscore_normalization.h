@@ -1,0 +1,39 @@
+// augment/transforms/zscore_normalization/zscore_normalization.h — AugLab's ZscoreNormalizationGPU
+// (neuropoly/AugLab `auglab/transforms/gpu/contrast.py`; `transform_params_gpu.json` "ZscoreNormalization",
+// probability 0 in the default JSON): per sample, each channel of `apply_to_channel` becomes
+//   x ← (x − mean(x)) / max(std(x), 1e-8)        (population std, statistics of that sample's channel)
+// Channels outside the sample are skipped, as AugLab does; a result with NaN / Inf leaves the channel as it was
+// (AugLab's guard). Nothing is drawn: the entry's apply_probability is AugLab's p. Not covered: in_seg / out_seg
+// (AugLab's region modes; with nnU-Net's single-channel targets they select nothing, reference §8.3).
+//
+//   auto t = ZscoreNormalizationTransform::FromJson({{"apply_to_channel", {0}}});
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "augment/transforms/deterministic.h"
+
+namespace augmentd {
+
+struct ZscoreNormalizationConfig {
+  std::vector<int64_t> apply_to_channel = {0};  // AugLab's default
+};
+
+class ZscoreNormalizationTransform final : public DeterministicTransform {
+ public:
+  // INVALID_ARGUMENT for a negative channel index.
+  static absl::StatusOr<std::shared_ptr<const Transform>> Create(const ZscoreNormalizationConfig& config);
+  // {"apply_to_channel": [..]} (a single integer is accepted too).
+  static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  const ZscoreNormalizationConfig& config() const { return config_; }
+  TransformKind kind() const override { return TransformKind::kZscoreNormalization; }
+  absl::Status Apply(const TransformParams& params, SampleData& sample) const override;
+  nlohmann::json ConfigToJson() const override;
+
+ private:
+  explicit ZscoreNormalizationTransform(ZscoreNormalizationConfig c) : config_(std::move(c)) {}
+  ZscoreNormalizationConfig config_;
+};
+
+}  // namespace augmentd
