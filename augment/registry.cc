@@ -6,6 +6,7 @@
 #include "augment/transforms/auglab_intensity_function.h"
 #include "augment/transforms/auglab_random_convolution.h"
 #include "augment/transforms/blank_rectangle.h"
+#include "augment/transforms/clamp/clamp.h"
 #include "augment/transforms/brightness_additive.h"
 #include "augment/transforms/brightness_gradient_additive.h"
 #include "augment/transforms/contrast.h"
@@ -75,6 +76,7 @@ std::vector<TransformEntry> RegisterAll() {
       {"random_convolution", TransformKind::kRandomConvolution, true, &RandomConvolutionTransform::FromJson},
       {"intensity_function", TransformKind::kIntensityFunction, true, &IntensityFunctionTransform::FromJson},
       {"zscore_normalization", TransformKind::kZscoreNormalization, true, &ZscoreNormalizationTransform::FromJson},
+      {"clamp", TransformKind::kClamp, true, &ClampTransform::FromJson},
   };
 }
 }  // namespace

@@ -62,6 +62,8 @@ std::string_view TransformKindName(TransformKind kind) {
       return "intensity_function";
     case TransformKind::kZscoreNormalization:
       return "zscore_normalization";
+    case TransformKind::kClamp:
+      return "clamp";
   }
   return "unknown";
 }

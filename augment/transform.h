@@ -63,8 +63,9 @@ enum class TransformKind : uint8_t {
   kRandomConvolution,
   kIntensityFunction,
   kZscoreNormalization,  // augment/transforms/zscore_normalization/
+  kClamp,                // augment/transforms/clamp/
 };
-inline constexpr int kNumTransformKinds = 29;
+inline constexpr int kNumTransformKinds = 30;
 
 // "spatial", "gaussian_noise", ...
 std::string_view TransformKindName(TransformKind kind);
