@@ -242,10 +242,11 @@ TEST(ProtoContractTest, TransformKindsMatchTheParamsOneof) {
                            "CONVERT_SEGMENTATION_TO_REGIONS", "DOWNSAMPLE_SEG_FOR_DS", "ROT90", "TRANSPOSE_AXES",
                            "MEDIAN_FILTER", "BRIGHTNESS_ADDITIVE", "BLANK_RECTANGLE", "BRIGHTNESS_GRADIENT_ADDITIVE",
                            "LOCAL_GAMMA", "SHARPENING", "RICIAN_NOISE", "BIAS_FIELD", "GHOSTING", "SPIKE", "MOTION",
-                           "HISTOGRAM_EQUALIZATION", "RANDOM_CONVOLUTION", "INTENSITY_FUNCTION"}) {
+                           "HISTOGRAM_EQUALIZATION", "RANDOM_CONVOLUTION", "INTENSITY_FUNCTION", "ZSCORE_NORMALIZATION",
+                           "CLAMP"}) {
     EXPECT_NE(kinds->FindValueByName(name), nullptr) << name;
   }
-  EXPECT_EQ(kinds->value_count(), 29);  // UNSPECIFIED + the 28 engine kinds (server/adapter_test.cc checks the names)
+  EXPECT_EQ(kinds->value_count(), 31);  // UNSPECIFIED + the 30 engine kinds (server/adapter_test.cc checks the names)
 }
 
 TEST(ProtoContractTest, ServiceDeclaresTheV1Rpcs) {

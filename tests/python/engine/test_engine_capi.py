@@ -42,7 +42,7 @@ def test_registry(capi):
         # MRI artefacts (TorchIO's definitions)
         "bias_field", "ghosting", "spike", "motion",
         # AugLab's nnUNetTrainerDAExtGPU extras
-        "histogram_equalization", "random_convolution", "intensity_function"]
+        "histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization", "clamp"]
 
 
 @pytest.mark.parametrize("inv", [False, True])
@@ -136,7 +136,8 @@ def test_spatial_matches_bgv2(capi, S, p, labels):
     ref_s = st._apply_to_segmentation(torch.from_numpy(seg.copy()), **params).numpy()
     jp = {"affine": params["affine"].tolist(), "elastic_offsets": None,
           "center_location_in_pixels": params["center_location_in_pixels"]}
-    jcfg = {**cfg, "rotation": [-0.5, 0.5], "scaling": [0.7, 1.4]}
+    from importlib.metadata import version  # augmentd follows the installed release's resampling (issue 23)
+    jcfg = {**cfg, "rotation": [-0.5, 0.5], "scaling": [0.7, 1.4], "bgv2_version": version("batchgeneratorsv2")}
     _, out = _apply(capi, "spatial", jcfg, jp, image=img, seg=seg)
     np.testing.assert_array_equal(out["image"], ref_i)
     assert (out["seg"] != ref_s).mean() <= 1e-6
