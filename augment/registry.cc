@@ -12,6 +12,7 @@
 #include "augment/transforms/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
+#include "augment/transforms/edge_convolution/edge_convolution.h"
 #include "augment/transforms/gamma.h"
 #include "augment/transforms/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise.h"
@@ -77,6 +78,7 @@ std::vector<TransformEntry> RegisterAll() {
       {"intensity_function", TransformKind::kIntensityFunction, true, &IntensityFunctionTransform::FromJson},
       {"zscore_normalization", TransformKind::kZscoreNormalization, true, &ZscoreNormalizationTransform::FromJson},
       {"clamp", TransformKind::kClamp, true, &ClampTransform::FromJson},
+      {"edge_convolution", TransformKind::kEdgeConvolution, true, &EdgeConvolutionTransform::FromJson},
   };
 }
 }  // namespace

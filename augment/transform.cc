@@ -64,6 +64,8 @@ std::string_view TransformKindName(TransformKind kind) {
       return "zscore_normalization";
     case TransformKind::kClamp:
       return "clamp";
+    case TransformKind::kEdgeConvolution:
+      return "edge_convolution";
   }
   return "unknown";
 }

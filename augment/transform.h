@@ -64,8 +64,9 @@ enum class TransformKind : uint8_t {
   kIntensityFunction,
   kZscoreNormalization,  // augment/transforms/zscore_normalization/
   kClamp,                // augment/transforms/clamp/
+  kEdgeConvolution,      // augment/transforms/edge_convolution/
 };
-inline constexpr int kNumTransformKinds = 30;
+inline constexpr int kNumTransformKinds = 31;
 
 // "spatial", "gaussian_noise", ...
 std::string_view TransformKindName(TransformKind kind);

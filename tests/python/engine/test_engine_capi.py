@@ -42,7 +42,8 @@ def test_registry(capi):
         # MRI artefacts (TorchIO's definitions)
         "bias_field", "ghosting", "spike", "motion",
         # AugLab's nnUNetTrainerDAExtGPU extras
-        "histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization", "clamp"]
+        "histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization", "clamp",
+        "edge_convolution"]
 
 
 @pytest.mark.parametrize("inv", [False, True])

@@ -1,0 +1,96 @@
+// EdgeConvolutionTransform on the AugLab convolution helper (auglab_math.h ConvAt: reflect index, products summed in
+// the kernel's C order, float32).
+#include "augment/transforms/edge_convolution/edge_convolution.h"
+
+#include <cmath>
+
+#include "augment/json_util.h"
+#include "augment/kernels/cpu_intensity.h"
+#include "augment/kernels/cuda/auglab_math.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/auglab_common.h"
+#include "augment/transforms/common.h"
+
+namespace augmentd {
+namespace ju = json_util;
+namespace al = cuda::auglab;
+using transforms_internal::RequireImage;
+
+namespace {
+// AugLab's kernels, C order [axis 0][axis 1][axis 2].
+std::vector<std::vector<float>> Kernels(const std::string& type) {
+  if (type == "laplace") {
+    std::vector<float> k(27, -1.0f);
+    k[13] = 26.0f;
+    return {k};
+  }
+  const float w[3][3] = {{9, 30, 9}, {30, 100, 30}, {9, 30, 9}};  // the smoothing of the two other axes
+  std::vector<std::vector<float>> out(3, std::vector<float>(27));
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 3; ++c) {
+        const int i = (a * 3 + b) * 3 + c;
+        out[0][i] = (c == 0 ? 1.0f : c == 2 ? -1.0f : 0.0f) * w[a][b];  // kernel_x: derivative along axis 2
+        out[1][i] = (b == 0 ? 1.0f : b == 2 ? -1.0f : 0.0f) * w[a][c];  // kernel_y: along axis 1
+        out[2][i] = (a == 0 ? 1.0f : a == 2 ? -1.0f : 0.0f) * w[b][c];  // kernel_z: along axis 0
+      }
+  return out;
+}
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const Transform>> EdgeConvolutionTransform::Create(const EdgeConvolutionConfig& c) {
+  if (c.kernel_type != "laplace" && c.kernel_type != "scharr")
+    return ju::Invalid("edge_convolution.kernel_type", "must be 'laplace' or 'scharr'");
+  for (int64_t ch : c.apply_to_channel)
+    if (ch < 0) return ju::Invalid("edge_convolution.apply_to_channel", "channel indices must be >= 0");
+  return std::shared_ptr<const Transform>(new EdgeConvolutionTransform(c));
+}
+
+absl::StatusOr<std::shared_ptr<const Transform>> EdgeConvolutionTransform::FromJson(const nlohmann::json& j) {
+  const std::string w = "edge_convolution";
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"kernel_type", "absolute", "apply_to_channel", "retain_stats"}, w));
+  EdgeConvolutionConfig c;
+  ASSIGN_OR_RETURN(c.kernel_type, ju::GetString(j, "kernel_type", std::string("laplace"), w));
+  ASSIGN_OR_RETURN(c.absolute, ju::GetBool(j, "absolute", false, w));
+  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
+  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, w));
+  return Create(c);
+}
+
+nlohmann::json EdgeConvolutionTransform::ConfigToJson() const {
+  return {{"kernel_type", config_.kernel_type},
+          {"absolute", config_.absolute},
+          {"apply_to_channel", config_.apply_to_channel},
+          {"retain_stats", config_.retain_stats}};
+}
+
+absl::Status EdgeConvolutionTransform::Apply(const TransformParams&, SampleData& s) const {
+  RETURN_IF_ERROR(RequireImage(s, "edge_convolution"));
+  RETURN_IF_ERROR(auglab_internal::CheckChannels(config_.apply_to_channel, s.channels, "edge_convolution"));
+  ASSIGN_OR_RETURN(const auto shape, auglab_internal::Shape3(s.shape, "edge_convolution"));
+  const std::vector<std::vector<float>> kernels = Kernels(config_.kernel_type);
+  const int64_t n = s.voxels();
+  std::vector<float> src, y;
+  for (int64_t ch : config_.apply_to_channel) {
+    float* x = s.image.data() + ch * n;
+    src.assign(x, x + n);
+    const kernels::ChannelStats before = kernels::ComputeStats(x, n, config_.retain_stats);
+    y.assign(n, 0.0f);
+    for (const std::vector<float>& k : kernels) {  // scharr: tot += [abs](conv), AugLab's order
+      int64_t v = 0;
+      for (int i0 = 0; i0 < shape[0]; ++i0)
+        for (int i1 = 0; i1 < shape[1]; ++i1)
+          for (int i2 = 0; i2 < shape[2]; ++i2, ++v) {
+            const float r = al::ConvAt(src.data(), shape.data(), i0, i1, i2, k.data(), 3);
+            y[v] = kernels.size() == 1 ? r : y[v] + (config_.absolute ? std::fabs(r) : r);
+          }
+    }
+    if (config_.retain_stats) auglab_internal::RetainStats(y.data(), n, before);
+    bool finite = true;
+    for (int64_t v = 0; v < n && finite; ++v) finite = std::isfinite(y[v]);
+    if (finite) std::copy(y.begin(), y.end(), x);  // else AugLab's guard: the channel stays as it was
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace augmentd
