@@ -30,6 +30,7 @@
 #include "augment/transforms/rot90.h"
 #include "augment/transforms/sharpening.h"
 #include "augment/transforms/simulate_low_resolution.h"
+#include "augment/transforms/unsharp_mask/unsharp_mask.h"
 #include "augment/transforms/zscore_normalization/zscore_normalization.h"
 #include "augment/transforms/spatial.h"
 #include "augment/transforms/transpose_axes.h"
@@ -79,6 +80,7 @@ std::vector<TransformEntry> RegisterAll() {
       {"zscore_normalization", TransformKind::kZscoreNormalization, true, &ZscoreNormalizationTransform::FromJson},
       {"clamp", TransformKind::kClamp, true, &ClampTransform::FromJson},
       {"edge_convolution", TransformKind::kEdgeConvolution, true, &EdgeConvolutionTransform::FromJson},
+      {"unsharp_mask", TransformKind::kUnsharpMask, true, &UnsharpMaskTransform::FromJson},
   };
 }
 }  // namespace

@@ -14,7 +14,8 @@ TEST(Registry, NamesAreExactlyTheDefaultTrainerTransforms) {
                                       "brightness_gradient_additive", "local_gamma", "rot90", "transpose_axes",
                                       "rician_noise", "bias_field", "ghosting", "spike", "motion",
                                       "histogram_equalization", "random_convolution", "intensity_function",
-                                      "zscore_normalization", "clamp", "edge_convolution"}));
+                                      "zscore_normalization", "clamp", "edge_convolution",
+                                      "unsharp_mask"}));
 }
 
 TEST(Registry, EveryKindHasACpuImplementation) {

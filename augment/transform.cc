@@ -66,6 +66,8 @@ std::string_view TransformKindName(TransformKind kind) {
       return "clamp";
     case TransformKind::kEdgeConvolution:
       return "edge_convolution";
+    case TransformKind::kUnsharpMask:
+      return "unsharp_mask";
   }
   return "unknown";
 }

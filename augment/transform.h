@@ -65,8 +65,9 @@ enum class TransformKind : uint8_t {
   kZscoreNormalization,  // augment/transforms/zscore_normalization/
   kClamp,                // augment/transforms/clamp/
   kEdgeConvolution,      // augment/transforms/edge_convolution/
+  kUnsharpMask,          // augment/transforms/unsharp_mask/
 };
-inline constexpr int kNumTransformKinds = 31;
+inline constexpr int kNumTransformKinds = 32;
 
 // "spatial", "gaussian_noise", ...
 std::string_view TransformKindName(TransformKind kind);

@@ -43,7 +43,7 @@ def test_registry(capi):
         "bias_field", "ghosting", "spike", "motion",
         # AugLab's nnUNetTrainerDAExtGPU extras
         "histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization", "clamp",
-        "edge_convolution"]
+        "edge_convolution", "unsharp_mask"]
 
 
 @pytest.mark.parametrize("inv", [False, True])

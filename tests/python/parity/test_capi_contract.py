@@ -16,7 +16,8 @@ def test_registry_lists_every_transform_kind(capi):
     # every batchgeneratorsv2 kind nnU-Net uses, plus the non-bgv2 extras (TorchIO's MRI artefacts, AugLab's extras,
     # whose references are tests/python/test_mri_*.py and test_auglab_parity.py)
     extras = {"bias_field", "ghosting", "spike", "motion", "histogram_equalization", "random_convolution",
-              "intensity_function", "zscore_normalization", "clamp", "edge_convolution"}  # test_auglab_*_parity.py
+              "intensity_function", "zscore_normalization", "clamp", "edge_convolution",
+              "unsharp_mask"}  # test_auglab_*_parity.py
     assert sorted(j["transforms"]) == sorted(set(KIND_TO_CLASS) | extras)
 
 

@@ -1,0 +1,127 @@
+// UnsharpMaskTransform: the kernel in float32 as AugLab builds it (pdf, /sum per axis, outer product, /sum), the
+// correlation with auglab_math.h ConvAt, the sharpening x + a·(x − blur) in float32.
+#include "augment/transforms/unsharp_mask/unsharp_mask.h"
+
+#include <cmath>
+
+#include "augment/json_util.h"
+#include "augment/kernels/cpu_intensity.h"
+#include "augment/kernels/cuda/auglab_math.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/auglab_common.h"
+#include "augment/transforms/common.h"
+
+namespace augmentd {
+namespace ju = json_util;
+namespace al = cuda::auglab;
+using transforms_internal::ParamsAs;
+using transforms_internal::RequireImage;
+
+absl::StatusOr<std::shared_ptr<const Transform>> UnsharpMaskTransform::Create(const UnsharpMaskConfig& c) {
+  if (!(c.sigma >= 0 && c.sigma <= 100)) return ju::Invalid("unsharp_mask.sigma", "must be in [0, 100]");
+  if (!std::isfinite(c.unsharp_amount)) return ju::Invalid("unsharp_mask.unsharp_amount", "must be finite");
+  for (int64_t ch : c.apply_to_channel)
+    if (ch < 0) return ju::Invalid("unsharp_mask.apply_to_channel", "channel indices must be >= 0");
+  return std::shared_ptr<const Transform>(new UnsharpMaskTransform(c));
+}
+
+absl::StatusOr<std::shared_ptr<const Transform>> UnsharpMaskTransform::FromJson(const nlohmann::json& j) {
+  const std::string w = "unsharp_mask";
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"sigma", "unsharp_amount", "apply_to_channel", "retain_stats"}, w));
+  UnsharpMaskConfig c;
+  ASSIGN_OR_RETURN(c.sigma, ju::GetDouble(j, "sigma", 1.0, w));
+  ASSIGN_OR_RETURN(c.unsharp_amount, ju::GetDouble(j, "unsharp_amount", 1.0, w));
+  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
+  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, w));
+  return Create(c);
+}
+
+nlohmann::json UnsharpMaskTransform::ConfigToJson() const {
+  return {{"sigma", config_.sigma},
+          {"unsharp_amount", config_.unsharp_amount},
+          {"apply_to_channel", config_.apply_to_channel},
+          {"retain_stats", config_.retain_stats}};
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> UnsharpMaskTransform::Draw(DrawContext& ctx,
+                                                                            const SampleLayout& layout) const {
+  RETURN_IF_ERROR(auglab_internal::CheckChannels(config_.apply_to_channel, layout.channels, "unsharp_mask"));
+  auto p = std::make_unique<UnsharpMaskParams>();
+  for (float& s : p->sigma) s = static_cast<float>(ctx.rng.Uniform()) * static_cast<float>(config_.sigma);
+  return std::unique_ptr<TransformParams>(std::move(p));
+}
+
+namespace {
+// AugLab get_gaussian_kernel3d(3, sigma), C order [axis 0][axis 1][axis 2].
+std::vector<float> Kernel(const std::array<float, 3>& sigma) {
+  float g[3][3];
+  for (int d = 0; d < 3; ++d) {
+    float sum = 0.0f;
+    for (int t = 0; t < 3; ++t) {
+      const float r = static_cast<float>(t) / sigma[d];
+      g[d][t] = std::exp(-0.5f * (r * r));
+      sum += g[d][t];
+    }
+    for (float& v : g[d]) v = v / sum;
+  }
+  std::vector<float> k(27);
+  float total = 0.0f;
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 3; ++c) {
+        k[(a * 3 + b) * 3 + c] = g[0][a] * g[1][b] * g[2][c];
+        total += k[(a * 3 + b) * 3 + c];
+      }
+  for (float& v : k) v = v / total;
+  return k;
+}
+}  // namespace
+
+absl::Status UnsharpMaskTransform::Apply(const TransformParams& params, SampleData& s) const {
+  ASSIGN_OR_RETURN(const UnsharpMaskParams* p, ParamsAs<UnsharpMaskParams>(params, "unsharp_mask"));
+  RETURN_IF_ERROR(RequireImage(s, "unsharp_mask"));
+  RETURN_IF_ERROR(auglab_internal::CheckChannels(config_.apply_to_channel, s.channels, "unsharp_mask"));
+  ASSIGN_OR_RETURN(const auto shape, auglab_internal::Shape3(s.shape, "unsharp_mask"));
+  const std::vector<float> k = Kernel(p->sigma);
+  const float amount = static_cast<float>(config_.unsharp_amount);
+  const int64_t n = s.voxels();
+  std::vector<float> src, y(n);
+  for (int64_t ch : config_.apply_to_channel) {
+    float* x = s.image.data() + ch * n;
+    src.assign(x, x + n);
+    const kernels::ChannelStats before = kernels::ComputeStats(x, n, config_.retain_stats);
+    int64_t v = 0;
+    for (int i0 = 0; i0 < shape[0]; ++i0)
+      for (int i1 = 0; i1 < shape[1]; ++i1)
+        for (int i2 = 0; i2 < shape[2]; ++i2, ++v) {
+          const float blurred = al::ConvAt(src.data(), shape.data(), i0, i1, i2, k.data(), 3);
+          y[v] = src[v] + amount * (src[v] - blurred);
+        }
+    if (config_.retain_stats) auglab_internal::RetainStats(y.data(), n, before);
+    bool finite = true;
+    for (int64_t i = 0; i < n && finite; ++i) finite = std::isfinite(y[i]);
+    if (finite) std::copy(y.begin(), y.end(), x);  // else AugLab's guard: the channel stays as it was
+  }
+  return absl::OkStatus();
+}
+
+nlohmann::json UnsharpMaskTransform::ParamsToJson(const TransformParams& params) const {
+  const auto& p = static_cast<const UnsharpMaskParams&>(params);
+  return {{"sigma", {p.sigma[0], p.sigma[1], p.sigma[2]}}};
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> UnsharpMaskTransform::ParamsFromJson(const nlohmann::json& j,
+                                                                                    const SampleLayout&) const {
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"sigma"}, "params"));
+  if (!j.contains("sigma")) return ju::Invalid("params.sigma", "required");
+  ASSIGN_OR_RETURN(std::vector<double> sg, ju::AsDoubles(j["sigma"], "params.sigma"));
+  if (sg.size() != 3) return ju::Invalid("params.sigma", "needs 3 values (axes 0, 1, 2)");
+  auto p = std::make_unique<UnsharpMaskParams>();
+  for (int d = 0; d < 3; ++d) {
+    if (!(sg[d] >= 0 && std::isfinite(sg[d]))) return ju::Invalid("params.sigma", "must be finite and >= 0");
+    p->sigma[d] = static_cast<float>(sg[d]);
+  }
+  return std::unique_ptr<TransformParams>(std::move(p));
+}
+
+}  // namespace augmentd
