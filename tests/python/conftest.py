@@ -4,11 +4,11 @@ Owner: parity tests (issue 3). Other suites rely on it too: keep the ``capi`` fi
 
 * Puts ``tests/python`` (``augment_capi``, ``augmentd_server``), ``tests/python/parity`` (``bgv2_ref``) and
   ``tests/python/dataset`` on ``sys.path``.
-* Pins MKL's numerics before anything imports torch (see ``_pin_reference_numerics``), and offers
+* Pins MKL's numerics before anything imports torch (``MKL_CBWR``, first statements below), and offers
   ``AUGMENTD_TEST_REFERENCE_MATMUL=fp64`` to emulate another CPU's BLAS in the references
-  (``scripts/test-cpu-variants.sh`` runs both).
-* Limits torch to one thread: the CI machines are small and shared, and bgv2 runs single-threaded inside
-  nnU-Net's data-augmentation workers anyway (``threadpool_limits(1)``).
+  (``scripts/test-cpu-variants.sh`` runs the suites under both and under other CPU code paths).
+* Limits torch to one thread (``AUGMENTD_TEST_TORCH_THREADS`` overrides): the CI machines are small and shared,
+  and bgv2 runs single-threaded inside nnU-Net's data-augmentation workers anyway (``threadpool_limits(1)``).
 * ``capi`` fixture (session): the ``augment_capi`` module with the engine's C ABI library loaded. The test is
   skipped, naming the path that was searched, only when the library file does not exist
   (``augment_capi.library_available()``); a library that exists but fails to load is an error, not a skip.
@@ -49,7 +49,9 @@ import augment_capi  # noqa: E402
 try:
     import torch
 
-    torch.set_num_threads(1)
+    # AUGMENTD_TEST_TORCH_THREADS: scripts/test-cpu-variants.sh runs the references on 2 threads too (reductions
+    # may split by thread count); the verdict must not change.
+    torch.set_num_threads(int(os.environ.get("AUGMENTD_TEST_TORCH_THREADS", "1")))
 except ImportError:  # pragma: no cover - torch is in requirements.txt
     torch = None
 

@@ -23,8 +23,6 @@ from batchgeneratorsv2.transforms.utils.seg_to_regions import ConvertSegmentatio
 
 from bgv2_ref import assert_float_parity, assert_label_parity, seed_all
 
-torch.set_num_threads(1)
-
 
 def _img(shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32) * 3 + 1

@@ -23,6 +23,7 @@ from batchgeneratorsv2.transforms.spatial.spatial import create_affine_matrix_2d
 from batchgeneratorsv2.transforms.utils.pseudo2d import Convert2DTo3DTransform, Convert3DTo2DTransform
 
 from bgv2_ref import (ROT_DUMMY_2D, TIE_LEDGER, apply_bgv2, assert_float_parity, assert_label_parity,
+                      assert_labels_equal_up_to_grid_rounding,
                       augmentd_apply, build_bgv2, draw_bgv2_params, make_image, make_seg, nnunet_spatial_config,
                       params_to_json, seed_all)
 
@@ -348,9 +349,8 @@ def test_spatial_non_default_modes(capi, variant):
         _, out = augmentd_apply(capi, KIND, config, params_to_json(KIND, params), image=image, seg=seg)
         assert_float_parity(out["image"], ref["image"], what=f"{variant} image")
         if variant.get("mode_seg") == "nearest" or variant.get("bg_style_seg_sampling"):
-            # no fp16 argmax here: labels must be identical
-            assert out["seg"].dtype == ref["seg"].dtype
-            np.testing.assert_array_equal(out["seg"], ref["seg"], err_msg=f"{variant} seg")
+            # no fp16 argmax here: labels identical up to ties of the CPU-dependent reference grid
+            assert_labels_equal_up_to_grid_rounding(t, params, out["seg"], ref["seg"], seg, what=f"{variant} seg")
         else:
             assert_label_parity(out["seg"], ref["seg"], seg_in=seg, grid=params["grid"], what=f"{variant} seg")
 
