@@ -355,6 +355,29 @@ def test_spatial_non_default_modes(capi, variant):
             assert_label_parity(out["seg"], ref["seg"], seg_in=seg, grid=params["grid"], what=f"{variant} seg")
 
 
+def test_grid_tie_helper_accepts_ties_and_rejects_defects():
+    """``assert_labels_equal_up_to_grid_rounding`` (used above) must accept the labels bgv2 itself gives for a grid
+    a few ulps off (another CPU's reference) and reject any other difference."""
+    S, p = (21, 57, 50), (16, 40, 36)
+    image, seg = _inputs(6100, 2, S, 5)
+    config = nnunet_spatial_config(p, p_rotation=1.0, p_scaling=1.0, mode_seg="nearest")
+    t = build_bgv2(KIND, config)
+    ties = 0
+    for seed in range(71, 76):
+        params = draw_bgv2_params(t, image, seed)
+        ref = apply_bgv2(t, params, image=image, seg=seg)["seg"]
+        other_cpu = apply_bgv2(t, dict(params, grid=params["grid"] + 1e-6), seg=seg)["seg"]
+        ties += assert_labels_equal_up_to_grid_rounding(t, params, other_cpu, ref, seg)
+        wrong = ref.copy()
+        wrong[0, 5, 5, 5] += 1
+        with pytest.raises(AssertionError, match="not grid-rounding ties"):
+            assert_labels_equal_up_to_grid_rounding(t, params, wrong, ref, seg)
+        wrong[0, :3] = 0
+        with pytest.raises(AssertionError, match="too many"):
+            assert_labels_equal_up_to_grid_rounding(t, params, wrong, ref, seg)
+    assert ties > 0, "no grid tie in these cases: the acceptance half of the check was not exercised"
+
+
 @pytest.mark.parametrize("affine", [False, True])
 def test_spatial_random_crop_centres(capi, affine):
     """random_crop=True: bgv2 draws the centre in [border, S − border]; the crop path floors it (and pads)."""
