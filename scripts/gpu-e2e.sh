@@ -7,6 +7,9 @@
 #   run(carry=[".whl"], command="E2E_STAGES=single scripts/gpu-e2e.sh")
 #   run(carry=[".whl"], command="E2E_STAGES=da5,multi scripts/gpu-e2e.sh")
 #   x2 machine: E2E_GPUS=2 E2E_STAGES=multi E2E_TENANTS=2,8 scripts/gpu-e2e.sh
+#   issue 26, few cores per GPU (~6-7 min on a warm machine; the budgeted configuration, bench/e2e/README.md):
+#   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=cores E2E_CORES=2,4,16 E2E_CORES_COMPUTE=once
+#       E2E_CASES=12 E2E_WARMUP=5 E2E_ITERS=60 E2E_RUN_SECONDS=8 E2E_BUDGET=540 scripts/gpu-e2e.sh")
 # CPU dry run (here):  E2E_DEVICE=cpu E2E_TINY=1 AUGMENTD_BIN=build/server/augmentd scripts/gpu-e2e.sh
 #
 # Steps: kit environment (.device-kit/kit-env.sh) → nnU-Net 2.8.1 and friends from .whl/ into $E2E_SITE (plus a
@@ -22,9 +25,13 @@
 #   training's GPU / all on GPU 0; E2E_ONE_GPU_DELIVERY=cuda_ipc,host_shm,inline)  E2E_CASES=24  E2E_SHAPE=160  E2E_PATCH=
 #   E2E_BUDGET=540 (seconds for the whole script; later runs are skipped)  E2E_WORK=/tmp/e2e  E2E_SITE=/tmp/site
 #   E2E_PROFILE=N (torch.profiler tables of N extra iterations per single-process run, in key-lines.txt)
-#   E2E_TINY=1 (dry-run sizes: 6 cases of 24³, 2+2 iterations, 2 loader processes, 2 tenants)
+#   E2E_TINY=1 (dry-run sizes: 6 cases of 24³, 2+2 iterations, 2 loader processes, 2 tenants, cores 1,2)
+#   Stage cores (issue 26): E2E_CORES=2,4,8,16 (each run pinned to N cores with taskset, nnUNet_n_proc_DA = N - 1)
+#   E2E_CORES_AUG=default,da5  E2E_CORES_COMPUTE=each|once (compute only at every N / once per augmentation)
 set -uo pipefail
 START=$(date +%s)
+# the command as called (its E2E_* / AUGMENTD_* settings), for the tables' headers
+export E2E_COMMAND="${E2E_COMMAND:-$(env | grep -E '^(E2E|AUGMENTD)_[A-Z0-9_]*=' | sort | tr '\n' ' ')scripts/gpu-e2e.sh}"
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/gpu-e2e}
 mkdir -p "$OUT"
@@ -37,9 +44,9 @@ E2E_BUDGET=${E2E_BUDGET:-540}
 if [ "${E2E_TINY:-0}" = 1 ]; then
   : "${E2E_CASES:=6}" "${E2E_SHAPE:=24}" "${E2E_ITERS:=2}" "${E2E_WARMUP:=2}" "${E2E_N_PROC_DA:=2}"
   : "${E2E_TENANTS:=2}" "${E2E_MULTI_SECONDS:=8}" "${E2E_RUN_SECONDS:=20}" "${E2E_CPU_THREADS:=1}"
-  : "${E2E_MIN_RUN_SECONDS:=15}"
+  : "${E2E_MIN_RUN_SECONDS:=15}" "${E2E_CORES:=1,2}"
   export E2E_ITERS E2E_WARMUP E2E_N_PROC_DA E2E_TENANTS E2E_MULTI_SECONDS E2E_RUN_SECONDS E2E_CPU_THREADS \
-    E2E_MIN_RUN_SECONDS
+    E2E_MIN_RUN_SECONDS E2E_CORES
 fi
 E2E_CASES=${E2E_CASES:-24}
 E2E_SHAPE=${E2E_SHAPE:-160}
