@@ -82,18 +82,20 @@ def render_quality(runs, meta) -> str:
            f"prediction {'with' if meta.get('tta') else 'without'} mirroring. Dice: foreground mean (vessel / lesion)."
            + (f" Command: `{meta['command']}`." if meta.get("command") else ""), "",
            "| augmentation | nnU-Net's loader: test Dice, mean of seeds (spread) | augmentd: test Dice (spread) | "
-           "augmentd − nnU-Net | validation Dice nnU-Net / augmentd | target: within nnU-Net's seed spread |",
+           "augmentd − nnU-Net | validation Dice nnU-Net / augmentd (spread) | "
+           "target: within nnU-Net's seed spread |",
            "|---|---|---|---|---|---|"]
     for aug in ("default", "da5"):
         if not any(r.get("aug") == aug for r in runs):
             continue
         nn = stats(group(runs, aug, "nnunet", "test_dice"))
         ad = stats(group(runs, aug, "augmentd", "test_dice"))
-        nv = stats(group(runs, aug, "nnunet", "val_dice"))[0]
-        av = stats(group(runs, aug, "augmentd", "val_dice"))[0]
+        nv = stats(group(runs, aug, "nnunet", "val_dice"))
+        av = stats(group(runs, aug, "augmentd", "val_dice"))
         diff, _, text = verdict(runs, aug)
         out.append(f"| {aug} (`{PAIRS[aug][0]}` / `{PAIRS[aug][1]}`) | {_f(nn[0])} ({_f(nn[1])}, {nn[2]} seeds) | "
-                   f"{_f(ad[0])} ({_f(ad[1])}, {ad[2]} seeds) | {_f(diff, '{:+.3f}')} | {_f(nv)} / {_f(av)} | "
+                   f"{_f(ad[0])} ({_f(ad[1])}, {ad[2]} seeds) | {_f(diff, '{:+.3f}')} | "
+                   f"{_f(nv[0])} ({_f(nv[1])}) / {_f(av[0])} ({_f(av[1])}) | "
                    f"{text} |")
     out += ["", "| run | seed | validation Dice (nnU-Net's final validation) | test Dice | epochs | train s |",
             "|---|---|---|---|---|---|"]

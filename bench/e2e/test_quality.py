@@ -127,7 +127,7 @@ def test_table_verdicts_and_figures():
     assert math.isclose(diff, 0.55 - 0.67) and text.startswith("MISSED")
     table = render_quality(runs, META)
     assert ("| default (`nnUNetTrainer` / `nnUNetTrainerAugmentd`) | 0.620 (0.040, 2 seeds) | "
-            "0.615 (0.010, 2 seeds) | -0.005 | 0.710 / 0.700 | met: -0.005 within ±0.040 |") in table
+            "0.615 (0.010, 2 seeds) | -0.005 | 0.710 (0.020) / 0.700 (0.020) | met: -0.005 within ±0.040 |") in table
     assert "FAILED: training timeout at epoch 12/20" in table and "E2E_STAGES=quality" in table
     figs = {f["metric"]: f for f in quality_figures(runs, META)}
     assert sorted(figs) == ["quality_dice_augmentd_da5", "quality_dice_augmentd_default", "quality_dice_nnunet_da5",
