@@ -4,6 +4,7 @@
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -100,6 +101,8 @@ def _augmentd_bin() -> str:
 def test_cores_stage_dry_run_on_cpu(tiny_e2e_dataset, tmp_path):
     """The real stage at N = 1 (pinned to one core, nnU-Net's single-threaded loader) and an N this machine does
     not have (recorded as skipped): 3 real training processes, a table, figures."""
+    if shutil.which("taskset") is None:
+        pytest.skip("taskset (util-linux) not on PATH")
     out_dir = tmp_path / "out"
     env = dict(os.environ, AUGMENTD_BIN=_augmentd_bin(), E2E_MACHINE="ci cpu")
     cmd = [sys.executable, str(HERE / "run_e2e.py"), "--work", str(tiny_e2e_dataset), "--out", str(out_dir),
