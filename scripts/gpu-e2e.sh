@@ -9,7 +9,7 @@
 #   x2 machine: E2E_GPUS=2 E2E_STAGES=multi E2E_TENANTS=2,8 scripts/gpu-e2e.sh
 #   issue 26, few cores per GPU (~6-7 min on a warm machine; the budgeted configuration, bench/e2e/README.md):
 #   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=cores E2E_CORES=2,4,16 E2E_CORES_COMPUTE=once
-#       E2E_CASES=12 E2E_WARMUP=5 E2E_ITERS=60 E2E_RUN_SECONDS=8 E2E_BUDGET=540 scripts/gpu-e2e.sh")
+#       E2E_CASES=12 E2E_WARMUP=8 E2E_ITERS=60 E2E_RUN_SECONDS=8 E2E_BUDGET=540 scripts/gpu-e2e.sh")
 #   issue 26, training quality (~5-7 min; 8 trainings at once on the GPU):
 #   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=quality E2E_BUDGET=540 scripts/gpu-e2e.sh")
 # CPU dry run (here):  E2E_DEVICE=cpu E2E_TINY=1 AUGMENTD_BIN=build/server/augmentd scripts/gpu-e2e.sh
