@@ -149,6 +149,9 @@ class Runner:
             log(f"{label}: skipped (time)")
             return
         train_log = self.logs / f"train-{label}.log"
+        fold = Path(env["nnUNet_results"]) / DATASET_NAME / f"{cls}__nnUNetPlans__3d_fullres" / "fold_0"
+        val_summary = fold / "validation" / "summary.json"
+        val_summary.unlink(missing_ok=True)  # a warm machine's earlier run must not stand in for this one
         t0 = time.monotonic()
         cmd = [sys.executable, "-m", "nnunetv2.run.run_training", str(DATASET_ID), "3d_fullres", "0", "-tr", cls,
                "-device", a.device]
@@ -156,8 +159,6 @@ class Runner:
         rc = run_bounded(cmd, env, train_log, budget)
         run["train_s"] = round(time.monotonic() - t0, 1)
         run.update(progress(train_log))
-        fold = Path(env["nnUNet_results"]) / DATASET_NAME / f"{cls}__nnUNetPlans__3d_fullres" / "fold_0"
-        val_summary = fold / "validation" / "summary.json"
         if rc != 0 or not val_summary.is_file():
             why = "timeout" if rc == "timeout" else f"exit {rc}"
             run["error"] = (f"training {why} at epoch {run['epochs']}/{a.epochs}"

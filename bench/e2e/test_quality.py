@@ -175,6 +175,10 @@ def test_quality_stage_dry_run_on_cpu(tmp_path):
     log = (out / "logs" / "train-nnUNetTrainerAugmentd-s1.log").read_text()
     assert "e2e quality schedule: 1 epochs × 2 iterations (+1 validation), seed 1" in log and "augmentd:" in log
     assert len(list((tmp_path / "work" / "predictions" / "nnUNetTrainer-s1").glob("*.nii"))) == 2
+    fold = tmp_path / "work" / "results" / "seed1" / "Dataset991_E2EQuality" / \
+        "nnUNetTrainerAugmentd_e2eq__nnUNetPlans__3d_fullres" / "fold_0"
+    assert sorted(f.name for f in fold.glob("*.pth")) == ["checkpoint_final.pth"]
+    assert (fold / "validation" / "summary.json").is_file()
     table = (out / "quality-table.md").read_text()
     assert "no spread (one seed of nnU-Net's loader)" in table and "| `nnUNetTrainerAugmentd` | 1 |" in table
     figures = [json.loads(line) for line in (out / "figures-quality.jsonl").read_text().splitlines()]

@@ -13,11 +13,16 @@ E2E_Q_SEED         seeds python's, numpy's and torch's generators before the net
                    two runs with one seed are replicates, not copies.
 =================  ========================================================================================
 
+Only ``checkpoint_final.pth`` is written (what the final validation used and ``nnUNetv2_predict -chk`` loads):
+nnU-Net's ``checkpoint_best`` / ``checkpoint_latest`` would be rewritten nearly every epoch of a short schedule by
+8 trainings at once — disk time, no effect on training.
+
 Trainers: ``nnUNetTrainer_e2eq``, ``nnUNetTrainerDA5_e2eq`` (nnU-Net's loaders) and ``nnUNetTrainerAugmentd_e2eq``,
 ``nnUNetTrainerAugmentdDA5_e2eq`` (the same trainers with augmentd's loaders).
 """
 import os
 import random
+from os.path import basename
 
 import numpy as np
 import torch
@@ -50,28 +55,34 @@ def apply_schedule(trainer) -> None:
                               f" validation), seed {seed}")
 
 
-class nnUNetTrainer_e2eq(nnUNetTrainer):
+class _FinalCheckpointOnly:
+    def save_checkpoint(self, filename: str) -> None:
+        if basename(filename) == "checkpoint_final.pth":
+            super().save_checkpoint(filename)
+
+
+class nnUNetTrainer_e2eq(_FinalCheckpointOnly, nnUNetTrainer):
     def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
                  device: torch.device = torch.device("cuda")):
         super().__init__(plans, configuration, fold, dataset_json, device)
         apply_schedule(self)
 
 
-class nnUNetTrainerDA5_e2eq(nnUNetTrainerDA5):
+class nnUNetTrainerDA5_e2eq(_FinalCheckpointOnly, nnUNetTrainerDA5):
     def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
                  device: torch.device = torch.device("cuda")):
         super().__init__(plans, configuration, fold, dataset_json, device)
         apply_schedule(self)
 
 
-class nnUNetTrainerAugmentd_e2eq(nnUNetTrainerAugmentd):
+class nnUNetTrainerAugmentd_e2eq(_FinalCheckpointOnly, nnUNetTrainerAugmentd):
     def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
                  device: torch.device = torch.device("cuda")):
         super().__init__(plans, configuration, fold, dataset_json, device)
         apply_schedule(self)
 
 
-class nnUNetTrainerAugmentdDA5_e2eq(nnUNetTrainerAugmentdDA5):
+class nnUNetTrainerAugmentdDA5_e2eq(_FinalCheckpointOnly, nnUNetTrainerAugmentdDA5):
     def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
                  device: torch.device = torch.device("cuda")):
         super().__init__(plans, configuration, fold, dataset_json, device)
