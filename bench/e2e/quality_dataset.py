@@ -67,7 +67,7 @@ class Knobs:
     noise: float = 1.0                   # white noise σ (the unit of every contrast)
     texture: float = 0.6                 # smooth background texture amplitude, σ units
     psf: float = 0.5                     # point-spread blur (voxels, in-plane; z: a third of it)
-    contrast: float = 1.2                # vessel contrast, σ units (lesions: -1.25 ×)
+    contrast: float = 1.5                # vessel contrast, σ units (lesions: -1.25 ×)
     tubes: int = 4
     tube_radius: float = 1.0             # mm
     lesions: int = 4
