@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "server/delivery.h"
 #include "server/log.h"
+#include "server/request_limits.h"
 #include "server/service.h"
 #include "server/session.h"
 #include "server/status.h"
@@ -304,7 +305,11 @@ class BatchStream final : public Reactor {
       case Request::kStart: {
         if (st.started) return absl::InvalidArgumentError("start: sent twice on one stream");
         const v1::StreamStart& start = r.start();
-        absl::StatusOr<std::shared_ptr<Session>> session = st.service->registry().Get(start.session_id());
+        if (absl::Status s = CheckRequestStrings(start); !s.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("start.", s.message()));
+        }
+        absl::StatusOr<std::shared_ptr<Session>> session =
+            st.service->OwnedSession(start.session_id(), start.session_token());
         if (!session.ok()) {
           return absl::Status(session.status().code(), absl::StrCat("start.", session.status().message()));
         }
