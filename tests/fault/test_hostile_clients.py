@@ -11,6 +11,7 @@ outcomes before / after.
 Run by ctest (tests/fault/CMakeLists.txt: fault_hostile_clients_py, label integration) with AUGMENTD_BIN set to
 the build's binary, or directly: AUGMENTD_BIN=build/server/augmentd .venv/bin/python -m pytest tests/fault -q
 """
+import json
 import os
 import re
 import signal
@@ -30,7 +31,7 @@ from test_sessions import _write_dataset  # noqa: E402
 
 import augmentd  # noqa: E402
 import grpc  # noqa: E402
-from augmentd.v1 import batch_pb2, session_pb2  # noqa: E402
+from augmentd.v1 import batch_pb2, pipeline_pb2, session_pb2  # noqa: E402
 
 C = grpc.StatusCode
 
@@ -72,7 +73,7 @@ def test_truncated_client_shm_region_is_a_status(tmp_path):
                 image[...] = np.random.RandomState(round_).randn(*shape)
                 seg[...] = 1
                 t_image, t_seg = region.tensor(image, "image"), region.tensor(seg, "segmentation")
-                assert client.augment(session, t_image, t_seg, batch_index=0).image.shape == shape
+                assert client.augment(session, t_image, t_seg, batch_index=0).image.shape == (2, 1, 16, 16, 16)
                 del image, seg
                 # The client shrinks its object: to 0 bytes, or to half of the image tensor.
                 os.truncate(region._path, 0 if round_ % 2 == 0 else n // 2)
@@ -82,7 +83,7 @@ def test_truncated_client_shm_region_is_a_status(tmp_path):
                 assert "host_shm_regions[0] 'in'" in err.value.details and "truncated" in err.value.details
                 # Every other session keeps working; so does the server.
                 x = np.zeros((1, 1, *other.initial_patch_size), np.float32)
-                assert client.augment(other, x, x.astype(np.int16)).image.shape == x.shape
+                assert client.augment(other, x, x.astype(np.int16)).image.shape == (1, 1, 8, 8, 8)
                 _alive(proc, address)
                 client.close_session(session)
                 region._base = None  # our own mapping of the shrunk object must not be touched either
@@ -94,8 +95,11 @@ def test_truncated_client_shm_region_is_a_status(tmp_path):
 
 # ---- 2. dataset case files truncated in place while a session streams ---------------------------------------
 
-def _write_big_dataset(root, cases=3, shape=(64, 96, 96)):
+def _write_big_dataset(root, cases=3, shape=(96, 128, 128)):
     ds = _write_dataset(root)  # plans, dataset.json and 3 small cases; replace the cases by larger ones
+    plans = json.loads((ds / "nnUNetPlans.json").read_text())
+    plans["configurations"]["3d_fullres"]["patch_size"] = list(shape)  # every sample reads whole arrays
+    (ds / "nnUNetPlans.json").write_text(json.dumps(plans))
     data = ds / "nnUNetPlans_3d_fullres"
     rng = np.random.RandomState(1)
     for i in range(cases):
@@ -115,10 +119,11 @@ def _toggle_truncation(paths, stop, counter):
         for p, full in contents.items():
             with open(p, "r+b") as f:
                 f.truncate(len(full) // 2)
-                time.sleep(0.0005)
+                time.sleep(0.0003)
                 f.seek(len(full) // 2)
                 f.write(full[len(full) // 2:])
             counter[0] += 1
+            time.sleep(0.002)
 
 
 def test_case_files_truncated_while_streaming_give_data_loss(tmp_path):
@@ -131,18 +136,21 @@ def test_case_files_truncated_while_streaming_give_data_loss(tmp_path):
         with augmentd.Client(address) as client:
             for round_ in range(12):  # bounded: 12 rounds of <= 40 batches
                 session = client.open_session(augmentd.dataset_session_config(
-                    str(dataset), batch_size=4, seed=round_, prefetch_depth=4))
+                    str(dataset), batch_size=2, seed=round_, prefetch_depth=4,
+                    preset=pipeline_pb2.PRESET_NNUNET_VALIDATION))
                 stop, counter = threading.Event(), [0]
                 toggler = threading.Thread(target=_toggle_truncation, args=(files, stop, counter), daemon=True)
                 toggler.start()
                 try:
-                    with client.stream_batches(session, credits=4, max_batches=40, timeout=60) as stream:
-                        for _ in stream:
-                            pass
-                except augmentd.AugmentdError as err:
-                    assert err.code == C.DATA_LOSS, err
-                    assert ".npy" in err.details, err
-                    data_loss += 1
+                    for _ in range(6):  # a stream ends at its first error: start it again, 6 times per round
+                        try:
+                            with client.stream_batches(session, credits=4, max_batches=10, timeout=60) as stream:
+                                for _ in stream:
+                                    pass
+                        except augmentd.AugmentdError as err:
+                            assert err.code == C.DATA_LOSS, err
+                            assert ".npy" in err.details, err
+                            data_loss += 1
                 finally:
                     stop.set()
                     toggler.join()
