@@ -237,7 +237,8 @@ def test_sessions_of_killed_clients_expire_and_others_cannot_use_them(tmp_path):
                 assert err.value.code() == C.NOT_FOUND, err.value
                 x = np.zeros((1, 1, 8, 8, 8), np.float32)
                 from augmentd.tensors import from_numpy
-                req = batch_pb2.AugmentRequest(session_id=p.session_id, session_token=token if token else "x",
+                wrong = s.session_token if token == p.session_token else token  # a token, not p's own
+                req = batch_pb2.AugmentRequest(session_id=p.session_id, session_token=wrong,
                                                image=from_numpy(x, "image"),
                                                segmentation=from_numpy(x.astype(np.int16), "segmentation"))
                 with pytest.raises(grpc.RpcError) as err:
