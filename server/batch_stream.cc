@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -98,6 +99,17 @@ Action Pump(StreamState& st) {
       a.status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "start: the stream ended before a start message");
     }
     return a;
+  }
+  if (!st.session_closed && st.slots != nullptr) {
+    // Fair hand-out (server/slot_ring.h): above its share of the ring, give back unsent batches from the top
+    // (re-produced later; only a contiguous top, so next_produce can step back over them).
+    for (uint32_t over = st.slots->OverShare(st.stream_id); over > 0 && !st.ready.empty(); --over) {
+      auto top = std::prev(st.ready.end());
+      if (top->first + 1 != st.next_produce || !top->second.batch().has_lease()) break;
+      st.slots->Abandon(top->second.batch().lease().slot());
+      st.ready.erase(top);
+      --st.next_produce;
+    }
   }
   if (!st.session_closed) {
     while (st.in_production + st.ready.size() < st.session->settings().prefetch_depth && st.next_produce < st.end_index) {

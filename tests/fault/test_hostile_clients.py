@@ -6,6 +6,7 @@ outcomes before / after.
   2. case files of an open dataset are truncated in place while a session streams      -> DATA_LOSS, server lives
   3. sessions have an owner credential and an idle lease (SIGKILLed clients)           -> slots come back
   4. the metrics/health endpoint answers with 64 idle / slow-drip connections open      -> < 100 ms
+  5. two streams on one HOST_SHM session, one idle                                     -> the other gets batches
   6. a 5000-character dataset_path; the drain; HTTP pipelining and half-close
 
 Run by ctest (tests/fault/CMakeLists.txt: fault_hostile_clients_py, label integration) with AUGMENTD_BIN set to
@@ -313,6 +314,7 @@ def test_http_probes_answer_with_64_idle_and_slow_connections(tmp_path):
                     pass
             worst = max(worst, _probe_ms(addr))
             time.sleep(0.1)
+        print(f"[http] slowest of 20 /healthz probes with 64 idle/slow connections open: {worst:.1f} ms")
         assert worst < 100.0, f"slowest /healthz probe took {worst:.1f} ms with 64 idle/slow connections open"
         for path, code in (("/readyz", "200"), ("/metrics", "200"), ("/nope", "404")):
             assert _http_get(addr, path).startswith(f"HTTP/1.1 {code}"), path
@@ -352,6 +354,35 @@ def test_http_pipelined_and_half_closed_requests(tmp_path):
                     assert chunk, data
                     data += chunk
                 assert data.startswith(b"HTTP/1.1 200"), data
+    finally:
+        _stop(proc)
+
+
+# ---- 5. an idle stream must not starve another stream of the same HOST_SHM session -------------------------
+
+def test_idle_stream_does_not_hold_every_slot_of_its_session(tmp_path):
+    dataset = _write_dataset(tmp_path)
+    proc = _serve(tmp_path, "--max_prefetch_depth=8")
+    try:
+        with augmentd.Client(proc.addresses[0]) as client:
+            for prefetch in (4, 6):  # bounded: two sessions
+                session = client.open_session(augmentd.dataset_session_config(
+                    str(dataset), batch_size=1, seed=prefetch, prefetch_depth=prefetch, delivery="host_shm"))
+                # The idle stream: asks for one batch, never takes it; its prefetch fills the ring meanwhile.
+                idle = client.stream_batches(session, credits=1)
+                deadline = time.monotonic() + 10
+                while client.stats(session).sessions[0].queued_batches + 1 < prefetch:
+                    assert time.monotonic() < deadline, "the idle stream's prefetch did not fill the ring"
+                    time.sleep(0.05)
+                time.sleep(0.2)
+                t0 = time.monotonic()
+                with client.stream_batches(session, credits=2, max_batches=8, timeout=20) as reader:
+                    got = [b.batch_index for b in reader]
+                assert len(got) == 8, got
+                assert time.monotonic() - t0 < 15
+                idle.close()
+                client.close_session(session)
+        _alive(proc, proc.addresses[0])
     finally:
         _stop(proc)
 

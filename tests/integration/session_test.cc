@@ -143,7 +143,6 @@ class SessionTest : public ::testing::Test {
   v1::GetStatsResponse Stats(Client& client, const std::string& id) {
     v1::GetStatsRequest request;
     request.set_session_id(id);
-    request.set_session_token(TokenOf(id));
     v1::GetStatsResponse response;
     const grpc::Status s = client.stub().GetStats(Ctx().get(), request, &response);
     EXPECT_TRUE(s.ok()) << s.error_message();

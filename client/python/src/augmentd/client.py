@@ -161,6 +161,11 @@ class Client:
         except grpc.RpcError as err:
             raise AugmentdError.from_rpc_error(err, "GetStats") from None
 
+    def remember_session(self, session_id: str, session_token: str) -> None:
+        """Lets this client use a session another process opened and handed over (its id and its
+        ``session_token``): later calls naming ``session_id`` carry the credential."""
+        self._tokens[session_id] = session_token
+
     def _owned(self, session):
         """(id, credential) of a Session or of an id this client opened: the server answers calls on a session
         only with its OpenSessionResponse.session_token (an unknown id otherwise)."""
