@@ -23,8 +23,11 @@ AugmentServiceImpl::AugmentServiceImpl(ServiceContext context)
           [this](const std::string& id) { (void)registry_.Close(id); }),
       executor_(std::make_unique<BatchExecutor>(context_.executor)) {}
 
+AugmentServiceImpl::~AugmentServiceImpl() { leases_.Stop(); }
+
 void AugmentServiceImpl::Shutdown() {
   StopServing();
+  leases_.Stop();  // the drain closes every session itself
   registry_.CloseAll();
 }
 

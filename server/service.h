@@ -42,6 +42,8 @@ struct ServiceContext {
 class AugmentServiceImpl final : public ::augmentd::v1::AugmentService::CallbackService {
  public:
   explicit AugmentServiceImpl(ServiceContext context);
+  // Stops the lease reaper before the executor (declared after it) goes.
+  ~AugmentServiceImpl() override;
 
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const ::augmentd::v1::GetServerInfoRequest* request,

@@ -17,13 +17,15 @@ SessionLeases::SessionLeases(absl::Duration idle_timeout, std::function<bool(con
   if (idle_timeout_ > absl::ZeroDuration()) reaper_ = std::thread([this] { Reap(); });
 }
 
-SessionLeases::~SessionLeases() {
+SessionLeases::~SessionLeases() { Stop(); }
+
+void SessionLeases::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  if (reaper_.joinable()) reaper_.join();
+  if (reaper_.joinable() && reaper_.get_id() != std::this_thread::get_id()) reaper_.join();
 }
 
 std::string SessionLeases::UnknownSessionMessage(const std::string& id) {

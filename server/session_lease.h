@@ -50,6 +50,8 @@ class SessionLeases {
   absl::Status Check(const std::string& id, const std::string& token);
   // The session is gone (closed by its client, expired, drained).
   void Forget(const std::string& id);
+  // Stops the reaper (idempotent; also in the destructor): no session expires from now on.
+  void Stop();
   uint64_t expired() const;
   // The NOT_FOUND message for `id`, shared with the registry's unknown-id answer.
   static std::string UnknownSessionMessage(const std::string& id);

@@ -161,6 +161,8 @@ def test_case_files_truncated_while_streaming_give_data_loss(tmp_path):
                 except augmentd.AugmentdError:
                     pass
         assert data_loss > 0, "no read ever landed on a truncated file: the test did not exercise the fault"
+        inside = proc.output.count("while being read")
+        print(f"[truncation] {data_loss} streams ended with DATA_LOSS; {inside} log lines of faults inside a read")
     finally:
         _stop(proc)
 
