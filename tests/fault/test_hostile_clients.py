@@ -181,7 +181,7 @@ _KILLED_CLIENT = textwrap.dedent("""
 """)
 
 
-def test_sessions_of_killed_clients_expire_and_others_cannot_use_them(tmp_path):
+def test_sessions_of_killed_clients_expire(tmp_path):
     dataset = _write_dataset(tmp_path)
     proc = _serve(tmp_path, "--max_sessions=3", "--session_idle_timeout=2s", "--metrics_port=127.0.0.1:0")
     try:
@@ -222,12 +222,19 @@ def test_sessions_of_killed_clients_expire_and_others_cannot_use_them(tmp_path):
         assert proc.output.count(" expired: no call and no open stream") == 6, proc.output[-3000:]
         metrics = _http_get(_metrics_address(proc), "/metrics")
         assert re.search(r"^augmentd_sessions_expired_total 6$", metrics, re.M), metrics[:2000]
+    finally:
+        _stop(proc)
 
-        # The credential: a client that knows only the id can neither stream, augment nor close the session.
+
+def test_only_the_owner_of_a_session_can_use_it(tmp_path):
+    dataset = _write_dataset(tmp_path)
+    proc = _serve(tmp_path)
+    try:
+        address = proc.addresses[0]
+        # A client that knows only the id can neither stream, augment nor close the session.
         with augmentd.Client(address) as owner, augmentd.Client(address) as stranger:
             s = owner.open_session(augmentd.dataset_session_config(str(dataset), batch_size=1))
             p = owner.open_session(augmentd.patch_session_config([8, 8, 8], batch_size=1))
-            assert len(s.session_token) == 32 and s.session_token != p.session_token
             for token in ("", "0" * 32, p.session_token):
                 with pytest.raises(grpc.RpcError) as err:
                     stranger.stub.CloseSession(session_pb2.CloseSessionRequest(session_id=s.session_id,
@@ -247,6 +254,7 @@ def test_sessions_of_killed_clients_expire_and_others_cannot_use_them(tmp_path):
                 with pytest.raises(grpc.RpcError) as err:
                     stranger.stub.Augment(req, timeout=10)
                 assert err.value.code() == C.NOT_FOUND, err.value
+            assert len(s.session_token) == 32 and s.session_token != p.session_token
             # Unknown ids are answered in the same words: ids cannot be probed.
             with pytest.raises(grpc.RpcError) as unknown:
                 stranger.stub.CloseSession(session_pb2.CloseSessionRequest(session_id="s999-0"), timeout=10)
