@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "server/adapter.h"
 #include "server/session_config.h"
+#include "server/session_lease.h"
 
 namespace augmentd {
 namespace {
@@ -353,7 +354,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Get(const std::string&
   auto it = sessions_.find(id);
   if (it != sessions_.end()) return it->second;
   if (closed_ids_.count(id)) return absl::FailedPreconditionError(absl::StrCat("session ", id, " is closed"));
-  return absl::NotFoundError(absl::StrCat("session_id: no session '", id, "'"));
+  return absl::NotFoundError(SessionLeases::UnknownSessionMessage(id));  // same words as a wrong credential
 }
 
 absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Close(const std::string& id) {
