@@ -81,27 +81,26 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
   c->staged_ = c->staged_ || spatials > 1;
   for (size_t t = 0; t < n; ++t) {
     const TransformSpec& ts = spec.transforms[t];
-    switch (ts.kind) {
-      case TransformKind::kSpatial:
-        if (c->staged_) {
-          const auto* sp = dynamic_cast<const SpatialTransform*>(ts.transform.get());
-          if (sp == nullptr) return NotCovered(ts, t, "unknown implementation");
-          ASSIGN_OR_RETURN(std::unique_ptr<ChainSpatial> s, ChainSpatial::Create(*sp, t));
-          const int slot = kStagedSpatial[c->staged_spatial_.size() % 2];
-          auto stage = std::make_unique<ChainSpatialStage>(std::move(s), slot, kSegTemp);
-          c->staged_spatial_.push_back(stage.get());
-          c->entries_.push_back(Entry{t, ts.kind, std::move(stage), 0});
-          continue;
-        }
-        c->spatial_index_ = t;
+    // The executor's own kinds (no CudaStage): the spatial step and the deep-supervision pyramid.
+    if (ts.kind == TransformKind::kSpatial) {
+      if (c->staged_) {
+        const auto* sp = dynamic_cast<const SpatialTransform*>(ts.transform.get());
+        if (sp == nullptr) return NotCovered(ts, t, "unknown implementation");
+        ASSIGN_OR_RETURN(std::unique_ptr<ChainSpatial> s, ChainSpatial::Create(*sp, t));
+        const int slot = kStagedSpatial[c->staged_spatial_.size() % 2];
+        auto stage = std::make_unique<ChainSpatialStage>(std::move(s), slot, kSegTemp);
+        c->staged_spatial_.push_back(stage.get());
+        c->entries_.push_back(Entry{t, ts.kind, std::move(stage), 0});
         continue;
-      case TransformKind::kDownsampleSegForDs:  // entries after it are image-only (CheckLayoutStable)
-        c->ds_ = dynamic_cast<const DownsampleSegForDsTransform*>(ts.transform.get());
-        if (c->ds_ == nullptr) return NotCovered(ts, t, "unknown implementation");
-        c->ds_index_ = t;
-        continue;
-      default:
-        break;
+      }
+      c->spatial_index_ = t;
+      continue;
+    }
+    if (ts.kind == TransformKind::kDownsampleSegForDs) {  // entries after it are image-only (CheckLayoutStable)
+      c->ds_ = dynamic_cast<const DownsampleSegForDsTransform*>(ts.transform.get());
+      if (c->ds_ == nullptr) return NotCovered(ts, t, "unknown implementation");
+      c->ds_index_ = t;
+      continue;
     }
     Entry e{t, ts.kind, nullptr, 0};
     if (ts.kind == TransformKind::kConvertSegmentationToRegions) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "augment/cuda/backend.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/blank_rectangle.h"
 #include "augment/transforms/brightness_gradient_additive.h"
@@ -22,41 +23,11 @@
 namespace augmentd {
 
 absl::Status CheckStage2D(TransformKind kind, size_t index) {
-  switch (kind) {
-    case TransformKind::kSpatial:
-    case TransformKind::kDownsampleSegForDs:
-    case TransformKind::kGaussianNoise:
-    case TransformKind::kMultiplicativeBrightness:
-    case TransformKind::kBrightnessAdditive:
-    case TransformKind::kContrast:
-    case TransformKind::kGamma:
-    case TransformKind::kMaskImage:
-    case TransformKind::kRemoveLabel:
-    case TransformKind::kConvertSegmentationToRegions:
-    case TransformKind::kGaussianBlur:
-    case TransformKind::kSimulateLowResolution:
-    case TransformKind::kMirror:
-    case TransformKind::kRot90:
-    case TransformKind::kTransposeAxes:
-    case TransformKind::kMedianFilter:
-    case TransformKind::kSharpening:
-    case TransformKind::kBlankRectangle:
-    case TransformKind::kBrightnessGradientAdditive:
-    case TransformKind::kLocalGamma:
-    case TransformKind::kRicianNoise:
-    case TransformKind::kBiasField:
-    case TransformKind::kGhosting:
-    case TransformKind::kSpike:
-    case TransformKind::kMotion:
-    case TransformKind::kHistogramEqualization:
-    case TransformKind::kRandomConvolution:
-    case TransformKind::kIntensityFunction:
-      return absl::OkStatus();
-    default:
-      return absl::UnimplementedError(absl::StrCat(
-          "CUDA engine: transform ", index, " (", std::string(TransformKindName(kind)),
-          "): 2D samples (its CUDA stage is 3D only: no 2D form verified against the CPU; run it on device \"cpu\")"));
-  }
+  const CudaBackend* backend = CudaBackendOf(kind);
+  if (backend != nullptr && backend->runs_2d) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      "CUDA engine: transform ", index, " (", std::string(TransformKindName(kind)),
+      "): 2D samples (its CUDA stage is 3D only: no 2D form verified against the CPU; run it on device \"cpu\")"));
 }
 
 namespace {
@@ -110,90 +81,106 @@ MotionAffine PlanarMotionAffine(const MotionAffine& a) {
   return r;
 }
 
-absl::StatusOr<std::unique_ptr<TransformParams>> LiftParams2D(TransformKind kind, const TransformParams& p) {
-  switch (kind) {
-    case TransformKind::kGaussianBlur: {
-      auto q = std::make_unique<GaussianBlurParams>(static_cast<const GaussianBlurParams&>(p));
-      for (auto& s : q->sigmas) {
-        if (s.size() != 2) return Not2D(kind, "sigmas");
-        s.insert(s.begin(), kUnitAxisSigma);
-      }
-      return std::unique_ptr<TransformParams>(std::move(q));
-    }
-    case TransformKind::kSimulateLowResolution: {
-      auto q = std::make_unique<SimulateLowResolutionParams>(static_cast<const SimulateLowResolutionParams&>(p));
-      for (auto& s : q->scales) {
-        if (s.size() != 2) return Not2D(kind, "scales");
-        s.insert(s.begin(), 1.0f);
-      }
-      return std::unique_ptr<TransformParams>(std::move(q));
-    }
-    case TransformKind::kMirror: {
-      auto q = std::make_unique<MirrorParams>(static_cast<const MirrorParams&>(p));
-      for (int64_t& a : q->axes) {
-        if (a < 0 || a > 1) return Not2D(kind, "axes");
-        a += 1;
-      }
-      return std::unique_ptr<TransformParams>(std::move(q));
-    }
-    case TransformKind::kRot90: {
-      auto q = std::make_unique<Rot90Params>(static_cast<const Rot90Params&>(p));
-      for (auto& ab : q->axis_combinations) {
-        for (int64_t& a : ab) {
-          if (a < 1 || a > 2) return Not2D(kind, "axis_combinations");
-          a += 1;
-        }
-      }
-      return std::unique_ptr<TransformParams>(std::move(q));
-    }
-    case TransformKind::kTransposeAxes: {
-      auto q = std::make_unique<TransposeAxesParams>(static_cast<const TransposeAxesParams&>(p));
-      if (q->axis_order.size() != 3 || q->axis_order[0] != 0) return Not2D(kind, "axis_order");
-      q->axis_order = {0, 1, q->axis_order[1] + 1, q->axis_order[2] + 1};
-      return std::unique_ptr<TransformParams>(std::move(q));
-    }
-    case TransformKind::kSharpening:
-      return std::unique_ptr<TransformParams>(new PlanarSharpeningParams(static_cast<const SharpeningParams&>(p)));
-    case TransformKind::kBlankRectangle: {
-      auto q = std::make_unique<BlankRectangleParams>(static_cast<const BlankRectangleParams&>(p));
-      for (auto& boxes : q->rectangles) {
-        for (auto& box : boxes) {
-          if (box.lb.size() != 2 || box.ub.size() != 2) return Not2D(kind, "rectangles");
-          box.lb.insert(box.lb.begin(), 0);
-          box.ub.insert(box.ub.begin(), 1);
-        }
-      }
-      return std::unique_ptr<TransformParams>(std::move(q));
-    }
-    case TransformKind::kBrightnessGradientAdditive: {
-      auto q = std::make_unique<BrightnessGradientAdditiveParams>(
-          static_cast<const BrightnessGradientAdditiveParams&>(p));
-      RETURN_IF_ERROR(LiftSpecs(kind, q->specs));
-      return std::unique_ptr<TransformParams>(std::move(q));
-    }
-    case TransformKind::kLocalGamma: {
-      auto q = std::make_unique<LocalGammaParams>(static_cast<const LocalGammaParams&>(p));
-      RETURN_IF_ERROR(LiftSpecs(kind, q->specs));
-      return std::unique_ptr<TransformParams>(std::move(q));
-    }
-    case TransformKind::kBiasField:
-      return LiftBiasField(static_cast<const BiasFieldParams&>(p));
-    case TransformKind::kGhosting: {
-      auto q = std::make_unique<GhostingParams>(static_cast<const GhostingParams&>(p));
-      if (q->axis < 0 || q->axis > 1) return Not2D(kind, "axis");
-      q->axis += 1;
-      return std::unique_ptr<TransformParams>(std::move(q));
-    }
-    case TransformKind::kSpike: {
-      auto q = std::make_unique<SpikeParams>(static_cast<const SpikeParams&>(p));
-      for (auto& pos : q->positions) pos = {pos[kCpuAxis[0]], pos[kCpuAxis[1]], pos[kCpuAxis[2]]};
-      return std::unique_ptr<TransformParams>(std::move(q));
-    }
-    case TransformKind::kMotion:
-      return std::unique_ptr<TransformParams>(new PlanarMotionParams(static_cast<const MotionParams&>(p)));
-    default:
-      return std::unique_ptr<TransformParams>();
+// The 3D forms of cuda_chain_2d.h, one per kind that carries spatial axes (registered in augment/cuda/backends.cc).
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DGaussianBlur(const TransformParams& p) {
+  auto q = std::make_unique<GaussianBlurParams>(static_cast<const GaussianBlurParams&>(p));
+  for (auto& s : q->sigmas) {
+    if (s.size() != 2) return Not2D(TransformKind::kGaussianBlur, "sigmas");
+    s.insert(s.begin(), kUnitAxisSigma);
   }
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DSimulateLowResolution(const TransformParams& p) {
+  auto q = std::make_unique<SimulateLowResolutionParams>(static_cast<const SimulateLowResolutionParams&>(p));
+  for (auto& s : q->scales) {
+    if (s.size() != 2) return Not2D(TransformKind::kSimulateLowResolution, "scales");
+    s.insert(s.begin(), 1.0f);
+  }
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DMirror(const TransformParams& p) {
+  auto q = std::make_unique<MirrorParams>(static_cast<const MirrorParams&>(p));
+  for (int64_t& a : q->axes) {
+    if (a < 0 || a > 1) return Not2D(TransformKind::kMirror, "axes");
+    a += 1;
+  }
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DRot90(const TransformParams& p) {
+  auto q = std::make_unique<Rot90Params>(static_cast<const Rot90Params&>(p));
+  for (auto& ab : q->axis_combinations) {
+    for (int64_t& a : ab) {
+      if (a < 1 || a > 2) return Not2D(TransformKind::kRot90, "axis_combinations");
+      a += 1;
+    }
+  }
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DTransposeAxes(const TransformParams& p) {
+  auto q = std::make_unique<TransposeAxesParams>(static_cast<const TransposeAxesParams&>(p));
+  if (q->axis_order.size() != 3 || q->axis_order[0] != 0) return Not2D(TransformKind::kTransposeAxes, "axis_order");
+  q->axis_order = {0, 1, q->axis_order[1] + 1, q->axis_order[2] + 1};
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DSharpening(const TransformParams& p) {
+  return std::unique_ptr<TransformParams>(new PlanarSharpeningParams(static_cast<const SharpeningParams&>(p)));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DBlankRectangle(const TransformParams& p) {
+  auto q = std::make_unique<BlankRectangleParams>(static_cast<const BlankRectangleParams&>(p));
+  for (auto& boxes : q->rectangles) {
+    for (auto& box : boxes) {
+      if (box.lb.size() != 2 || box.ub.size() != 2) return Not2D(TransformKind::kBlankRectangle, "rectangles");
+      box.lb.insert(box.lb.begin(), 0);
+      box.ub.insert(box.ub.begin(), 1);
+    }
+  }
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DBrightnessGradientAdditive(const TransformParams& p) {
+  auto q = std::make_unique<BrightnessGradientAdditiveParams>(
+      static_cast<const BrightnessGradientAdditiveParams&>(p));
+  RETURN_IF_ERROR(LiftSpecs(TransformKind::kBrightnessGradientAdditive, q->specs));
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DLocalGamma(const TransformParams& p) {
+  auto q = std::make_unique<LocalGammaParams>(static_cast<const LocalGammaParams&>(p));
+  RETURN_IF_ERROR(LiftSpecs(TransformKind::kLocalGamma, q->specs));
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DBiasField(const TransformParams& p) {
+  return LiftBiasField(static_cast<const BiasFieldParams&>(p));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DGhosting(const TransformParams& p) {
+  auto q = std::make_unique<GhostingParams>(static_cast<const GhostingParams&>(p));
+  if (q->axis < 0 || q->axis > 1) return Not2D(TransformKind::kGhosting, "axis");
+  q->axis += 1;
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DSpike(const TransformParams& p) {
+  auto q = std::make_unique<SpikeParams>(static_cast<const SpikeParams&>(p));
+  for (auto& pos : q->positions) pos = {pos[kCpuAxis[0]], pos[kCpuAxis[1]], pos[kCpuAxis[2]]};
+  return std::unique_ptr<TransformParams>(std::move(q));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> Lift2DMotion(const TransformParams& p) {
+  return std::unique_ptr<TransformParams>(new PlanarMotionParams(static_cast<const MotionParams&>(p)));
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> LiftParams2D(TransformKind kind, const TransformParams& p) {
+  const CudaBackend* backend = CudaBackendOf(kind);
+  if (backend == nullptr || backend->lift_2d == nullptr) return std::unique_ptr<TransformParams>();
+  return backend->lift_2d(p);
 }
 
 }  // namespace augmentd

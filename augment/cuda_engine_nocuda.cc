@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/cuda_engine.h"
+#include "augment/registry.h"
 
 namespace augmentd {
 namespace {
@@ -14,6 +15,10 @@ absl::Status NotBuilt(std::string_view device) {
 }  // namespace
 
 bool CudaEngineBuilt() { return false; }
+
+// No CUDA backends in this build (augment/cuda/backends.cc registers them in CUDA builds).
+const CudaBackend* CudaBackendOf(TransformKind) { return nullptr; }
+bool HasCudaImplementation(TransformKind) { return false; }
 
 absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec&, const BatchInput&, const RunOptions& options) {
   auto ordinal = ParseCudaOrdinal(options.device);

@@ -108,17 +108,12 @@ class CudaStage {
   virtual absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) = 0;
 };
 
-// The stage for pipeline entry `index` (transform `t`), or UNIMPLEMENTED naming the index, the transform and the
-// option the GPU chain does not cover. Spatial and downsample_seg_for_ds are not stages (the executor runs them).
-absl::StatusOr<std::unique_ptr<CudaStage>> MakeCudaStage(const Transform& t, size_t index);
+using CudaStageOrError = absl::StatusOr<std::unique_ptr<CudaStage>>;
 
-// Split of MakeCudaStage by owner: nnUNetTrainerDA5's local filters (median_filter, rician_noise, blank_rectangle,
-// brightness_gradient_additive, local_gamma, sharpening) in cuda_stages_da5.cc, the MRI artefacts in
-// cuda_stages_mri.cc. Each returns nullptr (not an error) for a kind it does not own.
-absl::StatusOr<std::unique_ptr<CudaStage>> MakeDa5CudaStage(const Transform& t, size_t index);
-absl::StatusOr<std::unique_ptr<CudaStage>> MakeMriCudaStage(const Transform& t, size_t index);
-// AugLab's extras (histogram_equalization, random_convolution, intensity_function) in cuda_stages_auglab.cc.
-absl::StatusOr<std::unique_ptr<CudaStage>> MakeAuglabCudaStage(const Transform& t, size_t index);
+// The stage for pipeline entry `index` (transform `t`): its kind's CudaBackend::make_stage (augment/cuda/backends.cc),
+// or UNIMPLEMENTED naming the index, the transform and the option the GPU chain does not cover. Spatial and
+// downsample_seg_for_ds are not stages (the executor runs them).
+CudaStageOrError MakeCudaStage(const Transform& t, size_t index);
 
 // Maps a cudaError_t onto the engine's one status type: RESOURCE_EXHAUSTED for out-of-memory, INTERNAL naming
 // `what` and the CUDA error otherwise.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "augment/cuda/backend.h"
 #include "augment/cuda_stage.h"
 #include "augment/cuda_stages.h"
 #include "augment/kernels/cpu_blur.h"
@@ -302,49 +303,43 @@ absl::StatusOr<ch::PermuteSample> PermuteOf(const Transform& t, const TransformP
     return absl::InvalidArgumentError(absl::StrCat(std::string(t.name()), ": ", why));
   };
   SignedPerm sp;
-  switch (t.kind()) {
-    case TransformKind::kMirror:
-      for (int64_t a : static_cast<const MirrorParams&>(params).axes) {
-        if (a < 0 || a > 2) return invalid(absl::StrCat("params.axes: axis ", a, " out of range"));
-        sp.flip[a] = true;
-      }
-      break;
-    case TransformKind::kTransposeAxes: {
-      const auto& order = static_cast<const TransposeAxesParams&>(params).axis_order;
-      if (order.size() != 4 || order[0] != 0) return invalid("params.axis_order: expected a permutation of 4 dims");
-      std::array<bool, 3> seen{false, false, false};
-      for (int j = 0; j < 3; ++j) {
-        const int64_t src = order[j + 1] - 1;
-        if (src < 0 || src > 2 || seen[src]) return invalid("params.axis_order: not a permutation");
-        seen[src] = true;
-        sp.perm[src] = j;
-      }
-      break;
+  if (t.kind() == TransformKind::kMirror) {
+    for (int64_t a : static_cast<const MirrorParams&>(params).axes) {
+      if (a < 0 || a > 2) return invalid(absl::StrCat("params.axes: axis ", a, " out of range"));
+      sp.flip[a] = true;
     }
-    case TransformKind::kRot90: {
-      const auto& p = static_cast<const Rot90Params&>(params);
-      if (p.num_rot_per_combination.size() != p.axis_combinations.size())
-        return invalid("params.axis_combinations: one entry per num_rot_per_combination entry");
-      for (size_t i = 0; i < p.axis_combinations.size(); ++i) {
-        const int64_t k = ((p.num_rot_per_combination[i] % 4) + 4) % 4;
-        const int64_t a = p.axis_combinations[i][0] - 1, b = p.axis_combinations[i][1] - 1;
-        if (a < 0 || b < 0 || a > 2 || b > 2 || a == b) return invalid("params.axis_combinations: bad dims");
-        if (k == 0) continue;
-        // torch.rot90 as the CPU transform: k=1 src[a]=o[b], src[b]=S−1−o[a]; k=3 mirrored; k=2 flips both.
-        SignedPerm step;
-        if (k == 2) {
-          step.flip[a] = step.flip[b] = true;
-        } else {
-          step.perm[a] = static_cast<int>(b);
-          step.perm[b] = static_cast<int>(a);
-          step.flip[k == 1 ? b : a] = true;
-        }
-        sp = Compose(sp, step);
-      }
-      break;
+  } else if (t.kind() == TransformKind::kTransposeAxes) {
+    const auto& order = static_cast<const TransposeAxesParams&>(params).axis_order;
+    if (order.size() != 4 || order[0] != 0) return invalid("params.axis_order: expected a permutation of 4 dims");
+    std::array<bool, 3> seen{false, false, false};
+    for (int j = 0; j < 3; ++j) {
+      const int64_t src = order[j + 1] - 1;
+      if (src < 0 || src > 2 || seen[src]) return invalid("params.axis_order: not a permutation");
+      seen[src] = true;
+      sp.perm[src] = j;
     }
-    default:
-      return invalid("not a permutation transform");
+  } else if (t.kind() == TransformKind::kRot90) {
+    const auto& p = static_cast<const Rot90Params&>(params);
+    if (p.num_rot_per_combination.size() != p.axis_combinations.size())
+      return invalid("params.axis_combinations: one entry per num_rot_per_combination entry");
+    for (size_t i = 0; i < p.axis_combinations.size(); ++i) {
+      const int64_t k = ((p.num_rot_per_combination[i] % 4) + 4) % 4;
+      const int64_t a = p.axis_combinations[i][0] - 1, b = p.axis_combinations[i][1] - 1;
+      if (a < 0 || b < 0 || a > 2 || b > 2 || a == b) return invalid("params.axis_combinations: bad dims");
+      if (k == 0) continue;
+      // torch.rot90 as the CPU transform: k=1 src[a]=o[b], src[b]=S−1−o[a]; k=3 mirrored; k=2 flips both.
+      SignedPerm step;
+      if (k == 2) {
+        step.flip[a] = step.flip[b] = true;
+      } else {
+        step.perm[a] = static_cast<int>(b);
+        step.perm[b] = static_cast<int>(a);
+        step.flip[k == 1 ? b : a] = true;
+      }
+      sp = Compose(sp, step);
+    }
+  } else {
+    return invalid("not a permutation transform");
   }
   ch::PermuteSample out;
   for (int d = 0; d < 3; ++d) {
@@ -528,57 +523,54 @@ absl::Status NotCovered(const Transform& t, size_t index, std::string_view why) 
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaStage>> MakeCudaStage(const Transform& t, size_t index) {
-  switch (t.kind()) {
-    case TransformKind::kGaussianNoise:
-      return std::unique_ptr<CudaStage>(new NoiseStage(t, index));
-    case TransformKind::kMultiplicativeBrightness:
-    case TransformKind::kBrightnessAdditive:
-      return std::unique_ptr<CudaStage>(new ScaleShiftStage(t, index));
-    case TransformKind::kContrast:
-      return std::unique_ptr<CudaStage>(new ContrastStage(static_cast<const ContrastTransform&>(t), index));
-    case TransformKind::kGamma:
-      return std::unique_ptr<CudaStage>(new GammaStage(t, index));
-    case TransformKind::kGaussianBlur:
-      return std::unique_ptr<CudaStage>(new BlurStage(t, index));
-    case TransformKind::kSimulateLowResolution:
-      return std::unique_ptr<CudaStage>(new LowResStage(t, index));
-    case TransformKind::kMirror:
-    case TransformKind::kRot90:
-    case TransformKind::kTransposeAxes:
-      return std::unique_ptr<CudaStage>(new PermuteStage(t, index));
-    case TransformKind::kMaskImage:
-      return std::unique_ptr<CudaStage>(new MaskImageStage(static_cast<const MaskImageTransform&>(t), index));
-    case TransformKind::kRemoveLabel: {
-      const auto& r = static_cast<const RemoveLabelTransform&>(t);
-      const RemoveLabelConfig& c = r.config();
-      if (c.label_value < INT16_MIN || c.label_value > INT16_MAX || c.set_to < INT16_MIN || c.set_to > INT16_MAX)
-        return NotCovered(t, index, "label values outside int16");
-      if (c.segmentation_channels)
-        for (int64_t k : *c.segmentation_channels)
-          if (k < 0 || k >= 64) return NotCovered(t, index, "segmentation_channels outside 0..63");
-      return std::unique_ptr<CudaStage>(new RemoveLabelStage(r, index));
-    }
-    case TransformKind::kConvertSegmentationToRegions: {
-      const auto& r = static_cast<const ConvertSegmentationToRegionsTransform&>(t);
-      for (const auto& region : r.config().regions)
-        for (int64_t l : region)
-          if (l < INT16_MIN || l > INT16_MAX) return NotCovered(t, index, "region labels outside int16");
-      return std::unique_ptr<CudaStage>(new RegionsStage(r, index));
-    }
-    default:
-      break;
-  }
-  if (t.kind() == TransformKind::kSpatial || t.kind() == TransformKind::kDownsampleSegForDs) {
-    return NotCovered(t, index, "run by the chain executor, not a stage");
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<CudaStage> da5, MakeDa5CudaStage(t, index));
-  if (da5 != nullptr) return da5;
-  ASSIGN_OR_RETURN(std::unique_ptr<CudaStage> mri, MakeMriCudaStage(t, index));
-  if (mri != nullptr) return mri;
-  ASSIGN_OR_RETURN(std::unique_ptr<CudaStage> auglab, MakeAuglabCudaStage(t, index));
-  if (auglab != nullptr) return auglab;
-  return NotCovered(t, index, "no CUDA stage");
+// The factories of the stages above, one per kind (registered in augment/cuda/backends.cc).
+CudaStageOrError MakeGaussianNoiseStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(new NoiseStage(t, index));
+}
+CudaStageOrError MakeScaleShiftStage(const Transform& t, size_t index) {  // multiplicative / additive brightness
+  return std::unique_ptr<CudaStage>(new ScaleShiftStage(t, index));
+}
+CudaStageOrError MakeContrastStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(new ContrastStage(static_cast<const ContrastTransform&>(t), index));
+}
+CudaStageOrError MakeGammaStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(new GammaStage(t, index));
+}
+CudaStageOrError MakeGaussianBlurStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(new BlurStage(t, index));
+}
+CudaStageOrError MakeLowResStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(new LowResStage(t, index));
+}
+CudaStageOrError MakePermuteStage(const Transform& t, size_t index) {  // mirror, rot90, transpose_axes
+  return std::unique_ptr<CudaStage>(new PermuteStage(t, index));
+}
+CudaStageOrError MakeMaskImageStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(new MaskImageStage(static_cast<const MaskImageTransform&>(t), index));
+}
+CudaStageOrError MakeRemoveLabelStage(const Transform& t, size_t index) {
+  const auto& r = static_cast<const RemoveLabelTransform&>(t);
+  const RemoveLabelConfig& c = r.config();
+  if (c.label_value < INT16_MIN || c.label_value > INT16_MAX || c.set_to < INT16_MIN || c.set_to > INT16_MAX)
+    return NotCovered(t, index, "label values outside int16");
+  if (c.segmentation_channels)
+    for (int64_t k : *c.segmentation_channels)
+      if (k < 0 || k >= 64) return NotCovered(t, index, "segmentation_channels outside 0..63");
+  return std::unique_ptr<CudaStage>(new RemoveLabelStage(r, index));
+}
+CudaStageOrError MakeRegionsStage(const Transform& t, size_t index) {
+  const auto& r = static_cast<const ConvertSegmentationToRegionsTransform&>(t);
+  for (const auto& region : r.config().regions)
+    for (int64_t l : region)
+      if (l < INT16_MIN || l > INT16_MAX) return NotCovered(t, index, "region labels outside int16");
+  return std::unique_ptr<CudaStage>(new RegionsStage(r, index));
+}
+
+CudaStageOrError MakeCudaStage(const Transform& t, size_t index) {
+  const CudaBackend* backend = CudaBackendOf(t.kind());
+  if (backend == nullptr) return NotCovered(t, index, "no CUDA stage");
+  if (backend->make_stage == nullptr) return NotCovered(t, index, "run by the chain executor, not a stage");
+  return backend->make_stage(t, index);
 }
 
 }  // namespace augmentd

@@ -269,20 +269,17 @@ class IntensityFunctionStage final : public CudaStage {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaStage>> MakeAuglabCudaStage(const Transform& t, size_t index) {
-  switch (t.kind()) {
-    case TransformKind::kHistogramEqualization:
-      return std::unique_ptr<CudaStage>(
-          new HistogramStage(static_cast<const HistogramEqualizationTransform&>(t), index));
-    case TransformKind::kRandomConvolution:
-      return std::unique_ptr<CudaStage>(
-          new RandomConvolutionStage(static_cast<const RandomConvolutionTransform&>(t), index));
-    case TransformKind::kIntensityFunction:
-      return std::unique_ptr<CudaStage>(
-          new IntensityFunctionStage(static_cast<const IntensityFunctionTransform&>(t), index));
-    default:
-      return std::unique_ptr<CudaStage>();
-  }
+// The factories of the stages above (registered in augment/cuda/backends.cc).
+CudaStageOrError MakeHistogramEqualizationStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(new HistogramStage(static_cast<const HistogramEqualizationTransform&>(t), index));
+}
+CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(
+      new RandomConvolutionStage(static_cast<const RandomConvolutionTransform&>(t), index));
+}
+CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(
+      new IntensityFunctionStage(static_cast<const IntensityFunctionTransform&>(t), index));
 }
 
 }  // namespace augmentd

@@ -258,20 +258,20 @@ class BlankRectangleStage final : public CudaStage {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaStage>> MakeDa5CudaStage(const Transform& t, size_t index) {
-  switch (t.kind()) {
-    case TransformKind::kMedianFilter:  // any size: k > kMaxMedianSize runs LaunchMedianLarge
-      return std::unique_ptr<CudaStage>(new MedianStage(index));
-    case TransformKind::kSharpening:
-      return std::unique_ptr<CudaStage>(new SharpenStage(index));
-    case TransformKind::kRicianNoise:
-      return std::unique_ptr<CudaStage>(new RicianStage());
-    case TransformKind::kBlankRectangle:
-      return std::unique_ptr<CudaStage>(
-          new BlankRectangleStage(static_cast<const BlankRectangleTransform&>(t).config(), index));
-    default:
-      return da5_stage_internal::MakeLocalKernelStage(t, index);
-  }
+// The factories of the stages above (registered in augment/cuda/backends.cc).
+// median_filter: any size (k > kMaxMedianSize runs LaunchMedianLarge).
+CudaStageOrError MakeMedianFilterStage(const Transform&, size_t index) {
+  return std::unique_ptr<CudaStage>(new MedianStage(index));
+}
+CudaStageOrError MakeSharpeningStage(const Transform&, size_t index) {
+  return std::unique_ptr<CudaStage>(new SharpenStage(index));
+}
+CudaStageOrError MakeRicianNoiseStage(const Transform&, size_t) {
+  return std::unique_ptr<CudaStage>(new RicianStage());
+}
+CudaStageOrError MakeBlankRectangleStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(
+      new BlankRectangleStage(static_cast<const BlankRectangleTransform&>(t).config(), index));
 }
 
 }  // namespace augmentd

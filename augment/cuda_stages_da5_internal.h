@@ -36,7 +36,4 @@ absl::StatusOr<const cuda::da5::SliceMoments*> EnqueueMoments(const float* x, in
 // Enqueues a copy of the whole image into kSlotCopy and returns it.
 absl::StatusOr<float*> EnqueueImageCopy(const ChainTensors& t, ChainWorkspace& ws, cudaStream_t stream);
 
-// The stages of cuda_stages_da5_local.cc (nullptr for other kinds).
-std::unique_ptr<CudaStage> MakeLocalKernelStage(const Transform& t, size_t index);
-
 }  // namespace augmentd::da5_stage_internal

@@ -199,16 +199,15 @@ class LocalGammaStage final : public CudaStage {
 
 }  // namespace
 
-std::unique_ptr<CudaStage> MakeLocalKernelStage(const Transform& t, size_t index) {
-  switch (t.kind()) {
-    case TransformKind::kBrightnessGradientAdditive:
-      return std::make_unique<GradientStage>(static_cast<const BrightnessGradientAdditiveTransform&>(t).config(),
-                                             index);
-    case TransformKind::kLocalGamma:
-      return std::make_unique<LocalGammaStage>(index);
-    default:
-      return nullptr;
-  }
-}
-
 }  // namespace augmentd::da5_stage_internal
+
+namespace augmentd {
+// The factories of the stages above (registered in augment/cuda/backends.cc).
+CudaStageOrError MakeBrightnessGradientAdditiveStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(new da5_stage_internal::GradientStage(
+      static_cast<const BrightnessGradientAdditiveTransform&>(t).config(), index));
+}
+CudaStageOrError MakeLocalGammaStage(const Transform&, size_t index) {
+  return std::unique_ptr<CudaStage>(new da5_stage_internal::LocalGammaStage(index));
+}
+}  // namespace augmentd

@@ -354,27 +354,31 @@ class MotionStage final : public KSpaceStage {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaStage>> MakeMriCudaStage(const Transform& t, size_t index) {
-  switch (t.kind()) {
-    case TransformKind::kBiasField:
-      return std::unique_ptr<CudaStage>(new BiasFieldStage(index));
-#if defined(AUGMENTD_HAVE_CUFFT)
-    case TransformKind::kGhosting:
-      return std::unique_ptr<CudaStage>(new GhostingStage(index));
-    case TransformKind::kSpike:
-      return std::unique_ptr<CudaStage>(new SpikeStage(index));
-    case TransformKind::kMotion:
-      return std::unique_ptr<CudaStage>(new MotionStage(index));
-#else
-    case TransformKind::kGhosting:
-    case TransformKind::kSpike:
-    case TransformKind::kMotion:
-      return absl::UnimplementedError(absl::StrCat("pipeline entry ", index, " (", std::string(t.name()),
-                                                   "): the CUDA chain needs cuFFT, which this build did not find"));
-#endif
-    default:
-      return std::unique_ptr<CudaStage>();
-  }
+// The factories of the stages above (registered in augment/cuda/backends.cc). Without cuFFT the k-space stages answer
+// UNIMPLEMENTED naming it.
+CudaStageOrError MakeBiasFieldStage(const Transform&, size_t index) {
+  return std::unique_ptr<CudaStage>(new BiasFieldStage(index));
 }
+#if defined(AUGMENTD_HAVE_CUFFT)
+CudaStageOrError MakeGhostingStage(const Transform&, size_t index) {
+  return std::unique_ptr<CudaStage>(new GhostingStage(index));
+}
+CudaStageOrError MakeSpikeStage(const Transform&, size_t index) {
+  return std::unique_ptr<CudaStage>(new SpikeStage(index));
+}
+CudaStageOrError MakeMotionStage(const Transform&, size_t index) {
+  return std::unique_ptr<CudaStage>(new MotionStage(index));
+}
+#else
+namespace {
+absl::Status NeedsCufft(const Transform& t, size_t index) {
+  return absl::UnimplementedError(absl::StrCat("pipeline entry ", index, " (", std::string(t.name()),
+                                               "): the CUDA chain needs cuFFT, which this build did not find"));
+}
+}  // namespace
+CudaStageOrError MakeGhostingStage(const Transform& t, size_t index) { return NeedsCufft(t, index); }
+CudaStageOrError MakeSpikeStage(const Transform& t, size_t index) { return NeedsCufft(t, index); }
+CudaStageOrError MakeMotionStage(const Transform& t, size_t index) { return NeedsCufft(t, index); }
+#endif
 
 }  // namespace augmentd

@@ -27,7 +27,7 @@ bool HaveDevice() {
 // False when the build found no cuFFT (the k-space stages are then UNIMPLEMENTED, by design).
 bool HaveCufft() {
   auto t = TransformFromJson("spike", nlohmann::json::object());
-  return t.ok() && MakeMriCudaStage(**t, 0).ok();
+  return t.ok() && MakeCudaStage(**t, 0).ok();
 }
 
 // CPU reference and GPU result of one batch (input `host`, C order (B, C, spatial)).
@@ -47,7 +47,7 @@ Run RunBatch(const std::string& kind, const nlohmann::json& config, const std::v
     ADD_FAILURE() << t.status();
     return r;
   }
-  auto stage = MakeMriCudaStage(**t, 0);
+  auto stage = MakeCudaStage(**t, 0);
   if (!stage.ok() || *stage == nullptr) {
     ADD_FAILURE() << kind << ": no stage " << stage.status();
     return r;

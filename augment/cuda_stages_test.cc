@@ -4,10 +4,12 @@
 #include <random>
 #include <vector>
 
+#include "augment/cuda/backend.h"
 #include "augment/cuda_chain.h"
 #include "augment/cuda_stages.h"
 #include "augment/engine.h"
 #include "augment/pipeline.h"
+#include "augment/registry.h"
 #include "augment/transforms/mirror.h"
 #include "augment/transforms/rot90.h"
 #include "augment/transforms/spatial.h"
@@ -63,6 +65,88 @@ void ExpectPermutationMatchesCpu(const Transform& t, const int32_t S[3], int sam
     ASSERT_EQ(seg, d.seg) << t.ConfigToJson() << " sample " << s;
   }
   EXPECT_LT(identities, samples);  // the draws exercised real permutations
+}
+
+// The registry's CUDA side (augment/cuda/backends.cc): every kind has a backend, in enum order; the chain executor's
+// own kinds (spatial, downsample_seg_for_ds) have no stage factory and every other kind builds its stage from a valid
+// configuration (no GPU needed: factories only inspect the configuration). HasCudaImplementation — what
+// GetServerInfo reports — is true for every kind except the k-space stages in builds without cuFFT.
+TEST(CudaStages, EveryKindHasARegisteredBackend) {
+  const std::vector<std::pair<std::string, nlohmann::json>> configs = {
+      {"spatial", {{"patch_size", {8, 8, 8}}}},
+      {"gaussian_noise", {{"noise_variance", {0, 0.1}}}},
+      {"gaussian_blur", {{"blur_sigma", {0.5, 1.0}}}},
+      {"multiplicative_brightness",
+       {{"multiplier_range", {{"bg_contrast", {0.75, 1.25}}}}, {"synchronize_channels", false}}},
+      {"contrast",
+       {{"contrast_range", {{"bg_contrast", {0.75, 1.25}}}},
+        {"preserve_range", true},
+        {"synchronize_channels", false}}},
+      {"simulate_low_resolution",
+       {{"scale", {0.5, 1}}, {"synchronize_channels", false}, {"synchronize_axes", true}, {"ignore_axes", nullptr}}},
+      {"gamma",
+       {{"gamma", {{"bg_contrast", {0.7, 1.5}}}},
+        {"p_invert_image", 0},
+        {"synchronize_channels", false},
+        {"p_per_channel", 1},
+        {"p_retain_stats", 1}}},
+      {"mirror", {{"allowed_axes", {0, 1, 2}}}},
+      {"mask_image", {{"apply_to_channels", {0}}}},
+      {"remove_label", {{"label_value", -1}, {"set_to", 0}}},
+      {"convert_segmentation_to_regions", {{"regions", {{1, 2}, 2}}}},
+      {"downsample_seg_for_ds", {{"ds_scales", {1, 0.5}}}},
+      {"blank_rectangle",
+       {{"rectangle_size", {{1, 4}, {1, 4}, {1, 4}}}, {"rectangle_value", "mean"}, {"num_rectangles", {1, 5}}}},
+      {"brightness_additive", {{"mu", 0}, {"sigma", 0.5}, {"synchronize_channels", false}}},
+      {"sharpening", {{"strength", {0.1, 1}}, {"p_per_channel", 0.5}}},
+      {"median_filter", {{"filter_size", {2, 8}}, {"p_per_channel", 0.5}}},
+      {"brightness_gradient_additive",
+       {{"scale", {{"axis_size_log_uniform", {6, 1}}}},
+        {"loc", {-0.5, 1.5}},
+        {"max_strength",
+         {{"mixture", {{{"weight", 0.5}, {"range", {-5, -1}}}, {{"weight", 0.5}, {"range", {1, 5}}}}}}},
+        {"mean_centered", false},
+        {"same_for_all_channels", false},
+        {"p_per_channel", 0.5}}},
+      {"local_gamma", {{"scale", {5, 15}}, {"gamma", {0.5, 1}}}},
+      {"rot90", {{"num_axis_combinations", 1}, {"num_rot_per_combination", {0, 1, 2, 3}}, {"allowed_axes", {1, 2}}}},
+      {"transpose_axes", {{"allowed_axes", {0, 1, 2}}}},
+      {"rician_noise", {{"noise_variance", {0, 0.1}}}},
+      {"bias_field", nlohmann::json::object()},
+      {"ghosting", nlohmann::json::object()},
+      {"spike", nlohmann::json::object()},
+      {"motion", nlohmann::json::object()},
+      {"histogram_equalization", nlohmann::json::object()},
+      {"random_convolution", nlohmann::json::object()},
+      {"intensity_function", nlohmann::json::object()},
+  };
+  ASSERT_EQ(configs.size(), static_cast<size_t>(kNumTransformKinds));
+  int available = 0;
+  for (int k = 0; k < kNumTransformKinds; ++k) {
+    const auto kind = static_cast<TransformKind>(k);
+    const CudaBackend* b = CudaBackendOf(kind);
+    ASSERT_NE(b, nullptr) << TransformKindName(kind);
+    EXPECT_EQ(b->kind, kind);
+    EXPECT_TRUE(b->runs_2d) << TransformKindName(kind);
+    EXPECT_EQ(HasCudaImplementation(kind), b->available);
+    available += b->available;
+    ASSERT_EQ(configs[k].first, TransformKindName(kind));
+    auto t = TransformFromJson(configs[k].first, configs[k].second);
+    ASSERT_TRUE(t.ok()) << configs[k].first << ": " << t.status();
+    const bool executor = kind == TransformKind::kSpatial || kind == TransformKind::kDownsampleSegForDs;
+    EXPECT_EQ(b->make_stage == nullptr, executor) << TransformKindName(kind);
+    auto stage = MakeCudaStage(**t, 1);
+    if (executor) {
+      EXPECT_EQ(stage.status().code(), absl::StatusCode::kUnimplemented);
+    } else if (b->available) {
+      ASSERT_TRUE(stage.ok()) << TransformKindName(kind) << ": " << stage.status();
+      EXPECT_NE(*stage, nullptr);
+    } else {
+      EXPECT_EQ(stage.status().code(), absl::StatusCode::kUnimplemented);
+      EXPECT_NE(stage.status().message().find("cuFFT"), std::string::npos) << stage.status();
+    }
+  }
+  EXPECT_GE(available, kNumTransformKinds - 3);
 }
 
 TEST(CudaStages, PermutationsEqualCpuTransforms) {

@@ -85,35 +85,7 @@ absl::Status PipelineSpec::ResolveOneOfGroups() {
   return absl::OkStatus();
 }
 
-namespace {
-// Whether the entry reads, writes or moves the labels (so it cannot follow downsample_seg_for_ds, whose pyramid is
-// final). AugLab's extras read them only with regions enabled (in_seg / out_seg > 0, auglab_region.h).
-bool UsesLabels(const TransformSpec& ts) {
-  switch (ts.kind) {
-    case TransformKind::kSpatial:
-    case TransformKind::kMirror:
-    case TransformKind::kRot90:
-    case TransformKind::kTransposeAxes:
-    case TransformKind::kMaskImage:
-    case TransformKind::kRemoveLabel:
-    case TransformKind::kConvertSegmentationToRegions:
-    case TransformKind::kDownsampleSegForDs:
-      return true;
-    case TransformKind::kHistogramEqualization:
-    case TransformKind::kRandomConvolution:
-    case TransformKind::kIntensityFunction: {
-      const nlohmann::json c = ts.transform->ConfigToJson();
-      return c.value("in_seg", 0.0) > 0 || c.value("out_seg", 0.0) > 0;
-    }
-    default:
-      return false;
-  }
-}
-}  // namespace
-
-bool ChangesOutputLayout(TransformKind k) {
-  return k == TransformKind::kDownsampleSegForDs || k == TransformKind::kConvertSegmentationToRegions;
-}
+bool ChangesOutputLayout(TransformKind k) { return (FindTransform(k).caps & kCapChangesOutputLayout) != 0; }
 
 absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_shape) const {
   size_t ds = SIZE_MAX, regions = SIZE_MAX;  // the first downsample_seg_for_ds / convert_segmentation_to_regions
@@ -148,7 +120,7 @@ absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_s
       }
     }
     if (ts.kind == TransformKind::kConvertSegmentationToRegions && regions == SIZE_MAX) regions = i;
-    if (ds != SIZE_MAX && UsesLabels(ts)) {
+    if (ds != SIZE_MAX && ts.transform->UsesLabels()) {
       return ju::Invalid(field(), absl::StrCat("(", std::string(TransformKindName(ts.kind)),
                                              ") uses the labels after downsample_seg_for_ds (transform ", ds,
                                              "), whose label pyramid is final: move it before that entry"));
