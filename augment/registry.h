@@ -50,7 +50,7 @@ struct TransformEntry {
 // The CUDA backend of a kind (augment/cuda/backend.h; a complete type only in CUDA builds).
 struct CudaBackend;
 // The CUDA backend registered for `kind` (augment/cuda/backends.cc), nullptr when the kind has none or the build has
-// no CUDA (augment/cuda_engine_nocuda.cc). Safe to call concurrently.
+// no CUDA (augment/cuda/engine_nocuda.cc). Safe to call concurrently.
 const CudaBackend* CudaBackendOf(TransformKind kind);
 // Whether `kind` runs on the CUDA engine of this build: a CUDA backend is registered and available (false in builds
 // without CUDA, and for the k-space MRI stages in builds without cuFFT). Defined beside CudaBackendOf.

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "augment/cuda_engine.h"
+#include "augment/cuda/engine.h"
 #include "augment/pipeline.h"
 #include "augment/testing/random_volume.h"
 

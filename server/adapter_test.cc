@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "augment/cuda_engine.h"
+#include "augment/cuda/engine.h"
 #include "augment/registry.h"
 #include "gtest/gtest.h"
 

@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "augment/cuda_stage.h"
+#include "augment/cuda/stage.h"
 #include "augment/registry.h"
 #include "augment/transform.h"
 
@@ -24,11 +24,11 @@ struct CudaBackend {
   // The chain stage of pipeline entry `index` (`t` of this kind); UNIMPLEMENTED naming the option it does not cover.
   // nullptr: the chain executor runs the kind itself (spatial, downsample_seg_for_ds).
   CudaStageOrError (*make_stage)(const Transform& t, size_t index);
-  // The 3D form (B, C, 1, X, Y) of parameters drawn for a 2D sample (augment/cuda_chain_2d.h); nullptr: used as
+  // The 3D form (B, C, 1, X, Y) of parameters drawn for a 2D sample (augment/cuda/chain_2d.h); nullptr: used as
   // drawn. INVALID_ARGUMENT for parameters that are not 2D.
   absl::StatusOr<std::unique_ptr<TransformParams>> (*lift_2d)(const TransformParams& p);
   // Whether 2D samples may run: the stage's 3D result on a unit leading axis equals the CPU's 2D result (each kind's
-  // argument is in cuda_chain_2d.h). false: UNIMPLEMENTED for 2D samples (CheckStage2D).
+  // argument is in cuda/chain_2d.h). false: UNIMPLEMENTED for 2D samples (CheckStage2D).
   bool runs_2d;
   // false: the build lacks a library the stage needs (cuFFT for ghosting / spike / motion); its factory then answers
   // UNIMPLEMENTED naming it, and HasCudaImplementation (GetServerInfo) reports no CUDA implementation.

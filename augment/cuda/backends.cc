@@ -1,8 +1,8 @@
 // augment/cuda/backends.cc — the CUDA side of the registry: one line per TransformKind, in enum order (the CPU side
-// is augment/registry.cc). Compiled only in CUDA builds; augment/cuda_engine_nocuda.cc answers nullptr otherwise.
+// is augment/registry.cc). Compiled only in CUDA builds; augment/cuda/engine_nocuda.cc answers nullptr otherwise.
 //
 // A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
-// (cuda_chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. Every kind of today
+// (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. Every kind of today
 // has a CUDA implementation; spatial and downsample_seg_for_ds are run by the chain executor (no stage factory).
 #include <cstddef>
 #include <memory>
@@ -36,7 +36,7 @@ CudaStageOrError MakeHistogramEqualizationStage(const Transform& t, size_t index
 CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index);
 CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index);
 
-// 2D lifts (augment/cuda_chain_2d.cc).
+// 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
 Lifted Lift2DGaussianBlur(const TransformParams& p);
 Lifted Lift2DSimulateLowResolution(const TransformParams& p);
@@ -61,7 +61,7 @@ constexpr bool kCufft = false;  // the k-space stages answer UNIMPLEMENTED namin
 #endif
 
 constexpr CudaBackend kBackends[] = {
-    {K::kSpatial, nullptr, nullptr, true},  // the chain executor (cuda_chain_spatial.h) / the fused kernels
+    {K::kSpatial, nullptr, nullptr, true},  // the chain executor (cuda/chain_spatial.h) / the fused kernels
     {K::kGaussianNoise, &MakeGaussianNoiseStage, nullptr, true},
     {K::kGaussianBlur, &MakeGaussianBlurStage, &Lift2DGaussianBlur, true},
     {K::kMultiplicativeBrightness, &MakeScaleShiftStage, nullptr, true},

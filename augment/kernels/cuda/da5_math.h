@@ -3,7 +3,7 @@
 // `__host__ __device__` functions so a host-only test (da5_math_test.cc, no GPU) checks them against the CPU
 // transforms (augment/transforms/<name>.cc) and the kernels (da5_*.cu) run the very same code.
 //
-// Also the POD per-slice parameter records the stages pack into the ParamArena (augment/cuda_stage.h); a "slice"
+// Also the POD per-slice parameter records the stages pack into the ParamArena (augment/cuda/stage.h); a "slice"
 // is one (sample, channel) of the (B, C, d0, d1, d2) float32 chain scratch, index b·C + c.
 //
 //   const uint32_t med = SelectRankKey(Window3{keys, k, h1 * h2, h2}, k * k * k / 2);   // exact median key
