@@ -33,8 +33,8 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
     at.applied = *applied;
     if (!at.applied && ChangesOutputLayout(ts.kind)) {
       // PipelineSpec::CheckLayoutStable: skipping it would change this sample's output layout.
-      return WithSampleContext(ju::Invalid("applied", "must be true: the entry changes the output layout"), sample_index,
-                         t, tr.name());
+      return WithSampleContext(ju::Invalid("applied", "must be true: the entry changes the output layout"),
+                               sample_index, t, tr.name());
     }
     if (at.applied) {
       static const nlohmann::json kNull;

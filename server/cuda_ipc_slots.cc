@@ -65,7 +65,8 @@ void Grow(void** ptr, uint64_t* cap, uint64_t need, bool pinned, absl::Status* s
   if (*ptr != nullptr) pinned ? cudaFreeHost(*ptr) : cudaFree(*ptr);
   *ptr = nullptr;
   *cap = 0;
-  *st = pinned ? CudaStatus(cudaMallocHost(ptr, need), "cudaMallocHost") : CudaStatus(cudaMalloc(ptr, need), "cudaMalloc");
+  *st = pinned ? CudaStatus(cudaMallocHost(ptr, need), "cudaMallocHost")
+               : CudaStatus(cudaMalloc(ptr, need), "cudaMalloc");
   if (st->ok()) *cap = need;
 }
 

@@ -36,8 +36,8 @@ absl::StatusOr<const cuda::da5::SliceMoments*> EnqueueMoments(const float* x, in
                    ws.Scratch(kSlotPartials, n * da5::MomentsBlocks(len) * sizeof(da5::MomentsPartial)));
   ASSIGN_OR_RETURN(void* out, ws.Scratch(result_slot, n * sizeof(da5::SliceMoments)));
   auto* m = static_cast<da5::SliceMoments*>(out);
-  RETURN_IF_ERROR(CudaStatus(da5::LaunchSliceMoments(x, len, slices, static_cast<da5::MomentsPartial*>(partials), m, stream),
-                        "moments"));
+  RETURN_IF_ERROR(CudaStatus(
+      da5::LaunchSliceMoments(x, len, slices, static_cast<da5::MomentsPartial*>(partials), m, stream), "moments"));
   return m;
 }
 

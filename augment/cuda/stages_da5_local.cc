@@ -187,9 +187,9 @@ class LocalGammaStage final : public CudaStage {
     const int slices = t.batch * t.channels;
     ASSIGN_OR_RETURN(const da5::SliceMoments* stats,
                      EnqueueMoments(t.image, t.voxels(), slices, kSlotMomentsA, ws, stream));
-    return CudaStatus(da5::LaunchLocalGamma(t.image, pack_.device_slices(arena), pack_.device_block(arena), stats, slices,
-                                       t.shape, stream),
-                 "local_gamma");
+    return CudaStatus(da5::LaunchLocalGamma(t.image, pack_.device_slices(arena), pack_.device_block(arena), stats,
+                                            slices, t.shape, stream),
+                      "local_gamma");
   }
 
  private:

@@ -37,8 +37,6 @@ constexpr int kSlotSpectrum = ChainWorkspace::kSlotStage + 8;  // (slices, P) co
 constexpr int kSlotTemp = ChainWorkspace::kSlotStage + 9;      // motion: one moved image's spectrum
 constexpr int kSlotReduce = ChainWorkspace::kSlotStage + 10;   // per-slice max / min keys
 
-absl::Status CudaStatus(cudaError_t e, const char* what) { return e == cudaSuccess ? absl::OkStatus() : CudaStatus(e, what); }
-
 absl::Status Invalid(size_t index, std::string_view transform, std::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("pipeline entry ", index, " (", std::string(transform), "): ", std::string(problem)));
@@ -156,7 +154,8 @@ class KSpaceStage : public CudaStage {
   virtual absl::Status Spectra(const ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws,
                                cuFloatComplex* spec, cudaStream_t stream) = 0;
   absl::Status Forward(const ChainTensors& t, cuFloatComplex* spec, cudaStream_t stream) {
-    RETURN_IF_ERROR(CudaStatus(mk::LaunchToComplex(t.image, spec, t.batch * t.channels, t.voxels(), stream), "to complex"));
+    RETURN_IF_ERROR(
+        CudaStatus(mk::LaunchToComplex(t.image, spec, t.batch * t.channels, t.voxels(), stream), "to complex"));
     return plan_.Exec(spec, spec, false);
   }
   void PackActive(ParamArena& arena) {
@@ -249,8 +248,8 @@ class SpikeStage final : public KSpaceStage {
     auto* max_bits = static_cast<unsigned int*>(max_v);
     const auto* samples = arena.device_as<mk::SpikeSample>(samples_offset_);
     for (int k = 0; k < max_spikes_; ++k) {  // TorchIO: max|X| is re-read after each spike
-      RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(max_bits, 0, static_cast<size_t>(slices) * sizeof(unsigned int), stream),
-                            "spike max reset"));
+      RETURN_IF_ERROR(CudaStatus(
+          cudaMemsetAsync(max_bits, 0, static_cast<size_t>(slices) * sizeof(unsigned int), stream), "spike max reset"));
       RETURN_IF_ERROR(CudaStatus(mk::LaunchSpikeMax(spec, samples, k, slices, t.channels, t.voxels(), max_bits, stream),
                             "spike max"));
       RETURN_IF_ERROR(CudaStatus(mk::LaunchSpikeAdd(spec, samples, arena.device_as<int64_t>(indices_offset_), k, slices,
@@ -325,14 +324,15 @@ class MotionStage final : public KSpaceStage {
     ASSIGN_OR_RETURN(void* min_v, ws.Scratch(kSlotReduce, static_cast<size_t>(slices) * sizeof(unsigned int)));
     auto* tmp = static_cast<cuFloatComplex*>(tmp_v);
     auto* min_key = static_cast<unsigned int*>(min_v);
-    RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(min_key, 0xff, static_cast<size_t>(slices) * sizeof(unsigned int), stream),
-                          "motion min reset"));
+    RETURN_IF_ERROR(
+        CudaStatus(cudaMemsetAsync(min_key, 0xff, static_cast<size_t>(slices) * sizeof(unsigned int), stream),
+                   "motion min reset"));
     RETURN_IF_ERROR(CudaStatus(mk::LaunchSliceMin(t.image, slices, p, min_key, stream), "motion min"));
     const auto* samples = arena.device_as<mk::MotionSample>(samples_offset_);
     for (int img = 0; img <= max_n_; ++img) {
-      RETURN_IF_ERROR(CudaStatus(mk::LaunchMotionImage(t.image, samples, arena.device_as<double>(affines_offset_), max_n_,
-                                                  img, min_key, t.batch, t.channels, t.shape, tmp, stream),
-                            "motion resample"));
+      RETURN_IF_ERROR(CudaStatus(mk::LaunchMotionImage(t.image, samples, arena.device_as<double>(affines_offset_),
+                                                       max_n_, img, min_key, t.batch, t.channels, t.shape, tmp, stream),
+                                 "motion resample"));
       RETURN_IF_ERROR(plan_.Exec(tmp, tmp, false));
       RETURN_IF_ERROR(CudaStatus(mk::LaunchMotionCopySegment(tmp, samples,
                                                         arena.device_as<mk::MotionSegmentDev>(segments_offset_), img,

@@ -6,6 +6,7 @@
 
 #include "augment/cuda/backend.h"
 #include "augment/cuda/chain.h"
+#include "augment/cuda/status.h"
 #include "augment/cuda/stages.h"
 #include "augment/engine.h"
 #include "augment/pipeline.h"
@@ -147,6 +148,19 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
     }
   }
   EXPECT_GE(available, kNumTransformKinds - 3);
+}
+
+// The one CUDA status helper (cuda/status.h): out of memory is its own code, every other error names the call and
+// the CUDA error (no GPU needed: the error names are the runtime's tables).
+TEST(CudaStages, OneStatusHelper) {
+  EXPECT_TRUE(CudaStatus(cudaSuccess, "noop").ok());
+  const absl::Status oom = CudaStatus(cudaErrorMemoryAllocation, "cudaMalloc(x)");
+  EXPECT_EQ(oom.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(oom.message().find("cudaMalloc(x)"), std::string::npos) << oom;
+  const absl::Status bad = CudaStatus(cudaErrorInvalidValue, "cudaMemcpyAsync(y)");
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(bad.message().find("cudaErrorInvalidValue"), std::string::npos) << bad;
+  EXPECT_NE(bad.message().find("cudaMemcpyAsync(y)"), std::string::npos) << bad;
 }
 
 TEST(CudaStages, PermutationsEqualCpuTransforms) {
