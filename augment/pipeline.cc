@@ -18,7 +18,7 @@
 #include "augment/transforms/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
-#include "augment/transforms/gamma.h"
+#include "augment/transforms/gamma/gamma.h"
 #include "augment/transforms/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise.h"
 #include "augment/transforms/local_gamma.h"

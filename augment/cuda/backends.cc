@@ -11,11 +11,11 @@
 
 namespace augmentd {
 
-// Stage factories (augment/cuda_stages*.cc).
+// Stage factories (augment/cuda/stages*.cc, augment/transforms/<name>/<name>_cuda.cc).
 CudaStageOrError MakeGaussianNoiseStage(const Transform& t, size_t index);
 CudaStageOrError MakeScaleShiftStage(const Transform& t, size_t index);
 CudaStageOrError MakeContrastStage(const Transform& t, size_t index);
-CudaStageOrError MakeGammaStage(const Transform& t, size_t index);
+CudaStageOrError MakeGammaStage(const Transform& t, size_t index);  // transforms/gamma/gamma_cuda.cc
 CudaStageOrError MakeGaussianBlurStage(const Transform& t, size_t index);
 CudaStageOrError MakeLowResStage(const Transform& t, size_t index);
 CudaStageOrError MakePermuteStage(const Transform& t, size_t index);

@@ -28,7 +28,7 @@
 #include "augment/testing/have_gpu.h"
 #include "augment/testing/image_compare.h"
 #include "augment/testing/random_volume.h"
-#include "augment/transforms/gamma.h"
+#include "augment/transforms/gamma/gamma.h"
 #include "augment/transforms/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise.h"
 #include "augment/transforms/spatial.h"

@@ -19,7 +19,7 @@
 #include "augment/status_macros.h"
 #include "augment/transforms/contrast.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
-#include "augment/transforms/gamma.h"
+#include "augment/transforms/gamma/gamma.h"
 #include "augment/transforms/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise.h"
 #include "augment/transforms/mask_image.h"

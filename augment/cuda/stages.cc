@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "augment/cuda/backend.h"
 #include "augment/cuda/stage.h"
+#include "augment/cuda/slice_stage.h"
 #include "augment/cuda/stages.h"
 #include "augment/kernels/cpu_blur.h"
 #include "augment/kernels/cpu_resample.h"
@@ -18,7 +19,6 @@
 #include "augment/transforms/brightness_additive.h"
 #include "augment/transforms/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions.h"
-#include "augment/transforms/gamma.h"
 #include "augment/transforms/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise.h"
 #include "augment/transforms/mask_image.h"
@@ -33,69 +33,12 @@ namespace augmentd {
 namespace {
 
 namespace ch = cuda::chain;
+using stage_internal::ImageDims;
+using stage_internal::NamedStage;
+using stage_internal::SegDims;
+using stage_internal::SliceStage;
 
 #define AUGMENTD_STAGE_CUDA_OK(expr) RETURN_IF_ERROR(CudaStatus((expr), #expr))
-
-ch::Dims ImageDims(const ChainTensors& t) {
-  return ch::Dims{t.batch, t.channels, {t.shape[0], t.shape[1], t.shape[2]}};
-}
-ch::Dims SegDims(const ChainTensors& t) {
-  return ch::Dims{t.batch, t.seg_channels, {t.shape[0], t.shape[1], t.shape[2]}};
-}
-
-// Shared naming of a stage's errors: "CUDA chain: transform <index> (<name>): ...".
-class NamedStage : public CudaStage {
- public:
-  NamedStage(const Transform& t, size_t index) : name_(t.name()), index_(index) {}
-
- protected:
-  absl::Status Invalid(const std::string& why) const {
-    return absl::InvalidArgumentError(absl::StrCat("transform ", index_, " (", name_, "): ", why));
-  }
-  absl::Status CheckChannel(int64_t c, const ChainTensors& t) const {
-    if (c < 0 || c >= t.channels) return Invalid(absl::StrCat("channel ", c, " outside the ", t.channels, " channels"));
-    return absl::OkStatus();
-  }
-  std::string name_;
-  size_t index_;
-};
-
-// A stage with one record per image slice (b·C + c): Fill() sets the records of sample b's channels.
-template <typename Slice>
-class SliceStage : public NamedStage {
- public:
-  absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
-                       ParamArena& arena) override {
-    host_.assign(static_cast<size_t>(t.batch) * t.channels, Slice{});
-    RETURN_IF_ERROR(BeginBatch(t));
-    for (size_t b = 0; b < params.size(); ++b) {
-      if (params[b] != nullptr) RETURN_IF_ERROR(Fill(*params[b], t, &host_[b * t.channels]));
-    }
-    any_ = std::any_of(host_.begin(), host_.end(), [](const Slice& s) { return s.on != 0; });
-    offset_ = arena.AppendArray(host_);
-    AppendExtra(arena);
-    return absl::OkStatus();
-  }
-  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
-    if (!any_) return absl::OkStatus();
-    return Launch(t, arena.device_as<Slice>(offset_), arena, ws, stream);
-  }
-
- public:
-  using NamedStage::NamedStage;
-
- protected:
-  virtual absl::Status BeginBatch(const ChainTensors&) { return absl::OkStatus(); }
-  virtual absl::Status Fill(const TransformParams& p, const ChainTensors& t, Slice* row) = 0;
-  virtual void AppendExtra(ParamArena&) {}
-  virtual absl::Status Launch(ChainTensors& t, const Slice* d, const ParamArena& arena, ChainWorkspace& ws,
-                              cudaStream_t stream) = 0;
-
- private:
-  std::vector<Slice> host_;
-  bool any_ = false;
-  size_t offset_ = 0;
-};
 
 // ---- gaussian_noise: σ per selected channel, the CPU's noise key per channel ----------------------------------
 class NoiseStage final : public SliceStage<ch::NoiseSlice> {
@@ -179,29 +122,6 @@ class ContrastStage final : public SliceStage<ch::ContrastSlice> {
 
  private:
   bool preserve_;
-};
-
-// ---- gamma --------------------------------------------------------------------------------------------------------
-class GammaStage final : public SliceStage<ch::GammaSlice> {
- public:
-  using SliceStage::SliceStage;
-  absl::Status Fill(const TransformParams& tp, const ChainTensors& t, ch::GammaSlice* row) override {
-    const auto& p = static_cast<const GammaParams&>(tp);
-    const size_t n = p.apply_to_channel.size();
-    if (p.gamma.size() != n || p.invert_image.size() != n || p.retain_stats.size() != n)
-      return Invalid("gamma, invert_image and retain_stats need one entry per selected channel");
-    for (size_t k = 0; k < n; ++k) {
-      const int64_t c = p.apply_to_channel[k];
-      RETURN_IF_ERROR(CheckChannel(c, t));
-      row[c] = ch::GammaSlice{p.gamma[k], 1, p.invert_image[k] ? 1 : 0, p.retain_stats[k] ? 1 : 0};
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Launch(ChainTensors& t, const ch::GammaSlice* d, const ParamArena&, ChainWorkspace& ws,
-                      cudaStream_t s) override {
-    ASSIGN_OR_RETURN(void* scratch, ws.Scratch(ChainWorkspace::kSlotStage, ch::StatsScratchBytes(ImageDims(t))));
-    return CudaStatus(ch::LaunchGamma(ImageDims(t), t.image, d, scratch, s), "gamma");
-  }
 };
 
 // ---- gaussian_blur: the CPU's own float taps (GaussianKernel1D) per slice and axis --------------------------------
@@ -532,9 +452,6 @@ CudaStageOrError MakeScaleShiftStage(const Transform& t, size_t index) {  // mul
 }
 CudaStageOrError MakeContrastStage(const Transform& t, size_t index) {
   return std::unique_ptr<CudaStage>(new ContrastStage(static_cast<const ContrastTransform&>(t), index));
-}
-CudaStageOrError MakeGammaStage(const Transform& t, size_t index) {
-  return std::unique_ptr<CudaStage>(new GammaStage(t, index));
 }
 CudaStageOrError MakeGaussianBlurStage(const Transform& t, size_t index) {
   return std::unique_ptr<CudaStage>(new BlurStage(t, index));

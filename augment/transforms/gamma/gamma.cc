@@ -1,4 +1,4 @@
-#include "augment/transforms/gamma.h"
+#include "augment/transforms/gamma/gamma.h"
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"

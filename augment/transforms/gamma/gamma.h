@@ -1,4 +1,4 @@
-// augment/transforms/gamma.h — bgv2 `GammaTransform` (optionally inverted, optionally retaining statistics).
+// augment/transforms/gamma/gamma.h — bgv2 `GammaTransform` (optionally inverted, optionally retaining statistics).
 //
 // Per selected channel (p_per_channel), with g ~ gamma (BGContrast((0.7, 1.5)) in nnU-Net):
 //   1. invert: x ← −x;   2. retain: μ = mean(x), σ = std(x) (unbiased, N−1);

@@ -1,4 +1,4 @@
-#include "augment/transforms/gamma.h"
+#include "augment/transforms/gamma/gamma.h"
 
 #include <algorithm>
 #include <cmath>
