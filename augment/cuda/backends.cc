@@ -12,10 +12,11 @@
 namespace augmentd {
 
 // Stage factories (augment/cuda/stages*.cc, augment/transforms/<name>/<name>_cuda.cc).
-CudaStageOrError MakeGaussianNoiseStage(const Transform& t, size_t index);
-CudaStageOrError MakeScaleShiftStage(const Transform& t, size_t index);
-CudaStageOrError MakeContrastStage(const Transform& t, size_t index);
-CudaStageOrError MakeGammaStage(const Transform& t, size_t index);  // transforms/gamma/gamma_cuda.cc
+CudaStageOrError MakeGaussianNoiseStage(const Transform& t, size_t index);  // transforms/gaussian_noise/
+CudaStageOrError MakeMultiplicativeBrightnessStage(const Transform& t, size_t index);  // transforms/multiplicative_b…/
+CudaStageOrError MakeBrightnessAdditiveStage(const Transform& t, size_t index);  // transforms/brightness_additive/
+CudaStageOrError MakeContrastStage(const Transform& t, size_t index);  // transforms/contrast/
+CudaStageOrError MakeGammaStage(const Transform& t, size_t index);  // transforms/gamma/
 CudaStageOrError MakeGaussianBlurStage(const Transform& t, size_t index);
 CudaStageOrError MakeLowResStage(const Transform& t, size_t index);
 CudaStageOrError MakePermuteStage(const Transform& t, size_t index);
@@ -64,7 +65,7 @@ constexpr CudaBackend kBackends[] = {
     {K::kSpatial, nullptr, nullptr, true},  // the chain executor (cuda/chain_spatial.h) / the fused kernels
     {K::kGaussianNoise, &MakeGaussianNoiseStage, nullptr, true},
     {K::kGaussianBlur, &MakeGaussianBlurStage, &Lift2DGaussianBlur, true},
-    {K::kMultiplicativeBrightness, &MakeScaleShiftStage, nullptr, true},
+    {K::kMultiplicativeBrightness, &MakeMultiplicativeBrightnessStage, nullptr, true},
     {K::kContrast, &MakeContrastStage, nullptr, true},
     {K::kSimulateLowResolution, &MakeLowResStage, &Lift2DSimulateLowResolution, true},
     {K::kGamma, &MakeGammaStage, nullptr, true},
@@ -74,7 +75,7 @@ constexpr CudaBackend kBackends[] = {
     {K::kConvertSegmentationToRegions, &MakeRegionsStage, nullptr, true},
     {K::kDownsampleSegForDs, nullptr, nullptr, true},  // the chain executor's label pyramid
     {K::kBlankRectangle, &MakeBlankRectangleStage, &Lift2DBlankRectangle, true},
-    {K::kBrightnessAdditive, &MakeScaleShiftStage, nullptr, true},
+    {K::kBrightnessAdditive, &MakeBrightnessAdditiveStage, nullptr, true},
     {K::kSharpening, &MakeSharpeningStage, &Lift2DSharpening, true},
     {K::kMedianFilter, &MakeMedianFilterStage, nullptr, true},
     {K::kBrightnessGradientAdditive, &MakeBrightnessGradientAdditiveStage, &Lift2DBrightnessGradientAdditive, true},

@@ -30,7 +30,7 @@
 #include "augment/testing/random_volume.h"
 #include "augment/transforms/gamma/gamma.h"
 #include "augment/transforms/gaussian_blur.h"
-#include "augment/transforms/gaussian_noise.h"
+#include "augment/transforms/gaussian_noise/gaussian_noise.h"
 #include "augment/transforms/spatial.h"
 #include "gtest/gtest.h"
 

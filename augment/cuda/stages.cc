@@ -16,14 +16,10 @@
 #include "augment/kernels/cpu_resample.h"
 #include "augment/kernels/cuda/chain_kernels.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/brightness_additive.h"
-#include "augment/transforms/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions.h"
 #include "augment/transforms/gaussian_blur.h"
-#include "augment/transforms/gaussian_noise.h"
 #include "augment/transforms/mask_image.h"
 #include "augment/transforms/mirror.h"
-#include "augment/transforms/multiplicative_brightness.h"
 #include "augment/transforms/remove_label.h"
 #include "augment/transforms/rot90.h"
 #include "augment/transforms/simulate_low_resolution.h"
@@ -39,90 +35,6 @@ using stage_internal::SegDims;
 using stage_internal::SliceStage;
 
 #define AUGMENTD_STAGE_CUDA_OK(expr) RETURN_IF_ERROR(CudaStatus((expr), #expr))
-
-// ---- gaussian_noise: σ per selected channel, the CPU's noise key per channel ----------------------------------
-class NoiseStage final : public SliceStage<ch::NoiseSlice> {
- public:
-  using SliceStage::SliceStage;
-  absl::Status Fill(const TransformParams& tp, const ChainTensors& t, ch::NoiseSlice* row) override {
-    const auto& p = static_cast<const GaussianNoiseParams&>(tp);
-    if (p.sigmas.size() != p.apply_idx.size()) return Invalid("one sigma per selected channel");
-    for (size_t k = 0; k < p.apply_idx.size(); ++k) {
-      const int64_t c = p.apply_idx[k];
-      RETURN_IF_ERROR(CheckChannel(c, t));
-      row[c].key = MakeStreamKey(p.seed, p.sample_index, p.transform_index, 1u + static_cast<uint32_t>(c));
-      row[c].sigma = p.sigmas[k];
-      row[c].on = 1;
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Launch(ChainTensors& t, const ch::NoiseSlice* d, const ParamArena&, ChainWorkspace&,
-                      cudaStream_t s) override {
-    return CudaStatus(ch::LaunchNoise(ImageDims(t), t.image, d, s), "gaussian_noise");
-  }
-};
-
-// ---- multiplicative_brightness (x·m) and brightness_additive (x + shift[c]) -----------------------------------
-class ScaleShiftStage final : public SliceStage<ch::ScaleShiftSlice> {
- public:
-  ScaleShiftStage(const Transform& t, size_t index)
-      : SliceStage(t, index), additive_(t.kind() == TransformKind::kBrightnessAdditive) {}
-  absl::Status Fill(const TransformParams& tp, const ChainTensors& t, ch::ScaleShiftSlice* row) override {
-    if (additive_) {
-      const auto& p = static_cast<const BrightnessAdditiveParams&>(tp);
-      if (p.shift.empty() || p.apply_to_channel.empty()) return absl::OkStatus();
-      if (static_cast<int64_t>(p.shift.size()) != t.channels)
-        return Invalid("params.shift needs one entry per channel");
-      for (int64_t c : p.apply_to_channel) {
-        RETURN_IF_ERROR(CheckChannel(c, t));
-        row[c].add = p.shift[static_cast<size_t>(c)];
-        row[c].on = 1;
-      }
-      return absl::OkStatus();
-    }
-    const auto& p = static_cast<const MultiplicativeBrightnessParams&>(tp);
-    if (p.multipliers.size() != p.apply_to_channel.size()) return Invalid("one multiplier per selected channel");
-    for (size_t k = 0; k < p.apply_to_channel.size(); ++k) {
-      const int64_t c = p.apply_to_channel[k];
-      RETURN_IF_ERROR(CheckChannel(c, t));
-      row[c].mul = p.multipliers[k];
-      row[c].on = 1;
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Launch(ChainTensors& t, const ch::ScaleShiftSlice* d, const ParamArena&, ChainWorkspace&,
-                      cudaStream_t s) override {
-    return CudaStatus(ch::LaunchScaleShift(ImageDims(t), t.image, d, s), name_.c_str());
-  }
-
- private:
-  bool additive_;
-};
-
-// ---- contrast ---------------------------------------------------------------------------------------------------
-class ContrastStage final : public SliceStage<ch::ContrastSlice> {
- public:
-  ContrastStage(const ContrastTransform& t, size_t index)
-      : SliceStage(t, index), preserve_(t.config().preserve_range) {}
-  absl::Status Fill(const TransformParams& tp, const ChainTensors& t, ch::ContrastSlice* row) override {
-    const auto& p = static_cast<const ContrastParams&>(tp);
-    if (p.multipliers.size() != p.apply_to_channel.size()) return Invalid("one multiplier per selected channel");
-    for (size_t k = 0; k < p.apply_to_channel.size(); ++k) {
-      const int64_t c = p.apply_to_channel[k];
-      RETURN_IF_ERROR(CheckChannel(c, t));
-      row[c] = ch::ContrastSlice{p.multipliers[k], 1, preserve_ ? 1 : 0, 0};
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Launch(ChainTensors& t, const ch::ContrastSlice* d, const ParamArena&, ChainWorkspace& ws,
-                      cudaStream_t s) override {
-    ASSIGN_OR_RETURN(void* scratch, ws.Scratch(ChainWorkspace::kSlotStage, ch::StatsScratchBytes(ImageDims(t))));
-    return CudaStatus(ch::LaunchContrast(ImageDims(t), t.image, d, scratch, s), "contrast");
-  }
-
- private:
-  bool preserve_;
-};
 
 // ---- gaussian_blur: the CPU's own float taps (GaussianKernel1D) per slice and axis --------------------------------
 class BlurStage final : public SliceStage<ch::BlurSlice> {
@@ -444,15 +356,6 @@ absl::Status NotCovered(const Transform& t, size_t index, std::string_view why) 
 }  // namespace
 
 // The factories of the stages above, one per kind (registered in augment/cuda/backends.cc).
-CudaStageOrError MakeGaussianNoiseStage(const Transform& t, size_t index) {
-  return std::unique_ptr<CudaStage>(new NoiseStage(t, index));
-}
-CudaStageOrError MakeScaleShiftStage(const Transform& t, size_t index) {  // multiplicative / additive brightness
-  return std::unique_ptr<CudaStage>(new ScaleShiftStage(t, index));
-}
-CudaStageOrError MakeContrastStage(const Transform& t, size_t index) {
-  return std::unique_ptr<CudaStage>(new ContrastStage(static_cast<const ContrastTransform&>(t), index));
-}
 CudaStageOrError MakeGaussianBlurStage(const Transform& t, size_t index) {
   return std::unique_ptr<CudaStage>(new BlurStage(t, index));
 }

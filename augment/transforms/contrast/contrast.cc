@@ -1,4 +1,4 @@
-#include "augment/transforms/contrast.h"
+#include "augment/transforms/contrast/contrast.h"
 
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"

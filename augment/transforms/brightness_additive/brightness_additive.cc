@@ -1,4 +1,4 @@
-#include "augment/transforms/brightness_additive.h"
+#include "augment/transforms/brightness_additive/brightness_additive.h"
 
 #include <cmath>
 

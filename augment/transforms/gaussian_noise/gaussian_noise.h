@@ -1,4 +1,4 @@
-// augment/transforms/gaussian_noise.h — bgv2 `GaussianNoiseTransform`: x_c += N(0, σ²) per voxel.
+// augment/transforms/gaussian_noise/gaussian_noise.h — bgv2 `GaussianNoiseTransform`: x_c += N(0, σ²) per voxel.
 //
 // `noise_variance` is used as the standard deviation σ (bgv2 samples σ ~ U(0, 0.1) and calls normal_(0, σ)).
 // Channels with p_per_channel; one σ for all selected channels (synchronize_channels) or one per channel.

@@ -1,4 +1,4 @@
-#include "augment/transforms/gaussian_noise.h"
+#include "augment/transforms/gaussian_noise/gaussian_noise.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "augment/transforms/multiplicative_brightness.h"
+#include "augment/transforms/multiplicative_brightness/multiplicative_brightness.h"
 
 #include "augment/testing/test_util.h"
 

@@ -1,4 +1,4 @@
-// augment/transforms/contrast.h — bgv2 `ContrastTransform`: x ← (x − μ)·m + μ per selected channel.
+// augment/transforms/contrast/contrast.h — bgv2 `ContrastTransform`: x ← (x − μ)·m + μ per selected channel.
 //
 // μ = mean over all voxels of the channel; with preserve_range the result is clamped to the channel's min/max
 // taken before the change. m ~ contrast_range (BGContrast((0.75, 1.25)) in nnU-Net), one per selected channel

@@ -1,4 +1,4 @@
-#include "augment/transforms/multiplicative_brightness.h"
+#include "augment/transforms/multiplicative_brightness/multiplicative_brightness.h"
 
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
