@@ -13,7 +13,7 @@ namespace augmentd {
 
 // Stage factories (augment/cuda/stages*.cc, augment/transforms/<name>/<name>_cuda.cc).
 CudaStageOrError MakeGaussianNoiseStage(const Transform& t, size_t index);  // transforms/gaussian_noise/
-CudaStageOrError MakeMultiplicativeBrightnessStage(const Transform& t, size_t index);  // transforms/multiplicative_b…/
+CudaStageOrError MakeMultiplicativeBrightnessStage(const Transform& t, size_t index);  // transforms/<kind>/
 CudaStageOrError MakeBrightnessAdditiveStage(const Transform& t, size_t index);  // transforms/brightness_additive/
 CudaStageOrError MakeContrastStage(const Transform& t, size_t index);  // transforms/contrast/
 CudaStageOrError MakeGammaStage(const Transform& t, size_t index);  // transforms/gamma/

@@ -1,4 +1,5 @@
-// augment/transforms/brightness_additive/brightness_additive.h — bgv2 `BrightnessAdditiveTransform` (DA5: per-channel N(μ, σ) shift).
+// augment/transforms/brightness_additive/brightness_additive.h — bgv2 `BrightnessAdditiveTransform` (DA5: per-channel
+// N(μ, σ) shift).
 //
 // Channels are picked with p_per_channel (`torch.rand(C) < p`); each picked channel c gets x ← x + shift[c].
 //   * synchronize_channels = false: shift ~ N(mu, sigma), one draw for every channel (also unpicked ones), as

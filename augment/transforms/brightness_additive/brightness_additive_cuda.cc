@@ -1,4 +1,5 @@
-// brightness_additive's CUDA stage on the generic chain (augment/cuda/stage.h): the drawn shift per selected channel, one launch per batch (chain_kernels.h LaunchScaleShift, shared with multiplicative_brightness). Registered in
+// brightness_additive's CUDA stage on the generic chain (augment/cuda/stage.h): the drawn shift per selected channel,
+// one launch per batch (chain_kernels.h LaunchScaleShift, shared with multiplicative_brightness). Registered in
 // augment/cuda/backends.cc.
 #include "augment/cuda/slice_stage.h"
 #include "augment/transforms/brightness_additive/brightness_additive.h"

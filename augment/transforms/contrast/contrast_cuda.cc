@@ -1,5 +1,6 @@
-// contrast's CUDA stage on the generic chain (augment/cuda/stage.h): the drawn multiplier per selected channel (and preserve_range), one launch per batch (chain_kernels.h LaunchContrast: per-slice mean, min / max in the stats scratch, then the pointwise map of contrast.h). Registered in
-// augment/cuda/backends.cc.
+// contrast's CUDA stage on the generic chain (augment/cuda/stage.h): the drawn multiplier per selected channel (and
+// preserve_range), one launch per batch (chain_kernels.h LaunchContrast: per-slice mean, min / max in the stats
+// scratch, then the pointwise map of contrast.h). Registered in augment/cuda/backends.cc.
 #include "augment/cuda/slice_stage.h"
 #include "augment/transforms/contrast/contrast.h"
 

@@ -1,5 +1,6 @@
-// gaussian_noise's CUDA stage on the generic chain (augment/cuda/stage.h): its σ per selected channel and the CPU's noise key per channel (the kernel regenerates the CPU's N(0, 1) field from it: NormalAt), one launch per batch (chain_kernels.h LaunchNoise). Registered in
-// augment/cuda/backends.cc.
+// gaussian_noise's CUDA stage on the generic chain (augment/cuda/stage.h): its σ per selected channel and the CPU's
+// noise key per channel (the kernel regenerates the CPU's N(0, 1) field from it: NormalAt), one launch per batch
+// (chain_kernels.h LaunchNoise). Registered in augment/cuda/backends.cc.
 #include "augment/cuda/slice_stage.h"
 #include "augment/rng.h"
 #include "augment/transforms/gaussian_noise/gaussian_noise.h"

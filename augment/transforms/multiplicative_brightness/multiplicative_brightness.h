@@ -1,7 +1,8 @@
-// augment/transforms/multiplicative_brightness/multiplicative_brightness.h — bgv2 `MultiplicativeBrightnessTransform`: x_c ← x_c · m_c.
+// augment/transforms/multiplicative_brightness/multiplicative_brightness.h — bgv2 `MultiplicativeBrightnessTransform`:
+// x_c ← x_c · m_c.
 //
-// Channels with p_per_channel; m ~ multiplier_range (BGContrast((0.75, 1.25)) in nnU-Net), one per selected
-// channel, or one shared value when synchronize_channels.
+// Channels with p_per_channel; m ~ multiplier_range (BGContrast((0.75, 1.25)) in nnU-Net), one per selected channel, or
+// one shared value when synchronize_channels.
 //
 //   auto t = MultiplicativeBrightnessTransform::Create({RandomScalar::BGContrast(0.75, 1.25), false, 1});
 #pragma once

@@ -1,4 +1,5 @@
-// multiplicative_brightness's CUDA stage on the generic chain (augment/cuda/stage.h): the drawn multiplier per selected channel, one launch per batch (chain_kernels.h LaunchScaleShift, shared with brightness_additive). Registered in
+// multiplicative_brightness's CUDA stage on the generic chain (augment/cuda/stage.h): the drawn multiplier per selected
+// channel, one launch per batch (chain_kernels.h LaunchScaleShift, shared with brightness_additive). Registered in
 // augment/cuda/backends.cc.
 #include "augment/cuda/slice_stage.h"
 #include "augment/transforms/multiplicative_brightness/multiplicative_brightness.h"
