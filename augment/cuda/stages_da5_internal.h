@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "augment/cuda/stage.h"
-#include "augment/kernels/cuda/da5_math.h"
+#include "augment/kernels/common/da5_math.h"
 #include "augment/transform.h"
 
 namespace augmentd::da5_stage_internal {

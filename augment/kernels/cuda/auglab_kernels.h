@@ -12,8 +12,8 @@
 
 #include <cstdint>
 
-#include "augment/kernels/cuda/auglab_math.h"
-#include "augment/kernels/cuda/da5_math.h"
+#include "augment/kernels/common/auglab_math.h"
+#include "augment/kernels/common/da5_math.h"
 
 namespace augmentd::cuda::auglab {
 

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "augment/kernels/cuda/da5_math.h"
+#include "augment/kernels/common/da5_math.h"
 
 namespace augmentd::cuda::da5 {
 

@@ -1,5 +1,5 @@
 // Host-only checks of auglab_math.h (the per-voxel math the AugLab CUDA stages and CPU transforms share).
-#include "augment/kernels/cuda/auglab_math.h"
+#include "augment/kernels/common/auglab_math.h"
 
 #include <cmath>
 #include <vector>

@@ -1,4 +1,4 @@
-// augment/kernels/cuda/da5_math.h — the per-voxel math of nnUNetTrainerDA5's local transforms on the GPU
+// augment/kernels/common/da5_math.h — the per-voxel math of nnUNetTrainerDA5's local transforms on the GPU
 // (median filter, Rician noise, blank rectangles, brightness gradient, local gamma, sharpening), written once as
 // `__host__ __device__` functions so a host-only test (da5_math_test.cc, no GPU) checks them against the CPU
 // transforms (augment/transforms/<name>.cc) and the kernels (da5_*.cu) run the very same code.

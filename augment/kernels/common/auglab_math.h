@@ -1,7 +1,7 @@
-// augment/kernels/cuda/auglab_math.h — the per-voxel math of AugLab's GPU extras (histogram equalisation, random
+// augment/kernels/common/auglab_math.h — the per-voxel math of AugLab's GPU extras (histogram equalisation, random
 // convolution, intensity function / inverse), written once as `__host__ __device__` functions: the CPU transforms
 // (augment/transforms/auglab_*.cc) and the CUDA kernels (auglab.cu) run the very same code, and a host-only test
-// (augment/kernels/cuda/auglab_math_test.cc) checks it in CI without a GPU.
+// (augment/kernels/common/auglab_math_test.cc) checks it in CI without a GPU.
 //
 // Source of the definitions: neuropoly/AugLab `auglab/transforms/gpu/contrast.py` (RandomHistogramEqualizationGPU,
 // RandomConvTransformGPU kernel_type "RandConv", RandomFunctionGPU, RandomInverseGPU; PyPI auglab 20260109). The

@@ -1,7 +1,7 @@
 // Host-only checks (no GPU, no CUDA headers) of da5_math.h — the per-voxel math the DA5 CUDA stages run — against
 // the CPU transforms on small random volumes. The emulations below walk voxels exactly as the kernels index them
 // (median: reflect-padded key tile, window at the output's own position), so a wrong border or origin rule fails.
-#include "augment/kernels/cuda/da5_math.h"
+#include "augment/kernels/common/da5_math.h"
 
 #include <algorithm>
 #include <cmath>
