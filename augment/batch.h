@@ -43,7 +43,7 @@ struct RunOptions {
   // Optional injection: injected[b][t] = {"applied": bool, "params": {...bgv2 format...}} or null (draw).
   const std::vector<std::vector<nlohmann::json>>* injected = nullptr;
   // Where the batch runs: "cpu" (this thread pool) or "cuda:N" / "cuda" (= cuda:0): the CUDA engine
-  // (augment/cuda_engine.h), same parameters and results within tolerance. UNIMPLEMENTED on CUDA for transforms
+  // (augment/cuda/engine.h), same parameters and results within tolerance. UNIMPLEMENTED on CUDA for transforms
   // or options neither the fused kernels nor the generic chain cover; FAILED_PRECONDITION in builds without CUDA.
   std::string device = "cpu";
 };

@@ -154,7 +154,7 @@ absl::Status AugmentSample(const PipelineSpec& spec, uint64_t seed, uint64_t sam
 }
 
 absl::StatusOr<BatchResult> AugmentBatch(const PipelineSpec& spec, const BatchInput& input, const RunOptions& options) {
-  if (options.device != "cpu") return AugmentBatchCuda(spec, input, options);  // cuda_engine.h
+  if (options.device != "cpu") return AugmentBatchCuda(spec, input, options);  // cuda/engine.h
   const TensorView& image = input.image;
   if (image.shape.size() != 4 && image.shape.size() != 5) {
     return ju::Invalid("image.shape", absl::StrCat("expected (B, C, X, Y[, Z]), got ", ShapeString(image.shape)));

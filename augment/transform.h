@@ -110,7 +110,7 @@ struct SampleData {
   SampleLayout layout() const { return SampleLayout{channels, shape, seg_channels}; }
 };
 
-// Base of every per-sample parameter struct (e.g. GammaParams in augment/transforms/gamma.h).
+// Base of every per-sample parameter struct (e.g. GammaParams in augment/transforms/gamma/gamma.h).
 struct TransformParams {
   virtual ~TransformParams() = default;
 };

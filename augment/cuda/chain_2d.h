@@ -11,7 +11,7 @@
 //   pointwise / statistics / label stages (gaussian_noise: the voxel index is the same linear index;
 //   multiplicative_brightness, brightness_additive, contrast, gamma, mask_image, remove_label,
 //   convert_segmentation_to_regions): used as drawn.
-//   nnUNetTrainerDA5's local stages (cuda_stages_da5*.cc), each equal to the CPU's 2D result:
+//   nnUNetTrainerDA5's local stages (stages_da5*.cc), each equal to the CPU's 2D result:
 //   median_filter            as drawn: with d0 = 1 the k³ window holds each of the k² plane values k times, so its
 //                            rank ⌊k³/2⌋ is the plane's rank ⌊⌊k³/2⌋/k⌋ = ⌊k²/2⌋, the CPU's 2D median (the kernel
 //                            runs any d0 = 1 volume on its k×k planar path: bit-identical)

@@ -1,6 +1,6 @@
 // Host-side tests (no GPU needed) of the generic CUDA chain's spatial records (cuda/chain_spatial.h), its 2D-sample
 // parameter lifting (cuda/chain_2d.h) and the chain's coverage and output layouts for 2D samples and dummy-2D
-// (CudaChain::Create / OutputLayout answer without a device). The GPU cases are in cuda_chain_test.cc.
+// (CudaChain::Create / OutputLayout answer without a device). The GPU cases are in chain_test.cc.
 #include <array>
 #include <memory>
 #include <string>

@@ -4,7 +4,7 @@
 // samplers (DrawSampleParams) is what makes the CUDA path draw bit-identical parameters to the CPU engine. Only the
 // per-voxel noise field is generated on the device, from the same (seed, sample, transform, 1 + channel) key.
 //
-// Which transforms are covered and how their parameters map onto SampleParams: cuda_params.{h,cc}.
+// Which transforms are covered and how their parameters map onto SampleParams: fused_params.{h,cc}.
 #include "augment/cuda/engine.h"
 
 #include <cuda_runtime.h>

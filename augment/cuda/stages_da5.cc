@@ -1,5 +1,5 @@
 // nnUNetTrainerDA5's local transforms as CUDA chain stages (cuda/stage.h): median_filter, sharpening, rician_noise,
-// blank_rectangle here; brightness_gradient_additive and local_gamma in cuda_stages_da5_local.cc. Each Prepare
+// blank_rectangle here; brightness_gradient_additive and local_gamma in stages_da5_local.cc. Each Prepare
 // packs one small record per slice (sample, channel) — or per sample — from the CPU transform's own drawn params;
 // each Enqueue launches a few batch-wide kernels (augment/kernels/cuda/da5_kernels.h). 2D samples arrive as
 // (B, C, 1, X, Y) with their parameters lifted by cuda/chain_2d.h (which states why each result equals the CPU's).

@@ -1,4 +1,4 @@
-// GPU tests of the DA5 chain stages (cuda_stages_da5*.cc) against the CPU transforms: fresh random batches
+// GPU tests of the DA5 chain stages (stages_da5*.cc) against the CPU transforms: fresh random batches
 // (B = 1, 2, 8; 1 and 2 channels; odd sizes), parameters from the CPU transform's own Draw (every fourth sample
 // without params: it must stay untouched), the stage driven directly on device buffers through its ParamArena and
 // ChainWorkspace, twice per configuration (the second batch reuses arena and workspace). Skipped without a GPU.

@@ -41,7 +41,7 @@ struct ContrastSlice {  // x ← (x − mean)·factor + mean, clamped to the pri
   float factor = 1.f;
   int32_t on = 0, preserve_range = 1, pad = 0;
 };
-struct GammaSlice {  // augment/transforms/gamma.h
+struct GammaSlice {  // augment/transforms/gamma/gamma.h
   float gamma = 1.f;
   int32_t on = 0, invert = 0, retain = 0;
 };

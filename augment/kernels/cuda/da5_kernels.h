@@ -1,5 +1,5 @@
 // augment/kernels/cuda/da5_kernels.h — launchers of nnUNetTrainerDA5's local transforms on the chain scratch
-// (augment/cuda/stage.h; the stages in augment/cuda_stages_da5*.cc call them). One or a few launches per batch,
+// (augment/cuda/stage.h; the stages in augment/cuda/stages_da5*.cc call them). One or a few launches per batch,
 // per-slice / per-sample parameter arrays in device memory (the uploaded ParamArena); all enqueue on `stream` and
 // return the launch error (asynchronous faults surface at the next synchronisation).
 //
