@@ -1,4 +1,4 @@
-// MakeCudaStage (cuda/stage.h): the CUDA stages of the default and DA5 transforms that are not local filters.
+// MakeCudaStage (cuda/stage.h) and the stages of the default transforms still outside their own folder.
 // Each Prepare packs the CPU transform's drawn parameters (the same structs its Apply reads) into per-slice or
 // per-sample records of chain_kernels.h; each Enqueue is one launcher call. Samples whose entry was not applied
 // get "off" records (kernels skip them).

@@ -1,14 +1,14 @@
-// MakeMriCudaStage (cuda/stage.h): the MRI artefacts (augment/transforms/mri_*.h, TorchIO's definitions) as CUDA
-// chain stages. Prepare packs each sample's drawn parameters (the CPU transform's own helpers compute plane factors,
-// spike indices, motion affines and k-space segments, so both engines share the arithmetic of the parameters);
+// The MRI artefacts (augment/transforms/mri_*.h, TorchIO's definitions) as CUDA chain stages (cuda/stage.h; registered
+// in cuda/backends.cc). Prepare packs each sample's drawn parameters (the CPU transform's own helpers compute plane
+// factors, spike indices, motion affines and k-space segments, so both engines share the arithmetic of the parameters);
 // Enqueue runs batch-wide kernels (augment/kernels/cuda/mri_kernels.h) and, for the k-space artefacts, one batched
-// cuFFT C2C plan over all (sample, channel) slices: forward, modify, inverse, real part · 1/P for active samples.
-// The plan is cached per (shape, slices) — one plan per stage, rebuilt only when the batch geometry changes — and
-// spectra live in ChainWorkspace slots, so the steady state allocates nothing. Spectra are complex64 like TorchIO's
-// torch.fft on float32 (the CPU reference computes in complex128). Without cuFFT (AUGMENTD_HAVE_CUFFT unset) the
-// k-space artefacts answer UNIMPLEMENTED naming cuFFT; bias_field needs no FFT and is always available.
-// 2D samples run as (1, X, Y) (cuda/chain_2d.h): bias_field, ghosting and spike on parameters lifted to that layout;
-// motion in its planar mode (PlanarMotionParams: in-plane resampling affine, k-space segments along the unit axis).
+// cuFFT C2C plan over all (sample, channel) slices: forward, modify, inverse, real part · 1/P for active samples. The
+// plan is cached per (shape, slices) — one plan per stage, rebuilt only when the batch geometry changes — and spectra
+// live in ChainWorkspace slots, so the steady state allocates nothing. Spectra are complex64 like TorchIO's torch.fft
+// on float32 (the CPU reference computes in complex128). Without cuFFT (AUGMENTD_HAVE_CUFFT unset) the k-space
+// artefacts answer UNIMPLEMENTED naming cuFFT; bias_field needs no FFT and is always available. 2D samples run as
+// (1, X, Y) (cuda/chain_2d.h): bias_field, ghosting and spike on parameters lifted to that layout; motion in its planar
+// mode (PlanarMotionParams: in-plane resampling affine, k-space segments along the unit axis).
 #include <algorithm>
 #include <string>
 #include <vector>
