@@ -17,12 +17,12 @@ CudaStageOrError MakeMultiplicativeBrightnessStage(const Transform& t, size_t in
 CudaStageOrError MakeBrightnessAdditiveStage(const Transform& t, size_t index);  // transforms/brightness_additive/
 CudaStageOrError MakeContrastStage(const Transform& t, size_t index);  // transforms/contrast/
 CudaStageOrError MakeGammaStage(const Transform& t, size_t index);  // transforms/gamma/
-CudaStageOrError MakeGaussianBlurStage(const Transform& t, size_t index);
-CudaStageOrError MakeLowResStage(const Transform& t, size_t index);
+CudaStageOrError MakeGaussianBlurStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeLowResStage(const Transform& t, size_t index);  // transforms/<kind>/
 CudaStageOrError MakePermuteStage(const Transform& t, size_t index);
-CudaStageOrError MakeMaskImageStage(const Transform& t, size_t index);
-CudaStageOrError MakeRemoveLabelStage(const Transform& t, size_t index);
-CudaStageOrError MakeRegionsStage(const Transform& t, size_t index);
+CudaStageOrError MakeMaskImageStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeRemoveLabelStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeRegionsStage(const Transform& t, size_t index);  // transforms/<kind>/
 CudaStageOrError MakeMedianFilterStage(const Transform& t, size_t index);
 CudaStageOrError MakeSharpeningStage(const Transform& t, size_t index);
 CudaStageOrError MakeRicianNoiseStage(const Transform& t, size_t index);

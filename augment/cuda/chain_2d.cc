@@ -10,14 +10,14 @@
 #include "augment/status_macros.h"
 #include "augment/transforms/blank_rectangle.h"
 #include "augment/transforms/brightness_gradient_additive.h"
-#include "augment/transforms/gaussian_blur.h"
+#include "augment/transforms/gaussian_blur/gaussian_blur.h"
 #include "augment/transforms/local_gamma.h"
 #include "augment/transforms/mirror.h"
 #include "augment/transforms/mri_bias_field.h"
 #include "augment/transforms/mri_ghosting.h"
 #include "augment/transforms/mri_spike.h"
 #include "augment/transforms/rot90.h"
-#include "augment/transforms/simulate_low_resolution.h"
+#include "augment/transforms/simulate_low_resolution/simulate_low_resolution.h"
 #include "augment/transforms/transpose_axes.h"
 
 namespace augmentd {

@@ -29,7 +29,7 @@
 #include "augment/testing/image_compare.h"
 #include "augment/testing/random_volume.h"
 #include "augment/transforms/gamma/gamma.h"
-#include "augment/transforms/gaussian_blur.h"
+#include "augment/transforms/gaussian_blur/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise/gaussian_noise.h"
 #include "augment/transforms/spatial.h"
 #include "gtest/gtest.h"

@@ -3,6 +3,8 @@
 //   NamedStage     errors worded "transform <index> (<name>): ..."
 //   SliceStage<S>  one record S per image slice (b·C + c) with an `on` flag: Fill() writes sample b's records,
 //                  Launch() runs the kernel once per batch when any record is on.
+//   FlagStage      one "applied" flag per sample (deterministic label entries: mask_image, remove_label).
+//   NotCovered     the UNIMPLEMENTED wording for an option the GPU chain does not cover.
 // Internal to the CUDA engine. Thread-safety: as CudaStage (one augmenter, one stream).
 #pragma once
 
@@ -12,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -81,6 +84,42 @@ class SliceStage : public NamedStage {
  private:
   std::vector<Slice> host_;
   bool any_ = false;
+  size_t offset_ = 0;
+};
+
+// UNIMPLEMENTED "CUDA engine: transform <index> (<name>): <why> (run it on device "cpu")": an option a stage does not
+// cover.
+inline absl::Status NotCovered(const Transform& t, size_t index, std::string_view why) {
+  return absl::UnimplementedError(absl::StrCat("CUDA engine: transform ", index, " (", std::string(t.name()), "): ",
+                                               std::string(why), " (run it on device \"cpu\")"));
+}
+
+// Per-sample "applied" flags of a deterministic entry (mask_image, remove_label).
+class FlagStage : public NamedStage {
+ public:
+  absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
+                       ParamArena& arena) override {
+    on_.assign(static_cast<size_t>(t.batch), 0);
+    for (size_t b = 0; b < params.size(); ++b) on_[b] = params[b] != nullptr ? 1 : 0;
+    any_ = std::find(on_.begin(), on_.end(), 1) != on_.end();
+    offset_ = arena.AppendArray(on_);
+    return Check(t);
+  }
+  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace&, cudaStream_t stream) override {
+    if (!any_ || t.seg == nullptr || t.seg_channels == 0) return absl::OkStatus();
+    return CudaStatus(Launch(t, arena.device_as<int32_t>(offset_), stream), name_.c_str());
+  }
+
+ public:
+  using NamedStage::NamedStage;
+
+ protected:
+  virtual absl::Status Check(const ChainTensors& t) const = 0;
+  virtual cudaError_t Launch(ChainTensors& t, const int32_t* on, cudaStream_t stream) const = 0;
+  bool any_ = false;
+
+ private:
+  std::vector<int32_t> on_;
   size_t offset_ = 0;
 };
 

@@ -1,4 +1,4 @@
-// augment/transforms/mask_image.h — bgv2 `MaskImageTransform` (nnunet_masking.py): for every listed image
+// augment/transforms/mask_image/mask_image.h — bgv2 `MaskImageTransform` (nnunet_masking.py): for every listed image
 // channel, voxels where seg[channel_idx_in_seg] < 0 are set to `set_outside_to` (bgv2 ≥ 0.3.2: listed channels
 // only). Runs after spatial + mirroring, so it sees the resampled −1 border/outside-mask labels.
 //

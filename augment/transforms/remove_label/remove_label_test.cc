@@ -1,4 +1,4 @@
-#include "augment/transforms/remove_label.h"
+#include "augment/transforms/remove_label/remove_label.h"
 
 #include "augment/testing/test_util.h"
 #include "augment/transforms/deterministic.h"

@@ -1,4 +1,4 @@
-#include "augment/transforms/gaussian_blur.h"
+#include "augment/transforms/gaussian_blur/gaussian_blur.h"
 
 #include <cmath>
 

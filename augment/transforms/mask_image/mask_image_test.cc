@@ -1,4 +1,4 @@
-#include "augment/transforms/mask_image.h"
+#include "augment/transforms/mask_image/mask_image.h"
 
 #include "augment/testing/test_util.h"
 #include "augment/transforms/deterministic.h"

@@ -1,4 +1,4 @@
-#include "augment/transforms/remove_label.h"
+#include "augment/transforms/remove_label/remove_label.h"
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"

@@ -1,4 +1,4 @@
-#include "augment/transforms/convert_segmentation_to_regions.h"
+#include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"

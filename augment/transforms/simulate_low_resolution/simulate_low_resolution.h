@@ -1,4 +1,4 @@
-// augment/transforms/simulate_low_resolution.h — bgv2 `SimulateLowResolutionTransform`.
+// augment/transforms/simulate_low_resolution/simulate_low_resolution.h — bgv2 `SimulateLowResolutionTransform`.
 //
 // Per selected channel (p_per_channel, or the listed allowed_channels each with p_per_channel) a scale s per axis
 // (one for all axes with synchronize_axes; shared by channels with synchronize_channels); axes in ignore_axes get

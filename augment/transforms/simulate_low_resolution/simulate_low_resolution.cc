@@ -1,4 +1,4 @@
-#include "augment/transforms/simulate_low_resolution.h"
+#include "augment/transforms/simulate_low_resolution/simulate_low_resolution.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "augment/transforms/convert_segmentation_to_regions.h"
+#include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 
 #include "augment/testing/test_util.h"
 #include "augment/transforms/deterministic.h"
