@@ -1,6 +1,7 @@
-// augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h — bgv2 `ConvertSegmentationToRegionsTransform`:
-// output channel k = isin(seg[channel_in_seg], regions[k]) as bool (nnU-Net appends the ignore label as the
-// last region). After it the sample's segmentation is boolean (SampleData::seg_is_bool).
+// augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h — bgv2
+// `ConvertSegmentationToRegionsTransform`: output channel k = isin(seg[channel_in_seg], regions[k]) as bool (nnU-Net
+// appends the ignore label as the last region). After it the sample's segmentation is boolean
+// (SampleData::seg_is_bool).
 //
 //   auto t = ConvertSegmentationToRegionsTransform::Create({{{1, 2, 3}, {2, 3}, {3}}, 0});
 #pragma once

@@ -1,4 +1,5 @@
-// augment/transforms/gaussian_blur/gaussian_blur.h — bgv2 `GaussianBlurTransform`: separable Gaussian blur, reflect padding.
+// augment/transforms/gaussian_blur/gaussian_blur.h — bgv2 `GaussianBlurTransform`: separable Gaussian blur, reflect
+// padding.
 //
 // Channels with p_per_channel; σ per selected channel and axis (nnU-Net: U(0.5, 1) each, independent), or shared
 // per axis (synchronize_channels) / across axes (synchronize_axes). Axes are blurred 0, 1, 2 in turn with a

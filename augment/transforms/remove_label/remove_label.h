@@ -1,5 +1,5 @@
-// augment/transforms/remove_label/remove_label.h — bgv2 `RemoveLabelTansform`: seg == label_value → set_to in the listed seg
-// channels (all when segmentation_channels is None). nnU-Net: (−1 → 0).
+// augment/transforms/remove_label/remove_label.h — bgv2 `RemoveLabelTansform`: seg == label_value → set_to in the
+// listed seg channels (all when segmentation_channels is None). nnU-Net: (−1 → 0).
 //
 //   auto t = RemoveLabelTransform::Create({/*label_value=*/-1, /*set_to=*/0, std::nullopt});
 #pragma once
