@@ -5,7 +5,10 @@
 # that drift hits both alike:
 #   bench/cuda_pipeline_bench --only all-on:2:1:0   the fused kernels, all on, B=2, C=1, 128³ (median ms, eager/graph)
 #   bench/cuda_chain_bench                           nnunet_da5 through the generic chain (per batch, per transform)
-# and prints old/new per figure (the issue's bar: all-on B=2 within ±3 %).
+# and prints old/new per figure (the issue's bar: all-on B=2 within ±3 %); then, new build only,
+#   bench/cuda_chain_bench --default                 nnunet_default through the fused kernels and through the generic
+#                                                    chain, interleaved (retire the fused intensity path only if the
+#                                                    chain is within 0.05 ms per batch, B=2, 128³)
 # The old sources come from `git archive $BASE` when the tree has its .git, else from OLD_SRC (a checkout of main).
 # Knobs: BASE (797507b), OLD_SRC, BUILD_TIMEOUT (420 s per build), GPU_TESTS (ctest -R regex, default all -L gpu),
 # SKIP_CTEST=1, ROUNDS (2), CHAIN_ITERS (20). Output: $OUT/summary.md (+ logs.tar.gz).
@@ -57,6 +60,9 @@ fi
       timeout 150 /tmp/build-$side/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-20}" --json "$OUT/chain-$side-$r.jsonl" 2>&1 | tail -20
     done
   done
+  echo; echo "## new only — cuda_chain_bench --default (fused kernels vs generic chain, same pipeline, interleaved)"
+  timeout 150 /tmp/build-new/bench/cuda_chain_bench --default --iters "${CHAIN_ITERS:-20}" \
+    --json "$OUT/default-new.jsonl" 2>&1 | tail -12
 } >"$OUT/summary.md" 2>&1
 say "benchmarks done"
 python3 - "$OUT" <<'PY' | tee -a "$OUT/summary.md"
@@ -79,6 +85,16 @@ for bench, pat, key in (("pipeline", "pipe-{}-*.jsonl", "mode"), ("chain", "chai
     for k in sorted(set(old) & set(new)):
         o, n = statistics.median(old[k]), statistics.median(new[k])
         print(f"| {bench} | {k[0]} | {k[1]} | {o:.4f} | {n:.4f} | {n / o if o else float('nan'):.3f} |")
+rows = {}
+for line in open(f"{out}/default-new.jsonl") if __import__("os").path.exists(f"{out}/default-new.jsonl") else []:
+    j = json.loads(line)
+    rows.setdefault(j["row"], []).append(j["median_ms"])
+print("\n## fused vs chain (new build; median of the interleaved rounds)\n\n| pipeline | fused ms | chain ms | chain − fused |\n|---|---:|---:|---:|")
+for p in ("default-all-on", "default"):
+    f, c = rows.get(p + " fused"), rows.get(p + " chain")
+    if f and c:
+        fm, cm = statistics.median(f), statistics.median(c)
+        print(f"| {p} | {fm:.4f} | {cm:.4f} | {cm - fm:+.4f} |")
 PY
 echo "== summary: ctest -L gpu (new) $CT_RC; tables in $OUT/summary.md"
 (cd "$OUT" && tar czf logs.tar.gz ./*.log && rm -f ./*.log)
