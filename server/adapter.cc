@@ -135,7 +135,12 @@ std::vector<v1::Preset> EnginePresets() {
 
 std::vector<std::string> EngineTransformNames() { return RegisteredTransformNames(); }
 
-std::vector<std::string> EngineCudaTransformNames() { return {}; }
+std::vector<std::string> EngineCudaTransformNames() {
+  std::vector<std::string> names;
+  for (const TransformEntry& e : RegisteredTransforms())
+    if (HasCudaImplementation(e.kind)) names.emplace_back(e.name);
+  return names;
+}
 
 std::vector<v1::TransformSupport> TransformSupportList(const std::vector<std::string>& cpu_names,
                                                        const std::vector<std::string>& cuda_names) {

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "augment/cuda/engine.h"
+#include "augment/registry.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {
@@ -70,6 +72,29 @@ TEST(AdapterTest, EveryEngineTransformIsAKindOfTheContract) {
   int cpu = 0;
   for (const v1::TransformSupport& t : TransformSupportList(names, EngineCudaTransformNames())) cpu += t.cpu();
   EXPECT_EQ(cpu, static_cast<int>(names.size()));
+}
+
+// GetServerInfo's backends come from the registry: no registered CUDA backend may be reported missing (the list was
+// empty before, so every transform said cuda=false).
+TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
+  const std::vector<std::string> cuda_names = EngineCudaTransformNames();
+  int cuda = 0;
+  for (const v1::TransformSupport& t : TransformSupportList(EngineTransformNames(), cuda_names)) {
+    auto kind = ParseTransformKind(t.name());
+    ASSERT_TRUE(kind.ok()) << t.name();
+    EXPECT_EQ(t.cuda(), HasCudaImplementation(*kind)) << t.name();
+    cuda += t.cuda();
+  }
+  EXPECT_EQ(cuda, static_cast<int>(cuda_names.size()));
+  if (CudaEngineBuilt()) {
+    // Every kind has a CUDA stage in CUDA builds; only the k-space MRI stages depend on cuFFT.
+    for (const char* name : {"spatial", "gaussian_noise", "gamma", "mirror", "downsample_seg_for_ds", "median_filter",
+                             "bias_field", "histogram_equalization"})
+      EXPECT_NE(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
+    EXPECT_GE(cuda, kNumTransformKinds - 3);
+  } else {
+    EXPECT_EQ(cuda, 0);
+  }
 }
 
 v1::TrainerConfig Default3dFullres() {

@@ -9,20 +9,14 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "augment/cuda/status.h"
 #include "augment/status_macros.h"
 #include "server/adapter.h"
 
 namespace augmentd {
 namespace {
 
-absl::Status Cuda(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return absl::OkStatus();
-  cudaGetLastError();
-  if (e == cudaErrorMemoryAllocation) return absl::ResourceExhaustedError(absl::StrCat("CUDA out of memory (", what, ")"));
-  return absl::InternalError(absl::StrCat("CUDA error in ", what, ": ", cudaGetErrorName(e), " (",
-                                          cudaGetErrorString(e), ")"));
-}
-#define SLOTS_CUDA_OK(expr) RETURN_IF_ERROR(Cuda((expr), #expr))
+#define SLOTS_CUDA_OK(expr) RETURN_IF_ERROR(CudaStatus((expr), #expr))
 
 uint64_t Align256(uint64_t n) { return (n + 255) & ~uint64_t{255}; }
 
@@ -71,7 +65,8 @@ void Grow(void** ptr, uint64_t* cap, uint64_t need, bool pinned, absl::Status* s
   if (*ptr != nullptr) pinned ? cudaFreeHost(*ptr) : cudaFree(*ptr);
   *ptr = nullptr;
   *cap = 0;
-  *st = pinned ? Cuda(cudaMallocHost(ptr, need), "cudaMallocHost") : Cuda(cudaMalloc(ptr, need), "cudaMalloc");
+  *st = pinned ? CudaStatus(cudaMallocHost(ptr, need), "cudaMallocHost")
+               : CudaStatus(cudaMalloc(ptr, need), "cudaMalloc");
   if (st->ok()) *cap = need;
 }
 
@@ -115,7 +110,7 @@ absl::StatusOr<std::unique_ptr<SlotBuffer>> CreateCudaIpcSlot(int device, const 
   void* ptr = nullptr;
   SLOTS_CUDA_OK(cudaMalloc(&ptr, bytes));
   cudaEvent_t event = nullptr;
-  if (absl::Status s = Cuda(cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming),
+  if (absl::Status s = CudaStatus(cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming),
                             "cudaEventCreateWithFlags");
       !s.ok()) {
     cudaFree(ptr);

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "augment/cuda_engine.h"
+#include "augment/cuda/engine.h"
 #include "augment/dataset/batch_loader.h"
 #include "augment/engine.h"
 #include "augmentd/v1/batch.pb.h"
