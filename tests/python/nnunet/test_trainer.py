@@ -161,9 +161,16 @@ def test_region_targets_match_nnunet_loader(nnunet_env, augmentd_bin, monkeypatc
 
 
 class CustomTransformsTrainer(nnUNetTrainerAugmentd):
+    """A pipeline with a bgv2 transform augmentd has no entry for: refused, naming the class and where it sits."""
+
     @staticmethod
-    def get_training_transforms(*args, **kwargs):  # pragma: no cover - never called
-        raise AssertionError
+    def get_training_transforms(*args, **kwargs):
+        from batchgeneratorsv2.transforms.intensity.inversion import InvertImageTransform
+        from batchgeneratorsv2.transforms.utils.compose import ComposeTransforms
+        from batchgeneratorsv2.transforms.utils.random import RandomTransform
+
+        ours = nnUNetTrainer.get_training_transforms(*args, **kwargs)
+        return ComposeTransforms(ours.transforms + [RandomTransform(InvertImageTransform(0.5), 0.1)])
 
 
 class CallableRotationTrainer(nnUNetTrainerAugmentd):
@@ -172,7 +179,9 @@ class CallableRotationTrainer(nnUNetTrainerAugmentd):
         return (lambda: 0.1), dummy, initial, mirror
 
 
-@pytest.mark.parametrize("cls, message", [(CustomTransformsTrainer, "overrides get_training_transforms"),
+@pytest.mark.parametrize("cls, message", [(CustomTransformsTrainer, r"CustomTransformsTrainer.get_training_transforms: "
+                                                                  r"\[\d+\] RandomTransform\(p=0.1\) > "
+                                                                  r"InvertImageTransform .*no augmentd transform"),
                                           (CallableRotationTrainer, "rotation_for_DA")])
 def test_inexpressible_settings_fail_loudly(nnunet_env, cls, message):
     trainer = make_trainer(cls, nnunet_env["preprocessed"])

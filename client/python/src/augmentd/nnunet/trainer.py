@@ -53,6 +53,7 @@ from augmentd.v1 import pipeline_pb2, server_info_pb2
 from .config import LoaderSettings, UnsupportedTrainerSetting, delivery_candidates, is_local_address, \
     local_server_args, settings_from_trainer, training_config, validation_config
 from .loader import AugmentdLoader
+from .translate import TrainerTranslation, translate_trainer
 
 
 def _env_int(name: str, default: int) -> int:
@@ -88,7 +89,9 @@ def _hint(err: AugmentdError, dataset_folder: str) -> str:
 class nnUNetTrainerAugmentd(nnUNetTrainer):
     """nnUNetTrainer whose training and validation batches come from augmentd (see the module docstring)."""
 
-    augmentd_preset = pipeline_pb2.PRESET_NNUNET_DEFAULT  # the training session's pipeline
+    # Informational: the preset of the fast path when this class's own pipeline is nnUNetTrainer's. What a session
+    # runs is decided by translating the trainer's get_training_transforms (translate.translate_trainer).
+    augmentd_preset = pipeline_pb2.PRESET_NNUNET_DEFAULT
 
     def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
                  device: torch.device = torch.device("cuda")):
@@ -101,13 +104,19 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
     # -- data loaders -------------------------------------------------------------------------------------------
     def get_dataloaders(self):
         settings = settings_from_trainer(self)
+        translation = translate_trainer(self)  # refuses (naming class and attribute) before anything starts
+        for label, pipe, preset in (("train", translation.train, translation.train_preset),
+                                    ("val", translation.val, translation.val_preset)):
+            how = f"preset {pipeline_pb2.Preset.Name(preset)}" if preset else "explicit list"
+            self.print_to_log_file(f"augmentd: {label} pipeline of {translation.trainer_class} translated: "
+                                   f"{len(pipe.entries)} entries ({', '.join(e.kind for e in pipe.entries)}); {how}")
         try:
-            return self._open_loaders(settings)
+            return self._open_loaders(settings, translation)
         except BaseException:
             self._augmentd_close()
             raise
 
-    def _open_loaders(self, s: LoaderSettings):
+    def _open_loaders(self, s: LoaderSettings, translation: TrainerTranslation):
         device = os.environ.get("AUGMENTD_DEVICE") or _device_spec(self.device)
         delivery = os.environ.get("AUGMENTD_DELIVERY", "auto")
         address = os.environ.get("AUGMENTD_ADDRESS") or None
@@ -133,10 +142,14 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         ds = s.deep_supervision_scales is not None
         local = self._augmentd_server is not None or is_local_address(address)
         candidates = delivery_candidates(delivery, device, local)
+        # The fast path: a preset where the translation equals its expansion; else the explicit translated list.
+        tr = translation
+        train_extra = {"preset": tr.train_preset} if tr.train_preset else {"transforms": tr.train.protos()}
+        val_extra = {} if tr.val_preset else {"transforms": tr.val.protos()}
         for make_config, extra, seed, first, expected, n_credits, label in (
-                (training_config, {"preset": self.augmentd_preset}, base + 2 * self.local_rank, start,
+                (training_config, train_extra, base + 2 * self.local_rank, start,
                  s.initial_patch_size, credits, "train"),
-                (validation_config, {}, base + 2 * self.local_rank + 1, val_start, s.patch_size,
+                (validation_config, val_extra, base + 2 * self.local_rank + 1, val_start, s.patch_size,
                  max(1, credits // 2), "val")):
             config, session = self._open_session(
                 lambda d, p: make_config(s, seed, d, device, f"{tag} {label}", p, **extra), candidates, first,
@@ -263,5 +276,6 @@ if nnUNetTrainerDA5 is not None:
         augmentd_preset = pipeline_pb2.PRESET_NNUNET_DA5
         configure_rotation_dummyDA_mirroring_and_inital_patch_size = \
             nnUNetTrainerDA5.configure_rotation_dummyDA_mirroring_and_inital_patch_size
+        get_training_transforms = staticmethod(nnUNetTrainerDA5.get_training_transforms)
 
     __all__.append("nnUNetTrainerAugmentdDA5")

@@ -385,7 +385,7 @@ class _Walker:
             if name == "TimedComposeTransforms":
                 self.folded.append(f"{label} (timing only: run as ComposeTransforms)")
             for i, child in enumerate(t.transforms):
-                self.walk(child, f"{label}[{i}] > " if path else "")
+                self.walk(child, f"{label}[{i}] > " if path else f"[{i}] ")
             return
         if name == "RandomTransform":
             self.walk(t.transform, f"{label}(p={_fmt(float(t.apply_probability))}) > ",
