@@ -114,8 +114,10 @@ class CheckResult:
 
 
 def check_trainer(name: str, dataset: Optional[str] = None, configuration: str = "3d_fullres",
-                  plans_identifier: str = "nnUNetPlans", fold: int = 0, cls=None) -> CheckResult:
-    """Whether augmentd serves trainer ``name`` (or ``cls``) on this configuration, and its translation."""
+                  plans_identifier: str = "nnUNetPlans", fold: int = 0, cls=None, plans: Optional[dict] = None,
+                  dataset_json: Optional[dict] = None) -> CheckResult:
+    """Whether augmentd serves trainer ``name`` (or ``cls``) on this configuration, and its translation.
+    ``plans`` / ``dataset_json`` given: used instead of a dataset's (tests)."""
     import torch
 
     from .dynamic import SUFFIX, NotServable, augmentd_trainer, find_trainer_class
@@ -129,7 +131,9 @@ def check_trainer(name: str, dataset: Optional[str] = None, configuration: str =
         served = augmentd_trainer(cls)
     except NotServable as err:
         return CheckResult(name, False, str(err))
-    if dataset is None:
+    if plans is not None:
+        dataset_json = dataset_json or example_plans()[1]
+    elif dataset is None:
         if plans_identifier != "nnUNetPlans":
             raise ValueError(f"-p {plans_identifier}: give the dataset (-d) whose plans these are")
         plans, dataset_json = example_plans()

@@ -209,10 +209,11 @@ def _spatial(t, where: str, ndim: int) -> dict:
             raise Untranslatable(f"{where}.{attr}={getattr(t, attr)!r}: augmentd supports {sorted(allowed)}")
     if t.align_corners:
         raise Untranslatable(f"{where}.align_corners=True: augmentd resamples with align_corners=False only")
+    border = [_number(v, where + ".patch_center_dist_from_border") for v in t.patch_center_dist_from_border]
     return {
         "patch_size": _ints(t.patch_size, where + ".patch_size"),
-        "patch_center_dist_from_border": [_number(v, where + ".patch_center_dist_from_border")
-                                          for v in t.patch_center_dist_from_border],
+        # bgv2 expands one value to every axis; the contract takes one value (all axes) or one per axis
+        "patch_center_dist_from_border": border[:1] if len(set(border)) == 1 else border,
         "random_crop": _bool(t.random_crop, where + ".random_crop"),
         "p_elastic_deform": _number(t.p_elastic_deform, where + ".p_elastic_deform"),
         "elastic_deform_scale": _scalar(t.elastic_deform_scale, where + ".elastic_deform_scale"),
@@ -464,6 +465,7 @@ class TrainerTranslation:
     patch_size: List[int]           # the validation loader's crop and the final patch
     train_preset: int               # PRESET_* whose expansion is this training pipeline, or PRESET_UNSPECIFIED
     val_preset: int
+    train_call: Tuple[tuple, dict] = ((), {})  # the (args, kwargs) get_training_transforms was called with
 
 
 def trainer_call_arguments(trainer) -> Tuple[tuple, dict, tuple, dict, list]:
@@ -521,7 +523,7 @@ def translate_trainer(trainer) -> TrainerTranslation:
     if train_preset == pipeline_pb2.PRESET_UNSPECIFIED and _same(train, val_ref) and initial == patch:
         train_preset = pipeline_pb2.PRESET_NNUNET_VALIDATION  # e.g. nnUNetTrainerNoDA: crops, no augmentation
     val_preset = pipeline_pb2.PRESET_NNUNET_VALIDATION if _same(val, val_ref) else pipeline_pb2.PRESET_UNSPECIFIED
-    return TrainerTranslation(cls, train, val, initial, patch, train_preset, val_preset)
+    return TrainerTranslation(cls, train, val, initial, patch, train_preset, val_preset, (tr_args, tr_kwargs))
 
 
 def _preset_initial_patch_size(tr_args, scale_range) -> List[int]:
