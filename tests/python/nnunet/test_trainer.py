@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from nnunet_helpers import batch_stats, make_trainer, take
+from nnunet_helpers import assert_stats_match, batch_stats, loader_stats, make_trainer, take
 
 nnunetv2 = pytest.importorskip("nnunetv2")
 from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer  # noqa: E402
@@ -91,48 +91,14 @@ def test_training_batches_loss_and_cleanup(nnunet_env, augmentd_bin, monkeypatch
     assert (trainer.output_folder and (nnunet_env["results"]).exists())
 
 
-def _loader_stats(trainer_cls, preprocessed, n_train: int, n_val: int):
-    np.random.seed(0)  # nnU-Net's loader and bgv2 draw from numpy / torch global state: make the run repeatable
-    torch.manual_seed(0)
-    # A patch much smaller than the images (the planned one covers nearly all of them), so that random crops
-    # often miss the foreground and the oversampling rule shows in the statistics.
-    trainer = make_trainer(trainer_cls, preprocessed, patch_size=(16, 16, 16))
-    trainer.initialize()
-    train, val = trainer.get_dataloaders()
-    try:
-        return batch_stats(take(train, n_train)), batch_stats(take(val, n_val))
-    finally:
-        if isinstance(trainer, nnUNetTrainerAugmentd):
-            trainer._augmentd_close()
-        else:
-            for loader in (train, val):
-                getattr(loader, "_finish", lambda: None)()
-
-
 def test_batches_match_nnunet_loader_statistics(nnunet_env, augmentd_bin, monkeypatch):
     monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
     monkeypatch.setenv("AUGMENTD_SEED", "1234")
     monkeypatch.setenv("nnUNet_n_proc_DA", "0")  # nnU-Net's own loader in this process (2-core CI machines)
     n_train, n_val = 48, 32
-    ours_tr, ours_val = _loader_stats(nnUNetTrainerAugmentd, nnunet_env["preprocessed"], n_train, n_val)
-    ref_tr, ref_val = _loader_stats(nnUNetTrainer, nnunet_env["preprocessed"], n_train, n_val)
-    for ours, ref, what in ((ours_tr, ref_tr, "train"), (ours_val, ref_val, "val")):
-        assert ours["data_shape"] == ref["data_shape"], what
-        assert ours["target_shapes"] == ref["target_shapes"], what
-        assert ours["data_dtype"] == ref["data_dtype"] == torch.float32, what
-        assert ours["target_dtypes"] == ref["target_dtypes"], what
-        assert ours["labels"] == ref["labels"], (what, ours["labels"], ref["labels"])
-        # oversampling: with batch 2 and 0.33 the last slot is forced to contain foreground, the first is random
-        assert ref["has_fg"][-1] >= 0.9 and ours["has_fg"][-1] >= 0.9, (what, ours["has_fg"], ref["has_fg"])
-        assert ref["has_fg"][0] < 0.9 and ours["has_fg"][0] < 0.9, (what, ours["has_fg"], ref["has_fg"])
-        n = n_train if what == "train" else n_val
-        p = (ours["has_fg"] + ref["has_fg"]) / 2  # 4 standard deviations of a difference of two binomials
-        tolerance = 4 * np.sqrt(2 * p * (1 - p) / n) + 0.05
-        assert np.all(np.abs(ours["has_fg"] - ref["has_fg"]) <= tolerance), (what, ours["has_fg"], ref["has_fg"])
-        ratio = ours["fg_frac"] / np.maximum(ref["fg_frac"], 1e-6)
-        assert np.all((ratio > 0.5) & (ratio < 2.0)), (what, ours["fg_frac"], ref["fg_frac"])
-        assert abs(ours["mean"] - ref["mean"]) < 0.25, (what, ours["mean"], ref["mean"])
-        assert 0.75 < ours["std"] / ref["std"] < 1.33, (what, ours["std"], ref["std"])
+    ours = loader_stats(nnUNetTrainerAugmentd, nnunet_env["preprocessed"], n_train, n_val)
+    ref = loader_stats(nnUNetTrainer, nnunet_env["preprocessed"], n_train, n_val)
+    assert_stats_match(ours, ref, n_train, n_val)
 
 
 def test_region_targets_match_nnunet_loader(nnunet_env, augmentd_bin, monkeypatch):
