@@ -5,9 +5,11 @@ configuration (patch size, initial patch size, rotation, dummy-2D, mirror axes, 
 size and oversampling — per DDP rank —, input channels, use_mask_for_norm, regions, ignore label, the fold's
 train/val cases from splits_final.json) and opens two dataset-mode sessions on an augmentd server:
 
-* train: preset ``nnunet_default`` (nnUNetTrainer.get_training_transforms; ``nnunet_da5`` for
-  ``nnUNetTrainerAugmentdDA5``, nnUNetTrainerDA5's) on enlarged ``initial_patch_size`` crops;
-* val: preset ``nnunet_validation`` (get_validation_transforms) on unaugmented ``patch_size`` crops.
+* train: the class's own ``get_training_transforms``, translated (translate.py; sent as preset ``nnunet_default`` /
+  ``nnunet_da5`` where the translation equals it, else as the explicit list) on enlarged ``initial_patch_size`` crops;
+* val: its ``get_validation_transforms`` likewise (preset ``nnunet_validation``) on unaugmented ``patch_size`` crops.
+
+Any other trainer class gets these loaders through ``dynamic.augmentd_trainer`` (``-tr <Trainer>__augmentd``).
 
 Batches arrive as nnU-Net's loaders deliver them: ``{'data': float32 (B, C, *patch), 'target': [one tensor per
 deep-supervision scale], 'keys': [...]}``. Sessions are closed at the end of training (``on_train_end``) and when
