@@ -200,7 +200,9 @@ def _spatial(t, where: str, ndim: int) -> dict:
             "p_rot_per_axis", "p_scaling", "scaling", "p_synchronize_scaling_across_axes", "bg_style_seg_sampling",
             "mode_seg", "border_mode_seg", "center_deformation", "mode_image", "padding_mode_image",
             "padding_value_seg", "padding_value_image", "align_corners")
-    _attrs(t, keys, where)
+    # batchgeneratorsv2 0.3.6 adds seg_tiebreak (segmentation resampling ties): carried where the contract has it
+    tiebreak_field = "seg_tiebreak" in pipeline_pb2.SpatialParams.DESCRIPTOR.fields_by_name
+    _attrs(t, keys + (("seg_tiebreak",) if tiebreak_field else ()), where)
     modes = {"bilinear", "nearest"}
     borders = {"zeros", "constant", "border", "reflection"}
     for attr, allowed in (("mode_seg", modes), ("mode_image", modes), ("border_mode_seg", borders),
@@ -236,6 +238,7 @@ def _spatial(t, where: str, ndim: int) -> dict:
         "padding_value_seg": _number(t.padding_value_seg, where + ".padding_value_seg"),
         "padding_value_image": _number(t.padding_value_image, where + ".padding_value_image"),
         "align_corners": False,
+        **({"seg_tiebreak": str(t.seg_tiebreak)} if tiebreak_field and hasattr(t, "seg_tiebreak") else {}),
     }
 
 
@@ -589,7 +592,8 @@ def _params_proto(kind: str, c: dict, ndim: int):
             border_mode_seg=_BORDERS[c["border_mode_seg"]], center_deformation=c["center_deformation"],
             mode_image=_MODES[c["mode_image"]], padding_mode_image=_BORDERS[c["padding_mode_image"]],
             padding_value_seg=c["padding_value_seg"], padding_value_image=c["padding_value_image"],
-            align_corners=c["align_corners"], dummy_2d=c.get("dummy_2d", False))
+            align_corners=c["align_corners"], dummy_2d=c.get("dummy_2d", False),
+            **({"seg_tiebreak": c["seg_tiebreak"]} if "seg_tiebreak" in c else {}))
     if kind == "gaussian_noise":
         return P.GaussianNoiseParams(noise_variance=scalar_proto(c["noise_variance"]),
                                      p_per_channel=c["p_per_channel"], synchronize_channels=c["synchronize_channels"])
