@@ -157,6 +157,32 @@ def test_inexpressible_settings_fail_loudly(nnunet_env, cls, message):
     assert trainer._augmentd_server is None  # nothing was started
 
 
+class EngineRefusedTrainer(nnUNetTrainerAugmentd):
+    """A parameter bgv2 would take but augmentd's engine refuses (p_per_channel > 1): the server's error names it
+    and the trainer adds the bgv2 object it was translated from."""
+
+    @staticmethod
+    def get_training_transforms(*args, **kwargs):
+        from batchgeneratorsv2.transforms.intensity.gaussian_noise import GaussianNoiseTransform
+        from batchgeneratorsv2.transforms.utils.compose import ComposeTransforms
+        from batchgeneratorsv2.transforms.utils.random import RandomTransform
+
+        ours = nnUNetTrainer.get_training_transforms(*args, **kwargs)
+        bad = RandomTransform(GaussianNoiseTransform((0, 0.1), p_per_channel=3.0), apply_probability=0.1)
+        return ComposeTransforms([ours.transforms[0], bad] + ours.transforms[1:])
+
+
+def test_engine_refusal_names_the_bgv2_source(nnunet_env, augmentd_bin, monkeypatch):
+    monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
+    trainer = make_trainer(EngineRefusedTrainer, nnunet_env["preprocessed"])
+    trainer.initialize()
+    with pytest.raises(AugmentdError, match=r"INVALID_ARGUMENT: .*pipeline\.transforms\[1\].*p_per_channel.*"
+                                            r"\(= \[1\] RandomTransform\(p=0\.1\) > GaussianNoiseTransform of "
+                                            r"EngineRefusedTrainer\.get_training_transforms\)"):
+        trainer.get_dataloaders()
+    assert trainer._augmentd_server is None  # the local server was stopped again
+
+
 def test_unreachable_server_without_local_fallback_fails(nnunet_env, monkeypatch, tmp_path):
     monkeypatch.setenv("AUGMENTD_ADDRESS", f"unix://{tmp_path}/nobody.sock")
     monkeypatch.setenv("AUGMENTD_LOCAL_SERVER", "never")

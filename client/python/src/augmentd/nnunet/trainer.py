@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 
 import torch
 from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer
@@ -86,6 +87,15 @@ def _hint(err: AugmentdError, dataset_folder: str) -> str:
     if name == "NOT_FOUND":
         return f" — {dataset_folder} must exist at the same path on the server's machine"
     return ""
+
+
+def _source_hint(details: str, pipe, translation, label: str) -> str:
+    """" (= <bgv2 source> of <Trainer>.get_training_transforms)" for a refused ``pipeline.transforms[i]``."""
+    m = re.search(r"pipeline\.transforms\[(\d+)\]", details)
+    if not m or int(m.group(1)) >= len(pipe.entries):
+        return ""
+    fn = "get_training_transforms" if label == "train" else "get_validation_transforms"
+    return f" (= {pipe.entries[int(m.group(1))].source} of {translation.trainer_class}.{fn})"
 
 
 class nnUNetTrainerAugmentd(nnUNetTrainer):
@@ -153,9 +163,14 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
                  s.initial_patch_size, credits, "train"),
                 (validation_config, val_extra, base + 2 * self.local_rank + 1, val_start, s.patch_size,
                  max(1, credits // 2), "val")):
-            config, session = self._open_session(
-                lambda d, p: make_config(s, seed, d, device, f"{tag} {label}", p, **extra), candidates, first,
-                s.dataset_folder, prefetch)
+            try:
+                config, session = self._open_session(
+                    lambda d, p: make_config(s, seed, d, device, f"{tag} {label}", p, **extra), candidates, first,
+                    s.dataset_folder, prefetch)
+            except AugmentdError as err:  # an explicit entry the server refuses: name the bgv2 object it came from
+                pipe = tr.train if label == "train" else tr.val
+                raise AugmentdError(err.code, err.details + _source_hint(err.details, pipe, tr, label),
+                                    err.rpc) from None
             loader = AugmentdLoader(self._augmentd_client, session, ds, credits=n_credits, pin_memory=pin,
                                     name=config.name)
             self._augmentd_loaders.append(loader)
