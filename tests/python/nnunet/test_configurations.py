@@ -5,8 +5,8 @@
   iterations), served as ``<Trainer>__augmentd``, on plans ``augmentdTestPlans`` (-p: a plans identifier of its own
   with 2d and 3d_lowres configurations and a narrow network, preprocessed by nnUNetv2_preprocess): training, final
   validation, checkpoints that name the class itself (so inference is its own);
-* ResEnc plans (nnUNetPlannerResEnc{M,XL} → nnUNetResEncUNet{M,XL}Plans): the check command translates the
-  trainers' pipelines for them.
+* ResEnc plans: a real 3d_fullres training on nnUNetPlannerResEncM's plans (ResidualEncoderUNet, narrowed);
+  nnUNetResEncUNet{M,XL}Plans: the check command translates the trainers' pipelines for them.
 """
 from __future__ import annotations
 
@@ -76,14 +76,39 @@ def test_plans(nnunet_env, tmp_path_factory):
     return {"env": env, "preprocessed": pre}
 
 
-@pytest.mark.parametrize("configuration", ["2d", "3d_lowres"])
-def test_real_training_of_a_configuration_through_augmentd(nnunet_env, augmentd_bin, test_plans, configuration):
+def _resenc_plans(nnunet_env, env) -> str:
+    """``augmentdResEncPlans``: nnUNetPlannerResEncM's plans (ResidualEncoderUNet) with a narrow network (features
+    ≤ 16, one block per stage). Same data identifier as nnUNetPlans: the 3d_fullres data is reused."""
+    pre = Path(nnunet_env["preprocessed"])
+    if not (pre / "nnUNetResEncUNetMPlans.json").is_file():
+        exe = Path(sys.executable).parent / "nnUNetv2_plan_experiment"
+        out = subprocess.run([str(exe), "-d", str(nnunet_env["dataset_id"]), "-pl", "nnUNetPlannerResEncM"],
+                             env={k: v for k, v in env.items() if k != "nnUNet_n_proc_DA"}, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    plans = json.loads((pre / "nnUNetResEncUNetMPlans.json").read_text())
+    plans["plans_name"] = "augmentdResEncPlans"
+    plans["configurations"] = {"3d_fullres": plans["configurations"]["3d_fullres"]}
+    arch = plans["configurations"]["3d_fullres"]["architecture"]
+    assert arch["network_class_name"].endswith("ResidualEncoderUNet")
+    n = arch["arch_kwargs"]["n_stages"]
+    arch["arch_kwargs"].update(features_per_stage=[min(16, 4 * 2 ** i) for i in range(n)], n_blocks_per_stage=[1] * n,
+                               n_conv_per_stage_decoder=[1] * (n - 1))
+    (pre / "augmentdResEncPlans.json").write_text(json.dumps(plans, indent=1))
+    return "augmentdResEncPlans"
+
+
+@pytest.mark.parametrize("configuration, plans", [("2d", PLANS), ("3d_lowres", PLANS), ("3d_fullres", "resenc")])
+def test_real_training_of_a_configuration_through_augmentd(nnunet_env, augmentd_bin, test_plans, configuration,
+                                                           plans):
     env = dict(test_plans["env"], AUGMENTD_BIN=augmentd_bin)
+    if plans == "resenc":
+        plans = _resenc_plans(nnunet_env, env)
     cmd = [sys.executable, "-m", "augmentd.nnunet.train", str(nnunet_env["dataset_id"]), configuration, "0", "-tr",
-           TRAINER, "-p", PLANS, "-device", "cpu"]
+           TRAINER, "-p", plans, "-device", "cpu"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
-    folder = Path(env["nnUNet_results"]) / nnunet_env["preprocessed"].name / f"{TRAINER}__{PLANS}__{configuration}"
+    folder = Path(env["nnUNet_results"]) / nnunet_env["preprocessed"].name / f"{TRAINER}__{plans}__{configuration}"
     fold = folder / "fold_0"
     log = "\n".join(p.read_text() for p in fold.glob("training_log_*.txt"))
     assert f"{configuration} fold 0 train session" in log and "delivery DELIVERY_KIND_HOST_SHM" in log, log[-3000:]
@@ -93,7 +118,7 @@ def test_real_training_of_a_configuration_through_augmentd(nnunet_env, augmentd_
     ckpt = torch.load(fold / "checkpoint_final.pth", map_location="cpu", weights_only=False)
     assert ckpt["trainer_name"] == TRAINER  # the class's own name: nnUNetv2_predict -tr nnUNetTrainerTinyRun
     assert (fold / "validation" / "summary.json").is_file()  # nnU-Net's final validation ran (its own inference)
-    patch = json.loads((test_plans["preprocessed"] / f"{PLANS}.json").read_text())["configurations"][configuration][
+    patch = json.loads((test_plans["preprocessed"] / f"{plans}.json").read_text())["configurations"][configuration][
         "patch_size"]
     assert f"crop {patch}" in log  # the validation loader's unaugmented patch_size crops
 
