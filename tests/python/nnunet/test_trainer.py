@@ -293,3 +293,56 @@ def test_da5_trainer_serves_da5_batches(nnunet_env, augmentd_bin, monkeypatch):
         assert not torch.equal(batches[0]["data"], batches[1]["data"])
     finally:
         trainer._augmentd_close()
+
+
+def test_ddp_rank_opens_its_own_session_pair(nnunet_env, monkeypatch):
+    """Per DDP rank (nnU-Net: local_rank = the global rank, batch size and oversampling split per rank): one train and
+    one val session, seeds base + 2·rank and base + 2·rank + 1, the rank's batch size, the rank's device."""
+    import augmentd.nnunet.trainer as mod
+
+    opened = []
+
+    class FakeLoader:
+        def __init__(self, client, session, *args, **kwargs):
+            self.session, self.name = session, kwargs.get("name", "")
+
+        def __next__(self):
+            return {}
+
+        def close(self):
+            return None
+
+    class FakeSession:
+        def __init__(self, config):
+            self.config, self.session_id, self.device = config, f"s{len(opened)}", "cpu"
+            self.initial_patch_size = list(config.pipeline.trainer.initial_patch_size) or \
+                list(config.pipeline.trainer.patch_size)  # val: the preset's patch_size crops
+            self.response = session_pb2.OpenSessionResponse(delivery=server_info_pb2.DELIVERY_KIND_INLINE)
+
+    class FakeClient:
+        def open_session(self, config, start_batch_index=0):
+            opened.append(config)
+            return FakeSession(config)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(mod, "connect_or_start", lambda *a, **k: (FakeClient(), None))
+    monkeypatch.setattr(mod, "AugmentdLoader", FakeLoader)
+    monkeypatch.setenv("AUGMENTD_SEED", "100")
+    monkeypatch.setenv("AUGMENTD_DELIVERY", "inline")
+    monkeypatch.delenv("AUGMENTD_DEVICE", raising=False)
+    from nnunetv2.training.nnUNetTrainer.variants.data_augmentation.nnUNetTrainerDAOrd0 import \
+        nnUNetTrainer_DASegOrd0
+
+    from augmentd.nnunet.dynamic import augmentd_trainer
+
+    trainer = make_trainer(augmentd_trainer(nnUNetTrainer_DASegOrd0), nnunet_env["preprocessed"])
+    trainer.initialize()
+    trainer.local_rank, trainer.batch_size = 1, 1  # what nnU-Net's DDP set-up gives rank 1 of 2 (batch 2 split)
+    train, val = trainer.get_dataloaders()
+    assert [c.name.rsplit(" ", 1)[-1] for c in opened] == ["train", "val"]
+    assert [c.seed for c in opened] == [102, 103]
+    assert [c.batch_size for c in opened] == [1, 1] and all(c.device == "cpu" for c in opened)
+    assert opened[0].pipeline.transforms and opened[1].pipeline.preset == pipeline_pb2.PRESET_NNUNET_VALIDATION
+    assert train.session.config is opened[0] and val.session.config is opened[1]
