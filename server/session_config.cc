@@ -243,12 +243,6 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
   if (explicit_list && config.has_dataset() && trainer.initial_patch_size_size() > 0) {
     explicit_crop.assign(trainer.initial_patch_size().begin(), trainer.initial_patch_size().end());
     trainer.clear_initial_patch_size();
-    for (int64_t v : explicit_crop) {
-      if (v < 1 || v > (int64_t{1} << 16)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("config.pipeline.trainer.initial_patch_size: entries must be in [1, 65536], got ", v));
-      }
-    }
   }
 
   // Mode.
@@ -297,6 +291,15 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
         return absl::InvalidArgumentError(absl::StrCat("config.pipeline.trainer.initial_patch_size: needs ",
                                                        g->initial_patch_size.size(), " entries (as patch_size), got ",
                                                        explicit_crop.size()));
+      }
+      // nnU-Net's enlargement is at most ~2.5x (rotation capped at 90 degrees, scale >= 0.7): 4x bounds the boxes read.
+      const int64_t cap = 4 * *std::max_element(tc->patch_size.begin(), tc->patch_size.end());
+      for (int64_t v : explicit_crop) {
+        if (v < 1 || v > cap) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "config.pipeline.trainer.initial_patch_size: entries must be in [1, 4 x max(patch_size) = ", cap,
+              "], got ", v));
+        }
       }
       s.pipeline.input_patch_size = explicit_crop.empty() ? g->initial_patch_size : explicit_crop;
     }

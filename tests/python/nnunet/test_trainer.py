@@ -183,6 +183,37 @@ def test_engine_refusal_names_the_bgv2_source(nnunet_env, augmentd_bin, monkeypa
     assert trainer._augmentd_server is None  # the local server was stopped again
 
 
+class OwnCropTrainer(nnUNetTrainerAugmentd):
+    """A configure_rotation_dummyDA_mirroring_and_inital_patch_size with its own crop: the translated list goes
+    explicitly with that crop; one no nnU-Net rule produces (beyond 4x the patch) is refused by the server."""
+    crop = None
+
+    def configure_rotation_dummyDA_mirroring_and_inital_patch_size(self):
+        rotation, dummy, initial, mirror = super().configure_rotation_dummyDA_mirroring_and_inital_patch_size()
+        return rotation, dummy, list(self.crop), mirror
+
+
+@pytest.mark.parametrize("crop, ok", [((60, 52, 52), True), ((400, 52, 52), False)])
+def test_own_crop_goes_explicitly_and_is_bounded(nnunet_env, augmentd_bin, monkeypatch, crop, ok):
+    monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
+    monkeypatch.setattr(OwnCropTrainer, "crop", crop)
+    trainer = make_trainer(OwnCropTrainer, nnunet_env["preprocessed"])  # patch 48×40×40
+    trainer.initialize()
+    if not ok:
+        with pytest.raises(AugmentdError, match=r"initial_patch_size: entries must be in \[1, 4 x max\(patch_size\) "
+                                                r"= 192\], got 400"):
+            trainer.get_dataloaders()
+        return
+    train, val = trainer.get_dataloaders()
+    try:
+        assert train.session.config.pipeline.preset == pipeline_pb2.PRESET_UNSPECIFIED
+        assert list(train.session.config.pipeline.trainer.initial_patch_size) == list(crop)
+        assert train.session.initial_patch_size == list(crop)  # the server crops what the trainer asked for
+        assert tuple(take(train, 1)[0]["data"].shape[2:]) == (48, 40, 40)
+    finally:
+        trainer._augmentd_close()
+
+
 def test_unreachable_server_without_local_fallback_fails(nnunet_env, monkeypatch, tmp_path):
     monkeypatch.setenv("AUGMENTD_ADDRESS", f"unix://{tmp_path}/nobody.sock")
     monkeypatch.setenv("AUGMENTD_LOCAL_SERVER", "never")
