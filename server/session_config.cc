@@ -237,6 +237,13 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     }
   }
   v1::TrainerConfig trainer = pipeline.trainer();
+  // An explicit list in dataset mode may name the crop (the trainer's own initial_patch_size, e.g. a translated
+  // nnUNetTrainerNoDA's patch_size); presets derive it.
+  std::vector<int64_t> explicit_crop;
+  if (explicit_list && config.has_dataset() && trainer.initial_patch_size_size() > 0) {
+    explicit_crop.assign(trainer.initial_patch_size().begin(), trainer.initial_patch_size().end());
+    trainer.clear_initial_patch_size();
+  }
 
   // Mode.
   std::shared_ptr<dataset::NnunetDataset> ds;
@@ -280,7 +287,21 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     if (ds != nullptr) {  // crop what nnU-Net's training loader would crop for this trainer configuration
       absl::StatusOr<AugmentationGeometry> g = ConfigureGeometry(*tc);
       if (!g.ok()) return Prefixed(g.status(), "config.pipeline.trainer: ");
-      s.pipeline.input_patch_size = g->initial_patch_size;
+      if (!explicit_crop.empty() && explicit_crop.size() != g->initial_patch_size.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("config.pipeline.trainer.initial_patch_size: needs ",
+                                                       g->initial_patch_size.size(), " entries (as patch_size), got ",
+                                                       explicit_crop.size()));
+      }
+      // nnU-Net's enlargement is at most ~2.5x (rotation capped at 90 degrees, scale >= 0.7): 4x bounds the boxes read.
+      const int64_t cap = 4 * *std::max_element(tc->patch_size.begin(), tc->patch_size.end());
+      for (int64_t v : explicit_crop) {
+        if (v < 1 || v > cap) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "config.pipeline.trainer.initial_patch_size: entries must be in [1, 4 x max(patch_size) = ", cap,
+              "], got ", v));
+        }
+      }
+      s.pipeline.input_patch_size = explicit_crop.empty() ? g->initial_patch_size : explicit_crop;
     }
   } else {
     absl::StatusOr<PipelineSpec> spec = PresetPipeline(preset, *tc);
