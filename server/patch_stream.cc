@@ -357,6 +357,7 @@ class PatchStream final : public Reactor {
     }
     if (st.inputs != nullptr) {
       st.control.emplace();
+      st.control->mutable_input_slots();  // sent even when empty (another stream holds every slot)
       for (const v1::SlotLease& lease : st.inputs->LeaseFree(st.stream_id)) {
         *st.control->mutable_input_slots()->add_leases() = lease;
       }
