@@ -154,7 +154,13 @@ class PatchAugmenter:
 
     def _setup(self, start_batch_index: int, timeout: Optional[float]) -> None:
         response = self.session.response
-        self.device = response.device.name or "cpu"  # "cpu" or "cuda:N"
+        # This process's name of the session's device ("cpu" or "cuda:N"): by UUID, ordinals differ between processes.
+        self.device = "cpu"
+        if response.device.name.startswith("cuda"):
+            from .cuda_ipc import device_index_for_uuid
+
+            index = device_index_for_uuid(response.device.uuid) if response.device.uuid else response.device.index
+            self.device = f"cuda:{index}"
         cfg = self.session.config
         self.batch_size = cfg.batch_size
         self.patch_size = list(response.initial_patch_size)
@@ -355,9 +361,9 @@ class PatchAugmenter:
     def input_slots(self) -> int:
         return len(self._inputs)
 
-    def close(self) -> None:
-        """Ends the stream (every held slot goes back) and closes the session. Views of slots must not be used
-        afterwards."""
+    def close(self):
+        """Ends the stream (every held slot goes back) and closes the session; returns its final SessionStats (None
+        when it was closed already). Views of slots must not be used afterwards."""
         self._closed = True
         if self._call is not None:
             self._requests.put(_END)
@@ -369,12 +375,14 @@ class PatchAugmenter:
         for slot in self._inputs:
             slot.close()
         self._inputs = []
+        stats = None
         if self.session is not None:
             try:
-                self.client.close_session(self.session)
+                stats = self.client.close_session(self.session)
             except AugmentdError:
                 pass  # already closed (e.g. the server drained)
             self.session = None
+        return stats
 
     def __enter__(self) -> "PatchAugmenter":
         return self

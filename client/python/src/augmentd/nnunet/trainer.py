@@ -265,3 +265,16 @@ if nnUNetTrainerDA5 is not None:
             nnUNetTrainerDA5.configure_rotation_dummyDA_mirroring_and_inital_patch_size
 
     __all__.append("nnUNetTrainerAugmentdDA5")
+
+# Issue 22: nnU-Net's own loader feeding augmentd patch mode. Its module imports this one, so it is loaded on first
+# use (PEP 562); listed in __all__ so the registration shim's `import *` exports it for nnU-Net's lookup.
+_PATCH_TRAINERS = ("nnUNetTrainerAugmentdPatch", "nnUNetTrainerAugmentdPatch_smoke")
+__all__ += list(_PATCH_TRAINERS)
+
+
+def __getattr__(name):
+    if name in _PATCH_TRAINERS:
+        from . import patch_trainer
+
+        return getattr(patch_trainer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
