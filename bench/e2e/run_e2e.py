@@ -150,6 +150,20 @@ def stage_single(ctx: Ctx, da: str) -> None:
                 stage=da, kind="a")
 
 
+def stage_patch(ctx: Ctx, da: str) -> None:
+    """Issue 22: nnUNetTrainerAugmentdPatch (nnU-Net's loader, crop and pad in threads → augmentd patch mode on the
+    trainer's GPU) as a kind-b row of the `default` / `da5` table; compute only first unless that stage ran it."""
+    nn, aug = ("nnUNetTrainer", "nnUNetTrainerAugmentdPatch") if da == "default" else \
+        ("nnUNetTrainerDA5", "nnUNetTrainerAugmentdPatchDA5")
+    env = dict(os.environ, AUGMENTD_SEED="1234")
+    env.pop("AUGMENTD_ADDRESS", None)
+    if not any(r.get("stage") == da and r.get("kind") == "c" for r in ctx.results):
+        run_one(ctx, f"{da}-compute", driver_cmd(ctx, f"{da}-compute", nn, "compute", ctx.args.device), env,
+                stage=da, kind="c")
+    run_one(ctx, f"{da}-augmentd-patch", driver_cmd(ctx, f"{da}-augmentd-patch", aug, "loader", ctx.args.device),
+            env, stage=da, kind="b")
+
+
 def start_server(ctx: Ctx):
     """One augmentd for all tenants (augmentd.local_server: private unix socket, stopped with SIGTERM)."""
     sys.path.insert(0, str(REPO / "client" / "python" / "src"))
@@ -414,8 +428,8 @@ def main(argv=None) -> int:
                 "multi_seconds": args.multi_seconds, "machine": os.environ.get("E2E_MACHINE", "")}
     stages = [s for s in args.stages.split(",") if s]
     for s in stages:
-        if s not in ("single", "da5", "multi"):
-            p.error(f"unknown stage {s!r} (single, da5, multi)")
+        if s not in ("single", "da5", "multi", "patch", "patch_da5"):
+            p.error(f"unknown stage {s!r} (single, da5, multi, patch, patch_da5)")
     for pl in args.placements:
         if pl not in ("every", "one"):
             p.error(f"unknown placement {pl!r} (every, one)")
@@ -425,6 +439,8 @@ def main(argv=None) -> int:
             stage_single(ctx, "default")
         elif s == "da5":
             stage_single(ctx, "da5")
+        elif s in ("patch", "patch_da5"):
+            stage_patch(ctx, "default" if s == "patch" else "da5")
         else:
             stage_multi(ctx)
     table = render(ctx.results, ctx.meta)

@@ -32,7 +32,7 @@ from nnunetv2.training.dataloading.data_loader import nnUNetDataLoader
 
 from augmentd.local_server import connect_or_start
 from augmentd.patch import PatchAugmenter
-from augmentd.v1 import session_pb2
+from augmentd.v1 import pipeline_pb2, session_pb2
 
 from .config import settings_from_trainer, training_config, validation_config
 from .trainer import _device_spec, _env_int, nnUNetTrainerAugmentd
@@ -206,3 +206,19 @@ class nnUNetTrainerAugmentdPatch_smoke(nnUNetTrainerAugmentdPatch):
 
 
 __all__ = ["nnUNetTrainerAugmentdPatch", "nnUNetTrainerAugmentdPatch_smoke"]
+
+try:  # nnUNetTrainerDA5 ships with nnU-Net >= 2.2
+    from nnunetv2.training.nnUNetTrainer.variants.data_augmentation.nnUNetTrainerDA5 import nnUNetTrainerDA5
+except ImportError:  # pragma: no cover - older nnU-Net
+    nnUNetTrainerDA5 = None
+
+if nnUNetTrainerDA5 is not None:
+    class nnUNetTrainerAugmentdPatchDA5(nnUNetTrainerAugmentdPatch):
+        """nnUNetTrainerDA5's augmentation (its rotation, mirror axes and initial patch size; the server's nnunet_da5
+        preset) on nnU-Net's own loader, through patch mode."""
+
+        augmentd_preset = pipeline_pb2.PRESET_NNUNET_DA5
+        configure_rotation_dummyDA_mirroring_and_inital_patch_size = \
+            nnUNetTrainerDA5.configure_rotation_dummyDA_mirroring_and_inital_patch_size
+
+    __all__.append("nnUNetTrainerAugmentdPatchDA5")

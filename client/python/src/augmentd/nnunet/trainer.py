@@ -268,8 +268,8 @@ if nnUNetTrainerDA5 is not None:
 
 # Issue 22: nnU-Net's own loader feeding augmentd patch mode. Its module imports this one, so it is loaded on first
 # use (PEP 562); listed in __all__ so the registration shim's `import *` exports it for nnU-Net's lookup.
-_PATCH_TRAINERS = ("nnUNetTrainerAugmentdPatch", "nnUNetTrainerAugmentdPatch_smoke")
-__all__ += list(_PATCH_TRAINERS)
+_PATCH_TRAINERS = ("nnUNetTrainerAugmentdPatch", "nnUNetTrainerAugmentdPatch_smoke", "nnUNetTrainerAugmentdPatchDA5")
+__all__ += [n for n in _PATCH_TRAINERS if not n.endswith("DA5") or nnUNetTrainerDA5 is not None]
 
 
 def __getattr__(name):
