@@ -236,10 +236,24 @@ absl::StatusOr<BatchResult> CudaWorker::RunHost(const BatchInput& input, const R
 absl::Status CudaWorker::RunIntoSlot(const BatchInput& input, const RunOptions& options, SlotBuffer& slot,
                                      const std::string& region, v1::Batch* batch,
                                      std::vector<SampleRecord>* records) {
-  Impl& m = *impl_;
   if (input.image.dtype != DType::kFloat32 || input.seg.data == nullptr || input.seg.dtype != DType::kInt16) {
     return absl::InvalidArgumentError("image/segmentation: CUDA IPC delivery takes float32 images and int16 labels");
   }
+  ASSIGN_OR_RETURN(CudaBatchInput din, StageHostInput(input));
+  return RunDeviceIntoSlot(din, options, slot, region, batch, records);
+}
+
+absl::StatusOr<BatchResult> CudaWorker::RunHostStaged(const BatchInput& input, const RunOptions& options) {
+  if (input.image.dtype != DType::kFloat32 || input.seg.data == nullptr || input.seg.dtype != DType::kInt16 ||
+      input.image.shape.size() != 5 || input.seg.shape.size() != 5) {
+    return RunHost(input, options);
+  }
+  ASSIGN_OR_RETURN(CudaBatchInput din, StageHostInput(input));
+  return RunDeviceInput(din, options);
+}
+
+absl::StatusOr<CudaBatchInput> CudaWorker::StageHostInput(const BatchInput& input) {
+  Impl& m = *impl_;
   const uint64_t img_in = Align256(input.image.numel() * sizeof(float));
   const uint64_t seg_in = input.seg.numel() * sizeof(int16_t);
   SLOTS_CUDA_OK(cudaSetDevice(m.device));
@@ -257,7 +271,7 @@ absl::Status CudaWorker::RunIntoSlot(const BatchInput& input, const RunOptions& 
   din.seg = reinterpret_cast<const int16_t*>(static_cast<const char*>(m.d_in) + img_in);
   din.image_shape = input.image.shape;
   din.seg_channels = input.seg.shape.size() == 5 ? input.seg.shape[1] : 1;
-  return RunDeviceIntoSlot(din, options, slot, region, batch, records);
+  return din;
 }
 
 absl::Status CudaWorker::RunDeviceIntoSlot(const CudaBatchInput& input, const RunOptions& options, SlotBuffer& slot,

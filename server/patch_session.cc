@@ -18,8 +18,15 @@ absl::StatusOr<ProducedBatch> Session::AugmentStreamPatches(uint64_t batch_index
   const absl::Time start = absl::Now();
   if (!image.on_device && !seg.on_device) {
     // Host inputs (inline bytes viewed in the request, a host shm input slot or a registered region): the CPU engine
-    // reads them in place; a CUDA worker stages them once (into the slot with CUDA_IPC delivery).
-    if (absl::Status s = RunEngine(BatchInput{image.view, seg.view}, BatchOptions(batch_index), lease, &out); !s.ok()) {
+    // reads them in place; a CUDA worker stages them once, on several threads (into the slot with CUDA_IPC delivery).
+    const BatchInput input{image.view, seg.view};
+    if (resources_.cuda != nullptr && !WritesIntoCudaSlot(lease)) {
+      absl::StatusOr<CudaWorkerPool::Lease> worker = resources_.cuda->Acquire();
+      if (!worker.ok()) return worker.status();
+      absl::StatusOr<BatchResult> result = (*worker)->RunHostStaged(input, BatchOptions(batch_index));
+      if (!result.ok()) return result.status();
+      out.result = *std::move(result);
+    } else if (absl::Status s = RunEngine(input, BatchOptions(batch_index), lease, &out); !s.ok()) {
       return s;
     }
     out.compute_us = MicrosSince(start);

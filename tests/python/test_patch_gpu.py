@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from augmentd_server import ServerProcess  # first: makes `augmentd` importable
+from test_patch_stream import _settled_stats
 
 import augmentd  # noqa: E402
 from augmentd.v1 import server_info_pb2  # noqa: E402
@@ -128,7 +129,7 @@ def test_1000_cuda_calls_leave_gpu_memory_and_shm_at_baseline(server):
             for _ in range(1000):
                 aug(ti, ts)
                 assert time.monotonic() - start < 240
-            st = client.stats(aug.session).sessions[0]
+            st = _settled_stats(client, aug.session)
             assert st.batches_produced >= 1000 and st.leased_slots <= 1 and st.stale_releases == 0
         del ti, ts
         torch.cuda.synchronize()

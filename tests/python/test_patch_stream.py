@@ -44,9 +44,10 @@ def client(server):
         yield c
 
 
-def _config(seed=5, batch_size=2, delivery=None, input_slots=0):
+def _config(seed=5, batch_size=2, delivery=None, input_slots=0, prefetch=0):
     config = augmentd.patch_session_config(PATCH, batch_size=batch_size, seed=seed,
                                            deep_supervision_scales=[[1, 1, 1], [0.5, 0.5, 0.5]])
+    config.prefetch_depth = prefetch
     if delivery is not None:
         config.delivery = delivery
     config.patch.input_slots = input_slots
@@ -71,6 +72,17 @@ def _reference(client, config, inputs):
         return out
     finally:
         client.close_session(ref)
+
+
+def _settled_stats(client, session, timeout=5.0):
+    """The session's stats once the last result's release reached the server (it travels with the next credit
+    message, asynchronously): at most `hold` (1) slot stays leased."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = client.stats(session).sessions[0]
+        if st.leased_slots <= 1 or time.monotonic() > deadline:
+            return st
+        time.sleep(0.02)
 
 
 def _shm_names():
@@ -141,7 +153,7 @@ def test_patch_augmenter_round_trip_threads_and_replay(client):
         for i, (im, tg) in seen.items():
             assert np.array_equal(im, expected[i][0]), i
             assert all(np.array_equal(a, b) for a, b in zip(tg, expected[i][1])), i
-        st = client.stats(aug.session).sessions[0]
+        st = _settled_stats(client, aug.session)
         assert st.batches_produced >= 15 and st.leased_slots <= 1
     assert client.health() == augmentd.HealthStatus.SERVING
 
@@ -202,14 +214,19 @@ def test_lease_errors_get_precise_codes(client, server):
         assert msg.WhichOneof("msg") == "input_slots"
         return list(msg.input_slots.leases)
 
-    # Released twice: the same input lease named by two requests before it came back.
+    # Released twice: the same input lease named by two requests before it came back. One output slot, held by the
+    # client (never released), keeps the second request waiting — so its input slot is still the server's.
+    one = client.open_session(_config(delivery=SHM, input_slots=2, prefetch=1))
     s = RawPatchStream(client)
-    _start(s, a)
+    _start(s, one)
     la = first_leases(s)
     assert [x.slot for x in la] == [0, 1]
-    s.send(patches=_slot_request(a, la[0], image, seg))
-    s.send(patches=_slot_request(a, la[0], image, seg))
+    s.send(patches=_slot_request(one, la[0], image, seg))
+    assert s.recv().batch.input_lease.slot == 0  # produced into the only output slot, which the client keeps
+    s.send(patches=_slot_request(one, la[1], image, seg))  # waits for an output slot, holding input slot 1
+    s.send(patches=_slot_request(one, la[1], image, seg))
     cases.append(("released twice", s.status(), C.FAILED_PRECONDITION, "released twice"))
+    client.close_session(one)
 
     # Stale: after the batch gave the slot back with a new generation, the old lease is refused.
     s = RawPatchStream(client)
@@ -340,7 +357,7 @@ def test_1000_calls_leave_shm_and_slots_at_baseline(client, server):
             assert time.monotonic() - start < 120
         for f in pending:
             aug.result(f)
-        st = client.stats(aug.session).sessions[0]
+        st = _settled_stats(client, aug.session)
         assert st.batches_produced >= 1050 and st.leased_slots <= 1 and st.stale_releases == 0
         grown = _rss_kib(server.proc.pid) - rss
         assert grown < 64 * 1024, f"server RSS grew by {grown} KiB over 1000 calls"
