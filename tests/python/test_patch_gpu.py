@@ -78,8 +78,9 @@ def test_cuda_patch_mode_equals_inline_bit_for_bit(server, delivery, slot_kind):
                        for i, im, sg in inputs]
             for future, (eimage, etargets) in zip(futures, expected):
                 image, targets = aug.result(future)
-                assert image.is_cuda and image.device == torch.device("cuda:0")
+                assert image.is_cuda == (aug.session.delivery == IPC)  # host tensors for host shm / inline delivery
                 if aug.session.delivery == IPC:
+                    assert image.device == torch.device("cuda:0")
                     assert image.data_ptr() == aug.session.slots.data_ptr(future._batch.proto.image)
                 assert np.array_equal(image.cpu().numpy(), eimage)
                 assert all(np.array_equal(t.cpu().numpy(), e) for t, e in zip(targets, etargets))

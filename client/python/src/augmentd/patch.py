@@ -319,8 +319,9 @@ class PatchAugmenter:
 
     def result(self, future: PatchFuture, timeout: Optional[float] = None,
                copy: bool = False) -> Tuple[object, List[object]]:
-        """(image, [targets]) of a submitted batch as torch tensors (views of the output slot; see the lifetime rule
-        of the module docstring), or clones of them with ``copy=True`` (the slot goes back at once). Raises
+        """(image, [targets]) of a submitted batch as torch tensors — on the session's GPU with CUDA IPC delivery (the
+        default on a CUDA session), host tensors with host shm / inline delivery — viewing the output slot (see the
+        lifetime rule of the module docstring), or clones of them with ``copy=True`` (the slot goes back at once). Raises
         ``AugmentdError`` when the server refused the batch (naming the field) or the stream ended."""
         if future.taken:
             raise ValueError(f"the result of batch {future.batch_index} was already taken")
@@ -331,9 +332,7 @@ class PatchAugmenter:
         if future._error is not None:
             raise future._error
         batch = future._batch
-        image, targets = batch.torch()
-        if self.device != "cpu" and not image.is_cuda:  # inline delivery on a CUDA session
-            image, targets = image.to(self.device), [t.to(self.device) for t in targets]
+        image, targets = batch.torch()  # CUDA_IPC: on the session's GPU; HOST_SHM / INLINE: host tensors
         if copy:
             image, targets = image.clone(), [t.clone() for t in targets]
         releases = []
