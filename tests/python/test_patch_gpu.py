@@ -109,15 +109,15 @@ def test_patch_augmenter_cuda_round_trip_and_device_check(server):
                 aug.submit(ti[:, :, 1:], ts[:, :, 1:])
 
 
-def _shm_names():
-    return sorted(n for n in os.listdir("/dev/shm") if n.startswith("augmentd-"))
+def _shm_names(pid):
+    return sorted(n for n in os.listdir("/dev/shm") if n.startswith(f"augmentd-{pid}-"))
 
 
 def test_1000_cuda_calls_leave_gpu_memory_and_shm_at_baseline(server):
     with augmentd.Client(server.addresses[0]) as client:
         config = _config(patch=(16, 16, 16), batch_size=1, seed=2)
         torch.cuda.init()
-        shm = _shm_names()
+        shm = _shm_names(server.proc.pid)
         for _ in range(2):  # warm: CUDA contexts, workers, the IPC opener
             with augmentd.PatchAugmenter(client, config) as aug:
                 aug(*_patches(aug.patch_size, 1, 0))
@@ -130,7 +130,7 @@ def test_1000_cuda_calls_leave_gpu_memory_and_shm_at_baseline(server):
             for _ in range(1000):
                 aug(ti, ts)
                 assert time.monotonic() - start < 240
-            st = _settled_stats(client, aug.session)
+            st = _settled_stats(client, aug.session, 1000)
             assert st.batches_produced >= 1000 and st.leased_slots <= 1 and st.stale_releases == 0
         del ti, ts
         torch.cuda.synchronize()
@@ -142,4 +142,4 @@ def test_1000_cuda_calls_leave_gpu_memory_and_shm_at_baseline(server):
                 break
             time.sleep(0.2)
         assert free1 >= free0 - (64 << 20), f"GPU free memory {free0 >> 20} MiB -> {free1 >> 20} MiB"
-        assert _shm_names() == shm
+        assert _shm_names(server.proc.pid) == shm

@@ -74,19 +74,21 @@ def _reference(client, config, inputs):
         client.close_session(ref)
 
 
-def _settled_stats(client, session, timeout=5.0):
+def _settled_stats(client, session, batches=0, timeout=5.0):
     """The session's stats once the last result's release reached the server (it travels with the next credit
-    message, asynchronously): at most `hold` (1) slot stays leased."""
+    message, asynchronously: at most `hold` (1) slot stays leased) and `batches` were counted (a batch is counted
+    when the server's write completes, which may be after the client received it)."""
     deadline = time.monotonic() + timeout
     while True:
         st = client.stats(session).sessions[0]
-        if st.leased_slots <= 1 or time.monotonic() > deadline:
+        if (st.leased_slots <= 1 and st.batches_produced >= batches) or time.monotonic() > deadline:
             return st
         time.sleep(0.02)
 
 
-def _shm_names():
-    return sorted(n for n in os.listdir("/dev/shm") if n.startswith("augmentd-"))
+def _shm_names(pid):
+    """The shared-memory objects of the server process `pid` (other servers may run on this machine)."""
+    return sorted(n for n in os.listdir("/dev/shm") if n.startswith(f"augmentd-{pid}-"))
 
 
 @pytest.mark.parametrize("delivery,inline_inputs", [(SHM, False), (SHM, True), (INLINE, False), (INLINE, True)],
@@ -153,7 +155,7 @@ def test_patch_augmenter_round_trip_threads_and_replay(client):
         for i, (im, tg) in seen.items():
             assert np.array_equal(im, expected[i][0]), i
             assert all(np.array_equal(a, b) for a, b in zip(tg, expected[i][1])), i
-        st = _settled_stats(client, aug.session)
+        st = _settled_stats(client, aug.session, 15)
         assert st.batches_produced >= 15 and st.leased_slots <= 1
     assert client.health() == augmentd.HealthStatus.SERVING
 
@@ -214,6 +216,18 @@ def test_lease_errors_get_precise_codes(client, server):
         assert msg.WhichOneof("msg") == "input_slots"
         return list(msg.input_slots.leases)
 
+    def leased_stream(session):
+        # An ended stream's slots come back when the server finishes it (asynchronously): retry, bounded.
+        deadline = time.monotonic() + 10
+        while True:
+            stream = RawPatchStream(client)
+            _start(stream, session)
+            leases = first_leases(stream)
+            if leases or time.monotonic() > deadline:
+                return stream, leases
+            stream.cancel()
+            time.sleep(0.05)
+
     # Released twice: the same input lease named by two requests before it came back. One output slot, held by the
     # client (never released), keeps the second request waiting — so its input slot is still the server's.
     one = client.open_session(_config(delivery=SHM, input_slots=2, prefetch=1))
@@ -229,9 +243,7 @@ def test_lease_errors_get_precise_codes(client, server):
     client.close_session(one)
 
     # Stale: after the batch gave the slot back with a new generation, the old lease is refused.
-    s = RawPatchStream(client)
-    _start(s, a)
-    la = first_leases(s)
+    s, la = leased_stream(a)
     s.send(patches=_slot_request(a, la[0], image, seg))
     msg = s.recv()
     assert msg.batch.input_lease.slot == 0 and msg.batch.input_lease.generation == la[0].generation + 1
@@ -240,18 +252,14 @@ def test_lease_errors_get_precise_codes(client, server):
     s.send(release=batch_pb2.Release(leases=[out_lease]))  # output released twice
     cases.append(("output released twice", s.status(), C.FAILED_PRECONDITION, "release.leases[0]"))
 
-    s = RawPatchStream(client)
-    _start(s, a)
-    la = first_leases(s)
+    s, la = leased_stream(a)
     s.send(patches=_slot_request(a, la[1], image, seg))
     s.recv()
     s.send(patches=_slot_request(a, la[1], image, seg))
     cases.append(("stale generation", s.status(), C.FAILED_PRECONDITION, "stale"))
 
     # Not leased to this stream: another stream of the session holds every slot.
-    holder = RawPatchStream(client)
-    _start(holder, a)
-    lh = first_leases(holder)
+    holder, lh = leased_stream(a)
     s = RawPatchStream(client)
     _start(s, a)
     assert first_leases(s) == []
@@ -260,11 +268,8 @@ def test_lease_errors_get_precise_codes(client, server):
     holder.cancel()
 
     # Another session's lease (session b's stream, session a's lease).
-    sa, sb = RawPatchStream(client), RawPatchStream(client)
-    _start(sa, a)
-    la = first_leases(sa)
-    _start(sb, b)
-    first_leases(sb)
+    sa, la = leased_stream(a)
+    sb, _ = leased_stream(b)
     req = _slot_request(b, la[0], image, seg)
     req.input_slot.slot = 0
     sb.send(patches=req)
@@ -272,18 +277,6 @@ def test_lease_errors_get_precise_codes(client, server):
     sa.cancel()
 
     # A tensor that does not fit its slot; a slot index out of range; no input slots at all.
-    def leased_stream(session):
-        # A cancelled stream's slots come back when the server finishes it (asynchronously): retry, bounded.
-        deadline = time.monotonic() + 10
-        while True:
-            stream = RawPatchStream(client)
-            _start(stream, session)
-            leases = first_leases(stream)
-            if leases or time.monotonic() > deadline:
-                return stream, leases
-            stream.cancel()
-            time.sleep(0.05)
-
     for what, make, code, needle in [
         ("does not fit", lambda l: _slot_request(a, l[0], image, seg, image_offset=a.response.input_slots[0].byte_size - 64),
          C.INVALID_ARGUMENT, "does not fit input slot 'input0'"),
@@ -340,9 +333,9 @@ def _rss_kib(pid):
 
 def test_1000_calls_leave_shm_and_slots_at_baseline(client, server):
     config = augmentd.patch_session_config((8, 8, 8), batch_size=1, seed=3)
-    baseline = _shm_names()
+    baseline = _shm_names(server.proc.pid)
     with augmentd.PatchAugmenter(client, config, depth=2) as aug:
-        assert len(_shm_names()) == len(baseline) + 2 + 3  # 2 input + 3 output slots
+        assert len(_shm_names(server.proc.pid)) == len(baseline) + 2 + 3  # 2 input + 3 output slots
         image, seg = _patches(aug.patch_size, 1)
         ti, ts = torch.from_numpy(image), torch.from_numpy(seg)
         for _ in range(50):
@@ -357,14 +350,14 @@ def test_1000_calls_leave_shm_and_slots_at_baseline(client, server):
             assert time.monotonic() - start < 120
         for f in pending:
             aug.result(f)
-        st = _settled_stats(client, aug.session)
+        st = _settled_stats(client, aug.session, 1050)
         assert st.batches_produced >= 1050 and st.leased_slots <= 1 and st.stale_releases == 0
         grown = _rss_kib(server.proc.pid) - rss
         assert grown < 64 * 1024, f"server RSS grew by {grown} KiB over 1000 calls"
-    assert _shm_names() == baseline
+    assert _shm_names(server.proc.pid) == baseline
     # Opening and closing augmenters leaves nothing behind either.
     for _ in range(20):
         with augmentd.PatchAugmenter(client, config) as aug:
             aug(ti, ts)
-    assert _shm_names() == baseline
+    assert _shm_names(server.proc.pid) == baseline
     assert client.health() == augmentd.HealthStatus.SERVING
