@@ -182,8 +182,11 @@ class PatchAugmenter:
         self._requests: "queue.SimpleQueue" = queue.SimpleQueue()
         self._failure: Optional[BaseException] = None
         self._closed = False
-        self._requests.put(batch_pb2.StreamBatchesRequest(start=batch_pb2.StreamStart(
-            session_id=self.session.session_id, initial_credits=self.depth)))
+        start = batch_pb2.StreamStart(session_id=self.session.session_id, initial_credits=self.depth)
+        token = getattr(self.session.response, "session_token", "")  # a server with session credentials
+        if token and "session_token" in start.DESCRIPTOR.fields_by_name:
+            start.session_token = token
+        self._requests.put(batch_pb2.StreamBatchesRequest(start=start))
         stub = self.client.stub
         self._call = getattr(stub, "StreamPatchesDecoded", stub.StreamPatches)(self._request_iter(), timeout=timeout)
         self._reader = threading.Thread(target=self._read, name=f"augmentd-patch-{self.session.session_id}",
