@@ -140,9 +140,19 @@ class PatchAugmenter:
             cfg.patch.input_slots = depth
         self._requested_delivery = cfg.delivery
         cuda_requested = cfg.device.startswith("cuda") or cfg.device.startswith("GPU-")
-        if cfg.delivery == server_info_pb2.DELIVERY_KIND_UNSPECIFIED:
+        chosen = cfg.delivery == server_info_pb2.DELIVERY_KIND_UNSPECIFIED
+        if chosen:
             cfg.delivery = _INLINE if inline else (_CUDA_IPC if cuda_requested else _HOST_SHM)
-        self.session: Session = client.open_session(cfg)
+        try:
+            self.session: Session = client.open_session(cfg)
+        except AugmentdError as err:
+            # The server runs this pipeline on its CPU engine (no CUDA coverage): host shared memory instead.
+            if not (chosen and cfg.delivery == _CUDA_IPC and err.code == grpc.StatusCode.INVALID_ARGUMENT
+                    and "CUDA" in err.details):
+                raise
+            cfg.delivery = _HOST_SHM
+            cfg.patch.input_slot_kind = _HOST_SHM
+            self.session = client.open_session(cfg)
         self._inputs: List[_InputSlot] = []
         self._call = None
         self._reader = None
