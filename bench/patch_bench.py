@@ -91,6 +91,12 @@ def compute_p50_ms(client, session) -> float:
     return st.compute_latency.p50_us / 1e3
 
 
+def with_iters(args, iters, warmup):
+    out = argparse.Namespace(**vars(args))
+    out.iters, out.warmup = iters, warmup
+    return out
+
+
 def run_augmenter(client, args, name, cfg, inline=False, torch_inputs=False, overlapped=False):
     with augmentd.PatchAugmenter(client, cfg, depth=2, hold=1, inline=inline) as aug:
         dev = aug.device if torch_inputs else None
@@ -165,6 +171,7 @@ def main() -> int:
     ap.add_argument("--big-patch", type=int, default=256, help="B=1 CUDA IPC case (0: skip)")
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--slow-iters", type=int, default=20, help="calls of the inline cases (about 1 s each at 128³)")
     ap.add_argument("--preset", type=int, default=pipeline_pb2.PRESET_NNUNET_DEFAULT)
     ap.add_argument("--cases", default="cuda_ipc,big,overlapped,host_shm,inline,baseline")
     ap.add_argument("--out", required=True)
@@ -197,10 +204,12 @@ def main() -> int:
                 rows.append(run_augmenter(client, args, "host_shm in + out (host tensors)",
                                           config(args, args.patch, 2, args.device, SHM, SHM), torch_inputs=False))
             if "inline" in cases:
-                rows.append(run_augmenter(client, args, "inline both ways (StreamPatches)",
+                slow = with_iters(args, min(args.iters, args.slow_iters), min(args.warmup, 3))
+                rows.append(run_augmenter(client, slow, "inline both ways (StreamPatches)",
                                           config(args, args.patch, 2, args.device, INLINE), inline=True))
             if "baseline" in cases:
-                rows.append(run_baseline(client, args, config(args, args.patch, 2, args.device, INLINE)))
+                slow = with_iters(args, min(args.iters, args.slow_iters), min(args.warmup, 3))
+                rows.append(run_baseline(client, slow, config(args, args.patch, 2, args.device, INLINE)))
     finally:
         rc = proc.stop()
     if rc != 0:
@@ -208,7 +217,8 @@ def main() -> int:
     today = datetime.date.today().isoformat()
     lines = [f"# Patch mode (issue 22): `aug(image, seg)` per delivery — {machine}", "",
              f"Date {today}. Command: `python3 {' '.join(sys.argv)}`. Preset {args.preset} (nnunet_default = 1), "
-             f"session device {args.device}, {args.iters} calls after {args.warmup} warm-up calls each. "
+             f"session device {args.device}, {args.iters} calls after {args.warmup} warm-up calls each "
+             f"(inline cases: {min(args.iters, args.slow_iters)} after {min(args.warmup, 3)}). "
              "Call = submit + result as the trainer sees it (CUDA: synchronised before and after). "
              "Server compute p50 from SessionStats; the rest of the call is hand-over.", "",
              "| case | B | patch | initial patch | call median ms | call p99 ms | server compute p50 ms | "
