@@ -308,6 +308,15 @@ def test_lease_errors_get_precise_codes(client, server):
     cases.append(("unary with input slot", (err.value.code(), err.value.details()), C.FAILED_PRECONDITION,
                   "StreamPatches"))
 
+    # OpenSession: too many input slots; CUDA input slots on a CPU session.
+    for config, want, needle in ((_config(input_slots=100), C.RESOURCE_EXHAUSTED, "config.patch.input_slots"),
+                                 (_config(input_slots=1), C.INVALID_ARGUMENT, "config.patch.input_slot_kind")):
+        if needle.endswith("kind"):
+            config.patch.input_slot_kind = server_info_pb2.DELIVERY_KIND_CUDA_IPC
+        with pytest.raises(augmentd.AugmentdError) as err:
+            client.open_session(config)
+        cases.append((needle, (err.value.code, err.value.details), want, needle))
+
     for what, (code, details), want, needle in cases:
         assert code == want and needle in details, f"{what}: {code} {details!r}"
     # Client-side: a tensor on another device, one that does not fit the session's input.
