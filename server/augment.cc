@@ -26,6 +26,10 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::Augment(grpc::CallbackServerContex
     return fail(absl::FailedPreconditionError(
         absl::StrCat("session ", request->session_id(), " is in dataset mode: use StreamBatches")));
   }
+  if (request->has_input_slot()) {
+    return fail(absl::FailedPreconditionError(
+        "input_slot: server input slots are leased on StreamPatches; Augment takes inline tensors or registered regions"));
+  }
   std::shared_ptr<Session> s = *session;
   // Tensor checks and the resolution of shared-memory / CUDA IPC references happen with the augmentation on the
   // executor (Session::AugmentRequestPatches); the answer is always inline.

@@ -327,7 +327,7 @@ class BatchStream final : public Reactor {
         }
         if (!(*session)->dataset_mode()) {
           return absl::UnimplementedError(
-              "start.session_id: patch-mode sessions are served by Augment; streaming patches is not supported yet");
+              "start.session_id: a patch-mode session: stream patches with StreamPatches (or call Augment)");
         }
         const uint32_t max_streams = st.service->context().options.limits.max_streams_per_session;
         if ((*session)->active_streams.fetch_add(1) >= static_cast<int>(max_streams)) {
@@ -394,7 +394,7 @@ class BatchStream final : public Reactor {
         ReleaseLeases(r.release().leases());
         return absl::OkStatus();
       case Request::kPatches:
-        return absl::UnimplementedError("patches: streaming patch mode is not supported yet; use Augment");
+        return absl::UnimplementedError("patches: StreamBatches carries no patches; use StreamPatches or Augment");
       default:
         return absl::InvalidArgumentError("msg: empty StreamBatchesRequest (set start, credit or release)");
     }

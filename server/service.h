@@ -7,6 +7,7 @@
 //   augment.cc           Augment (patch mode, unary; augmentation runs on the executor)
 //   stream_batches.cc    StreamBatches (bidi with credits; the reactor is server/batch_stream.h)
 //   get_stats.cc         GetStats
+//   stream_patches.cc    StreamPatches (patch mode, bidi with credits; the reactor is server/patch_stream.h)
 // Thread-safety: the service object is shared by all gRPC threads; the context is immutable after
 // construction, the registry and the executor synchronise themselves.
 #pragma once
@@ -62,6 +63,8 @@ class AugmentServiceImpl final : public ::augmentd::v1::AugmentService::Callback
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const ::augmentd::v1::GetStatsRequest* request,
                                      ::augmentd::v1::GetStatsResponse* response) override;
+  grpc::ServerBidiReactor<::augmentd::v1::StreamBatchesRequest, ::augmentd::v1::StreamBatchesResponse>*
+  StreamPatches(grpc::CallbackServerContext* context) override;
 
   // Drain: serving() turns false, every session closes (their streams end). The executor stops with the
   // service object, after the gRPC server (server/executor.h: queued tasks still run, so calls finish).

@@ -261,6 +261,7 @@ void Session::Close() {
   }
   // New openers can no longer reach the slots; the memory goes with the last reference to the session.
   if (resources_.slots != nullptr) resources_.slots->Unlink();
+  if (resources_.input_slots != nullptr) resources_.input_slots->Unlink();
   for (auto& listener : listeners) listener();
 }
 

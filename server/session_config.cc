@@ -174,12 +174,7 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
       break;
     case v1::DELIVERY_KIND_HOST_SHM:
     case v1::DELIVERY_KIND_CUDA_IPC:
-      s.delivery = config.delivery();
-      if (!config.has_dataset()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("config.delivery: ", v1::DeliveryKind_Name(config.delivery()),
-                         " applies to StreamBatches (dataset mode); patch mode (Augment) answers inline"));
-      }
+      s.delivery = config.delivery();  // patch mode: StreamPatches delivers through the slots, Augment inline
       break;
     default:
       return absl::InvalidArgumentError(absl::StrCat("config.delivery: unknown value ", config.delivery()));
@@ -472,6 +467,26 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     if (!slots.ok()) return slots.status();
     resources.slots = *std::move(slots);
   }
+  if (config.has_patch() && config.patch().input_slots() > 0) {  // server-owned input slots (server/input_slots.h)
+    const v1::PatchModeConfig& pm = config.patch();
+    if (pm.input_slots() > limits.max_prefetch_depth + 1) {
+      return absl::ResourceExhaustedError(absl::StrCat("config.patch.input_slots: ", pm.input_slots(),
+                                                       " exceeds the server's max_prefetch_depth + 1 = ",
+                                                       limits.max_prefetch_depth + 1));
+    }
+    InputSlotsRequest in;
+    in.kind = pm.input_slot_kind() != v1::DELIVERY_KIND_UNSPECIFIED ? pm.input_slot_kind()
+              : s.device.kind == DeviceKind::kCuda                  ? v1::DELIVERY_KIND_CUDA_IPC
+                                                                    : v1::DELIVERY_KIND_HOST_SHM;
+    in.session_id = id;
+    in.count = pm.input_slots();
+    in.device = s.device;
+    in.slot_bytes = InputSlotBytes(s.input_patch_size, s.batch_size, channels, seg_channels, s.input_image_dtype,
+                                   s.input_label_dtype);
+    absl::StatusOr<std::unique_ptr<InputSlots>> inputs = InputSlots::Create(in, limits, budget);
+    if (!inputs.ok()) return inputs.status();
+    resources.input_slots = *std::move(inputs);
+  }
   return std::make_shared<Session>(std::move(s), std::move(resources));
 }
 
@@ -491,6 +506,9 @@ v1::OpenSessionResponse MakeOpenSessionResponse(const Session& session) {
   out.set_delivery(s.delivery);
   if (session.slots() != nullptr) {
     for (v1::OutputSlot& slot : session.slots()->Export()) *out.add_output_slots() = std::move(slot);
+  }
+  if (session.input_slots() != nullptr) {
+    for (v1::OutputSlot& slot : session.input_slots()->Export()) *out.add_input_slots() = std::move(slot);
   }
   return out;
 }

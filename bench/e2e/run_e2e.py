@@ -221,6 +221,20 @@ def stage_cores(ctx: Ctx) -> None:
                 run_one(ctx, label, cmd, env, kind=kind, **fields)
 
 
+def stage_patch(ctx: Ctx, da: str) -> None:
+    """Issue 22: nnUNetTrainerAugmentdPatch (nnU-Net's loader, crop and pad in threads → augmentd patch mode on the
+    trainer's GPU) as a kind-b row of the `default` / `da5` table; compute only first unless that stage ran it."""
+    nn, aug = ("nnUNetTrainer", "nnUNetTrainerAugmentdPatch") if da == "default" else \
+        ("nnUNetTrainerDA5", "nnUNetTrainerAugmentdPatchDA5")
+    env = dict(os.environ, AUGMENTD_SEED="1234")
+    env.pop("AUGMENTD_ADDRESS", None)
+    if not any(r.get("stage") == da and r.get("kind") == "c" for r in ctx.results):
+        run_one(ctx, f"{da}-compute", driver_cmd(ctx, f"{da}-compute", nn, "compute", ctx.args.device), env,
+                stage=da, kind="c")
+    run_one(ctx, f"{da}-augmentd-patch", driver_cmd(ctx, f"{da}-augmentd-patch", aug, "loader", ctx.args.device),
+            env, stage=da, kind="b")
+
+
 def start_server(ctx: Ctx):
     """One augmentd for all tenants (augmentd.local_server: private unix socket, stopped with SIGTERM)."""
     sys.path.insert(0, str(REPO / "client" / "python" / "src"))
@@ -496,8 +510,8 @@ def main(argv=None) -> int:
                 "cores_compute": args.cores_compute, "command": os.environ.get("E2E_COMMAND", "")}
     stages = [s for s in args.stages.split(",") if s]
     for s in stages:
-        if s not in ("single", "da5", "cores", "multi"):
-            p.error(f"unknown stage {s!r} (single, da5, cores, multi)")
+        if s not in ("single", "da5", "cores", "multi", "patch", "patch_da5"):
+            p.error(f"unknown stage {s!r} (single, da5, cores, multi, patch, patch_da5)")
     for pl in args.placements:
         if pl not in ("every", "one"):
             p.error(f"unknown placement {pl!r} (every, one)")
@@ -509,6 +523,8 @@ def main(argv=None) -> int:
             stage_single(ctx, "da5")
         elif s == "cores":
             stage_cores(ctx)
+        elif s in ("patch", "patch_da5"):
+            stage_patch(ctx, "default" if s == "patch" else "da5")
         else:
             stage_multi(ctx)
     table = ctx.write_tables()

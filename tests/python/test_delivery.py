@@ -256,10 +256,11 @@ def test_bad_delivery_requests_get_precise_codes(tmp_path):
     try:
         with augmentd.Client(proc.addresses[0]) as client:
             patch_shm = augmentd.patch_session_config([8, 8, 8], batch_size=2)
-            patch_shm.delivery = SHM
+            patch_shm.patch.input_slots = 1  # patch mode takes slot delivery now; CUDA input slots need a GPU
+            patch_shm.patch.input_slot_kind = server_info_pb2.DELIVERY_KIND_CUDA_IPC
             cases = [
                 (_config(path, delivery="cuda_ipc"), grpc.StatusCode.INVALID_ARGUMENT, "config.delivery"),
-                (patch_shm, grpc.StatusCode.INVALID_ARGUMENT, "config.delivery"),
+                (patch_shm, grpc.StatusCode.INVALID_ARGUMENT, "config.patch.input_slot_kind"),
                 (_config(path, delivery="host_shm", prefetch=4), grpc.StatusCode.RESOURCE_EXHAUSTED,
                  "max_session_memory_bytes"),
             ]

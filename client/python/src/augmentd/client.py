@@ -65,6 +65,11 @@ class Client:
             "/augmentd.v1.AugmentService/StreamBatches",
             request_serializer=batch_pb2.StreamBatchesRequest.SerializeToString,
             response_deserializer=decode_stream_response)
+        # augmentd.patch.PatchAugmenter's stream (patch mode): the same messages and decoder.
+        self.stub.StreamPatchesDecoded = self._channel.stream_stream(
+            "/augmentd.v1.AugmentService/StreamPatches",
+            request_serializer=batch_pb2.StreamBatchesRequest.SerializeToString,
+            response_deserializer=decode_stream_response)
         self._health_check = self._channel.unary_unary(
             "/grpc.health.v1.Health/Check",
             request_serializer=_encode_health_request,

@@ -296,3 +296,16 @@ if nnUNetTrainerDA5 is not None:
         get_training_transforms = staticmethod(nnUNetTrainerDA5.get_training_transforms)
 
     __all__.append("nnUNetTrainerAugmentdDA5")
+
+# Issue 22: nnU-Net's own loader feeding augmentd patch mode. Its module imports this one, so it is loaded on first
+# use (PEP 562); listed in __all__ so the registration shim's `import *` exports it for nnU-Net's lookup.
+_PATCH_TRAINERS = ("nnUNetTrainerAugmentdPatch", "nnUNetTrainerAugmentdPatch_smoke", "nnUNetTrainerAugmentdPatchDA5")
+__all__ += [n for n in _PATCH_TRAINERS if not n.endswith("DA5") or nnUNetTrainerDA5 is not None]
+
+
+def __getattr__(name):
+    if name in _PATCH_TRAINERS:
+        from . import patch_trainer
+
+        return getattr(patch_trainer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
