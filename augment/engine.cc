@@ -8,7 +8,7 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
-#include "augment/cuda_engine.h"
+#include "augment/cuda/engine.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_half.h"
 #include "augment/status_macros.h"
@@ -83,22 +83,6 @@ void StoreLabels(const int16_t* src, int64_t n, DType dtype, void* dst) {
   }
 }
 
-absl::Status WithContext(const absl::Status& s, uint64_t sample, size_t t, std::string_view name) {
-  if (s.ok()) return s;
-  return absl::Status(s.code(),
-                      absl::StrCat("sample ", sample, ", transform ", t, " (", std::string(name), "): ", s.message()));
-}
-
-template <typename F>
-absl::Status Guard(F&& f) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of host memory");
-  } catch (const std::exception& e) {  // includes c10::Error should a dependency throw one
-    return absl::InternalError(absl::StrCat("engine error: ", e.what()));
-  }
-}
 }  // namespace
 
 absl::StatusOr<SampleData> SampleFromViews(const TensorView& image, const TensorView& seg, bool borrow) {
@@ -148,82 +132,19 @@ absl::StatusOr<SampleData> SampleFromViews(const TensorView& image, const Tensor
   return s;
 }
 
-namespace {
-// One transform's decision and parameters for one sample (drawn from its stream, or injected): the draw half of
-// AugmentSample, shared with DrawSampleParams (the CUDA path draws every sample exactly like this).
-absl::Status DrawTransform(const TransformSpec& ts, size_t t, uint64_t seed, uint64_t sample_index,
-                           const std::vector<nlohmann::json>* injected, const SampleLayout& layout,
-                           AppliedTransform& at) {
-  const Transform& tr = *ts.transform;
-  at.kind = ts.kind;
-  RandomStream rng(seed, sample_index, static_cast<uint32_t>(t));
-  const nlohmann::json* inj =
-      (injected != nullptr && t < injected->size() && !(*injected)[t].is_null()) ? &(*injected)[t] : nullptr;
-  if (inj != nullptr) {
-    if (!inj->is_object())
-      return WithContext(ju::Invalid("params", "expected {\"applied\", \"params\"} or null"), sample_index, t,
-                         tr.name());
-    auto applied = ju::GetBool(*inj, "applied", true, "applied");
-    if (!applied.ok()) return WithContext(applied.status(), sample_index, t, tr.name());
-    at.applied = *applied;
-    if (!at.applied && ChangesOutputLayout(ts.kind)) {
-      // PipelineSpec::CheckLayoutStable: skipping it would change this sample's output layout.
-      return WithContext(ju::Invalid("applied", "must be true: the entry changes the output layout"), sample_index,
-                         t, tr.name());
-    }
-    if (at.applied) {
-      static const nlohmann::json kNull;
-      const nlohmann::json& pj = inj->contains("params") ? (*inj)["params"] : kNull;
-      auto p = tr.ParseParams(pj, layout);
-      if (!p.ok()) return WithContext(p.status(), sample_index, t, tr.name());
-      DrawContext ctx{rng, seed, sample_index, static_cast<uint32_t>(t)};
-      tr.CompleteInjected(**p, ctx);
-      at.params = std::move(*p);
-    }
-  } else {
-    // bgv2 OneOfTransform: only the group member chosen for this sample may fire (TransformSpec::SelectedFor).
-    at.applied = rng.Uniform() < ts.apply_probability && ts.SelectedFor(seed, sample_index);
-    if (at.applied) {
-      DrawContext ctx{rng, seed, sample_index, static_cast<uint32_t>(t)};
-      auto p = tr.Draw(ctx, layout);
-      if (!p.ok()) return WithContext(p.status(), sample_index, t, tr.name());
-      at.params = std::move(*p);
-    }
-  }
-  return absl::OkStatus();
-}
-}  // namespace
-
-absl::Status DrawSampleParams(const PipelineSpec& spec, uint64_t seed, uint64_t sample_index,
-                              const std::vector<nlohmann::json>* injected, SampleLayout layout,
-                              SampleRecord& record) {
-  return Guard([&]() -> absl::Status {
-    record.sample_index = sample_index;
-    record.transforms.clear();
-    for (size_t t = 0; t < spec.transforms.size(); ++t) {
-      const TransformSpec& ts = spec.transforms[t];
-      AppliedTransform at;
-      RETURN_IF_ERROR(DrawTransform(ts, t, seed, sample_index, injected, layout, at));
-      if (at.applied) layout.shape = ts.transform->OutputShape(layout.shape);
-      record.transforms.push_back(std::move(at));
-    }
-    return absl::OkStatus();
-  });
-}
-
 absl::Status AugmentSample(const PipelineSpec& spec, uint64_t seed, uint64_t sample_index,
                            const std::vector<nlohmann::json>* injected, SampleData& sample, SampleRecord& record) {
-  return Guard([&]() -> absl::Status {
+  return engine_internal::Guard([&]() -> absl::Status {
     record.sample_index = sample_index;
     record.transforms.clear();
     for (size_t t = 0; t < spec.transforms.size(); ++t) {
       const TransformSpec& ts = spec.transforms[t];
       const Transform& tr = *ts.transform;
       AppliedTransform at;
-      RETURN_IF_ERROR(DrawTransform(ts, t, seed, sample_index, injected, sample.layout(), at));
+      RETURN_IF_ERROR(DrawEntry(ts, t, seed, sample_index, injected, sample.layout(), at));
       if (at.applied) {
         if (ts.kind != TransformKind::kSpatial) sample.Materialize();  // only spatial reads borrowed input
-        RETURN_IF_ERROR(WithContext(tr.Apply(*at.params, sample), sample_index, t, tr.name()));
+        RETURN_IF_ERROR(WithSampleContext(tr.Apply(*at.params, sample), sample_index, t, tr.name()));
       }
       record.transforms.push_back(std::move(at));
     }
@@ -232,23 +153,8 @@ absl::Status AugmentSample(const PipelineSpec& spec, uint64_t seed, uint64_t sam
   });
 }
 
-absl::StatusOr<int> ParseCudaOrdinal(std::string_view device) {
-  if (device == "cpu") return -1;
-  if (device == "cuda") return 0;
-  if (device.size() > 5 && device.size() <= 9 && device.substr(0, 5) == "cuda:") {
-    int n = 0;
-    bool digits = true;
-    for (char ch : device.substr(5)) {
-      digits = digits && ch >= '0' && ch <= '9';
-      n = n * 10 + (ch - '0');
-    }
-    if (digits && n < 1024) return n;
-  }
-  return ju::Invalid("device", absl::StrCat("'", std::string(device), "' is not cpu, cuda or cuda:N"));
-}
-
 absl::StatusOr<BatchResult> AugmentBatch(const PipelineSpec& spec, const BatchInput& input, const RunOptions& options) {
-  if (options.device != "cpu") return AugmentBatchCuda(spec, input, options);  // cuda_engine.h
+  if (options.device != "cpu") return AugmentBatchCuda(spec, input, options);  // cuda/engine.h
   const TensorView& image = input.image;
   if (image.shape.size() != 4 && image.shape.size() != 5) {
     return ju::Invalid("image.shape", absl::StrCat("expected (B, C, X, Y[, Z]), got ", ShapeString(image.shape)));
@@ -341,21 +247,6 @@ absl::StatusOr<BatchResult> AugmentBatch(const PipelineSpec& spec, const BatchIn
       return absl::InternalError(absl::StrCat("engine error: ", e.what()));
     }
   }();
-}
-
-nlohmann::json BatchResult::ParamsJson(const PipelineSpec& spec) const {
-  nlohmann::json out = nlohmann::json::array();
-  for (const SampleRecord& r : samples) {
-    nlohmann::json ts = nlohmann::json::array();
-    for (size_t t = 0; t < r.transforms.size(); ++t) {
-      const AppliedTransform& a = r.transforms[t];
-      nlohmann::json e = {{"kind", std::string(TransformKindName(a.kind))}, {"applied", a.applied}};
-      e["params"] = a.applied && a.params ? spec.transforms[t].transform->ParamsToJson(*a.params) : nlohmann::json();
-      ts.push_back(e);
-    }
-    out.push_back({{"sample_index", r.sample_index}, {"transforms", ts}});
-  }
-  return out;
 }
 
 }  // namespace augmentd

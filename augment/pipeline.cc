@@ -13,23 +13,23 @@
 #include "augment/status_macros.h"
 #include "augment/types.h"
 #include "augment/transforms/blank_rectangle.h"
-#include "augment/transforms/brightness_additive.h"
+#include "augment/transforms/brightness_additive/brightness_additive.h"
 #include "augment/transforms/brightness_gradient_additive.h"
-#include "augment/transforms/contrast.h"
-#include "augment/transforms/convert_segmentation_to_regions.h"
+#include "augment/transforms/contrast/contrast.h"
+#include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
-#include "augment/transforms/gamma.h"
-#include "augment/transforms/gaussian_blur.h"
-#include "augment/transforms/gaussian_noise.h"
+#include "augment/transforms/gamma/gamma.h"
+#include "augment/transforms/gaussian_blur/gaussian_blur.h"
+#include "augment/transforms/gaussian_noise/gaussian_noise.h"
 #include "augment/transforms/local_gamma.h"
-#include "augment/transforms/mask_image.h"
+#include "augment/transforms/mask_image/mask_image.h"
 #include "augment/transforms/median_filter.h"
 #include "augment/transforms/mirror.h"
-#include "augment/transforms/multiplicative_brightness.h"
-#include "augment/transforms/remove_label.h"
+#include "augment/transforms/multiplicative_brightness/multiplicative_brightness.h"
+#include "augment/transforms/remove_label/remove_label.h"
 #include "augment/transforms/rot90.h"
 #include "augment/transforms/sharpening.h"
-#include "augment/transforms/simulate_low_resolution.h"
+#include "augment/transforms/simulate_low_resolution/simulate_low_resolution.h"
 #include "augment/transforms/spatial.h"
 #include "augment/transforms/transpose_axes.h"
 
@@ -85,35 +85,7 @@ absl::Status PipelineSpec::ResolveOneOfGroups() {
   return absl::OkStatus();
 }
 
-namespace {
-// Whether the entry reads, writes or moves the labels (so it cannot follow downsample_seg_for_ds, whose pyramid is
-// final). AugLab's extras read them only with regions enabled (in_seg / out_seg > 0, auglab_region.h).
-bool UsesLabels(const TransformSpec& ts) {
-  switch (ts.kind) {
-    case TransformKind::kSpatial:
-    case TransformKind::kMirror:
-    case TransformKind::kRot90:
-    case TransformKind::kTransposeAxes:
-    case TransformKind::kMaskImage:
-    case TransformKind::kRemoveLabel:
-    case TransformKind::kConvertSegmentationToRegions:
-    case TransformKind::kDownsampleSegForDs:
-      return true;
-    case TransformKind::kHistogramEqualization:
-    case TransformKind::kRandomConvolution:
-    case TransformKind::kIntensityFunction: {
-      const nlohmann::json c = ts.transform->ConfigToJson();
-      return c.value("in_seg", 0.0) > 0 || c.value("out_seg", 0.0) > 0;
-    }
-    default:
-      return false;
-  }
-}
-}  // namespace
-
-bool ChangesOutputLayout(TransformKind k) {
-  return k == TransformKind::kDownsampleSegForDs || k == TransformKind::kConvertSegmentationToRegions;
-}
+bool ChangesOutputLayout(TransformKind k) { return (FindTransform(k).caps & kCapChangesOutputLayout) != 0; }
 
 absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_shape) const {
   size_t ds = SIZE_MAX, regions = SIZE_MAX;  // the first downsample_seg_for_ds / convert_segmentation_to_regions
@@ -148,7 +120,7 @@ absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_s
       }
     }
     if (ts.kind == TransformKind::kConvertSegmentationToRegions && regions == SIZE_MAX) regions = i;
-    if (ds != SIZE_MAX && UsesLabels(ts)) {
+    if (ds != SIZE_MAX && ts.transform->UsesLabels()) {
       return ju::Invalid(field(), absl::StrCat("(", std::string(TransformKindName(ts.kind)),
                                              ") uses the labels after downsample_seg_for_ds (transform ", ds,
                                              "), whose label pyramid is final: move it before that entry"));

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "augment/transforms/simulate_low_resolution.h"
+#include "augment/transforms/simulate_low_resolution/simulate_low_resolution.h"
 #include "augment/transforms/spatial.h"
 #include "gtest/gtest.h"
 

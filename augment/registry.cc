@@ -1,93 +1,112 @@
 #include "augment/registry.h"
 
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/transforms/auglab_histogram_equalization.h"
 #include "augment/transforms/auglab_intensity_function.h"
 #include "augment/transforms/auglab_random_convolution.h"
 #include "augment/transforms/blank_rectangle.h"
-#include "augment/transforms/clamp/clamp.h"
-#include "augment/transforms/brightness_additive.h"
+#include "augment/transforms/brightness_additive/brightness_additive.h"
 #include "augment/transforms/brightness_gradient_additive.h"
-#include "augment/transforms/contrast.h"
-#include "augment/transforms/convert_segmentation_to_regions.h"
+#include "augment/transforms/clamp/clamp.h"
+#include "augment/transforms/contrast/contrast.h"
+#include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
 #include "augment/transforms/edge_convolution/edge_convolution.h"
-#include "augment/transforms/gamma.h"
-#include "augment/transforms/gaussian_blur.h"
-#include "augment/transforms/gaussian_noise.h"
+#include "augment/transforms/gamma/gamma.h"
+#include "augment/transforms/gaussian_blur/gaussian_blur.h"
+#include "augment/transforms/gaussian_noise/gaussian_noise.h"
 #include "augment/transforms/local_gamma.h"
-#include "augment/transforms/mask_image.h"
+#include "augment/transforms/mask_image/mask_image.h"
 #include "augment/transforms/median_filter.h"
 #include "augment/transforms/mri_bias_field.h"
 #include "augment/transforms/mri_ghosting.h"
 #include "augment/transforms/mri_motion.h"
 #include "augment/transforms/mri_spike.h"
 #include "augment/transforms/mirror.h"
-#include "augment/transforms/multiplicative_brightness.h"
-#include "augment/transforms/remove_label.h"
+#include "augment/transforms/multiplicative_brightness/multiplicative_brightness.h"
+#include "augment/transforms/remove_label/remove_label.h"
 #include "augment/transforms/rician_noise.h"
 #include "augment/transforms/rot90.h"
 #include "augment/transforms/sharpening.h"
-#include "augment/transforms/simulate_low_resolution.h"
-#include "augment/transforms/unsharp_mask/unsharp_mask.h"
-#include "augment/transforms/zscore_normalization/zscore_normalization.h"
+#include "augment/transforms/simulate_low_resolution/simulate_low_resolution.h"
 #include "augment/transforms/spatial.h"
 #include "augment/transforms/transpose_axes.h"
+#include "augment/transforms/unsharp_mask/unsharp_mask.h"
+#include "augment/transforms/zscore_normalization/zscore_normalization.h"
 
 namespace augmentd {
 
 namespace {
+constexpr uint32_t kLabels = kCapUsesLabels;
+constexpr uint32_t kLayout = kCapChangesOutputLayout;
+
 // The one explicit list (STYLE.md: no static registrars). Order = TransformKind order = pipeline order.
-std::vector<TransformEntry> RegisterAll() {
-  return {
-      {"spatial", TransformKind::kSpatial, true, &SpatialTransform::FromJson},
-      {"gaussian_noise", TransformKind::kGaussianNoise, true, &GaussianNoiseTransform::FromJson},
-      {"gaussian_blur", TransformKind::kGaussianBlur, true, &GaussianBlurTransform::FromJson},
-      {"multiplicative_brightness", TransformKind::kMultiplicativeBrightness, true,
-       &MultiplicativeBrightnessTransform::FromJson},
-      {"contrast", TransformKind::kContrast, true, &ContrastTransform::FromJson},
-      {"simulate_low_resolution", TransformKind::kSimulateLowResolution, true,
-       &SimulateLowResolutionTransform::FromJson},
-      {"gamma", TransformKind::kGamma, true, &GammaTransform::FromJson},
-      {"mirror", TransformKind::kMirror, true, &MirrorTransform::FromJson},
-      {"mask_image", TransformKind::kMaskImage, true, &MaskImageTransform::FromJson},
-      {"remove_label", TransformKind::kRemoveLabel, true, &RemoveLabelTransform::FromJson},
-      {"convert_segmentation_to_regions", TransformKind::kConvertSegmentationToRegions, true,
-       &ConvertSegmentationToRegionsTransform::FromJson},
-      {"downsample_seg_for_ds", TransformKind::kDownsampleSegForDs, true, &DownsampleSegForDsTransform::FromJson},
-      // nnUNetTrainerDA5 (reference §5.1).
-      {"blank_rectangle", TransformKind::kBlankRectangle, true, &BlankRectangleTransform::FromJson},
-      {"brightness_additive", TransformKind::kBrightnessAdditive, true, &BrightnessAdditiveTransform::FromJson},
-      {"sharpening", TransformKind::kSharpening, true, &SharpeningTransform::FromJson},
-      {"median_filter", TransformKind::kMedianFilter, true, &MedianFilterTransform::FromJson},
-      {"brightness_gradient_additive", TransformKind::kBrightnessGradientAdditive, true,
-       &BrightnessGradientAdditiveTransform::FromJson},
-      {"local_gamma", TransformKind::kLocalGamma, true, &LocalGammaTransform::FromJson},
-      {"rot90", TransformKind::kRot90, true, &Rot90Transform::FromJson},
-      {"transpose_axes", TransformKind::kTransposeAxes, true, &TransposeAxesTransform::FromJson},
-      {"rician_noise", TransformKind::kRicianNoise, true, &RicianNoiseTransform::FromJson},
-      // MRI artefacts (TorchIO's definitions).
-      {"bias_field", TransformKind::kBiasField, true, &BiasFieldTransform::FromJson},
-      {"ghosting", TransformKind::kGhosting, true, &GhostingTransform::FromJson},
-      {"spike", TransformKind::kSpike, true, &SpikeTransform::FromJson},
-      {"motion", TransformKind::kMotion, true, &MotionTransform::FromJson},
-      // AugLab's nnUNetTrainerDAExtGPU extras (augment/transforms/auglab_*.h).
-      {"histogram_equalization", TransformKind::kHistogramEqualization, true,
-       &HistogramEqualizationTransform::FromJson},
-      {"random_convolution", TransformKind::kRandomConvolution, true, &RandomConvolutionTransform::FromJson},
-      {"intensity_function", TransformKind::kIntensityFunction, true, &IntensityFunctionTransform::FromJson},
-      {"zscore_normalization", TransformKind::kZscoreNormalization, true, &ZscoreNormalizationTransform::FromJson},
-      {"clamp", TransformKind::kClamp, true, &ClampTransform::FromJson},
-      {"edge_convolution", TransformKind::kEdgeConvolution, true, &EdgeConvolutionTransform::FromJson},
-      {"unsharp_mask", TransformKind::kUnsharpMask, true, &UnsharpMaskTransform::FromJson},
-  };
+constexpr TransformEntry kEntries[] = {
+    {"spatial", TransformKind::kSpatial, &SpatialTransform::FromJson, kLabels},
+    {"gaussian_noise", TransformKind::kGaussianNoise, &GaussianNoiseTransform::FromJson},
+    {"gaussian_blur", TransformKind::kGaussianBlur, &GaussianBlurTransform::FromJson},
+    {"multiplicative_brightness", TransformKind::kMultiplicativeBrightness,
+     &MultiplicativeBrightnessTransform::FromJson},
+    {"contrast", TransformKind::kContrast, &ContrastTransform::FromJson},
+    {"simulate_low_resolution", TransformKind::kSimulateLowResolution, &SimulateLowResolutionTransform::FromJson},
+    {"gamma", TransformKind::kGamma, &GammaTransform::FromJson},
+    {"mirror", TransformKind::kMirror, &MirrorTransform::FromJson, kLabels},
+    {"mask_image", TransformKind::kMaskImage, &MaskImageTransform::FromJson, kLabels},
+    {"remove_label", TransformKind::kRemoveLabel, &RemoveLabelTransform::FromJson, kLabels},
+    {"convert_segmentation_to_regions", TransformKind::kConvertSegmentationToRegions,
+     &ConvertSegmentationToRegionsTransform::FromJson, kLabels | kLayout},
+    {"downsample_seg_for_ds", TransformKind::kDownsampleSegForDs, &DownsampleSegForDsTransform::FromJson,
+     kLabels | kLayout},
+    // nnUNetTrainerDA5 (reference §5.1).
+    {"blank_rectangle", TransformKind::kBlankRectangle, &BlankRectangleTransform::FromJson},
+    {"brightness_additive", TransformKind::kBrightnessAdditive, &BrightnessAdditiveTransform::FromJson},
+    {"sharpening", TransformKind::kSharpening, &SharpeningTransform::FromJson},
+    {"median_filter", TransformKind::kMedianFilter, &MedianFilterTransform::FromJson},
+    {"brightness_gradient_additive", TransformKind::kBrightnessGradientAdditive,
+     &BrightnessGradientAdditiveTransform::FromJson},
+    {"local_gamma", TransformKind::kLocalGamma, &LocalGammaTransform::FromJson},
+    {"rot90", TransformKind::kRot90, &Rot90Transform::FromJson, kLabels},
+    {"transpose_axes", TransformKind::kTransposeAxes, &TransposeAxesTransform::FromJson, kLabels},
+    {"rician_noise", TransformKind::kRicianNoise, &RicianNoiseTransform::FromJson},
+    // MRI artefacts (TorchIO's definitions).
+    {"bias_field", TransformKind::kBiasField, &BiasFieldTransform::FromJson},
+    {"ghosting", TransformKind::kGhosting, &GhostingTransform::FromJson},
+    {"spike", TransformKind::kSpike, &SpikeTransform::FromJson},
+    {"motion", TransformKind::kMotion, &MotionTransform::FromJson},
+    // AugLab's nnUNetTrainerDAExtGPU extras (augment/transforms/auglab_*.h); labels only with regions (UsesLabels).
+    {"histogram_equalization", TransformKind::kHistogramEqualization, &HistogramEqualizationTransform::FromJson},
+    {"random_convolution", TransformKind::kRandomConvolution, &RandomConvolutionTransform::FromJson},
+    {"intensity_function", TransformKind::kIntensityFunction, &IntensityFunctionTransform::FromJson},
+    // AugLab's RandomConvTransformGPU / normalisation extras (augment/transforms/<name>/), CPU only.
+    {"zscore_normalization", TransformKind::kZscoreNormalization, &ZscoreNormalizationTransform::FromJson},
+    {"clamp", TransformKind::kClamp, &ClampTransform::FromJson},
+    {"edge_convolution", TransformKind::kEdgeConvolution, &EdgeConvolutionTransform::FromJson},
+    {"unsharp_mask", TransformKind::kUnsharpMask, &UnsharpMaskTransform::FromJson},
+};
+
+constexpr bool OneEntryPerKindInOrder() {
+  if (sizeof(kEntries) / sizeof(kEntries[0]) != static_cast<size_t>(kNumTransformKinds)) return false;
+  for (int k = 0; k < kNumTransformKinds; ++k)
+    if (kEntries[k].kind != static_cast<TransformKind>(k) || kEntries[k].from_json == nullptr) return false;
+  return true;
 }
+static_assert(OneEntryPerKindInOrder(), "registry.cc: kEntries needs one entry per TransformKind, in enum order");
 }  // namespace
 
+std::string_view TransformKindName(TransformKind kind) {
+  if (static_cast<int>(kind) >= kNumTransformKinds) return "unknown";
+  return kEntries[static_cast<size_t>(kind)].name;
+}
+
+bool Transform::UsesLabels() const { return (FindTransform(kind()).caps & kCapUsesLabels) != 0; }
+
 const std::vector<TransformEntry>& RegisteredTransforms() {
-  static const std::vector<TransformEntry>* const kEntries = new std::vector<TransformEntry>(RegisterAll());
-  return *kEntries;
+  static const std::vector<TransformEntry>* const kTable =
+      new std::vector<TransformEntry>(std::begin(kEntries), std::end(kEntries));
+  return *kTable;
 }
 
 std::vector<std::string> RegisteredTransformNames() {
@@ -102,7 +121,7 @@ absl::StatusOr<const TransformEntry*> FindTransform(std::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("transform.kind: unknown transform '", std::string(name), "'"));
 }
 
-const TransformEntry& FindTransform(TransformKind kind) { return RegisteredTransforms()[static_cast<size_t>(kind)]; }
+const TransformEntry& FindTransform(TransformKind kind) { return kEntries[static_cast<size_t>(kind)]; }
 
 absl::StatusOr<TransformKind> ParseTransformKind(std::string_view name) {
   auto e = FindTransform(name);

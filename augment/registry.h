@@ -1,15 +1,21 @@
-// augment/registry.h — the table of transform kinds the engine implements.
+// augment/registry.h — the table of transform kinds the engine implements: one definition per kind.
 //
-// One explicit list (RegisterAll in registry.cc; no static registrars the linker could drop). Each entry
-// names the kind and builds a transform from its configuration given as JSON with the batchgeneratorsv2
-// constructor argument names (augment/capi.h lists them).
+// One explicit list per backend (no static registrars the linker could drop):
+//   * augment/registry.cc  kEntries: name, CPU factory (FromJson: bgv2 constructor arguments as JSON, augment/capi.h
+//                          lists them) and capability flags, one line per TransformKind in enum order;
+//   * augment/cuda/backends.cc  the CUDA backend of each kind (its chain stage factory and its 2D parameter lift),
+//                          one line per kind, compiled only in CUDA builds (CudaBackendOf answers nullptr otherwise).
+// Everything that used to switch over the kind (names, label / layout checks, CUDA stage dispatch, 2D coverage,
+// GetServerInfo's backends) looks the kind up here. Adding a kind: its folder, its proto message, one line here
+// (and one in backends.cc for its CUDA stage).
 //
-//   for (const std::string& n : augmentd::RegisteredTransformNames()) ...   // GetServerInfo
+//   for (const TransformEntry& e : augmentd::RegisteredTransforms()) ...   // GetServerInfo: e.name, HasCuda(e.kind)
 //   ASSIGN_OR_RETURN(auto t, augmentd::TransformFromJson("gamma", {{"gamma", {{"bg_contrast", {0.7, 1.5}}}}}));
 //
 // Thread-safety: all functions are safe to call concurrently (the table is immutable after first use).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,13 +27,34 @@
 
 namespace augmentd {
 
+// Capability flags of a kind (bit set).
+enum TransformCap : uint32_t {
+  kCapNone = 0,
+  // Reads, writes or moves the labels (cannot follow downsample_seg_for_ds). Transform::UsesLabels may refine it
+  // per configuration (AugLab's regions).
+  kCapUsesLabels = 1u << 0,
+  // Changes the output's layout (seg dtype / channel count or the label pyramid): cannot be skipped per sample
+  // (PipelineSpec::CheckLayoutStable).
+  kCapChangesOutputLayout = 1u << 1,
+};
+
 struct TransformEntry {
   std::string_view name;  // lower-case, e.g. "gaussian_blur"
   TransformKind kind;
-  bool has_cpu_implementation;
-  // Builds a transform from bgv2 constructor arguments; INVALID_ARGUMENT naming the field on bad values.
+  // Builds a transform from bgv2 constructor arguments; INVALID_ARGUMENT naming the field on bad values. Never null:
+  // every kind has its CPU reference (registry_test walks the enum).
   absl::StatusOr<std::shared_ptr<const Transform>> (*from_json)(const nlohmann::json& config);
+  uint32_t caps = kCapNone;  // TransformCap bits
 };
+
+// The CUDA backend of a kind (augment/cuda/backend.h; a complete type only in CUDA builds).
+struct CudaBackend;
+// The CUDA backend registered for `kind` (augment/cuda/backends.cc), nullptr when the kind has none or the build has
+// no CUDA (augment/cuda/engine_nocuda.cc). Safe to call concurrently.
+const CudaBackend* CudaBackendOf(TransformKind kind);
+// Whether `kind` runs on the CUDA engine of this build: a CUDA backend is registered and available (false in builds
+// without CUDA, and for the k-space MRI stages in builds without cuFFT). Defined beside CudaBackendOf.
+bool HasCudaImplementation(TransformKind kind);
 
 // Lower-case names of every registered transform, in pipeline order:
 // spatial, gaussian_noise, gaussian_blur, multiplicative_brightness, contrast, simulate_low_resolution, gamma,

@@ -25,12 +25,39 @@ TEST(Registry, EveryKindHasACpuImplementation) {
     const TransformEntry& e = FindTransform(kind);
     EXPECT_EQ(e.kind, kind);
     EXPECT_EQ(e.name, TransformKindName(kind));
-    EXPECT_TRUE(e.has_cpu_implementation);
-    ASSERT_NE(e.from_json, nullptr);
+    ASSERT_NE(e.from_json, nullptr);  // the CPU reference
     auto parsed = ParseTransformKind(e.name);
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, kind);
   }
+}
+
+// The capability flags replace the per-kind switches of pipeline.cc: labels are used by exactly these kinds (AugLab's
+// extras only with regions enabled), and only regions / DS change the output layout.
+TEST(Registry, CapabilityFlags) {
+  std::vector<std::string> labels, layout;
+  for (const TransformEntry& e : RegisteredTransforms()) {
+    if (e.caps & kCapUsesLabels) labels.emplace_back(e.name);
+    if (e.caps & kCapChangesOutputLayout) layout.emplace_back(e.name);
+  }
+  EXPECT_EQ(labels, (std::vector<std::string>{"spatial", "mirror", "mask_image", "remove_label",
+                                              "convert_segmentation_to_regions", "downsample_seg_for_ds", "rot90",
+                                              "transpose_axes"}));
+  EXPECT_EQ(layout, (std::vector<std::string>{"convert_segmentation_to_regions", "downsample_seg_for_ds"}));
+  auto he = TransformFromJson("histogram_equalization", nlohmann::json::object());
+  ASSERT_TRUE(he.ok()) << he.status();
+  EXPECT_FALSE((*he)->UsesLabels());
+  auto he_regions = TransformFromJson("histogram_equalization", {{"in_seg", 0.5}});
+  ASSERT_TRUE(he_regions.ok()) << he_regions.status();
+  EXPECT_TRUE((*he_regions)->UsesLabels());
+  auto gamma = TransformFromJson("gamma", {{"gamma", {0.7, 1.5}},
+                                           {"p_invert_image", 0},
+                                           {"synchronize_channels", false},
+                                           {"p_per_channel", 1},
+                                           {"p_retain_stats", 1}});
+  ASSERT_TRUE(gamma.ok()) << gamma.status();
+  EXPECT_FALSE((*gamma)->UsesLabels());
+  EXPECT_EQ(TransformKindName(static_cast<TransformKind>(kNumTransformKinds)), "unknown");
 }
 
 TEST(Registry, BuildsEveryTransformFromJson) {

@@ -28,8 +28,9 @@
 
 namespace augmentd {
 
-// Every transform kind of nnU-Net's default trainer (reference §3), then DA5's (§5.1). The lower-case names are those of
-// RegisteredTransformNames() (augment/registry.h).
+// Every transform kind of nnU-Net's default trainer (reference §3), then DA5's (§5.1). The lower-case names, the
+// capabilities and the backends of each kind are its entry in augment/registry.cc (one line per kind, same order).
+// A new kind goes at the end; kLastKind names it (the count below and the registry's checks derive from it).
 enum class TransformKind : uint8_t {
   kSpatial,
   kGaussianNoise,
@@ -66,10 +67,11 @@ enum class TransformKind : uint8_t {
   kClamp,                // augment/transforms/clamp/
   kEdgeConvolution,      // augment/transforms/edge_convolution/
   kUnsharpMask,          // augment/transforms/unsharp_mask/
+  kLastKind = kUnsharpMask,
 };
-inline constexpr int kNumTransformKinds = 32;
+inline constexpr int kNumTransformKinds = static_cast<int>(TransformKind::kLastKind) + 1;
 
-// "spatial", "gaussian_noise", ...
+// "spatial", "gaussian_noise", ... (the registry entry's name; "unknown" outside the enum).
 std::string_view TransformKindName(TransformKind kind);
 
 // Spatial layout of one sample: `channels` × shape (2 or 3 spatial dims).
@@ -112,7 +114,7 @@ struct SampleData {
   SampleLayout layout() const { return SampleLayout{channels, shape, seg_channels}; }
 };
 
-// Base of every per-sample parameter struct (e.g. GammaParams in augment/transforms/gamma.h).
+// Base of every per-sample parameter struct (e.g. GammaParams in augment/transforms/gamma/gamma.h).
 struct TransformParams {
   virtual ~TransformParams() = default;
 };
@@ -151,6 +153,9 @@ class Transform {
   virtual nlohmann::json ConfigToJson() const = 0;
   // Spatial shape of the output for an input of `in` (only spatial/DS transforms change it).
   virtual std::vector<int64_t> OutputShape(const std::vector<int64_t>& in) const { return in; }
+  // Whether this entry reads, writes or moves the labels (so it cannot follow downsample_seg_for_ds). Default: the
+  // kind's kCapUsesLabels (augment/registry.h); transforms whose configuration decides (AugLab's regions) override.
+  virtual bool UsesLabels() const;
 };
 
 }  // namespace augmentd

@@ -3,6 +3,7 @@
 // runs for a CUDA session). bgv2's DA5 on all cores is the other column: bench/cuda_bgv2_16cores.py --modes da5.
 //
 //   cuda_chain_bench [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json out.jsonl]
+//   cuda_chain_bench --default [...]   nnU-Net's default pipeline, fused kernels vs the generic chain (issue 21)
 //
 // Rows (B × C at the preset's initial patch size → patch):
 //   da5          nnunet_da5 with DA5's probabilities (one-of groups included);
@@ -10,6 +11,9 @@
 //   base         [spatial, downsample_seg_for_ds] of the preset;
 //   +<kind>#i    [spatial, entry i forced on (p = 1, out of its one-of group), downsample_seg_for_ds]; its cost is
 //                reported as the difference to `base` (the marginal cost of that transform in the chain).
+// With --default the rows are instead nnunet_default (B × C, every transform on / default probabilities) through
+// CudaAugmenter (the fused kernels: what the service runs) and through CudaChain directly (the generic chain, whose
+// spatial step is the fused spatial kernel): `chain − fused` is what retiring the fused intensity path would cost.
 // Timing: CUDA events around CudaAugmenter::Run on one stream; median and p90 of --iters batches after 3 warm-up
 // batches, each batch with fresh draws (first_sample_index advances). Inputs: N(0.3, 1) image, labels 0..3 in 4³
 // blobs. Exit status 2 without a CUDA device (prints why), 1 on any engine error.
@@ -23,7 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "augment/cuda_engine.h"
+#include "augment/cuda/chain.h"
+#include "augment/cuda/engine.h"
 #include "augment/pipeline.h"
 #include "augment/testing/random_volume.h"
 
@@ -77,17 +82,29 @@ struct DeviceInput {
   }
 };
 
-// Runs `spec` `iters` times (after 3 warm-up batches) on `in`; exits 1 on an engine error.
+// Runs `spec` `iters` times (after 3 warm-up batches) on `in` through CudaAugmenter (the service's path), or with
+// `chain_only` through CudaChain directly (the generic chain even where the fused kernels cover the spec); exits 1
+// on an engine error.
 Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int64_t C, int iters,
-                cudaStream_t stream) {
-  auto aug = augmentd::CudaAugmenter::Create(spec, 0);
-  if (!aug.ok()) {
-    std::fprintf(stderr, "CudaAugmenter::Create: %s\n", aug.status().ToString().c_str());
+                cudaStream_t stream, bool chain_only = false) {
+  std::unique_ptr<augmentd::CudaAugmenter> aug;
+  std::unique_ptr<augmentd::CudaChain> chain;
+  absl::Status created;
+  if (chain_only) {
+    auto c = augmentd::CudaChain::Create(spec);
+    if (c.ok()) chain = std::move(*c); else created = c.status();
+  } else {
+    auto a = augmentd::CudaAugmenter::Create(spec, 0);
+    if (a.ok()) aug = std::move(*a); else created = a.status();
+  }
+  if (!created.ok()) {
+    std::fprintf(stderr, "Create: %s\n", created.ToString().c_str());
     std::exit(1);
   }
   const std::vector<int64_t>& S = spec.input_patch_size;
   augmentd::CudaBatchInput input{in.image, in.seg, {B, C, S[0], S[1], S[2]}, 1};
-  auto layout = (*aug)->OutputLayout(input.image_shape, augmentd::DType::kFloat32);
+  auto layout = chain ? chain->OutputLayout(input.image_shape, augmentd::DType::kFloat32, 1)
+                      : aug->OutputLayout(input.image_shape, augmentd::DType::kFloat32);
   if (!layout.ok()) {
     std::fprintf(stderr, "OutputLayout: %s\n", layout.status().ToString().c_str());
     std::exit(1);
@@ -108,7 +125,8 @@ Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int6
   for (int i = 0; i < iters + 3; ++i) {
     opt.first_sample_index = static_cast<uint64_t>(i) * B;
     CHECK_CUDA(cudaEventRecord(start, stream));
-    absl::Status st = (*aug)->Run(input, out, opt, stream);
+    std::vector<augmentd::SampleRecord> records;
+    absl::Status st = chain ? chain->Run(input, out, opt, stream, records) : aug->Run(input, out, opt, stream);
     if (!st.ok()) {
       std::fprintf(stderr, "Run: %s\n", st.ToString().c_str());
       std::exit(1);
@@ -150,6 +168,7 @@ int main(int argc, char** argv) {
   int64_t B = 2, C = 1;
   int iters = 20;
   const char* json = nullptr;
+  bool default_pipeline = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has = i + 1 < argc;
@@ -158,8 +177,10 @@ int main(int argc, char** argv) {
     else if (a == "--channels" && has) C = std::atoll(argv[++i]);
     else if (a == "--iters" && has) iters = std::max(1, std::atoi(argv[++i]));
     else if (a == "--json" && has) json = argv[++i];
+    else if (a == "--default") default_pipeline = true;
     else {
-      std::fprintf(stderr, "usage: %s [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--default] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
                    argv[0]);
       return a == "--help" || a == "-h" ? 0 : 1;
     }
@@ -209,6 +230,27 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   };
+  if (default_pipeline) {  // issue 21: the fused intensity path vs the generic chain, same pipeline, same run
+    auto def = augmentd::NnunetDefaultPipeline(tc);
+    if (!def.ok()) {
+      std::fprintf(stderr, "nnunet_default: %s\n", def.status().ToString().c_str());
+      return 1;
+    }
+    // every entry applied (apply_probability 1; the entries' own probabilities — rotation, p_per_channel — as nnU-Net
+    // sets them); the input is sized for this preset's initial patch.
+    PipelineSpec all_on = *def;
+    for (TransformSpec& t : all_on.transforms) t.apply_probability = 1.0;
+    const DeviceInput din(B, C, def->input_patch_size);
+    for (int round = 0; round < 2; ++round) {  // interleaved, so that drift hits both paths alike
+      report("default-all-on fused", TimeSpec(all_on, din, B, C, iters, stream), -1);
+      report("default-all-on chain", TimeSpec(all_on, din, B, C, iters, stream, /*chain_only=*/true), -1);
+      report("default fused", TimeSpec(*def, din, B, C, iters, stream), -1);
+      report("default chain", TimeSpec(*def, din, B, C, iters, stream, /*chain_only=*/true), -1);
+    }
+    if (out != nullptr) std::fclose(out);
+    cudaStreamDestroy(stream);
+    return 0;
+  }
   std::vector<size_t> all(n);
   for (size_t i = 0; i < n; ++i) all[i] = i;
   report("da5", TimeSpec(full, in, B, C, iters, stream), -1);

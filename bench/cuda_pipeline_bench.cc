@@ -271,7 +271,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   // Graphs: one per distinct stage mask (what a service reusing one workspace per stream would keep), each
   // captured with the parameter upload from a fixed pinned staging buffer; every iteration copies the next
   // parameter set into the staging buffer on the host (outside the timed region) and replays its mask's graph.
-  // The staging block is what CudaAugmenter uploads (cuda_engine.cc): the batch's PipelineIO, then its parameters;
+  // The staging block is what CudaAugmenter uploads (cuda/engine.cc): the batch's PipelineIO, then its parameters;
   // the kernels read the buffer pointers from the device copy (RunPipelineFromDevice), as in the service.
   constexpr size_t kIo = (sizeof(augmentd::cuda::PipelineIO) + 255) & ~size_t{255};
   const size_t upload = kIo + sizeof(SampleParams) * B;

@@ -121,7 +121,7 @@ def bench_delivery(client, path, args, delivery):
                     out["sent" if stream.messages_sent != messages else "quiet"].append((t1 - t0) * 1e6)
         # Hand-off: one credit at a time, granted while the trainer waits in next(); the batch was produced
         # ahead, so the server writes it when the credit arrives (timing.sent_unix_ns = batch ready to go).
-        with BatchStream(client.stub, session.session_id, credits=1, slots=session.slots, hold=1,
+        with BatchStream(client.stub, session.session_id, session_token=session.session_token, credits=1, slots=session.slots, hold=1,
                          auto_credit=False) as stream:
             per_batch = production_s(stream, 1)
             for i in range(args.warmup + args.iters):
@@ -158,7 +158,7 @@ def bench_inline_throughput(client, path, args):
         for _ in range(args.rounds):
             # One stream per round, limited to 1 + n batches: the server produces n ahead (prefetch_depth 16) and
             # then stops, so the measured transfer does not share the CPU with producing the next batches.
-            with BatchStream(client.stub, session.session_id, credits=1, max_batches=n + 1, auto_credit=False) as stream:
+            with BatchStream(client.stub, session.session_id, session_token=session.session_token, credits=1, max_batches=n + 1, auto_credit=False) as stream:
                 per_batch = production_s(stream, 1)
                 time.sleep(max(2.0, 1.5 * n * per_batch / max(1, args.workers)))  # wait the n batches out
                 c0, t0 = time.process_time(), time.perf_counter()

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/session_tokens.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -124,6 +125,7 @@ bool CheckBatch(const v1::Batch& b, const std::string& id, uint64_t expected_ind
 void CloseSession(Client& client, SessionResult& r) {
   v1::CloseSessionRequest close;
   close.set_session_id(r.id);
+  close.set_session_token(TokenOf(r.id));
   v1::CloseSessionResponse closed;
   const grpc::Status s = client.stub().CloseSession(Ctx(absl::Seconds(30)).get(), close, &closed);
   if (!s.ok()) Fail(r, "CloseSession: " + s.error_message());
@@ -142,11 +144,13 @@ void RunPatchSession(Client& client, const Options& o, int index, std::chrono::s
   v1::OpenSessionResponse opened;
   grpc::Status s = client.stub().OpenSession(Ctx(absl::Seconds(60)).get(), open, &opened);
   if (!s.ok()) return Fail(r, "OpenSession: " + s.error_message());
+  RememberToken(opened);
   r.id = opened.session_id();
   std::vector<int64_t> shape = {static_cast<int64_t>(o.batch_size), 1};
   for (int64_t p : opened.initial_patch_size()) shape.push_back(p);
   v1::AugmentRequest request;
   request.set_session_id(r.id);
+  request.set_session_token(TokenOf(r.id));
   *request.mutable_image() = RandomTensor(v1::DTYPE_FLOAT32, shape, static_cast<uint32_t>(index));
   *request.mutable_segmentation() = RandomTensor(v1::DTYPE_INT16, shape, static_cast<uint32_t>(index));
   const auto start = std::chrono::steady_clock::now();
@@ -181,11 +185,13 @@ void RunDatasetSession(Client& client, const Options& o, int index, std::chrono:
   v1::OpenSessionResponse opened;
   grpc::Status s = client.stub().OpenSession(Ctx(absl::Seconds(60)).get(), open, &opened);
   if (!s.ok()) return Fail(r, "OpenSession: " + s.error_message());
+  RememberToken(opened);
   r.id = opened.session_id();
   grpc::ClientContext ctx;  // no deadline: the stream lives as long as the run
   auto stream = client.stub().StreamBatches(&ctx);
   v1::StreamBatchesRequest req;
   req.mutable_start()->set_session_id(r.id);
+  req.mutable_start()->set_session_token(TokenOf(r.id));
   req.mutable_start()->set_initial_credits(1);
   const auto start = std::chrono::steady_clock::now();
   auto t0 = start;

@@ -7,6 +7,11 @@
 #   run(carry=[".whl"], command="E2E_STAGES=single scripts/gpu-e2e.sh")
 #   run(carry=[".whl"], command="E2E_STAGES=da5,multi scripts/gpu-e2e.sh")
 #   x2 machine: E2E_GPUS=2 E2E_STAGES=multi E2E_TENANTS=2,8 scripts/gpu-e2e.sh
+#   issue 26, few cores per GPU (~6-7 min on a warm machine; the budgeted configuration, bench/e2e/README.md):
+#   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=cores E2E_CORES=2,4,16 E2E_CORES_COMPUTE=once
+#       E2E_CASES=12 E2E_WARMUP=8 E2E_ITERS=60 E2E_RUN_SECONDS=8 E2E_BUDGET=540 scripts/gpu-e2e.sh")
+#   issue 26, training quality (~5-7 min; 8 trainings at once on the GPU):
+#   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=quality E2E_BUDGET=540 scripts/gpu-e2e.sh")
 # CPU dry run (here):  E2E_DEVICE=cpu E2E_TINY=1 AUGMENTD_BIN=build/server/augmentd scripts/gpu-e2e.sh
 #
 # Steps: kit environment (.device-kit/kit-env.sh) → nnU-Net 2.8.1 and friends from .whl/ into $E2E_SITE (plus a
@@ -22,9 +27,18 @@
 #   training's GPU / all on GPU 0; E2E_ONE_GPU_DELIVERY=cuda_ipc,host_shm,inline)  E2E_CASES=24  E2E_SHAPE=160  E2E_PATCH=
 #   E2E_BUDGET=540 (seconds for the whole script; later runs are skipped)  E2E_WORK=/tmp/e2e  E2E_SITE=/tmp/site
 #   E2E_PROFILE=N (torch.profiler tables of N extra iterations per single-process run, in key-lines.txt)
-#   E2E_TINY=1 (dry-run sizes: 6 cases of 24³, 2+2 iterations, 2 loader processes, 2 tenants)
+#   E2E_TINY=1 (dry-run sizes: 6 cases of 24³, 2+2 iterations, 2 loader processes, 2 tenants, cores 1,2)
+#   Stage cores (issue 26): E2E_CORES=2,4,8,16 (each run pinned to N cores with taskset, nnUNet_n_proc_DA = N - 1)
+#   E2E_CORES_AUG=default,da5  E2E_CORES_COMPUTE=each|once (compute only at every N / once per augmentation)
+#   Stage quality (issue 26, bench/e2e/run_quality.py): E2E_Q_EPOCHS=20 E2E_Q_ITERS=50 E2E_Q_VAL_ITERS=10
+#   E2E_Q_SEEDS=1,2 E2E_Q_TRAINERS=nnUNetTrainer,nnUNetTrainerAugmentd,nnUNetTrainerDA5,nnUNetTrainerAugmentdDA5
+#   E2E_Q_PARALLEL=8 (trainings at once on the GPU) E2E_Q_N_PROC_DA=2 E2E_Q_CASES=24 E2E_Q_TEST_CASES=8
+#   E2E_Q_PATCH=32,64,64 E2E_Q_BATCH=2 E2E_Q_TTA=1 E2E_Q_DATASET_ARGS= (quality_dataset.py difficulty flags)
+#   E2E_Q_WORK=$E2E_WORK-quality
 set -uo pipefail
 START=$(date +%s)
+# the command as called (its E2E_* / AUGMENTD_* settings), for the tables' headers
+export E2E_COMMAND="${E2E_COMMAND:-$(env | grep -E '^(E2E|AUGMENTD)_[A-Z0-9_]*=' | sort | tr '\n' ' ')scripts/gpu-e2e.sh}"
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/gpu-e2e}
 mkdir -p "$OUT"
@@ -37,9 +51,15 @@ E2E_BUDGET=${E2E_BUDGET:-540}
 if [ "${E2E_TINY:-0}" = 1 ]; then
   : "${E2E_CASES:=6}" "${E2E_SHAPE:=24}" "${E2E_ITERS:=2}" "${E2E_WARMUP:=2}" "${E2E_N_PROC_DA:=2}"
   : "${E2E_TENANTS:=2}" "${E2E_MULTI_SECONDS:=8}" "${E2E_RUN_SECONDS:=20}" "${E2E_CPU_THREADS:=1}"
-  : "${E2E_MIN_RUN_SECONDS:=15}"
+  : "${E2E_MIN_RUN_SECONDS:=15}" "${E2E_CORES:=1,2}"
   export E2E_ITERS E2E_WARMUP E2E_N_PROC_DA E2E_TENANTS E2E_MULTI_SECONDS E2E_RUN_SECONDS E2E_CPU_THREADS \
-    E2E_MIN_RUN_SECONDS
+    E2E_MIN_RUN_SECONDS E2E_CORES
+  # stage quality: 6 + 2 cases of 12x32x32, a narrow network, 1 epoch x 2 iterations, one seed
+  : "${E2E_Q_CASES:=6}" "${E2E_Q_TEST_CASES:=2}" "${E2E_Q_PATCH:=8,32,32}" "${E2E_Q_SHRINK:=1}" \
+    "${E2E_Q_DATASET_ARGS:=--shape 12,32,32}" "${E2E_Q_EPOCHS:=1}" "${E2E_Q_ITERS:=2}" "${E2E_Q_VAL_ITERS:=1}" \
+    "${E2E_Q_SEEDS:=1}" "${E2E_Q_TTA:=0}" "${E2E_Q_N_PROC_DA:=1}" "${E2E_Q_EXPORT_PROCESSES:=1}"
+  export E2E_Q_CASES E2E_Q_TEST_CASES E2E_Q_PATCH E2E_Q_SHRINK E2E_Q_DATASET_ARGS E2E_Q_EPOCHS E2E_Q_ITERS \
+    E2E_Q_VAL_ITERS E2E_Q_SEEDS E2E_Q_TTA E2E_Q_N_PROC_DA E2E_Q_EXPORT_PROCESSES
 fi
 E2E_CASES=${E2E_CASES:-24}
 E2E_SHAPE=${E2E_SHAPE:-160}
@@ -112,6 +132,10 @@ echo "server configuration: AUGMENTD_LOCAL_CACHES=${AUGMENTD_LOCAL_CACHES:-auto}
   | tee -a "$OUT/env.txt"
 say "augmentd: $AUGMENTD_BIN"
 
+# Stage quality (issue 26) has a dataset of its own (step 6); steps 4-5 are for the other stages (not re-indented).
+E2E_STAGES=${E2E_STAGES:-single,da5,multi}
+E2E_OTHER_STAGES=$(tr ',' '\n' <<<"$E2E_STAGES" | grep -vx quality | paste -sd,)
+if [ -n "$E2E_OTHER_STAGES" ]; then
 # 4. Synthetic dataset, planned and preprocessed by nnU-Net (cached in $E2E_WORK).
 PATCH_ARGS=()
 [ -n "${E2E_PATCH:-}" ] && PATCH_ARGS=(--patch "$E2E_PATCH")
@@ -122,10 +146,11 @@ timeout "${E2E_PREP_TIMEOUT:-300}" python3 bench/e2e/make_dataset.py --work "$E2
 RC=$?
 tail -1 "$E2E_WORK.prep.log" | tee "$OUT/dataset.json"
 [ $RC = 0 ] || { echo "dataset preparation failed (exit $RC):"; tail -30 "$E2E_WORK.prep.log"; exit 1; }
+fi
 
 # 5. The runs.
 say "stages ${E2E_STAGES:-single,da5,multi} on $E2E_DEVICE (${E2E_GPUS:-1} GPU(s))"
-rm -rf "$OUT/logs" "$OUT/results.jsonl" "$OUT/key-lines.txt"
+rm -rf "$OUT/logs" "$OUT/results.jsonl" "$OUT/key-lines.txt" "$OUT"/figures-*.jsonl "$OUT"/quality-*
 if [ -z "${E2E_MACHINE:-}" ]; then
   if command -v nvidia-smi >/dev/null; then
     E2E_MACHINE="$(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | sed 's/^ *//' | paste -sd,)"
@@ -134,12 +159,28 @@ if [ -z "${E2E_MACHINE:-}" ]; then
   fi
   E2E_MACHINE="$E2E_MACHINE, $NPROC cores"
 fi
-E2E_DEADLINE=$(( E2E_BUDGET - $(elapsed) - 15 )) E2E_DEVICE=$E2E_DEVICE E2E_MACHINE=$E2E_MACHINE \
-  python3 bench/e2e/run_e2e.py --work "$E2E_WORK" --out "$OUT" --quiet
+RC=0
+if [ -n "$E2E_OTHER_STAGES" ]; then
+E2E_STAGES=$E2E_OTHER_STAGES E2E_DEADLINE=$(( E2E_BUDGET - $(elapsed) - 15 )) E2E_DEVICE=$E2E_DEVICE \
+  E2E_MACHINE=$E2E_MACHINE python3 bench/e2e/run_e2e.py --work "$E2E_WORK" --out "$OUT" --quiet
 RC=$?
+fi
+
+# 6. Stage quality (issue 26): nnUNetv2_train with nnU-Net's loaders and augmentd's, final validation, nnUNetv2_predict
+#    on a shifted test set, Dice (bench/e2e/run_quality.py; its dataset in ${E2E_Q_WORK:-$E2E_WORK-quality}).
+if tr ',' '\n' <<<"$E2E_STAGES" | grep -qx quality; then
+  mkdir -p "$OUT/logs"
+  say "stage quality: ${E2E_Q_EPOCHS:-20} epochs x ${E2E_Q_ITERS:-50} iterations, seeds ${E2E_Q_SEEDS:-1,2}"
+  E2E_Q_DEADLINE=$(( E2E_BUDGET - $(elapsed) - 15 )) E2E_MACHINE=$E2E_MACHINE E2E_Q_DEVICE=${E2E_DEVICE%%:*} \
+    python3 bench/e2e/run_quality.py --work "${E2E_Q_WORK:-$E2E_WORK-quality}" --out "$OUT" --quiet
+  QRC=$?
+  [ $RC = 0 ] && RC=$QRC
+fi
 cp "$E2E_WORK.prep.log" "$OUT/logs/" 2>/dev/null
 [ -f "$E2E_WORK.build.log" ] && cp "$E2E_WORK.build.log" "$OUT/logs/"
 tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs && rm -rf "$OUT/logs"
 say "done (exit $RC); files in $OUT: $(ls "$OUT" | paste -sd' ')"
 echo; cat "$OUT/table.md" 2>/dev/null
+[ -f "$OUT/quality-table.md" ] && { echo; cat "$OUT/quality-table.md"; }
+cat "$OUT"/figures-*.jsonl 2>/dev/null
 exit $RC

@@ -104,7 +104,8 @@ absl::StatusOr<TrainerConfig> FromProto(const v1::TrainerConfig& t) {
   }
   if (t.initial_patch_size_size() > 0) {
     return absl::UnimplementedError(
-        "trainer.initial_patch_size: the server derives it (nnU-Net's rule); an explicit one is not supported yet");
+        "trainer.initial_patch_size: with a preset the server derives it (nnU-Net's rule); an explicit one goes "
+        "with an explicit transform list in dataset mode");
   }
   return c;
 }
@@ -138,7 +139,12 @@ std::vector<std::string> EngineBgv2Versions() { return SupportedBgv2Versions(); 
 
 std::vector<std::string> EngineTransformNames() { return RegisteredTransformNames(); }
 
-std::vector<std::string> EngineCudaTransformNames() { return {}; }
+std::vector<std::string> EngineCudaTransformNames() {
+  std::vector<std::string> names;
+  for (const TransformEntry& e : RegisteredTransforms())
+    if (HasCudaImplementation(e.kind)) names.emplace_back(e.name);
+  return names;
+}
 
 std::vector<v1::TransformSupport> TransformSupportList(const std::vector<std::string>& cpu_names,
                                                        const std::vector<std::string>& cuda_names) {
@@ -364,7 +370,25 @@ nlohmann::json MessageToEngineJson(const Message& m) {
     if (f->name() == "constant") return r->GetDouble(m, f);
     if (f->name() == "uniform") return RangePair(r->GetMessage(m, f));
     if (f->name() == "bg_contrast") return nlohmann::json{{"bg_contrast", RangePair(r->GetMessage(m, f))}};
+    if (f->name() == "axis_size_log_uniform") {  // the engine's {"axis_size_log_uniform": [low, high]}
+      const auto& a = static_cast<const v1::AxisSizeLogUniform&>(r->GetMessage(m, f));
+      return nlohmann::json{{"axis_size_log_uniform", nlohmann::json::array({a.low_divisor(), a.high_divisor()})}};
+    }
+    if (f->name() == "mixture") {  // the engine's {"mixture": [{"weight": w, "range": [lo, hi]}, ...]}
+      nlohmann::json parts = nlohmann::json::array();
+      for (const v1::WeightedRange& c : static_cast<const v1::RangeMixture&>(r->GetMessage(m, f)).components()) {
+        parts.push_back({{"weight", c.weight()}, {"range", RangePair(c.range())}});
+      }
+      return nlohmann::json{{"mixture", std::move(parts)}};
+    }
     return nlohmann::json{{f->name(), MessageToEngineJson(r->GetMessage(m, f))}};  // the engine names what it lacks
+  }
+  if (type == "RectangleValue") {  // the engine's number | [lo, hi] | "mean"
+    const auto& v = static_cast<const v1::RectangleValue&>(m);
+    if (v.has_uniform()) return RangePair(v.uniform());
+    if (v.has_rectangle_mean()) return v.rectangle_mean() ? nlohmann::json("mean") : nlohmann::json(nullptr);
+    if (v.has_constant()) return v.constant();
+    return nullptr;
   }
   // Proto3 semantics: a plain scalar field that is not set *is* its zero value, so it is passed on; fields with
   // presence (messages, `optional`), empty lists and UNSPECIFIED enums are left out (the engine's defaults).
@@ -398,9 +422,6 @@ absl::StatusOr<PipelineSpec> PipelineFromProto(const v1::PipelineSpec& spec) {
     const std::string where = absl::StrCat("pipeline.transforms[", i, "]");
     const std::string name = TransformName(t.kind());
     if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ".kind: required"));
-    if (t.one_of_group() != 0) {
-      return absl::UnimplementedError(absl::StrCat(where, ".one_of_group: OneOfTransform groups are not supported yet"));
-    }
     if (std::find(engine.begin(), engine.end(), name) == engine.end()) {
       return absl::UnimplementedError(absl::StrCat(where, ".kind: ", name, " has no engine implementation yet"));
     }
@@ -418,12 +439,14 @@ absl::StatusOr<PipelineSpec> PipelineFromProto(const v1::PipelineSpec& spec) {
     }
     nlohmann::json j = {{"kind", name}, {"config", config}};
     if (t.has_apply_probability()) j["apply_probability"] = t.apply_probability();
+    if (t.one_of_group() != 0) j["one_of_group"] = t.one_of_group();  // bgv2 OneOfTransform (engine-checked)
     absl::StatusOr<TransformSpec> ts = TransformSpec::FromJson(j);
     if (!ts.ok()) {
       return absl::Status(ts.status().code(), absl::StrCat(where, " (", name, "): ", ts.status().message()));
     }
     out.transforms.push_back(*std::move(ts));
   }
+  if (absl::Status st = out.ResolveOneOfGroups(); !st.ok()) return st;  // one_of_index / one_of_size per member
   return out;
 }
 

@@ -47,8 +47,8 @@ absl::StatusOr<v1::TransformKind> TransformKindFromName(std::string_view name);
 // Names of the transforms the engine implements on the CPU (its registry, augment/registry.h).
 std::vector<std::string> EngineTransformNames();
 
-// Names of the transforms the engine implements with CUDA kernels. Empty until the CUDA engine reports its
-// kernels (the registry lists CPU implementations only).
+// Names of the transforms this build's CUDA engine implements: the registry's CUDA backends (augment/registry.h
+// HasCudaImplementation; empty in builds without CUDA).
 std::vector<std::string> EngineCudaTransformNames();
 
 // The engine preset name of a preset: the lower-case enum name without "PRESET_" ("nnunet_default");

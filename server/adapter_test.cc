@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "augment/cuda/engine.h"
+#include "augment/registry.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {
@@ -70,6 +72,33 @@ TEST(AdapterTest, EveryEngineTransformIsAKindOfTheContract) {
   int cpu = 0;
   for (const v1::TransformSupport& t : TransformSupportList(names, EngineCudaTransformNames())) cpu += t.cpu();
   EXPECT_EQ(cpu, static_cast<int>(names.size()));
+}
+
+// GetServerInfo's backends come from the registry: no registered CUDA backend may be reported missing (the list was
+// empty before, so every transform said cuda=false).
+TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
+  const std::vector<std::string> cuda_names = EngineCudaTransformNames();
+  int cuda = 0;
+  for (const v1::TransformSupport& t : TransformSupportList(EngineTransformNames(), cuda_names)) {
+    auto kind = ParseTransformKind(t.name());
+    ASSERT_TRUE(kind.ok()) << t.name();
+    EXPECT_EQ(t.cuda(), HasCudaImplementation(*kind)) << t.name();
+    cuda += t.cuda();
+  }
+  EXPECT_EQ(cuda, static_cast<int>(cuda_names.size()));
+  if (CudaEngineBuilt()) {
+    // Every kind but the CPU-only ones has a CUDA stage in CUDA builds; only the k-space MRI stages depend on cuFFT.
+    for (const char* name : {"spatial", "gaussian_noise", "gamma", "mirror", "downsample_seg_for_ds", "median_filter",
+                             "bias_field", "histogram_equalization"})
+      EXPECT_NE(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
+    // CPU-only kinds (no CUDA backend registered in augment/cuda/backends.cc) report cuda=false, cpu=true.
+    const std::vector<std::string> cpu_only = {"zscore_normalization", "clamp", "edge_convolution", "unsharp_mask"};
+    for (const std::string& name : cpu_only)
+      EXPECT_EQ(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
+    EXPECT_GE(cuda, kNumTransformKinds - static_cast<int>(cpu_only.size()) - 3);
+  } else {
+    EXPECT_EQ(cuda, 0);
+  }
 }
 
 v1::TrainerConfig Default3dFullres() {
@@ -287,6 +316,73 @@ TEST(AdapterTest, Bgv2VersionOfThePipelineAndOfASpatialEntry) {
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(p.status().message(), "bgv2_version")) << p.status();
   EXPECT_EQ(EngineBgv2Versions(), (std::vector<std::string>{"0.3.5", "0.3.6"}));
+}
+
+// What a translated nnUNetTrainerDA5 pipeline sends: OneOf groups, DA5's scale / strength / gamma distributions and
+// the torch.mean rectangle value reach the engine in its own JSON forms (equal to the nnunet_da5 preset's entries).
+TEST(AdapterTest, Da5TranslationFormsReachTheEngine) {
+  v1::PipelineSpec spec;
+  for (int k = 0; k < 2; ++k) {
+    v1::TransformSpec* t = spec.add_transforms();
+    t->set_kind(v1::CONTRAST);
+    t->set_apply_probability(0.2);
+    t->set_one_of_group(2);
+    t->mutable_contrast()->mutable_contrast_range()->mutable_bg_contrast()->set_min(0.5);
+    t->mutable_contrast()->mutable_contrast_range()->mutable_bg_contrast()->set_max(2.0);
+    t->mutable_contrast()->set_preserve_range(k == 0);
+    t->mutable_contrast()->set_p_per_channel(0.5);
+  }
+  v1::TransformSpec* t = spec.add_transforms();
+  t->set_kind(v1::BRIGHTNESS_GRADIENT_ADDITIVE);
+  v1::BrightnessGradientAdditiveParams* b = t->mutable_brightness_gradient_additive();
+  b->mutable_scale()->mutable_axis_size_log_uniform()->set_low_divisor(6);
+  b->mutable_scale()->mutable_axis_size_log_uniform()->set_high_divisor(1);
+  b->mutable_loc()->mutable_uniform()->set_min(-0.5);
+  b->mutable_loc()->mutable_uniform()->set_max(1.5);
+  for (double lo : {-5.0, 1.0}) {
+    v1::WeightedRange* c = b->mutable_max_strength()->mutable_mixture()->add_components();
+    c->set_weight(0.5);
+    c->mutable_range()->set_min(lo);
+    c->mutable_range()->set_max(lo + 4);
+  }
+  b->set_same_for_all_channels(false);
+  b->set_mean_centered(false);
+  b->set_p_per_channel(0.5);
+  t = spec.add_transforms();
+  t->set_kind(v1::BLANK_RECTANGLE);
+  v1::BlankRectangleParams* r = t->mutable_blank_rectangle();
+  for (int a = 0; a < 3; ++a) {
+    v1::IntRange* s = r->add_rectangle_size();
+    s->set_min(4);
+    s->set_max(13);
+  }
+  r->mutable_rectangle_value()->set_rectangle_mean(true);
+  r->mutable_num_rectangles()->set_min(1);
+  r->mutable_num_rectangles()->set_max(5);
+  absl::StatusOr<PipelineSpec> p = PipelineFromProto(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->transforms.size(), 4u);
+  EXPECT_EQ(p->transforms[0].one_of_group, 2u);
+  EXPECT_EQ(p->transforms[1].one_of_group, 2u);
+  EXPECT_EQ(p->transforms[2].one_of_group, 0u);
+  EXPECT_EQ(p->transforms[0].one_of_size, 2);
+  EXPECT_EQ(p->transforms[1].one_of_index, 1);
+  const nlohmann::json g = p->transforms[2].ToJson()["config"];
+  EXPECT_EQ(g["scale"], nlohmann::json::parse(R"({"axis_size_log_uniform": [6.0, 1.0]})")) << g.dump();
+  EXPECT_EQ(g["max_strength"], nlohmann::json::parse(
+      R"({"mixture": [{"range": [-5.0, -1.0], "weight": 0.5}, {"range": [1.0, 5.0], "weight": 0.5}]})")) << g.dump();
+  EXPECT_EQ(p->transforms[3].ToJson()["config"]["rectangle_value"], "mean");
+  r->mutable_rectangle_value()->set_constant(0.25);
+  p = PipelineFromProto(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->transforms[3].ToJson()["config"]["rectangle_value"].get<double>(), 0.25);
+  // A group member that is not consecutive is the engine's INVALID_ARGUMENT, not silently accepted.
+  spec.mutable_transforms(2)->set_one_of_group(2);
+  spec.mutable_transforms(3)->set_one_of_group(0);
+  spec.mutable_transforms(1)->set_one_of_group(0);
+  p = PipelineFromProto(spec);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
+  EXPECT_TRUE(absl::StrContains(p.status().message(), "one_of_group")) << p.status();
 }
 
 }  // namespace

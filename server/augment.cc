@@ -3,6 +3,7 @@
 // the executor, which finishes the call. The batch is always answered inline (slot delivery is StreamBatches').
 #include "server/adapter.h"
 #include "server/log.h"
+#include "server/request_limits.h"
 #include "server/service.h"
 #include "server/status.h"
 
@@ -18,11 +19,16 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::Augment(grpc::CallbackServerContex
     reactor->Finish(ToGrpcStatus(status));
     return reactor;
   };
-  absl::StatusOr<std::shared_ptr<Session>> session = registry_.Get(request->session_id());
+  if (absl::Status s = CheckRequestStrings(*request); !s.ok()) return fail(s);
+  absl::StatusOr<std::shared_ptr<Session>> session = OwnedSession(request->session_id(), request->session_token());
   if (!session.ok()) return fail(session.status());
   if ((*session)->dataset_mode()) {
     return fail(absl::FailedPreconditionError(
         absl::StrCat("session ", request->session_id(), " is in dataset mode: use StreamBatches")));
+  }
+  if (request->has_input_slot()) {
+    return fail(absl::FailedPreconditionError(
+        "input_slot: server input slots are leased on StreamPatches; Augment takes inline tensors or registered regions"));
   }
   std::shared_ptr<Session> s = *session;
   // Tensor checks and the resolution of shared-memory / CUDA IPC references happen with the augmentation on the

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "absl/time/time.h"
 #include "server/delivery.h"
 #include "server/log.h"
+#include "server/request_limits.h"
 #include "server/service.h"
 #include "server/session.h"
 #include "server/status.h"
@@ -97,6 +99,17 @@ Action Pump(StreamState& st) {
       a.status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "start: the stream ended before a start message");
     }
     return a;
+  }
+  if (!st.session_closed && st.slots != nullptr) {
+    // Fair hand-out (server/slot_ring.h): above its share of the ring, give back unsent batches from the top
+    // (re-produced later; only a contiguous top, so next_produce can step back over them).
+    for (uint32_t over = st.slots->OverShare(st.stream_id); over > 0 && !st.ready.empty(); --over) {
+      auto top = std::prev(st.ready.end());
+      if (top->first + 1 != st.next_produce || !top->second.batch().has_lease()) break;
+      st.slots->Abandon(top->second.batch().lease().slot());
+      st.ready.erase(top);
+      --st.next_produce;
+    }
   }
   if (!st.session_closed) {
     while (st.in_production + st.ready.size() < st.session->settings().prefetch_depth && st.next_produce < st.end_index) {
@@ -304,13 +317,17 @@ class BatchStream final : public Reactor {
       case Request::kStart: {
         if (st.started) return absl::InvalidArgumentError("start: sent twice on one stream");
         const v1::StreamStart& start = r.start();
-        absl::StatusOr<std::shared_ptr<Session>> session = st.service->registry().Get(start.session_id());
+        if (absl::Status s = CheckRequestStrings(start); !s.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("start.", s.message()));
+        }
+        absl::StatusOr<std::shared_ptr<Session>> session =
+            st.service->OwnedSession(start.session_id(), start.session_token());
         if (!session.ok()) {
           return absl::Status(session.status().code(), absl::StrCat("start.", session.status().message()));
         }
         if (!(*session)->dataset_mode()) {
           return absl::UnimplementedError(
-              "start.session_id: patch-mode sessions are served by Augment; streaming patches is not supported yet");
+              "start.session_id: a patch-mode session: stream patches with StreamPatches (or call Augment)");
         }
         const uint32_t max_streams = st.service->context().options.limits.max_streams_per_session;
         if ((*session)->active_streams.fetch_add(1) >= static_cast<int>(max_streams)) {
@@ -377,7 +394,7 @@ class BatchStream final : public Reactor {
         ReleaseLeases(r.release().leases());
         return absl::OkStatus();
       case Request::kPatches:
-        return absl::UnimplementedError("patches: streaming patch mode is not supported yet; use Augment");
+        return absl::UnimplementedError("patches: StreamBatches carries no patches; use StreamPatches or Augment");
       default:
         return absl::InvalidArgumentError("msg: empty StreamBatchesRequest (set start, credit or release)");
     }

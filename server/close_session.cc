@@ -1,5 +1,6 @@
 // CloseSession: removes the session (later calls: FAILED_PRECONDITION), ends its streams, returns its stats.
 #include "server/log.h"
+#include "server/request_limits.h"
 #include "server/service.h"
 #include "server/status.h"
 
@@ -9,8 +10,11 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::CloseSession(grpc::CallbackServerC
                                                            const v1::CloseSessionRequest* request,
                                                            v1::CloseSessionResponse* response) {
   if (absl::Status auth = Authorize(*context); !auth.ok()) return Reject(context, auth);
+  if (absl::Status s = CheckRequestStrings(*request); !s.ok()) return Reject(context, s);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<std::shared_ptr<Session>> session = registry_.Close(request->session_id());
+  absl::StatusOr<std::shared_ptr<Session>> session = OwnedSession(request->session_id(), request->session_token());
+  if (session.ok()) session = registry_.Close(request->session_id());
+  if (session.ok()) leases_.Forget(request->session_id());
   if (!session.ok()) {
     CountRejected();
     reactor->Finish(ToGrpcStatus(session.status()));

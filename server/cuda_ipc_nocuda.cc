@@ -21,6 +21,8 @@ CudaWorker::CudaWorker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaWorker::~CudaWorker() = default;
 absl::StatusOr<std::unique_ptr<CudaWorker>> CudaWorker::Create(const PipelineSpec&, int) { return NoCuda(); }
 absl::StatusOr<BatchResult> CudaWorker::RunHost(const BatchInput&, const RunOptions&) { return NoCuda(); }
+absl::StatusOr<BatchResult> CudaWorker::RunHostStaged(const BatchInput&, const RunOptions&) { return NoCuda(); }
+absl::StatusOr<CudaBatchInput> CudaWorker::StageHostInput(const BatchInput&) { return NoCuda(); }
 absl::Status CudaWorker::RunIntoSlot(const BatchInput&, const RunOptions&, SlotBuffer&, const std::string&,
                                      v1::Batch*, std::vector<SampleRecord>*) {
   return NoCuda();

@@ -4,25 +4,22 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "augment/cuda/status.h"
 #include "augment/status_macros.h"
 #include "server/adapter.h"
 
 namespace augmentd {
 namespace {
 
-absl::Status Cuda(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return absl::OkStatus();
-  cudaGetLastError();
-  if (e == cudaErrorMemoryAllocation) return absl::ResourceExhaustedError(absl::StrCat("CUDA out of memory (", what, ")"));
-  return absl::InternalError(absl::StrCat("CUDA error in ", what, ": ", cudaGetErrorName(e), " (",
-                                          cudaGetErrorString(e), ")"));
-}
-#define SLOTS_CUDA_OK(expr) RETURN_IF_ERROR(Cuda((expr), #expr))
+#define SLOTS_CUDA_OK(expr) RETURN_IF_ERROR(CudaStatus((expr), #expr))
 
 uint64_t Align256(uint64_t n) { return (n + 255) & ~uint64_t{255}; }
 
@@ -71,8 +68,30 @@ void Grow(void** ptr, uint64_t* cap, uint64_t need, bool pinned, absl::Status* s
   if (*ptr != nullptr) pinned ? cudaFreeHost(*ptr) : cudaFree(*ptr);
   *ptr = nullptr;
   *cap = 0;
-  *st = pinned ? Cuda(cudaMallocHost(ptr, need), "cudaMallocHost") : Cuda(cudaMalloc(ptr, need), "cudaMalloc");
+  *st = pinned ? CudaStatus(cudaMallocHost(ptr, need), "cudaMallocHost")
+               : CudaStatus(cudaMalloc(ptr, need), "cudaMalloc");
   if (st->ok()) *cap = need;
+}
+
+// memcpy of a large host buffer (an inline request, a host shm input) into pinned staging on several threads: one
+// thread copies ~5-10 GB/s, so a 100 MB patch batch would cost 10-20 ms of the call on one (issue 22).
+void ParallelMemcpy(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kPerThread = size_t{16} << 20;
+  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min<size_t>({8, std::max<size_t>(1, hw / 2), std::max<size_t>(1, bytes / kPerThread)});
+  if (threads <= 1) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  const size_t chunk = (bytes + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (size_t t = 1; t < threads; ++t) {
+    const size_t begin = t * chunk, n = begin < bytes ? std::min(chunk, bytes - begin) : 0;
+    pool.emplace_back([=] { std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, n); });
+  }
+  std::memcpy(dst, src, std::min(chunk, bytes));
+  for (std::thread& th : pool) th.join();
 }
 
 void SetRef(v1::Tensor* t, const std::string& name, v1::DType dtype, const std::vector<int64_t>& shape,
@@ -115,7 +134,7 @@ absl::StatusOr<std::unique_ptr<SlotBuffer>> CreateCudaIpcSlot(int device, const 
   void* ptr = nullptr;
   SLOTS_CUDA_OK(cudaMalloc(&ptr, bytes));
   cudaEvent_t event = nullptr;
-  if (absl::Status s = Cuda(cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming),
+  if (absl::Status s = CudaStatus(cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming),
                             "cudaEventCreateWithFlags");
       !s.ok()) {
     cudaFree(ptr);
@@ -212,10 +231,24 @@ absl::StatusOr<BatchResult> CudaWorker::RunHost(const BatchInput& input, const R
 absl::Status CudaWorker::RunIntoSlot(const BatchInput& input, const RunOptions& options, SlotBuffer& slot,
                                      const std::string& region, v1::Batch* batch,
                                      std::vector<SampleRecord>* records) {
-  Impl& m = *impl_;
   if (input.image.dtype != DType::kFloat32 || input.seg.data == nullptr || input.seg.dtype != DType::kInt16) {
     return absl::InvalidArgumentError("image/segmentation: CUDA IPC delivery takes float32 images and int16 labels");
   }
+  ASSIGN_OR_RETURN(CudaBatchInput din, StageHostInput(input));
+  return RunDeviceIntoSlot(din, options, slot, region, batch, records);
+}
+
+absl::StatusOr<BatchResult> CudaWorker::RunHostStaged(const BatchInput& input, const RunOptions& options) {
+  if (input.image.dtype != DType::kFloat32 || input.seg.data == nullptr || input.seg.dtype != DType::kInt16 ||
+      input.image.shape.size() != 5 || input.seg.shape.size() != 5) {
+    return RunHost(input, options);
+  }
+  ASSIGN_OR_RETURN(CudaBatchInput din, StageHostInput(input));
+  return RunDeviceInput(din, options);
+}
+
+absl::StatusOr<CudaBatchInput> CudaWorker::StageHostInput(const BatchInput& input) {
+  Impl& m = *impl_;
   const uint64_t img_in = Align256(input.image.numel() * sizeof(float));
   const uint64_t seg_in = input.seg.numel() * sizeof(int16_t);
   SLOTS_CUDA_OK(cudaSetDevice(m.device));
@@ -225,15 +258,15 @@ absl::Status CudaWorker::RunIntoSlot(const BatchInput& input, const RunOptions& 
   RETURN_IF_ERROR(st);
   Grow(&m.d_in, &m.d_in_cap, img_in + seg_in, false, &st);
   RETURN_IF_ERROR(st);
-  std::memcpy(m.pinned, input.image.data, input.image.numel() * sizeof(float));
-  std::memcpy(static_cast<char*>(m.pinned) + img_in, input.seg.data, seg_in);
+  ParallelMemcpy(m.pinned, input.image.data, input.image.numel() * sizeof(float));
+  ParallelMemcpy(static_cast<char*>(m.pinned) + img_in, input.seg.data, seg_in);
   SLOTS_CUDA_OK(cudaMemcpyAsync(m.d_in, m.pinned, img_in + seg_in, cudaMemcpyHostToDevice, m.stream));
   CudaBatchInput din;
   din.image = static_cast<const float*>(m.d_in);
   din.seg = reinterpret_cast<const int16_t*>(static_cast<const char*>(m.d_in) + img_in);
   din.image_shape = input.image.shape;
   din.seg_channels = input.seg.shape.size() == 5 ? input.seg.shape[1] : 1;
-  return RunDeviceIntoSlot(din, options, slot, region, batch, records);
+  return din;
 }
 
 absl::Status CudaWorker::RunDeviceIntoSlot(const CudaBatchInput& input, const RunOptions& options, SlotBuffer& slot,

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "augment/cuda_engine.h"
+#include "augment/cuda/engine.h"
 #include "augment/dataset/batch_loader.h"
 #include "augment/engine.h"
 #include "augmentd/v1/batch.pb.h"
@@ -85,6 +85,9 @@ class CudaWorker {
   // batch does not fit the slot.
   absl::Status RunIntoSlot(const BatchInput& input, const RunOptions& options, SlotBuffer& slot,
                            const std::string& region, v1::Batch* batch, std::vector<SampleRecord>* records);
+  // Host in, host out like RunHost, but float32 images / int16 labels are staged on several threads and the kernels
+  // read the device copy (RunDeviceInput); other dtypes go through RunHost.
+  absl::StatusOr<BatchResult> RunHostStaged(const BatchInput& input, const RunOptions& options);
   // Device in (a client's IPC region or LoadDatasetBatch's input: float32 image, int16 seg), host out.
   absl::StatusOr<BatchResult> RunDeviceInput(const CudaBatchInput& input, const RunOptions& options);
   // Device in, device out in `slot`: RunIntoSlot without the host staging.
@@ -101,6 +104,9 @@ class CudaWorker {
  private:
   struct Impl;
   explicit CudaWorker(std::unique_ptr<Impl> impl);
+  // float32 image + int16 seg on the host → the worker's device input buffers (pinned staging filled on several
+  // threads, one async copy on the worker's stream); the returned input names those buffers.
+  absl::StatusOr<CudaBatchInput> StageHostInput(const BatchInput& input);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,5 +1,6 @@
 #include "server/delivery.h"
 
+#include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -201,7 +202,14 @@ absl::StatusOr<InputTensor> ResolveInputTensor(const v1::Tensor& tensor, const s
     auto region = FindRegion(regions == nullptr ? nullptr : &regions->host, tensor.host_shm().region(), ref_field);
     if (!region.ok()) return region.status();
     if (absl::Status s = CheckRef(tensor.host_shm(), bytes, (*region)->byte_size(), ref_field); !s.ok()) return s;
-    out.view.data = (*region)->data() + tensor.host_shm().offset();
+    out.owned.reset(new (std::nothrow) uint8_t[bytes == 0 ? 1 : bytes]);
+    if (out.owned == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat(ref_field, ": cannot allocate ", bytes, " bytes for the copy"));
+    }
+    if (absl::Status s = (*region)->Read(tensor.host_shm().offset(), bytes, out.owned.get(), ref_field); !s.ok()) {
+      return s;
+    }
+    out.view.data = out.owned.get();
     return out;
   }
   const std::string ref_field = absl::StrCat(field, ".cuda_ipc");

@@ -78,9 +78,12 @@ absl::StatusOr<std::unique_ptr<InputRegions>> OpenInputRegions(const v1::OpenSes
 
 // An AugmentRequest tensor as a view: inline bytes, a host_shm reference (host view) or a cuda_ipc reference
 // (device view: `on_device`). INVALID_ARGUMENT naming `field` for unknown regions and out-of-range references.
+// A host_shm reference is copied out of the client's object (ShmInputRegion::Read) into `owned`, which the view
+// then points to: the engine never reads memory the client can truncate.
 struct InputTensor {
   TensorView view;
   bool on_device = false;
+  std::unique_ptr<uint8_t[]> owned;
 };
 absl::StatusOr<InputTensor> ResolveInputTensor(const v1::Tensor& tensor, const std::string& field,
                                                const InputRegions* regions);

@@ -200,6 +200,21 @@ std::vector<Flag> MakeFlags(ServerOptions& o, bool& listen_given) {
                      o.drain_timeout = t;
                      return absl::OkStatus();
                    }});
+  flags.push_back({"session_idle_timeout", "DURATION",
+                   "Close a session that has no open stream and received no call for this long (its client died "
+                   "or forgot it), freeing its slots and memory, e.g. 300s, 10m; 0: never. Default: 300s",
+                   [&o](const std::string& v) -> absl::Status {
+                     absl::Duration t;
+                     double seconds = 0;
+                     if (absl::SimpleAtod(v, &seconds)) {
+                       t = absl::Seconds(seconds);
+                     } else if (!absl::ParseDuration(v, &t)) {
+                       return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a duration (e.g. 300s)"));
+                     }
+                     if (t < absl::ZeroDuration()) return absl::InvalidArgumentError("must not be negative");
+                     o.limits.session_idle_timeout = t;
+                     return absl::OkStatus();
+                   }});
   flags.push_back({"dataset_root", "DIR[,DIR...]",
                    "Directory that dataset-mode sessions may read (nnU-Net preprocessed data); repeat the flag or "
                    "separate with commas. Dataset paths outside every root are refused. Default: none (dataset "

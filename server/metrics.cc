@@ -155,6 +155,9 @@ std::string RenderMetrics(AugmentServiceImpl& service, bool serving) {
                {{{}, static_cast<double>(sessions.size())}});
   AppendFamily(&out, "augmentd_sessions_opened_total", "counter", "Sessions opened since the start.",
                {{{}, static_cast<double>(service.registry().sessions_opened())}});
+  AppendFamily(&out, "augmentd_sessions_expired_total", "counter",
+               "Sessions closed by the server after --session_idle_timeout without a call or stream.",
+               {{{}, static_cast<double>(service.leases().expired())}});
   AppendFamily(&out, "augmentd_batches_total", "counter", "Batches delivered to clients, all sessions.",
                {{{}, static_cast<double>(service.batches_produced())}});
   AppendFamily(&out, "augmentd_requests_rejected_total", "counter", "Requests answered with an error status.",

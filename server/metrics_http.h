@@ -1,4 +1,4 @@
-// server/metrics_http.h — the operations HTTP endpoint (cpp-httplib) beside the gRPC listeners:
+// server/metrics_http.h — the operations HTTP endpoint (HTTP/1.1) beside the gRPC listeners:
 //   GET /metrics  Prometheus text exposition format 0.0.4 (server/metrics.h)
 //   GET /healthz  200 "ok" while the process serves HTTP (liveness)
 //   GET /readyz   200 "ready" while the gRPC health status is SERVING, 503 "draining" otherwise (readiness)
@@ -9,7 +9,12 @@
 //   ASSIGN_OR_RETURN(auto http, MetricsHttpServer::Start("127.0.0.1:9102", render, ready));
 //   ... http->Stop();   // also in the destructor
 //
-// Thread-safety: `render` and `ready` are called on the HTTP server's threads (2), concurrently with the
+// Our own poll(2) loop on one thread (metrics_http.cc; it replaced cpp-httplib, whose thread-per-connection
+// pool of 2 let two idle TCP connections block every probe, and which answered only the first of pipelined
+// requests and nothing after a half-close): idle and slow-drip connections cost a poll slot, not a thread;
+// pipelined requests are answered in order; a half-closed connection gets its answers before the close.
+//
+// Thread-safety: `render` and `ready` are called on the HTTP server's thread, concurrently with the
 // gRPC server; Start/Stop from the controlling thread.
 #pragma once
 
@@ -19,10 +24,6 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace augmentd {
 
@@ -46,8 +47,9 @@ class MetricsHttpServer {
   void Stop();
 
  private:
+  class Loop;
   MetricsHttpServer() = default;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<Loop> loop_;
   std::thread thread_;
   std::string address_;
 };

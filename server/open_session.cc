@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/log.h"
+#include "server/request_limits.h"
 #include "server/service.h"
 #include "server/session_config.h"
 #include "server/status.h"
@@ -13,6 +14,11 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::OpenSession(grpc::CallbackServerCo
                                                           const v1::OpenSessionRequest* request,
                                                           v1::OpenSessionResponse* response) {
   if (absl::Status auth = Authorize(*context); !auth.ok()) return Reject(context, auth);
+  if (absl::Status s = CheckRequestStrings(*request); !s.ok()) return Reject(context, s);
+  if (!serving()) {
+    return Reject(context, absl::UnavailableError("the server is draining (shutting down): it opens no new sessions; "
+                                                  "open the session on another server or after the restart"));
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // request/response stay valid until Finish; the task finishes the call.
   executor_->Submit("open", [this, reactor, request, response] {
@@ -29,6 +35,7 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::OpenSession(grpc::CallbackServerCo
       return;
     }
     *response = MakeOpenSessionResponse(**session);
+    response->set_session_token(leases_.Issue(id));
     const SessionSettings& s = (*session)->settings();
     LogInfo("session=", id, " opened: name='", s.name, "' mode=", (*session)->dataset_mode() ? "dataset" : "patch",
             " pipeline=", s.pipeline.name, " transforms=", s.pipeline.transforms.size(), " batch_size=", s.batch_size,

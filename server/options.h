@@ -25,6 +25,8 @@ struct ServerLimitsOptions {
   // RESOURCE_EXHAUSTED naming the limit; stream prefetch counts towards them but is bounded by its depth.
   uint32_t max_inflight_batches_per_session = 32;   // batches queued or running; 0 = no limit
   uint64_t max_inflight_bytes_per_session = 1ull << 30;  // their estimated bytes; 0 = no limit
+  // A session with no open stream and no call for this long is closed (server/session_lease.h); 0 = never.
+  absl::Duration session_idle_timeout = absl::Seconds(300);
 };
 
 struct ServerOptions {

@@ -27,6 +27,8 @@ namespace augmentd {
 namespace {
 
 constexpr char kServiceName[] = "augmentd.v1.AugmentService";
+// Drain: how long NOT_SERVING is announced with the listeners still open (at most half the drain timeout).
+constexpr absl::Duration kDrainAnnounce = absl::Milliseconds(500);
 
 int ClampToInt(uint64_t bytes) { return static_cast<int>(std::min<uint64_t>(bytes, INT_MAX)); }
 
@@ -152,8 +154,14 @@ void AugmentdServer::Drain(absl::Duration timeout) {
   if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService(); health != nullptr) {
     health->SetServingStatus(false);
   }
+  // Listeners stay open for a moment so that clients (load balancers, grpc.health watchers) see NOT_SERVING
+  // and new OpenSession calls get UNAVAILABLE naming the drain, instead of "connection refused"; in-flight
+  // calls and streams keep running meanwhile. Then sessions close (streams end with StreamEnd) and the
+  // listeners go, with what is left of the timeout for calls to finish.
+  const absl::Time deadline = absl::Now() + std::max(timeout, absl::ZeroDuration());
+  absl::SleepFor(std::min(kDrainAnnounce, std::max(timeout, absl::ZeroDuration()) / 2));
   service_->Shutdown();  // sessions close: their streams send StreamEnd and finish
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + std::max(timeout, absl::ZeroDuration())));
+  server_->Shutdown(absl::ToChronoTime(deadline));
   server_->Wait();
   if (metrics_ != nullptr) metrics_->Stop();
 }

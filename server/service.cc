@@ -14,11 +14,29 @@ namespace augmentd {
 AugmentServiceImpl::AugmentServiceImpl(ServiceContext context)
     : context_(std::move(context)),
       registry_(context_.options.limits.max_sessions),
+      leases_(
+          context_.options.limits.session_idle_timeout,
+          [this](const std::string& id) {
+            absl::StatusOr<std::shared_ptr<Session>> s = registry_.Get(id);
+            return s.ok() && (*s)->active_streams.load() > 0;
+          },
+          [this](const std::string& id) { (void)registry_.Close(id); }),
       executor_(std::make_unique<BatchExecutor>(context_.executor)) {}
+
+AugmentServiceImpl::~AugmentServiceImpl() { leases_.Stop(); }
 
 void AugmentServiceImpl::Shutdown() {
   StopServing();
+  leases_.Stop();  // the drain closes every session itself
   registry_.CloseAll();
+}
+
+absl::StatusOr<std::shared_ptr<Session>> AugmentServiceImpl::OwnedSession(const std::string& id,
+                                                                         const std::string& token) {
+  absl::StatusOr<std::shared_ptr<Session>> session = registry_.Get(id);
+  if (!session.ok()) return session.status();
+  if (absl::Status owned = leases_.Check(id, token); !owned.ok()) return owned;
+  return session;
 }
 
 absl::Status AugmentServiceImpl::Authorize(const grpc::CallbackServerContext& call) const {

@@ -7,6 +7,7 @@
 //   augment.cc           Augment (patch mode, unary; augmentation runs on the executor)
 //   stream_batches.cc    StreamBatches (bidi with credits; the reactor is server/batch_stream.h)
 //   get_stats.cc         GetStats
+//   stream_patches.cc    StreamPatches (patch mode, bidi with credits; the reactor is server/patch_stream.h)
 // Thread-safety: the service object is shared by all gRPC threads; the context is immutable after
 // construction, the registry and the executor synchronise themselves.
 #pragma once
@@ -23,6 +24,7 @@
 #include "server/metrics.h"
 #include "server/options.h"
 #include "server/session.h"
+#include "server/session_lease.h"
 #include "server/slot_ring.h"
 
 namespace augmentd {
@@ -41,6 +43,8 @@ struct ServiceContext {
 class AugmentServiceImpl final : public ::augmentd::v1::AugmentService::CallbackService {
  public:
   explicit AugmentServiceImpl(ServiceContext context);
+  // Stops the lease reaper before the executor (declared after it) goes.
+  ~AugmentServiceImpl() override;
 
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const ::augmentd::v1::GetServerInfoRequest* request,
@@ -59,6 +63,8 @@ class AugmentServiceImpl final : public ::augmentd::v1::AugmentService::Callback
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const ::augmentd::v1::GetStatsRequest* request,
                                      ::augmentd::v1::GetStatsResponse* response) override;
+  grpc::ServerBidiReactor<::augmentd::v1::StreamBatchesRequest, ::augmentd::v1::StreamBatchesResponse>*
+  StreamPatches(grpc::CallbackServerContext* context) override;
 
   // Drain: serving() turns false, every session closes (their streams end). The executor stops with the
   // service object, after the gRPC server (server/executor.h: queued tasks still run, so calls finish).
@@ -79,6 +85,10 @@ class AugmentServiceImpl final : public ::augmentd::v1::AugmentService::Callback
   ServerMetrics& metrics() { return metrics_; }
 
   SessionRegistry& registry() { return registry_; }
+  // The session `id` if `token` is its credential (server/session_lease.h); renews its lease. The registry's
+  // errors for unknown / closed ids; NOT_FOUND worded like an unknown id for a wrong or missing token.
+  absl::StatusOr<std::shared_ptr<Session>> OwnedSession(const std::string& id, const std::string& token);
+  SessionLeases& leases() { return leases_; }
   // Server-wide slot / staging memory budget (--device_memory_budget_bytes; server/slot_ring.h).
   const std::shared_ptr<MemoryBudget>& memory_budget() const { return memory_budget_; }
   BatchExecutor& executor() { return *executor_; }
@@ -95,6 +105,8 @@ class AugmentServiceImpl final : public ::augmentd::v1::AugmentService::Callback
   const std::shared_ptr<MemoryBudget> memory_budget_ =
       std::make_shared<MemoryBudget>(context_.options.limits.device_memory_budget_bytes);
   SessionRegistry registry_;
+  // After the registry (its reaper closes sessions there), before the executor: stops before either goes.
+  SessionLeases leases_;
   std::unique_ptr<BatchExecutor> executor_;
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> batches_{0};

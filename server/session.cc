@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "server/adapter.h"
 #include "server/session_config.h"
+#include "server/session_lease.h"
 
 namespace augmentd {
 namespace {
@@ -260,6 +261,7 @@ void Session::Close() {
   }
   // New openers can no longer reach the slots; the memory goes with the last reference to the session.
   if (resources_.slots != nullptr) resources_.slots->Unlink();
+  if (resources_.input_slots != nullptr) resources_.input_slots->Unlink();
   for (auto& listener : listeners) listener();
 }
 
@@ -353,7 +355,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Get(const std::string&
   auto it = sessions_.find(id);
   if (it != sessions_.end()) return it->second;
   if (closed_ids_.count(id)) return absl::FailedPreconditionError(absl::StrCat("session ", id, " is closed"));
-  return absl::NotFoundError(absl::StrCat("session_id: no session '", id, "'"));
+  return absl::NotFoundError(SessionLeases::UnknownSessionMessage(id));  // same words as a wrong credential
 }
 
 absl::StatusOr<std::shared_ptr<Session>> SessionRegistry::Close(const std::string& id) {

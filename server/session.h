@@ -46,6 +46,7 @@
 #include "server/cuda_ipc_slots.h"
 #include "server/delivery.h"
 #include "server/host_batch_pool.h"
+#include "server/input_slots.h"
 #include "server/slot_ring.h"
 
 namespace augmentd {
@@ -83,6 +84,7 @@ struct SessionResources {
   std::shared_ptr<SlotRing> slots;          // null for inline delivery
   std::unique_ptr<InputRegions> inputs;     // null when none were registered
   std::unique_ptr<CudaWorkerPool> cuda;     // null on the CPU
+  std::shared_ptr<InputSlots> input_slots;  // patch mode: server-owned input slots; null when none
 };
 
 // One produced batch, engine side; turned into a v1::Batch by MakeBatchProto.
@@ -106,6 +108,10 @@ class Session {
   bool dataset_mode() const { return settings_.loader != nullptr; }
   // The output slot ring (HOST_SHM / CUDA_IPC delivery); null for inline delivery.
   const std::shared_ptr<SlotRing>& slots() const { return resources_.slots; }
+  // Patch mode: the server-owned input slots (server/input_slots.h); null when the session has none.
+  const std::shared_ptr<InputSlots>& input_slots() const { return resources_.input_slots; }
+  // Patch mode: the client regions registered at OpenSession; null when none.
+  const InputRegions* input_regions() const { return resources_.inputs.get(); }
 
   // Dataset mode: samples, loads and augments batch `batch_index`. FAILED_PRECONDITION in patch mode. With a
   // `lease` of a CUDA_IPC session the kernels write straight into that slot (ProducedBatch::slot_tensors). On a
@@ -119,6 +125,11 @@ class Session {
   // Patch mode from request tensors: inline, or references into the session's registered input regions
   // (host shm; CUDA IPC on a CUDA session). INVALID_ARGUMENT naming the field for bad references.
   absl::StatusOr<ProducedBatch> AugmentRequestPatches(const v1::AugmentRequest& request) const;
+  // StreamPatches (server/patch_session.cc): augments resolved inputs (inline / registered regions / input slots;
+  // host or device) as batch `batch_index`; with an output `lease` the result goes to that slot as in
+  // ProduceDatasetBatch (CUDA_IPC: the kernels write it; HOST_SHM: MakeBatchProto copies it once).
+  absl::StatusOr<ProducedBatch> AugmentStreamPatches(uint64_t batch_index, const InputTensor& image,
+                                                     const InputTensor& seg, const v1::SlotLease* lease) const;
   // The wire form of a produced batch (sample infos, timing, tensors): inline bytes without a lease; with a
   // lease, HOST_SHM: copied into the slot; CUDA_IPC: the slot references; Batch.lease set.
   absl::StatusOr<v1::Batch> MakeBatchProto(const ProducedBatch& batch, const v1::SlotLease* lease = nullptr) const;

@@ -174,12 +174,7 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
       break;
     case v1::DELIVERY_KIND_HOST_SHM:
     case v1::DELIVERY_KIND_CUDA_IPC:
-      s.delivery = config.delivery();
-      if (!config.has_dataset()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("config.delivery: ", v1::DeliveryKind_Name(config.delivery()),
-                         " applies to StreamBatches (dataset mode); patch mode (Augment) answers inline"));
-      }
+      s.delivery = config.delivery();  // patch mode: StreamPatches delivers through the slots, Augment inline
       break;
     default:
       return absl::InvalidArgumentError(absl::StrCat("config.delivery: unknown value ", config.delivery()));
@@ -237,6 +232,13 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     }
   }
   v1::TrainerConfig trainer = pipeline.trainer();
+  // An explicit list in dataset mode may name the crop (the trainer's own initial_patch_size, e.g. a translated
+  // nnUNetTrainerNoDA's patch_size); presets derive it.
+  std::vector<int64_t> explicit_crop;
+  if (explicit_list && config.has_dataset() && trainer.initial_patch_size_size() > 0) {
+    explicit_crop.assign(trainer.initial_patch_size().begin(), trainer.initial_patch_size().end());
+    trainer.clear_initial_patch_size();
+  }
 
   // Mode.
   std::shared_ptr<dataset::NnunetDataset> ds;
@@ -281,7 +283,21 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     if (ds != nullptr) {  // crop what nnU-Net's training loader would crop for this trainer configuration
       absl::StatusOr<AugmentationGeometry> g = ConfigureGeometry(*tc);
       if (!g.ok()) return Prefixed(g.status(), "config.pipeline.trainer: ");
-      s.pipeline.input_patch_size = g->initial_patch_size;
+      if (!explicit_crop.empty() && explicit_crop.size() != g->initial_patch_size.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("config.pipeline.trainer.initial_patch_size: needs ",
+                                                       g->initial_patch_size.size(), " entries (as patch_size), got ",
+                                                       explicit_crop.size()));
+      }
+      // nnU-Net's enlargement is at most ~2.5x (rotation capped at 90 degrees, scale >= 0.7): 4x bounds the boxes read.
+      const int64_t cap = 4 * *std::max_element(tc->patch_size.begin(), tc->patch_size.end());
+      for (int64_t v : explicit_crop) {
+        if (v < 1 || v > cap) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "config.pipeline.trainer.initial_patch_size: entries must be in [1, 4 x max(patch_size) = ", cap,
+              "], got ", v));
+        }
+      }
+      s.pipeline.input_patch_size = explicit_crop.empty() ? g->initial_patch_size : explicit_crop;
     }
   } else {
     absl::StatusOr<PipelineSpec> spec = PresetPipeline(preset, *tc);
@@ -452,6 +468,26 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     if (!slots.ok()) return slots.status();
     resources.slots = *std::move(slots);
   }
+  if (config.has_patch() && config.patch().input_slots() > 0) {  // server-owned input slots (server/input_slots.h)
+    const v1::PatchModeConfig& pm = config.patch();
+    if (pm.input_slots() > limits.max_prefetch_depth + 1) {
+      return absl::ResourceExhaustedError(absl::StrCat("config.patch.input_slots: ", pm.input_slots(),
+                                                       " exceeds the server's max_prefetch_depth + 1 = ",
+                                                       limits.max_prefetch_depth + 1));
+    }
+    InputSlotsRequest in;
+    in.kind = pm.input_slot_kind() != v1::DELIVERY_KIND_UNSPECIFIED ? pm.input_slot_kind()
+              : s.device.kind == DeviceKind::kCuda                  ? v1::DELIVERY_KIND_CUDA_IPC
+                                                                    : v1::DELIVERY_KIND_HOST_SHM;
+    in.session_id = id;
+    in.count = pm.input_slots();
+    in.device = s.device;
+    in.slot_bytes = InputSlotBytes(s.input_patch_size, s.batch_size, channels, seg_channels, s.input_image_dtype,
+                                   s.input_label_dtype);
+    absl::StatusOr<std::unique_ptr<InputSlots>> inputs = InputSlots::Create(in, limits, budget);
+    if (!inputs.ok()) return inputs.status();
+    resources.input_slots = *std::move(inputs);
+  }
   return std::make_shared<Session>(std::move(s), std::move(resources));
 }
 
@@ -474,6 +510,9 @@ v1::OpenSessionResponse MakeOpenSessionResponse(const Session& session) {
   out.set_delivery(s.delivery);
   if (session.slots() != nullptr) {
     for (v1::OutputSlot& slot : session.slots()->Export()) *out.add_output_slots() = std::move(slot);
+  }
+  if (session.input_slots() != nullptr) {
+    for (v1::OutputSlot& slot : session.input_slots()->Export()) *out.add_input_slots() = std::move(slot);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -111,13 +112,37 @@ absl::StatusOr<std::unique_ptr<ShmInputRegion>> ShmInputRegion::Open(const v1::H
     return absl::InvalidArgumentError(absl::StrCat(field, ".byte_size: offset ", region.offset(), " + byte_size ",
                                                    region.byte_size(), " exceeds the object's real size ", st.st_size));
   }
-  void* map = mmap(nullptr, end, PROT_READ, MAP_SHARED, fd, 0);
-  close(fd);
-  if (map == MAP_FAILED) return Errno(absl::StrCat(field, ": mmap '", key, "'"));
-  return std::unique_ptr<ShmInputRegion>(
-      new ShmInputRegion(map, end, static_cast<const uint8_t*>(map) + region.offset(), region.byte_size()));
+  return std::unique_ptr<ShmInputRegion>(new ShmInputRegion(
+      fd, absl::StrCat(field, " '", region.name(), "' (", key, ")"), region.offset(), region.byte_size()));
 }
 
-ShmInputRegion::~ShmInputRegion() { munmap(map_, map_bytes_); }
+ShmInputRegion::~ShmInputRegion() { close(fd_); }
+
+absl::Status ShmInputRegion::Read(uint64_t offset, uint64_t bytes, void* dst, const std::string& field) const {
+  if (offset > bytes_ || bytes > bytes_ - offset) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": bytes [", offset, ", ", offset + bytes,
+                                                   ") lie outside ", describe_, " of ", bytes_, " bytes"));
+  }
+  struct stat st {};
+  const uint64_t end = offset_ + offset + bytes;
+  if (fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) < end) {
+    return absl::FailedPreconditionError(absl::StrCat(field, ": ", describe_, " was truncated by its owner to ",
+                                                      st.st_size, " bytes; the tensor needs bytes up to ", end));
+  }
+  uint8_t* out = static_cast<uint8_t*>(dst);
+  uint64_t done = 0;
+  while (done < bytes) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes - done, uint64_t{1} << 30));
+    const ssize_t n = pread(fd_, out + done, chunk, static_cast<off_t>(offset_ + offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno(absl::StrCat(field, ": read of ", describe_));
+    if (n == 0) {
+      return absl::DataLossError(absl::StrCat(field, ": ", describe_, " shrank while being read (", done, " of ",
+                                              bytes, " bytes read): truncated by its owner"));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace augmentd

@@ -9,7 +9,13 @@
 //
 // Input regions (OpenSessionRequest.host_shm_regions, patch mode) are opened by key: a POSIX shm name ("/x",
 // no further '/') or a memfd path "/proc/<pid>/fd/<n>". The object's real size (fstat) must cover
-// offset + byte_size; the range is mapped read-only for the session's lifetime.
+// offset + byte_size. The region is NOT mapped: the object belongs to the client, which may truncate it at any
+// time, and a mapping of a truncated object raises SIGBUS in whichever server thread touches it (LibTorch's
+// intra-op threads included), killing every session. Read() copies a request's tensor out with pread on the
+// fd kept open for the session: a truncation is then a short read, i.e. a Status for that request
+// (FAILED_PRECONDITION when fstat already shows the object shorter, DATA_LOSS when it shrinks during the
+// read), and the engine works on server-owned memory nobody else can change under it. The cost is one copy
+// of the request's inputs (tmpfs page cache → our buffer), which the engine's first pass would have read anyway.
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<ShmSlot> slot, ShmSlot::Create("/augmentd-42-s1-0", 8 << 20));
 //   ASSIGN_OR_RETURN(std::unique_ptr<ShmInputRegion> in, ShmInputRegion::Open(region, "host_shm_regions[0]"));
@@ -53,15 +59,17 @@ class ShmInputRegion {
   ~ShmInputRegion();
   ShmInputRegion(const ShmInputRegion&) = delete;
   ShmInputRegion& operator=(const ShmInputRegion&) = delete;
-  const uint8_t* data() const { return data_; }
   uint64_t byte_size() const { return bytes_; }
+  // Copies [offset, offset + bytes) of the region (offset relative to the region) into `dst`.
+  // FAILED_PRECONDITION / DATA_LOSS naming `field` and the region when the client truncated the object.
+  absl::Status Read(uint64_t offset, uint64_t bytes, void* dst, const std::string& field) const;
 
  private:
-  ShmInputRegion(void* map, uint64_t map_bytes, const uint8_t* data, uint64_t bytes)
-      : map_(map), map_bytes_(map_bytes), data_(data), bytes_(bytes) {}
-  void* const map_;
-  const uint64_t map_bytes_;
-  const uint8_t* const data_;
+  ShmInputRegion(int fd, std::string describe, uint64_t offset, uint64_t bytes)
+      : fd_(fd), describe_(std::move(describe)), offset_(offset), bytes_(bytes) {}
+  const int fd_;
+  const std::string describe_;  // "host_shm_regions[0] 'name' (key)"
+  const uint64_t offset_;       // of the region in the object
   const uint64_t bytes_;
 };
 

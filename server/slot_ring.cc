@@ -1,5 +1,7 @@
 #include "server/slot_ring.h"
 
+#include <algorithm>
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -43,8 +45,31 @@ std::vector<v1::OutputSlot> SlotRing::Export() const {
   return out;
 }
 
+uint32_t SlotRing::ShareLocked() const {
+  const size_t streams = std::max<size_t>(1, waiters_.size());
+  return static_cast<uint32_t>(std::max<size_t>(1, slots_.size() / streams));
+}
+
+uint32_t SlotRing::InUseLocked(uint64_t owner) const {
+  uint32_t n = 0;
+  for (const Slot& s : slots_) n += s.state != State::kFree && s.owner == owner ? 1 : 0;
+  return n;
+}
+
+uint32_t SlotRing::Share() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ShareLocked();
+}
+
+uint32_t SlotRing::OverShare(uint64_t owner) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint32_t used = InUseLocked(owner), share = ShareLocked();
+  return used > share ? used - share : 0;
+}
+
 std::optional<v1::SlotLease> SlotRing::Acquire(uint64_t owner) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (InUseLocked(owner) >= ShareLocked()) return std::nullopt;  // its share is used: wait (fair hand-out)
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (s.state != State::kFree) continue;
@@ -117,13 +142,22 @@ uint32_t SlotRing::leased_slots() const {
 }
 
 void SlotRing::AddWaiter(uint64_t owner, std::function<void()> waiter) {
-  std::lock_guard<std::mutex> lock(mu_);
-  waiters_[owner] = std::move(waiter);
+  bool shared;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiters_[owner] = std::move(waiter);
+    shared = waiters_.size() > 1;
+  }
+  if (shared) NotifyWaiters();  // the share shrank: streams above it give back unsent batches
 }
 
 void SlotRing::RemoveWaiter(uint64_t owner) {
-  std::lock_guard<std::mutex> lock(mu_);
-  waiters_.erase(owner);
+  bool shared;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shared = waiters_.erase(owner) > 0 && !waiters_.empty();
+  }
+  if (shared) NotifyWaiters();  // the share grew: the others may produce more
 }
 
 void SlotRing::Unlink() {

@@ -13,6 +13,14 @@
 //   ... write the batch into ring->buffer(lease->slot()) ...; ring->Lease(lease->slot()); send the batch
 //   ring->Release(stream_id, lease_from_client);                       // or ring->ReclaimOwner(stream_id)
 //
+// Fair hand-out between the streams of one session (per-stream quota): while n streams are registered
+// (AddWaiter), each may have at most Share() = max(1, size / n) slots held or leased at once; Acquire refuses
+// beyond that. A stream that filled the ring while it was alone (its prefetch runs ahead of its credits) gives
+// back its produced-but-unsent batches above its share when a second stream registers (OverShare(); the stream
+// re-produces them later: a batch index always gives the same batch). So an idle stream keeps at most its share,
+// and a reading stream always gets the rest. A quota rather than first-come hand-out because prefetch is
+// greedy: without it, whichever stream starts first owns every slot for as long as it idles.
+//
 // Waiters: a stream waiting for a free slot registers a callback; it runs (outside the ring's lock, possibly on
 // the caller's thread while the caller holds its own locks — so it must only enqueue work) whenever a slot is
 // freed. Thread-safety: every method is safe to call concurrently.
@@ -79,7 +87,8 @@ class SlotRing {
   // Every slot's OutputSlot, in index order.
   std::vector<v1::OutputSlot> Export() const;
 
-  // A free slot for `owner` to write into (its generation bumped), or nullopt when none is free.
+  // A free slot for `owner` to write into (its generation bumped), or nullopt when none is free or `owner`
+  // already has Share() slots held or leased.
   std::optional<v1::SlotLease> Acquire(uint64_t owner);
   // held → leased: the batch naming the slot is being sent.
   void Lease(uint32_t slot);
@@ -89,6 +98,11 @@ class SlotRing {
   bool Release(uint64_t owner, const v1::SlotLease& lease);
   // Frees every slot `owner` leased; returns how many.
   uint32_t ReclaimOwner(uint64_t owner);
+
+  // Slots one stream may have held or leased while the registered streams share the ring.
+  uint32_t Share() const;
+  // How many slots `owner` has beyond Share() (0 if none).
+  uint32_t OverShare(uint64_t owner) const;
 
   uint32_t free_slots() const;
   uint32_t leased_slots() const;
@@ -108,6 +122,8 @@ class SlotRing {
     uint64_t generation = 0;
   };
   void NotifyWaiters();
+  uint32_t ShareLocked() const;                    // mu_ held
+  uint32_t InUseLocked(uint64_t owner) const;      // mu_ held
 
   const v1::DeliveryKind kind_;
   std::shared_ptr<MemoryBudget> budget_;

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -29,6 +30,10 @@ class B2ndArray final : public CaseArray {
   B2ndArray(std::string path, Shape shape, DType dtype, b2nd_array_t* array,
             std::shared_ptr<const MappedFile> mapping, B2ndReadMode mode)
       : CaseArray(std::move(path), std::move(shape), dtype), array_(array), mapping_(std::move(mapping)) {
+    // Reads the frame's header and chunk index from the mapping: a truncation here poisons the range, which
+    // ReadBox reports (Backing()) on the first read.
+    std::optional<MappingRead> guard;
+    if (mapping_ != nullptr) guard.emplace(mapping_->range());
     if (mode == B2ndReadMode::kBlocks && mapping_ != nullptr) mapped_ = B2ndArrayOverMapping(*mapping_);
     if (mapped_ != nullptr) blocks_ = B2ndBlockReader::Create(mapped_, dtype);
   }
@@ -39,6 +44,8 @@ class B2ndArray final : public CaseArray {
   }
 
  protected:
+  const MappedFile* Backing() const override { return blocks_ != nullptr ? mapping_.get() : nullptr; }
+
   absl::Status ReadRegion(const int64_t* start, const int64_t* stop, const RegionTarget& dst) const override {
     auto slice = [&](const int64_t* lo, const int64_t* hi) { return ReadSlice(lo, hi, dst); };
     if (blocks_ == nullptr) return slice(start, stop);

@@ -129,7 +129,7 @@ class BatchLoader {
   // CUDA path (a session on cuda:N whose loader has a cache with a GPU tier):
   //   DeviceBatchBuffers dst{d_image, B·C·P, d_seg, B·P};            // the worker's device input buffers
   //   ASSIGN_OR_RETURN(DeviceBatch db, loader.LoadBatchToDevice(b, dst, stream));
-  //   CudaBatchInput in{d_image, d_seg, db.data_shape};              // augment/cuda_engine.h
+  //   CudaBatchInput in{d_image, d_seg, db.data_shape};              // augment/cuda/engine.h
   //   RETURN_IF_ERROR(augmenter.Run(in, out, options /* first_sample_index = b·B */, stream));
   // Plans batch `batch_index` and writes it into `dst` on `stream`: samples of GPU-resident cases
   // are cropped by the kernel (the case is uploaded first on a device-tier miss), other samples are cropped on

@@ -1,12 +1,14 @@
 #include "augment/dataset/case_array.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "augment/dataset/b2nd_reader.h"
+#include "augment/dataset/mapped_file.h"
 #include "augment/dataset/npy_reader.h"
 #include "augment/dataset/stream_store.h"
 
@@ -109,11 +111,17 @@ absl::Status CaseArray::ReadBox(const Box& box, double pad_value, DType out_dtyp
   const RegionTarget dst{out, out_dtype, origin, out_shape, static_cast<int>(k), stream};
   FillOutside(dst, start, stop, pad_value);
   absl::Status st;
-  if (const void* src = MappedData(); src != nullptr) {
-    const int64_t zeros[kMaxRegionRank] = {0};
-    CopyRegion(dtype_, src, zeros, shape_.data(), dst, start, stop);
-  } else {
-    st = ReadRegion(start, stop, dst);
+  const MappedFile* backing = Backing();
+  {
+    std::optional<MappingRead> guard;
+    if (backing != nullptr) guard.emplace(backing->range());
+    if (const void* src = MappedData(); src != nullptr) {
+      const int64_t zeros[kMaxRegionRank] = {0};
+      CopyRegion(dtype_, src, zeros, shape_.data(), dst, start, stop);
+    } else {
+      st = ReadRegion(start, stop, dst);
+    }
+    if (guard.has_value() && guard->failed()) st = backing->LostPagesError();
   }
   if (stream) StreamFence();
   return st;

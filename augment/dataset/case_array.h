@@ -34,6 +34,7 @@
 namespace augmentd::dataset {
 
 using Shape = std::vector<int64_t>;
+class MappedFile;
 
 // Product of the extents (1 for rank 0).
 int64_t NumElements(const Shape& shape);
@@ -98,6 +99,10 @@ class CaseArray {
   // first element (C order, native dtype); ReadBox then copies straight from it. Others return nullptr and
   // implement ReadRegion.
   virtual const void* MappedData() const { return nullptr; }
+
+  // The file mapping MappedData() / ReadRegion read from, if any: ReadBox guards those reads (mapping_guard.h),
+  // so a file truncated under the mapping gives DATA_LOSS naming it instead of SIGBUS.
+  virtual const MappedFile* Backing() const { return nullptr; }
 
   // Decodes the in-bounds hyper-rectangle [start, stop) over *all* axes straight into its place in `dst` (the
   // caller's output box, region_copy.h), converting to dst.dtype; writes nothing outside [start, stop). Only

@@ -29,9 +29,17 @@ absl::Status FileErrnoToStatus(int err, const std::string& path, const char* wha
       return absl::PermissionDeniedError(msg);
     case EISDIR:
       return absl::FailedPreconditionError(msg);
+    case ENAMETOOLONG:
+    case ELOOP:
+      return absl::InvalidArgumentError(msg);
     default:
       return absl::InternalError(msg);
   }
+}
+
+absl::Status MappedFile::LostPagesError() const {
+  return absl::DataLossError(absl::StrCat(path_, ": the file was truncated or rewritten while being read (",
+                                          "its mapping lost its pages); re-open the dataset once it is complete"));
 }
 
 absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::string& path) {
@@ -118,7 +126,7 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::OpenShared(const s
     std::lock_guard<std::mutex> lock(m.mu);
     auto it = m.by_path.find(path);
     if (it != m.by_path.end()) {
-      if (it->second->id == IdentityOf(st)) {
+      if (it->second->id == IdentityOf(st) && !it->second->file->range().poisoned()) {
         m.lru.splice(m.lru.begin(), m.lru, it->second);
         return it->second->file;
       }

@@ -13,6 +13,10 @@
 // page faults and munmap's TLB shootdowns across all threads; nothing is read ahead or kept in anonymous memory
 // (the pages are the page cache's, though the touched ones count in the process's RSS — hence the small bound;
 // a dataset larger than it maps its files per open again, as without the cache).
+//
+// Files others may rewrite: every read of data() goes through a MappingRead over range() (mapping_guard.h), so a
+// truncation under the mapping becomes LostPagesError() (DATA_LOSS naming the file) instead of SIGBUS. A
+// poisoned mapping is never handed out again by OpenShared.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +26,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "augment/dataset/mapping_guard.h"
 
 struct stat;
 
@@ -40,14 +45,20 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // The mapped bytes, for MappingRead.
+  const MappedRange& range() const { return range_; }
+  // DATA_LOSS naming the file: a guarded read found it truncated (or replaced in place) under the mapping.
+  absl::Status LostPagesError() const;
 
  private:
-  MappedFile(std::string path, const uint8_t* data, size_t size) : path_(std::move(path)), data_(data), size_(size) {}
+  MappedFile(std::string path, const uint8_t* data, size_t size)
+      : path_(std::move(path)), data_(data), size_(size), range_(data, size) {}
   // Open, also returning the opened file's identity (fstat).
   static absl::StatusOr<std::shared_ptr<const MappedFile>> OpenWithStat(const std::string& path, struct stat* st);
   std::string path_;
   const uint8_t* data_;
   size_t size_;
+  MappedRange range_;
 };
 
 // Maps errno from open()/stat() on `path` to a status naming the file.

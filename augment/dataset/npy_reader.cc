@@ -17,6 +17,7 @@ class NpyArray final : public CaseArray {
 
  protected:
   const void* MappedData() const override { return file_->data() + offset_; }
+  const MappedFile* Backing() const override { return file_.get(); }
 
  private:
   std::shared_ptr<const MappedFile> file_;
@@ -29,7 +30,12 @@ absl::StatusOr<std::unique_ptr<CaseArray>> OpenNpy(const std::string& path) {
   absl::StatusOr<std::shared_ptr<const MappedFile>> file = MappedFile::OpenShared(path);
   if (!file.ok()) return file.status();
   const MappedFile& f = **file;
-  absl::StatusOr<NpyHeader> h = ParseNpyHeader(f.data(), f.size(), path);
+  absl::StatusOr<NpyHeader> h;
+  {
+    MappingRead guard(f.range());  // the header is read from the mapping
+    h = ParseNpyHeader(f.data(), f.size(), path);
+    if (guard.failed()) return f.LostPagesError();
+  }
   if (!h.ok()) return h.status();
   if (h->fortran_order) {
     return absl::UnimplementedError(absl::StrCat(path, ": Fortran-ordered .npy arrays are not supported"));

@@ -114,6 +114,7 @@ class NpzArray final : public CaseArray {
 
  protected:
   const void* MappedData() const override { return elements_; }
+  const MappedFile* Backing() const override { return file_.get(); }
 
  private:
   std::shared_ptr<const MappedFile> file_;  // set for stored members (elements point into the mapping)
@@ -154,7 +155,12 @@ absl::StatusOr<std::vector<uint8_t>> Inflate(const uint8_t* src, uint64_t csize,
 absl::StatusOr<std::vector<std::string>> ListNpzMembers(const std::string& path) {
   absl::StatusOr<std::shared_ptr<const MappedFile>> file = MappedFile::Open(path);
   if (!file.ok()) return file.status();
-  absl::StatusOr<std::vector<ZipEntry>> entries = ReadCentralDirectory(**file);
+  absl::StatusOr<std::vector<ZipEntry>> entries;
+  {
+    MappingRead guard((*file)->range());
+    entries = ReadCentralDirectory(**file);
+    if (guard.failed()) return (*file)->LostPagesError();
+  }
   if (!entries.ok()) return entries.status();
   std::vector<std::string> names;
   for (const ZipEntry& e : *entries) {
@@ -163,10 +169,11 @@ absl::StatusOr<std::vector<std::string>> ListNpzMembers(const std::string& path)
   return names;
 }
 
-absl::StatusOr<std::unique_ptr<CaseArray>> OpenNpzMember(const std::string& path, const std::string& member) {
-  absl::StatusOr<std::shared_ptr<const MappedFile>> file = MappedFile::Open(path);
-  if (!file.ok()) return file.status();
-  const MappedFile& f = **file;
+namespace {
+
+absl::StatusOr<std::unique_ptr<CaseArray>> OpenNpzMemberOf(const std::string& path, const std::string& member,
+                                                           const std::shared_ptr<const MappedFile>& file) {
+  const MappedFile& f = *file;
   absl::StatusOr<std::vector<ZipEntry>> entries = ReadCentralDirectory(f);
   if (!entries.ok()) return entries.status();
   const std::string entry_name = member + ".npy";
@@ -189,7 +196,7 @@ absl::StatusOr<std::unique_ptr<CaseArray>> OpenNpzMember(const std::string& path
   uint64_t member_size = e.usize;
   if (e.method == 0) {
     if (e.csize != e.usize) return Corrupt(path, "stored member with differing sizes");
-    keep = *file;
+    keep = file;
   } else if (e.method == 8) {
     // Deflate expands at most 1032:1; a larger declared size is a damaged or hostile header, and Inflate would
     // allocate it up front (a 500-byte file asked for 3 GB: tests/fuzz/npz_fuzz).
@@ -223,6 +230,17 @@ absl::StatusOr<std::unique_ptr<CaseArray>> OpenNpzMember(const std::string& path
   const uint8_t* elements = member_bytes + h->data_offset;
   return std::unique_ptr<CaseArray>(
       new NpzArray(name, h->shape, h->dtype, std::move(keep), std::move(owned), elements));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CaseArray>> OpenNpzMember(const std::string& path, const std::string& member) {
+  absl::StatusOr<std::shared_ptr<const MappedFile>> file = MappedFile::Open(path);
+  if (!file.ok()) return file.status();
+  MappingRead guard((*file)->range());  // the directory, headers and deflated members are read from the mapping
+  absl::StatusOr<std::unique_ptr<CaseArray>> array = OpenNpzMemberOf(path, member, *file);
+  if (guard.failed()) return (*file)->LostPagesError();
+  return array;
 }
 
 }  // namespace augmentd::dataset

@@ -33,8 +33,9 @@ void MultiplyChannel(float* x, int64_t n, float m);
 // bgv2 ContrastTransform: x = (x − mean)·m + mean, then (preserve_range) clamp to the channel's prior [min, max].
 void ApplyContrast(float* x, int64_t n, float m, bool preserve_range);
 
-// bgv2 GammaTransform for one channel (see augment/transforms/gamma.h for the math). The power is exp2(γ·log2 t)
-// with vectorised float polynomials for γ > 0 (library pow otherwise): < 2e-7 of the range from double pow.
+// bgv2 GammaTransform for one channel (see augment/transforms/gamma/gamma.h for the math). The power is
+// exp2(γ·log2 t) with vectorised float polynomials for γ > 0 (library pow otherwise): < 2e-7 of the range from double
+// pow.
 void ApplyGamma(float* x, int64_t n, float gamma, bool invert, bool retain_stats);
 
 }  // namespace augmentd::kernels

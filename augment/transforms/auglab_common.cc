@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
-#include "augment/kernels/cuda/auglab_math.h"
+#include "augment/kernels/common/auglab_math.h"
 
 namespace augmentd::auglab_internal {
 namespace ju = json_util;

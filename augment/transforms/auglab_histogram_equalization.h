@@ -12,7 +12,7 @@
 // container uses same_on_batch=True, which may share the coin across the batch; augmentd draws per sample).
 // AugLab's in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — one region per applied channel, drawn
 // after nothing else (this transform draws nothing of its own); default off. Not covered: AugLab's NaN/Inf guard.
-// The math is augment/kernels/cuda/auglab_math.h's (shared with the CUDA stage).
+// The math is augment/kernels/common/auglab_math.h's (shared with the CUDA stage).
 //
 //   auto t = HistogramEqualizationTransform::FromJson({{"apply_to_channel", {0}}, {"retain_stats", false}});
 #pragma once
@@ -50,6 +50,8 @@ class HistogramEqualizationTransform final : public Transform {
   absl::StatusOr<std::unique_ptr<TransformParams>> ParamsFromJson(const nlohmann::json& j,
                                                                   const SampleLayout& layout) const override;
   nlohmann::json ConfigToJson() const override;
+  // Reads the labels only with regions enabled (in_seg / out_seg > 0, auglab_region.h).
+  bool UsesLabels() const override { return config_.region.enabled(); }
 
  private:
   explicit HistogramEqualizationTransform(HistogramEqualizationConfig c) : config_(std::move(c)) {}

@@ -16,7 +16,7 @@
 // them: same_on_batch=True). in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — AugLab's function and
 // inverse transforms each draw their own region, so augmentd draws one region per (step, channel), steps in the order
 // above (functions, then the inverse; every step, whether its coin fell or not) × apply_to_channel, after the coins;
-// default off. Not covered: the NaN/Inf guard. Math: augment/kernels/cuda/auglab_math.h.
+// default off. Not covered: the NaN/Inf guard. Math: augment/kernels/common/auglab_math.h.
 //
 //   auto t = IntensityFunctionTransform::FromJson({{"p_function", 0.05}, {"p_inverse", 0.3}});
 #pragma once
@@ -61,6 +61,8 @@ class IntensityFunctionTransform final : public Transform {
   absl::StatusOr<std::unique_ptr<TransformParams>> ParamsFromJson(const nlohmann::json& j,
                                                                   const SampleLayout& layout) const override;
   nlohmann::json ConfigToJson() const override;
+  // Reads the labels only with regions enabled (in_seg / out_seg > 0, auglab_region.h).
+  bool UsesLabels() const override { return config_.region.enabled(); }
 
  private:
   explicit IntensityFunctionTransform(IntensityFunctionConfig c) : config_(std::move(c)) {}

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
-#include "augment/kernels/cuda/auglab_math.h"
+#include "augment/kernels/common/auglab_math.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/auglab_common.h"
 #include "augment/transforms/common.h"

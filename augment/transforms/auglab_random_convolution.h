@@ -59,6 +59,8 @@ class RandomConvolutionTransform final : public Transform {
   absl::StatusOr<std::unique_ptr<TransformParams>> ParamsFromJson(const nlohmann::json& j,
                                                                   const SampleLayout& layout) const override;
   nlohmann::json ConfigToJson() const override;
+  // Reads the labels only with regions enabled (in_seg / out_seg > 0, auglab_region.h).
+  bool UsesLabels() const override { return config_.region.enabled(); }
 
  private:
   explicit RandomConvolutionTransform(RandomConvolutionConfig c) : config_(std::move(c)) {}

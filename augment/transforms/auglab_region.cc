@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
-#include "augment/kernels/cuda/auglab_math.h"
+#include "augment/kernels/common/auglab_math.h"
 #include "augment/status_macros.h"
 
 namespace augmentd::auglab_region {

@@ -31,7 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "augment/kernels/cuda/auglab_math.h"
+#include "augment/kernels/common/auglab_math.h"
 #include "augment/rng.h"
 #include "augment/transform.h"
 #include "nlohmann/json.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "augment/kernels/cuda/auglab_math.h"
+#include "augment/kernels/common/auglab_math.h"
 #include "augment/registry.h"
 #include "augment/testing/test_util.h"
 #include "augment/transforms/auglab_intensity_function.h"

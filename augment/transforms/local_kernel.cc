@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
-#include "augment/kernels/cuda/da5_math.h"
+#include "augment/kernels/common/da5_math.h"
 #include "augment/status_macros.h"
 
 namespace augmentd::transforms_internal {

@@ -7,6 +7,11 @@ Stages (each run is a separate training process, bounded by a timeout; the whole
 * ``single``: default augmentation — (a) nnUNetTrainer with nnU-Net's own loader for each ``--n-proc-da``,
   (b) nnUNetTrainerAugmentd (deliveries tried in ``--delivery`` order), (c) compute only (fixed GPU batch).
 * ``da5``: the same with nnUNetTrainerDA5 / nnUNetTrainerAugmentdDA5 (preset nnunet_da5).
+* ``cores`` (issue 26): for each N in ``--cores`` (``E2E_CORES``), the whole run pinned to N cores with
+  ``taskset -c`` (the trainer and everything it starts: nnU-Net's ``nnUNet_n_proc_DA = N - 1`` workers, or
+  augmentd's local server), for each augmentation of ``--cores-aug``: compute only, the augmentd trainer and
+  nnU-Net's own loader. ``--cores-compute once`` measures compute only once per augmentation (pinned to the
+  smallest N) instead of at every N. Table and figures (``figures-cores.jsonl``): ``cores_table.py``.
 * ``multi``: for each N in ``--tenants``: one augmentd serves N concurrent nnUNetTrainerAugmentd processes (on
   cuda:i mod --gpus), all timed over the same ``--multi-seconds`` window; with ``--multi-baseline`` also N
   concurrent compute-only processes (the GPU's share without any data loading) for the largest N. With
@@ -24,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+from cores_table import cores_figures, render_cores  # noqa: E402
 from e2e_table import multi_row, render  # noqa: E402
 
 T0 = time.monotonic()
@@ -64,7 +71,17 @@ class Ctx:
         self.key(f"E2E-RESULT {json.dumps(brief)}")
         for name, table in (result.get("profile") or {}).items():
             self.key(f"E2E-PROFILE {result['label']} {name}\n{table}")
-        (self.out / "table.md").write_text(render(self.results, self.meta))
+        self.write_tables()
+
+    def write_tables(self) -> str:
+        others = [r for r in self.results if r.get("stage") != "cores"]
+        table = (render(others, self.meta) if others or not self.results else "") + \
+            render_cores(self.results, self.meta)
+        (self.out / "table.md").write_text(table)
+        figures = cores_figures(self.results, self.meta)
+        if figures:
+            (self.out / "figures-cores.jsonl").write_text("".join(json.dumps(f) + "\n" for f in figures))
+        return table
 
     def key(self, line: str) -> None:
         with open(self.out / "key-lines.txt", "a") as f:
@@ -102,6 +119,7 @@ def _failure(label: str, why: str, logfile: Path, **fields) -> dict:
 
 
 def run_one(ctx: Ctx, label: str, cmd, env=None, **fields) -> None:
+    """Runs one driver command (``cmd``, possibly behind a ``taskset`` prefix) and records its result."""
     budget = min(ctx.args.run_timeout, ctx.remaining() - 5)
     if budget < ctx.args.min_run_seconds:
         ctx.record(dict(label=label, skipped=f"not enough time left ({ctx.remaining():.0f} s)", **fields))
@@ -110,7 +128,8 @@ def run_one(ctx: Ctx, label: str, cmd, env=None, **fields) -> None:
     logfile = ctx.logs / f"{label}.log"
     result_file = ctx.logs / f"{label}.json"
     result_file.unlink(missing_ok=True)
-    log(f"{label}: {' '.join(cmd[2:])} (timeout {budget:.0f} s)")
+    shown = [c for c in cmd if c not in (sys.executable, str(HERE / "train_driver.py"))]
+    log(f"{label}: {' '.join(shown)} (timeout {budget:.0f} s)")
     with open(logfile, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
@@ -148,6 +167,72 @@ def stage_single(ctx: Ctx, da: str) -> None:
     for n in a.n_proc_da:
         run_one(ctx, f"{da}-nnunet-{n}", driver_cmd(ctx, f"{da}-nnunet-{n}", nn, "loader", dev, n), env,
                 stage=da, kind="a")
+
+
+def pinned_cpus(n: int) -> list[int] | None:
+    """The first n cores this process may run on (its affinity mask), None if it has fewer."""
+    allowed = sorted(os.sched_getaffinity(0))
+    return allowed[:n] if n <= len(allowed) else None
+
+
+def cpu_list(cpus) -> str:
+    """``taskset -c`` form of a core list: ranges where contiguous, e.g. [0, 1, 2, 5] → "0-2,5"."""
+    parts, start = [], None
+    for i, c in enumerate(cpus):
+        if start is None:
+            start = c
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            parts.append(f"{start}-{c}" if c != start else str(c))
+            start = None
+    return ",".join(parts)
+
+
+def stage_cores(ctx: Ctx) -> None:
+    """Issue 26: each run pinned to N cores (``taskset -c``) with nnUNet_n_proc_DA = N - 1. Smallest N first (a
+    run out of time drops the largest N, the case nnU-Net's maintainers already cover), both augmentations per N."""
+    a = ctx.args
+    taskset = shutil.which("taskset")
+    env = dict(os.environ, AUGMENTD_SEED="1234")
+    env.pop("AUGMENTD_ADDRESS", None)  # the augmentd trainer starts its own server, inside the same core set
+    have_compute = set()
+    for n in sorted(a.cores):
+        cpus = pinned_cpus(n)
+        for da in a.cores_aug:
+            nn, aug = ("nnUNetTrainer", "nnUNetTrainerAugmentd") if da == "default" else \
+                ("nnUNetTrainerDA5", "nnUNetTrainerAugmentdDA5")
+            fields = dict(stage="cores", aug=da, cores=n, n_proc_da=n - 1)
+            if cpus is None or taskset is None:
+                why = "no taskset on PATH" if taskset is None else \
+                    f"only {len(os.sched_getaffinity(0))} cores available"
+                for kind in ("c", "b", "a"):
+                    ctx.record(dict(label=f"cores{n}-{da}-{kind}", kind=kind, skipped=why, **fields))
+                log(f"cores {n} {da}: skipped ({why})")
+                continue
+            fields["cpus"] = cpu_list(cpus)
+            pin = [taskset, "-c", fields["cpus"]]
+            runs = [("b", aug, "loader"), ("a", nn, "loader")]
+            if a.cores_compute == "each" or da not in have_compute:
+                runs.insert(0, ("c", nn, "compute"))
+                have_compute.add(da)
+            for kind, trainer, mode in runs:
+                label = f"cores{n}-{da}-" + {"c": "compute", "b": "augmentd", "a": "nnunet"}[kind]
+                # N - 1 workers (0 for N = 1: nnU-Net's single-threaded loader inside the trainer process)
+                cmd = pin + driver_cmd(ctx, label, trainer, mode, a.device) + ["--n-proc-da", str(n - 1)]
+                run_one(ctx, label, cmd, env, kind=kind, **fields)
+
+
+def stage_patch(ctx: Ctx, da: str) -> None:
+    """Issue 22: nnUNetTrainerAugmentdPatch (nnU-Net's loader, crop and pad in threads → augmentd patch mode on the
+    trainer's GPU) as a kind-b row of the `default` / `da5` table; compute only first unless that stage ran it."""
+    nn, aug = ("nnUNetTrainer", "nnUNetTrainerAugmentdPatch") if da == "default" else \
+        ("nnUNetTrainerDA5", "nnUNetTrainerAugmentdPatchDA5")
+    env = dict(os.environ, AUGMENTD_SEED="1234")
+    env.pop("AUGMENTD_ADDRESS", None)
+    if not any(r.get("stage") == da and r.get("kind") == "c" for r in ctx.results):
+        run_one(ctx, f"{da}-compute", driver_cmd(ctx, f"{da}-compute", nn, "compute", ctx.args.device), env,
+                stage=da, kind="c")
+    run_one(ctx, f"{da}-augmentd-patch", driver_cmd(ctx, f"{da}-augmentd-patch", aug, "loader", ctx.args.device),
+            env, stage=da, kind="b")
 
 
 def start_server(ctx: Ctx):
@@ -401,21 +486,32 @@ def main(argv=None) -> int:
     p.add_argument("--cpu-threads", type=int, default=int(env("E2E_CPU_THREADS", "0")))
     p.add_argument("--deadline", type=float, default=float(env("E2E_DEADLINE", "480")),
                    help="seconds this orchestrator may run; later runs are skipped")
+    p.add_argument("--cores", default=env("E2E_CORES", "2,4,8,16"),
+                   help="cores stage: core counts N; each run pinned to N cores with nnUNet_n_proc_DA = N - 1")
+    p.add_argument("--cores-aug", default=env("E2E_CORES_AUG", "default,da5"),
+                   help="cores stage: augmentations (default, da5)")
+    p.add_argument("--cores-compute", choices=("each", "once"), default=env("E2E_CORES_COMPUTE", "each"),
+                   help="cores stage: compute only at every N, or once per augmentation (at the smallest N)")
     p.add_argument("--quiet", action="store_true", help="do not print the table at the end (table.md only)")
     args = p.parse_args(argv)
     args.n_proc_da = [int(v) for v in args.n_proc_da.split(",") if v]
     args.tenants = [int(v) for v in args.tenants.split(",") if v]
+    args.cores = [int(v) for v in args.cores.split(",") if v]
+    args.cores_aug = [v for v in args.cores_aug.split(",") if v]
+    if any(n < 1 for n in args.cores) or any(v not in ("default", "da5") for v in args.cores_aug):
+        p.error(f"--cores {args.cores}: positive counts; --cores-aug {args.cores_aug}: default, da5")
     os.environ["AUGMENTD_BIN"] = args.augmentd_bin
     ctx = Ctx(args)
     stamp = ctx.work / "e2e-dataset.json"
     ctx.meta = {"dataset": json.loads(stamp.read_text()) if stamp.exists() else {},
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": args.device,
                 "gpus": args.gpus, "warmup": args.warmup, "iters": args.iters, "run_seconds": args.run_seconds,
-                "multi_seconds": args.multi_seconds, "machine": os.environ.get("E2E_MACHINE", "")}
+                "multi_seconds": args.multi_seconds, "machine": os.environ.get("E2E_MACHINE", ""),
+                "cores_compute": args.cores_compute, "command": os.environ.get("E2E_COMMAND", "")}
     stages = [s for s in args.stages.split(",") if s]
     for s in stages:
-        if s not in ("single", "da5", "multi"):
-            p.error(f"unknown stage {s!r} (single, da5, multi)")
+        if s not in ("single", "da5", "cores", "multi", "patch", "patch_da5"):
+            p.error(f"unknown stage {s!r} (single, da5, cores, multi, patch, patch_da5)")
     for pl in args.placements:
         if pl not in ("every", "one"):
             p.error(f"unknown placement {pl!r} (every, one)")
@@ -425,10 +521,13 @@ def main(argv=None) -> int:
             stage_single(ctx, "default")
         elif s == "da5":
             stage_single(ctx, "da5")
+        elif s == "cores":
+            stage_cores(ctx)
+        elif s in ("patch", "patch_da5"):
+            stage_patch(ctx, "default" if s == "patch" else "da5")
         else:
             stage_multi(ctx)
-    table = render(ctx.results, ctx.meta)
-    (ctx.out / "table.md").write_text(table)
+    table = ctx.write_tables()
     if not args.quiet:
         print("\n" + table, flush=True)
     return 0 if all("error" not in r for r in ctx.results) else 1

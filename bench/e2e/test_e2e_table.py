@@ -70,9 +70,12 @@ def test_cpu_window_measures_the_cores_a_process_uses():
     assert proc_cpu_seconds(2 ** 31) is None  # no such process
     t0 = time.time()
     window = CpuWindow(os.getpid(), t0 + 0.1, t0 + 0.6)
-    end = t0 + 0.6
+    end = t0 + 0.7
     x = 0
-    while time.time() < end:  # this process keeps one core busy for the whole window
+    c0, w0 = time.process_time(), time.time()
+    while time.time() < end:  # this process keeps one core busy for the whole window (as far as it gets one)
         x += 1
+    share = (time.process_time() - c0) / (time.time() - w0)  # the core share it really got, loaded machine or not
     cores = window.cores()
-    assert cores is not None and 0.3 <= cores <= 1.5, cores  # one core, with room for a loaded CI machine
+    assert cores is not None and 0 < cores <= 1.5, cores
+    assert abs(cores - share) <= 0.1 + 0.3 * share, (cores, share)

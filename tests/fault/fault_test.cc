@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/session_tokens.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "augment/dataset/test_util.h"
@@ -88,6 +89,7 @@ grpc::Status Open(Client& client, const v1::SessionConfig& config, uint64_t star
   request.set_start_batch_index(start);
   v1::OpenSessionResponse response;
   grpc::Status s = client.stub().OpenSession(Ctx().get(), request, &response);
+  RememberToken(response);
   *id = response.session_id();
   return s;
 }
@@ -104,6 +106,7 @@ StreamResult Stream(Client& client, const std::string& id, uint32_t count) {
   auto stream = client.stub().StreamBatches(ctx.get());
   v1::StreamBatchesRequest req;
   req.mutable_start()->set_session_id(id);
+  req.mutable_start()->set_session_token(TokenOf(id));
   req.mutable_start()->set_initial_credits(count);
   req.mutable_start()->set_max_batches(count);
   stream->Write(req);
@@ -150,6 +153,7 @@ TEST(FaultTest, RestartedServerResumesByBatchIndexWithTheSameBatches) {
     *open.mutable_config() = PatchConfig(5);
     v1::OpenSessionResponse opened;
     ASSERT_TRUE(a.client->stub().OpenSession(Ctx().get(), open, &opened).ok());
+    RememberToken(opened);
     v1::Tensor image, seg;
     image.set_dtype(v1::DTYPE_FLOAT32);
     seg.set_dtype(v1::DTYPE_INT16);
@@ -175,6 +179,7 @@ TEST(FaultTest, RestartedServerResumesByBatchIndexWithTheSameBatches) {
     *patch_request.mutable_image() = image;
     *patch_request.mutable_segmentation() = seg;
     patch_request.set_session_id(opened.session_id());
+    patch_request.set_session_token(TokenOf(opened.session_id()));
     ASSERT_TRUE(a.client->stub().Augment(Ctx().get(), patch_request, &patch_before).ok());
     a.process->Signal(SIGKILL);  // a crash: no drain
     EXPECT_EQ(a.process->WaitForExit(absl::Seconds(30)), -SIGKILL);
@@ -194,7 +199,9 @@ TEST(FaultTest, RestartedServerResumesByBatchIndexWithTheSameBatches) {
   *open.mutable_config() = PatchConfig(5);
   v1::OpenSessionResponse opened;
   ASSERT_TRUE(b.client->stub().OpenSession(Ctx().get(), open, &opened).ok());
+    RememberToken(opened);
   patch_request.set_session_id(opened.session_id());
+  patch_request.set_session_token(TokenOf(opened.session_id()));
   v1::AugmentResponse patch_after;
   ASSERT_TRUE(b.client->stub().Augment(Ctx().get(), patch_request, &patch_after).ok());
   ExpectSameBatch(patch_before.batch(), patch_after.batch());

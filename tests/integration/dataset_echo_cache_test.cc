@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/session_tokens.h"
 #include "absl/strings/str_cat.h"
 #include "augment/dataset/test_util.h"
 #include "augmentd/v1/service.grpc.pb.h"
@@ -59,6 +60,7 @@ class DatasetEchoCacheTest : public ::testing::Test {
     grpc::ClientContext ctx;
     const grpc::Status s = client_->stub().OpenSession(&ctx, request, &response);
     EXPECT_TRUE(s.ok()) << s.error_message();
+    RememberToken(response);
     return response.session_id();
   }
 
@@ -68,6 +70,7 @@ class DatasetEchoCacheTest : public ::testing::Test {
     auto stream = client_->stub().StreamBatches(&ctx);
     v1::StreamBatchesRequest req;
     req.mutable_start()->set_session_id(id);
+    req.mutable_start()->set_session_token(TokenOf(id));
     req.mutable_start()->set_initial_credits(count);
     req.mutable_start()->set_max_batches(count);
     stream->Write(req);

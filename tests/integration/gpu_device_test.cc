@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/session_tokens.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "augmentd/v1/service.grpc.pb.h"
@@ -145,6 +146,7 @@ TEST(GpuSessionTest, CudaSessionMatchesCpuSession) {
     c.set_device(devices[k]);
     v1::OpenSessionResponse opened;
     grpc::Status s = (*client)->stub().OpenSession(Deadline().get(), open, &opened);
+    RememberToken(opened);
     ASSERT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(opened.device().name(), devices[k]) << "the session must run where it was asked to";
     std::vector<int64_t> shape = {8, 2};
@@ -153,6 +155,7 @@ TEST(GpuSessionTest, CudaSessionMatchesCpuSession) {
     seg_shape[1] = 1;
     v1::AugmentRequest request;
     request.set_session_id(opened.session_id());
+    request.set_session_token(TokenOf(opened.session_id()));
     request.set_batch_index(3);
     *request.mutable_image() = RandomTensor(v1::DTYPE_FLOAT32, shape, 7);
     *request.mutable_segmentation() = RandomTensor(v1::DTYPE_INT16, seg_shape, 7);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/session_tokens.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -130,6 +131,7 @@ void CheckSessionRpcsRejectBadRequests(Client& client) {
     auto stream = client.stub().StreamBatches(&ctx);
     v1::StreamBatchesRequest start;
     start.mutable_start()->set_session_id("s");
+    start.mutable_start()->set_session_token(TokenOf("s"));
     stream->Write(start);
     stream->WritesDone();
     v1::StreamBatchesResponse response;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/session_tokens.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "augment/dataset/test_util.h"
@@ -96,7 +97,9 @@ class SessionTest : public ::testing::Test {
   }
 
   grpc::Status Open(Client& client, const v1::OpenSessionRequest& request, v1::OpenSessionResponse* response) {
-    return client.stub().OpenSession(Ctx().get(), request, response);
+    grpc::Status s = client.stub().OpenSession(Ctx().get(), request, response);
+    RememberToken(*response);
+    return s;
   }
 
   std::string OpenOrDie(Client& client, const v1::SessionConfig& config, uint64_t start = 0) {
@@ -122,6 +125,7 @@ class SessionTest : public ::testing::Test {
     auto stream = client.stub().StreamBatches(ctx.get());
     v1::StreamBatchesRequest req;
     req.mutable_start()->set_session_id(id);
+    req.mutable_start()->set_session_token(TokenOf(id));
     req.mutable_start()->set_start_batch_index(start);
     req.mutable_start()->set_initial_credits(count);
     req.mutable_start()->set_max_batches(count);
@@ -247,6 +251,7 @@ TEST_F(SessionTest, CreditsAreRespected) {
   auto stream = uds_client_->stub().StreamBatches(ctx.get());
   v1::StreamBatchesRequest req;
   req.mutable_start()->set_session_id(id);
+  req.mutable_start()->set_session_token(TokenOf(id));
   req.mutable_start()->set_initial_credits(2);
   ASSERT_TRUE(stream->Write(req));
   v1::StreamBatchesResponse response;
@@ -301,6 +306,7 @@ TEST_F(SessionTest, CloseFreesTheSessionAndEndsItsStreams) {
   auto stream = uds_client_->stub().StreamBatches(ctx.get());
   v1::StreamBatchesRequest req;
   req.mutable_start()->set_session_id(ids[0]);
+  req.mutable_start()->set_session_token(TokenOf(ids[0]));
   req.mutable_start()->set_initial_credits(1);
   ASSERT_TRUE(stream->Write(req));
   v1::StreamBatchesResponse response;
@@ -308,6 +314,7 @@ TEST_F(SessionTest, CloseFreesTheSessionAndEndsItsStreams) {
   ASSERT_TRUE(response.has_batch());
   v1::CloseSessionRequest close;
   close.set_session_id(ids[0]);
+  close.set_session_token(TokenOf(ids[0]));
   v1::CloseSessionResponse closed;
   ASSERT_TRUE(tcp_client_->stub().CloseSession(Ctx().get(), close, &closed).ok());
   EXPECT_EQ(closed.final_stats().session_id(), ids[0]);
@@ -329,6 +336,7 @@ TEST_F(SessionTest, CloseFreesTheSessionAndEndsItsStreams) {
   EXPECT_EQ(stats.server().sessions_opened(), 7u);
   for (const std::string& id : ids) {
     close.set_session_id(id);
+    close.set_session_token(TokenOf(id));
     tcp_client_->stub().CloseSession(Ctx().get(), close, &closed);
   }
 }
@@ -365,6 +373,7 @@ TEST_F(SessionTest, PatchModeAugmentIsDeterministicPerBatchIndex) {
   for (int64_t p : opened.initial_patch_size()) shape.push_back(p);
   v1::AugmentRequest request;
   request.set_session_id(opened.session_id());
+  request.set_session_token(TokenOf(opened.session_id()));
   request.set_batch_index(5);
   *request.mutable_image() = InlineTensor(v1::DTYPE_FLOAT32, shape, 4, 1);
   *request.mutable_segmentation() = InlineTensor(v1::DTYPE_INT16, shape, 2, 1);
@@ -410,6 +419,7 @@ TEST_F(SessionTest, ExplicitTransformListInPatchMode) {
   EXPECT_EQ(opened.resolved_pipeline().transforms_size(), 3);
   v1::AugmentRequest request;
   request.set_session_id(opened.session_id());
+  request.set_session_token(TokenOf(opened.session_id()));
   *request.mutable_image() = InlineTensor(v1::DTYPE_FLOAT32, {2, 1, 6, 6, 6}, 4, 2);
   *request.mutable_segmentation() = InlineTensor(v1::DTYPE_INT16, {2, 1, 6, 6, 6}, 2, 2);
   v1::AugmentResponse response;
@@ -419,7 +429,7 @@ TEST_F(SessionTest, ExplicitTransformListInPatchMode) {
   EXPECT_EQ(response.batch().targets(1).shape(4), 3);
   EXPECT_NE(response.batch().image().inline_data(), request.image().inline_data());  // noise was added
 
-  // Parameters of another kind, an out-of-range value, a OneOf group: precise codes naming the entry.
+  // Parameters of another kind, an out-of-range value: precise codes naming the entry.
   noise->mutable_mirror();
   EXPECT_EQ(Open(*uds_client_, open, &opened).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   noise->mutable_gaussian_noise()->set_p_per_channel(3.0);
@@ -427,10 +437,14 @@ TEST_F(SessionTest, ExplicitTransformListInPatchMode) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
   EXPECT_TRUE(absl::StrContains(s.error_message(), "pipeline.transforms[1]")) << s.error_message();
   noise->mutable_gaussian_noise()->clear_p_per_channel();
+  // bgv2's OneOfTransform([mirror, noise]) (a translated trainer's pipeline): one of them per sample.
+  mirror->set_one_of_group(1);
   noise->set_one_of_group(1);
-  EXPECT_EQ(Open(*uds_client_, open, &opened).error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  // A pipeline whose batches every engine would refuse is refused at OpenSession (DS skipped for some samples).
+  s = Open(*uds_client_, open, &opened);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  mirror->set_one_of_group(0);
   noise->set_one_of_group(0);
+  // A pipeline whose batches every engine would refuse is refused at OpenSession (DS skipped for some samples).
   c.mutable_pipeline()->mutable_transforms(2)->set_apply_probability(0.5);
   s = Open(*uds_client_, open, &opened);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
@@ -540,8 +554,10 @@ TEST_F(SessionTest, BadRequestsGetPreciseCodesAndTheServerStaysHealthy) {
   v1::CloseSessionResponse closed;
   v1::CloseSessionRequest close;
   close.set_session_id("s999-00000000");
+  close.set_session_token(TokenOf("s999-00000000"));
   EXPECT_EQ(uds_client_->stub().CloseSession(Ctx().get(), close, &closed).error_code(), grpc::StatusCode::NOT_FOUND);
   close.set_session_id("");
+  close.set_session_token(TokenOf(""));
   EXPECT_EQ(uds_client_->stub().CloseSession(Ctx().get(), close, &closed).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
   v1::GetStatsRequest stats_request;
@@ -556,6 +572,7 @@ TEST_F(SessionTest, BadRequestsGetPreciseCodesAndTheServerStaysHealthy) {
   for (int64_t p : patch_opened.initial_patch_size()) shape.push_back(p);
   v1::AugmentRequest good;
   good.set_session_id(patch_id);
+  good.set_session_token(TokenOf(patch_id));
   *good.mutable_image() = InlineTensor(v1::DTYPE_FLOAT32, shape, 4, 1);
   *good.mutable_segmentation() = InlineTensor(v1::DTYPE_INT16, shape, 2, 1);
   struct AugmentCase {
@@ -566,7 +583,10 @@ TEST_F(SessionTest, BadRequestsGetPreciseCodesAndTheServerStaysHealthy) {
   };
   const std::vector<AugmentCase> augment_cases = {
       {"unknown session", [](auto& r) { r.set_session_id("s77-1"); }, grpc::StatusCode::NOT_FOUND, "session_id"},
-      {"dataset session", [&](auto& r) { r.set_session_id(dataset_id); }, grpc::StatusCode::FAILED_PRECONDITION,
+      {"dataset session", [&](auto& r) {
+         r.set_session_id(dataset_id);
+         r.set_session_token(TokenOf(dataset_id));
+       }, grpc::StatusCode::FAILED_PRECONDITION,
        "dataset mode"},
       {"short inline data", [](auto& r) { r.mutable_image()->mutable_inline_data()->resize(10); },
        grpc::StatusCode::INVALID_ARGUMENT, "image.inline_data"},
@@ -611,10 +631,13 @@ TEST_F(SessionTest, BadRequestsGetPreciseCodesAndTheServerStaysHealthy) {
   credit.mutable_credit()->set_credits(1);
   v1::StreamBatchesRequest start_unknown;
   start_unknown.mutable_start()->set_session_id("s5-unknown");
+  start_unknown.mutable_start()->set_session_token(TokenOf("s5-unknown"));
   v1::StreamBatchesRequest start_patch;
   start_patch.mutable_start()->set_session_id(patch_id);
+  start_patch.mutable_start()->set_session_token(TokenOf(patch_id));
   v1::StreamBatchesRequest start_ok;
   start_ok.mutable_start()->set_session_id(dataset_id);
+  start_ok.mutable_start()->set_session_token(TokenOf(dataset_id));
   EXPECT_EQ(stream_status({credit}).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(stream_status({start_unknown}).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(stream_status({start_patch}).error_code(), grpc::StatusCode::UNIMPLEMENTED);

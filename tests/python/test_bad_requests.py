@@ -62,9 +62,13 @@ def test_bad_request_table(served, which):
         image = from_numpy(np.zeros(shape, np.float32), "image")
         seg = from_numpy(np.zeros(shape, np.int16), "segmentation")
 
+        tokens = {s.session_id: s.session_token for s in (ds, patch)}
+
         def augment(session_id=patch.session_id, img=image, sg=seg, index=0):
             return lambda: stub.Augment(batch_pb2.AugmentRequest(session_id=session_id, batch_index=index, image=img,
-                                                                 segmentation=sg), timeout=30)
+                                                                 segmentation=sg,
+                                                                 session_token=tokens.get(session_id, "")),
+                                        timeout=30)
 
         def open_with(**fields):
             config = augmentd.dataset_session_config(str(dataset), batch_size=2)
@@ -78,7 +82,8 @@ def test_bad_request_table(served, which):
             return lambda: stub.OpenSession(session_pb2.OpenSessionRequest(config=config), timeout=30)
 
         def start(session_id, **kw):
-            return batch_pb2.StreamBatchesRequest(start=batch_pb2.StreamStart(session_id=session_id, **kw))
+            return batch_pb2.StreamBatchesRequest(start=batch_pb2.StreamStart(
+                session_id=session_id, session_token=tokens.get(session_id, ""), **kw))
 
         credit = batch_pb2.StreamBatchesRequest(credit=batch_pb2.Credit(credits=1))
         release = batch_pb2.StreamBatchesRequest(release=batch_pb2.Release())

@@ -113,7 +113,7 @@ def test_leases_are_respected_and_stale_releases_ignored(served):
     with augmentd.Client(server.addresses[0]) as client:
         session = client.open_session(_config(path, delivery="host_shm", prefetch=2))
         # Low level: no SlotSet, and a hold so large that nothing is released automatically.
-        stream = BatchStream(client.stub, session.session_id, credits=8, hold=1 << 30)
+        stream = BatchStream(client.stub, session.session_id, session_token=session.session_token, credits=8, hold=1 << 30)
         try:
             first, second = next(stream), next(stream)
             assert {first.lease.slot, second.lease.slot} == {0, 1}
@@ -141,7 +141,7 @@ def test_a_credit_message_also_returns_leases(served):
     server, path = served
     with augmentd.Client(server.addresses[0]) as client:
         session = client.open_session(_config(path, delivery="host_shm", prefetch=2))
-        stream = BatchStream(client.stub, session.session_id, credits=2, hold=1 << 30, auto_credit=False)
+        stream = BatchStream(client.stub, session.session_id, session_token=session.session_token, credits=2, hold=1 << 30, auto_credit=False)
         try:
             first, second = next(stream), next(stream)
             assert first.sent_unix_ns > 0 and second.sent_unix_ns >= first.sent_unix_ns
@@ -195,7 +195,7 @@ _HOLDER = textwrap.dedent("""
                                   prefetch_depth=2, delivery="host_shm"))
     stream = client.stream_batches(session, credits=4)
     batch = next(stream)
-    print(session.session_id, flush=True)
+    print(session.session_id, session.session_token, flush=True)
     time.sleep(600)
 """)
 
@@ -205,9 +205,10 @@ def test_killed_client_leases_are_reclaimed_and_others_unaffected(served):
     child = subprocess.Popen([sys.executable, "-c", _HOLDER, server.addresses[0], path], stdout=subprocess.PIPE,
                              text=True, env=client_env())
     try:
-        session_id = child.stdout.readline().strip()
+        session_id, _, token = child.stdout.readline().strip().partition(" ")
         assert session_id, "the holder process did not start"
         with augmentd.Client(server.addresses[0]) as client:
+            client.remember_session(session_id, token)  # the holder hands its session over
             assert _wait(lambda: client.stats(session_id).sessions[0].leased_slots == 2)
             other = client.open_session(_config(path, delivery="host_shm", seed=4))
             results = {}
@@ -255,10 +256,11 @@ def test_bad_delivery_requests_get_precise_codes(tmp_path):
     try:
         with augmentd.Client(proc.addresses[0]) as client:
             patch_shm = augmentd.patch_session_config([8, 8, 8], batch_size=2)
-            patch_shm.delivery = SHM
+            patch_shm.patch.input_slots = 1  # patch mode takes slot delivery now; CUDA input slots need a GPU
+            patch_shm.patch.input_slot_kind = server_info_pb2.DELIVERY_KIND_CUDA_IPC
             cases = [
                 (_config(path, delivery="cuda_ipc"), grpc.StatusCode.INVALID_ARGUMENT, "config.delivery"),
-                (patch_shm, grpc.StatusCode.INVALID_ARGUMENT, "config.delivery"),
+                (patch_shm, grpc.StatusCode.INVALID_ARGUMENT, "config.patch.input_slot_kind"),
                 (_config(path, delivery="host_shm", prefetch=4), grpc.StatusCode.RESOURCE_EXHAUSTED,
                  "max_session_memory_bytes"),
             ]

@@ -76,7 +76,7 @@ _READER = textwrap.dedent("""
     client = augmentd.Client(sys.argv[1])
     session = client.open_session(augmentd.dataset_session_config(sys.argv[2], batch_size=2, seed=int(sys.argv[3]),
                                   prefetch_depth=2, device="cuda:0", delivery="cuda_ipc"))
-    print(json.dumps({"session": session.session_id}), flush=True)
+    print(json.dumps({"session": session.session_id, "token": session.session_token}), flush=True)
     stream = client.stream_batches(session, credits=4)
     out = []
     for _ in range(3):
@@ -116,9 +116,11 @@ def test_killed_ipc_client_slots_are_reclaimed(served):
     child = subprocess.Popen([sys.executable, "-c", _READER, server.addresses[0], path, "5", "hold"],
                              stdout=subprocess.PIPE, text=True, env=client_env())
     try:
-        session_id = json.loads(child.stdout.readline())["session"]
+        handed = json.loads(child.stdout.readline())
+        session_id = handed["session"]
         assert json.loads(child.stdout.readline())[0]["zero_copy"]
         with augmentd.Client(server.addresses[0]) as client:
+            client.remember_session(session_id, handed["token"])  # the reader hands its session over
             assert _wait(lambda: client.stats(session_id).sessions[0].leased_slots == 2)
             child.send_signal(signal.SIGKILL)
             child.wait(timeout=10)

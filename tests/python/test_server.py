@@ -70,6 +70,14 @@ def test_server_info(server, which):
     for name in DEFAULT_TRAINER_TRANSFORMS:  # the engine implements the whole default trainer chain
         assert name in implemented
     assert info.deliveries[0] == server_info_pb2.DELIVERY_KIND_INLINE
+    # `cuda` comes from the engine registry's CUDA backends (issue 21): none in a build without CUDA, else every
+    # transform of the default trainer (each has a chain stage, spatial / DS the executor's own step).
+    on_cuda = [t.name for t in info.transforms if t.cuda]
+    build = os.environ.get("AUGMENTD_BUILD_DIR", "")
+    if build and os.path.exists(os.path.join(build, "augment/kernels/cuda/libaugment_cuda_kernels.a")):
+        for name in DEFAULT_TRAINER_TRANSFORMS:
+            assert name in on_cuda, (name, on_cuda)
+    assert not on_cuda or set(DEFAULT_TRAINER_TRANSFORMS) <= set(on_cuda), on_cuda
 
 
 @pytest.mark.parametrize("which", ["tcp", "unix"])

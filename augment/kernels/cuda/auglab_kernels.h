@@ -1,6 +1,6 @@
 // augment/kernels/cuda/auglab_kernels.h — launchers of AugLab's GPU extras (histogram equalisation, random
-// convolution, intensity function / inverse) on the generic chain's scratch (augment/cuda_stage.h; the stages in
-// augment/cuda_stages_auglab.cc call them). One or a few launches per batch; per-slice records in device memory (the
+// convolution, intensity function / inverse) on the generic chain's scratch (augment/cuda/stage.h; the stages in
+// augment/cuda/stages_auglab.cc call them). One or a few launches per batch; per-slice records in device memory (the
 // uploaded ParamArena); every launcher enqueues on `stream`, never synchronises or allocates, and returns the
 // launch error. Per-voxel math: auglab_math.h (shared with the CPU transforms augment/transforms/auglab_*.h).
 //
@@ -12,8 +12,8 @@
 
 #include <cstdint>
 
-#include "augment/kernels/cuda/auglab_math.h"
-#include "augment/kernels/cuda/da5_math.h"
+#include "augment/kernels/common/auglab_math.h"
+#include "augment/kernels/common/da5_math.h"
 
 namespace augmentd::cuda::auglab {
 

@@ -1,4 +1,4 @@
-// augment/kernels/cuda/chain_kernels.h — kernels of the generic CUDA chain (augment/cuda_stage.h): one transform per
+// augment/kernels/cuda/chain_kernels.h — kernels of the generic CUDA chain (augment/cuda/stage.h): one transform per
 // launch (or a few), in place on the chain scratch, per-slice / per-sample parameter arrays in device memory (the
 // batch's ParamArena). Host-callable from plain C++ (no CUDA device code here); every launcher enqueues on `stream`,
 // never synchronises or allocates, and returns the launch error.
@@ -41,7 +41,7 @@ struct ContrastSlice {  // x ← (x − mean)·factor + mean, clamped to the pri
   float factor = 1.f;
   int32_t on = 0, preserve_range = 1, pad = 0;
 };
-struct GammaSlice {  // augment/transforms/gamma.h
+struct GammaSlice {  // augment/transforms/gamma/gamma.h
   float gamma = 1.f;
   int32_t on = 0, invert = 0, retain = 0;
 };
@@ -95,7 +95,7 @@ cudaError_t LaunchRegions(int32_t batch, int64_t voxels, const int16_t* src, int
 cudaError_t LaunchSegChannelCopy(int32_t batch, int32_t channels, int64_t voxels, int32_t channel, int16_t* planes,
                                  int16_t* dst, bool scatter, cudaStream_t stream);
 
-// ---- Generic spatial resampling (augment/cuda_chain_spatial.h) ------------------------------------------
+// ---- Generic spatial resampling (augment/cuda/chain_spatial.h) ------------------------------------------
 // The spatial entries the fused kernel does not take (2D samples, dummy-2D, nearest modes, random_crop, any
 // padding value): the CPU kernels of augment/kernels/cpu_spatial.h, one thread per output voxel and plane, the
 // sampling grid computed on the host by the CPU's own ComputeSamplingGrid (so coordinates are bit-identical), the

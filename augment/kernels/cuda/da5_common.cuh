@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "augment/kernels/cuda/da5_math.h"
+#include "augment/kernels/common/da5_math.h"
 
 namespace augmentd::cuda::da5::internal {
 

@@ -1,5 +1,5 @@
 // augment/kernels/cuda/da5_kernels.h — launchers of nnUNetTrainerDA5's local transforms on the chain scratch
-// (augment/cuda_stage.h; the stages in augment/cuda_stages_da5*.cc call them). One or a few launches per batch,
+// (augment/cuda/stage.h; the stages in augment/cuda/stages_da5*.cc call them). One or a few launches per batch,
 // per-slice / per-sample parameter arrays in device memory (the uploaded ParamArena); all enqueue on `stream` and
 // return the launch error (asynchronous faults surface at the next synchronisation).
 //
@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "augment/kernels/cuda/da5_math.h"
+#include "augment/kernels/common/da5_math.h"
 
 namespace augmentd::cuda::da5 {
 

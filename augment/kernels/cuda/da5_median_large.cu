@@ -1,7 +1,7 @@
 // The DA5 median filter for any window size (da5_median_large.h).
 #include "augment/kernels/cuda/da5_common.cuh"
 #include "augment/kernels/cuda/da5_median_large.h"
-#include "augment/kernels/cuda/da5_math.h"
+#include "augment/kernels/common/da5_math.h"
 
 namespace augmentd::cuda::da5 {
 namespace {

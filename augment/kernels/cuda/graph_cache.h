@@ -1,4 +1,4 @@
-// augment/kernels/cuda/graph_cache.h — which batches of a CudaAugmenter (augment/cuda_engine.cc) run as a replayed
+// augment/kernels/cuda/graph_cache.h — which batches of a CudaAugmenter (augment/cuda/engine.cc) run as a replayed
 // CUDA graph: a small host-only cache from a launch key (stage mask, batch shape, output alignment) to an instantiated
 // graph. Plain C++ (no CUDA headers) so that its policy is unit-tested without a GPU (graph_cache_test.cc).
 //

@@ -1,5 +1,5 @@
-// augment/kernels/cuda/mri_kernels.h — launchers of the MRI artefact stages (augment/cuda_stages_mri.cc) on the
-// generic chain's scratch (augment/cuda_stage.h). Definitions are the CPU transforms' (augment/transforms/mri_*.h);
+// augment/kernels/cuda/mri_kernels.h — launchers of the MRI artefact stages (augment/cuda/stages_mri.cc) on the
+// generic chain's scratch (augment/cuda/stage.h). Definitions are the CPU transforms' (augment/transforms/mri_*.h);
 // the Fourier transforms themselves are cuFFT plans owned by the stages, these kernels only prepare, modify and
 // read back spectra. All enqueue on `stream` and return the launch error.
 //
@@ -57,7 +57,7 @@ struct MotionSample {
   int32_t active;
   int32_t first_segment;  // segments[first + t] = shifted planes [lo, hi) along seg_axis that image t fills
   int32_t seg_axis;       // 2: the last axis (3D samples); 0: the unit axis of a 2D sample (1, X, Y) — the CPU's
-                          // 2D form (X, Y, 1) segments its unit last axis (cuda_chain_2d.h, PlanarMotionParams)
+                          // 2D form (X, Y, 1) segments its unit last axis (cuda/chain_2d.h, PlanarMotionParams)
 };
 struct MotionSegmentDev {
   int32_t lo, hi;

@@ -6,7 +6,7 @@
 
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
-#include "augment/kernels/cuda/auglab_math.h"
+#include "augment/kernels/common/auglab_math.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/auglab_common.h"
 #include "augment/transforms/common.h"

@@ -1,4 +1,8 @@
-"""Engine-owner checks of the C ABI against batchgeneratorsv2 0.3.5 (injected parameters, exact comparisons).
+"""Engine-owner checks of the C ABI against batchgeneratorsv2 0.3.5 (injected parameters).
+
+Bit-exact only where the reference is deterministic on every x86-64 CPU (one correctly rounded float op per voxel,
+copies, integer / boolean label ops); elsewhere the documented tolerances (image ≤ 1e-5 of the range, labels
+identical except fp16 ties), since torch's CPU kernels and MKL round differently by CPU (issue 19).
 
 Run: AUGMENTD_BUILD_DIR=build-eng .venv/bin/python -m pytest tests/python/engine -q
 The full parity/KS suites live in tests/python/parity (written from the same contract by the test engineer).
@@ -17,7 +21,7 @@ from batchgeneratorsv2.transforms.spatial.spatial import SpatialTransform
 from batchgeneratorsv2.transforms.utils.deep_supervision_downsampling import DownsampleSegForDSTransform
 from batchgeneratorsv2.transforms.utils.seg_to_regions import ConvertSegmentationToRegionsTransform
 
-torch.set_num_threads(1)
+from bgv2_ref import assert_float_parity, assert_label_parity, seed_all
 
 
 def _img(shape, seed=0):
@@ -67,7 +71,7 @@ def test_brightness_contrast_match_bgv2(capi):
     ref = t._apply_to_image(torch.from_numpy(img.copy()), **p).numpy()
     _, out = _apply(capi, "multiplicative_brightness", {"multiplier_range": [0.5, 2.0], "synchronize_channels": False},
                     {"apply_to_channel": p["apply_to_channel"].tolist(), "multipliers": p["multipliers"].tolist()}, image=img)
-    np.testing.assert_array_equal(out["image"], ref)
+    np.testing.assert_array_equal(out["image"], ref)  # one float32 multiply per voxel: the same bits on every CPU
     t = ContrastTransform((0.5, 2.0), True, False, 1)
     p = t.get_parameters(image=torch.from_numpy(img))
     ref = t._apply_to_image(torch.from_numpy(img.copy()), **p).numpy()
@@ -106,6 +110,7 @@ def test_mirror_and_ds_and_regions_match_bgv2(capi):
     ref_i = m._apply_to_image(torch.from_numpy(img), axes=[0, 2]).numpy()
     ref_s = m._apply_to_segmentation(torch.from_numpy(seg), axes=[0, 2]).numpy()
     _, out = _apply(capi, "mirror", {"allowed_axes": [0, 1, 2]}, {"axes": [0, 2]}, image=img, seg=seg)
+    # exact from here on: flips, nearest-exact index picks and label comparisons involve no float rounding
     np.testing.assert_array_equal(out["image"], ref_i)
     np.testing.assert_array_equal(out["seg"], ref_s)
     scales = [[1, 1, 1], [0.5, 0.5, 0.5], [0.25, 0.25, 0.25], [0.125, 0.25, 0.5]]
@@ -124,6 +129,9 @@ def test_mirror_and_ds_and_regions_match_bgv2(capi):
                                         ((41, 52, 30), (32, 36, 30), (-1, 0, 1, 3, 5)),
                                         ((9, 9, 9), (4, 4, 4), (0, 2))])
 def test_spatial_matches_bgv2(capi, S, p, labels):
+    """Tolerance, not bit equality: bgv2 builds its sampling grid with a float32 torch.matmul (MKL), whose
+    rounding depends on the CPU's code path (FMA or not), so the reference image moves by ~1e-5 between CPUs
+    (issue 19). Image within 1e-5 of its range; labels identical except fp16 near-ties of bgv2's scores."""
     rng = np.random.default_rng(3)
     img = rng.standard_normal((2,) + S).astype(np.float32)
     seg = rng.choice(labels, size=(1,) + S).astype(np.int16)
@@ -132,6 +140,7 @@ def test_spatial_matches_bgv2(capi, S, p, labels):
                p_synchronize_scaling_across_axes=1, bg_style_seg_sampling=False, border_mode_seg='constant',
                padding_value_seg=-1)
     st = SpatialTransform(**cfg)
+    seed_all(sum(S))  # bgv2 draws the affine with numpy and torch: a fixed case, reproducible failures
     params = st.get_parameters(image=torch.from_numpy(img))
     ref_i = st._apply_to_image(torch.from_numpy(img.copy()), **params).numpy()
     ref_s = st._apply_to_segmentation(torch.from_numpy(seg.copy()), **params).numpy()
@@ -140,8 +149,8 @@ def test_spatial_matches_bgv2(capi, S, p, labels):
     from importlib.metadata import version  # augmentd follows the installed release's resampling (issue 23)
     jcfg = {**cfg, "rotation": [-0.5, 0.5], "scaling": [0.7, 1.4], "bgv2_version": version("batchgeneratorsv2")}
     _, out = _apply(capi, "spatial", jcfg, jp, image=img, seg=seg)
-    np.testing.assert_array_equal(out["image"], ref_i)
-    assert (out["seg"] != ref_s).mean() <= 1e-6
+    assert_float_parity(out["image"], ref_i, what="spatial image", rel_tol=1e-5)
+    assert_label_parity(out["seg"], ref_s, seg_in=seg, grid=params["grid"], what="spatial seg")
 
 
 def test_spatial_crop_half_voxel(capi):

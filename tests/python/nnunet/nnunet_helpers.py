@@ -67,3 +67,43 @@ def take(loader, n: int) -> list:
             else torch.as_tensor(target).clone()
         out.append({"data": data, "target": target})
     return out
+
+
+def loader_stats(trainer_cls, preprocessed: Path, n_train: int, n_val: int):
+    """batch_stats of ``n_train`` / ``n_val`` batches of a trainer's two loaders (an augmentd trainer's or nnU-Net's
+    own), on 16³ patches: much smaller than the images (the planned one covers nearly all of them), so that random
+    crops often miss the foreground and the oversampling rule shows in the statistics."""
+    np.random.seed(0)  # nnU-Net's loader and bgv2 draw from numpy / torch global state: make the run repeatable
+    torch.manual_seed(0)
+    trainer = make_trainer(trainer_cls, preprocessed, patch_size=(16, 16, 16))
+    trainer.initialize()
+    train, val = trainer.get_dataloaders()
+    try:
+        return batch_stats(take(train, n_train)), batch_stats(take(val, n_val))
+    finally:
+        if hasattr(trainer, "_augmentd_close"):
+            trainer._augmentd_close()
+        else:
+            for loader in (train, val):
+                getattr(loader, "_finish", lambda: None)()
+
+
+def assert_stats_match(ours, ref, n_train: int, n_val: int) -> None:
+    """augmentd's (train, val) batch statistics against nnU-Net's own loaders' (see the tolerances inline)."""
+    for o, r, what in ((ours[0], ref[0], "train"), (ours[1], ref[1], "val")):
+        assert o["data_shape"] == r["data_shape"], what
+        assert o["target_shapes"] == r["target_shapes"], what
+        assert o["data_dtype"] == r["data_dtype"] == torch.float32, what
+        assert o["target_dtypes"] == r["target_dtypes"], what
+        assert o["labels"] == r["labels"], (what, o["labels"], r["labels"])
+        # oversampling: with batch 2 and 0.33 the last slot is forced to contain foreground, the first is random
+        assert r["has_fg"][-1] >= 0.9 and o["has_fg"][-1] >= 0.9, (what, o["has_fg"], r["has_fg"])
+        assert r["has_fg"][0] < 0.9 and o["has_fg"][0] < 0.9, (what, o["has_fg"], r["has_fg"])
+        n = n_train if what == "train" else n_val
+        p = (o["has_fg"] + r["has_fg"]) / 2  # 4 standard deviations of a difference of two binomials
+        tolerance = 4 * np.sqrt(2 * p * (1 - p) / n) + 0.05
+        assert np.all(np.abs(o["has_fg"] - r["has_fg"]) <= tolerance), (what, o["has_fg"], r["has_fg"])
+        ratio = o["fg_frac"] / np.maximum(r["fg_frac"], 1e-6)
+        assert np.all((ratio > 0.5) & (ratio < 2.0)), (what, o["fg_frac"], r["fg_frac"])
+        assert abs(o["mean"] - r["mean"]) < 0.25, (what, o["mean"], r["mean"])
+        assert 0.75 < o["std"] / r["std"] < 1.33, (what, o["std"], r["std"])

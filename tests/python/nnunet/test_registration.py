@@ -89,6 +89,66 @@ def test_train_entry_point_resolves_the_trainer(monkeypatch):
     assert seen == {"dataset": "987", "configuration": "3d_fullres", "fold": "0", "cls": nnUNetTrainerAugmentd}
 
 
+def test_train_entry_point_serves_any_trainer_class(monkeypatch):
+    """``-tr nnUNetTrainerNoMirroring`` runs that class (its name, its methods) with augmentd's loaders."""
+    import nnunetv2.run.run_training as rt
+    from nnunetv2.training.nnUNetTrainer.variants.data_augmentation.nnUNetTrainerNoMirroring import \
+        nnUNetTrainerNoMirroring
+
+    from augmentd.nnunet import train
+
+    monkeypatch.delenv("nnUNet_extTrainer", raising=False)
+    seen = {}
+
+    def fake_run_training(dataset, configuration, fold, trainer_class_name, *args, **kwargs):
+        seen.update(name=trainer_class_name, cls=recursive_find_trainer_class_by_name(trainer_class_name))
+
+    monkeypatch.setattr(rt, "run_training", fake_run_training)
+    monkeypatch.setattr(rt.torch, "set_num_interop_threads", lambda n: None)  # once per process only
+    monkeypatch.setattr(sys, "argv", ["x", "987", "3d_fullres", "0", "-tr", "nnUNetTrainerNoMirroring", "-device",
+                                      "cpu"])
+    train.main()
+    cls = seen["cls"]
+    assert seen["name"] == "nnUNetTrainerNoMirroring__augmentd"
+    assert cls.__name__ == "nnUNetTrainerNoMirroring" and cls.augmentd_base is nnUNetTrainerNoMirroring
+    assert issubclass(cls, nnUNetTrainerAugmentd) and issubclass(cls, nnUNetTrainerNoMirroring)
+    # everything but the loaders is the class's own
+    assert cls.configure_rotation_dummyDA_mirroring_and_inital_patch_size is \
+        nnUNetTrainerNoMirroring.configure_rotation_dummyDA_mirroring_and_inital_patch_size
+    assert cls.get_dataloaders is nnUNetTrainerAugmentd.get_dataloaders
+    monkeypatch.setattr(sys, "argv", ["x", "987", "3d_fullres", "0", "-device", "cpu"])  # no -tr: nnUNetTrainer
+    train.main()
+    assert seen["name"] == "nnUNetTrainer__augmentd" and seen["cls"].__name__ == "nnUNetTrainer"
+
+
+def test_served_argv_keeps_augmentd_names():
+    from augmentd.nnunet.train import served_argv
+
+    assert served_argv(["1", "2d", "0", "-tr", "nnUNetTrainerAugmentd"])[-1] == "nnUNetTrainerAugmentd"
+    assert served_argv(["1", "2d", "0", "-tr", "X__augmentd", "-p", "P"]) == ["1", "2d", "0", "-tr", "X__augmentd",
+                                                                           "-p", "P"]
+    assert served_argv(["1", "2d", "0", "-tr=nnUNetTrainer_5epochs"])[-1] == "-tr=nnUNetTrainer_5epochs__augmentd"
+
+
+def test_dynamic_names_resolve_through_ext_dir_and_shim(monkeypatch, trainer_dir):
+    from nnunetv2.training.nnUNetTrainer.variants.training_length.nnUNetTrainer_Xepochs import nnUNetTrainer_5epochs
+
+    from augmentd.nnunet.dynamic import NotServable, augmentd_trainer
+
+    monkeypatch.setenv("nnUNet_extTrainer", str(registration.ext_trainer_dir()))
+    cls = recursive_find_trainer_class_by_name("nnUNetTrainer_5epochs__augmentd")
+    assert cls is augmentd_trainer(nnUNetTrainer_5epochs) and cls.__name__ == "nnUNetTrainer_5epochs"
+    registration.install_shim()
+    found = recursive_find_python_class(str(trainer_dir), "nnUNetTrainer_5epochs__augmentd", None, str(trainer_dir),
+                                        cleanup_imports_from_base_folder=True)
+    assert found is cls
+    # a trainer that builds its own loaders (or none) is refused with the reason
+    from nnunetv2.training.nnUNetTrainer.variants.benchmarking.nnUNetTrainerBenchmark_5epochs_noDataLoading import \
+        nnUNetTrainerBenchmark_5epochs_noDataLoading
+    with pytest.raises(NotServable, match="get_dataloaders is overridden"):
+        augmentd_trainer(nnUNetTrainerBenchmark_5epochs_noDataLoading)
+
+
 def test_cli_nnunet_status_and_ext_dir():
     out = subprocess.run([sys.executable, "-m", "augmentd", "nnunet", "ext-dir"], capture_output=True, text=True,
                          env=client_env(), check=True)

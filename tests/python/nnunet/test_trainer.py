@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from nnunet_helpers import batch_stats, make_trainer, take
+from nnunet_helpers import assert_stats_match, batch_stats, loader_stats, make_trainer, take
 
 nnunetv2 = pytest.importorskip("nnunetv2")
 from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer  # noqa: E402
@@ -91,48 +91,14 @@ def test_training_batches_loss_and_cleanup(nnunet_env, augmentd_bin, monkeypatch
     assert (trainer.output_folder and (nnunet_env["results"]).exists())
 
 
-def _loader_stats(trainer_cls, preprocessed, n_train: int, n_val: int):
-    np.random.seed(0)  # nnU-Net's loader and bgv2 draw from numpy / torch global state: make the run repeatable
-    torch.manual_seed(0)
-    # A patch much smaller than the images (the planned one covers nearly all of them), so that random crops
-    # often miss the foreground and the oversampling rule shows in the statistics.
-    trainer = make_trainer(trainer_cls, preprocessed, patch_size=(16, 16, 16))
-    trainer.initialize()
-    train, val = trainer.get_dataloaders()
-    try:
-        return batch_stats(take(train, n_train)), batch_stats(take(val, n_val))
-    finally:
-        if isinstance(trainer, nnUNetTrainerAugmentd):
-            trainer._augmentd_close()
-        else:
-            for loader in (train, val):
-                getattr(loader, "_finish", lambda: None)()
-
-
 def test_batches_match_nnunet_loader_statistics(nnunet_env, augmentd_bin, monkeypatch):
     monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
     monkeypatch.setenv("AUGMENTD_SEED", "1234")
     monkeypatch.setenv("nnUNet_n_proc_DA", "0")  # nnU-Net's own loader in this process (2-core CI machines)
     n_train, n_val = 48, 32
-    ours_tr, ours_val = _loader_stats(nnUNetTrainerAugmentd, nnunet_env["preprocessed"], n_train, n_val)
-    ref_tr, ref_val = _loader_stats(nnUNetTrainer, nnunet_env["preprocessed"], n_train, n_val)
-    for ours, ref, what in ((ours_tr, ref_tr, "train"), (ours_val, ref_val, "val")):
-        assert ours["data_shape"] == ref["data_shape"], what
-        assert ours["target_shapes"] == ref["target_shapes"], what
-        assert ours["data_dtype"] == ref["data_dtype"] == torch.float32, what
-        assert ours["target_dtypes"] == ref["target_dtypes"], what
-        assert ours["labels"] == ref["labels"], (what, ours["labels"], ref["labels"])
-        # oversampling: with batch 2 and 0.33 the last slot is forced to contain foreground, the first is random
-        assert ref["has_fg"][-1] >= 0.9 and ours["has_fg"][-1] >= 0.9, (what, ours["has_fg"], ref["has_fg"])
-        assert ref["has_fg"][0] < 0.9 and ours["has_fg"][0] < 0.9, (what, ours["has_fg"], ref["has_fg"])
-        n = n_train if what == "train" else n_val
-        p = (ours["has_fg"] + ref["has_fg"]) / 2  # 4 standard deviations of a difference of two binomials
-        tolerance = 4 * np.sqrt(2 * p * (1 - p) / n) + 0.05
-        assert np.all(np.abs(ours["has_fg"] - ref["has_fg"]) <= tolerance), (what, ours["has_fg"], ref["has_fg"])
-        ratio = ours["fg_frac"] / np.maximum(ref["fg_frac"], 1e-6)
-        assert np.all((ratio > 0.5) & (ratio < 2.0)), (what, ours["fg_frac"], ref["fg_frac"])
-        assert abs(ours["mean"] - ref["mean"]) < 0.25, (what, ours["mean"], ref["mean"])
-        assert 0.75 < ours["std"] / ref["std"] < 1.33, (what, ours["std"], ref["std"])
+    ours = loader_stats(nnUNetTrainerAugmentd, nnunet_env["preprocessed"], n_train, n_val)
+    ref = loader_stats(nnUNetTrainer, nnunet_env["preprocessed"], n_train, n_val)
+    assert_stats_match(ours, ref, n_train, n_val)
 
 
 def test_region_targets_match_nnunet_loader(nnunet_env, augmentd_bin, monkeypatch):
@@ -161,9 +127,16 @@ def test_region_targets_match_nnunet_loader(nnunet_env, augmentd_bin, monkeypatc
 
 
 class CustomTransformsTrainer(nnUNetTrainerAugmentd):
+    """A pipeline with a bgv2 transform augmentd has no entry for: refused, naming the class and where it sits."""
+
     @staticmethod
-    def get_training_transforms(*args, **kwargs):  # pragma: no cover - never called
-        raise AssertionError
+    def get_training_transforms(*args, **kwargs):
+        from batchgeneratorsv2.transforms.intensity.inversion import InvertImageTransform
+        from batchgeneratorsv2.transforms.utils.compose import ComposeTransforms
+        from batchgeneratorsv2.transforms.utils.random import RandomTransform
+
+        ours = nnUNetTrainer.get_training_transforms(*args, **kwargs)
+        return ComposeTransforms(ours.transforms + [RandomTransform(InvertImageTransform(0.5), 0.1)])
 
 
 class CallableRotationTrainer(nnUNetTrainerAugmentd):
@@ -172,7 +145,9 @@ class CallableRotationTrainer(nnUNetTrainerAugmentd):
         return (lambda: 0.1), dummy, initial, mirror
 
 
-@pytest.mark.parametrize("cls, message", [(CustomTransformsTrainer, "overrides get_training_transforms"),
+@pytest.mark.parametrize("cls, message", [(CustomTransformsTrainer, r"CustomTransformsTrainer.get_training_transforms: "
+                                                                  r"\[\d+\] RandomTransform\(p=0.1\) > "
+                                                                  r"InvertImageTransform .*no augmentd transform"),
                                           (CallableRotationTrainer, "rotation_for_DA")])
 def test_inexpressible_settings_fail_loudly(nnunet_env, cls, message):
     trainer = make_trainer(cls, nnunet_env["preprocessed"])
@@ -180,6 +155,63 @@ def test_inexpressible_settings_fail_loudly(nnunet_env, cls, message):
     with pytest.raises(UnsupportedTrainerSetting, match=message):
         trainer.get_dataloaders()
     assert trainer._augmentd_server is None  # nothing was started
+
+
+class EngineRefusedTrainer(nnUNetTrainerAugmentd):
+    """A parameter bgv2 would take but augmentd's engine refuses (p_per_channel > 1): the server's error names it
+    and the trainer adds the bgv2 object it was translated from."""
+
+    @staticmethod
+    def get_training_transforms(*args, **kwargs):
+        from batchgeneratorsv2.transforms.intensity.gaussian_noise import GaussianNoiseTransform
+        from batchgeneratorsv2.transforms.utils.compose import ComposeTransforms
+        from batchgeneratorsv2.transforms.utils.random import RandomTransform
+
+        ours = nnUNetTrainer.get_training_transforms(*args, **kwargs)
+        bad = RandomTransform(GaussianNoiseTransform((0, 0.1), p_per_channel=3.0), apply_probability=0.1)
+        return ComposeTransforms([ours.transforms[0], bad] + ours.transforms[1:])
+
+
+def test_engine_refusal_names_the_bgv2_source(nnunet_env, augmentd_bin, monkeypatch):
+    monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
+    trainer = make_trainer(EngineRefusedTrainer, nnunet_env["preprocessed"])
+    trainer.initialize()
+    with pytest.raises(AugmentdError, match=r"INVALID_ARGUMENT: .*pipeline\.transforms\[1\].*p_per_channel.*"
+                                            r"\(= \[1\] RandomTransform\(p=0\.1\) > GaussianNoiseTransform of "
+                                            r"EngineRefusedTrainer\.get_training_transforms\)"):
+        trainer.get_dataloaders()
+    assert trainer._augmentd_server is None  # the local server was stopped again
+
+
+class OwnCropTrainer(nnUNetTrainerAugmentd):
+    """A configure_rotation_dummyDA_mirroring_and_inital_patch_size with its own crop: the translated list goes
+    explicitly with that crop; one no nnU-Net rule produces (beyond 4x the patch) is refused by the server."""
+    crop = None
+
+    def configure_rotation_dummyDA_mirroring_and_inital_patch_size(self):
+        rotation, dummy, initial, mirror = super().configure_rotation_dummyDA_mirroring_and_inital_patch_size()
+        return rotation, dummy, list(self.crop), mirror
+
+
+@pytest.mark.parametrize("crop, ok", [((60, 52, 52), True), ((400, 52, 52), False)])
+def test_own_crop_goes_explicitly_and_is_bounded(nnunet_env, augmentd_bin, monkeypatch, crop, ok):
+    monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
+    monkeypatch.setattr(OwnCropTrainer, "crop", crop)
+    trainer = make_trainer(OwnCropTrainer, nnunet_env["preprocessed"])  # patch 48×40×40
+    trainer.initialize()
+    if not ok:
+        with pytest.raises(AugmentdError, match=r"initial_patch_size: entries must be in \[1, 4 x max\(patch_size\) "
+                                                r"= 192\], got 400"):
+            trainer.get_dataloaders()
+        return
+    train, val = trainer.get_dataloaders()
+    try:
+        assert train.session.config.pipeline.preset == pipeline_pb2.PRESET_UNSPECIFIED
+        assert list(train.session.config.pipeline.trainer.initial_patch_size) == list(crop)
+        assert train.session.initial_patch_size == list(crop)  # the server crops what the trainer asked for
+        assert tuple(take(train, 1)[0]["data"].shape[2:]) == (48, 40, 40)
+    finally:
+        trainer._augmentd_close()
 
 
 def test_unreachable_server_without_local_fallback_fails(nnunet_env, monkeypatch, tmp_path):
@@ -292,3 +324,56 @@ def test_da5_trainer_serves_da5_batches(nnunet_env, augmentd_bin, monkeypatch):
         assert not torch.equal(batches[0]["data"], batches[1]["data"])
     finally:
         trainer._augmentd_close()
+
+
+def test_ddp_rank_opens_its_own_session_pair(nnunet_env, monkeypatch):
+    """Per DDP rank (nnU-Net: local_rank = the global rank, batch size and oversampling split per rank): one train and
+    one val session, seeds base + 2·rank and base + 2·rank + 1, the rank's batch size, the rank's device."""
+    import augmentd.nnunet.trainer as mod
+
+    opened = []
+
+    class FakeLoader:
+        def __init__(self, client, session, *args, **kwargs):
+            self.session, self.name = session, kwargs.get("name", "")
+
+        def __next__(self):
+            return {}
+
+        def close(self):
+            return None
+
+    class FakeSession:
+        def __init__(self, config):
+            self.config, self.session_id, self.device = config, f"s{len(opened)}", "cpu"
+            self.initial_patch_size = list(config.pipeline.trainer.initial_patch_size) or \
+                list(config.pipeline.trainer.patch_size)  # val: the preset's patch_size crops
+            self.response = session_pb2.OpenSessionResponse(delivery=server_info_pb2.DELIVERY_KIND_INLINE)
+
+    class FakeClient:
+        def open_session(self, config, start_batch_index=0):
+            opened.append(config)
+            return FakeSession(config)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(mod, "connect_or_start", lambda *a, **k: (FakeClient(), None))
+    monkeypatch.setattr(mod, "AugmentdLoader", FakeLoader)
+    monkeypatch.setenv("AUGMENTD_SEED", "100")
+    monkeypatch.setenv("AUGMENTD_DELIVERY", "inline")
+    monkeypatch.delenv("AUGMENTD_DEVICE", raising=False)
+    from nnunetv2.training.nnUNetTrainer.variants.data_augmentation.nnUNetTrainerDAOrd0 import \
+        nnUNetTrainer_DASegOrd0
+
+    from augmentd.nnunet.dynamic import augmentd_trainer
+
+    trainer = make_trainer(augmentd_trainer(nnUNetTrainer_DASegOrd0), nnunet_env["preprocessed"])
+    trainer.initialize()
+    trainer.local_rank, trainer.batch_size = 1, 1  # what nnU-Net's DDP set-up gives rank 1 of 2 (batch 2 split)
+    train, val = trainer.get_dataloaders()
+    assert [c.name.rsplit(" ", 1)[-1] for c in opened] == ["train", "val"]
+    assert [c.seed for c in opened] == [102, 103]
+    assert [c.batch_size for c in opened] == [1, 1] and all(c.device == "cpu" for c in opened)
+    assert opened[0].pipeline.transforms and opened[1].pipeline.preset == pipeline_pb2.PRESET_NNUNET_VALIDATION
+    assert train.session.config is opened[0] and val.session.config is opened[1]

@@ -27,7 +27,8 @@ from .sessions import (AugmentdError, Batch, BatchStream, Session, dataset_sessi
                        delivery_kind, patch_session_config, trainer_config)
 from .resume import ResumingBatches  # noqa: E402
 from .shm import SharedInput  # noqa: E402
+from .patch import PatchAugmenter  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["AugmentdError", "Batch", "BatchStream", "Client", "HealthStatus", "ResumingBatches", "Session",
+__all__ = ["AugmentdError", "Batch", "BatchStream", "Client", "HealthStatus", "PatchAugmenter", "ResumingBatches", "Session",
            "SharedInput", "TlsConfig", "dataset_session_config", "delivery_kind", "patch_session_config", "trainer_config", "__version__"]

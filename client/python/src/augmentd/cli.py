@@ -4,6 +4,7 @@
     python -m augmentd preview DATASET [--out preview.png] ...     PNG montage: original vs augmented slices
     python -m augmentd bench   [--dataset PATH] [--batches N] ...  samples/s and batch latency p50/p99 of a server
     python -m augmentd nnunet  install | uninstall | status | ext-dir   register nnUNetTrainerAugmentd with nnU-Net
+    python -m augmentd nnunet  check -tr TRAINER [-d DATASET] [-p PLANS] [-c CONF]   its pipeline, translated
 
 ``preview`` and ``bench`` use the server at ``--address`` or, without one, start a private local ``augmentd``
 (``--augmentd-bin``, else $AUGMENTD_BIN, ``augmentd`` on PATH or the source checkout's build). Exit status 0 on
@@ -128,13 +129,23 @@ def build_parser() -> argparse.ArgumentParser:
     cli_preview.add_parser(sub)
     cli_bench.add_parser(sub)
 
-    nn = sub.add_parser("nnunet", help="register the augmentd trainers with nnU-Net",
+    nn = sub.add_parser("nnunet", help="register the augmentd trainers with nnU-Net; check a trainer class",
                         description="install: write a shim module into nnunetv2/training/nnUNetTrainer so that "
                                     "`nnUNetv2_train ... -tr nnUNetTrainerAugmentd` finds the trainer (idempotent); "
                                     "uninstall: remove it; status: show both registration options; ext-dir: print "
-                                    "the folder to put into nnUNet_extTrainer instead of installing.")
-    nn.add_argument("action", choices=["install", "uninstall", "status", "ext-dir"])
-    nn.set_defaults(func=_cmd_nnunet)
+                                    "the folder to put into nnUNet_extTrainer instead of installing; check -tr NAME: "
+                                    "print how augmentd translates that trainer's pipeline (or why it cannot).")
+    actions = nn.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, text in (("install", "write the shim into nnU-Net's trainer folder"), ("uninstall", "remove it"),
+                         ("status", "show both registration options"),
+                         ("ext-dir", "print the folder for nnUNet_extTrainer")):
+        actions.add_parser(action, help=text, description=text).set_defaults(func=_cmd_nnunet)
+    from .nnunet import check as nnunet_check
+    chk = actions.add_parser("check", help="translate a trainer class's pipeline without training",
+                             description=nnunet_check.__doc__.split("\n\n", 1)[1].strip(),
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    nnunet_check.add_arguments(chk)
+    chk.set_defaults(func=nnunet_check.main)
     return parser
 
 

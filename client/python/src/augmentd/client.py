@@ -58,10 +58,16 @@ class Client:
         self._channel = make_channel(target, [("grpc.max_receive_message_length", -1),
                                               ("grpc.max_send_message_length", -1)], tls=tls, token=token)
         grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
+        self._tokens = {}  # session id -> session_token of the sessions this client opened
         self.stub = service_pb2_grpc.AugmentServiceStub(self._channel)
         # BatchStream uses this one: inline tensor bytes become views of the received message (augmentd.wire).
         self.stub.StreamBatchesDecoded = self._channel.stream_stream(
             "/augmentd.v1.AugmentService/StreamBatches",
+            request_serializer=batch_pb2.StreamBatchesRequest.SerializeToString,
+            response_deserializer=decode_stream_response)
+        # augmentd.patch.PatchAugmenter's stream (patch mode): the same messages and decoder.
+        self.stub.StreamPatchesDecoded = self._channel.stream_stream(
+            "/augmentd.v1.AugmentService/StreamPatches",
             request_serializer=batch_pb2.StreamBatchesRequest.SerializeToString,
             response_deserializer=decode_stream_response)
         self._health_check = self._channel.unary_unary(
@@ -98,6 +104,7 @@ class Client:
             response = self.stub.OpenSession(request, timeout=timeout)
         except grpc.RpcError as err:
             raise AugmentdError.from_rpc_error(err, "OpenSession") from None
+        self._tokens[response.session_id] = response.session_token
         slots = None
         if len(response.output_slots) > 0:
             try:
@@ -109,12 +116,15 @@ class Client:
 
     def close_session(self, session, timeout: float = 30.0) -> server_info_pb2.SessionStats:
         """AugmentService.CloseSession; returns the session's final stats. ``session``: a Session or an id."""
-        session_id = session.session_id if isinstance(session, Session) else session
+        session_id, token = self._owned(session)
         if isinstance(session, Session) and session.slots is not None:
             session.slots.close()  # views of the slots still alive keep their mapping; new ones cannot be made
         try:
-            return self.stub.CloseSession(session_pb2.CloseSessionRequest(session_id=session_id),
-                                          timeout=timeout).final_stats
+            stats = self.stub.CloseSession(session_pb2.CloseSessionRequest(session_id=session_id,
+                                                                           session_token=token),
+                                           timeout=timeout).final_stats
+            self._tokens.pop(session_id, None)
+            return stats
         except grpc.RpcError as err:
             raise AugmentdError.from_rpc_error(err, "CloseSession") from None
 
@@ -123,10 +133,10 @@ class Client:
         ``batch_index`` (replaying an index reproduces the batch). Each input is a numpy array (sent inline) or a
         ``Tensor`` message referencing a registered input region (``SharedInput.tensor(...)``: no bytes sent). The
         answer is always inline (slot delivery is for ``stream_batches``)."""
-        session_id = session.session_id if isinstance(session, Session) else session
+        session_id, token = self._owned(session)
         def as_tensor(x, name):
             return x if isinstance(x, tensor_pb2.Tensor) else from_numpy(x, name)
-        request = batch_pb2.AugmentRequest(session_id=session_id, batch_index=batch_index,
+        request = batch_pb2.AugmentRequest(session_id=session_id, session_token=token, batch_index=batch_index,
                                            image=as_tensor(image, "image"),
                                            segmentation=as_tensor(segmentation, "segmentation"))
         try:
@@ -142,9 +152,10 @@ class Client:
         HOST_SHM / CUDA_IPC sessions (pass the ``Session``, whose slots are open): batches view their slot without a
         copy and stay valid until ``hold`` more batches have been taken (default 1: until the next ``next()``) or
         the stream closes; ``hold`` < the session's slot count (prefetch_depth)."""
-        session_id = session.session_id if isinstance(session, Session) else session
+        session_id, token = self._owned(session)
         slots = session.slots if isinstance(session, Session) else None
-        return BatchStream(self.stub, session_id, credits=credits, start_batch_index=start_batch_index,
+        return BatchStream(self.stub, session_id, session_token=token, credits=credits,
+                           start_batch_index=start_batch_index,
                            max_batches=max_batches, timeout=timeout, slots=slots, hold=hold)
 
     def stats(self, session=None, timeout: float = 10.0) -> server_info_pb2.GetStatsResponse:
@@ -154,6 +165,18 @@ class Client:
             return self.stub.GetStats(server_info_pb2.GetStatsRequest(session_id=session_id), timeout=timeout)
         except grpc.RpcError as err:
             raise AugmentdError.from_rpc_error(err, "GetStats") from None
+
+    def remember_session(self, session_id: str, session_token: str) -> None:
+        """Lets this client use a session another process opened and handed over (its id and its
+        ``session_token``): later calls naming ``session_id`` carry the credential."""
+        self._tokens[session_id] = session_token
+
+    def _owned(self, session):
+        """(id, credential) of a Session or of an id this client opened: the server answers calls on a session
+        only with its OpenSessionResponse.session_token (an unknown id otherwise)."""
+        if isinstance(session, Session):
+            return session.session_id, session.session_token
+        return session, self._tokens.get(session, "")
 
     @property
     def channel(self) -> grpc.Channel:

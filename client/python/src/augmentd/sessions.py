@@ -60,6 +60,11 @@ class Session:
     slots: Optional[SlotSet] = None
 
     @property
+    def session_token(self) -> str:
+        """The session's owner credential (OpenSessionResponse.session_token): every call on it carries it."""
+        return self.response.session_token
+
+    @property
     def delivery(self) -> int:
         """The delivery the server chose (``DeliveryKind``)."""
         return self.response.delivery
@@ -183,7 +188,7 @@ class BatchStream:
 
     def __init__(self, stub, session_id: str, credits: int = 4, start_batch_index: int = 0,
                  max_batches: int = 0, timeout: Optional[float] = None, slots: Optional[SlotSet] = None,
-                 hold: int = 1, auto_credit: bool = True, prepare: Optional[bool] = None):
+                 hold: int = 1, auto_credit: bool = True, prepare: Optional[bool] = None, session_token: str = ""):
         if credits < 1:
             raise ValueError("credits must be >= 1")
         if slots is not None and len(slots) > 0 and not 0 <= hold < len(slots):
@@ -208,7 +213,8 @@ class BatchStream:
         self._received: "collections.deque" = collections.deque()
         self._arrived = threading.Condition(threading.Lock())
         self._requests.put(batch_pb2.StreamBatchesRequest(start=batch_pb2.StreamStart(
-            session_id=session_id, start_batch_index=start_batch_index, initial_credits=credits,
+            session_id=session_id, session_token=session_token, start_batch_index=start_batch_index,
+            initial_credits=credits,
             max_batches=max_batches)))
         # Client's stubs also carry StreamBatches with augmentd.wire's deserializer (inline bytes not copied).
         self._call = getattr(stub, "StreamBatchesDecoded", stub.StreamBatches)(self._request_iter(), timeout=timeout)

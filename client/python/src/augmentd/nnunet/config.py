@@ -129,15 +129,13 @@ def _region(r) -> List[int]:
 
 def settings_from_trainer(trainer) -> LoaderSettings:
     """Reads an initialized ``nnUNetTrainer``'s loader configuration. Raises ``UnsupportedTrainerSetting``."""
-    for name in ("get_training_transforms", "get_validation_transforms"):
-        if _overridden(trainer, name):
-            raise UnsupportedTrainerSetting(
-                f"{type(trainer).__name__} overrides {name}: augmentd reproduces nnUNetTrainer's own transforms "
-                f"(preset nnunet_default / nnunet_validation) and cannot run a custom transform list here")
+    # The transforms themselves: translate.translate_trainer (the trainer's own get_*_transforms, any override).
     if trainer.is_cascaded:
         raise UnsupportedTrainerSetting(
             f"configuration {trainer.configuration_name!r} is a cascade stage (previous_stage "
-            f"{trainer.configuration_manager.previous_stage_name!r}): augmentd does not serve cascade trainers yet")
+            f"{trainer.configuration_manager.previous_stage_name!r}): augmentd does not serve cascade trainers yet "
+            f"(MoveSegAsOneHotToData, ApplyRandomBinaryOperator, RemoveRandomConnectedComponentFromOneHotEncoding "
+            f"and dataset mode reading the previous stage's predictions are not implemented)")
     cm, lm = trainer.configuration_manager, trainer.label_manager
     rotation, dummy_2d, initial_patch_size, mirror_axes = \
         trainer.configure_rotation_dummyDA_mirroring_and_inital_patch_size()
@@ -163,7 +161,8 @@ def settings_from_trainer(trainer) -> LoaderSettings:
     )
 
 
-def _trainer_proto(s: LoaderSettings, augmented: bool) -> pipeline_pb2.TrainerConfig:
+def _trainer_proto(s: LoaderSettings, augmented: bool, crop: Optional[Sequence[int]] = None
+                   ) -> pipeline_pb2.TrainerConfig:
     t = pipeline_pb2.TrainerConfig(
         patch_size=s.patch_size, num_input_channels=s.num_input_channels, use_mask_for_norm=s.use_mask_for_norm,
         deep_supervision_scales=[pipeline_pb2.Scale(factors=f) for f in (s.deep_supervision_scales or [])],
@@ -174,6 +173,8 @@ def _trainer_proto(s: LoaderSettings, augmented: bool) -> pipeline_pb2.TrainerCo
         t.rotation.CopyFrom(pipeline_pb2.Range(min=s.rotation[0], max=s.rotation[1]))
         t.mirror_axes.CopyFrom(pipeline_pb2.AxisList(axes=s.mirror_axes or []))  # set and empty: no mirroring
         t.do_dummy_2d_data_aug = s.do_dummy_2d_data_aug
+    if crop is not None:
+        t.initial_patch_size.extend(int(v) for v in crop)
     return t
 
 
@@ -191,14 +192,13 @@ def installed_bgv2_version() -> str:
 
 
 def _session(s: LoaderSettings, preset: int, augmented: bool, case_ids: Sequence[str], seed: int, delivery: str,
-             device: str, name: str, prefetch_depth: int) -> session_pb2.SessionConfig:
+             device: str, name: str, prefetch_depth: int, transforms=None, crop=None) -> session_pb2.SessionConfig:
     if delivery not in DELIVERIES:
         raise ValueError(f"delivery must be one of {', '.join(DELIVERIES)}, got {delivery!r}")
     if not case_ids:
         raise UnsupportedTrainerSetting(f"{name}: the split has no cases for this loader")
     return session_pb2.SessionConfig(
-        name=name, pipeline=pipeline_pb2.PipelineSpec(preset=preset, trainer=_trainer_proto(s, augmented),
-                                                      bgv2_version=installed_bgv2_version()),
+        name=name, pipeline=_pipeline(s, preset, augmented, transforms, crop),
         dataset=session_pb2.DatasetModeConfig(
             dataset_path=s.dataset_folder, case_ids=list(case_ids),
             oversample_foreground_percent=s.oversample_foreground_percent,
@@ -207,16 +207,31 @@ def _session(s: LoaderSettings, preset: int, augmented: bool, case_ids: Sequence
         prefetch_depth=prefetch_depth)
 
 
+def _pipeline(s: LoaderSettings, preset: int, augmented: bool, transforms, crop) -> pipeline_pb2.PipelineSpec:
+    """A preset (the server expands it and derives the crop), or an explicit list (translate.Pipeline.protos())
+    with the crop nnU-Net's loader cuts for it."""
+    if transforms is None:
+        return pipeline_pb2.PipelineSpec(preset=preset, trainer=_trainer_proto(s, augmented),
+                                         bgv2_version=installed_bgv2_version())
+    if crop is None:
+        raise ValueError("an explicit transform list needs the crop (initial_patch_size) it is applied to")
+    return pipeline_pb2.PipelineSpec(trainer=_trainer_proto(s, augmented, crop), transforms=list(transforms),
+                                     bgv2_version=installed_bgv2_version())
+
+
 def training_config(s: LoaderSettings, seed: int, delivery: str = "auto", device: str = "", name: str = "train",
-                    prefetch_depth: int = 0, preset: int = pipeline_pb2.PRESET_NNUNET_DEFAULT
-                    ) -> session_pb2.SessionConfig:
+                    prefetch_depth: int = 0, preset: int = pipeline_pb2.PRESET_NNUNET_DEFAULT,
+                    transforms=None) -> session_pb2.SessionConfig:
     """nnU-Net's training loader: the fold's train cases, ``preset`` (default ``nnunet_default``; ``nnunet_da5``
-    for nnUNetTrainerDA5) configured like the trainer."""
-    return _session(s, preset, True, s.train_ids, seed, delivery, device, name, prefetch_depth)
+    for nnUNetTrainerDA5) configured like the trainer — or, with ``transforms`` (a translated pipeline's
+    TransformSpec list), that explicit list on crops of ``s.initial_patch_size``."""
+    return _session(s, preset, True, s.train_ids, seed, delivery, device, name, prefetch_depth, transforms,
+                    s.initial_patch_size if transforms is not None else None)
 
 
 def validation_config(s: LoaderSettings, seed: int, delivery: str = "auto", device: str = "", name: str = "val",
-                      prefetch_depth: int = 0) -> session_pb2.SessionConfig:
-    """nnU-Net's validation loader: unaugmented ``patch_size`` crops of the fold's val cases."""
+                      prefetch_depth: int = 0, transforms=None) -> session_pb2.SessionConfig:
+    """nnU-Net's validation loader: unaugmented ``patch_size`` crops of the fold's val cases (preset
+    ``nnunet_validation``, or the explicit ``transforms`` of a translated get_validation_transforms)."""
     return _session(s, pipeline_pb2.PRESET_NNUNET_VALIDATION, False, s.val_ids, seed, delivery, device, name,
-                    prefetch_depth)
+                    prefetch_depth, transforms, s.patch_size if transforms is not None else None)

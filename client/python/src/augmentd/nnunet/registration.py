@@ -26,6 +26,7 @@ def shim_text() -> str:
     return (f"{MARKER}\n"
             "try:\n"
             "    from augmentd.nnunet.trainer import *  # noqa: F401,F403 (the trainers this nnU-Net supports)\n"
+            "    from augmentd.nnunet.dynamic import __getattr__  # noqa: F401 (-tr <Trainer>__augmentd)\n"
             "except ImportError as _err:  # augmentd not importable here: the other trainers keep working\n"
             "    import warnings\n"
             "    warnings.warn(f'augmentd trainers unavailable: {_err}')\n")

@@ -1,21 +1,47 @@
-"""``augmentd-nnunet-train``: ``nnUNetv2_train`` that finds the augmentd trainers without installing anything.
+"""``augmentd-nnunet-train``: ``nnUNetv2_train`` with the data loaders of any trainer class served by augmentd.
 
-    augmentd-nnunet-train DATASET 3d_fullres 0 -tr nnUNetTrainerAugmentd [any nnUNetv2_train option]
+    augmentd-nnunet-train DATASET CONFIGURATION FOLD [-tr TRAINER] [any nnUNetv2_train option]
 
-Prepends this package's external-trainer folder to ``nnUNet_extTrainer`` (also seen by DDP worker processes)
-and runs nnU-Net's own ``run_training_entry`` with the same command line.
+``-tr TRAINER`` (default nnUNetTrainer) runs that very class — nnU-Net's variants (nnUNetTrainerNoMirroring,
+nnUNetTrainerDA5, nnUNetTrainer_250epochs, ...) or your own under nnUNet_extTrainer — with only its two data
+loaders replaced (augmentd.nnunet.dynamic: its own pipeline, translated). The augmentd classes
+(nnUNetTrainerAugmentd, ...) and ``<Trainer>__augmentd`` names are used as given. Check a class first with
+``python -m augmentd nnunet check -tr TRAINER``.
+
+Prepends this package's external-trainer folder to ``nnUNet_extTrainer`` (also seen by DDP worker processes, which
+resolve ``<Trainer>__augmentd`` there again) and runs nnU-Net's own ``run_training_entry``.
 """
 import os
 import sys
+from typing import List
 
-from .registration import with_ext_trainer_dir
+from .dynamic import SUFFIX
+from .registration import TRAINERS, with_ext_trainer_dir
+
+
+def served_argv(argv: List[str]) -> List[str]:
+    """The nnUNetv2_train command line with ``-tr X`` (default nnUNetTrainer) naming ``X__augmentd``."""
+    out = list(argv)
+    for i, a in enumerate(out):
+        if a == "-tr" and i + 1 < len(out):
+            name = out[i + 1]
+            if not (name.endswith(SUFFIX) or name in TRAINERS):
+                out[i + 1] = name + SUFFIX
+            return out
+        if a.startswith("-tr="):
+            name = a[len("-tr="):]
+            out[i] = a if name.endswith(SUFFIX) or name in TRAINERS else a + SUFFIX
+            return out
+    if any(a in ("-h", "--help") for a in out):
+        return out
+    return out + ["-tr", "nnUNetTrainer" + SUFFIX]
 
 
 def main() -> None:
     os.environ.update(with_ext_trainer_dir(os.environ))
     from nnunetv2.run.run_training import run_training_entry
 
-    sys.argv[0] = "augmentd-nnunet-train"
+    sys.argv = ["augmentd-nnunet-train"] + served_argv(sys.argv[1:])
     run_training_entry()
 
 

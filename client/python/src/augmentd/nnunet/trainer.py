@@ -5,9 +5,11 @@ configuration (patch size, initial patch size, rotation, dummy-2D, mirror axes, 
 size and oversampling — per DDP rank —, input channels, use_mask_for_norm, regions, ignore label, the fold's
 train/val cases from splits_final.json) and opens two dataset-mode sessions on an augmentd server:
 
-* train: preset ``nnunet_default`` (nnUNetTrainer.get_training_transforms; ``nnunet_da5`` for
-  ``nnUNetTrainerAugmentdDA5``, nnUNetTrainerDA5's) on enlarged ``initial_patch_size`` crops;
-* val: preset ``nnunet_validation`` (get_validation_transforms) on unaugmented ``patch_size`` crops.
+* train: the class's own ``get_training_transforms``, translated (translate.py; sent as preset ``nnunet_default`` /
+  ``nnunet_da5`` where the translation equals it, else as the explicit list) on enlarged ``initial_patch_size`` crops;
+* val: its ``get_validation_transforms`` likewise (preset ``nnunet_validation``) on unaugmented ``patch_size`` crops.
+
+Any other trainer class gets these loaders through ``dynamic.augmentd_trainer`` (``-tr <Trainer>__augmentd``).
 
 Batches arrive as nnU-Net's loaders deliver them: ``{'data': float32 (B, C, *patch), 'target': [one tensor per
 deep-supervision scale], 'keys': [...]}``. Sessions are closed at the end of training (``on_train_end``) and when
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 
 import torch
 from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer
@@ -53,6 +56,7 @@ from augmentd.v1 import pipeline_pb2, server_info_pb2
 from .config import LoaderSettings, UnsupportedTrainerSetting, delivery_candidates, is_local_address, \
     local_server_args, settings_from_trainer, training_config, validation_config
 from .loader import AugmentdLoader
+from .translate import TrainerTranslation, translate_trainer
 
 
 def _env_int(name: str, default: int) -> int:
@@ -85,10 +89,21 @@ def _hint(err: AugmentdError, dataset_folder: str) -> str:
     return ""
 
 
+def _source_hint(details: str, pipe, translation, label: str) -> str:
+    """" (= <bgv2 source> of <Trainer>.get_training_transforms)" for a refused ``pipeline.transforms[i]``."""
+    m = re.search(r"pipeline\.transforms\[(\d+)\]", details)
+    if not m or int(m.group(1)) >= len(pipe.entries):
+        return ""
+    fn = "get_training_transforms" if label == "train" else "get_validation_transforms"
+    return f" (= {pipe.entries[int(m.group(1))].source} of {translation.trainer_class}.{fn})"
+
+
 class nnUNetTrainerAugmentd(nnUNetTrainer):
     """nnUNetTrainer whose training and validation batches come from augmentd (see the module docstring)."""
 
-    augmentd_preset = pipeline_pb2.PRESET_NNUNET_DEFAULT  # the training session's pipeline
+    # Informational: the preset of the fast path when this class's own pipeline is nnUNetTrainer's. What a session
+    # runs is decided by translating the trainer's get_training_transforms (translate.translate_trainer).
+    augmentd_preset = pipeline_pb2.PRESET_NNUNET_DEFAULT
 
     def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
                  device: torch.device = torch.device("cuda")):
@@ -101,13 +116,19 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
     # -- data loaders -------------------------------------------------------------------------------------------
     def get_dataloaders(self):
         settings = settings_from_trainer(self)
+        translation = translate_trainer(self)  # refuses (naming class and attribute) before anything starts
+        for label, pipe, preset in (("train", translation.train, translation.train_preset),
+                                    ("val", translation.val, translation.val_preset)):
+            how = f"preset {pipeline_pb2.Preset.Name(preset)}" if preset else "explicit list"
+            self.print_to_log_file(f"augmentd: {label} pipeline of {translation.trainer_class} translated: "
+                                   f"{len(pipe.entries)} entries ({', '.join(e.kind for e in pipe.entries)}); {how}")
         try:
-            return self._open_loaders(settings)
+            return self._open_loaders(settings, translation)
         except BaseException:
             self._augmentd_close()
             raise
 
-    def _open_loaders(self, s: LoaderSettings):
+    def _open_loaders(self, s: LoaderSettings, translation: TrainerTranslation):
         device = os.environ.get("AUGMENTD_DEVICE") or _device_spec(self.device)
         delivery = os.environ.get("AUGMENTD_DELIVERY", "auto")
         address = os.environ.get("AUGMENTD_ADDRESS") or None
@@ -133,14 +154,23 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         ds = s.deep_supervision_scales is not None
         local = self._augmentd_server is not None or is_local_address(address)
         candidates = delivery_candidates(delivery, device, local)
+        # The fast path: a preset where the translation equals its expansion; else the explicit translated list.
+        tr = translation
+        train_extra = {"preset": tr.train_preset} if tr.train_preset else {"transforms": tr.train.protos()}
+        val_extra = {} if tr.val_preset else {"transforms": tr.val.protos()}
         for make_config, extra, seed, first, expected, n_credits, label in (
-                (training_config, {"preset": self.augmentd_preset}, base + 2 * self.local_rank, start,
+                (training_config, train_extra, base + 2 * self.local_rank, start,
                  s.initial_patch_size, credits, "train"),
-                (validation_config, {}, base + 2 * self.local_rank + 1, val_start, s.patch_size,
+                (validation_config, val_extra, base + 2 * self.local_rank + 1, val_start, s.patch_size,
                  max(1, credits // 2), "val")):
-            config, session = self._open_session(
-                lambda d, p: make_config(s, seed, d, device, f"{tag} {label}", p, **extra), candidates, first,
-                s.dataset_folder, prefetch)
+            try:
+                config, session = self._open_session(
+                    lambda d, p: make_config(s, seed, d, device, f"{tag} {label}", p, **extra), candidates, first,
+                    s.dataset_folder, prefetch)
+            except AugmentdError as err:  # an explicit entry the server refuses: name the bgv2 object it came from
+                pipe = tr.train if label == "train" else tr.val
+                raise AugmentdError(err.code, err.details + _source_hint(err.details, pipe, tr, label),
+                                    err.rpc) from None
             loader = AugmentdLoader(self._augmentd_client, session, ds, credits=n_credits, pin_memory=pin,
                                     name=config.name)
             self._augmentd_loaders.append(loader)
@@ -263,5 +293,19 @@ if nnUNetTrainerDA5 is not None:
         augmentd_preset = pipeline_pb2.PRESET_NNUNET_DA5
         configure_rotation_dummyDA_mirroring_and_inital_patch_size = \
             nnUNetTrainerDA5.configure_rotation_dummyDA_mirroring_and_inital_patch_size
+        get_training_transforms = staticmethod(nnUNetTrainerDA5.get_training_transforms)
 
     __all__.append("nnUNetTrainerAugmentdDA5")
+
+# Issue 22: nnU-Net's own loader feeding augmentd patch mode. Its module imports this one, so it is loaded on first
+# use (PEP 562); listed in __all__ so the registration shim's `import *` exports it for nnU-Net's lookup.
+_PATCH_TRAINERS = ("nnUNetTrainerAugmentdPatch", "nnUNetTrainerAugmentdPatch_smoke", "nnUNetTrainerAugmentdPatchDA5")
+__all__ += [n for n in _PATCH_TRAINERS if not n.endswith("DA5") or nnUNetTrainerDA5 is not None]
+
+
+def __getattr__(name):
+    if name in _PATCH_TRAINERS:
+        from . import patch_trainer
+
+        return getattr(patch_trainer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

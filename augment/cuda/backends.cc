@@ -1,0 +1,115 @@
+// augment/cuda/backends.cc — the CUDA side of the registry: one line per TransformKind, in enum order (the CPU side
+// is augment/registry.cc). Compiled only in CUDA builds; augment/cuda/engine_nocuda.cc answers nullptr otherwise.
+//
+// A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
+// (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
+// downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds after the table's last line
+// (zscore_normalization, clamp, edge_convolution, unsharp_mask) are CPU-only: CudaBackendOf answers nullptr, the CUDA
+// engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false.
+#include <cstddef>
+#include <memory>
+
+#include "augment/cuda/backend.h"
+
+namespace augmentd {
+
+// Stage factories (augment/cuda/stages*.cc, augment/transforms/<name>/<name>_cuda.cc).
+CudaStageOrError MakeGaussianNoiseStage(const Transform& t, size_t index);  // transforms/gaussian_noise/
+CudaStageOrError MakeMultiplicativeBrightnessStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeBrightnessAdditiveStage(const Transform& t, size_t index);  // transforms/brightness_additive/
+CudaStageOrError MakeContrastStage(const Transform& t, size_t index);  // transforms/contrast/
+CudaStageOrError MakeGammaStage(const Transform& t, size_t index);  // transforms/gamma/
+CudaStageOrError MakeGaussianBlurStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeLowResStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakePermuteStage(const Transform& t, size_t index);
+CudaStageOrError MakeMaskImageStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeRemoveLabelStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeRegionsStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeMedianFilterStage(const Transform& t, size_t index);
+CudaStageOrError MakeSharpeningStage(const Transform& t, size_t index);
+CudaStageOrError MakeRicianNoiseStage(const Transform& t, size_t index);
+CudaStageOrError MakeBlankRectangleStage(const Transform& t, size_t index);
+CudaStageOrError MakeBrightnessGradientAdditiveStage(const Transform& t, size_t index);
+CudaStageOrError MakeLocalGammaStage(const Transform& t, size_t index);
+CudaStageOrError MakeBiasFieldStage(const Transform& t, size_t index);
+CudaStageOrError MakeGhostingStage(const Transform& t, size_t index);
+CudaStageOrError MakeSpikeStage(const Transform& t, size_t index);
+CudaStageOrError MakeMotionStage(const Transform& t, size_t index);
+CudaStageOrError MakeHistogramEqualizationStage(const Transform& t, size_t index);
+CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index);
+CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index);
+
+// 2D lifts (augment/cuda/chain_2d.cc).
+using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
+Lifted Lift2DGaussianBlur(const TransformParams& p);
+Lifted Lift2DSimulateLowResolution(const TransformParams& p);
+Lifted Lift2DMirror(const TransformParams& p);
+Lifted Lift2DRot90(const TransformParams& p);
+Lifted Lift2DTransposeAxes(const TransformParams& p);
+Lifted Lift2DSharpening(const TransformParams& p);
+Lifted Lift2DBlankRectangle(const TransformParams& p);
+Lifted Lift2DBrightnessGradientAdditive(const TransformParams& p);
+Lifted Lift2DLocalGamma(const TransformParams& p);
+Lifted Lift2DBiasField(const TransformParams& p);
+Lifted Lift2DGhosting(const TransformParams& p);
+Lifted Lift2DSpike(const TransformParams& p);
+Lifted Lift2DMotion(const TransformParams& p);
+
+namespace {
+using K = TransformKind;
+#if defined(AUGMENTD_HAVE_CUFFT)
+constexpr bool kCufft = true;
+#else
+constexpr bool kCufft = false;  // the k-space stages answer UNIMPLEMENTED naming cuFFT
+#endif
+
+constexpr CudaBackend kBackends[] = {
+    {K::kSpatial, nullptr, nullptr, true},  // the chain executor (cuda/chain_spatial.h) / the fused kernels
+    {K::kGaussianNoise, &MakeGaussianNoiseStage, nullptr, true},
+    {K::kGaussianBlur, &MakeGaussianBlurStage, &Lift2DGaussianBlur, true},
+    {K::kMultiplicativeBrightness, &MakeMultiplicativeBrightnessStage, nullptr, true},
+    {K::kContrast, &MakeContrastStage, nullptr, true},
+    {K::kSimulateLowResolution, &MakeLowResStage, &Lift2DSimulateLowResolution, true},
+    {K::kGamma, &MakeGammaStage, nullptr, true},
+    {K::kMirror, &MakePermuteStage, &Lift2DMirror, true},
+    {K::kMaskImage, &MakeMaskImageStage, nullptr, true},
+    {K::kRemoveLabel, &MakeRemoveLabelStage, nullptr, true},
+    {K::kConvertSegmentationToRegions, &MakeRegionsStage, nullptr, true},
+    {K::kDownsampleSegForDs, nullptr, nullptr, true},  // the chain executor's label pyramid
+    {K::kBlankRectangle, &MakeBlankRectangleStage, &Lift2DBlankRectangle, true},
+    {K::kBrightnessAdditive, &MakeBrightnessAdditiveStage, nullptr, true},
+    {K::kSharpening, &MakeSharpeningStage, &Lift2DSharpening, true},
+    {K::kMedianFilter, &MakeMedianFilterStage, nullptr, true},
+    {K::kBrightnessGradientAdditive, &MakeBrightnessGradientAdditiveStage, &Lift2DBrightnessGradientAdditive, true},
+    {K::kLocalGamma, &MakeLocalGammaStage, &Lift2DLocalGamma, true},
+    {K::kRot90, &MakePermuteStage, &Lift2DRot90, true},
+    {K::kTransposeAxes, &MakePermuteStage, &Lift2DTransposeAxes, true},
+    {K::kRicianNoise, &MakeRicianNoiseStage, nullptr, true},
+    {K::kBiasField, &MakeBiasFieldStage, &Lift2DBiasField, true},
+    {K::kGhosting, &MakeGhostingStage, &Lift2DGhosting, true, kCufft},
+    {K::kSpike, &MakeSpikeStage, &Lift2DSpike, true, kCufft},
+    {K::kMotion, &MakeMotionStage, &Lift2DMotion, true, kCufft},
+    {K::kHistogramEqualization, &MakeHistogramEqualizationStage, nullptr, true},
+    {K::kRandomConvolution, &MakeRandomConvolutionStage, nullptr, true},
+    {K::kIntensityFunction, &MakeIntensityFunctionStage, nullptr, true},
+};
+
+constexpr bool InEnumOrder() {
+  for (size_t i = 0; i < sizeof(kBackends) / sizeof(kBackends[0]); ++i)
+    if (kBackends[i].kind != static_cast<TransformKind>(i)) return false;
+  return sizeof(kBackends) / sizeof(kBackends[0]) <= static_cast<size_t>(kNumTransformKinds);
+}
+static_assert(InEnumOrder(), "backends.cc: kBackends lists kinds in TransformKind order (a prefix of the enum)");
+}  // namespace
+
+bool HasCudaImplementation(TransformKind kind) {
+  const CudaBackend* b = CudaBackendOf(kind);
+  return b != nullptr && b->available;
+}
+
+const CudaBackend* CudaBackendOf(TransformKind kind) {
+  const size_t k = static_cast<size_t>(kind);
+  return k < sizeof(kBackends) / sizeof(kBackends[0]) ? &kBackends[k] : nullptr;
+}
+
+}  // namespace augmentd

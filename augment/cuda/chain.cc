@@ -1,0 +1,435 @@
+// The generic CUDA chain's executor (cuda/chain.h).
+#include "augment/cuda/chain.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "augment/cuda/chain_2d.h"
+#include "augment/json_util.h"
+#include "augment/kernels/cuda/chain_kernels.h"
+#include "augment/kernels/cuda/pipeline_cuda.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
+#include "augment/transforms/downsample_seg_for_ds.h"
+#include "augment/transforms/spatial.h"
+
+namespace augmentd {
+namespace ju = json_util;
+namespace ch = cuda::chain;
+
+namespace {
+
+// Executor slots of the ChainWorkspace (stages use kSlotStage and up).
+enum Slot : int { kImage = 0, kSeg = 1, kFused = 2, kSegTemp = 3 };
+static_assert(kSegTemp < ChainWorkspace::kSlotStage);
+// The input-shaped scratch of the entries before the spatial one, above every stage's slots.
+constexpr int kPreImage = ChainWorkspace::kSlotStage + 32, kPreSeg = kPreImage + 1;
+// Output pairs (image, seg) of a staged chain's spatial stages, alternating (a stage reads its predecessor's).
+constexpr int kStagedSpatial[2] = {kPreSeg + 1, kPreSeg + 3};
+
+#define AUGMENTD_CHAIN_CUDA_OK(expr) RETURN_IF_ERROR(CudaStatus((expr), #expr))
+
+absl::Status NotCovered(const TransformSpec& ts, size_t index, std::string_view why) {
+  return absl::UnimplementedError(absl::StrCat("CUDA engine: transform ", index, " (",
+                                               std::string(TransformKindName(ts.kind)), "): ", std::string(why),
+                                               " (run it on device \"cpu\")"));
+}
+
+struct Geometry {
+  int64_t batch = 0, channels = 0, seg_channels = 0;
+  int32_t in[3] = {0, 0, 0};
+  int32_t out[3] = {0, 0, 0};
+  int64_t in_voxels() const { return int64_t{in[0]} * in[1] * in[2]; }
+  int64_t out_voxels() const { return int64_t{out[0]} * out[1] * out[2]; }
+};
+
+// The scratch as the entries after downsample_seg_for_ds see it: no labels (the CPU engine emptied them).
+void HideLabels(ChainTensors& t) {
+  t.seg = nullptr;
+  t.seg_channels = 0;
+}
+
+// A 2D or 3D spatial shape as the chain's 3D internal shape (leading unit axis for 2D).
+void Internal3(const std::vector<int64_t>& s, int32_t out[3]) {
+  const size_t lead = 3 - s.size();
+  for (size_t d = 0; d < 3; ++d) out[d] = d < lead ? 1 : static_cast<int32_t>(s[d - lead]);
+}
+
+}  // namespace
+
+CudaChain::~CudaChain() = default;
+
+absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec& spec) {
+  std::unique_ptr<CudaChain> c(new CudaChain());
+  c->spec_ = spec;
+  // DS / regions with p < 1, label entries after DS: INVALID_ARGUMENT, as the CPU engine (CudaAugmenter checks the
+  // batch's shape when an entry can be skipped).
+  RETURN_IF_ERROR(spec.CheckLayoutStable());
+  const size_t n = spec.transforms.size();
+  // Staged: several spatial entries, or one after regions — every spatial entry a ChainSpatialStage.
+  size_t spatials = 0, regions_at = SIZE_MAX;
+  for (size_t t = 0; t < n; ++t) {
+    const TransformKind k = spec.transforms[t].kind;
+    if (k == TransformKind::kConvertSegmentationToRegions) regions_at = std::min(regions_at, t);
+    if (k == TransformKind::kSpatial) {
+      ++spatials;
+      c->staged_ = c->staged_ || t > regions_at;
+    }
+  }
+  c->staged_ = c->staged_ || spatials > 1;
+  for (size_t t = 0; t < n; ++t) {
+    const TransformSpec& ts = spec.transforms[t];
+    // The executor's own kinds (no CudaStage): the spatial step and the deep-supervision pyramid.
+    if (ts.kind == TransformKind::kSpatial) {
+      if (c->staged_) {
+        const auto* sp = dynamic_cast<const SpatialTransform*>(ts.transform.get());
+        if (sp == nullptr) return NotCovered(ts, t, "unknown implementation");
+        ASSIGN_OR_RETURN(std::unique_ptr<ChainSpatial> s, ChainSpatial::Create(*sp, t));
+        const int slot = kStagedSpatial[c->staged_spatial_.size() % 2];
+        auto stage = std::make_unique<ChainSpatialStage>(std::move(s), slot, kSegTemp);
+        c->staged_spatial_.push_back(stage.get());
+        c->entries_.push_back(Entry{t, ts.kind, std::move(stage), 0});
+        continue;
+      }
+      c->spatial_index_ = t;
+      continue;
+    }
+    if (ts.kind == TransformKind::kDownsampleSegForDs) {  // entries after it are image-only (CheckLayoutStable)
+      c->ds_ = dynamic_cast<const DownsampleSegForDsTransform*>(ts.transform.get());
+      if (c->ds_ == nullptr) return NotCovered(ts, t, "unknown implementation");
+      c->ds_index_ = t;
+      continue;
+    }
+    Entry e{t, ts.kind, nullptr, 0};
+    if (ts.kind == TransformKind::kConvertSegmentationToRegions) {
+      const auto* r = dynamic_cast<const ConvertSegmentationToRegionsTransform*>(ts.transform.get());
+      if (r == nullptr) return NotCovered(ts, t, "unknown implementation");
+      e.regions = static_cast<int32_t>(r->config().regions.size());
+      c->max_regions_ = std::max(c->max_regions_, e.regions);
+      c->out_regions_ = e.regions;
+      c->bool_seg_ = true;
+    }
+    ASSIGN_OR_RETURN(e.stage, MakeCudaStage(*ts.transform, t));
+    c->entries_.push_back(std::move(e));
+  }
+  if (c->spatial_index_ != SIZE_MAX) {
+    const TransformSpec& ts = spec.transforms[c->spatial_index_];
+    const auto* sp = dynamic_cast<const SpatialTransform*>(ts.transform.get());
+    if (sp == nullptr) return NotCovered(ts, c->spatial_index_, "unknown implementation");
+    if (!ChainSpatial::Needed(sp->config())) {
+      ASSIGN_OR_RETURN(c->spatial_plan_, MakeSpatialPlan(spec));
+    }
+    ASSIGN_OR_RETURN(c->generic_, ChainSpatial::Create(*sp, c->spatial_index_));
+  }
+  return c;
+}
+
+absl::StatusOr<CudaOutputLayout> CudaChain::OutputLayout(const std::vector<int64_t>& image_shape, DType image_dtype,
+                                                         int64_t seg_channels) const {
+  if (image_shape.size() != 5 && image_shape.size() != 4) {
+    return ju::Invalid("image.shape",
+                       absl::StrCat("expected (B, C, X, Y, Z) or (B, C, X, Y), got ", ShapeString(image_shape)));
+  }
+  if (image_shape.size() == 4) {
+    for (size_t t = 0; t < spec_.transforms.size(); ++t) RETURN_IF_ERROR(CheckStage2D(spec_.transforms[t].kind, t));
+  }
+  if (!IsFloatingDType(image_dtype)) return ju::Invalid("image_dtype", "must be a float dtype");
+  if (image_shape[0] < 1 || image_shape[0] > 4096) return ju::Invalid("image.shape", "batch not in [1, 4096]");
+  if (image_shape[1] < 1 || image_shape[1] > 64) return ju::Invalid("image.shape", "channels not in [1, 64]");
+  if (seg_channels < 0 || seg_channels > 64) return ju::Invalid("seg.shape", "seg channel count not in [0, 64]");
+  std::vector<int64_t> p(image_shape.begin() + 2, image_shape.end());
+  for (int64_t v : p)
+    if (v < 1 || v > 4096) return ju::Invalid("image.shape", "spatial size not in [1, 4096]");
+  int64_t vox = NumElements(p);  // the largest scratch shape
+  if (generic_ != nullptr) {
+    RETURN_IF_ERROR(generic_->Geometry(p, image_shape[0], image_shape[1], seg_channels).status());
+    p = generic_->OutputShape(p);
+  }
+  for (const ChainSpatialStage* s : staged_spatial_) {
+    RETURN_IF_ERROR(s->spatial().Geometry(p, image_shape[0], image_shape[1], seg_channels).status());
+    p = s->spatial().OutputShape(p);
+    vox = std::max(vox, NumElements(p));
+  }
+  vox = std::max(vox, NumElements(p));
+  if (vox * image_shape[0] * std::max<int64_t>(image_shape[1], std::max<int64_t>(seg_channels, max_regions_)) >
+      (int64_t{1} << 31))
+    return ju::Invalid("image.shape", "batch larger than the CUDA chain allows (2^31 voxels per tensor)");
+  if (image_shape[0] * std::max<int64_t>(image_shape[1], std::max<int64_t>(seg_channels, max_regions_)) > 65535)
+    return ju::Invalid("image.shape", "batch × channels larger than the CUDA chain allows (65535 planes)");
+  CudaOutputLayout lay;
+  lay.image_shape = {image_shape[0], image_shape[1]};
+  lay.image_shape.insert(lay.image_shape.end(), p.begin(), p.end());
+  lay.image_bytes = static_cast<size_t>(NumElements(lay.image_shape)) * DTypeSize(image_dtype);
+  if (seg_channels == 0) return lay;
+  const int64_t out_channels = out_regions_ > 0 ? out_regions_ : seg_channels;
+  lay.seg_dtype = bool_seg_ ? DType::kBool : DType::kInt16;
+  const size_t levels = ds_ != nullptr ? ds_->config().ds_scales.size() : 1;
+  for (size_t l = 0; l < levels; ++l) {
+    if (ds_ != nullptr && ds_->config().ds_scales[l].size() != 1 && ds_->config().ds_scales[l].size() != p.size())
+      return ju::Invalid("downsample_seg_for_ds.ds_scales", "needs 1 or one entry per spatial dim");
+    const std::vector<int64_t> q = ds_ != nullptr ? ds_->LevelShape(p, l) : p;
+    for (int64_t v : q)
+      if (v < 1) return ju::Invalid("downsample_seg_for_ds.ds_scales", "a scale rounds an axis to size 0");
+    lay.seg_shapes.push_back({image_shape[0], out_channels});
+    lay.seg_shapes.back().insert(lay.seg_shapes.back().end(), q.begin(), q.end());
+    lay.seg_bytes.push_back(static_cast<size_t>(NumElements(lay.seg_shapes.back())) * DTypeSize(lay.seg_dtype));
+  }
+  return lay;
+}
+
+absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
+                            cudaStream_t stream, std::vector<SampleRecord>& records) {
+  const int64_t seg_channels = input.seg != nullptr ? input.seg_channels : 0;
+  ASSIGN_OR_RETURN(const CudaOutputLayout lay, OutputLayout(input.image_shape, options.image_dtype, seg_channels));
+  if (input.image == nullptr) return ju::Invalid("image.data", "is null");
+  if (output.image == nullptr) return ju::Invalid("output.image", "is null");
+  if (output.seg.size() != lay.seg_shapes.size())
+    return ju::Invalid("output.seg", absl::StrCat("needs ", lay.seg_shapes.size(), " label levels"));
+  for (int16_t* p : output.seg)
+    if (p == nullptr) return ju::Invalid("output.seg", "is null");
+  Geometry g;
+  g.batch = input.image_shape[0];
+  g.channels = input.image_shape[1];
+  g.seg_channels = seg_channels;
+  const bool two_d = input.image_shape.size() == 4;
+  const std::vector<int64_t> sample(input.image_shape.begin() + 2, input.image_shape.end());
+  Internal3(sample, g.in);
+  Internal3(std::vector<int64_t>(lay.image_shape.begin() + 2, lay.image_shape.end()), g.out);
+  if (options.injected != nullptr && static_cast<int64_t>(options.injected->size()) != g.batch) {
+    return ju::Invalid("params", absl::StrCat("injected parameters for ", options.injected->size(),
+                                              " samples, batch has ", g.batch));
+  }
+
+  // 1. Draws (the CPU engine's) and the spatial kernel's parameters.
+  records.assign(g.batch, SampleRecord{});
+  const SampleLayout layout{g.channels, sample, g.seg_channels};
+  cuda::BatchShape sh;
+  sh.batch = static_cast<int32_t>(g.batch);
+  sh.channels = static_cast<int32_t>(g.channels);
+  for (int d = 0; d < 3; ++d) {
+    sh.in[d] = g.in[d];
+    sh.out[d] = g.out[d];
+  }
+  sh.remove_minus_one = 0;
+  sh.elastic = spatial_plan_.elastic ? 1 : 0;
+  sh.seg_pad_first = spatial_plan_.pad_first ? 1 : 0;
+  const bool spatial = generic_ != nullptr;
+  // The fused spatial kernel when the spec and every sample's parameters fit it, else the generic one.
+  bool fused_spatial = spatial_plan_.spatial != nullptr && g.channels <= cuda::kMaxChannels;
+  std::vector<cuda::SampleParams> sp(fused_spatial ? g.batch : 0);
+  for (int64_t b = 0; b < g.batch; ++b) {
+    RETURN_IF_ERROR(DrawSampleParams(spec_, options.seed, options.first_sample_index + b,
+                                     options.injected ? &(*options.injected)[b] : nullptr, layout, records[b]));
+    if (fused_spatial) {
+      const absl::Status st = TranslateSample(spec_, spatial_plan_, records[b], sh, sp[b]);
+      if (absl::IsUnimplemented(st)) {
+        fused_spatial = false;
+        sp.clear();
+      } else if (!st.ok()) {
+        return st;
+      }
+    }
+  }
+  ch::SpatialGeom geom;
+  std::vector<ch::SpatialSampleRec> recs(spatial && !fused_spatial ? g.batch : 0);
+  std::vector<float> grids;
+  if (!recs.empty()) {
+    ASSIGN_OR_RETURN(geom, generic_->Geometry(sample, g.batch, g.channels, g.seg_channels));
+    for (int64_t b = 0; b < g.batch; ++b) {
+      const AppliedTransform& at = records[b].transforms[generic_->index()];
+      const auto* p = at.applied ? static_cast<const SpatialParams*>(at.params.get()) : nullptr;
+      RETURN_IF_ERROR(generic_->AddSample(p, geom, grids, recs[b]));
+    }
+  }
+  if (!spatial && staged_spatial_.empty()) {
+    for (int d = 0; d < 3; ++d)
+      if (g.in[d] != g.out[d]) return absl::InternalError("CUDA chain: shape changes without a spatial entry");
+  }
+
+  // 2. Scratch tensors (grow only for a larger batch): the patch shape after the executor's spatial entry, else
+  // (staged, or no spatial entry) the input shape.
+  const int64_t n = g.out_voxels();
+  const int32_t* shape0 = spatial ? g.out : g.in;
+  const int64_t n0 = int64_t{shape0[0]} * shape0[1] * shape0[2];
+  const int64_t seg_cap = g.seg_channels > 0 ? std::max<int64_t>(g.seg_channels, max_regions_) : 0;
+  ASSIGN_OR_RETURN(void* image, ws_.Scratch(kImage, sizeof(float) * g.batch * g.channels * n0));
+  void* seg = nullptr;
+  if (seg_cap > 0) {
+    ASSIGN_OR_RETURN(seg, ws_.Scratch(kSeg, sizeof(int16_t) * g.batch * seg_cap * n0));
+  }
+  ChainTensors t0;
+  t0.image = static_cast<float*>(image);
+  t0.seg = static_cast<int16_t*>(seg);
+  t0.batch = static_cast<int32_t>(g.batch);
+  t0.channels = static_cast<int32_t>(g.channels);
+  t0.seg_channels = static_cast<int32_t>(g.seg_channels);
+  t0.seg_capacity = static_cast<int32_t>(seg_cap);
+  for (int d = 0; d < 3; ++d) t0.shape[d] = shape0[d];
+  // Entries before the spatial one run on a copy of the input (input shape).
+  const bool pre = spatial && !entries_.empty() && entries_.front().index < spatial_index_;
+  ChainTensors pre_t = t0;
+  if (pre) {
+    ASSIGN_OR_RETURN(void* pre_image, ws_.Scratch(kPreImage, sizeof(float) * g.batch * g.channels * g.in_voxels()));
+    pre_t.image = static_cast<float*>(pre_image);
+    pre_t.seg = nullptr;
+    if (g.seg_channels > 0) {
+      ASSIGN_OR_RETURN(void* pre_seg, ws_.Scratch(kPreSeg, sizeof(int16_t) * g.batch * g.seg_channels * g.in_voxels()));
+      pre_t.seg = static_cast<int16_t*>(pre_seg);
+    }
+    pre_t.seg_capacity = static_cast<int32_t>(g.seg_channels);
+    for (int d = 0; d < 3; ++d) pre_t.shape[d] = g.in[d];
+  }
+  const auto before_spatial = [&](const Entry& e) { return pre && e.index < spatial_index_; };
+
+  // 3. Every stage's parameters into the arena, one upload.
+  arena_.Reset();
+  const size_t sp_offset = arena_.AppendArray(sp);
+  const size_t recs_offset = arena_.AppendArray(recs);
+  const size_t grids_offset = arena_.AppendArray(grids);
+  ChainTensors tp = t0, tp_in = pre_t;
+  std::vector<const TransformParams*> params(g.batch);
+  std::vector<std::unique_ptr<TransformParams>> lifted(two_d ? g.batch : 0);  // 3D forms of 2D parameters
+  for (Entry& e : entries_) {
+    for (int64_t b = 0; b < g.batch; ++b) {
+      const AppliedTransform& at = records[b].transforms[e.index];
+      params[b] = at.applied ? at.params.get() : nullptr;
+      if (two_d && params[b] != nullptr) {
+        ASSIGN_OR_RETURN(lifted[b], LiftParams2D(e.kind, *params[b]));
+        if (lifted[b] != nullptr) params[b] = lifted[b].get();
+      }
+    }
+    if (before_spatial(e)) {  // no regions here (staged otherwise)
+      RETURN_IF_ERROR(e.stage->Prepare(params, tp_in, arena_));
+      continue;
+    }
+    if (e.index > ds_index_) HideLabels(tp);  // what the enqueue loop will do
+    auto* staged_spatial = e.kind == TransformKind::kSpatial ? static_cast<ChainSpatialStage*>(e.stage.get()) : nullptr;
+    if (staged_spatial != nullptr) staged_spatial->set_two_d(two_d);
+    RETURN_IF_ERROR(e.stage->Prepare(params, tp, arena_));
+    if (staged_spatial != nullptr)
+      for (int d = 0; d < 3; ++d) tp.shape[d] = staged_spatial->out_shape()[d];
+    if (e.regions > 0 && tp.seg_channels > 0) {  // what RegionsStage::Enqueue will do
+      tp.seg_channels = e.regions;
+      tp.seg_is_bool = true;
+    }
+  }
+  RETURN_IF_ERROR(arena_.Upload(stream));
+
+  // 4. Entries before the spatial one, then spatial (or the input as is).
+  const int64_t in_n = g.in_voxels();
+  const float* src_image = input.image;
+  const int16_t* src_seg = input.seg;
+  if (pre) {
+    AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(pre_t.image, input.image, sizeof(float) * g.batch * g.channels * in_n,
+                                           cudaMemcpyDeviceToDevice, stream));
+    if (g.seg_channels > 0) {
+      AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(pre_t.seg, input.seg, sizeof(int16_t) * g.batch * g.seg_channels * in_n,
+                                             cudaMemcpyDeviceToDevice, stream));
+    }
+    for (Entry& e : entries_)
+      if (before_spatial(e)) RETURN_IF_ERROR(e.stage->Enqueue(pre_t, arena_, ws_, stream));
+    src_image = pre_t.image;
+    src_seg = pre_t.seg;
+  }
+  if (spatial && !fused_spatial) {
+    const bool any_grid =
+        std::any_of(recs.begin(), recs.end(), [](const ch::SpatialSampleRec& r) { return r.grid >= 0; });
+    RETURN_IF_ERROR(generic_->Enqueue(geom, arena_.device_as<ch::SpatialSampleRec>(recs_offset),
+                                      arena_.device_as<float>(grids_offset), any_grid, src_image, src_seg, t0.image,
+                                      t0.seg, ws_, kSegTemp, stream));
+  } else if (fused_spatial) {
+    const size_t fused_bytes = cuda::WorkspaceBytes(sh);
+    if (fused_bytes == 0) {
+      return ju::Invalid("image.shape", absl::StrCat("batch shape ", ShapeString(input.image_shape),
+                                                     " is outside what the CUDA kernels accept"));
+    }
+    ASSIGN_OR_RETURN(void* fused, ws_.Scratch(kFused, fused_bytes));
+    if (fused != fused_ws_ || std::memcmp(&fused_shape_, &sh, sizeof(sh)) != 0) {
+      AUGMENTD_CHAIN_CUDA_OK(cuda::InitWorkspace(sh, fused, stream));
+      fused_ws_ = fused;
+      fused_shape_ = sh;
+    }
+    const uint32_t stages = cuda::ActiveStages(sp.data(), sh);
+    const auto* d_sp = arena_.device_as<cuda::SampleParams>(sp_offset);
+    cuda::PipelineIO io;
+    io.image = src_image;
+    io.out_image = t0.image;
+    if (g.seg_channels == 1) {
+      io.seg = src_seg;
+      io.out_seg = t0.seg;
+      AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
+    } else {
+      // Per seg channel through contiguous temporaries (B, 1, S) → (B, 1, P); image-only: a zero label map.
+      ASSIGN_OR_RETURN(void* tmp, ws_.Scratch(kSegTemp, sizeof(int16_t) * g.batch * (in_n + n) + 256));
+      auto* tin = static_cast<int16_t*>(tmp);
+      int16_t* tout = tin + g.batch * in_n;
+      io.seg = tin;
+      io.out_seg = tout;
+      if (g.seg_channels == 0) {
+        AUGMENTD_CHAIN_CUDA_OK(cudaMemsetAsync(tin, 0, sizeof(int16_t) * g.batch * in_n, stream));
+        AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
+      }
+      for (int64_t k = 0; k < g.seg_channels; ++k) {
+        // Gather only reads `planes` (the launcher's pointer is shared with the scatter direction).
+        AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
+                                                        static_cast<int32_t>(g.seg_channels), in_n,
+                                                        static_cast<int32_t>(k), const_cast<int16_t*>(src_seg),
+                                                        tin, false, stream));
+        AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
+        AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
+                                                        static_cast<int32_t>(g.seg_channels), n,
+                                                        static_cast<int32_t>(k), t0.seg, tout, true, stream));
+      }
+    }
+  } else {
+    AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(t0.image, input.image, sizeof(float) * g.batch * g.channels * n0,
+                                           cudaMemcpyDeviceToDevice, stream));
+    if (g.seg_channels > 0) {
+      AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(t0.seg, input.seg, sizeof(int16_t) * g.batch * g.seg_channels * n0,
+                                             cudaMemcpyDeviceToDevice, stream));
+    }
+  }
+
+  // 5. The stages, in spec order; the label pyramid where downsample_seg_for_ds stands (the entries after it are
+  // image-only: PipelineSpec::CheckLayoutStable).
+  const auto store_labels = [&](const ChainTensors& t) -> absl::Status {
+    for (int d = 0; d < 3; ++d)
+      if (t.shape[d] != g.out[d]) return absl::InternalError("CUDA chain: labels stored before the final shape");
+    for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
+      if (lay.seg_shapes[l][1] != t.seg_channels) {
+        return absl::InternalError(absl::StrCat("CUDA chain: ", t.seg_channels, " seg channels, layout says ",
+                                                lay.seg_shapes[l][1]));
+      }
+      int32_t q[3];
+      Internal3(std::vector<int64_t>(lay.seg_shapes[l].begin() + 2, lay.seg_shapes[l].end()), q);
+      AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegLevel(static_cast<int32_t>(g.batch) * t.seg_channels, t.shape, t.seg, q,
+                                                output.seg[l], t.seg_is_bool, stream));
+    }
+    return absl::OkStatus();
+  };
+  ChainTensors t = t0;
+  bool labels_stored = false;
+  for (Entry& e : entries_) {
+    if (before_spatial(e)) continue;
+    if (e.index > ds_index_ && !labels_stored) {
+      RETURN_IF_ERROR(store_labels(t));
+      labels_stored = true;
+      HideLabels(t);
+    }
+    RETURN_IF_ERROR(e.stage->Enqueue(t, arena_, ws_, stream));
+  }
+  if (!labels_stored) RETURN_IF_ERROR(store_labels(t));
+
+  // 6. The image in the output dtype.
+  for (int d = 0; d < 3; ++d)
+    if (t.shape[d] != g.out[d]) return absl::InternalError("CUDA chain: the image does not end at the output shape");
+  const cuda::OutDType odt = options.image_dtype == DType::kFloat16    ? cuda::OutDType::kFloat16
+                             : options.image_dtype == DType::kBFloat16 ? cuda::OutDType::kBFloat16
+                                                                       : cuda::OutDType::kFloat32;
+  AUGMENTD_CHAIN_CUDA_OK(ch::LaunchStoreImage(g.batch * g.channels * n, t.image, output.image, odt, stream));
+  return absl::OkStatus();
+}
+
+}  // namespace augmentd

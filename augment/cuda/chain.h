@@ -1,0 +1,101 @@
+// augment/cuda/chain.h — internal to the CUDA engine (cuda/engine.cc): the generic CUDA chain, which runs every
+// pipeline the fused kernels (pipeline_cuda.h) do not: nnUNetTrainerDA5, regions, several seg channels, image-only
+// batches, apply_probability < 1 on any entry, user orders.
+//
+// Per batch: draw every sample's parameters on the host (DrawSampleParams, the CPU engine's own draws), pack them
+// (the spatial kernel's SampleParams and each stage's records) into one ParamArena, upload it in one copy, then on
+// the stream:
+//   0. entries before the spatial one (if any) on a copy of the input (input shape);
+//   1. spatial (when present): the fused RunPipeline with every intensity stage off, no mirroring, no −1
+//      removal, no DS → float32 image + int16 label scratch of the patch shape (several seg channels: one run per
+//      channel through contiguous temporaries); the options the fused kernel lacks (2D samples, dummy-2D, nearest
+//      modes, random_crop, other paddings: ChainSpatial::Needed) run on the generic spatial kernel instead
+//      (cuda/chain_spatial.h); no spatial entry: the input is copied into the scratch;
+//   2. one CudaStage per later entry, in spec order (MakeCudaStage);
+//   3. the image in the output dtype and the label pyramid (nearest-exact; int16, or 0/1 bytes after
+//      convert_segmentation_to_regions) into the caller's buffers. The pyramid is stored where downsample_seg_for_ds
+//      stands: the entries after it are image-only (PipelineSpec::CheckLayoutStable) and see no labels, as on the
+//      CPU engine.
+// Staged chains (several spatial entries, or one after convert_segmentation_to_regions): no executor spatial step;
+// the scratch starts as a copy of the input and every spatial entry is a ChainSpatialStage (cuda/chain_spatial.h,
+// the generic kernel) that resamples it into the next shape, labels included (0/1 region channels stay 0/1).
+// Buffers (scratch, stage temporaries, the arena) grow to the largest batch seen and are reused: no allocation in
+// the steady state.
+//
+// 2D samples (image (B, C, X, Y)) run as (B, C, 1, X, Y) through the stages' verified 2D forms (cuda/chain_2d.h:
+// every kind of today has one); a kind without one would be refused with UNIMPLEMENTED.
+//
+// Thread-safety: one CudaChain per CudaAugmenter (one batch in flight; the caller orders batches on the device).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "augment/cuda/chain_spatial.h"
+#include "augment/cuda/io.h"
+#include "augment/cuda/fused_params.h"
+#include "augment/cuda/stage.h"
+#include "augment/batch.h"
+#include "augment/pipeline.h"
+
+namespace augmentd {
+
+class DownsampleSegForDsTransform;
+
+class CudaChain {
+ public:
+  // Host-only (no GPU needed). INVALID_ARGUMENT as the CPU engine for what PipelineSpec::CheckLayoutStable refuses
+  // (downsample_seg_for_ds / convert_segmentation_to_regions that can be skipped, label entries after DS);
+  // UNIMPLEMENTED naming the entry (index, kind, option) for an entry without a CUDA stage. Entries before the
+  // (first) spatial one run at the input shape.
+  static absl::StatusOr<std::unique_ptr<CudaChain>> Create(const PipelineSpec& spec);
+  ~CudaChain();
+  CudaChain(const CudaChain&) = delete;
+  CudaChain& operator=(const CudaChain&) = delete;
+
+  // Layout of the outputs for an input image {B, C, S0, S1, S2} or, 2D samples, {B, C, S0, S1} with `seg_channels`
+  // label channels (0: none). UNIMPLEMENTED naming an entry without a 2D form for 2D samples.
+  absl::StatusOr<CudaOutputLayout> OutputLayout(const std::vector<int64_t>& image_shape, DType image_dtype,
+                                                int64_t seg_channels) const;
+
+  // Draws (records[b], exactly the CPU engine's draws) and enqueues the batch on `stream` (the device is current).
+  absl::Status Run(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
+                   cudaStream_t stream, std::vector<SampleRecord>& records);
+
+ private:
+  struct Entry {
+    size_t index;
+    TransformKind kind;
+    std::unique_ptr<CudaStage> stage;
+    int32_t regions;  // convert_segmentation_to_regions: output channels; else 0
+  };
+  CudaChain() = default;
+
+  PipelineSpec spec_;
+  CudaPlan spatial_plan_;
+  // The spatial entry on the generic kernel: every batch when spatial_plan_ is empty, else the batches whose drawn
+  // parameters the fused kernel refuses (injected elastic offsets or crop centres).
+  std::unique_ptr<ChainSpatial> generic_;
+  size_t spatial_index_ = SIZE_MAX;  // entries before it run on input-shaped scratch
+  std::vector<Entry> entries_;
+  // Staged chain: several spatial entries, or one after convert_segmentation_to_regions. Every spatial entry is then
+  // a ChainSpatialStage in entries_ (the scratch starts at the input shape; spatial_index_ stays SIZE_MAX).
+  bool staged_ = false;
+  std::vector<ChainSpatialStage*> staged_spatial_;  // owned by entries_, in spec order
+  const DownsampleSegForDsTransform* ds_ = nullptr;
+  size_t ds_index_ = SIZE_MAX;  // the label pyramid is stored there; later entries see no labels
+  int32_t max_regions_ = 0;  // seg scratch capacity needed by convert_segmentation_to_regions
+  int32_t out_regions_ = 0;  // seg channels after the last one
+  bool bool_seg_ = false;
+
+  ParamArena arena_;
+  ChainWorkspace ws_;
+  void* fused_ws_ = nullptr;  // ws_ slot of the spatial kernel's workspace, initialised for fused_shape_
+  cuda::BatchShape fused_shape_{};
+};
+
+}  // namespace augmentd

@@ -1,0 +1,562 @@
+// The generic CUDA chain (cuda/chain.h) vs the CPU engine: the same AugmentBatch call on "cpu" and "cuda:0", same seed
+// and sample indices, fresh random inputs every run (the seed is printed). Pipelines the fused kernels refuse:
+// nnUNetTrainerDA5 (preset nnunet_da5, default and forced-on probabilities), regions (bool targets), two seg channels,
+// image-only batches, apply_probability 0.5 on every entry but spatial and DS, a user order, per-channel noise σ
+// (fused plan, refused at run time), a pipeline without a spatial entry; B = 1, 2, 8; odd and anisotropic patches.
+// Parameters must be identical (ParamsJson); labels identical except fp16 vote ties of the spatial kernel (a fraction
+// <= 2e-3; exact without a spatial entry); images within 1e-4 of each channel's range plus the output dtype's
+// rounding (H200, 2026-11-29: max 7.5e-7 of the range in float32, no label mismatch). Label gpu (skips without one).
+// The generic spatial kernel (cuda/chain_spatial.h: nnU-Net's 2d configuration on 2D samples, dummy-2D 3d_fullres,
+// nearest modes, random_crop, other paddings) computes the CPU's own sampling grid: its labels must match exactly
+// (H200, 2026-11-30: 26 such runs, 0 label mismatches, images within 3.6e-7 of the range in float32). Also on it:
+// bg_style_seg_sampling (bgv2's threshold vote) and staged chains (several spatial entries; spatial after regions).
+// downsample_seg_for_ds followed by image-only entries (the pyramid of the labels where DS stands). A failure names
+// the case, the seed and the first mismatching label / voxel.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "augment/cuda/engine.h"
+#include "augment/engine.h"
+#include "augment/pipeline.h"
+#include "augment/testing/have_gpu.h"
+#include "augment/testing/image_compare.h"
+#include "augment/testing/random_volume.h"
+#include "augment/transforms/gamma/gamma.h"
+#include "augment/transforms/gaussian_blur/gaussian_blur.h"
+#include "augment/transforms/gaussian_noise/gaussian_noise.h"
+#include "augment/transforms/spatial.h"
+#include "gtest/gtest.h"
+
+namespace augmentd {
+namespace {
+
+using testing::HaveGpu;
+
+struct Case {
+  std::string name;
+  std::function<PipelineSpec()> spec;
+  std::vector<int64_t> input;  // empty: spec.input_patch_size
+  int B = 2, C = 1, seg_channels = 1, labels = 4;
+  DType out_dtype = DType::kFloat32;
+  bool exact_labels = false;  // the generic spatial kernel: no fp16-tie excuse
+};
+
+TrainerConfig Config(std::vector<int64_t> patch, int C) {
+  TrainerConfig tc;
+  tc.patch_size = std::move(patch);
+  tc.num_input_channels = C;
+  tc.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}};
+  return tc;
+}
+
+PipelineSpec ForceOn(PipelineSpec spec) {
+  for (TransformSpec& ts : spec.transforms) ts.apply_probability = 1.0;
+  return spec;
+}
+
+int64_t LabelAt(const HostTensor& t, int64_t i) {
+  return t.dtype() == DType::kBool ? t.data<uint8_t>()[i] : t.data<int16_t>()[i];
+}
+
+void RunCase(const Case& cs) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  std::random_device rd;
+  const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  std::mt19937_64 g(seed);
+  const PipelineSpec spec = cs.spec();
+  const std::vector<int64_t> S = cs.input.empty() ? spec.input_patch_size : cs.input;
+  const int64_t in_n = NumElements(S);
+  std::vector<int64_t> S3 = S;  // FillBlobbyLabels takes 3 dims
+  if (S3.size() == 2) S3.insert(S3.begin(), 1);
+  std::vector<float> image(cs.B * cs.C * in_n);
+  testing::FillNormal(g, image);
+  std::vector<int16_t> seg(cs.B * cs.seg_channels * in_n);
+  for (int64_t p = 0; p < cs.B * cs.seg_channels; ++p) testing::FillBlobbyLabels(g, S3, cs.labels, seg.data() + p * in_n);
+  BatchInput in;
+  std::vector<int64_t> ishape = {cs.B, cs.C}, sshape = {cs.B, cs.seg_channels};
+  ishape.insert(ishape.end(), S.begin(), S.end());
+  sshape.insert(sshape.end(), S.begin(), S.end());
+  in.image = {image.data(), ishape, DType::kFloat32};
+  if (cs.seg_channels > 0) in.seg = {seg.data(), sshape, DType::kInt16};
+  RunOptions opt;
+  opt.seed = seed;
+  opt.first_sample_index = 500 + seed % 97;
+  opt.num_threads = 0;
+  opt.image_dtype = cs.out_dtype;
+  auto cpu = AugmentBatch(spec, in, opt);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  opt.device = "cuda:0";
+  auto gpu = AugmentBatch(spec, in, opt);
+  ASSERT_TRUE(gpu.ok()) << cs.name << ": " << gpu.status();
+  EXPECT_EQ(gpu->ParamsJson(spec), cpu->ParamsJson(spec));
+  ASSERT_EQ(gpu->image.shape(), cpu->image.shape());
+  ASSERT_EQ(gpu->image.dtype(), cpu->image.dtype());
+  ASSERT_EQ(gpu->seg.size(), cpu->seg.size());
+  const bool has_spatial = std::any_of(spec.transforms.begin(), spec.transforms.end(),
+                                      [](const TransformSpec& ts) { return ts.kind == TransformKind::kSpatial; });
+
+  int64_t seg_total = 0, seg_mismatch = 0;
+  std::string first_mismatch;
+  for (size_t l = 0; l < cpu->seg.size(); ++l) {
+    ASSERT_EQ(gpu->seg[l].shape(), cpu->seg[l].shape()) << cs.name;
+    ASSERT_EQ(gpu->seg[l].dtype(), cpu->seg[l].dtype()) << cs.name;
+    for (int64_t i = 0; i < cpu->seg[l].numel(); ++i) {
+      const int64_t a = LabelAt(cpu->seg[l], i), b = LabelAt(gpu->seg[l], i);
+      if (a != b && first_mismatch.empty())
+        first_mismatch = "level " + std::to_string(l) + " element " + std::to_string(i) + ": cuda " +
+                         std::to_string(b) + " cpu " + std::to_string(a);
+      seg_mismatch += a != b;
+    }
+    seg_total += cpu->seg[l].numel();
+  }
+  const std::vector<int64_t>& ish = cpu->image.shape();
+  const std::vector<int64_t> P(ish.begin() + 2, ish.end());
+  const int64_t out_n = NumElements(P);
+  int64_t float_bad = 0;
+  double max_rel = 0;
+  for (int64_t slice = 0; slice < ish[0] * ish[1]; ++slice) {
+    const int64_t base = slice * out_n;
+    const double range = testing::RangeOf(cpu->image, base, out_n);
+    for (int64_t o = 0; o < out_n; ++o) {
+      const double r = testing::ValueAt(cpu->image, base + o), k = testing::ValueAt(gpu->image, base + o);
+      const double err = std::fabs(k - r);
+      if (!(err <= testing::ImageTolerance(range, cs.out_dtype, r))) {
+        if (float_bad < 5)
+          std::printf("  %s slice %lld voxel %lld: cuda %g cpu %g\n", cs.name.c_str(), (long long)slice, (long long)o,
+                      k, r);
+        ++float_bad;
+      }
+      max_rel = std::isfinite(err) ? std::max(max_rel, err / range) : INFINITY;
+    }
+  }
+  const double frac = seg_total > 0 ? static_cast<double>(seg_mismatch) / seg_total : 0.0;
+  std::printf("[chain %s] seed %llu B=%d C=%d seg=%d S=%s P=%s: image max|err|/range %.3g (bad %lld), label "
+              "mismatches %lld of %lld (%.2e)\n",
+              cs.name.c_str(), static_cast<unsigned long long>(seed), cs.B, cs.C, cs.seg_channels,
+              ShapeString(S).c_str(), ShapeString(P).c_str(), max_rel, (long long)float_bad,
+              (long long)seg_mismatch, (long long)seg_total, frac);
+  EXPECT_EQ(float_bad, 0) << cs.name;
+  if (has_spatial && !cs.exact_labels) {
+    EXPECT_LE(frac, 2e-3) << cs.name << ", first label mismatch " << first_mismatch;
+  } else {
+    EXPECT_EQ(seg_mismatch, 0) << cs.name << ", first label mismatch " << first_mismatch;
+  }
+}
+
+TEST(CudaChain, Da5Preset) {
+  for (int B : {1, 2, 8}) {
+    RunCase({"da5", [] { return *NnunetDa5Pipeline(Config({20, 20, 20}, 1)); }, {}, B, 1, 1, 4});
+    RunCase({"da5-all-on", [] { return ForceOn(*NnunetDa5Pipeline(Config({20, 20, 20}, 2))); }, {}, B, 2, 1, 4});
+  }
+  RunCase({"da5-aniso-odd", [] { return ForceOn(*NnunetDa5Pipeline(Config({13, 22, 22}, 1))); }, {}, 2, 1, 1, 3});
+  RunCase({"da5-bf16", [] { return ForceOn(*NnunetDa5Pipeline(Config({16, 16, 16}, 1))); }, {}, 2, 1, 1, 3,
+           DType::kBFloat16});
+}
+
+TEST(CudaChain, Regions) {
+  for (int B : {1, 2, 8}) {
+    RunCase({"regions", [] {
+               TrainerConfig tc = Config({17, 23, 19}, 1);
+               tc.regions = std::vector<std::vector<int64_t>>{{1, 2, 3}, {2, 3}, {3}};
+               return ForceOn(*NnunetDefaultPipeline(tc));
+             },
+             {}, B, 1, 1, 4});
+  }
+}
+
+TEST(CudaChain, TwoSegChannelsAndImageOnly) {
+  for (int B : {1, 2, 8})
+    RunCase({"seg2", [] { return ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2))); }, {}, B, 2, 2, 4});
+  RunCase({"image-only", [] { return ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))); }, {}, 2, 1, 0, 4});
+}
+
+TEST(CudaChain, ApplyProbabilityBelowOne) {
+  for (int B : {1, 2, 8}) {
+    RunCase({"p-half", [] {
+               PipelineSpec s = *NnunetDefaultPipeline(Config({17, 23, 19}, 2));
+               for (TransformSpec& ts : s.transforms)
+                 if (ts.kind != TransformKind::kSpatial && ts.kind != TransformKind::kDownsampleSegForDs)
+                   ts.apply_probability = 0.5;
+               return s;
+             },
+             {}, B, 2, 1, 4});
+  }
+}
+
+TEST(CudaChain, UserOrder) {
+  RunCase({"user-order", [] {
+             PipelineSpec s = ForceOn(*NnunetDefaultPipeline(Config({21, 18, 18}, 2)));
+             // spatial, mirror, gamma, noise, blur, brightness, contrast, low-res, gamma, mask..., DS
+             std::vector<TransformSpec> t = s.transforms;
+             auto find = [&](TransformKind k) {
+               return std::find_if(t.begin(), t.end(), [&](const TransformSpec& e) { return e.kind == k; });
+             };
+             TransformSpec mirror = *find(TransformKind::kMirror);
+             t.erase(find(TransformKind::kMirror));
+             t.insert(t.begin() + 1, mirror);
+             TransformSpec gamma = *find(TransformKind::kGamma);
+             t.erase(find(TransformKind::kGamma));
+             t.insert(t.begin() + 2, gamma);
+             s.transforms = t;
+             return s;
+           },
+           {}, 2, 2, 1, 4});
+  // The fused kernels accept the spec but refuse the drawn per-channel σ at run time: the chain runs those batches.
+  RunCase({"fused-fallback", [] {
+             PipelineSpec s = ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 3)));
+             for (TransformSpec& ts : s.transforms)
+               if (ts.kind == TransformKind::kGaussianNoise)
+                 ts.transform = *GaussianNoiseTransform::Create({RandomScalar::Uniform(0, 0.1), 1, false});
+             return s;
+           },
+           {}, 2, 3, 1, 4});
+  // No spatial entry: the input passes through the chain as is (exact labels).
+  RunCase({"no-spatial", [] {
+             PipelineSpec s;
+             const auto blur = GaussianBlurTransform::Create({RandomScalar::Uniform(0.5, 1.5), false, false, 1, false});
+             const auto noise = GaussianNoiseTransform::Create({RandomScalar::Uniform(0, 0.1), 0.5, false});
+             const auto gamma = GammaTransform::Create({RandomScalar::BGContrast(0.7, 1.5), 0.5, false, 1, 0.5});
+             for (const auto& t : {blur, noise, gamma}) s.transforms.push_back(*TransformSpec::Make(*t, 1.0));
+             return s;
+           },
+           {15, 19, 17}, 8, 3, 1, 4, DType::kFloat16});
+}
+
+// ---- The generic spatial kernel: 2D samples, dummy-2D, nearest modes, random_crop, paddings -------------------
+
+TrainerConfig Config2D(std::vector<int64_t> patch, int C) {
+  TrainerConfig tc;
+  tc.patch_size = std::move(patch);
+  tc.num_input_channels = C;
+  tc.deep_supervision_scales = {{1, 1}, {0.5, 0.5}, {0.25, 0.25}};
+  return tc;
+}
+
+// `spec` with its spatial entry (index 0) rebuilt from a changed config.
+PipelineSpec WithSpatial(PipelineSpec spec, const std::function<void(SpatialConfig&)>& change) {
+  const auto* sp = dynamic_cast<const SpatialTransform*>(spec.transforms[0].transform.get());
+  SpatialConfig c = sp->config();
+  change(c);
+  spec.transforms[0] = *TransformSpec::Make(*SpatialTransform::Create(c), spec.transforms[0].apply_probability);
+  return spec;
+}
+
+void Elastic(SpatialConfig& c) {
+  c.p_elastic_deform = 1;
+  c.elastic_deform_scale = RandomScalar::Uniform(0.05, 0.2);
+  c.elastic_deform_magnitude = RandomScalar::Uniform(0.05, 0.2);
+}
+
+// nnU-Net's "2d" configuration: image (B, C, X, Y), 2D patch, 2-entry DS scales.
+TEST(CudaChainSpatial, Nnunet2d) {
+  for (int B : {1, 2, 8}) {
+    RunCase({"2d", [] { return *NnunetDefaultPipeline(Config2D({37, 45}, 1)); }, {}, B, 1, 1, 4, DType::kFloat32,
+             true});
+    RunCase({"2d-all-on", [] { return ForceOn(*NnunetDefaultPipeline(Config2D({37, 45}, 2))); }, {}, B, 2, 1, 4,
+             DType::kFloat32, true});
+  }
+  RunCase({"2d-elastic", [] { return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 1))), Elastic); },
+           {}, 2, 1, 1, 4, DType::kFloat32, true});
+  RunCase({"2d-regions-fp16", [] {
+             TrainerConfig tc = Config2D({31, 40}, 1);
+             tc.regions = std::vector<std::vector<int64_t>>{{1, 2, 3}, {2, 3}, {3}};
+             return ForceOn(*NnunetDefaultPipeline(tc));
+           },
+           {}, 2, 1, 1, 4, DType::kFloat16, true});
+}
+
+// Whole pipelines on 2D samples through the stages with a 2D form of their own (cuda/chain_2d.h): nnUNetTrainerDA5's
+// preset, and the MRI artefacts + AugLab extras ahead of nnU-Net's default pipeline (ahead of the spatial entry, at
+// the input shape, so that histogram equalization bins the exact input).
+TEST(CudaChainSpatial, Da5MriAuglab2d) {
+  for (int B : {1, 2}) {
+    RunCase({"2d-da5", [] { return *NnunetDa5Pipeline(Config2D({37, 45}, 1)); }, {}, B, 1, 1, 4, DType::kFloat32,
+             true});
+    RunCase({"2d-da5-all-on", [] { return ForceOn(*NnunetDa5Pipeline(Config2D({31, 40}, 2))); }, {}, B, 2, 1, 4,
+             DType::kFloat32, true});
+  }
+  RunCase({"2d-mri-auglab", [] {
+             PipelineSpec s = ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 2)));
+             std::vector<TransformSpec> front;
+             for (const char* kind : {"histogram_equalization", "intensity_function", "random_convolution",
+                                      "bias_field", "ghosting", "spike", "motion"}) {
+               absl::StatusOr<TransformSpec> t = TransformSpec::FromJson(
+                   {{"kind", kind}, {"apply_probability", 1.0}, {"config", nlohmann::json::object()}});
+               EXPECT_TRUE(t.ok()) << kind << ": " << t.status();
+               if (t.ok()) front.push_back(*std::move(t));
+             }
+             s.transforms.insert(s.transforms.begin(), front.begin(), front.end());
+             return s;
+           },
+           {}, 2, 2, 1, 4, DType::kFloat32, true});
+}
+
+// nnU-Net's 3d_fullres on an anisotropic patch (max/p0 > 3): dummy-2D, the spatial transform per slice of axis 0.
+TEST(CudaChainSpatial, Dummy2d3dFullres) {
+  for (int B : {1, 2, 8}) {
+    RunCase({"dummy2d", [] { return *NnunetDefaultPipeline(Config({5, 23, 27}, 1)); }, {}, B, 1, 1, 4,
+             DType::kFloat32, true});
+    RunCase({"dummy2d-all-on", [] { return ForceOn(*NnunetDefaultPipeline(Config({5, 23, 27}, 2))); }, {}, B, 2, 1,
+             4, DType::kFloat32, true});
+  }
+  RunCase({"dummy2d-elastic-seg2", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({7, 25, 30}, 1))), Elastic);
+           },
+           {}, 2, 1, 2, 4, DType::kFloat32, true});
+}
+
+// Spatial options the fused kernel lacks, 3D.
+TEST(CudaChainSpatial, ModesCropAndPaddings) {
+  for (int B : {1, 2, 8}) {
+    RunCase({"nearest", [] {
+               return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2))), [](SpatialConfig& c) {
+                 c.mode_seg = "nearest";
+                 c.mode_image = "nearest";
+               });
+             },
+             {}, B, 2, 1, 4, DType::kFloat32, true});
+  }
+  RunCase({"random-crop", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))), [](SpatialConfig& c) {
+               c.random_crop = true;
+               c.patch_center_dist_from_border = {4, 6, 5};
+             });
+           },
+           {40, 37, 35}, 2, 1, 1, 4, DType::kFloat32, true});
+  RunCase({"random-crop-nothing-drawn", [] {
+             PipelineSpec s = *NnunetDefaultPipeline(Config({17, 23, 19}, 1));
+             return WithSpatial(s, [](SpatialConfig& c) {
+               c.random_crop = true;
+               c.p_rotation = 0;
+               c.p_scaling = 0;
+             });
+           },
+           {30, 31, 29}, 8, 1, 1, 4, DType::kFloat32, true});
+  RunCase({"paddings-bilinear-image-nearest-seg", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))), [](SpatialConfig& c) {
+               c.padding_mode_image = "constant";
+               c.padding_value_image = 0.75;
+               c.padding_value_seg = 3;
+               c.mode_seg = "nearest";
+             });
+           },
+           {}, 2, 1, 1, 4, DType::kFloat32, true});
+  RunCase({"paddings-linear-seg", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({15, 21, 18}, 1))), [](SpatialConfig& c) {
+               c.padding_mode_image = "constant";
+               c.padding_value_image = -2;
+               c.border_mode_seg = "zeros";
+               c.padding_value_seg = 0;
+               c.mode_image = "nearest";
+               c.p_scaling = 1;
+               c.scaling = RandomScalar::Uniform(1.2, 1.6);  // samples outside the input: the zero border's lowest label
+             });
+           },
+           {}, 2, 1, 1, 4, DType::kFloat32, true});
+}
+
+// bgv2's bg_style_seg_sampling threshold vote: many labels, exactly two (its own branch), dummy-2D, 2D elastic.
+void BgStyle(SpatialConfig& c) {
+  c.bg_style_seg_sampling = true;
+  c.bgv2_version = "0.3.5";  // the threshold vote is 0.3.5's (0.3.6 votes the same argmax either way)
+  c.seg_tiebreak.clear();
+}
+
+TEST(CudaChainSpatial, BgStyleSegSampling) {
+  for (int B : {1, 2, 8})
+    RunCase({"bg-style", [] { return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2))), BgStyle); },
+             {}, B, 2, 1, 4, DType::kFloat32, true});
+  RunCase({"bg-style-two-labels-seg2", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({15, 21, 18}, 1))), BgStyle);
+           },
+           {}, 2, 1, 2, 2, DType::kFloat32, true});
+  RunCase({"bg-style-dummy2d", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({5, 23, 27}, 1))), BgStyle);
+           },
+           {}, 2, 1, 1, 5, DType::kFloat32, true});
+  RunCase({"bg-style-2d-elastic", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 1))), [](SpatialConfig& c) {
+               Elastic(c);
+               BgStyle(c);
+             });
+           },
+           {}, 2, 1, 1, 3, DType::kFloat32, true});
+}
+
+// bgv2 0.3.6 on the generic kernel (the CPU's own grid: exact labels): every tie-break, sampling far outside, the
+// zeros border, constant image padding (shifted), nearest modes (padding label outside), dummy-2D and 2D; and the
+// same cases as 0.3.5 (the −1 / constant fill of out-of-bounds voxels).
+void Outside(SpatialConfig& c) {
+  c.p_rotation = 1;
+  c.p_scaling = 1;
+  c.scaling = RandomScalar::Uniform(1.2, 1.9);
+}
+
+TEST(CudaChainSpatial, Bgv2Releases) {
+  for (const char* release : {"0.3.6", "0.3.5"}) {
+    const std::string r = release;
+    const auto with = [r](std::function<void(SpatialConfig&)> extra) {
+      return [r, extra](SpatialConfig& c) {
+        Outside(c);
+        c.bgv2_version = r;
+        c.seg_tiebreak.clear();
+        extra(c);
+      };
+    };
+    const std::vector<std::pair<std::string, std::function<void(SpatialConfig&)>>> variants = {
+        {"dummy2d", [](SpatialConfig&) {}},
+        {"image-constant", [](SpatialConfig& c) {
+           c.padding_mode_image = "constant";
+           c.padding_value_image = -2.5;
+         }},
+        {"zeros-border", [](SpatialConfig& c) {
+           c.border_mode_seg = "zeros";
+           c.padding_value_seg = 0;
+         }},
+        {"nearest", [](SpatialConfig& c) { c.mode_seg = "nearest"; }},
+        {"nearest-image", [](SpatialConfig& c) {
+           c.mode_seg = "nearest";
+           c.mode_image = "nearest";
+           c.padding_mode_image = "constant";
+           c.padding_value_image = 1.5;
+         }},
+    };
+    for (const auto& [name, change] : variants) {
+      RunCase({"bgv2-" + r + "-" + name, [with, change = change] {
+                 return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({5, 23, 27}, 2))), with(change));
+               },
+               {}, 2, 2, 1, 5, DType::kFloat32, true});
+    }
+    RunCase({"bgv2-" + r + "-2d", [with] {
+               return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 1))), with([](SpatialConfig&) {}));
+             },
+             {}, 2, 1, 1, 3, DType::kFloat32, true});
+    RunCase({"bgv2-" + r + "-2d-two-labels", [with] {
+               return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 1))), with([](SpatialConfig&) {}));
+             },
+             {}, 2, 1, 1, 2, DType::kFloat32, true});
+  }
+  for (const char* tiebreak : {"lowest", "highest", "nearest"}) {
+    const std::string t = tiebreak;
+    RunCase({"bgv2-0.3.6-tiebreak-" + t, [t] {
+               return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({5, 23, 27}, 1))), [t](SpatialConfig& c) {
+                 Outside(c);
+                 c.seg_tiebreak = t;
+               });
+             },
+             {}, 2, 1, 1, 4, DType::kFloat32, true});
+  }
+}
+
+// `spec` with its spatial entry (index 0) moved to `to`.
+PipelineSpec SpatialAt(PipelineSpec spec, size_t to) {
+  TransformSpec sp = spec.transforms[0];
+  spec.transforms.erase(spec.transforms.begin());
+  spec.transforms.insert(spec.transforms.begin() + static_cast<std::ptrdiff_t>(to), sp);
+  return spec;
+}
+
+// Entries before the spatial one run at the input shape; more image channels than the fused kernel takes.
+TEST(CudaChainSpatial, SpatialNotFirstAndManyChannels) {
+  for (int B : {1, 2, 8}) {
+    RunCase({"spatial-third", [] { return SpatialAt(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2))), 2); },
+             {}, B, 2, 1, 4});
+  }
+  RunCase({"dummy2d-spatial-after-gamma-mirror", [] {
+             PipelineSpec s = ForceOn(*NnunetDefaultPipeline(Config({5, 23, 27}, 1)));
+             return SpatialAt(s, s.transforms.size() - 4);  // ..., gamma, gamma, spatial, mirror, remove_label, DS
+           },
+           {}, 2, 1, 1, 4, DType::kFloat32, true});
+  RunCase({"nine-channels", [] { return ForceOn(*NnunetDefaultPipeline(Config({15, 17, 16}, 9))); }, {}, 2, 9, 1, 4,
+           DType::kFloat32, true});
+}
+
+// ---- Staged chains (several spatial entries, or one after regions: all on the generic kernel) and DS not last ----
+
+void ZeroSegFill(SpatialConfig& c) { c.padding_value_seg = 0; }
+
+// `spec` with a second spatial entry (the first one's config onto `patch`) inserted at `at`.
+PipelineSpec WithSecondSpatial(PipelineSpec spec, std::vector<int64_t> patch, size_t at) {
+  SpatialConfig c = static_cast<const SpatialTransform&>(*spec.transforms[0].transform).config();
+  c.patch_size = std::move(patch);
+  spec.transforms.insert(spec.transforms.begin() + static_cast<std::ptrdiff_t>(at),
+                         *TransformSpec::Make(*SpatialTransform::Create(c), 1.0));
+  return spec;
+}
+
+TEST(CudaChainSpatial, StagedSpatialEntries) {
+  for (int B : {1, 2, 8}) {
+    RunCase({"two-spatial", [] {
+               return WithSecondSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2))), {13, 16, 15}, 3);
+             },
+             {}, B, 2, 1, 4, DType::kFloat32, true});
+    RunCase({"spatial-after-regions", [] {
+               TrainerConfig tc = Config({17, 23, 19}, 1);
+               tc.regions = std::vector<std::vector<int64_t>>{{1, 2, 3}, {2, 3}, {3}};
+               // 0/1 region channels: the label fill must be 0 or 1 (PipelineSpec::CheckLayoutStable)
+               PipelineSpec s = WithSpatial(ForceOn(*NnunetDefaultPipeline(tc)), ZeroSegFill);
+               return SpatialAt(s, s.transforms.size() - 2);  // ..., remove_label, regions, spatial, DS
+             },
+             {}, B, 1, 1, 4, DType::kFloat32, true});
+  }
+  RunCase({"two-spatial-2d", [] {
+             return WithSecondSpatial(ForceOn(*NnunetDefaultPipeline(Config2D({37, 45}, 1))), {30, 41}, 5);
+           },
+           {}, 2, 1, 1, 4, DType::kFloat32, true});
+  RunCase({"two-spatial-dummy2d-seg2", [] {
+             return WithSecondSpatial(ForceOn(*NnunetDefaultPipeline(Config({5, 23, 27}, 1))), {20, 25}, 2);
+           },
+           {}, 2, 1, 2, 4, DType::kFloat32, true});
+  RunCase({"three-spatial-image-only", [] {
+             PipelineSpec s =
+                 WithSecondSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))), {15, 15, 15}, 1);
+             return WithSecondSpatial(s, {11, 13, 12}, s.transforms.size() - 1);
+           },
+           {}, 2, 1, 0, 4, DType::kFloat32, true});
+  RunCase({"spatial-after-regions-bg-style-fp16", [] {
+             TrainerConfig tc = Config({15, 21, 18}, 1);
+             tc.regions = std::vector<std::vector<int64_t>>{{1, 2}, {2}};
+             PipelineSpec s = WithSpatial(ForceOn(*NnunetDefaultPipeline(tc)), [](SpatialConfig& c) {
+               BgStyle(c);
+               ZeroSegFill(c);
+             });
+             return SpatialAt(s, s.transforms.size() - 2);
+           },
+           {}, 2, 1, 1, 3, DType::kFloat16, true});
+}
+
+// downsample_seg_for_ds followed by image-only entries: the pyramid is the labels where DS stands.
+TEST(CudaChain, DsNotLast) {
+  const auto ds_then = [](PipelineSpec s) {
+    for (TransformKind k : {TransformKind::kGamma, TransformKind::kGaussianNoise, TransformKind::kContrast})
+      for (const TransformSpec& ts : std::vector<TransformSpec>(s.transforms))
+        if (ts.kind == k) {
+          s.transforms.push_back(ts);
+          break;
+        }
+    return s;
+  };
+  for (int B : {1, 2, 8})
+    RunCase({"ds-then-gamma-noise-contrast",
+             [&] { return ds_then(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2)))); }, {}, B, 2, 1, 4});
+  RunCase({"ds-then-image-only-entries-regions", [&] {
+             TrainerConfig tc = Config({17, 23, 19}, 1);
+             tc.regions = std::vector<std::vector<int64_t>>{{1, 2, 3}, {3}};
+             return ds_then(ForceOn(*NnunetDefaultPipeline(tc)));
+           },
+           {}, 2, 1, 1, 4});
+  RunCase({"ds-then-image-only-entries-no-seg", [&] {
+             return ds_then(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))));
+           },
+           {}, 2, 1, 0, 4});
+}
+
+}  // namespace
+}  // namespace augmentd

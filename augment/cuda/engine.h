@@ -1,0 +1,133 @@
+// augment/cuda/engine.h — the CUDA path of the engine: AugmentBatch on a CUDA device (torch-free, and free of CUDA
+// headers: streams are passed as the runtime's `CUstream_st*`, i.e. a cudaStream_t).
+//
+// Parameters are drawn on the host exactly as the CPU engine draws them (DrawSampleParams: same Philox streams,
+// same samplers, injection honoured), translated into the kernel layer's per-sample SampleParams
+// (augment/kernels/cuda/pipeline_cuda.h), uploaded on the stream, and the fused kernels run the batch. Results equal
+// the CPU engine's for the same seed and sample indices within tolerance (labels identical except fp16 vote ties;
+// floats within 1e-4 of the range; see cuda/engine_test.cc).
+//
+//   // Host in, host out (tests, tools): the same call as the CPU engine with a device.
+//   augmentd::RunOptions opt; opt.seed = 7; opt.device = "cuda:0";
+//   ASSIGN_OR_RETURN(augmentd::BatchResult r, augmentd::AugmentBatch(spec, input, opt));
+//
+//   // Device in, device out (the service): one CudaAugmenter per CUDA stream, outputs in caller buffers.
+//   ASSIGN_OR_RETURN(auto aug, augmentd::CudaAugmenter::Create(spec, /*device=*/0));
+//   ASSIGN_OR_RETURN(augmentd::CudaOutputLayout lay, aug->OutputLayout(image_shape, opt.image_dtype));
+//   // ... cudaMalloc lay.image_bytes and lay.seg_bytes[k] (IPC slots) ...
+//   RETURN_IF_ERROR(aug->Run(in, out, opt, stream, &records));   // enqueued on `stream`, returns at once
+//
+// Coverage. Two paths, chosen per spec in Create (and per batch where the fused kernels refuse drawn values):
+//  * fused kernels (pipeline_cuda.h) for nnU-Net's default 3D chain in the fused order spatial (rotation, scaling
+//    and elastic deformation) → gaussian_noise → gaussian_blur → multiplicative_brightness → contrast →
+//    simulate_low_resolution → gamma (≤ 2) → mirror → mask_image → remove_label(−1→0) → downsample_seg_for_ds (any
+//    sub-sequence of it), one seg channel, ≤ 8 image channels. Elastic deformation (bgv2 semantics) is generated on
+//    the device from the drawn recipe (SpatialParams::elastic; patch axes ≤ 512), equal to the CPU engine's field
+//    within float rounding.
+//  * the generic chain (cuda/chain.h) for everything else the CPU engine runs: nnUNetTrainerDA5 (preset nnunet_da5:
+//    rot90, transpose_axes, median_filter, brightness_additive, blank_rectangle, brightness_gradient_additive,
+//    local_gamma, sharpening, rician_noise), MRI artefacts, AugLab extras, regions (bool targets,
+//    CudaOutputLayout::seg_dtype), several or no seg channels, apply_probability < 1 anywhere but on regions / DS,
+//    per-channel noise, contrast without preserve_range, any median window (above 15: a direct selection over the k³
+//    window per voxel, ~17 passes — slow for large k, as on the CPU), any blur size, user orders (DS followed
+//    by image-only entries too), pipelines without a spatial entry, with entries before it or with several spatial
+//    entries (also after regions); through its generic spatial kernel (cuda/chain_spatial.h): dummy-2D, 2D samples
+//    (B, C, X, Y) as (B, C, 1, X, Y), nearest modes, random_crop, any padding values, bg_style_seg_sampling, > 8
+//    image channels, injected elastic offsets, elastic on axes > 512.
+// INVALID_ARGUMENT, as the CPU engine, for what PipelineSpec::CheckLayoutStable refuses (regions / DS with
+// apply_probability < 1 or in a OneOf group, label entries after DS).
+// UNIMPLEMENTED (message naming the entry and option) for what neither covers: an entry without a CUDA stage (a
+// kind added to the CPU engine only; every kind of today has one), more than 65535 batch × slice planes in the
+// generic spatial kernel, and in builds without cuFFT ghosting / spike / motion. No fallback to the CPU: a service that
+// wants one calls AugmentBatch with device "cpu" itself.
+//
+// Errors: absl::Status; INVALID_ARGUMENT naming the field; RESOURCE_EXHAUSTED when device/pinned memory runs
+// out; INTERNAL for any other CUDA error (the CUDA error name is in the message); FAILED_PRECONDITION in builds
+// without CUDA (cuda/engine_nocuda.cc).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "augment/batch.h"
+#include "augment/cuda/io.h"
+#include "augment/pipeline.h"
+#include "augment/types.h"
+
+struct CUstream_st;  // cudaStream_t == CUstream_st*
+
+namespace augmentd {
+
+// ParseCudaOrdinal (RunOptions::device → ordinal) is in augment/batch.h.
+
+// Whether this build has the CUDA engine (a GPU may still be absent).
+bool CudaEngineBuilt();
+
+// AugmentBatch for a CUDA `options.device` (called by AugmentBatch): host input copied to the device through pinned
+// staging, outputs copied back into a BatchResult (same shapes/dtypes as the CPU engine). Creates a CudaAugmenter
+// per call (allocates): for tests and tools; the service uses CudaAugmenter directly. Synchronous.
+absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const BatchInput& input,
+                                             const RunOptions& options);
+
+// The CUDA engine for one pipeline on one device. Owns the kernel workspace, the per-sample parameter buffers
+// (device + pinned host) and, for RunHost, pinned staging; they grow when a larger batch shape arrives and are
+// reused otherwise (no allocation in the steady state).
+// Thread-safety: not thread-safe; use one CudaAugmenter per CUDA stream / worker. Run() may be called with different
+// streams: each run waits (on the device) for the previous one, whose buffers it reuses.
+//
+// CUDA graphs (fused path): a batch's buffers (input, outputs) and per-sample parameters go to the device in one copy
+// from a fixed pinned block into a fixed device block, and the kernels read the buffer pointers from there
+// (cuda::RunPipelineFromDevice), so the whole batch — copy, kernels — is one graph per (stage mask, batch shape,
+// 16-byte alignment of output.image) that replays for any buffers and parameters (AUGMENTD_CUDA_GRAPH_UPLOAD=outside:
+// the copy runs before a kernels-only graph instead). The first batch of a key runs
+// eagerly, the second captures it, later ones replay (at most 64 graphs, least recently used destroyed first;
+// a graph launches into whatever stream Run gets). Outputs are bit-identical to the eager launches. Eager instead:
+// the legacy / per-thread default stream (nullptr), a stream already being captured by the caller, a key whose
+// capture failed, or graphs off — the default: set_graphs_enabled(true) or AUGMENTD_CUDA_GRAPHS=1 turns them on
+// (measured: no gain; bench/results/2026-11-30-h200-cuda-kernels-s4.md). Graphs are dropped (after
+// the last run completes) when the workspace or the parameter block must grow. The generic chain runs eagerly.
+class CudaAugmenter {
+ public:
+  // Uses the fused kernels when MakeCudaPlan covers the spec, else the generic chain (cuda/chain.h). UNIMPLEMENTED
+  // naming the first entry (and option) neither covers; NOT_FOUND / INVALID_ARGUMENT for a bad device ordinal.
+  static absl::StatusOr<std::unique_ptr<CudaAugmenter>> Create(const PipelineSpec& spec, int device);
+  ~CudaAugmenter();
+  CudaAugmenter(const CudaAugmenter&) = delete;
+  CudaAugmenter& operator=(const CudaAugmenter&) = delete;
+
+  int device() const;
+
+  // Output layout for an input image shape {B, C, S0, S1, S2} with `seg_channels` label channels (0: none).
+  absl::StatusOr<CudaOutputLayout> OutputLayout(const std::vector<int64_t>& image_shape, DType image_dtype,
+                                                int64_t seg_channels = 1) const;
+
+  // Draws every sample's parameters (seed, first_sample_index, injected of `options`; num_threads unused), uploads
+  // them and enqueues the fused kernels on `stream` (nullptr: the legacy default stream). Returns once enqueued; the
+  // outputs are ready when `stream` reaches this point. `records` (optional) receives the per-sample parameters.
+  // The inputs must stay valid and unmodified until then.
+  absl::Status Run(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
+                   CUstream_st* stream, std::vector<SampleRecord>* records = nullptr);
+
+  // Host input (float32/float16/bfloat16 image, int8/int16 seg) → BatchResult on the host, through pinned staging
+  // and owned device buffers, on an internal stream. Synchronous.
+  absl::StatusOr<BatchResult> RunHost(const BatchInput& input, const RunOptions& options);
+
+  // CUDA graphs for later fused batches on, or off (eager launches; the default unless AUGMENTD_CUDA_GRAPHS=1).
+  void set_graphs_enabled(bool on);
+  CudaGraphCounters graph_counters() const;
+
+ private:
+  struct Impl;
+  explicit CudaAugmenter(std::unique_ptr<Impl> impl);
+  // PipelineSpec::CheckLayoutStable for this batch shape (B, C, spatial...) when an entry can be skipped (OK else).
+  absl::Status CheckBatchShape(const std::vector<int64_t>& image_shape) const;
+  // The fused kernels' path of Run (UNIMPLEMENTED, before enqueuing anything, for batches they do not cover).
+  absl::Status RunFused(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
+                        CUstream_st* stream, std::vector<SampleRecord>* records);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace augmentd

@@ -1,0 +1,159 @@
+// MakeCudaStage (cuda/stage.h) and the stages of the default transforms still outside their own folder.
+// Each Prepare packs the CPU transform's drawn parameters (the same structs its Apply reads) into per-slice or
+// per-sample records of chain_kernels.h; each Enqueue is one launcher call. Samples whose entry was not applied
+// get "off" records (kernels skip them).
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "augment/cuda/backend.h"
+#include "augment/cuda/stage.h"
+#include "augment/cuda/slice_stage.h"
+#include "augment/cuda/stages.h"
+#include "augment/kernels/cuda/chain_kernels.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/mirror.h"
+#include "augment/transforms/rot90.h"
+#include "augment/transforms/transpose_axes.h"
+
+namespace augmentd {
+namespace {
+
+namespace ch = cuda::chain;
+using stage_internal::ImageDims;
+using stage_internal::NotCovered;
+using stage_internal::NamedStage;
+using stage_internal::SegDims;
+using stage_internal::SliceStage;
+
+
+// ---- mirror / rot90 / transpose_axes: one signed permutation per sample -----------------------------------------
+struct SignedPerm {
+  std::array<int, 3> perm{0, 1, 2};
+  std::array<bool, 3> flip{false, false, false};
+};
+// `second` applied after `first`: src(o)[d] = first.flip[d] XOR second.flip[e] applied to o[second.perm[e]],
+// e = first.perm[d] (exchanged axes have equal sizes, so the flips compose).
+SignedPerm Compose(const SignedPerm& first, const SignedPerm& second) {
+  SignedPerm r;
+  for (int d = 0; d < 3; ++d) {
+    const int e = first.perm[d];
+    r.perm[d] = second.perm[e];
+    r.flip[d] = first.flip[d] != second.flip[e];
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<ch::PermuteSample> PermuteOf(const Transform& t, const TransformParams& params, const int32_t shape[3]) {
+  const auto invalid = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(t.name()), ": ", why));
+  };
+  SignedPerm sp;
+  if (t.kind() == TransformKind::kMirror) {
+    for (int64_t a : static_cast<const MirrorParams&>(params).axes) {
+      if (a < 0 || a > 2) return invalid(absl::StrCat("params.axes: axis ", a, " out of range"));
+      sp.flip[a] = true;
+    }
+  } else if (t.kind() == TransformKind::kTransposeAxes) {
+    const auto& order = static_cast<const TransposeAxesParams&>(params).axis_order;
+    if (order.size() != 4 || order[0] != 0) return invalid("params.axis_order: expected a permutation of 4 dims");
+    std::array<bool, 3> seen{false, false, false};
+    for (int j = 0; j < 3; ++j) {
+      const int64_t src = order[j + 1] - 1;
+      if (src < 0 || src > 2 || seen[src]) return invalid("params.axis_order: not a permutation");
+      seen[src] = true;
+      sp.perm[src] = j;
+    }
+  } else if (t.kind() == TransformKind::kRot90) {
+    const auto& p = static_cast<const Rot90Params&>(params);
+    if (p.num_rot_per_combination.size() != p.axis_combinations.size())
+      return invalid("params.axis_combinations: one entry per num_rot_per_combination entry");
+    for (size_t i = 0; i < p.axis_combinations.size(); ++i) {
+      const int64_t k = ((p.num_rot_per_combination[i] % 4) + 4) % 4;
+      const int64_t a = p.axis_combinations[i][0] - 1, b = p.axis_combinations[i][1] - 1;
+      if (a < 0 || b < 0 || a > 2 || b > 2 || a == b) return invalid("params.axis_combinations: bad dims");
+      if (k == 0) continue;
+      // torch.rot90 as the CPU transform: k=1 src[a]=o[b], src[b]=S−1−o[a]; k=3 mirrored; k=2 flips both.
+      SignedPerm step;
+      if (k == 2) {
+        step.flip[a] = step.flip[b] = true;
+      } else {
+        step.perm[a] = static_cast<int>(b);
+        step.perm[b] = static_cast<int>(a);
+        step.flip[k == 1 ? b : a] = true;
+      }
+      sp = Compose(sp, step);
+    }
+  } else {
+    return invalid("not a permutation transform");
+  }
+  ch::PermuteSample out;
+  for (int d = 0; d < 3; ++d) {
+    if (shape[d] != shape[sp.perm[d]])
+      return invalid(absl::StrCat("exchanging axes ", d, " and ", sp.perm[d], " of different sizes (",
+                                  shape[d], " vs ", shape[sp.perm[d]], ")"));
+    out.perm[d] = sp.perm[d];
+    out.flip[d] = sp.flip[d] ? 1 : 0;
+    out.on |= (sp.perm[d] != d || sp.flip[d]) ? 1 : 0;
+  }
+  return out;
+}
+
+namespace {
+
+class PermuteStage final : public NamedStage {
+ public:
+  PermuteStage(const Transform& t, size_t index) : NamedStage(t, index), t_(t) {}
+  absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
+                       ParamArena& arena) override {
+    host_.assign(static_cast<size_t>(t.batch), ch::PermuteSample{});
+    for (size_t b = 0; b < params.size(); ++b) {
+      if (params[b] == nullptr) continue;
+      absl::StatusOr<ch::PermuteSample> p = PermuteOf(t_, *params[b], t.shape);
+      if (!p.ok()) return Invalid(std::string(p.status().message()));
+      host_[b] = *p;
+    }
+    any_ = std::any_of(host_.begin(), host_.end(), [](const ch::PermuteSample& s) { return s.on != 0; });
+    offset_ = arena.AppendArray(host_);
+    return absl::OkStatus();
+  }
+  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
+    if (!any_) return absl::OkStatus();
+    const ch::Dims img = ImageDims(t), seg = SegDims(t);
+    ASSIGN_OR_RETURN(void* itmp, ws.Scratch(ChainWorkspace::kSlotStage, sizeof(float) * img.slices() * img.voxels()));
+    void* stmp = nullptr;
+    if (t.seg != nullptr && seg.slices() > 0) {
+      ASSIGN_OR_RETURN(stmp, ws.Scratch(ChainWorkspace::kSlotStage + 1, sizeof(int16_t) * seg.slices() * seg.voxels()));
+    }
+    return CudaStatus(ch::LaunchPermute(img, t.image, static_cast<float*>(itmp), seg, t.seg,
+                                             static_cast<int16_t*>(stmp), arena.device_as<ch::PermuteSample>(offset_),
+                                             stream),
+                           name_.c_str());
+  }
+
+ private:
+  const Transform& t_;
+  std::vector<ch::PermuteSample> host_;
+  bool any_ = false;
+  size_t offset_ = 0;
+};
+
+}  // namespace
+
+// The factories of the stages above, one per kind (registered in augment/cuda/backends.cc).
+CudaStageOrError MakePermuteStage(const Transform& t, size_t index) {  // mirror, rot90, transpose_axes
+  return std::unique_ptr<CudaStage>(new PermuteStage(t, index));
+}
+
+CudaStageOrError MakeCudaStage(const Transform& t, size_t index) {
+  const CudaBackend* backend = CudaBackendOf(t.kind());
+  if (backend == nullptr) return NotCovered(t, index, "no CUDA stage");
+  if (backend->make_stage == nullptr) return NotCovered(t, index, "run by the chain executor, not a stage");
+  return backend->make_stage(t, index);
+}
+
+}  // namespace augmentd

@@ -1,0 +1,316 @@
+// augment/kernels/common/da5_math.h — the per-voxel math of nnUNetTrainerDA5's local transforms on the GPU
+// (median filter, Rician noise, blank rectangles, brightness gradient, local gamma, sharpening), written once as
+// `__host__ __device__` functions so a host-only test (da5_math_test.cc, no GPU) checks them against the CPU
+// transforms (augment/transforms/<name>.cc) and the kernels (da5_*.cu) run the very same code.
+//
+// Also the POD per-slice parameter records the stages pack into the ParamArena (augment/cuda/stage.h); a "slice"
+// is one (sample, channel) of the (B, C, d0, d1, d2) float32 chain scratch, index b·C + c.
+//
+//   const uint32_t med = SelectRankKey(Window3{keys, k, h1 * h2, h2}, k * k * k / 2);   // exact median key
+//   x = KeyToFloat(med);
+//
+// Numerics: float math uses augmentd's Rn* helpers (rng.h: explicit round-to-nearest, no FMA contraction on the
+// device), so pointwise results equal the CPU transforms bit for bit, except powf (local gamma: CUDA's powf is
+// within 2 ulp of glibc's) and the reductions (sums in double in another order: means within an ulp).
+// Header-only, no CUDA headers: usable from plain C++.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "augment/rng.h"
+
+namespace augmentd::cuda::da5 {
+
+// ------------------------------------------------------------------------------------------------------------
+// Parameter records (arena layout; all 4- or 8-byte fields, sizes multiples of 8).
+
+// Sharpening, per slice.
+struct SharpenSlice {
+  float strength = 0;
+  int32_t apply = 0;  // 0: slice untouched
+  int32_t clamp = 0;  // clamp to the slice's own pre-sharpening [min, max]
+  int32_t planar = 0;  // 1: a 2D sample as (1, X, Y): the CPU's 2D (4-neighbour) form
+};
+
+// Rician noise, per sample (the transform works on all channels of a sample together).
+struct RicianSample {
+  StreamKey re{}, im{};  // NormalAt keys: (seed, sample, transform, substream 1 / 2), as the CPU transform
+  float sigma = 0;       // the drawn "variance", used as the standard deviation (as bgv2)
+  int32_t active = 0;
+};
+
+// One rectangle of blank_rectangle: box [lb, ub) per axis; value used unless use_mean.
+struct Rect {
+  int32_t lb[3] = {0, 0, 0};
+  int32_t ub[3] = {0, 0, 0};
+  float value = 0;
+  int32_t use_mean = 0;  // fill with torch.mean of the box's current content (earlier rectangles included)
+};
+
+// The rectangles of one slice: rects[begin, begin + count), applied in order.
+struct RectSlice {
+  int32_t begin = 0;
+  int32_t count = 0;
+};
+
+// brightness_gradient_additive / local_gamma, per slice. Offsets are bytes from the start of the stage's own
+// arena block (LocalSlice array first). mode 1: the kernel is the outer product of three 1D factors (floats at
+// axes_off: d0 + d1 + d2 of them), normalised with kmn / top as LocalGaussianKernel does; mode 2: a dense
+// injected kernel of d0·d1·d2 floats at dense_off.
+struct LocalSlice {
+  int32_t mode = 0;  // 0: slice untouched (except clip), 1: generated, 2: dense
+  int32_t clip = 0;  // gradient: clamp to the sample's pre-transform [min, max] (clip_intensities)
+  int64_t axes_off = 0;
+  int64_t dense_off = 0;
+  float kmn = 0, top = 0;  // min and (max − min) of the raw product (mode 1)
+  // gradient (mode 1): K ← ((K − mean) if centered) / max_abs · strength
+  int32_t centered = 0;
+  float mean = 0, max_abs = 1, strength = 0;
+  float gamma = 1;  // local gamma
+  int32_t pad = 0;
+};
+
+// Host and device compile the records separately: keep their layouts fixed (no implicit padding differences).
+static_assert(sizeof(SharpenSlice) == 16 && sizeof(RicianSample) == 40 && sizeof(Rect) == 32 &&
+              sizeof(RectSlice) == 8 && sizeof(LocalSlice) == 56);
+
+// Moments of one reduced slice (torch.mean, unbiased torch.std, min, max).
+struct SliceMoments {
+  double mean;
+  double std;
+  float mn;
+  float mx;
+};
+
+// Deterministic partial of the moments reduction: sums of (x − shift) and (x − shift)², shift = the slice's first
+// element (keeps the one-pass variance accurate).
+struct MomentsPartial {
+  double s;
+  double q;
+  float mn;
+  float mx;
+};
+
+// ------------------------------------------------------------------------------------------------------------
+// Double-precision ops without FMA contraction (the CPU transforms compute these steps in double).
+#if defined(__CUDA_ARCH__)
+AUGMENTD_HD double RnMulD(double a, double b) { return __dmul_rn(a, b); }
+AUGMENTD_HD double RnAddD(double a, double b) { return __dadd_rn(a, b); }
+AUGMENTD_HD float PowF(float a, float b) { return powf(a, b); }
+#else
+AUGMENTD_HD double RnMulD(double a, double b) { return a * b; }
+AUGMENTD_HD double RnAddD(double a, double b) { return a + b; }
+AUGMENTD_HD float PowF(float a, float b) { return std::pow(a, b); }
+#endif
+
+// mean, unbiased std (NaN for n == 1, as the CPU transforms), min, max from the merged partial of n values.
+AUGMENTD_HD SliceMoments FinalizeMoments(double shift, const MomentsPartial& p, int64_t n) {
+  SliceMoments m;
+  const double dn = static_cast<double>(n);
+  const double d = p.s / dn;
+  m.mean = shift + d;
+  const double var = (p.q - p.s * d) / (dn - 1.0);
+  m.std = n > 1 ? sqrt(var > 0.0 ? var : 0.0) : NAN;
+  m.mn = p.mn;
+  m.mx = p.mx;
+  return m;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Median filter (scipy.ndimage.median_filter, size k, origin 0, mode 'reflect').
+
+// scipy 'reflect' (half-sample symmetric: d c b a | a b c d | d c b a) index of j for an axis of n voxels.
+AUGMENTD_HD int ReflectIndex(int j, int n) {
+  if (n == 1) return 0;
+  const int period = 2 * n;
+  int m = j % period;
+  if (m < 0) m += period;
+  return m < n ? m : period - 1 - m;
+}
+
+// Total order of floats as unsigned keys (−0 sorts just below +0; no NaN in the images).
+AUGMENTD_HD uint32_t OrderedKey(float f) {
+  const uint32_t u = FloatAsBits(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+AUGMENTD_HD float KeyToFloat(uint32_t k) { return BitsAsFloat((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k); }
+
+// A k×k×k window of keys: element (a, b, c) at base[a·stride_a + b·stride_b + c].
+struct Window3 {
+  const uint32_t* base;
+  int k;
+  int stride_a;
+  int stride_b;
+  template <typename F>
+  AUGMENTD_HD void ForEach(F&& f) const {
+    for (int a = 0; a < k; ++a)
+      for (int b = 0; b < k; ++b) {
+        const uint32_t* row = base + a * stride_a + b * stride_b;
+        for (int c = 0; c < k; ++c) f(row[c]);
+      }
+  }
+};
+
+// A k×k window of keys (the planar median of a d0 = 1 slice): element (b, c) at base[b·stride_b + c].
+struct Window2 {
+  const uint32_t* base;
+  int k;
+  int stride_b;
+  template <typename F>
+  AUGMENTD_HD void ForEach(F&& f) const {
+    for (int b = 0; b < k; ++b) {
+      const uint32_t* row = base + b * stride_b;
+      for (int c = 0; c < k; ++c) f(row[c]);
+    }
+  }
+};
+
+// The key of rank `rank` (0-based, ascending) of the window `w` — exact selection, so the value equals
+// std::nth_element's. Digit-wise search on the keys, two bits per pass: with the answer's higher bits fixed in
+// `key`, count(keys ≤ key | d·2^lo | (2^lo − 1)) ≥ rank + 1 iff the answer's digit is ≤ d. Passes start at the
+// highest bit in which the window's min and max differ (one extra pass finds them).
+template <typename W>
+AUGMENTD_HD uint32_t SelectRankKey(const W& w, uint32_t rank) {
+  uint32_t lo = 0xFFFFFFFFu, hi = 0;
+  w.ForEach([&](uint32_t v) {
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  });
+  if (lo == hi) return lo;
+  int top = 31;
+  while (!(((lo ^ hi) >> top) & 1u)) --top;
+  const uint32_t above = top == 31 ? 0u : ~((2u << top) - 1u);
+  uint32_t key = lo & above;
+  const uint32_t need = rank + 1;
+  for (int b = top; b >= 0; b -= 2) {
+    const int low = b >= 1 ? b - 1 : 0;
+    const uint32_t ones = (1u << low) - 1u;
+    if (b >= 1) {
+      const uint32_t c0 = key | ones, c1 = key | (1u << low) | ones, c2 = key | (2u << low) | ones;
+      uint32_t n0 = 0, n1 = 0, n2 = 0;
+      w.ForEach([&](uint32_t v) {
+        n0 += v <= c0;
+        n1 += v <= c1;
+        n2 += v <= c2;
+      });
+      key |= static_cast<uint32_t>((n0 < need) + (n1 < need) + (n2 < need)) << low;
+    } else {
+      uint32_t n0 = 0;
+      w.ForEach([&](uint32_t v) { n0 += v <= key; });
+      key |= static_cast<uint32_t>(n0 < need);
+    }
+  }
+  return key;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Sharpening: x + strength · (2·nd·x − Σ face neighbours), replicate border (bgv2 SharpeningTransform), in the CPU
+// transform's float order. 3D: 6·x minus the 6 face neighbours. Planar (a 2D sample run as (1, X, Y)): 4·x minus
+// the 4 neighbours along axes 1 and 2 — the CPU's 2D form. The 3D form on a unit axis 0 is not that: its two
+// axis-0 neighbours are x itself and fl(fl(fl(6x) − x) − x) differs from fl(4x) for about a quarter of all floats.
+AUGMENTD_HD float SharpenAt(const float* x, int d0, int d1, int d2, int i, int j, int l, float strength,
+                            bool planar = false) {
+  const int im = i > 0 ? i - 1 : 0, ip = i + 1 < d0 ? i + 1 : d0 - 1;
+  const int jm = j > 0 ? j - 1 : 0, jp = j + 1 < d1 ? j + 1 : d1 - 1;
+  const int lm = l > 0 ? l - 1 : 0, lp = l + 1 < d2 ? l + 1 : d2 - 1;
+  auto at = [&](int a, int b, int c) { return x[(static_cast<int64_t>(a) * d1 + b) * d2 + c]; };
+  const float c = at(i, j, l);
+  float lap;
+  if (planar) {
+    lap = RnSub(RnMul(4.0f, c), at(i, jm, l));
+  } else {
+    lap = RnSub(RnMul(6.0f, c), at(im, j, l));
+    lap = RnSub(lap, at(ip, j, l));
+    lap = RnSub(lap, at(i, jm, l));
+  }
+  lap = RnSub(lap, at(i, jp, l));
+  lap = RnSub(lap, at(i, j, lm));
+  lap = RnSub(lap, at(i, j, lp));
+  return RnAdd(RnMul(lap, strength), c);
+}
+
+AUGMENTD_HD float ClampF(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+// ------------------------------------------------------------------------------------------------------------
+// Rician noise: sqrt((x − m + σ·n_re)² + (σ·n_im)²) + m, then the moments are restored in double.
+AUGMENTD_HD float RicianMagnitude(float x, float mn, float n_re, float n_im, float sigma) {
+  const float re = RnAdd(RnSub(x, mn), RnMul(n_re, sigma));
+  const float im = RnMul(n_im, sigma);
+  return RnAdd(RnSqrt(RnAdd(RnMul(re, re), RnMul(im, im))), mn);
+}
+
+// (r − mean_r) / std_r · std_in + mean_in in double (mean_in where std_r is not > 0).
+AUGMENTD_HD float RicianRescale(float r, const SliceMoments& in, const SliceMoments& rm) {
+  if (!(rm.std > 0)) return static_cast<float>(RnAddD(RnMulD(static_cast<double>(r), 0.0), in.mean));
+  return static_cast<float>(RnAddD(RnMulD((static_cast<double>(r) - rm.mean) / rm.std, in.std), in.mean));
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Local kernels (brightness_gradient_additive, local_gamma): value of the normalised bump at (i, j, l) from the
+// 1D factors, as LocalGaussianKernel: (fl(fl(k0·k1)·k2) − kmn) / top.
+AUGMENTD_HD float LocalKernelValue(float k0, float k1, float k2, float kmn, float top) {
+  const float v = RnSub(RnMul(RnMul(k0, k1), k2), kmn);
+  return top > 0 ? RnDiv(v, top) : v;
+}
+
+// Gradient: x + ((K − mean) if centered) / max_abs · strength.
+AUGMENTD_HD float GradientAdd(float x, float kv, const LocalSlice& p) {
+  if (p.centered) kv = RnSub(kv, p.mean);
+  return RnAdd(x, RnMul(RnDiv(kv, p.max_abs), p.strength));
+}
+
+// Local gamma: n = (x − mn) / r; (n^γ·K + (1 − K)·n)·r + mn.
+AUGMENTD_HD float LocalGammaBlend(float x, float kv, float mn, float r, float gamma) {
+  const float n = RnDiv(RnSub(x, mn), r);
+  const float blended = RnAdd(RnMul(PowF(n, gamma), kv), RnMul(RnSub(1.0f, kv), n));
+  return RnAdd(RnMul(blended, r), mn);
+}
+
+// Host: min and max of fl(fl(a_i·b_j)·c_l) over all i, j, l without the product volume. Rounding is monotone and
+// a product's extremes over a box lie at its corners, so the extremes are those of the corner products, first
+// over (a, b), then with c.
+inline void ProductMinMax(const float* a, int na, const float* b, int nb, const float* c, int nc, float& mn,
+                          float& mx) {
+  auto range = [](const float* v, int n, float& lo, float& hi) {
+    lo = *std::min_element(v, v + n);
+    hi = *std::max_element(v, v + n);
+  };
+  auto corners = [](float alo, float ahi, float blo, float bhi, float& lo, float& hi) {
+    const float p[4] = {alo * blo, alo * bhi, ahi * blo, ahi * bhi};
+    lo = std::min(std::min(p[0], p[1]), std::min(p[2], p[3]));
+    hi = std::max(std::max(p[0], p[1]), std::max(p[2], p[3]));
+  };
+  float alo, ahi, blo, bhi, clo, chi, ablo, abhi;
+  range(a, na, alo, ahi);
+  range(b, nb, blo, bhi);
+  range(c, nc, clo, chi);
+  corners(alo, ahi, blo, bhi, ablo, abhi);
+  corners(ablo, abhi, clo, chi, mn, mx);
+}
+
+// Host: mode-1 normalisation of a bump from its 1D factors (LocalGaussianKernel's min → 0, max → 1): sets
+// s.mode, s.kmn and s.top; returns the raw product's max.
+inline float SetGeneratedRange(const float* f0, int n0, const float* f1, int n1, const float* f2, int n2,
+                               LocalSlice& s) {
+  float mx;
+  ProductMinMax(f0, n0, f1, n1, f2, n2, s.kmn, mx);
+  s.top = mx - s.kmn;
+  s.mode = 1;
+  return mx;
+}
+
+// Host: max|K| of the brightness gradient's kernel K (normalised, minus s.mean when s.centered) as the CPU transform
+// computes it over the volume: K is monotone in the raw product, so its extremes are at the product's min / max.
+inline float GradientMaxAbs(const LocalSlice& s, float raw_max) {
+  float lo = LocalKernelValue(s.kmn, 1.0f, 1.0f, s.kmn, s.top);
+  float hi = LocalKernelValue(raw_max, 1.0f, 1.0f, s.kmn, s.top);
+  if (s.centered) {
+    lo -= s.mean;
+    hi -= s.mean;
+  }
+  return std::max(std::fabs(lo), std::fabs(hi));
+}
+
+}  // namespace augmentd::cuda::da5

@@ -1,0 +1,361 @@
+// Host-only checks (no GPU, no CUDA headers) of da5_math.h — the per-voxel math the DA5 CUDA stages run — against
+// the CPU transforms on small random volumes. The emulations below walk voxels exactly as the kernels index them
+// (median: reflect-padded key tile, window at the output's own position), so a wrong border or origin rule fails.
+#include "augment/kernels/common/da5_math.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "augment/testing/test_util.h"
+#include "augment/transforms/brightness_gradient_additive.h"
+#include "augment/transforms/local_gamma.h"
+#include "augment/transforms/local_kernel.h"
+#include "augment/transforms/median_filter.h"
+#include "augment/transforms/rician_noise.h"
+#include "augment/transforms/sharpening.h"
+#include "gtest/gtest.h"
+
+namespace augmentd::cuda::da5 {
+namespace {
+
+using augmentd::testing::RandomSample;
+
+bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+// Counts voxels whose bits differ (reports the first).
+int64_t BitMismatches(const std::vector<float>& got, const std::vector<float>& want) {
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (SameBits(got[i], want[i])) continue;
+    if (bad++ == 0) ADD_FAILURE() << "voxel " << i << ": " << got[i] << " != " << want[i];
+  }
+  return bad;
+}
+
+// The median kernel on the host: the whole channel as one tile, halo by ReflectIndex, SelectRankKey per voxel.
+std::vector<float> EmulateMedian(const float* x, const int d[3], int k) {
+  const int before = k / 2, h0 = d[0] + k - 1, h1 = d[1] + k - 1, h2 = d[2] + k - 1;
+  std::vector<uint32_t> keys(static_cast<size_t>(h0) * h1 * h2);
+  for (int a = 0; a < h0; ++a)
+    for (int b = 0; b < h1; ++b)
+      for (int c = 0; c < h2; ++c) {
+        const int i = ReflectIndex(a - before, d[0]), j = ReflectIndex(b - before, d[1]);
+        const int l = ReflectIndex(c - before, d[2]);
+        keys[(static_cast<size_t>(a) * h1 + b) * h2 + c] = OrderedKey(x[(i * d[1] + j) * d[2] + l]);
+      }
+  std::vector<float> out(static_cast<size_t>(d[0]) * d[1] * d[2]);
+  for (int i = 0; i < d[0]; ++i)
+    for (int j = 0; j < d[1]; ++j)
+      for (int l = 0; l < d[2]; ++l) {
+        const Window3 w{&keys[(static_cast<size_t>(i) * h1 + j) * h2 + l], k, h1 * h2, h2};
+        out[(i * d[1] + j) * d[2] + l] = KeyToFloat(SelectRankKey(w, static_cast<uint32_t>(k * k * k / 2)));
+      }
+  return out;
+}
+
+TEST(Da5Math, OrderedKeysSortLikeFloats) {
+  const float v[] = {-3.5f, -1e-30f, 0.0f, 1e-30f, 2.0f, 7.25f, 1e30f};
+  for (size_t i = 0; i + 1 < std::size(v); ++i) {
+    EXPECT_LT(OrderedKey(v[i]), OrderedKey(v[i + 1]));
+    EXPECT_TRUE(SameBits(KeyToFloat(OrderedKey(v[i])), v[i]));
+  }
+}
+
+// A random 2-channel sample; `quantised`: many ties, so the rank rule matters (+ 0.0f: no −0, whose order against
+// +0 is arbitrary).
+SampleData MedianInput(const std::vector<int64_t>& shape, bool quantised, uint32_t seed) {
+  SampleData s = RandomSample(2, shape, 0, 0, 0, seed);
+  if (quantised)
+    for (float& v : s.image) v = std::round(v) + 0.0f;
+  return s;
+}
+
+// The CPU transform's median (size k) of both channels of `s`, in place.
+void CpuMedian(SampleData& s, int64_t k) {
+  auto t = MedianFilterTransform::Create({{k, k}, true, 0, 1});
+  ASSERT_TRUE(t.ok());
+  MedianFilterParams p;
+  p.filter_sizes = {k, k};
+  p.apply_channel = {true, true};
+  ASSERT_TRUE((*t)->Apply(p, s).ok());
+}
+
+TEST(Da5Math, MedianEqualsCpuTransformBitForBit) {
+  const std::vector<std::vector<int64_t>> shapes = {{5, 6, 7}, {2, 3, 9}, {1, 4, 5}, {9, 8, 3}};
+  for (const auto& shape : shapes)
+    for (int k = 2; k <= 7; ++k)
+      for (bool quantised : {false, true}) {
+        SampleData s = MedianInput(shape, quantised, 100 * k + static_cast<uint32_t>(shape[0]));
+        const int d[3] = {static_cast<int>(shape[0]), static_cast<int>(shape[1]), static_cast<int>(shape[2])};
+        const int64_t n = s.voxels();
+        std::vector<float> want;
+        for (int c = 0; c < 2; ++c) {
+          const auto e = EmulateMedian(s.image.data() + c * n, d, k);
+          want.insert(want.end(), e.begin(), e.end());
+        }
+        CpuMedian(s, k);
+        EXPECT_EQ(BitMismatches(want, s.image), 0) << "k=" << k << " shape " << d[0] << "x" << d[1] << "x" << d[2];
+      }
+}
+
+// The CPU transform's sharpening of both channels of `s` (strengths 0.37 / 0.91, clamped or not), in place.
+SharpeningParams CpuSharpen(SampleData& s, bool clamp) {
+  auto t = SharpeningTransform::Create({RandomScalar::Constant(0.7), 0, 1, 0});
+  EXPECT_TRUE(t.ok());
+  SharpeningParams p;
+  p.strengths = {0.37, 0.91};
+  p.clamp_intensities = {clamp, clamp};
+  p.apply_channel = {true, true};
+  EXPECT_TRUE(t.ok() && (*t)->Apply(p, s).ok());
+  return p;
+}
+
+TEST(Da5Math, SharpenEqualsCpuTransformBitForBit) {
+  for (bool clamp : {false, true}) {
+    SampleData s = RandomSample(2, {6, 5, 7}, 0, 0, 0, clamp ? 3 : 4);
+    const SampleData in = s;
+    const SharpeningParams p = CpuSharpen(s, clamp);
+    const int64_t n = in.voxels();
+    std::vector<float> want(in.image.size());
+    for (int c = 0; c < 2; ++c) {
+      const float* x = in.image.data() + c * n;
+      const float lo = *std::min_element(x, x + n), hi = *std::max_element(x, x + n);
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 5; ++j)
+          for (int l = 0; l < 7; ++l) {
+            float v = SharpenAt(x, 6, 5, 7, i, j, l, static_cast<float>(p.strengths[c]));
+            if (clamp) v = ClampF(v, lo, hi);
+            want[c * n + (i * 5 + j) * 7 + l] = v;
+          }
+    }
+    EXPECT_EQ(BitMismatches(want, s.image), 0);
+  }
+}
+
+// The planar median kernel (d0 = 1) on the host: k×k windows of the reflect-padded plane.
+std::vector<float> EmulatePlanarMedian(const float* x, int d1, int d2, int k) {
+  const int before = k / 2, h1 = d1 + k - 1, h2 = d2 + k - 1;
+  std::vector<uint32_t> keys(static_cast<size_t>(h1) * h2);
+  for (int b = 0; b < h1; ++b)
+    for (int c = 0; c < h2; ++c)
+      keys[static_cast<size_t>(b) * h2 + c] =
+          OrderedKey(x[ReflectIndex(b - before, d1) * d2 + ReflectIndex(c - before, d2)]);
+  std::vector<float> out(static_cast<size_t>(d1) * d2);
+  for (int j = 0; j < d1; ++j)
+    for (int l = 0; l < d2; ++l) {
+      const Window2 w{&keys[static_cast<size_t>(j) * h2 + l], k, h2};
+      out[j * d2 + l] = KeyToFloat(SelectRankKey(w, static_cast<uint32_t>(k * k / 2)));
+    }
+  return out;
+}
+
+// 2D samples run as (1, X, Y): the planar path and the k³ path on the unit axis both equal the CPU's 2D median.
+TEST(Da5Math, PlanarMedianEqualsCpu2dTransformBitForBit) {
+  const std::vector<std::vector<int64_t>> shapes = {{6, 7}, {1, 5}, {9, 4}, {17, 3}};
+  for (const auto& shape : shapes)
+    for (int k = 2; k <= 9; ++k)
+      for (bool quantised : {false, true}) {
+        SampleData s = MedianInput(shape, quantised, 1000 * k + static_cast<uint32_t>(shape[0]));
+        const int d[3] = {1, static_cast<int>(shape[0]), static_cast<int>(shape[1])};
+        const int64_t n = s.voxels();
+        std::vector<float> planar, cube;
+        for (int c = 0; c < 2; ++c) {
+          const auto p = EmulatePlanarMedian(s.image.data() + c * n, d[1], d[2], k);
+          const auto e = EmulateMedian(s.image.data() + c * n, d, k);
+          planar.insert(planar.end(), p.begin(), p.end());
+          cube.insert(cube.end(), e.begin(), e.end());
+        }
+        CpuMedian(s, k);
+        EXPECT_EQ(BitMismatches(planar, s.image), 0) << "planar k=" << k << " shape " << d[1] << "x" << d[2];
+        EXPECT_EQ(BitMismatches(cube, s.image), 0) << "k^3 k=" << k << " shape " << d[1] << "x" << d[2];
+      }
+}
+
+// The planar form equals the CPU's 2D sharpening; the 3D form on the unit axis does not (why 2D needs it).
+TEST(Da5Math, PlanarSharpenEqualsCpu2dTransformBitForBit) {
+  for (bool clamp : {false, true}) {
+    SampleData s = RandomSample(2, {9, 7}, 0, 0, 0, clamp ? 5 : 6);
+    const SampleData in = s;
+    const SharpeningParams p = CpuSharpen(s, clamp);
+    const int64_t n = in.voxels();
+    std::vector<float> want(in.image.size()), cube(in.image.size());
+    for (int c = 0; c < 2; ++c) {
+      const float* x = in.image.data() + c * n;
+      const float lo = *std::min_element(x, x + n), hi = *std::max_element(x, x + n);
+      for (int j = 0; j < 9; ++j)
+        for (int l = 0; l < 7; ++l) {
+          const float st = static_cast<float>(p.strengths[c]);
+          float v = SharpenAt(x, 1, 9, 7, 0, j, l, st, true), u = SharpenAt(x, 1, 9, 7, 0, j, l, st);
+          if (clamp) {
+            v = ClampF(v, lo, hi);
+            u = ClampF(u, lo, hi);
+          }
+          want[c * n + j * 7 + l] = v;
+          cube[c * n + j * 7 + l] = u;
+        }
+    }
+    EXPECT_EQ(BitMismatches(want, s.image), 0);
+    int64_t differ = 0;
+    for (size_t i = 0; i < cube.size(); ++i) differ += !SameBits(cube[i], s.image[i]);
+    EXPECT_GT(differ, 0) << "the 3D form on a unit axis happened to match: the test input is too tame";
+  }
+}
+
+// The moments the GPU computes (shifted one-pass sums in double), sequentially.
+SliceMoments HostMoments(const float* x, int64_t n) {
+  MomentsPartial p{0, 0, INFINITY, -INFINITY};
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(x[i]) - x[0];
+    p.s += d;
+    p.q += d * d;
+    p.mn = std::min(p.mn, x[i]);
+    p.mx = std::max(p.mx, x[i]);
+  }
+  return FinalizeMoments(x[0], p, n);
+}
+
+TEST(Da5Math, RicianMatchesCpuTransform) {
+  SampleData s = RandomSample(2, {7, 6, 5}, 0, 0, 0, 9);
+  std::vector<float> x = s.image;
+  auto t = RicianNoiseTransform::Create({{0.0, 0.1}});
+  ASSERT_TRUE(t.ok());
+  RicianNoiseParams p;
+  p.variance = 0.8;  // large, so the noise dominates and a wrong field shows
+  p.seed = 77;
+  p.sample_index = 3;
+  p.transform_index = 5;
+  p.key_given = true;
+  ASSERT_TRUE((*t)->Apply(p, s).ok());
+  const int64_t n = static_cast<int64_t>(x.size());
+  const SliceMoments in = HostMoments(x.data(), n);
+  const StreamKey re = MakeStreamKey(77, 3, 5, 1), im = MakeStreamKey(77, 3, 5, 2);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = RicianMagnitude(x[i], in.mn, NormalAt(re, static_cast<uint64_t>(i)), NormalAt(im, static_cast<uint64_t>(i)),
+                           0.8f);
+  const SliceMoments r = HostMoments(x.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = RicianRescale(x[i], in, r);
+    ASSERT_NEAR(v, s.image[i], 4e-7 * (1 + std::fabs(s.image[i]))) << "voxel " << i;
+  }
+}
+
+// Factors, range and (gradient) max|K| of one drawn kernel, as the stages pack them.
+struct Packed {
+  std::vector<float> f[3];
+  LocalSlice s;
+  float raw_max = 0;
+};
+Packed Pack(const LocalKernelSpec& spec, const std::vector<int64_t>& shape) {
+  Packed k;
+  for (int d = 0; d < 3; ++d) k.f[d] = transforms_internal::LocalGaussianAxis(shape[d], spec.loc_px[d], spec.scale[d]);
+  k.raw_max = SetGeneratedRange(k.f[0].data(), static_cast<int>(shape[0]), k.f[1].data(), static_cast<int>(shape[1]),
+                                k.f[2].data(), static_cast<int>(shape[2]), k.s);
+  return k;
+}
+
+std::vector<LocalKernelSpec> Specs(const std::vector<int64_t>& shape) {
+  std::mt19937 gen(5);
+  std::vector<LocalKernelSpec> specs;
+  for (int r = 0; r < 12; ++r) {
+    LocalKernelSpec s;
+    for (int64_t n : shape) {
+      const double a = static_cast<double>(n);
+      s.loc_px.push_back(std::uniform_real_distribution<double>(-0.5, 1.5)(gen) * a);
+      s.scale.push_back(std::exp(
+          std::uniform_real_distribution<double>(std::log(std::max(1.0, std::floor(a / 6))), std::log(a))(gen)));
+    }
+    s.factor = r % 2 ? 3.5 : -2.25;
+    specs.push_back(s);
+  }
+  LocalKernelSpec far;  // far outside: every factor underflows to 0, a degenerate kernel
+  far.loc_px = {-4000, -4000, -4000};
+  far.scale = {0.5, 0.5, 0.5};
+  far.factor = 2;
+  specs.push_back(far);
+  return specs;
+}
+
+TEST(Da5Math, LocalKernelValuesEqualLocalGaussianKernel) {
+  const std::vector<int64_t> shape = {9, 7, 11};
+  for (const LocalKernelSpec& spec : Specs(shape)) {
+    std::vector<float> want(9 * 7 * 11);
+    transforms_internal::LocalGaussianKernel(shape, spec.loc_px, spec.scale, want.data());
+    const Packed k = Pack(spec, shape);
+    std::vector<float> got;
+    for (int i = 0; i < 9; ++i)
+      for (int j = 0; j < 7; ++j)
+        for (int l = 0; l < 11; ++l) got.push_back(LocalKernelValue(k.f[0][i], k.f[1][j], k.f[2][l], k.s.kmn, k.s.top));
+    EXPECT_EQ(BitMismatches(got, want), 0);
+  }
+}
+
+TEST(Da5Math, GradientEqualsCpuTransformBitForBit) {
+  const std::vector<int64_t> shape = {8, 5, 9};
+  for (bool centered : {false, true})
+    for (const LocalKernelSpec& spec : Specs(shape)) {
+      BrightnessGradientAdditiveConfig cfg;
+      cfg.mean_centered = centered;
+      auto t = BrightnessGradientAdditiveTransform::Create(cfg);
+      ASSERT_TRUE(t.ok());
+      SampleData s = RandomSample(1, shape, 0, 0, 0, 21);
+      std::vector<float> want = s.image;
+      BrightnessGradientAdditiveParams p;
+      p.specs = {spec};
+      p.dense.resize(1);
+      ASSERT_TRUE((*t)->Apply(p, s).ok());
+      Packed k = Pack(spec, shape);
+      k.s.centered = centered;
+      if (centered) {
+        std::vector<float> vol(want.size());
+        transforms_internal::LocalGaussianKernel(shape, spec.loc_px, spec.scale, vol.data());
+        double sum = 0;
+        for (float v : vol) sum += v;
+        k.s.mean = static_cast<float>(sum / static_cast<double>(vol.size()));
+      }
+      k.s.max_abs = GradientMaxAbs(k.s, k.raw_max);
+      k.s.strength = static_cast<float>(spec.factor);
+      if (static_cast<double>(k.s.max_abs) >= 1e-8) {
+        for (int i = 0; i < 8; ++i)
+          for (int j = 0; j < 5; ++j)
+            for (int l = 0; l < 9; ++l) {
+              float& x = want[(i * 5 + j) * 9 + l];
+              x = GradientAdd(x, LocalKernelValue(k.f[0][i], k.f[1][j], k.f[2][l], k.s.kmn, k.s.top), k.s);
+            }
+      }
+      EXPECT_EQ(BitMismatches(want, s.image), 0) << "centered " << centered;
+    }
+}
+
+TEST(Da5Math, LocalGammaEqualsCpuTransformOnTheHost) {
+  const std::vector<int64_t> shape = {7, 9, 6};
+  int spec_index = 0;
+  for (const LocalKernelSpec& spec : Specs(shape)) {
+    const double gamma = spec_index++ % 2 ? 0.3 : 2.7;
+    auto t = LocalGammaTransform::Create({});
+    ASSERT_TRUE(t.ok());
+    SampleData s = RandomSample(1, shape, 0, 0, 0, 31);
+    std::vector<float> want = s.image;
+    LocalGammaParams p;
+    p.specs = {spec};
+    p.dense.resize(1);
+    p.gammas = {gamma};
+    ASSERT_TRUE((*t)->Apply(p, s).ok());
+    const Packed k = Pack(spec, shape);
+    const float mn = *std::min_element(want.begin(), want.end()), mx = *std::max_element(want.begin(), want.end());
+    const float r = std::max(mx - mn, 1e-8f);
+    for (int i = 0; i < 7; ++i)
+      for (int j = 0; j < 9; ++j)
+        for (int l = 0; l < 6; ++l) {
+          float& x = want[(i * 9 + j) * 6 + l];
+          x = LocalGammaBlend(x, LocalKernelValue(k.f[0][i], k.f[1][j], k.f[2][l], k.s.kmn, k.s.top), mn, r,
+                              static_cast<float>(gamma));
+        }
+    EXPECT_EQ(BitMismatches(want, s.image), 0);
+  }
+}
+
+}  // namespace
+}  // namespace augmentd::cuda::da5

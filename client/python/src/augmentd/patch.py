@@ -1,0 +1,406 @@
+"""Patch mode for a trainer on the same host: ``PatchAugmenter`` hands patches to augmentd through the session's
+server-owned input slots and gets each batch back through its output slots, over one ``StreamPatches`` stream.
+
+    with augmentd.Client("unix:///tmp/augmentd.sock") as client:
+        config = augmentd.patch_session_config((128, 128, 128), batch_size=2, device="cuda:0",
+                                               deep_supervision_scales=[[1, 1, 1], [.5, .5, .5]])
+        with augmentd.PatchAugmenter(client, config) as aug:
+            image, targets = aug(image, seg)          # torch CUDA tensors in and out on cuda:0, no host copy
+            ticket = aug.submit(image2, seg2)         # overlap: augmented while the trainer computes
+            ...; image2, targets2 = aug.result(ticket)
+
+Where the bytes go. A CUDA session: the input slots are device memory of the server (cudaMalloc'd, exported once
+with cudaIpcGetMemHandle and opened here once); ``submit`` copies the caller's tensors into a free slot on the
+current torch stream (a device-to-device copy, or host-to-device for host tensors), synchronises that stream and
+sends the slot's lease; the kernels read the slot and write the batch into an output slot that ``result`` returns
+as torch views (CUDA IPC delivery). A CPU session: the same with host shared-memory slots and CPU tensors. With
+``inline=True`` (or a server on another host) the patches travel as message bytes instead.
+
+Lifetime: the tensors ``result`` returns view an output slot; it goes back to the server when ``hold`` later results
+have been taken (default 1: the next ``result`` / call) or the augmenter closes — ``.clone()`` what must live
+longer, use ``result(..., copy=True)``, or take a larger ``hold`` (e.g. one per thread that uses results at once).
+
+Thread-safety: ``submit``, ``result`` and ``__call__`` may be used from several threads; requests are sent and
+answered in ``submit`` order. At most ``depth`` batches are submitted and not yet taken; a further ``submit``
+waits for a ``result`` (of any thread). Errors of the server (bad input, closed session) are raised by ``result``
+as ``AugmentdError`` naming the field; client-side checks (a tensor on another GPU, one that does not fit its
+slot) raise ``ValueError`` before anything is sent.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import queue
+import threading
+from typing import List, Optional, Tuple
+
+import grpc
+import numpy as np
+
+from augmentd.v1 import batch_pb2, server_info_pb2, session_pb2, tensor_pb2
+
+from .sessions import AugmentdError, Batch, Session
+from .slots import HostShmMemory
+from .tensors import _FROM_NUMPY, from_numpy, numpy_dtype
+from .wire import DecodedResponse
+
+_END = object()
+_HOST_SHM = server_info_pb2.DELIVERY_KIND_HOST_SHM
+_CUDA_IPC = server_info_pb2.DELIVERY_KIND_CUDA_IPC
+_INLINE = server_info_pb2.DELIVERY_KIND_INLINE
+
+
+def _align256(n: int) -> int:
+    return (n + 255) & ~255
+
+
+class PatchFuture:
+    """One submitted batch: ``PatchAugmenter.result(future)`` (or ``future.result()``) waits for it."""
+
+    __slots__ = ("batch_index", "_augmenter", "_done", "_batch", "_error", "taken")
+
+    def __init__(self, augmenter: "PatchAugmenter", batch_index: int):
+        self.batch_index = batch_index
+        self._augmenter = augmenter
+        self._done = threading.Event()
+        self._batch: Optional[Batch] = None
+        self._error: Optional[BaseException] = None
+        self.taken = False
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self, timeout: Optional[float] = None, copy: bool = False):
+        return self._augmenter.result(self, timeout=timeout, copy=copy)
+
+    def _set(self, batch=None, error=None) -> None:
+        self._batch, self._error = batch, error
+        self._done.set()
+
+
+class _InputSlot:
+    """One server input slot opened in this process: host shm (numpy views) or CUDA IPC (torch views)."""
+
+    def __init__(self, slot: session_pb2.OutputSlot):
+        self.kind = slot.WhichOneof("region")
+        region = getattr(slot, self.kind)
+        self.name = region.name
+        self.byte_size = region.byte_size
+        if self.kind == "host_shm":
+            self.memory = HostShmMemory(region.key, region.offset, region.byte_size)
+        else:
+            from .cuda_ipc import CudaIpcMemory
+
+            self.memory = CudaIpcMemory(region.mem_handle, region.byte_size, region.device_uuid)
+        self._views = {}
+
+    def view(self, offset: int, shape, dtype):
+        """A writable view (numpy for host shm, torch CUDA for CUDA IPC), made once per layout."""
+        key = (offset, tuple(shape), np.dtype(dtype).str)
+        out = self._views.get(key)
+        if out is None:
+            if self.kind == "host_shm":
+                out = self.memory.array(offset, shape, dtype)
+            else:
+                out = self.memory.tensor(offset, shape, dtype)
+            self._views[key] = out
+        return out
+
+    def close(self) -> None:
+        self._views.clear()
+        self.memory.close()
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "device")
+
+
+class PatchAugmenter:
+    """Patch-mode augmentation through augmentd for a process on the server's host (see the module docstring).
+
+    ``client``: an ``augmentd.Client``. ``config``: a patch-mode ``SessionConfig`` (``patch_session_config``); the
+    augmenter opens the session from it — choosing the delivery (CUDA IPC on a CUDA session, host shm on the CPU;
+    inline with ``inline=True``), ``depth`` input slots and ``depth + hold`` output slots — and closes it on
+    ``close()``. ``depth``: batches that may be submitted and not yet taken (the server augments them while the
+    trainer computes). ``start_batch_index``: the batch index of the first ``submit`` (each later one + 1;
+    ``submit(..., batch_index=i)`` picks one: replaying an index reproduces its batch)."""
+
+    def __init__(self, client, config: session_pb2.SessionConfig, depth: int = 2, hold: int = 1,
+                 inline: bool = False, start_batch_index: int = 0, timeout: Optional[float] = None):
+        if depth < 1 or hold < 0:
+            raise ValueError("depth must be >= 1 and hold >= 0")
+        if config.WhichOneof("mode") != "patch":
+            raise ValueError("PatchAugmenter needs a patch-mode SessionConfig (augmentd.patch_session_config)")
+        self.client = client
+        self.depth, self.hold, self.inline = depth, hold, inline
+        cfg = session_pb2.SessionConfig()
+        cfg.CopyFrom(config)
+        cfg.prefetch_depth = depth + hold
+        if not inline:
+            cfg.patch.input_slots = depth
+        self._requested_delivery = cfg.delivery
+        cuda_requested = cfg.device.startswith("cuda") or cfg.device.startswith("GPU-")
+        chosen = cfg.delivery == server_info_pb2.DELIVERY_KIND_UNSPECIFIED
+        if chosen:
+            cfg.delivery = _INLINE if inline else (_CUDA_IPC if cuda_requested else _HOST_SHM)
+        try:
+            self.session: Session = client.open_session(cfg)
+        except AugmentdError as err:
+            # The server runs this pipeline on its CPU engine (no CUDA coverage): host shared memory instead.
+            if not (chosen and cfg.delivery == _CUDA_IPC and err.code == grpc.StatusCode.INVALID_ARGUMENT
+                    and "CUDA" in err.details):
+                raise
+            cfg.delivery = _HOST_SHM
+            cfg.patch.input_slot_kind = _HOST_SHM
+            self.session = client.open_session(cfg)
+        self._inputs: List[_InputSlot] = []
+        self._call = None
+        self._reader = None
+        try:
+            self._setup(start_batch_index, timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup(self, start_batch_index: int, timeout: Optional[float]) -> None:
+        response = self.session.response
+        # This process's name of the session's device ("cpu" or "cuda:N"): by UUID, ordinals differ between processes.
+        self.device = "cpu"
+        if response.device.name.startswith("cuda"):
+            from .cuda_ipc import device_index_for_uuid
+
+            index = device_index_for_uuid(response.device.uuid) if response.device.uuid else response.device.index
+            self.device = f"cuda:{index}"
+        cfg = self.session.config
+        self.batch_size = cfg.batch_size
+        self.patch_size = list(response.initial_patch_size)
+        self.image_channels = cfg.patch.num_image_channels or 1
+        self.seg_channels = cfg.patch.num_segmentation_channels or 1
+        self.image_dtype = numpy_dtype(cfg.patch.input_image_dtype or tensor_pb2.DTYPE_FLOAT32)
+        self.label_dtype = numpy_dtype(cfg.patch.input_label_dtype or tensor_pb2.DTYPE_INT16)
+        self._image_proto_dtype = _FROM_NUMPY[np.dtype(self.image_dtype)]
+        self._label_proto_dtype = _FROM_NUMPY[np.dtype(self.label_dtype)]
+        for slot in response.input_slots:
+            self._inputs.append(_InputSlot(slot))
+        self._free: "queue.Queue" = queue.Queue()          # (slot index, SlotLease) the client may write
+        self._room = threading.Semaphore(self.depth)        # submitted and not yet taken
+        self._submit_lock = threading.Lock()                # request order = pending order
+        self._take_lock = threading.Lock()                  # hold / credits bookkeeping
+        self._pending: "collections.deque[PatchFuture]" = collections.deque()
+        self._held: "collections.deque[Batch]" = collections.deque()
+        self._indices = itertools.count(start_batch_index)
+        self._requests: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._failure: Optional[BaseException] = None
+        self._closed = False
+        start = batch_pb2.StreamStart(session_id=self.session.session_id, initial_credits=self.depth)
+        token = getattr(self.session.response, "session_token", "")  # a server with session credentials
+        if token and "session_token" in start.DESCRIPTOR.fields_by_name:
+            start.session_token = token
+        self._requests.put(batch_pb2.StreamBatchesRequest(start=start))
+        stub = self.client.stub
+        self._call = getattr(stub, "StreamPatchesDecoded", stub.StreamPatches)(self._request_iter(), timeout=timeout)
+        self._reader = threading.Thread(target=self._read, name=f"augmentd-patch-{self.session.session_id}",
+                                        daemon=True)
+        self._reader.start()
+
+    # ---- stream plumbing ----
+    def _request_iter(self):
+        while True:
+            item = self._requests.get()
+            if item is _END:
+                return
+            yield item
+
+    def _read(self) -> None:
+        error: Optional[BaseException] = None
+        try:
+            for response in self._call:
+                inline = None
+                if isinstance(response, DecodedResponse):
+                    response, inline = response.message, response.inline
+                which = response.WhichOneof("msg")
+                if which == "input_slots":
+                    for lease in response.input_slots.leases:
+                        self._free.put((lease.slot, lease))
+                elif which == "batch":
+                    batch = Batch(response.batch, self.session.slots, None, inline)
+                    if response.batch.HasField("input_lease"):
+                        lease = response.batch.input_lease
+                        self._free.put((lease.slot, lease))
+                    future = self._pending.popleft()
+                    future._set(batch=batch)
+                elif which == "end":
+                    break
+        except grpc.RpcError as err:
+            error = AugmentdError.from_rpc_error(err, "StreamPatches")
+        except BaseException as err:  # noqa: BLE001 (handed to the waiting callers)
+            error = err
+        self._failure = error or AugmentdError(grpc.StatusCode.CANCELLED, "the patch stream ended", "StreamPatches")
+        while self._pending:
+            self._pending.popleft()._set(error=self._failure)
+        for _ in range(max(1, len(self._inputs))):
+            self._free.put(None)  # wakes submitters waiting for an input slot
+
+    # ---- the API ----
+    def _check(self, x, name: str, channels: int):
+        shape = tuple(int(d) for d in x.shape)
+        expected = (channels, *self.patch_size)
+        if len(shape) != 2 + len(self.patch_size) or shape[1:] != expected or not 1 <= shape[0] <= self.batch_size:
+            raise ValueError(f"{name}: shape {shape} does not fit the session's input (B <= {self.batch_size}, "
+                             f"{', '.join(str(d) for d in expected)})")
+        if _is_torch(x):
+            dev = str(x.device)
+            if x.is_cuda and (self.device == "cpu" or dev != self.device):
+                raise ValueError(f"{name}: tensor is on {dev}, but the session runs on {self.device}")
+            if not x.is_cuda and x.device.type != "cpu":
+                raise ValueError(f"{name}: tensor is on {dev}, but the session runs on {self.device}")
+        return shape
+
+    def submit(self, image, segmentation, batch_index: Optional[int] = None) -> PatchFuture:
+        """Sends one batch of (B, C, *initial_patch) ``image`` and (B, S, *initial_patch) ``segmentation`` (torch
+        tensors on the session's device or the host, or numpy arrays); returns a ``PatchFuture``. Waits while
+        ``depth`` batches are outstanding or no input slot is free."""
+        if self._closed:
+            raise RuntimeError("the PatchAugmenter is closed")
+        ishape = self._check(image, "image", self.image_channels)
+        sshape = self._check(segmentation, "segmentation", self.seg_channels)
+        if sshape[0] != ishape[0]:
+            raise ValueError(f"segmentation: batch {sshape[0]} differs from image batch {ishape[0]}")
+        self._room.acquire()
+        try:
+            with self._submit_lock:
+                if self._failure is not None:
+                    raise self._failure
+                index = next(self._indices) if batch_index is None else batch_index
+                request = batch_pb2.AugmentRequest(session_id=self.session.session_id, batch_index=index)
+                if self._inputs:
+                    item = self._free.get()
+                    if item is None:
+                        raise self._failure or RuntimeError("the patch stream ended")
+                    self._fill(item, image, segmentation, ishape, sshape, request)
+                else:
+                    request.image.CopyFrom(from_numpy(self._host(image, self.image_dtype), "image"))
+                    request.segmentation.CopyFrom(from_numpy(self._host(segmentation, self.label_dtype),
+                                                             "segmentation"))
+                future = PatchFuture(self, index)
+                self._pending.append(future)
+                self._requests.put(batch_pb2.StreamBatchesRequest(patches=request))
+                return future
+        except BaseException:
+            self._room.release()
+            raise
+
+    @staticmethod
+    def _host(x, dtype) -> np.ndarray:
+        if _is_torch(x):
+            x = x.detach().cpu().numpy()
+        return np.ascontiguousarray(x, dtype=dtype)
+
+    def _fill(self, item, image, seg, ishape, sshape, request) -> None:
+        index, lease = item
+        slot = self._inputs[index]
+        ibytes = int(np.prod(ishape)) * np.dtype(self.image_dtype).itemsize
+        soff = _align256(ibytes)
+        sbytes = int(np.prod(sshape)) * np.dtype(self.label_dtype).itemsize
+        if soff + sbytes > slot.byte_size:
+            self._free.put(item)
+            raise ValueError(f"image/segmentation: {soff + sbytes} bytes do not fit input slot {slot.name!r} of "
+                             f"{slot.byte_size} bytes")
+        iview = slot.view(0, ishape, self.image_dtype)
+        sview = slot.view(soff, sshape, self.label_dtype)
+        if slot.kind == "cuda_ipc":
+            import torch
+
+            with torch.cuda.device(slot.memory.device):
+                iview.copy_(image if _is_torch(image) else torch.from_numpy(np.asarray(image)))
+                sview.copy_(seg if _is_torch(seg) else torch.from_numpy(np.asarray(seg)))
+                # The server reads the slot on its own stream: the copies must be finished when the lease arrives.
+                torch.cuda.current_stream(slot.memory.device).synchronize()
+            ref = "cuda_ipc"
+        else:
+            np.copyto(iview, self._host(image, self.image_dtype) if _is_torch(image) else image, casting="unsafe")
+            np.copyto(sview, self._host(seg, self.label_dtype) if _is_torch(seg) else seg, casting="unsafe")
+            ref = "host_shm"
+        request.input_slot.CopyFrom(lease)
+        for t, name, shape, dtype, off, nbytes in ((request.image, "image", ishape, self._image_proto_dtype, 0, ibytes),
+                                                   (request.segmentation, "segmentation", sshape,
+                                                    self._label_proto_dtype, soff, sbytes)):
+            t.name, t.dtype = name, dtype
+            t.shape.extend(shape)
+            r = getattr(t, ref)
+            r.region, r.offset, r.byte_size = slot.name, off, nbytes
+
+    def result(self, future: PatchFuture, timeout: Optional[float] = None,
+               copy: bool = False) -> Tuple[object, List[object]]:
+        """(image, [targets]) of a submitted batch as torch tensors — on the session's GPU with CUDA IPC delivery (the
+        default on a CUDA session), host tensors with host shm / inline delivery — viewing the output slot (see the
+        lifetime rule of the module docstring), or clones of them with ``copy=True`` (the slot goes back at once). Raises
+        ``AugmentdError`` when the server refused the batch (naming the field) or the stream ended."""
+        if future.taken:
+            raise ValueError(f"the result of batch {future.batch_index} was already taken")
+        if not future._done.wait(timeout):
+            raise TimeoutError(f"batch {future.batch_index} not ready after {timeout} s")
+        future.taken = True
+        self._room.release()
+        if future._error is not None:
+            raise future._error
+        batch = future._batch
+        image, targets = batch.torch()  # CUDA_IPC: on the session's GPU; HOST_SHM / INLINE: host tensors
+        if copy:
+            image, targets = image.clone(), [t.clone() for t in targets]
+        releases = []
+        with self._take_lock:
+            if batch.lease is not None:
+                if copy:
+                    batch.released = True
+                    releases.append(batch.lease)
+                else:
+                    self._held.append(batch)
+                while len(self._held) > self.hold:
+                    old = self._held.popleft()
+                    old.released = True
+                    releases.append(old.lease)
+            if not self._closed:
+                self._requests.put(batch_pb2.StreamBatchesRequest(
+                    credit=batch_pb2.Credit(credits=1, releases=releases)))
+        return image, targets
+
+    def __call__(self, image, segmentation, batch_index: Optional[int] = None):
+        """``result(submit(image, segmentation))``: the augmented (image, [targets])."""
+        return self.result(self.submit(image, segmentation, batch_index))
+
+    @property
+    def input_slots(self) -> int:
+        return len(self._inputs)
+
+    def close(self):
+        """Ends the stream (every held slot goes back) and closes the session; returns its final SessionStats (None
+        when it was closed already). Views of slots must not be used afterwards."""
+        self._closed = True
+        if self._call is not None:
+            self._requests.put(_END)
+            self._call.cancel()
+            self._reader.join(timeout=10)
+            self._call = None
+        if hasattr(self, "_held"):
+            self._held.clear()
+        for slot in self._inputs:
+            slot.close()
+        self._inputs = []
+        stats = None
+        if self.session is not None:
+            try:
+                stats = self.client.close_session(self.session)
+            except AugmentdError:
+                pass  # already closed (e.g. the server drained)
+            self.session = None
+        return stats
+
+    def __enter__(self) -> "PatchAugmenter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+__all__ = ["PatchAugmenter", "PatchFuture"]

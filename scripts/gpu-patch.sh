@@ -1,0 +1,51 @@
+#!/bin/bash
+# scripts/gpu-patch.sh — issue 22 on the GPU machine (run from the repository root there): builds augmentd into
+# build-gpu/ (git-ignored; a warm machine reuses it), runs the patch-mode tests (input slot unit tests, the CPU
+# StreamPatches suite and tests/python/test_patch_gpu.py: CUDA slots equal inline, PatchAugmenter CUDA round trip,
+# 1,000 calls at the GPU-memory / /dev/shm baseline), then bench/patch_bench.py (CUDA IPC B=2 128³ and B=1 256³,
+# overlapped, host shm, inline, and the unary Augment baseline in the same run). Each step is bounded in time.
+# Writes $OUT/patch-gpu.md (the table), $OUT/figures.jsonl (issue 22's metric names) and $OUT/logs.tar.gz.
+# Knobs: BUILD_TIMEOUT (300 s), ITERS (100), SKIP_TESTS=1, SKIP_BENCH=1, BENCH_CASES (all).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-/tmp/gpu-patch}
+mkdir -p "$OUT"
+START=$(date +%s)
+say() { echo "[gpu-patch $(( $(date +%s) - START ))s] $*"; }
+source .device-kit/kit-env.sh
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader | tee "$OUT/gpu.txt"
+BUILD=build-gpu
+ZLIB_ARGS=()
+[ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
+cmake -S . -B $BUILD $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DAUGMENTD_PYTHON="$(command -v python3)" "${ZLIB_ARGS[@]}" >"$OUT/build.log" 2>&1 \
+  || { echo "configure failed"; tail -30 "$OUT/build.log"; exit 1; }
+if ! timeout "${BUILD_TIMEOUT:-300}" ninja -C $BUILD -j16 -k 0 augmentd augmentd_server_test >>"$OUT/build.log" 2>&1; then
+  echo "BUILD FAILURES or timeout:"; grep -E "^FAILED|error:" "$OUT/build.log" | head -20; tail -2 "$OUT/build.log"
+fi
+say "built"
+export AUGMENTD_BIN=$PWD/$BUILD/server/augmentd AUGMENTD_BUILD_DIR=$PWD/$BUILD
+UNIT_RC=skipped; PY_RC=skipped; GPU_RC=skipped; BENCH_RC=skipped
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  timeout 60 $BUILD/server/augmentd_server_test --gtest_filter='InputSlots*:SlotRing*' >"$OUT/unit.log" 2>&1
+  UNIT_RC=$?; tail -1 "$OUT/unit.log"
+  timeout 180 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_patch_stream.py >"$OUT/pytest-cpu.log" 2>&1
+  PY_RC=$?; tail -2 "$OUT/pytest-cpu.log"
+  timeout 360 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_patch_gpu.py >"$OUT/pytest-gpu.log" 2>&1
+  GPU_RC=$?; tail -4 "$OUT/pytest-gpu.log"
+  say "tests: unit $UNIT_RC, StreamPatches CPU pytest $PY_RC, GPU pytest $GPU_RC"
+fi
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  timeout 420 python3 bench/patch_bench.py --bin "$AUGMENTD_BIN" --device cuda:0 --iters "${ITERS:-100}" \
+    --cases "${BENCH_CASES:-cuda_ipc,big,overlapped,host_shm,inline,baseline}" \
+    --machine "$(head -1 "$OUT/gpu.txt" | cut -d, -f1), $(nproc) cores" \
+    --out "$OUT/patch-gpu.md" --figures "$OUT/figures.jsonl" >"$OUT/bench.log" 2>&1
+  BENCH_RC=$?
+  say "bench exit $BENCH_RC"
+fi
+echo "== summary: unit $UNIT_RC, StreamPatches CPU pytest $PY_RC, GPU pytest $GPU_RC, bench $BENCH_RC"
+cat "$OUT/patch-gpu.md" 2>/dev/null
+cat "$OUT/figures.jsonl" 2>/dev/null
+[ "$BENCH_RC" != 0 ] && [ "$BENCH_RC" != skipped ] && tail -30 "$OUT/bench.log"
+(cd "$OUT" && tar czf logs.tar.gz ./*.log && rm -f ./*.log)
