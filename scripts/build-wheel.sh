@@ -66,8 +66,8 @@ if ((${#configure[@]})); then
     || { cat "$build_dir.configure.log"; echo "[wheel] configure failed" >&2; exit 1; }
 fi
 jobs="${AUGMENTD_WHEEL_JOBS:-$(nproc)}"
-cmake --build "$build_dir" --target augmentd -j "$jobs" >"$build_dir.wheel-build.log" 2>&1 \
-  || { tail -40 "$build_dir.wheel-build.log"; echo "[wheel] build failed" >&2; exit 1; }
+cmake --build "$build_dir" --target augmentd -j "$jobs" >"$build_dir/wheel-build.log" 2>&1 \
+  || { tail -40 "$build_dir/wheel-build.log"; echo "[wheel] build failed" >&2; exit 1; }
 exe="$build_dir/server/augmentd"
 log "executable $exe ($(du -h "$exe" | cut -f1)), CUDA architectures: $(cached AUGMENTD_CUDA_KERNEL_ARCHS)"
 
