@@ -49,8 +49,9 @@ def find_binary(explicit: Optional[str] = None) -> str:
     searched.append("augmentd on $PATH")
     if on_path:
         candidates.append(("$PATH", on_path))
-    repo = Path(__file__).resolve().parents[4]  # client/python/src/augmentd/local_server.py → repository root
-    candidates.append(("source checkout", str(repo / "build" / "server" / "augmentd")))
+    here = Path(__file__).resolve()
+    if len(here.parents) > 4:  # client/python/src/augmentd/local_server.py → repository root (an install: maybe not)
+        candidates.append(("source checkout", str(here.parents[4] / "build" / "server" / "augmentd")))
     for what, path in candidates:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return os.path.abspath(path)
