@@ -119,6 +119,7 @@ repaired="$(ls "$work"/repaired/*.whl)"
 
 # 5. The CUDA wheels' folder, relative to site-packages.
 if ((${#excludes[@]})); then
+  # shellcheck disable=SC2016  # $ORIGIN is for the dynamic loader, not the shell
   "$python" "$root/scripts/binary_wheel.py" add-rpath "$repaired" --file augmentd/_bin/augmentd \
     --rpath '$ORIGIN/../../nvidia/cu13/lib' --patchelf "$patchelf" >/dev/null
 fi
@@ -126,6 +127,10 @@ final="$out/$(basename "$repaired")"
 rm -f "$out"/augmentd-*.whl
 mv "$repaired" "$final"
 PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" show "$final" >"$work/show.log" 2>&1 || true
-log "platform tag $(basename "$final" .whl | cut -d- -f5) ($(tr '\n' ' ' <"$work/show.log" | grep -o 'constrains the platform tag to "[^"]*"' || echo 'see auditwheel show'))"
-log "grafted: $("$python" -c 'import sys, zipfile; print(" ".join(n.split("/")[1] for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith("augmentd.libs/")))' "$final")"
+constraint="$(tr '\n' ' ' <"$work/show.log" | grep -o 'constrains the platform tag to "[^"]*"' || true)"
+log "platform tag $(basename "$final" .whl | cut -d- -f5) (auditwheel show: ${constraint:-see its output})"
+grafted="$("$python" -c 'import re, sys, zipfile
+names = [n.split("/")[1] for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith("augmentd.libs/")]
+print(len(names), "libraries:", " ".join(sorted({re.sub(r"-[0-9a-f]{8}\.so.*", "", n) for n in names})))' "$final")"
+log "grafted into augmentd.libs/: $grafted"
 echo "$final $(du -k "$final" | cut -f1) KiB"

@@ -77,7 +77,7 @@ unset AUGMENTD_BIN AUGMENTD_BUILD_DIR AUGMENTD_ADDRESS AUGMENTD_SERVER_ARGS PYTH
 if [ -n "${LD_LIBRARY_PATH:-}" ] && grep -q kitroot <<<"$LD_LIBRARY_PATH"; then
   echo "LD_LIBRARY_PATH names the device kit ($LD_LIBRARY_PATH): this check must run without it"; exit 1
 fi
-wheel="$(ls .wheel/augmentd-*.whl 2>/dev/null | head -1)"
+wheel="$(find .wheel -maxdepth 1 -name 'augmentd-*.whl' | head -1)"
 [ -n "$wheel" ] || { echo "no .wheel/augmentd-*.whl: run scripts/gpu-wheel.sh --prepare on the development machine and carry .wheel"; exit 1; }
 STEP_INSTALL=fail STEP_LDD=fail STEP_HELP=fail STEP_SERVER=fail STEP_SMOKE=fail
 finish() {
@@ -106,14 +106,16 @@ trap finish EXIT
 { python3 -c 'import sys, torch; print("python", sys.version.split()[0], sys.executable); print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
   python3 -m pip list --disable-pip-version-check 2>/dev/null | grep -i -E '^(grpcio|protobuf|numpy|nvidia-cuda-runtime|nvidia-cufft) '
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  ls /usr/lib/x86_64-linux-gnu/ 2>/dev/null | grep -c -E '^lib(grpc|protobuf)' | sed 's/^/system gRPC\/protobuf libraries: /'
+  echo "system gRPC/protobuf libraries: $(find /usr/lib /lib -maxdepth 2 -name 'libgrpc*.so*' -o -maxdepth 2 -name 'libprotobuf*.so*' 2>/dev/null | wc -l)"
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
 # 1. Fresh target: the wheel + the missing nnU-Net dependencies; requirements checked against target + image.
 rm -rf "$WHEEL_SITE"
+deps=()
+[ "${WHEEL_INSTALL_DEPS:-1}" = 1 ] && deps=(.wheel/deps/*.whl)
 python3 -m pip install -q --no-index --no-deps --no-compile --disable-pip-version-check --target "$WHEEL_SITE" \
-  "$wheel" $([ "${WHEEL_INSTALL_DEPS:-1}" = 1 ] && echo .wheel/deps/*.whl) >"$OUT/install.log" 2>&1 || { tail -20 "$OUT/install.log"; exit 1; }
+  "$wheel" "${deps[@]}" >"$OUT/install.log" 2>&1 || { tail -20 "$OUT/install.log"; exit 1; }
 export PYTHONPATH="$WHEEL_SITE"
 python3 -c "import SimpleITK" >/dev/null 2>&1 || export PYTHONPATH="$WHEEL_SITE:$root/bench/e2e/stubs"
 export PATH="$WHEEL_SITE/bin:$PATH"
@@ -136,11 +138,11 @@ PY
 missing="$(unmet)"
 if [ -n "$missing" ]; then
   echo "image packages below the wheel's requirements: $(tr '\n' ';' <<<"$missing") -> installing .wheel/deps/override"
-  for name in $(cut -d' ' -f1 <<<"$missing"); do
+  while read -r name _; do
     ls .wheel/deps/override/"$(tr - _ <<<"$name")"-*.whl >/dev/null 2>&1 && python3 -m pip install -q --no-index \
       --no-deps --no-compile --disable-pip-version-check --target "$WHEEL_SITE" --upgrade \
       .wheel/deps/override/"$(tr - _ <<<"$name")"-*.whl >>"$OUT/install.log" 2>&1
-  done
+  done <<<"$missing"
   missing="$(unmet)"
 fi
 [ -z "$missing" ] && STEP_INSTALL=ok || echo "unmet requirements: $missing"
