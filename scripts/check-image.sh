@@ -63,8 +63,15 @@ fi
 
 # 2. The image.
 say "buildah bud (log: $work/bud.log)"
+# pip behind a TLS-intercepting proxy: the host's CA bundle ($PIP_CERT), mounted read-only for the RUN steps.
+cert_args=()
+if [ -n "${PIP_CERT:-}" ] && [ -f "$PIP_CERT" ]; then
+  cert_args=(--volume "$PIP_CERT:/run/host-ca-certificates.crt:ro" --build-arg PIP_CERT=/run/host-ca-certificates.crt)
+fi
+# --format docker keeps SHELL and HEALTHCHECK (the OCI image format has neither).
 nice -n 10 buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs bud --isolation chroot --layers \
-  --build-arg DEBIAN_IMAGE=localhost/debian12-base --build-arg "CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES:-90}" \
+  --format docker \
+  "${cert_args[@]}" --build-arg DEBIAN_IMAGE=localhost/debian12-base --build-arg "CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES:-90}" \
   --target runtime -f docker/Dockerfile -t localhost/augmentd:check . >"$work/bud.log" 2>&1
 rc=$?
 result $rc "build: docker/Dockerfile target runtime ($(grep -m1 -o 'augmentd-[^ ]*\.whl [0-9]* KiB' "$work/bud.log" || true))"
