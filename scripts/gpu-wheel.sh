@@ -3,8 +3,8 @@
 # --target folder next to the image's own torch (Python 3.12, torch 2.11+cu130, no gRPC/protobuf libraries), it
 # must run the end-to-end smoke: nnUNetTrainerAugmentd_smoke with CUDA IPC delivery from the packaged server.
 #
-# Here (the development machine), once:   scripts/gpu-wheel.sh --prepare
-#   builds .wheel/augmentd-*.whl (scripts/build-wheel.sh, reusing build/) and puts the cp312 wheels of nnU-Net
+# Here (the development machine), once:   scripts/gpu-wheel.sh --prepare [build-wheel.sh options, e.g. --all-archs]
+#   builds .wheel/augmentd-*.whl (scripts/build-wheel.sh, reusing build/ or build-wheel-all/) and puts the cp312 wheels of nnU-Net
 #   2.8.1's dependencies that the GPU image lacks into .wheel/deps/ (copied from .whl/ where present, else from
 #   PyPI; sdist-only pure packages built into wheels), plus grpcio / protobuf at the pinned versions in
 #   .wheel/deps/override/ (installed there only if the image's do not meet the wheel's requirements).
@@ -36,7 +36,8 @@ OVERRIDES="grpcio==1.85.3 protobuf==7.36.2"
 
 if [ "${1:-}" = --prepare ]; then
   set -e
-  bash scripts/build-wheel.sh --out .wheel
+  shift
+  bash scripts/build-wheel.sh --out .wheel "$@"
   mkdir -p .wheel/deps/override
   rm -f .wheel/deps/*.whl .wheel/deps/override/*.whl
   download() {  # $1: folder, rest: requirements; cp312 manylinux or pure wheels only
