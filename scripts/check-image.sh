@@ -14,7 +14,8 @@
 # Needs root (buildah with chroot isolation), buildah and mmdebstrap (apt-get install buildah mmdebstrap), network
 # for Debian's and PyPI's packages. CPU-heavy: the builder compiles everything (about 15 min of 2 cores; nice'd).
 #
-#   scripts/check-image.sh [--keep]     (--keep: leave the image and the storage in place)
+#   scripts/check-image.sh [--keep] [--no-build]
+#     --keep: leave the image (localhost/augmentd:check) in the storage; --no-build: check the kept image again
 # Environment: CHECK_IMAGE_ROOT (buildah storage, default /var/tmp/augmentd-buildah), CHECK_IMAGE_WORK (socket,
 # logs, dataset; default /tmp/augmentd-check-image), CUDA_ARCHITECTURES (default 90).
 # Prints one line per step and "check-image: N passed, M failed" last.
@@ -25,8 +26,14 @@ START=$(date +%s)
 say() { echo "[check-image $(($(date +%s) - START))s] $*"; }
 store="${CHECK_IMAGE_ROOT:-/var/tmp/augmentd-buildah}"
 work="${CHECK_IMAGE_WORK:-/tmp/augmentd-check-image}"
-keep=0
-[ "${1:-}" = --keep ] && keep=1
+keep=0 build=1
+for arg in "$@"; do
+  case "$arg" in
+    --keep) keep=1 ;;
+    --no-build) build=0 keep=1 ;;
+    *) echo "check-image: unknown argument $arg"; exit 2 ;;
+  esac
+done
 for tool in buildah mmdebstrap; do
   command -v "$tool" >/dev/null || { echo "check-image: $tool missing (apt-get install buildah mmdebstrap)"; exit 1; }
 done
@@ -37,12 +44,21 @@ result() {  # $1: 0 = pass, $2: what
   if [ "$1" = 0 ]; then passed=$((passed + 1)); say "PASS  $2"; else failed=$((failed + 1)); say "FAIL  $2"; fi
 }
 server_pid="" ctr=""
+descendants() { local p; for p in $(ps -o pid= --ppid "$1"); do descendants "$p"; echo "$p"; done; }
+# SIGTERM to the server itself (the innermost process under `buildah run`: the entrypoint exec'd it), as
+# `docker stop` would; buildah run then exits. Returns 0 if it stopped within 30 s (else everything is killed).
+stop_server() {
+  [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null || return 0
+  local leaf
+  leaf="$(descendants "$server_pid" | head -1)"
+  kill -TERM "${leaf:-$server_pid}" 2>/dev/null
+  for _ in $(seq 30); do kill -0 "$server_pid" 2>/dev/null || { server_pid=""; return 0; }; sleep 1; done
+  for p in $(descendants "$server_pid") "$server_pid"; do kill -KILL "$p" 2>/dev/null; done
+  server_pid=""
+  return 1
+}
 cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid"
-    for _ in $(seq 30); do kill -0 "$server_pid" 2>/dev/null || break; sleep 1; done
-    kill -0 "$server_pid" 2>/dev/null && kill -KILL "$server_pid"
-  fi
+  stop_server
   [ -n "$ctr" ] && bah rm "$ctr" >/dev/null 2>&1
   if [ "$keep" = 0 ]; then bah rmi -f localhost/augmentd:check >/dev/null 2>&1; fi
   echo "check-image: $passed passed, $failed failed"
@@ -62,20 +78,22 @@ if ! bah inspect --type image localhost/debian12-base >/dev/null 2>&1; then
 fi
 
 # 2. The image.
-say "buildah bud (log: $work/bud.log)"
-# pip behind a TLS-intercepting proxy: the host's CA bundle ($PIP_CERT), mounted read-only for the RUN steps.
-cert_args=()
-if [ -n "${PIP_CERT:-}" ] && [ -f "$PIP_CERT" ]; then
-  cert_args=(--volume "$PIP_CERT:/run/host-ca-certificates.crt:ro" --build-arg PIP_CERT=/run/host-ca-certificates.crt)
+if [ "$build" = 1 ]; then
+  say "buildah bud (log: $work/bud.log)"
+  # pip behind a TLS-intercepting proxy: the host's CA bundle ($PIP_CERT), mounted read-only for the RUN steps.
+  cert_args=()
+  if [ -n "${PIP_CERT:-}" ] && [ -f "$PIP_CERT" ]; then
+    cert_args=(--volume "$PIP_CERT:/run/host-ca-certificates.crt:ro" --build-arg PIP_CERT=/run/host-ca-certificates.crt)
+  fi
+  # --format docker keeps SHELL and HEALTHCHECK (the OCI image format has neither).
+  nice -n 10 buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs bud --isolation chroot --layers \
+    --format docker \
+    "${cert_args[@]}" --build-arg DEBIAN_IMAGE=localhost/debian12-base --build-arg "CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES:-90}" \
+    --target runtime -f docker/Dockerfile -t localhost/augmentd:check . >"$work/bud.log" 2>&1
+  rc=$?
+  result $rc "build: docker/Dockerfile target runtime ($(grep -m1 -o 'augmentd-[^ ]*\.whl [0-9]* KiB' "$work/bud.log" || true))"
+  [ $rc = 0 ] || { tail -40 "$work/bud.log"; exit 1; }
 fi
-# --format docker keeps SHELL and HEALTHCHECK (the OCI image format has neither).
-nice -n 10 buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs bud --isolation chroot --layers \
-  --format docker \
-  "${cert_args[@]}" --build-arg DEBIAN_IMAGE=localhost/debian12-base --build-arg "CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES:-90}" \
-  --target runtime -f docker/Dockerfile -t localhost/augmentd:check . >"$work/bud.log" 2>&1
-rc=$?
-result $rc "build: docker/Dockerfile target runtime ($(grep -m1 -o 'augmentd-[^ ]*\.whl [0-9]* KiB' "$work/bud.log" || true))"
-[ $rc = 0 ] || { tail -40 "$work/bud.log"; exit 1; }
 say "image size: $(bah images --format '{{.Size}}' localhost/augmentd:check 2>/dev/null)"
 
 # 3. The server in the image.
@@ -115,9 +133,10 @@ fi
 chmod -R a+rX "$data"
 
 sock=/run/augmentd/augmentd.sock
-bah run --isolation chroot --volume "$work/run:/run/augmentd" --volume "$data:$data:ro" \
-  --env AUGMENTD_MIN_SHM_MB=0 "$ctr" -- /opt/augmentd/bin/entrypoint.sh "--listen=unix://$sock" --device=cpu \
-  "--dataset_root=$data/preprocessed" >"$work/server.log" 2>&1 &
+buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs run --isolation chroot \
+  --volume "$work/run:/run/augmentd" --volume "$data:$data:ro" --env AUGMENTD_MIN_SHM_MB=0 "$ctr" -- \
+  /opt/augmentd/bin/entrypoint.sh "--listen=unix://$sock" --device=cpu "--dataset_root=$data/preprocessed" \
+  >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 60); do [ -S "$work/run/augmentd.sock" ] && break; sleep 1; done
 up=1
@@ -143,4 +162,6 @@ env -u AUGMENTD_BIN PYTHONPATH="$root/client/python/src" nnUNet_raw="$data/raw" 
 rc=$?
 result $rc "smoke trainer against the image's server ($(grep -c 'via unix://' "$work/smoke.log") sessions)"
 [ $rc = 0 ] || tail -20 "$work/smoke.log"
+stop_server
+result $? "server stops on SIGTERM within 30 s ($(grep -c 'closed after' "$work/server.log") sessions closed)"
 [ "$failed" = 0 ]
