@@ -15,7 +15,7 @@ say() { echo "[gpu-patch $(( $(date +%s) - START ))s] $*"; }
 source .device-kit/kit-env.sh
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader | tee "$OUT/gpu.txt"
-BUILD=build-gpu
+BUILD=${AUGMENTD_GPU_BUILD:-build-gpu}   # AUGMENTD_GPU_BUILD: reuse another call's build (a warm machine)
 ZLIB_ARGS=()
 [ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
 cmake -S . -B $BUILD $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -33,6 +33,8 @@ fi
 ZLIB_ARGS=()
 [ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
 TARGETS="cuda_pipeline_bench cuda_chain_bench"
+NEW=${NEW_BUILD:-/tmp/build-new}   # NEW_BUILD: the new tree's build dir (e.g. build-gpu, kept by a warm machine)
+case "$NEW" in /*) ;; *) NEW=$PWD/$NEW ;; esac
 build() {  # src dir, build dir, targets
   cmake -S "$1" -B "$2" $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DAUGMENTD_PYTHON="$(command -v python3)" "${ZLIB_ARGS[@]}" >"$OUT/build-$(basename "$2").log" 2>&1 \
@@ -41,10 +43,10 @@ build() {  # src dir, build dir, targets
     || { echo "build $1 failed"; grep -E "^FAILED|error:" "$OUT/build-$(basename "$2").log" | head -20; return 1; }
 }
 build "$OLD" /tmp/build-old "$TARGETS" && say "built old ($BASE)" || exit 1
-build "$PWD" /tmp/build-new all && say "built new" || exit 1
+build "$PWD" "$NEW" all && say "built new" || exit 1
 CT_RC=skipped
 if [ "${SKIP_CTEST:-0}" != 1 ]; then
-  (cd /tmp/build-new && timeout 480 ctest -L gpu -R "${GPU_TESTS:-.}" -j4 --output-on-failure --timeout 300) \
+  (cd "$NEW" && timeout 480 ctest -L gpu -R "${GPU_TESTS:-.}" -j4 --output-on-failure --timeout 300) \
     >"$OUT/tests-gpu.log" 2>&1
   CT_RC=$?
   grep -E "tests passed|tests failed|\(Failed\)|Not Run|Timeout" "$OUT/tests-gpu.log" | tail -15
@@ -54,14 +56,15 @@ fi
   echo "# issue 21 before/after, $(head -1 "$OUT/gpu.txt"), $(date -u +%F), old = $BASE, new = this tree"
   for r in $(seq "${ROUNDS:-2}"); do
     for side in old new; do
+      dir=/tmp/build-old; [ "$side" = new ] && dir=$NEW
       echo; echo "## round $r: $side — cuda_pipeline_bench --only all-on:2:1:0"
-      timeout 120 /tmp/build-$side/augment/kernels/cuda/cuda_pipeline_bench --only all-on:2:1:0 --json "$OUT/pipe-$side-$r.jsonl" 2>&1 | tail -8
+      timeout 120 "$dir"/augment/kernels/cuda/cuda_pipeline_bench --only all-on:2:1:0 --json "$OUT/pipe-$side-$r.jsonl" 2>&1 | tail -8
       echo; echo "## round $r: $side — cuda_chain_bench --iters ${CHAIN_ITERS:-20}"
-      timeout 150 /tmp/build-$side/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-20}" --json "$OUT/chain-$side-$r.jsonl" 2>&1 | tail -20
+      timeout 150 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-20}" --json "$OUT/chain-$side-$r.jsonl" 2>&1 | tail -20
     done
   done
   echo; echo "## new only — cuda_chain_bench --default (fused kernels vs generic chain, same pipeline, interleaved)"
-  timeout 150 /tmp/build-new/bench/cuda_chain_bench --default --iters "${CHAIN_ITERS:-20}" \
+  timeout 150 "$NEW"/bench/cuda_chain_bench --default --iters "${CHAIN_ITERS:-20}" \
     --json "$OUT/default-new.jsonl" 2>&1 | tail -12
 } >"$OUT/summary.md" 2>&1
 say "benchmarks done"

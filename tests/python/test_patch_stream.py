@@ -190,7 +190,8 @@ class RawPatchStream:
 
 def _slot_request(session, lease, image, seg, index=0, image_offset=0):
     """An AugmentRequest naming input slot `lease` (the patches must already be in the slot)."""
-    req = batch_pb2.AugmentRequest(session_id=session.session_id, batch_index=index, input_slot=lease)
+    req = batch_pb2.AugmentRequest(session_id=session.session_id, session_token=session.session_token,
+                                   batch_index=index, input_slot=lease)
     seg_offset = (image.nbytes + 255) // 256 * 256
     for t, a, off, name in ((req.image, image, image_offset, "image"), (req.segmentation, seg, seg_offset, "segmentation")):
         t.name, t.dtype = name, (tensor_pb2.DTYPE_FLOAT32 if a.dtype == np.float32 else tensor_pb2.DTYPE_INT16)
@@ -200,7 +201,8 @@ def _slot_request(session, lease, image, seg, index=0, image_offset=0):
 
 
 def _start(stream, session, credits=8):
-    stream.send(start=batch_pb2.StreamStart(session_id=session.session_id, initial_credits=credits))
+    stream.send(start=batch_pb2.StreamStart(session_id=session.session_id, session_token=session.session_token,
+                                            initial_credits=credits))
 
 
 def test_lease_errors_get_precise_codes(client, server):

@@ -8,9 +8,10 @@ The server listens on a unix socket in a fresh temporary directory (nothing is e
 stopped with SIGTERM by ``stop()`` (also at interpreter exit, and by the kernel if this process dies first, on
 Linux), and its log lines are kept in ``lines`` (echoed with a prefix if ``echo``).
 
-The binary is found by ``find_binary``: an explicit path, ``$AUGMENTD_BIN``, ``augmentd`` on ``$PATH``, then
-``build/server/augmentd`` of the source checkout this package lives in. ``$AUGMENTD_SERVER_ARGS`` adds flags to
-every server started here (shell syntax), e.g. ``--dataset_gpu_cache=17179869184 --gpu_workers=4``.
+The binary is found by ``find_binary``: an explicit path, ``$AUGMENTD_BIN``, the server packaged in the binary
+wheel (``augmentd.packaged``), ``augmentd`` on ``$PATH``, then ``build/server/augmentd`` of the source checkout this
+package lives in. ``$AUGMENTD_SERVER_ARGS`` adds flags to every server started here (shell syntax),
+e.g. ``--dataset_gpu_cache=17179869184 --gpu_workers=4``.
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ import threading
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from . import packaged
+
 _SERVING = re.compile(r"serving on (.*?) \(device")
 
 
@@ -39,12 +42,16 @@ def find_binary(explicit: Optional[str] = None) -> str:
         candidates.append(("given path", explicit))
     if os.environ.get("AUGMENTD_BIN"):
         candidates.append(("$AUGMENTD_BIN", os.environ["AUGMENTD_BIN"]))
+    searched.append("the binary wheel's server")
+    if packaged.binary():
+        candidates.append(("binary wheel", packaged.binary()))
     on_path = shutil.which("augmentd")
     searched.append("augmentd on $PATH")
     if on_path:
         candidates.append(("$PATH", on_path))
-    repo = Path(__file__).resolve().parents[4]  # client/python/src/augmentd/local_server.py → repository root
-    candidates.append(("source checkout", str(repo / "build" / "server" / "augmentd")))
+    here = Path(__file__).resolve()
+    if len(here.parents) > 4:  # client/python/src/augmentd/local_server.py → repository root (an install: maybe not)
+        candidates.append(("source checkout", str(here.parents[4] / "build" / "server" / "augmentd")))
     for what, path in candidates:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return os.path.abspath(path)
@@ -82,7 +89,9 @@ class LocalServer:
         self.lines: List[str] = []
         self._echo, self._prefix = echo, log_prefix
         self._serving = threading.Event()
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # The packaged server finds the CUDA wheels' libraries through LD_LIBRARY_PATH where they are not beside it.
+        env = packaged.environ() if self.binary == packaged.binary() else None
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                      preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         self._reader = threading.Thread(target=self._read, name="augmentd-local-log", daemon=True)
         self._reader.start()
