@@ -34,7 +34,7 @@ say "built"
 grep -E "^\[  (PASSED|FAILED) |exit [0-9]|\[engine bgv2|\[chain bgv2" "$OUT/tests.log" | tail -60
 say "tests done"
 for v in 0.3.5 0.3.6; do
-  timeout 150 $BUILD/bench/cuda_pipeline_bench --bgv2 $v --modes all-on,spatial --iters "${ITERS:-200}" \
+  timeout 150 $BUILD/augment/kernels/cuda/cuda_pipeline_bench --bgv2 $v --modes all-on,spatial --iters "${ITERS:-200}" \
     --json "$OUT/bench-$v.jsonl" >>"$OUT/bench.txt" 2>&1
   say "bench --bgv2 $v exit $?"
 done
