@@ -14,6 +14,7 @@
 #include "augment/engine.h"
 #include "augment/pipeline.h"
 #include "augment/registry.h"
+#include "augment/testing/example_configs.h"
 #include "augment/transforms/mirror.h"
 #include "augment/transforms/rot90.h"
 #include "augment/transforms/spatial.h"
@@ -78,58 +79,7 @@ void ExpectPermutationMatchesCpu(const Transform& t, const int32_t S[3], int sam
 // HasCudaImplementation — what GetServerInfo reports — is true for every other kind except the k-space stages in
 // builds without cuFFT.
 TEST(CudaStages, EveryKindHasARegisteredBackend) {
-  const std::vector<std::pair<std::string, nlohmann::json>> configs = {
-      {"spatial", {{"patch_size", {8, 8, 8}}}},
-      {"gaussian_noise", {{"noise_variance", {0, 0.1}}}},
-      {"gaussian_blur", {{"blur_sigma", {0.5, 1.0}}}},
-      {"multiplicative_brightness",
-       {{"multiplier_range", {{"bg_contrast", {0.75, 1.25}}}}, {"synchronize_channels", false}}},
-      {"contrast",
-       {{"contrast_range", {{"bg_contrast", {0.75, 1.25}}}},
-        {"preserve_range", true},
-        {"synchronize_channels", false}}},
-      {"simulate_low_resolution",
-       {{"scale", {0.5, 1}}, {"synchronize_channels", false}, {"synchronize_axes", true}, {"ignore_axes", nullptr}}},
-      {"gamma",
-       {{"gamma", {{"bg_contrast", {0.7, 1.5}}}},
-        {"p_invert_image", 0},
-        {"synchronize_channels", false},
-        {"p_per_channel", 1},
-        {"p_retain_stats", 1}}},
-      {"mirror", {{"allowed_axes", {0, 1, 2}}}},
-      {"mask_image", {{"apply_to_channels", {0}}}},
-      {"remove_label", {{"label_value", -1}, {"set_to", 0}}},
-      {"convert_segmentation_to_regions", {{"regions", {{1, 2}, 2}}}},
-      {"downsample_seg_for_ds", {{"ds_scales", {1, 0.5}}}},
-      {"blank_rectangle",
-       {{"rectangle_size", {{1, 4}, {1, 4}, {1, 4}}}, {"rectangle_value", "mean"}, {"num_rectangles", {1, 5}}}},
-      {"brightness_additive", {{"mu", 0}, {"sigma", 0.5}, {"synchronize_channels", false}}},
-      {"sharpening", {{"strength", {0.1, 1}}, {"p_per_channel", 0.5}}},
-      {"median_filter", {{"filter_size", {2, 8}}, {"p_per_channel", 0.5}}},
-      {"brightness_gradient_additive",
-       {{"scale", {{"axis_size_log_uniform", {6, 1}}}},
-        {"loc", {-0.5, 1.5}},
-        {"max_strength",
-         {{"mixture", {{{"weight", 0.5}, {"range", {-5, -1}}}, {{"weight", 0.5}, {"range", {1, 5}}}}}}},
-        {"mean_centered", false},
-        {"same_for_all_channels", false},
-        {"p_per_channel", 0.5}}},
-      {"local_gamma", {{"scale", {5, 15}}, {"gamma", {0.5, 1}}}},
-      {"rot90", {{"num_axis_combinations", 1}, {"num_rot_per_combination", {0, 1, 2, 3}}, {"allowed_axes", {1, 2}}}},
-      {"transpose_axes", {{"allowed_axes", {0, 1, 2}}}},
-      {"rician_noise", {{"noise_variance", {0, 0.1}}}},
-      {"bias_field", nlohmann::json::object()},
-      {"ghosting", nlohmann::json::object()},
-      {"spike", nlohmann::json::object()},
-      {"motion", nlohmann::json::object()},
-      {"histogram_equalization", nlohmann::json::object()},
-      {"random_convolution", nlohmann::json::object()},
-      {"intensity_function", nlohmann::json::object()},
-      {"zscore_normalization", nlohmann::json::object()},
-      {"clamp", nlohmann::json::object()},
-      {"edge_convolution", nlohmann::json::object()},
-      {"unsharp_mask", nlohmann::json::object()},
-  };
+  const auto configs = testing::ExampleTransformConfigs();
   // Kinds with a CPU implementation only (the CUDA engine refuses a pipeline holding one; the CPU engine runs it).
   constexpr TransformKind kCpuOnlyKinds[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
                                              TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask};
