@@ -305,6 +305,26 @@ def _smooth_field(rng: np.random.Generator, shape: Sequence[int], cells: int = 4
     return up[0, 0].numpy()
 
 
+def fixed_geometry_config(config: dict, *, angles=None, scales=None) -> dict:
+    """A SpatialTransform config whose rotation / scaling ranges are degenerate at ``angles`` / ``scales`` (one
+    value per axis; None: that draw is off, the integer-crop path when both are), elastic deformation off: bgv2's
+    own ``get_parameters`` then draws exactly those values (a callable RandomScalar gets dim=i)."""
+    cfg = dict(config)
+    if angles is not None:
+        cfg["p_rotation"] = 1
+        cfg["rotation"] = lambda image, dim, _a=tuple(angles): _a[dim] if len(_a) > 1 else _a[0]
+    else:
+        cfg["p_rotation"] = 0
+    if scales is not None:
+        cfg["p_scaling"] = 1
+        cfg["p_synchronize_scaling_across_axes"] = 0
+        cfg["scaling"] = lambda image, dim, _s=tuple(scales): _s[dim]
+    else:
+        cfg["p_scaling"] = 0
+    cfg["p_elastic_deform"] = 0
+    return cfg
+
+
 def make_image(rng: np.random.Generator, channels: int, shape: Sequence[int]) -> np.ndarray:
     """float32 (C, *shape): smooth structure + voxel noise, per-channel offset/scale; no exact zeros."""
     out = np.empty((channels, *shape), np.float32)

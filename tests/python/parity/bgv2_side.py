@@ -29,8 +29,8 @@ import torch
 import batchgeneratorsv2.transforms.spatial.spatial as bgv2_spatial
 from batchgeneratorsv2.transforms.utils.pseudo2d import Convert2DTo3DTransform, Convert3DTo2DTransform
 
-from bgv2_ref import (ROT_DUMMY_2D, apply_bgv2, build_bgv2, draw_bgv2_params, make_image, make_seg,
-                      nnunet_spatial_config, params_to_json, seed_all)
+from bgv2_ref import (ROT_DUMMY_2D, apply_bgv2, build_bgv2, draw_bgv2_params, fixed_geometry_config, make_image,
+                      make_seg, nnunet_spatial_config, params_to_json, seed_all)
 
 KIND = "spatial"
 GEOMETRIES = {"iso": ((45, 45, 45), (32, 32, 32)), "aniso": ((21, 57, 50), (16, 40, 36))}
@@ -57,19 +57,7 @@ def has_seg_tiebreak() -> bool:
 def _params(config, image, *, angles=None, scales=None):
     """bgv2 params for given angles / scales (None: the integer-crop path), drawn by bgv2 from degenerate
     ranges (as test_spatial_parity._params)."""
-    cfg = dict(config)
-    if angles is not None:
-        cfg["p_rotation"] = 1
-        cfg["rotation"] = lambda image, dim, _a=tuple(angles): _a[dim] if len(_a) > 1 else _a[0]
-    else:
-        cfg["p_rotation"] = 0
-    if scales is not None:
-        cfg["p_scaling"] = 1
-        cfg["p_synchronize_scaling_across_axes"] = 0
-        cfg["scaling"] = lambda image, dim, _s=tuple(scales): _s[dim]
-    else:
-        cfg["p_scaling"] = 0
-    cfg["p_elastic_deform"] = 0
+    cfg = fixed_geometry_config(config, angles=angles, scales=scales)
     return draw_bgv2_params(build_bgv2(KIND, _bgv2_config(cfg)), image, 0)
 
 

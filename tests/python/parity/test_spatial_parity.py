@@ -24,8 +24,8 @@ from batchgeneratorsv2.transforms.utils.pseudo2d import Convert2DTo3DTransform, 
 
 from bgv2_ref import (ROT_DUMMY_2D, TIE_LEDGER, apply_bgv2, assert_float_parity, assert_label_parity,
                       assert_labels_equal_up_to_grid_rounding,
-                      augmentd_apply, build_bgv2, draw_bgv2_params, make_image, make_seg, nnunet_spatial_config,
-                      params_to_json, seed_all)
+                      augmentd_apply, build_bgv2, draw_bgv2_params, fixed_geometry_config, make_image, make_seg,
+                      nnunet_spatial_config, params_to_json, seed_all)
 
 KIND = "spatial"
 
@@ -46,20 +46,7 @@ def _params(config, image, *, angles=None, scales=None):
     """bgv2-format params for given angles/scales (None: the integer-crop path), built with bgv2's own code:
     a SpatialTransform whose ranges are degenerate at the wanted values draws exactly those."""
     dim = image.ndim - 1
-    cfg = dict(config)
-    if angles is not None:
-        # one fixed angle per axis: a callable RandomScalar gets dim=i
-        cfg["p_rotation"] = 1
-        cfg["rotation"] = lambda image, dim, _a=tuple(angles): _a[dim] if len(_a) > 1 else _a[0]
-    else:
-        cfg["p_rotation"] = 0
-    if scales is not None:
-        cfg["p_scaling"] = 1
-        cfg["p_synchronize_scaling_across_axes"] = 0
-        cfg["scaling"] = lambda image, dim, _s=tuple(scales): _s[dim]
-    else:
-        cfg["p_scaling"] = 0
-    cfg["p_elastic_deform"] = 0
+    cfg = fixed_geometry_config(config, angles=angles, scales=scales)
     p = draw_bgv2_params(build_bgv2(KIND, cfg), image, 0)
     if dim == 2 and angles is not None:
         assert np.allclose(p["affine"], create_affine_matrix_2d(angles[-1], scales or [1] * dim))
