@@ -15,7 +15,7 @@ from nnunetv2.training.dataloading.data_loader import nnUNetDataLoader  # noqa: 
 from nnunetv2.training.dataloading.nnunet_dataset import infer_dataset_class  # noqa: E402
 from nnunetv2.utilities.plans_handling.plans_handler import PlansManager  # noqa: E402
 
-from augmentd.nnunet.crop import BatchBuffers, crop_batch  # noqa: E402
+from augmentd.nnunet.crop import BatchBuffers, LoaderSpec, ProcessBatches, crop_batch  # noqa: E402
 
 
 def _dataset(preprocessed):
@@ -102,3 +102,41 @@ def test_buffers_pool_and_stop():
     assert bufs.get(stop) is None  # empty pool, stop set: returns instead of blocking
     bufs.put(pair)
     assert bufs.get(stop) is pair
+
+
+def test_process_workers_fill_shared_buffers_like_crop_batch(nnunet_env):
+    """One spawned worker seeded with s: its batches are the parent's crop_batch after np.random.seed(s), read out
+    of the shared buffers; recycled buffers are refilled; close() ends the worker."""
+    ds, lm = _dataset(nnunet_env["preprocessed"])
+    kwargs = dict(data=ds, batch_size=2, patch_size=(30, 30, 30), final_patch_size=(16, 16, 16), label_manager=lm,
+                  oversample_foreground_percent=0.5, transforms=None)
+    spec = LoaderSpec(nnUNetDataLoader, **kwargs)
+    ref_loader = spec.build()
+    np.random.seed(11)
+    want = []
+    for _ in range(4):
+        image = torch.empty((2, 1, 30, 30, 30))
+        seg = torch.empty((2, 1, 30, 30, 30), dtype=torch.int16)
+        want.append((crop_batch(ref_loader, image, seg), image, seg))
+    batches = ProcessBatches(spec, workers=1, depth=1, seed=11, name="test", shapes=(2, 1, 1, (30, 30, 30)), pin=False)
+    try:
+        for keys, image, seg in want:  # 3 buffers: the 4th batch needs a recycled one
+            got_image, got_seg, got_keys = next(batches)
+            assert got_keys == keys and torch.equal(got_image, image) and torch.equal(got_seg, seg)
+            batches.recycle((got_image, got_seg))
+    finally:
+        batches.close()
+    assert all(not p.is_alive() for p in batches._procs)
+
+
+def test_process_worker_failure_is_raised(nnunet_env):
+    ds, lm = _dataset(nnunet_env["preprocessed"])
+    spec = LoaderSpec(nnUNetDataLoader, data=ds, batch_size=2, patch_size=(30, 30, 30),
+                      final_patch_size=(16, 16, 16), label_manager=lm, transforms=None)
+    # buffers for a batch of 1, the loader's batch is 2: the worker's second sample fails, next() says why
+    batches = ProcessBatches(spec, workers=1, depth=1, seed=0, name="test", shapes=(1, 1, 1, (30, 30, 30)), pin=False)
+    try:
+        with pytest.raises(RuntimeError, match="failed in a worker"):
+            next(batches)
+    finally:
+        batches.close()

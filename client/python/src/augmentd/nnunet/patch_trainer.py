@@ -3,7 +3,7 @@
 Where ``nnUNetTrainerAugmentd`` lets the server sample and read the dataset (dataset mode), this trainer keeps
 nnU-Net's ``nnUNetDataLoader`` — its case choice, foreground oversampling, bounding boxes, crop and pad, and any
 custom loader or dataset class a subclass brings — and runs it with ``transforms=None`` (crop and pad only, none of
-its CPU transforms) in a few threads instead of processes, each sample written once into a page-locked batch
+its CPU transforms) in a few worker processes (or threads), each sample written once into a page-locked batch
 buffer (``crop.py``: nnU-Net's own sampler calls, the same values). Each batch of enlarged patches goes to augmentd's
 patch mode on the trainer's GPU through ``augmentd.PatchAugmenter``: a feeder thread copies it into the session's
 server-owned CUDA input slot on its own stream, augmented with the server's ``nnunet_default`` pipeline (``nnunet_validation`` for the validation loader)
@@ -15,7 +15,9 @@ Server, device and seed selection are those of ``nnUNetTrainerAugmentd`` (same e
 server is started when none answers). Also:
 
 ==========================  ==========================================================================================
-AUGMENTD_PATCH_THREADS      threads running nnU-Net's loader (crop and pad) per loader (default 4; validation: half)
+AUGMENTD_PATCH_WORKERS      ``processes`` (default: spawned crop workers writing into shared, page-locked buffers;
+                            the trainer's interpreter keeps its GIL) or ``threads`` (inside the trainer's process)
+AUGMENTD_PATCH_THREADS      workers running nnU-Net's loader (crop and pad) per loader (default 4; validation: half)
 AUGMENTD_PATCH_QUEUE        cropped batches queued ahead per loader (default 2)
 AUGMENTD_PATCH_AHEAD        batches submitted to the server ahead of the trainer (input slots; default 2)
 ==========================  ==========================================================================================
@@ -36,7 +38,7 @@ from augmentd.local_server import connect_or_start
 from augmentd.patch import PatchAugmenter
 from augmentd.v1 import pipeline_pb2, session_pb2
 
-from .crop import BatchBuffers, crop_batch
+from .crop import BatchBuffers, LoaderSpec, ProcessBatches, crop_batch
 from .config import settings_from_trainer, training_config, validation_config
 from .trainer import _device_spec, _env_int, nnUNetTrainerAugmentd
 
@@ -214,6 +216,9 @@ class nnUNetTrainerAugmentdPatch(nnUNetTrainerAugmentd):
         threads = _env_int("AUGMENTD_PATCH_THREADS", 4)
         depth = _env_int("AUGMENTD_PATCH_QUEUE", 2)
         ahead = max(1, _env_int("AUGMENTD_PATCH_AHEAD", 2))
+        workers = (os.environ.get("AUGMENTD_PATCH_WORKERS") or "processes").strip().lower()
+        if workers not in ("processes", "threads"):
+            raise ValueError(f"AUGMENTD_PATCH_WORKERS: {workers!r} is neither 'processes' nor 'threads'")
         tag = f"{self.plans_manager.dataset_name} {self.configuration_name} fold {self.fold}"
         ds = s.deep_supervision_scales is not None
         dataset_tr, dataset_val = self.get_tr_and_val_datasets()
@@ -229,21 +234,23 @@ class nnUNetTrainerAugmentdPatch(nnUNetTrainerAugmentd):
                 aug.close()
                 raise RuntimeError(f"initial_patch_size: the server derives {aug.patch_size}, nnU-Net crops {crop}")
 
-            def make_loader(dataset=dataset, crop=crop):
-                return nnUNetDataLoader(dataset, self.batch_size, crop, s.patch_size, self.label_manager,
-                                        oversample_foreground_percent=self.oversample_foreground_percent,
-                                        sampling_probabilities=None, pad_sides=None, transforms=None,
-                                        probabilistic_oversampling=self.probabilistic_oversampling)
-
+            spec = LoaderSpec(nnUNetDataLoader, data=dataset, batch_size=self.batch_size, patch_size=crop,
+                              final_patch_size=s.patch_size, label_manager=self.label_manager,
+                              oversample_foreground_percent=self.oversample_foreground_percent,
+                              sampling_probabilities=None, pad_sides=None, transforms=None,
+                              probabilistic_oversampling=self.probabilistic_oversampling)
             pin = aug.device.startswith("cuda")
             shapes = (self.batch_size, aug.image_channels, aug.seg_channels, crop)
-            batches = ThreadedBatches(make_loader, n_threads, depth, seed, f"{label} loader", shapes, pin)
+            if workers == "processes":
+                batches = ProcessBatches(spec, n_threads, depth, seed, f"{label} loader", shapes, pin)
+            else:
+                batches = ThreadedBatches(spec.build, n_threads, depth, seed, f"{label} loader", shapes, pin)
             loader = AugmentdPatchLoader(batches, aug, ds, config.name, ahead)
             self._augmentd_loaders.append(loader)
             self.print_to_log_file(
                 f"augmentd: {config.name} session {aug.session.session_id} on {aug.device}: input slots "
                 f"{aug.input_slots}, delivery {aug.session.response.delivery}, batch {s.batch_size}, crop {crop}, "
-                f"{n_threads} loader threads")
+                f"{n_threads} loader {workers}")
         train, val = self._augmentd_loaders
         next(train)  # like nnUNetTrainer.get_dataloaders: a broken setup fails here
         next(val)
