@@ -7,7 +7,7 @@
 #                                                     marginal cost of every DA5 transform (+median_filter#i)
 #   cuda_pipeline_bench --modes PIPE_MODES             the fused kernels: B ∈ {2, 8}, C ∈ {1, 4}, 128³ and 80×160²
 # Output: $OUT/summary.md and the JSON lines of every run ($OUT/*.jsonl); logs in $OUT/logs.tar.gz.
-# Knobs: OLD_SRC, SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
+# Knobs: OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
 # TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
 # BUILD_TIMEOUT (200 s per build).
 #   OUT=$OUT scripts/gpu-kernels-check.sh        # ≈ 2 builds × 50 s + tests 40 s + benches 60 s
@@ -23,6 +23,8 @@ OLD=${OLD_SRC:-build-old-src}
 case "$OLD" in /*) ;; *) OLD=$PWD/$OLD ;; esac
 ZLIB_ARGS=()
 [ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
+OLD_BUILD=${OLD_BUILD:-$PWD/build-old}
+NEW_BUILD=${NEW_BUILD:-$PWD/build-gpu}
 BENCH_TARGETS="cuda_pipeline_bench cuda_chain_bench"
 TEST_TARGETS=${TEST_TARGETS:-cuda_da5_stages_test augment_cuda_chain_test}
 build() {  # src dir, build dir, targets
@@ -34,13 +36,13 @@ build() {  # src dir, build dir, targets
     || { echo "build $1 failed"; grep -E "^FAILED|error" "$log" | head -20; return 1; }
 }
 if [ "${SKIP_OLD:-0}" != 1 ]; then
-  build "$OLD" "$PWD/build-old" "$BENCH_TARGETS" && say "built old" || exit 1
+  build "$OLD" "$OLD_BUILD" "$BENCH_TARGETS" && say "built old" || exit 1
 fi
-build "$PWD" "$PWD/build-gpu" "$BENCH_TARGETS $TEST_TARGETS" && say "built new" || exit 1
+build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" && say "built new" || exit 1
 CT_RC=skipped
 if [ "${SKIP_CTEST:-0}" != 1 ]; then
-  (cd build-gpu && timeout 200 ctest -L gpu -R "${GPU_TESTS:-cuda_da5_stages_test|augment_cuda_chain_test}" -j2 \
-    --output-on-failure --timeout 180) >"$OUT/tests-gpu.log" 2>&1
+  (cd "$NEW_BUILD" && timeout "${CTEST_TIMEOUT:-90}" ctest -L gpu -R "${GPU_TESTS:-cuda_da5_stages_test|augment_cuda_chain_test}" -j2 \
+    --output-on-failure --timeout 80) >"$OUT/tests-gpu.log" 2>&1
   CT_RC=$?
   grep -E "tests passed|tests failed|\(Failed\)|Not Run|Timeout|Passed|Failed" "$OUT/tests-gpu.log" | tail -15
   say "ctest exit $CT_RC"
@@ -49,7 +51,7 @@ fi
   echo "# issue 27 before/after, $(head -1 "$OUT/gpu.txt"), $(date -u +%F), old = $OLD, new = this tree"
   for r in $(seq "${ROUNDS:-1}"); do
     for side in old new; do
-      dir=$PWD/build-old; [ "$side" = new ] && dir=$PWD/build-gpu
+      dir=$OLD_BUILD; [ "$side" = new ] && dir=$NEW_BUILD
       echo; echo "## round $r: $side — cuda_chain_bench --iters ${CHAIN_ITERS:-100}"
       timeout 150 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" --json "$OUT/chain-$side-$r.jsonl" 2>&1 \
         | tail -30
