@@ -237,16 +237,20 @@ AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist
   });
   if (lo == hi) return lo;
   uint32_t r = rank;  // rank among the keys in [lo, hi] (every key below lo is accounted for)
-  for (;;) {
+  for (bool first = true;; first = false) {
     const uint32_t span = hi - lo;  // > 0
     const int len = BitLength(span);
     const int shift = len > kSelectHistBits ? len - kSelectHistBits : 0;  // (span >> shift) < 2^kSelectHistBits
     for (int b = 0; b < kSelectHistBins; ++b) hist[b * stride] = 0;
-    w.ForEach([&](uint32_t v) {
-      const uint32_t d = v - lo;  // wraps for v < lo: > span
-      const uint32_t b = d > span ? static_cast<uint32_t>(kSelectHistBins - 1) : d >> shift;
-      ++hist[b * stride];
-    });
+    if (first) {  // [lo, hi] is the window's range: no key outside it
+      w.ForEach([&](uint32_t v) { ++hist[((v - lo) >> shift) * stride]; });
+    } else {
+      w.ForEach([&](uint32_t v) {
+        const uint32_t d = v - lo;  // wraps for v < lo: > span
+        const uint32_t b = d > span ? static_cast<uint32_t>(kSelectHistBins - 1) : d >> shift;
+        ++hist[b * stride];
+      });
+    }
     uint32_t acc = 0, m = 0;
     int b = 0;
     for (;; ++b) {  // terminates: the bins of [lo, hi] hold more than r keys
