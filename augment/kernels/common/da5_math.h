@@ -283,6 +283,114 @@ AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist
   return lo;  // not reached: the bin holds the answer
 }
 
+// The rank-`rank` keys of n k×k×k windows stacked along axis a (window t: Window3{base + t·stride_a, k, stride_a,
+// stride_b}), emit(t, key) for each — the same keys as SelectRankKey per window, with the histogram shared along
+// the column: one min/max pass over the union of the windows, kColumnBins bins uniform in float value over its
+// [min, max] (bin(f) = min(⌊(f − min)·scale⌋, last): monotone in the key order, so the answer's bin is where the
+// prefix count passes the rank), built once for window 0 and slid along the column (per step a k×k plane out, a
+// plane in: 2k² updates instead of k³), then per window the bin's key interval (bisection on the key: bins are
+// monotone in it) and one pass gathering its keys (≤ kColumnMaxCandidates) to rank them. A bin with more keys, or a union range that is not finite (±inf,
+// NaN, a range whose scale overflows), takes SelectRankKeyHist for that window (its levels reuse `hist`; the
+// next window rebuilds the column histogram). `hist`: kColumnBins counts at hist[0], hist[stride], …
+inline constexpr int kColumnBins = 64;
+inline constexpr int kColumnMaxCandidates = 24;
+static_assert(kColumnBins >= kSelectHistBins, "the fallback's levels reuse the column histogram");
+
+template <typename Emit>
+AUGMENTD_HD void SelectRankKeyColumn(const uint32_t* base, int k, int stride_a, int stride_b, int n, uint32_t rank,
+                                     uint32_t* hist, int stride, Emit&& emit) {
+  auto plane = [&](int a, auto&& f) {  // the k×k keys of plane a of the column
+    for (int b = 0; b < k; ++b) {
+      const uint32_t* row = base + a * stride_a + b * stride_b;
+      for (int c = 0; c < k; ++c) f(row[c]);
+    }
+  };
+  auto window = [&](int t) { return Window3{base + t * stride_a, k, stride_a, stride_b}; };
+  uint32_t lo = 0xFFFFFFFFu, hi = 0;
+  for (int a = 0; a < n + k - 1; ++a) plane(a, [&](uint32_t v) {
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    });
+  if (lo == hi) {
+    for (int t = 0; t < n; ++t) emit(t, lo);
+    return;
+  }
+  const float fmin = KeyToFloat(lo), range = KeyToFloat(hi) - fmin;
+  const float scale = static_cast<float>(kColumnBins) / range;
+  // range > 0 and finite, scale finite (false for NaN too).
+  const bool binned = range > 0.f && range <= 3.4e38f && scale <= 3.4e38f;
+  auto bin = [&](uint32_t v) {
+    const float t = (KeyToFloat(v) - fmin) * scale;
+    return static_cast<int>(t < static_cast<float>(kColumnBins - 1) ? t : static_cast<float>(kColumnBins - 1));
+  };
+  bool built = false;
+  int cached_b = -1;
+  uint32_t blo = 0, bhi = 0;
+  for (int t = 0; t < n; ++t) {
+    if (!binned) {
+      emit(t, SelectRankKeyHist(window(t), rank, hist, stride));
+      continue;
+    }
+    if (!built) {
+      for (int b = 0; b < kColumnBins; ++b) hist[b * stride] = 0;
+      for (int a = t; a < t + k; ++a) plane(a, [&](uint32_t v) { ++hist[bin(v) * stride]; });
+      built = true;
+    } else {
+      plane(t - 1, [&](uint32_t v) { --hist[bin(v) * stride]; });
+      plane(t + k - 1, [&](uint32_t v) { ++hist[bin(v) * stride]; });
+    }
+    uint32_t acc = 0, m = 0;
+    int b = 0;
+    for (;; ++b) {  // terminates: the k³ keys of the window are all binned, rank < k³
+      m = hist[b * stride];
+      if (acc + m > rank) break;
+      acc += m;
+    }
+    if (m > static_cast<uint32_t>(kColumnMaxCandidates)) {
+      emit(t, SelectRankKeyHist(window(t), rank, hist, stride));
+      built = false;
+      continue;
+    }
+    const uint32_t r = rank - acc;
+    if (b != cached_b) {  // bin b's keys: [blo, bhi] (bins are monotone in the key); often the last window's bin
+      auto first_at_least = [&](int target) {  // smallest key of [lo, hi] in bin >= target (bin(hi) >= target)
+        uint32_t x = lo, z = hi;
+        while (x < z) {
+          const uint32_t mid = x + (z - x) / 2;
+          if (bin(mid) >= target) {
+            z = mid;
+          } else {
+            x = mid + 1;
+          }
+        }
+        return x;
+      };
+      blo = first_at_least(b);
+      bhi = b + 1 <= bin(hi) ? first_at_least(b + 1) - 1 : hi;
+      cached_b = b;
+    }
+    uint32_t cand[kColumnMaxCandidates];
+    int c = 0;
+    const uint32_t width = bhi - blo;
+    window(t).ForEach([&](uint32_t v) {
+      if (v - blo <= width && c < kColumnMaxCandidates) cand[c++] = v;
+    });
+    uint32_t key = cand[0];
+    for (int i = 0; i < c; ++i) {
+      uint32_t less = 0, leq = 0;
+      for (int j = 0; j < c; ++j) {
+        less += cand[j] < cand[i];
+        leq += cand[j] <= cand[i];
+      }
+      if (less <= r && r < leq) {
+        key = cand[i];
+        break;
+      }
+    }
+    emit(t, key);
+  }
+}
+
 // ------------------------------------------------------------------------------------------------------------
 // Sharpening: x + strength · (2·nd·x − Σ face neighbours), replicate border (bgv2 SharpeningTransform), in the CPU
 // transform's float order. 3D: 6·x minus the 6 face neighbours. Planar (a 2D sample run as (1, X, Y)): 4·x minus
