@@ -7,8 +7,7 @@
 #                                                     marginal cost of every DA5 transform (+median_filter#i)
 #   cuda_pipeline_bench --modes PIPE_MODES             the fused kernels: B ∈ {2, 8}, C ∈ {1, 4}, 128³ and 80×160²
 # Output: $OUT/summary.md and the JSON lines of every run ($OUT/*.jsonl); logs in $OUT/logs.tar.gz.
-# Knobs: SIDES ("old new"; new0 = the new build with AUGMENTD_MEDIAN_COLUMN=0), PIPE_MODES=none skips the
-# pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
+# Knobs: PIPE_MODES=none skips the pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
 # TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
 # BUILD_TIMEOUT (200 s per build).
 #   OUT=$OUT scripts/gpu-kernels-check.sh        # ≈ 2 builds × 50 s + tests 40 s + benches 60 s
@@ -47,20 +46,15 @@ if [ "${SKIP_CTEST:-0}" != 1 ]; then
   CT_RC=$?
   grep -E "tests passed|tests failed|\(Failed\)|Not Run|Timeout|Passed|Failed" "$OUT/tests-gpu.log" | tail -15
   say "ctest exit $CT_RC"
-  # The per-voxel 3D median kernel (AUGMENTD_MEDIAN_COLUMN=0) against the CPU too.
-  (cd "$NEW_BUILD" && AUGMENTD_MEDIAN_COLUMN=0 timeout 60 ./augment/cuda_da5_stages_test) >"$OUT/tests-gpu-voxel.log" 2>&1
-  CT0_RC=$?
-  tail -3 "$OUT/tests-gpu-voxel.log"; say "cuda_da5_stages_test with AUGMENTD_MEDIAN_COLUMN=0 exit $CT0_RC"
 fi
 {
   echo "# issue 27 before/after, $(head -1 "$OUT/gpu.txt"), $(date -u +%F), old = $OLD, new = this tree"
   for r in $(seq "${ROUNDS:-1}"); do
-    for side in ${SIDES:-old new}; do  # new0: the new build with AUGMENTD_MEDIAN_COLUMN=0 (per-voxel 3D median)
-      dir=$OLD_BUILD; [ "$side" != old ] && dir=$NEW_BUILD
-      col=1; [ "$side" = new0 ] && col=0
-      echo; echo "## round $r: $side — cuda_chain_bench --iters ${CHAIN_ITERS:-100} (AUGMENTD_MEDIAN_COLUMN=$col)"
-      AUGMENTD_MEDIAN_COLUMN=$col timeout 150 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" \
-        --json "$OUT/chain-$side-$r.jsonl" 2>&1 | tail -30
+    for side in old new; do
+      dir=$OLD_BUILD; [ "$side" = new ] && dir=$NEW_BUILD
+      echo; echo "## round $r: $side — cuda_chain_bench --iters ${CHAIN_ITERS:-100}"
+      timeout 150 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" --json "$OUT/chain-$side-$r.jsonl" 2>&1 \
+        | tail -30
       [ "${PIPE_MODES:-all-on,default-p}" = none ] && continue
       echo; echo "## round $r: $side — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}"
       timeout 150 "$dir"/augment/kernels/cuda/cuda_pipeline_bench --modes "${PIPE_MODES:-all-on,default-p}" \

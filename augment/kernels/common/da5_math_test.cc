@@ -119,46 +119,6 @@ TEST(Da5Math, HistogramSelectionEqualsSortedRank) {
   EXPECT_EQ(windows, 7 * 8 * 6);
 }
 
-// SelectRankKeyColumn = SelectRankKey per window, for columns of 1–9 windows of k = 2…7 over key tiles built to
-// reach each branch: smooth values (the sliding histogram), heavy ties (a bin above kColumnMaxCandidates: the
-// per-window fallback, then a rebuilt histogram), ±inf (no finite range: every window falls back), a tiny range
-// (the scale overflows), one key.
-TEST(Da5Math, ColumnSelectionEqualsPerWindowSelection) {
-  std::mt19937 rng(777);
-  std::normal_distribution<float> normal(0.3f, 1.0f);
-  int columns = 0;
-  for (int kind = 0; kind < 5; ++kind)
-    for (int k = 2; k <= 7; ++k)
-      for (int n : {1, 2, 5, 9}) {
-        const int h0 = n + k - 1, h1 = k + 1, h2 = k + 2;  // one column at (0, 0, 0) of a slightly wider tile
-        std::vector<uint32_t> keys(static_cast<size_t>(h0) * h1 * h2);
-        for (uint32_t& key : keys) {
-          const float g = normal(rng);
-          float f = g;
-          if (kind == 1) f = std::round(g * 0.7f) + 0.0f;
-          if (kind == 2) f = rng() % 17 == 0 ? (g < 0 ? -INFINITY : INFINITY) : g;
-          if (kind == 3) f = 1e-38f + std::ldexp(static_cast<float>(rng() % 8), -149);  // range of a few denormals
-          if (kind == 4) f = -1.5f;
-          key = OrderedKey(f);
-        }
-        const uint32_t rank = static_cast<uint32_t>(k * k * k / 2);
-        std::vector<uint32_t> hist(static_cast<size_t>(kColumnBins) * 2, 5u);  // stride 2, dirty on entry
-        std::vector<uint32_t> got(static_cast<size_t>(n), 0u);
-        int emitted = 0;
-        SelectRankKeyColumn(keys.data(), k, h1 * h2, h2, n, rank, hist.data(), 2, [&](int t, uint32_t key) {
-          got[static_cast<size_t>(t)] = key;
-          ++emitted;
-        });
-        ASSERT_EQ(emitted, n);
-        for (int t = 0; t < n; ++t) {
-          const Window3 w{keys.data() + t * h1 * h2, k, h1 * h2, h2};
-          ASSERT_EQ(got[static_cast<size_t>(t)], SelectRankKey(w, rank)) << "kind " << kind << " k " << k << " t " << t;
-        }
-        ++columns;
-      }
-  EXPECT_EQ(columns, 5 * 6 * 4);
-}
-
 // A random 2-channel sample; `quantised`: many ties, so the rank rule matters (+ 0.0f: no −0, whose order against
 // +0 is arbitrary).
 SampleData MedianInput(const std::vector<int64_t>& shape, bool quantised, uint32_t seed) {

@@ -10,9 +10,6 @@
 // each of the k² values of the plane's k×k window exactly k times; sorted, it is the k² values sorted with every
 // value repeated k times, so its rank ⌊k³/2⌋ is the k×k window's rank ⌊⌊k³/2⌋/k⌋ = ⌊k³/(2k)⌋ = ⌊k²/2⌋ — the CPU's 2D
 // median too. That path selects it on the k×k window (16×16 output tiles): k times less work, same bits.
-#include <cstdlib>
-#include <string>
-
 #include "augment/kernels/cuda/da5_common.cuh"
 #include "augment/kernels/cuda/da5_kernels.h"
 
@@ -55,57 +52,6 @@ __global__ void MedianKernel(const float* __restrict__ src, float* __restrict__ 
   const Window3 w{keys + (z * h1 + y) * h2 + x, k, h1 * h2, h2};
   const uint32_t key = SelectRankKeyHist(w, static_cast<uint32_t>(k * k * k / 2), smem + threadIdx.x, kThreads);
   dst[slice * plane + (static_cast<int64_t>(i) * d1 + j) * d2 + l] = KeyToFloat(key);
-}
-
-// Column median: one block of 128 threads per 8×8×16 output tile; thread (y, x) owns the column of 8 outputs along
-// axis 0 and selects them with SelectRankKeyColumn (a value histogram slid along the column: 2k² updates per output
-// instead of ≥ 2 k³ passes). Shared memory: the threads' histogram columns, then the (7 + k) × (7 + k) × (15 + k)
-// key tile. The default 3D path; AUGMENTD_MEDIAN_COLUMN=0 selects MedianKernel.
-constexpr int kCz = 8, kCy = 8, kCx = 16, kColumnThreads = kCy * kCx;
-constexpr int kColumnHistWords = kColumnBins * kColumnThreads;
-
-__global__ void __launch_bounds__(kColumnThreads) MedianColumnKernel(const float* __restrict__ src,
-                                                                     float* __restrict__ dst,
-                                                                     const int32_t* __restrict__ ks, int d0, int d1,
-                                                                     int d2, int tiles1, int tiles2) {
-  const int slice = blockIdx.y;
-  const int k = ks[slice];
-  if (k <= 1) return;
-  extern __shared__ uint32_t smem[];
-  uint32_t* keys = smem + kColumnHistWords;
-  const int tile = blockIdx.x;
-  const int o0 = tile / (tiles1 * tiles2) * kCz;
-  const int o1 = tile / tiles2 % tiles1 * kCy;
-  const int o2 = tile % tiles2 * kCx;
-  const int before = k / 2;
-  const int h1 = kCy + k - 1, h2 = kCx + k - 1;
-  const int halo = (kCz + k - 1) * h1 * h2;
-  const int64_t plane = static_cast<int64_t>(d0) * d1 * d2;
-  const float* s = src + slice * plane;
-  for (int m = threadIdx.x; m < halo; m += blockDim.x) {
-    const int c = m % h2, b = m / h2 % h1, a = m / (h1 * h2);
-    const int i = ReflectIndex(o0 - before + a, d0), j = ReflectIndex(o1 - before + b, d1);
-    const int l = ReflectIndex(o2 - before + c, d2);
-    keys[m] = OrderedKey(s[(static_cast<int64_t>(i) * d1 + j) * d2 + l]);
-  }
-  __syncthreads();
-  const int y = threadIdx.x / kCx, x = threadIdx.x % kCx;
-  const int j = o1 + y, l = o2 + x;
-  if (j >= d1 || l >= d2) return;
-  const int n = min(kCz, d0 - o0);
-  float* out = dst + slice * plane + (static_cast<int64_t>(o0) * d1 + j) * d2 + l;
-  const int64_t step = static_cast<int64_t>(d1) * d2;
-  SelectRankKeyColumn(keys + y * h2 + x, k, h1 * h2, h2, n, static_cast<uint32_t>(k * k * k / 2),
-                      smem + threadIdx.x, kColumnThreads,
-                      [&](int t, uint32_t key) { out[t * step] = KeyToFloat(key); });
-}
-
-bool UseColumnMedian() {
-  static const bool use = [] {
-    const char* e = std::getenv("AUGMENTD_MEDIAN_COLUMN");
-    return e == nullptr || std::string(e) != "0";
-  }();
-  return use;
 }
 
 // Planar median: one block per 16×16 output tile of a d0 = 1 slice, the (15 + k)² halo as keys.
@@ -163,21 +109,6 @@ cudaError_t LaunchMedian(const float* src, float* dst, const int32_t* k, int sli
     const int t1 = (shape[1] + kPy - 1) / kPy, t2 = (shape[2] + kPx - 1) / kPx;
     const size_t smem = sizeof(uint32_t) * (kHistWords + (kPy + max_k - 1) * (kPx + max_k - 1));
     MedianPlaneKernel<<<dim3(t1 * t2, slices), kThreads, smem, stream>>>(src, dst, k, shape[1], shape[2], t2);
-    return cudaGetLastError();
-  }
-  if (UseColumnMedian()) {
-    const int t0 = (shape[0] + kCz - 1) / kCz, t1 = (shape[1] + kCy - 1) / kCy, t2 = (shape[2] + kCx - 1) / kCx;
-    auto bytes = [](int k) {
-      return sizeof(uint32_t) * (kColumnHistWords + (kCz + k - 1) * (kCy + k - 1) * (kCx + k - 1));
-    };
-    const size_t smem = bytes(max_k);
-    if (smem > kDefaultSmem) {  // once, to the largest window
-      static const cudaError_t opt_in = cudaFuncSetAttribute(
-          MedianColumnKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes(kMaxMedianSize)));
-      if (opt_in != cudaSuccess) return opt_in;
-    }
-    MedianColumnKernel<<<dim3(t0 * t1 * t2, slices), kColumnThreads, smem, stream>>>(src, dst, k, shape[0], shape[1],
-                                                                                     shape[2], t1, t2);
     return cudaGetLastError();
   }
   const int t0 = (shape[0] + kTz - 1) / kTz, t1 = (shape[1] + kTy - 1) / kTy, t2 = (shape[2] + kTx - 1) / kTx;
