@@ -10,7 +10,7 @@
 # Knobs: PIPE_MODES=none skips the pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
 # TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
 # BUILD_TIMEOUT (200 s per build).
-#   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, benches ≈ 95 s (≈ 20 s with PIPE_MODES=none, CHAIN_ITERS=60)
+#   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/gpu-kernels}
