@@ -33,6 +33,7 @@ struct PendingPatch {
   std::shared_ptr<v1::AugmentRequest> request;     // owns the inline bytes the views point into
   InputTensor image, seg;
   std::optional<uint32_t> input_slot;              // the server input slot handed over, if any
+  int64_t received_unix_ns = 0;                    // BatchTiming.received_unix_ns
 };
 using PendingPtr = std::shared_ptr<PendingPatch>;
 
@@ -176,6 +177,7 @@ void ProduceTask(const std::shared_ptr<PatchState>& state, const PendingPtr& p,
     session = state->session;
   }
   const absl::Time start = absl::Now();
+  const int64_t started_unix_ns = absl::ToUnixNanos(start);
   const v1::SlotLease* slot = lease.has_value() ? &*lease : nullptr;
   const uint64_t index = p->request->batch_index();
   absl::StatusOr<ProducedBatch> batch = session->AugmentStreamPatches(index, p->image, p->seg, slot);
@@ -191,6 +193,8 @@ void ProduceTask(const std::shared_ptr<PatchState>& state, const PendingPtr& p,
   absl::StatusOr<v1::Batch> proto = batch.ok() ? session->MakeBatchProto(*batch, slot) : batch.status();
   if (proto.ok()) {
     proto->mutable_timing()->set_queue_us(absl::ToInt64Microseconds(worker.queued));
+    proto->mutable_timing()->set_received_unix_ns(p->received_unix_ns);
+    proto->mutable_timing()->set_started_unix_ns(started_unix_ns);
     if (input_lease.has_value()) *proto->mutable_input_lease() = *input_lease;
   }
   Action a;
@@ -394,6 +398,7 @@ class PatchStream final : public Reactor {
                                                        "); wait for batches before sending more"));
     }
     auto p = std::make_shared<PendingPatch>();
+    p->received_unix_ns = absl::ToUnixNanos(absl::Now());
     p->request = std::make_shared<v1::AugmentRequest>();
     p->request->Swap(message);  // O(1): the inline bytes move, not copied
     const v1::AugmentRequest& r = *p->request;

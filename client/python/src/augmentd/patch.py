@@ -32,6 +32,7 @@ import collections
 import itertools
 import queue
 import threading
+import time
 from typing import List, Optional, Tuple
 
 import grpc
@@ -57,10 +58,16 @@ def _align256(n: int) -> int:
 class PatchFuture:
     """One submitted batch: ``PatchAugmenter.result(future)`` (or ``future.result()``) waits for it."""
 
-    __slots__ = ("batch_index", "_augmenter", "_done", "_batch", "_error", "taken")
+    __slots__ = ("batch_index", "_augmenter", "_done", "_batch", "_error", "taken", "submit_ns", "sent_ns",
+                 "received_ns", "returned_ns")
 
-    def __init__(self, augmenter: "PatchAugmenter", batch_index: int):
+    def __init__(self, augmenter: "PatchAugmenter", batch_index: int, submit_ns: int = 0):
         self.batch_index = batch_index
+        # Wall clock (time.time_ns(), comparable with the server's BatchTiming on the same host) of the call's
+        # phases: submit() entered, its request queued for the stream, the batch received by the reader thread,
+        # result() returning. ``phases()`` turns them and the server's timing into milliseconds.
+        self.submit_ns = submit_ns
+        self.sent_ns = self.received_ns = self.returned_ns = 0
         self._augmenter = augmenter
         self._done = threading.Event()
         self._batch: Optional[Batch] = None
@@ -72,6 +79,22 @@ class PatchFuture:
 
     def result(self, timeout: Optional[float] = None, copy: bool = False):
         return self._augmenter.result(self, timeout=timeout, copy=copy)
+
+    def phases(self) -> dict:
+        """Where this call's time went, in ms (a taken result of a StreamPatches server that reports the times):
+        ``submit`` (copies into the input slot / message building), ``request`` (queued → the server read it: the
+        gRPC request path), ``queue`` (server: read → engine start), ``compute`` (the engine), ``delivery``
+        (server: engine done → batch written), ``response`` (written → the client's reader thread has it) and
+        ``result`` (reader → result() returned: wake-up, views, the credit). Missing server times give {}."""
+        t = self._batch.proto.timing if self._batch is not None else None
+        if t is None or not t.received_unix_ns or not self.returned_ns:
+            return {}
+        done = t.started_unix_ns + t.compute_us * 1000
+        ms = lambda a, b: (b - a) / 1e6  # noqa: E731
+        return {"submit": ms(self.submit_ns, self.sent_ns), "request": ms(self.sent_ns, t.received_unix_ns),
+                "queue": ms(t.received_unix_ns, t.started_unix_ns), "compute": t.compute_us / 1e3,
+                "delivery": ms(done, t.sent_unix_ns), "response": ms(t.sent_unix_ns, self.received_ns),
+                "result": ms(self.received_ns, self.returned_ns)}
 
     def _set(self, batch=None, error=None) -> None:
         self._batch, self._error = batch, error
@@ -228,6 +251,7 @@ class PatchAugmenter:
                         lease = response.batch.input_lease
                         self._free.put((lease.slot, lease))
                     future = self._pending.popleft()
+                    future.received_ns = time.time_ns()
                     future._set(batch=batch)
                 elif which == "end":
                     break
@@ -260,6 +284,7 @@ class PatchAugmenter:
         """Sends one batch of (B, C, *initial_patch) ``image`` and (B, S, *initial_patch) ``segmentation`` (torch
         tensors on the session's device or the host, or numpy arrays); returns a ``PatchFuture``. Waits while
         ``depth`` batches are outstanding or no input slot is free."""
+        submit_ns = time.time_ns()
         if self._closed:
             raise RuntimeError("the PatchAugmenter is closed")
         ishape = self._check(image, "image", self.image_channels)
@@ -282,8 +307,9 @@ class PatchAugmenter:
                     request.image.CopyFrom(from_numpy(self._host(image, self.image_dtype), "image"))
                     request.segmentation.CopyFrom(from_numpy(self._host(segmentation, self.label_dtype),
                                                              "segmentation"))
-                future = PatchFuture(self, index)
+                future = PatchFuture(self, index, submit_ns)
                 self._pending.append(future)
+                future.sent_ns = time.time_ns()
                 self._requests.put(batch_pb2.StreamBatchesRequest(patches=request))
                 return future
         except BaseException:
@@ -363,6 +389,7 @@ class PatchAugmenter:
             if not self._closed:
                 self._requests.put(batch_pb2.StreamBatchesRequest(
                     credit=batch_pb2.Credit(credits=1, releases=releases)))
+        future.returned_ns = time.time_ns()
         return image, targets
 
     def __call__(self, image, segmentation, batch_index: Optional[int] = None):
