@@ -52,6 +52,9 @@ _CUDA_IPC = server_info_pb2.DELIVERY_KIND_CUDA_IPC
 _INLINE = server_info_pb2.DELIVERY_KIND_INLINE
 
 
+_ALL_CREDITS = 1 << 31
+
+
 def _align256(n: int) -> int:
     return (n + 255) & ~255
 
@@ -181,6 +184,23 @@ def _parallel_copyto(dst: np.ndarray, src) -> None:
         f.result()
 
 
+def _inline_views(batch: Batch):
+    """(image, [targets]) of an inline batch as torch CPU tensors viewing the received message's bytes (no copy;
+    the batch owns them, nobody else holds a reference: writable in practice, so torch's warning is silenced)."""
+    import warnings
+
+    import torch
+
+    def view(tensor, array):
+        out = torch.from_numpy(array)
+        return out.view(torch.bfloat16) if tensor.dtype == tensor_pb2.DTYPE_BFLOAT16 else out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return (view(batch.proto.image, batch.image),
+                [view(t, a) for t, a in zip(batch.proto.targets, batch.targets)])
+
+
 def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "device")
 
@@ -262,7 +282,10 @@ class PatchAugmenter:
         self._requests: "queue.SimpleQueue" = queue.SimpleQueue()
         self._failure: Optional[BaseException] = None
         self._closed = False
-        start = batch_pb2.StreamStart(session_id=self.session.session_id, initial_credits=self.depth)
+        # Every credit up front: the server only produces submitted batches and at most `depth` are outstanding, so
+        # credits bound nothing here; a taken result then sends at most a Release (none for inline delivery) and
+        # the stream carries one request and one answer per batch (each message costs GIL time on gRPC's threads).
+        start = batch_pb2.StreamStart(session_id=self.session.session_id, initial_credits=_ALL_CREDITS)
         token = getattr(self.session.response, "session_token", "")  # a server with session credentials
         if token and "session_token" in start.DESCRIPTOR.fields_by_name:
             start.session_token = token
@@ -433,7 +456,10 @@ class PatchAugmenter:
         if future._error is not None:
             raise future._error
         batch = future._batch
-        image, targets = batch.torch()  # CUDA_IPC: on the session's GPU; HOST_SHM / INLINE: host tensors
+        if batch.proto.image.WhichOneof("storage") == "inline_data":
+            image, targets = _inline_views(batch)  # views of the received message: the output is written once
+        else:
+            image, targets = batch.torch()  # CUDA_IPC: on the session's GPU; HOST_SHM: host tensors of the slot
         if copy:
             image, targets = image.clone(), [t.clone() for t in targets]
         releases = []
@@ -448,9 +474,8 @@ class PatchAugmenter:
                     old = self._held.popleft()
                     old.released = True
                     releases.append(old.lease)
-            if not self._closed:
-                self._requests.put(batch_pb2.StreamBatchesRequest(
-                    credit=batch_pb2.Credit(credits=1, releases=releases)))
+            if releases and not self._closed:
+                self._requests.put(batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=releases)))
         future.returned_ns = time.time_ns()
         return image, targets
 
