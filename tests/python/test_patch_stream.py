@@ -75,8 +75,8 @@ def _reference(client, config, inputs):
 
 
 def _settled_stats(client, session, batches=0, timeout=5.0):
-    """The session's stats once the last result's release reached the server (it travels with the next credit
-    message, asynchronously: at most `hold` (1) slot stays leased) and `batches` were counted (a batch is counted
+    """The session's stats once the last result's release reached the server (it travels with a Release message,
+    asynchronously: at most `hold` (1) slot stays leased) and `batches` were counted (a batch is counted
     when the server's write completes, which may be after the client received it)."""
     deadline = time.monotonic() + timeout
     while True:
