@@ -280,6 +280,7 @@ class PatchAugmenter:
         self._held: "collections.deque[Batch]" = collections.deque()
         self._indices = itertools.count(start_batch_index)
         self._requests: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._copy_streams = {}                             # torch device → CUDA stream for host → slot copies
         self._failure: Optional[BaseException] = None
         self._closed = False
         # Every credit up front: the server only produces submitted batches and at most `depth` are outstanding, so
@@ -418,11 +419,21 @@ class PatchAugmenter:
         if slot.kind == "cuda_ipc":
             import torch
 
-            with torch.cuda.device(slot.memory.device):
-                iview.copy_(image if _is_torch(image) else torch.from_numpy(np.asarray(image)))
-                sview.copy_(seg if _is_torch(seg) else torch.from_numpy(np.asarray(seg)))
-                # The server reads the slot on its own stream: the copies must be finished when the lease arrives.
-                torch.cuda.current_stream(slot.memory.device).synchronize()
+            dev = slot.memory.device
+            if any(_is_torch(x) and x.is_cuda for x in (image, seg)):
+                # Device to device on the caller's stream: after the kernels that produced the tensors.
+                stream = torch.cuda.current_stream(dev)
+            else:
+                # Host to device on the augmenter's own stream, not behind the caller's queued work: a training step
+                # on the default stream would otherwise hold every hand-over of a loader thread until it ends.
+                stream = self._copy_streams.get(dev)
+                if stream is None:
+                    stream = self._copy_streams[dev] = torch.cuda.Stream(dev)
+            with torch.cuda.device(dev), torch.cuda.stream(stream):
+                iview.copy_(image if _is_torch(image) else torch.from_numpy(np.ascontiguousarray(image)))
+                sview.copy_(seg if _is_torch(seg) else torch.from_numpy(np.ascontiguousarray(seg)))
+            # The server reads the slot on its own stream: the copies must be finished when the lease arrives.
+            stream.synchronize()
             ref = "cuda_ipc"
         else:
             for view, src, off, shape, dtype in ((iview, image, 0, ishape, self.image_dtype),
