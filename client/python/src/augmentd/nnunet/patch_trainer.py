@@ -8,7 +8,7 @@ mode on the trainer's GPU through ``augmentd.PatchAugmenter``: written into the 
 slot, augmented with the server's ``nnunet_default`` pipeline (``nnunet_validation`` for the validation loader)
 configured exactly like the trainer, and handed back through a CUDA IPC output slot as CUDA tensors — so
 ``train_step``'s ``.to(device)`` is a no-op. The next batch is submitted before the current one is returned, so it
-is augmented while the trainer computes.
+is augmented while the trainer computes (a submitter thread hands batches over ahead of ``next()``).
 
 Server, device and seed selection are those of ``nnUNetTrainerAugmentd`` (same environment variables; a local
 server is started when none answers). Also:
@@ -72,7 +72,14 @@ class ThreadedBatches:
             self._queue.put(err)
 
     def __next__(self) -> dict:
-        item = self._queue.get()
+        return self.get()
+
+    def get(self, timeout: Optional[float] = None) -> Optional[dict]:
+        """The next cropped batch; None when none came within ``timeout`` seconds (None: wait)."""
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
         if isinstance(item, BaseException):
             raise RuntimeError(f"augmentd {self.name}: nnU-Net's data loader failed: {item}") from item
         return item
@@ -89,38 +96,62 @@ class ThreadedBatches:
 
 
 class AugmentdPatchLoader:
-    """Cropped batches from ``batches`` augmented by ``augmenter`` on the server, one submitted ahead: ``next()``
-    returns ``{'data': CUDA (B, C, *patch), 'target': [CUDA tensors per deep-supervision scale] (or one tensor),
-    'keys': [...]}`` — views of the session's output slot, valid until the next ``next()`` (as nnU-Net's training
-    loop uses a batch)."""
+    """Cropped batches from ``batches`` augmented by ``augmenter`` on the server: a submitter thread hands up to
+    ``augmenter.depth`` batches over ahead of the trainer (the copy into the input slot — host to device on the
+    augmenter's own stream — and the augmentation run while the trainer computes, not in its ``next()``).
+    ``next()`` returns ``{'data': CUDA (B, C, *patch), 'target': [CUDA tensors per deep-supervision scale] (or one
+    tensor), 'keys': [...]}`` — views of the session's output slot, valid until the next ``next()`` (as nnU-Net's
+    training loop uses a batch)."""
 
     def __init__(self, batches: ThreadedBatches, augmenter: PatchAugmenter, deep_supervision: bool, name: str):
         self.name = name
         self._batches = batches
         self._aug = augmenter
         self._deep_supervision = deep_supervision
-        self._ahead = None
         self.session = augmenter.session
         self.batches_taken = 0
+        self._stop = threading.Event()
+        self._room = threading.Semaphore(augmenter.depth)  # submitted and not yet taken: submit() never waits
+        self._submitted: "queue.Queue" = queue.Queue()       # (future, keys) in submit order, or an exception
+        self._submitter = threading.Thread(target=self._submit_loop, name=f"augmentd-{name}-submit", daemon=True)
+        self._submitter.start()
 
-    def _submit(self):
-        batch = next(self._batches)
-        return self._aug.submit(batch["data"], batch["target"]), batch["keys"]
+    def _submit_loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                if not self._room.acquire(timeout=0.2):
+                    continue
+                batch = None
+                while batch is None and not self._stop.is_set():
+                    batch = self._batches.get(timeout=0.2)
+                if batch is None:
+                    return
+                self._submitted.put((self._aug.submit(batch["data"], batch["target"]), batch["keys"]))
+        except BaseException as err:  # noqa: BLE001 (raised by next())
+            if not self._stop.is_set():
+                self._submitted.put(err)
 
     def __iter__(self) -> "AugmentdPatchLoader":
         return self
 
     def __next__(self) -> dict:
-        if self._ahead is None:
-            self._ahead = self._submit()
-        future, keys = self._ahead
-        self._ahead = self._submit()  # augmented while the trainer computes with this one
-        image, targets = self._aug.result(future)
+        item = self._submitted.get()
+        if isinstance(item, BaseException):
+            self._submitted.put(item)  # every later next() raises it too
+            raise item
+        future, keys = item
+        try:
+            image, targets = self._aug.result(future)
+        finally:
+            self._room.release()
         self.batches_taken += 1
         return {"data": image, "target": targets if self._deep_supervision else targets[0], "keys": keys}
 
     def close(self) -> Optional[object]:
-        """Stops the loader threads and closes the session; returns its final SessionStats (None if closed)."""
+        """Stops the submitter and loader threads and closes the session; returns its final SessionStats (None if
+        closed)."""
+        self._stop.set()
+        self._submitter.join(timeout=10)
         self._batches.close()
         return self._aug.close()
 
