@@ -155,8 +155,11 @@ _copy_pool = None
 _copy_pool_lock = threading.Lock()
 
 
+_THREADS = max(1, min(8, (os.cpu_count() or 1) // 2))
+
+
 def _copy_threads() -> int:
-    return max(1, min(8, (os.cpu_count() or 1) // 2))
+    return _THREADS
 
 
 def _parallel_copyto(dst: np.ndarray, src) -> None:
@@ -164,9 +167,12 @@ def _parallel_copyto(dst: np.ndarray, src) -> None:
     releases the GIL while copying): one thread moves ~5-10 GB/s, i.e. 10-20 ms for a 128³ B=2 batch (issue 22).
     Small or strided sources are copied on the calling thread. Threads that block rather than spin, so a loaded
     host does not make it slower than one copy (torch's intra-op copy does there)."""
+    if dst.nbytes < 2 * _COPY_CHUNK:
+        np.copyto(dst, src, casting="unsafe")
+        return
     src = np.asarray(src)
     threads = _copy_threads()
-    if threads == 1 or dst.nbytes < 2 * _COPY_CHUNK or not src.flags.c_contiguous or src.shape != dst.shape:
+    if threads == 1 or not src.flags.c_contiguous or src.shape != dst.shape:
         np.copyto(dst, src, casting="unsafe")
         return
     global _copy_pool
