@@ -10,6 +10,7 @@ bool CudaIpcBuilt() { return false; }
 
 absl::StatusOr<std::unique_ptr<SlotBuffer>> CreateCudaIpcSlot(int, const std::string&, uint64_t) { return NoCuda(); }
 absl::Status PinHostSlot(SlotBuffer&, int) { return absl::OkStatus(); }
+absl::Status CudaWorker::WaitForSlotWrites(SlotBuffer&) { return NoCuda(); }
 absl::StatusOr<bool> CudaWorker::RunHostIntoHostSlot(const BatchInput&, const RunOptions&, std::optional<DType>,
                                                      SlotBuffer&, const std::string&, v1::Batch*,
                                                      std::vector<SampleRecord>*) {

@@ -306,6 +306,14 @@ absl::StatusOr<CudaBatchInput> CudaWorker::StageHostInput(const BatchInput& inpu
   return din;
 }
 
+absl::Status CudaWorker::WaitForSlotWrites(SlotBuffer& slot) {
+  auto* cuda_slot = dynamic_cast<CudaIpcSlot*>(&slot);
+  if (cuda_slot == nullptr || cuda_slot->event() == nullptr) return absl::OkStatus();
+  SLOTS_CUDA_OK(cudaSetDevice(impl_->device));
+  SLOTS_CUDA_OK(cudaStreamWaitEvent(impl_->stream, cuda_slot->event(), 0));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> CudaWorker::RunHostIntoHostSlot(const BatchInput& input, const RunOptions& options,
                                                      std::optional<DType> label_dtype, SlotBuffer& slot,
                                                      const std::string& region, v1::Batch* batch,

@@ -104,6 +104,10 @@ class CudaWorker {
                                            std::optional<DType> label_dtype, SlotBuffer& slot,
                                            const std::string& region, v1::Batch* batch,
                                            std::vector<SampleRecord>* records);
+  // Makes the worker's stream wait (cudaStreamWaitEvent) for the writer's last cudaEventRecord of a CUDA IPC input
+  // slot's event (CudaIpcRegion.event_handle: a client records it after its copies instead of synchronising); a
+  // never-recorded event, or a slot that is not a CUDA IPC slot, costs nothing. Call before the runs that read it.
+  absl::Status WaitForSlotWrites(SlotBuffer& slot);
   // Device in, device out in `slot`: RunIntoSlot without the host staging.
   absl::Status RunDeviceIntoSlot(const CudaBatchInput& input, const RunOptions& options, SlotBuffer& slot,
                                  const std::string& region, v1::Batch* batch, std::vector<SampleRecord>* records);

@@ -232,6 +232,7 @@ absl::StatusOr<InputTensor> ResolveSlotTensor(const v1::Tensor& tensor, const st
   out.view = *view;
   out.view.data = static_cast<const uint8_t*>(buffer.data()) + offset;
   out.on_device = cuda;
+  out.slot = &buffer;
   return out;
 }
 

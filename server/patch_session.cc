@@ -59,6 +59,12 @@ absl::StatusOr<ProducedBatch> Session::AugmentStreamPatches(uint64_t batch_index
   }
   absl::StatusOr<CudaWorkerPool::Lease> worker = resources_.cuda->Acquire();
   if (!worker.ok()) return worker.status();
+  // A client's copies into a CUDA input slot may still run on its stream: it recorded the slot's event after them.
+  for (SlotBuffer* slot : {image.slot, seg.slot}) {
+    if (slot == nullptr) continue;
+    if (absl::Status s = (*worker)->WaitForSlotWrites(*slot); !s.ok()) return s;
+    if (image.slot == seg.slot) break;
+  }
   CudaBatchInput din;
   din.image = static_cast<const float*>(image.view.data);
   din.seg = static_cast<const int16_t*>(seg.view.data);

@@ -61,9 +61,9 @@ def _patches(initial, b, seed):
                          ids=["cuda_in-cuda_out", "cuda_in-cuda_out-numpy", "shm_in-shm_out", "shm_in-shm_out-numpy",
                               "shm_in-cuda_out", "cuda_in-shm_out", "cuda_in-inline_out", "inline_numpy"])
 def test_cuda_patch_mode_equals_inline_bit_for_bit(server, delivery, slot_kind, host_inputs):
-    """Numpy inputs into CUDA slots are copied on the augmenter's own stream. Host shm slots of a CUDA session are
-    page-locked: inputs go straight from the input slot to the device and
-    the batch straight into the output slot (numpy inputs: the client's threaded copy into the slot); inline
+    """Copies into CUDA input slots are handed over by the slot's event (numpy inputs: on the augmenter's own
+    stream). Host shm slots of a CUDA session are page-locked: inputs go straight from the input slot to the device
+    and the batch straight into the output slot (numpy inputs: the client's threaded copy into the slot). Inline
     requests carry the bytes encoded by augmentd.wire and inline results view the received message."""
     with augmentd.Client(server.addresses[0]) as client:
         ref = client.open_session(_config())

@@ -118,7 +118,8 @@ class _InputSlot:
         else:
             from .cuda_ipc import CudaIpcMemory
 
-            self.memory = CudaIpcMemory(region.mem_handle, region.byte_size, region.device_uuid)
+            # With its event: the copies into the slot are handed over by cudaEventRecord, not a synchronisation.
+            self.memory = CudaIpcMemory(region.mem_handle, region.byte_size, region.device_uuid, region.event_handle)
         self._views = {}
 
     def view(self, offset: int, shape, dtype):
@@ -438,8 +439,11 @@ class PatchAugmenter:
             with torch.cuda.device(dev), torch.cuda.stream(stream):
                 iview.copy_(image if _is_torch(image) else torch.from_numpy(np.ascontiguousarray(image)))
                 sview.copy_(seg if _is_torch(seg) else torch.from_numpy(np.ascontiguousarray(seg)))
-            # The server reads the slot on its own stream: the copies must be finished when the lease arrives.
-            stream.synchronize()
+            # The server reads the slot on its own stream after waiting on the slot's event (CudaIpcRegion.event_handle:
+            # the writer records it after each write), so a device-to-device copy need not finish before the lease
+            # goes out; without an event the copies must be finished when the lease arrives.
+            if not slot.memory.record(stream):
+                stream.synchronize()
             ref = "cuda_ipc"
         else:
             for view, src, off, shape, dtype in ((iview, image, 0, ishape, self.image_dtype),
