@@ -192,7 +192,7 @@ def phase_table(rows):
              "submit = submit() until its request is queued (copies into the input slot, message building); "
              "request = queued → the server read it; queue = read → engine start; compute = the engine; "
              "delivery = engine done → the batch written to the stream; response = written → the client's reader "
-             "thread has it; result = reader → result() returned (wake-up, views, the credit); sync = the "
+             "thread has it; result = reader → result() returned (wake-up, views, the release); sync = the "
              "synchronisation after the call (CUDA). The phases' medians need not add up to the call's median.", "",
              "| case | B | patch | " + " | ".join(PHASES) + " | sum |", "|---|---|---|" + "---|" * (len(PHASES) + 1)]
     for r in rows:

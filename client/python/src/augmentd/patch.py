@@ -10,11 +10,13 @@ server-owned input slots and gets each batch back through its output slots, over
             ...; image2, targets2 = aug.result(ticket)
 
 Where the bytes go. A CUDA session: the input slots are device memory of the server (cudaMalloc'd, exported once
-with cudaIpcGetMemHandle and opened here once); ``submit`` copies the caller's tensors into a free slot on the
-current torch stream (a device-to-device copy, or host-to-device for host tensors), synchronises that stream and
-sends the slot's lease; the kernels read the slot and write the batch into an output slot that ``result`` returns
-as torch views (CUDA IPC delivery). A CPU session: the same with host shared-memory slots and CPU tensors. With
-``inline=True`` (or a server on another host) the patches travel as message bytes instead.
+with cudaIpcGetMemHandle and opened here once); ``submit`` copies the caller's tensors into a free slot (a
+device-to-device copy on the current torch stream, or host-to-device on the augmenter's own stream for host
+tensors), records the slot's IPC event after the copies and sends the slot's lease; the server's stream waits on
+the event, the kernels read the slot and write the batch into an output slot that ``result`` returns as torch views
+(CUDA IPC delivery). A CPU session: the same with host shared-memory slots and CPU tensors (a CUDA session's host
+shm slots are page-locked by the server: the device copies straight from and into them). With ``inline=True`` (or
+a server on another host) the patches travel as message bytes instead, encoded with one copy.
 
 Lifetime: the tensors ``result`` returns view an output slot; it goes back to the server when ``hold`` later results
 have been taken (default 1: the next ``result`` / call) or the augmenter closes — ``.clone()`` what must live
@@ -89,7 +91,7 @@ class PatchFuture:
         ``submit`` (copies into the input slot / message building), ``request`` (queued → the server read it: the
         gRPC request path), ``queue`` (server: read → engine start), ``compute`` (the engine), ``delivery``
         (server: engine done → batch written), ``response`` (written → the client's reader thread has it) and
-        ``result`` (reader → result() returned: wake-up, views, the credit). Missing server times give {}."""
+        ``result`` (reader → result() returned: wake-up, views, the release). Missing server times give {}."""
         t = self._batch.proto.timing if self._batch is not None else None
         if t is None or not t.received_unix_ns or not self.returned_ns:
             return {}
