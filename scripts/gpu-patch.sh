@@ -6,7 +6,8 @@
 # overlapped, host shm, inline, and the unary Augment baseline in the same run). Each step is bounded in time.
 # Writes $OUT/patch-gpu.md (the table), $OUT/figures.jsonl (issue 22's metric names) and $OUT/logs.tar.gz.
 # Knobs: BUILD_TIMEOUT (300 s), ITERS (100), SKIP_TESTS=1, SKIP_CPU_PATCH_TESTS=1 (GPU pytest only), SKIP_BENCH=1,
-#   BENCH_CASES (all).
+#   BENCH_CASES (all). Carry .device-kit and .whl (grpcio-tools for the stubs, installed into /tmp/gpu-patch-site when
+#   python3 lacks it).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/gpu-patch}
@@ -15,6 +16,11 @@ START=$(date +%s)
 say() { echo "[gpu-patch $(( $(date +%s) - START ))s] $*"; }
 source .device-kit/kit-env.sh
 export PYTHONUNBUFFERED=1
+# The Python stubs are generated from proto/ on first import (augmentd._stubs): grpcio-tools from a carried .whl/.
+if ! python3 -c "import grpc_tools" >/dev/null 2>&1 && ls .whl/grpcio_tools-*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/gpu-patch-site .whl/grpcio_tools-*.whl \
+    && export PYTHONPATH="/tmp/gpu-patch-site:${PYTHONPATH:-}"
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader | tee "$OUT/gpu.txt"
 BUILD=${AUGMENTD_GPU_BUILD:-build-gpu}   # AUGMENTD_GPU_BUILD: reuse another call's build (a warm machine)
 ZLIB_ARGS=()

@@ -192,6 +192,20 @@ def patch_config(dataset_config: session_pb2.SessionConfig, input_patch_size, ch
     return cfg
 
 
+def _batch_bytes(shapes) -> int:
+    batch_size, channels, seg_channels, crop = shapes
+    return int(batch_size * int(np.prod(crop)) * (4 * channels + 2 * seg_channels))
+
+
+def _shm_free_bytes() -> Optional[int]:
+    """Free bytes of /dev/shm (where torch puts shared tensors), None when it cannot be read."""
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
 class nnUNetTrainerAugmentdPatch(nnUNetTrainerAugmentd):
     """nnUNetTrainer with nnU-Net's own loader (crop and pad, in threads) and augmentd patch mode on its GPU."""
 
@@ -241,7 +255,16 @@ class nnUNetTrainerAugmentdPatch(nnUNetTrainerAugmentd):
                               probabilistic_oversampling=self.probabilistic_oversampling)
             pin = aug.device.startswith("cuda")
             shapes = (self.batch_size, aug.image_channels, aug.seg_channels, crop)
-            if workers == "processes":
+            kind = workers
+            if kind == "processes":
+                need = _batch_bytes(shapes) * (n_threads + depth + 1)
+                room = _shm_free_bytes()
+                if room is not None and room < 1.25 * need:  # tmpfs over-commit would end in SIGBUS, not an error
+                    self.print_to_log_file(
+                        f"augmentd: /dev/shm has {room >> 20} MiB free, {label} crop workers in processes need "
+                        f"{need >> 20} MiB: running them as threads (AUGMENTD_PATCH_WORKERS=threads)")
+                    kind = "threads"
+            if kind == "processes":
                 batches = ProcessBatches(spec, n_threads, depth, seed, f"{label} loader", shapes, pin)
             else:
                 batches = ThreadedBatches(spec.build, n_threads, depth, seed, f"{label} loader", shapes, pin)
@@ -250,7 +273,7 @@ class nnUNetTrainerAugmentdPatch(nnUNetTrainerAugmentd):
             self.print_to_log_file(
                 f"augmentd: {config.name} session {aug.session.session_id} on {aug.device}: input slots "
                 f"{aug.input_slots}, delivery {aug.session.response.delivery}, batch {s.batch_size}, crop {crop}, "
-                f"{n_threads} loader {workers}")
+                f"{n_threads} loader {kind}")
         train, val = self._augmentd_loaders
         next(train)  # like nnUNetTrainer.get_dataloaders: a broken setup fails here
         next(val)
