@@ -12,6 +12,7 @@
 #include "augment/transforms/brightness_gradient_additive.h"
 #include "augment/transforms/clamp/clamp.h"
 #include "augment/transforms/anisotropy/anisotropy.h"
+#include "augment/transforms/elastic_deformation/elastic_deformation.h"
 #include "augment/transforms/shape_crop/shape_crop.h"
 #include "augment/transforms/swap/swap.h"
 #include "augment/transforms/torchio_affine/torchio_affine.h"
@@ -94,6 +95,7 @@ constexpr TransformEntry kEntries[] = {
     {"shape_crop", TransformKind::kShapeCrop, &ShapeCropTransform::FromJson, kLabels},
     {"anisotropy", TransformKind::kAnisotropy, &AnisotropyTransform::FromJson},
     {"torchio_affine", TransformKind::kTorchioAffine, &TorchioAffineTransform::FromJson, kLabels},
+    {"elastic_deformation", TransformKind::kElasticDeformation, &ElasticDeformationTransform::FromJson, kLabels},
 };
 
 constexpr bool OneEntryPerKindInOrder() {

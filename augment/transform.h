@@ -72,7 +72,8 @@ enum class TransformKind : uint8_t {
   kShapeCrop,            // augment/transforms/shape_crop/
   kAnisotropy,           // augment/transforms/anisotropy/
   kTorchioAffine,        // augment/transforms/torchio_affine/
-  kLastKind = kTorchioAffine,
+  kElasticDeformation,   // augment/transforms/elastic_deformation/
+  kLastKind = kElasticDeformation,
 };
 inline constexpr int kNumTransformKinds = static_cast<int>(TransformKind::kLastKind) + 1;
 

@@ -84,7 +84,8 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
   constexpr TransformKind kCpuOnlyKinds[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
                                              TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
                                              TransformKind::kSwap, TransformKind::kShapeCrop,
-                                             TransformKind::kAnisotropy, TransformKind::kTorchioAffine};
+                                             TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
+                                             TransformKind::kElasticDeformation};
   constexpr int kNumCpuOnly = static_cast<int>(std::size(kCpuOnlyKinds));
   ASSERT_EQ(configs.size(), static_cast<size_t>(kNumTransformKinds));
   int available = 0;

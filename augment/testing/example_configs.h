@@ -69,6 +69,7 @@ inline std::vector<std::pair<std::string, nlohmann::json>> ExampleTransformConfi
         {"shape_crop", {{"shape_min", 1}, {"ignore_axes", {1, 2}}}},
         {"anisotropy", {{"downsampling", 3}}},
         {"torchio_affine", nlohmann::json::object()},
+        {"elastic_deformation", {{"num_control_points", 5}, {"max_displacement", 1.5}}},
   };
 }
 

@@ -1,7 +1,7 @@
 """Parity of nnUNetTrainerDAExt's CPU-side TorchIO / AugLab transforms with their references, parameters injected:
 ``swap`` (TorchIO ``Swap``), ``anisotropy`` (TorchIO ``RandomAnisotropy`` with its get_params replaced by the
 injected draw), ``torchio_affine`` (TorchIO ``Affine``) and ``shape_crop`` (AugLab's CPU ``ShapeTransform`` with
-``random.randint`` replaced by the injected sizes). Plus the samplers' distributions (KS / chi-square).
+``random.randint`` replaced by the injected sizes), ``elastic_deformation`` (TorchIO ``ElasticDeformation``). Plus the samplers' distributions (KS / chi-square).
 
 augmentd draws with its own Philox streams (``draw_params``); torch's / Python's RNG cannot be aligned, so the same
 parameters go to both sides. TorchIO and AugLab (GPL-3.0) are test references only (scripts/setup.sh installs them).
@@ -13,6 +13,8 @@ Tolerances:
   (SimpleITK and augmentd compute the continuous index in double with a different operation order; a sample point
   within ~1e-12 of ITK's inside bound or of a nearest-neighbour half may fall on the other side).
 * torchio_affine labels: mismatch fraction <= 1e-3, for the same reason.
+* elastic_deformation: as torchio_affine (ITK evaluates the B-spline weights with its own recurrences: the
+  displacement differs in the last bits).
 """
 from __future__ import annotations
 
@@ -182,6 +184,57 @@ def test_torchio_affine_auglab_config_draws(capi):
             assert stats.kstest((v[:, a] - lo) / (hi - lo), "uniform").pvalue > 0.001, (key, a)
     s = np.array([p["scales"] for p in params])
     assert abs(np.corrcoef(s[:, 0], s[:, 1])[0, 1]) < 0.08
+
+
+# ---- elastic_deformation ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("grid,disp,locked", [(7, 4.0, 2), ([5, 6, 7], [2.0, 3.0, 1.5], 1), (4, 1.0, 0)])
+def test_elastic_deformation_matches_torchio(capi, shape, grid, disp, locked):
+    config = {"num_control_points": grid, "max_displacement": disp, "locked_borders": locked}
+    worst_img = worst_lab = 0.0
+    for seed in (1, 2):
+        image = _image(seed, shape)
+        seg = _labels(seed, shape)
+        for params in capi.draw_params("elastic_deformation", config, _layout(shape), seed, 2):
+            ours, ours_seg = _ours(capi, "elastic_deformation", config, params, image, seg)
+            n = params["num_control_points"]
+            cp = np.array(params["control_points"], np.float32).reshape(*n, 3)
+            md = disp if isinstance(disp, list) else [disp] * 3
+            t = tio.ElasticDeformation(control_points=cp, max_displacement=tuple(md))
+            with _no_raise():
+                theirs = t(_subject(image, seg))
+            worst_img = max(worst_img, _check_image(ours, theirs["img"].data.numpy(), what=str(config)))
+            mism = float((ours_seg != theirs["seg"].data.numpy()).mean())
+            assert mism <= 1e-3, (config, mism)
+            worst_lab = max(worst_lab, mism)
+            assert (ours != image).mean() > 0.1  # the field moved something
+    print(f"elastic_deformation: worst image fraction {worst_img:.3g}, worst label mismatch {worst_lab:.3g}")
+
+
+class _no_raise:
+    def __enter__(self):
+        import warnings
+        self._w = warnings.catch_warnings()
+        self._w.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)  # TorchIO's folding warning for large displacements
+
+    def __exit__(self, *exc):
+        return self._w.__exit__(*exc)
+
+
+def test_elastic_deformation_draws_follow_torchio(capi):
+    """(2·U − 1)·max_displacement per component on the unlocked nodes (KS), zeros on grid axes 0/1's locked planes."""
+    from scipy import stats
+    params = capi.draw_params("elastic_deformation", {"num_control_points": 6, "max_displacement": [2, 3, 4]},
+                              [1, 8, 8, 8], 5, 40)
+    cp = np.array([p["control_points"] for p in params], np.float64).reshape(-1, 6, 6, 6, 3)
+    locked = np.zeros((6, 6, 6), bool)
+    locked[:2] = locked[-2:] = True
+    locked[:, :2] = locked[:, -2:] = True
+    assert (cp[:, locked] == 0).all()
+    for d, m in enumerate((2, 3, 4)):
+        v = cp[:, ~locked, d].ravel()
+        assert stats.kstest((v / m + 1) / 2, "uniform").pvalue > 0.001, d
 
 
 # ---- shape_crop (AugLab's CPU ShapeTransform) -------------------------------------------------------------------

@@ -18,7 +18,7 @@ def test_registry_lists_every_transform_kind(capi):
     extras = {"bias_field", "ghosting", "spike", "motion", "histogram_equalization", "random_convolution",
               "intensity_function", "zscore_normalization", "clamp", "edge_convolution",
               "unsharp_mask",  # test_auglab_*_parity.py
-              "swap", "shape_crop", "anisotropy", "torchio_affine"}  # test_daext_cpu_parity.py
+              "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation"}  # test_daext_cpu_parity.py
     assert sorted(j["transforms"]) == sorted(set(KIND_TO_CLASS) | extras)
 
 
