@@ -11,6 +11,11 @@
 #include "augment/transforms/brightness_additive/brightness_additive.h"
 #include "augment/transforms/brightness_gradient_additive.h"
 #include "augment/transforms/clamp/clamp.h"
+#include "augment/transforms/anisotropy/anisotropy.h"
+#include "augment/transforms/elastic_deformation/elastic_deformation.h"
+#include "augment/transforms/shape_crop/shape_crop.h"
+#include "augment/transforms/swap/swap.h"
+#include "augment/transforms/torchio_affine/torchio_affine.h"
 #include "augment/transforms/contrast/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
@@ -85,6 +90,12 @@ constexpr TransformEntry kEntries[] = {
     {"clamp", TransformKind::kClamp, &ClampTransform::FromJson},
     {"edge_convolution", TransformKind::kEdgeConvolution, &EdgeConvolutionTransform::FromJson},
     {"unsharp_mask", TransformKind::kUnsharpMask, &UnsharpMaskTransform::FromJson},
+    // nnUNetTrainerDAExt's CPU transforms (TorchIO definitions, AugLab's ShapeTransform), CPU only.
+    {"swap", TransformKind::kSwap, &SwapTransform::FromJson},
+    {"shape_crop", TransformKind::kShapeCrop, &ShapeCropTransform::FromJson, kLabels},
+    {"anisotropy", TransformKind::kAnisotropy, &AnisotropyTransform::FromJson},
+    {"torchio_affine", TransformKind::kTorchioAffine, &TorchioAffineTransform::FromJson, kLabels},
+    {"elastic_deformation", TransformKind::kElasticDeformation, &ElasticDeformationTransform::FromJson, kLabels},
 };
 
 constexpr bool OneEntryPerKindInOrder() {
