@@ -17,7 +17,8 @@ TEST(Registry, NamesAreExactlyTheDefaultTrainerTransforms) {
                                       "rician_noise", "bias_field", "ghosting", "spike", "motion",
                                       "histogram_equalization", "random_convolution", "intensity_function",
                                       "zscore_normalization", "clamp", "edge_convolution",
-                                      "unsharp_mask"}));
+                                      "unsharp_mask", "move_seg_as_one_hot_to_data", "apply_random_binary_operator",
+                                      "remove_random_connected_component"}));
 }
 
 TEST(Registry, EveryKindHasACpuImplementation) {

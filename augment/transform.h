@@ -67,7 +67,11 @@ enum class TransformKind : uint8_t {
   kClamp,                // augment/transforms/clamp/
   kEdgeConvolution,      // augment/transforms/edge_convolution/
   kUnsharpMask,          // augment/transforms/unsharp_mask/
-  kLastKind = kUnsharpMask,
+  // nnU-Net's cascade (3d_cascade_fullres, reference §3 row 13).
+  kMoveSegAsOneHotToData,            // augment/transforms/move_seg_as_one_hot_to_data/
+  kApplyRandomBinaryOperator,        // augment/transforms/apply_random_binary_operator/
+  kRemoveRandomConnectedComponent,   // augment/transforms/remove_random_connected_component/
+  kLastKind = kRemoveRandomConnectedComponent,
 };
 inline constexpr int kNumTransformKinds = static_cast<int>(TransformKind::kLastKind) + 1;
 

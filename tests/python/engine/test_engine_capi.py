@@ -47,7 +47,9 @@ def test_registry(capi):
         "bias_field", "ghosting", "spike", "motion",
         # AugLab's nnUNetTrainerDAExtGPU extras
         "histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization", "clamp",
-        "edge_convolution", "unsharp_mask"]
+        "edge_convolution", "unsharp_mask",
+        # nnU-Net's cascade
+        "move_seg_as_one_hot_to_data", "apply_random_binary_operator", "remove_random_connected_component"]
 
 
 @pytest.mark.parametrize("inv", [False, True])
