@@ -45,8 +45,9 @@ TEST(Registry, CapabilityFlags) {
   }
   EXPECT_EQ(labels, (std::vector<std::string>{"spatial", "mirror", "mask_image", "remove_label",
                                               "convert_segmentation_to_regions", "downsample_seg_for_ds", "rot90",
-                                              "transpose_axes"}));
-  EXPECT_EQ(layout, (std::vector<std::string>{"convert_segmentation_to_regions", "downsample_seg_for_ds"}));
+                                              "transpose_axes", "move_seg_as_one_hot_to_data"}));
+  EXPECT_EQ(layout, (std::vector<std::string>{"convert_segmentation_to_regions", "downsample_seg_for_ds",
+                                              "move_seg_as_one_hot_to_data"}));
   auto he = TransformFromJson("histogram_equalization", nlohmann::json::object());
   ASSERT_TRUE(he.ok()) << he.status();
   EXPECT_FALSE((*he)->UsesLabels());

@@ -36,10 +36,21 @@ TEST(ApplyRandomBinaryOperator, FootprintsAreSkimages) {
   EXPECT_EQ(count, 7);
   auto b = bo::Footprint(3.7, 3, dims);  // int(8.4) = 8 points: an even-sized ball
   EXPECT_EQ(dims, (std::vector<int64_t>{8, 8, 8}));
+  count = 0;
+  for (uint8_t v : b) count += v;
+  EXPECT_EQ(count, 160);  // skimage 0.26: ball(3.7).sum()
   auto d = bo::Footprint(3.7, 2, dims);  // arange(-3.7, 4.7): 9 points, off-centre
   EXPECT_EQ(dims, (std::vector<int64_t>{9, 9}));
-  EXPECT_EQ(d[0 * 9 + 4], 1);  // (-3.7, 0.3)
-  EXPECT_EQ(d[8 * 9 + 4], 0);  // (4.3, 0.3): beyond the radius
+  count = 0;
+  for (uint8_t v : d) count += v;
+  EXPECT_EQ(count, 41);  // disk(3.7).sum()
+  int row1 = 0, row7 = 0;  // rows at offsets -2.7 and 3.3: 5 and 3 elements (asymmetric)
+  for (int j = 0; j < 9; ++j) {
+    row1 += d[1 * 9 + j];
+    row7 += d[7 * 9 + j];
+  }
+  EXPECT_EQ(row1, 5);
+  EXPECT_EQ(row7, 3);
 }
 
 TEST(ApplyRandomBinaryOperator, FastDilationEqualsTheDefinition) {

@@ -133,9 +133,9 @@ def settings_from_trainer(trainer) -> LoaderSettings:
     if trainer.is_cascaded:
         raise UnsupportedTrainerSetting(
             f"configuration {trainer.configuration_name!r} is a cascade stage (previous_stage "
-            f"{trainer.configuration_manager.previous_stage_name!r}): augmentd does not serve cascade trainers yet "
-            f"(MoveSegAsOneHotToData, ApplyRandomBinaryOperator, RemoveRandomConnectedComponentFromOneHotEncoding "
-            f"and dataset mode reading the previous stage's predictions are not implemented)")
+            f"{trainer.configuration_manager.previous_stage_name!r}): its transforms translate (python -m augmentd "
+            f"nnunet check), but augmentd's dataset mode does not read the previous stage's predictions "
+            f"(folder_with_segs_from_previous_stage = {trainer.folder_with_segs_from_previous_stage!r}) yet")
     cm, lm = trainer.configuration_manager, trainer.label_manager
     rotation, dummy_2d, initial_patch_size, mirror_axes = \
         trainer.configure_rotation_dummyDA_mirroring_and_inital_patch_size()
