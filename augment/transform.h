@@ -157,6 +157,9 @@ class Transform {
   virtual nlohmann::json ConfigToJson() const = 0;
   // Spatial shape of the output for an input of `in` (only spatial/DS transforms change it).
   virtual std::vector<int64_t> OutputShape(const std::vector<int64_t>& in) const { return in; }
+  // Image and segmentation channel counts of the output for inputs of `image_channels` / `seg_channels` (only
+  // move_seg_as_one_hot_to_data changes them; regions' label channels are sized by their callers).
+  virtual void OutputChannels(int64_t& /*image_channels*/, int64_t& /*seg_channels*/) const {}
   // Whether this entry reads, writes or moves the labels (so it cannot follow downsample_seg_for_ds). Default: the
   // kind's kCapUsesLabels (augment/registry.h); transforms whose configuration decides (AugLab's regions) override.
   virtual bool UsesLabels() const;

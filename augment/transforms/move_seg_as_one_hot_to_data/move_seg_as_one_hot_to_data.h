@@ -32,6 +32,11 @@ class MoveSegAsOneHotToDataTransform final : public DeterministicTransform {
   // INVALID_ARGUMENT when the sample has no segmentation or source_channel_idx is not one of its channels.
   absl::Status Apply(const TransformParams& params, SampleData& sample) const override;
   nlohmann::json ConfigToJson() const override;
+  // + |all_labels| image channels; − 1 seg channel with remove_channel_from_source.
+  void OutputChannels(int64_t& image_channels, int64_t& seg_channels) const override {
+    image_channels += static_cast<int64_t>(config_.all_labels.size());
+    if (config_.remove_channel_from_source) seg_channels -= 1;
+  }
 
  private:
   explicit MoveSegAsOneHotToDataTransform(MoveSegAsOneHotToDataConfig c) : config_(std::move(c)) {}
