@@ -132,7 +132,7 @@ def make_trainer(args, device):
         torch.set_num_interop_threads(1)
     else:
         torch.set_num_threads(args.cpu_threads or os.cpu_count())
-    return get_trainer_from_args(str(DATASET_ID), "3d_fullres", 0, args.trainer, "nnUNetPlans", False, device)
+    return get_trainer_from_args(str(DATASET_ID), args.configuration, 0, args.trainer, "nnUNetPlans", False, device)
 
 
 def start_trainer(trainer, deliveries):
@@ -289,6 +289,8 @@ def main(argv=None) -> int:
     p.add_argument("--work", required=True, help="folder holding raw/ preprocessed/ results/ (make_dataset.py)")
     p.add_argument("--trainer", default="nnUNetTrainer", help="trainer class name, looked up like nnUNetv2_train")
     p.add_argument("--mode", choices=("loader", "compute"), default="loader")
+    p.add_argument("--configuration", default="3d_fullres",
+                   help="nnU-Net configuration (2d, 3d_cascade_fullres: make_dataset.py --configurations / --cascade)")
     p.add_argument("--n-proc-da", type=int, default=12, help="nnUNet_n_proc_DA for nnU-Net's own loader")
     p.add_argument("--delivery", default="cuda_ipc,auto",
                    help="augmentd trainers: AUGMENTD_DELIVERY values to try in order")

@@ -241,6 +241,8 @@ def test_cascade_configuration_translates(nnunet_env, capi):
         "apply_random_binary_operator") < kinds.index("remove_random_connected_component") < kinds.index(
         "downsample_seg_for_ds")
     assert [e.kind for e in r.translation.val.entries][:2] == ["remove_label", "move_seg_as_one_hot_to_data"]
+    # never a preset (the server's presets have no cascade entries): explicit lists for both loaders
+    assert r.translation.train_preset == r.translation.val_preset == pipeline_pb2.PRESET_UNSPECIFIED
     protos = r.translation.train.protos()
     assert protos[kinds.index("apply_random_binary_operator")].apply_random_binary_operator.p_per_label == 0.5
     # the engine runs the translated pipeline: two seg channels in, one-hot channels appended, one seg channel out

@@ -537,6 +537,9 @@ def translate_trainer(trainer) -> TrainerTranslation:
     except ImportError:  # pragma: no cover
         pass
     train_preset = pipeline_pb2.PRESET_UNSPECIFIED
+    if tr_kwargs.get("is_cascaded"):
+        # The server's presets have no cascade entries (its TrainerConfig refuses is_cascaded): explicit lists.
+        return TrainerTranslation(cls, train, val, initial, patch, train_preset, train_preset, (tr_args, tr_kwargs))
     for preset, fn, scale_range in candidates:
         try:
             ref = translate_transforms(fn(*tr_args, **tr_kwargs), ndim, "preset")
