@@ -75,13 +75,13 @@ def set_patch_size(plans_file: Path, patch) -> None:
     plans_file.write_text(json.dumps(plans, indent=2))
 
 
-def add_cascade(out: Path, results: Path, trainers) -> None:
+def add_cascade(out: Path, work: Path) -> None:
     """A cascade without training its first stage: the plans get ``3d_lowres`` (3d_fullres's network and data,
     next_stage 3d_cascade_fullres) and ``3d_cascade_fullres`` (inherits 3d_fullres, previous_stage 3d_lowres), and
-    nnU-Net's folder_with_segs_from_previous_stage of each trainer (results/<dataset>/<trainer>__nnUNetPlans__
-    3d_lowres/predicted_next_stage/3d_cascade_fullres) gets one prediction per case: the ground truth with 5 % of
-    the voxels relabelled at random, written by nnU-Net's own nnUNetDatasetBlosc2.save_seg (what its final
-    validation of 3d_lowres writes there)."""
+    ``<work>/cascade_predictions/3d_cascade_fullres`` one previous-stage prediction per case: the ground truth with
+    5 % of the voxels relabelled at random, written by nnU-Net's own nnUNetDatasetBlosc2.save_seg (what its final
+    validation of 3d_lowres writes to predicted_next_stage). train_driver.py links nnU-Net's
+    folder_with_segs_from_previous_stage of its trainer to it."""
     from nnunetv2.training.dataloading.nnunet_dataset import nnUNetDatasetBlosc2
 
     plans_file = out / "nnUNetPlans.json"
@@ -93,22 +93,15 @@ def add_cascade(out: Path, results: Path, trainers) -> None:
     ds = nnUNetDatasetBlosc2(str(out / cfg["3d_fullres"]["data_identifier"]))
     labels = [int(v) for v in json.loads((out / "dataset.json").read_text())["labels"].values()]
     rng = np.random.default_rng(7)
-    first = None
-    for trainer in trainers:
-        folder = results / out.name / f"{trainer}__nnUNetPlans__3d_lowres" / "predicted_next_stage" / \
-            "3d_cascade_fullres"
-        folder.mkdir(parents=True, exist_ok=True)
-        if first is not None:  # the same predictions for every trainer
-            for f in first.iterdir():
-                shutil.copyfile(f, folder / f.name)
-            continue
-        for k in ds.identifiers:
-            _, seg, _, _ = ds.load_case(k)
-            s = np.clip(np.asarray(seg[0]), 0, None).astype(np.uint8)
-            flip = rng.random(s.shape) < 0.05
-            s[flip] = rng.choice(labels, int(flip.sum())).astype(np.uint8)
-            nnUNetDatasetBlosc2.save_seg(s, str(folder / k))
-        first = folder
+    folder = work / "cascade_predictions" / "3d_cascade_fullres"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for k in ds.identifiers:
+        _, seg, _, _ = ds.load_case(k)
+        s = np.clip(np.asarray(seg[0]), 0, None).astype(np.uint8)
+        flip = rng.random(s.shape) < 0.05
+        s[flip] = rng.choice(labels, int(flip.sum())).astype(np.uint8)
+        nnUNetDatasetBlosc2.save_seg(s, str(folder / k))
 
 
 def main(argv=None) -> int:
@@ -122,8 +115,7 @@ def main(argv=None) -> int:
                    help="configurations to preprocess (comma-separated, e.g. 3d_fullres,2d)")
     p.add_argument("--cascade", action="store_true",
                    help="also a 3d_lowres → 3d_cascade_fullres cascade in the plans, with the previous stage's "
-                        "predictions faked for --cascade-trainers (add_cascade)")
-    p.add_argument("--cascade-trainers", default="nnUNetTrainer,nnUNetTrainerAugmentd")
+                        "predictions faked (add_cascade)")
     args = p.parse_args(argv)
 
     work = args.work.resolve()
@@ -134,7 +126,7 @@ def main(argv=None) -> int:
     configurations = [c for c in args.configurations.split(",") if c]
     params = {"cases": args.cases, "shape": args.shape, "patch": args.patch}
     if configurations != ["3d_fullres"] or args.cascade:  # the stamp of older caches stays valid
-        params.update(configurations=configurations, cascade=args.cascade, cascade_trainers=args.cascade_trainers)
+        params.update(configurations=configurations, cascade=args.cascade)
     stamp = work / "e2e-dataset.json"
     if stamp.exists() and json.loads(stamp.read_text()).get("params") == params:
         print(stamp.read_text().strip(), flush=True)
@@ -159,7 +151,7 @@ def main(argv=None) -> int:
     (out / "splits_final.json").write_text(json.dumps([{k: list(map(str, v)) for k, v in s.items()}
                                                        for s in splits], indent=2))
     if args.cascade:
-        add_cascade(out, res, [t for t in args.cascade_trainers.split(",") if t])
+        add_cascade(out, work)
     cfg = json.loads((out / "nnUNetPlans.json").read_text())["configurations"]["3d_fullres"]
     result = {"params": params, "preprocessed": str(out), "dataset_id": DATASET_ID, "cases": len(ids),
               "patch_size": cfg["patch_size"], "batch_size": cfg["batch_size"],

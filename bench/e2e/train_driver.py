@@ -110,6 +110,16 @@ def setup_env(args):
     os.environ.update(nnUNet_raw=str(work / "raw"), nnUNet_preprocessed=str(work / "preprocessed"),
                       nnUNet_results=str(work / "results" / (args.label or "run")))
     os.environ.setdefault("nnUNet_compile", "False")
+    predictions = work / "cascade_predictions" / args.configuration
+    if predictions.is_dir():
+        # make_dataset.py --cascade: the faked previous stage, where nnU-Net looks for this trainer's (its
+        # folder_with_segs_from_previous_stage: <results>/<dataset>/<trainer>__nnUNetPlans__3d_lowres/...)
+        for ds in (work / "preprocessed").iterdir():
+            link = work / "results" / (args.label or "run") / ds.name / f"{args.trainer}__nnUNetPlans__3d_lowres" / \
+                "predicted_next_stage" / args.configuration
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not link.exists():
+                link.symlink_to(predictions, target_is_directory=True)
     # compute mode never uses the loaders: 0 makes nnU-Net build single-threaded ones (no worker processes).
     os.environ["nnUNet_n_proc_DA"] = str(0 if args.mode == "compute" else args.n_proc_da)
     sys.path.insert(0, str(REPO / "client" / "python" / "src"))

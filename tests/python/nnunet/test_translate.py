@@ -258,6 +258,30 @@ def test_cascade_configuration_translates(nnunet_env, capi):
         np.testing.assert_array_equal(out["image"][:, c + i], (seg[:, 1] == lab).astype(np.float32))
 
 
+def test_cascade_validation_pipeline_equals_nnunets(capi):
+    """nnU-Net 2.8.1's get_validation_transforms(is_cascaded=True) (RemoveLabel, MoveSegAsOneHotToData, DS
+    downsampling: nothing random), translated and run by the engine, equals bgv2 running nnU-Net's own objects."""
+    import torch
+    from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer
+
+    ds = [[1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0.25, 0.25, 0.25]]
+    t = nnUNetTrainer.get_validation_transforms(ds, is_cascaded=True, foreground_labels=[1, 2, 3], regions=None,
+                                                ignore_label=None)
+    pipe = translate_transforms(t, 3)
+    assert [e.kind for e in pipe.entries] == ["remove_label", "move_seg_as_one_hot_to_data", "downsample_seg_for_ds"]
+    rng = np.random.default_rng(11)
+    shape = (16, 20, 24)
+    img = rng.standard_normal((2, *shape)).astype(np.float32)
+    seg = rng.integers(-1, 4, (2, *shape)).astype(np.int16)
+    with torch.no_grad():
+        ref = t(image=torch.from_numpy(img.copy()), segmentation=torch.from_numpy(seg.copy()))
+    _, out = capi.run({"op": "run_pipeline", "pipeline": pipe.engine_json(), "seed": 0}, image=img[None],
+                      seg=seg[None])
+    np.testing.assert_array_equal(out["image"][0], ref["image"].numpy())
+    for i, r in enumerate(ref["segmentation"]):
+        np.testing.assert_array_equal(out[f"seg_{i}"][0], r.numpy())
+
+
 # -- wire form -----------------------------------------------------------------------------------------------------
 def test_wire_form_carries_every_da5_parameter():
     tr = check_trainer("nnUNetTrainerDA5").translation

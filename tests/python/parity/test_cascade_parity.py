@@ -174,3 +174,4 @@ def test_remove_connected_component_keeps_large_components(capi):
     config["dont_do_if_covers_more_than_x_percent"] = 0.61
     _, out = augmentd_apply(capi, "remove_random_connected_component", config, params, image=img)
     assert not out["image"].any()
+
