@@ -10,6 +10,7 @@
 #include "augment/transforms/blank_rectangle.h"
 #include "augment/transforms/brightness_additive/brightness_additive.h"
 #include "augment/transforms/brightness_gradient_additive.h"
+#include "augment/transforms/apply_random_binary_operator/apply_random_binary_operator.h"
 #include "augment/transforms/clamp/clamp.h"
 #include "augment/transforms/anisotropy/anisotropy.h"
 #include "augment/transforms/elastic_deformation/elastic_deformation.h"
@@ -31,8 +32,10 @@
 #include "augment/transforms/mri_motion.h"
 #include "augment/transforms/mri_spike.h"
 #include "augment/transforms/mirror.h"
+#include "augment/transforms/move_seg_as_one_hot_to_data/move_seg_as_one_hot_to_data.h"
 #include "augment/transforms/multiplicative_brightness/multiplicative_brightness.h"
 #include "augment/transforms/remove_label/remove_label.h"
+#include "augment/transforms/remove_random_connected_component/remove_random_connected_component.h"
 #include "augment/transforms/rician_noise.h"
 #include "augment/transforms/rot90.h"
 #include "augment/transforms/sharpening.h"
@@ -96,6 +99,14 @@ constexpr TransformEntry kEntries[] = {
     {"anisotropy", TransformKind::kAnisotropy, &AnisotropyTransform::FromJson},
     {"torchio_affine", TransformKind::kTorchioAffine, &TorchioAffineTransform::FromJson, kLabels},
     {"elastic_deformation", TransformKind::kElasticDeformation, &ElasticDeformationTransform::FromJson, kLabels},
+    // nnU-Net's cascade (augment/transforms/<name>/): the seg channel becomes image channels, then two perturbations
+    // of those channels (image-only, they never touch the labels).
+    {"move_seg_as_one_hot_to_data", TransformKind::kMoveSegAsOneHotToData, &MoveSegAsOneHotToDataTransform::FromJson,
+     kLabels | kLayout},
+    {"apply_random_binary_operator", TransformKind::kApplyRandomBinaryOperator,
+     &ApplyRandomBinaryOperatorTransform::FromJson},
+    {"remove_random_connected_component", TransformKind::kRemoveRandomConnectedComponent,
+     &RemoveRandomConnectedComponentTransform::FromJson},
 };
 
 constexpr bool OneEntryPerKindInOrder() {

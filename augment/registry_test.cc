@@ -18,7 +18,8 @@ TEST(Registry, NamesAreExactlyTheDefaultTrainerTransforms) {
                                       "histogram_equalization", "random_convolution", "intensity_function",
                                       "zscore_normalization", "clamp", "edge_convolution",
                                       "unsharp_mask", "swap", "shape_crop", "anisotropy", "torchio_affine",
-                                      "elastic_deformation"}));
+                                      "elastic_deformation", "move_seg_as_one_hot_to_data",
+                                      "apply_random_binary_operator", "remove_random_connected_component"}));
 }
 
 TEST(Registry, EveryKindHasACpuImplementation) {
@@ -46,8 +47,9 @@ TEST(Registry, CapabilityFlags) {
   EXPECT_EQ(labels, (std::vector<std::string>{"spatial", "mirror", "mask_image", "remove_label",
                                               "convert_segmentation_to_regions", "downsample_seg_for_ds", "rot90",
                                               "transpose_axes", "shape_crop", "torchio_affine",
-                                              "elastic_deformation"}));
-  EXPECT_EQ(layout, (std::vector<std::string>{"convert_segmentation_to_regions", "downsample_seg_for_ds"}));
+                                              "elastic_deformation", "move_seg_as_one_hot_to_data"}));
+  EXPECT_EQ(layout, (std::vector<std::string>{"convert_segmentation_to_regions", "downsample_seg_for_ds",
+                                              "move_seg_as_one_hot_to_data"}));
   auto he = TransformFromJson("histogram_equalization", nlohmann::json::object());
   ASSERT_TRUE(he.ok()) << he.status();
   EXPECT_FALSE((*he)->UsesLabels());
