@@ -11,6 +11,7 @@
 #include "augment/transforms/brightness_additive/brightness_additive.h"
 #include "augment/transforms/brightness_gradient_additive.h"
 #include "augment/transforms/clamp/clamp.h"
+#include "augment/transforms/auglab_low_resolution/auglab_low_resolution.h"
 #include "augment/transforms/contrast/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
@@ -85,6 +86,8 @@ constexpr TransformEntry kEntries[] = {
     {"clamp", TransformKind::kClamp, &ClampTransform::FromJson},
     {"edge_convolution", TransformKind::kEdgeConvolution, &EdgeConvolutionTransform::FromJson},
     {"unsharp_mask", TransformKind::kUnsharpMask, &UnsharpMaskTransform::FromJson},
+    // AugLab DAExt GPU extras added in session 7 (augment/transforms/<name>/); labels per UsesLabels().
+    {"auglab_low_resolution", TransformKind::kAuglabLowResolution, &AuglabLowResolutionTransform::FromJson},
 };
 
 constexpr bool OneEntryPerKindInOrder() {

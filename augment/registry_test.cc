@@ -17,7 +17,7 @@ TEST(Registry, NamesAreExactlyTheDefaultTrainerTransforms) {
                                       "rician_noise", "bias_field", "ghosting", "spike", "motion",
                                       "histogram_equalization", "random_convolution", "intensity_function",
                                       "zscore_normalization", "clamp", "edge_convolution",
-                                      "unsharp_mask"}));
+                                      "unsharp_mask", "auglab_low_resolution"}));
 }
 
 TEST(Registry, EveryKindHasACpuImplementation) {

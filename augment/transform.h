@@ -67,7 +67,8 @@ enum class TransformKind : uint8_t {
   kClamp,                // augment/transforms/clamp/
   kEdgeConvolution,      // augment/transforms/edge_convolution/
   kUnsharpMask,          // augment/transforms/unsharp_mask/
-  kLastKind = kUnsharpMask,
+  kAuglabLowResolution,  // augment/transforms/auglab_low_resolution/
+  kLastKind = kAuglabLowResolution,
 };
 inline constexpr int kNumTransformKinds = static_cast<int>(TransformKind::kLastKind) + 1;
 

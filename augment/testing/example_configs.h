@@ -65,6 +65,7 @@ inline std::vector<std::pair<std::string, nlohmann::json>> ExampleTransformConfi
         {"clamp", nlohmann::json::object()},
         {"edge_convolution", nlohmann::json::object()},
         {"unsharp_mask", nlohmann::json::object()},
+        {"auglab_low_resolution", {{"mode", "lowres"}, {"crop", {0.8, 1.0}}}},
   };
 }
 
