@@ -12,6 +12,8 @@
 #include "augment/transforms/brightness_gradient_additive.h"
 #include "augment/transforms/clamp/clamp.h"
 #include "augment/transforms/auglab_low_resolution/auglab_low_resolution.h"
+#include "augment/transforms/redistribute_seg/redistribute_seg.h"
+#include "augment/transforms/auglab_bias_field/auglab_bias_field.h"
 #include "augment/transforms/contrast/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
@@ -88,6 +90,8 @@ constexpr TransformEntry kEntries[] = {
     {"unsharp_mask", TransformKind::kUnsharpMask, &UnsharpMaskTransform::FromJson},
     // AugLab DAExt GPU extras added in session 7 (augment/transforms/<name>/); labels per UsesLabels().
     {"auglab_low_resolution", TransformKind::kAuglabLowResolution, &AuglabLowResolutionTransform::FromJson},
+    {"redistribute_seg", TransformKind::kRedistributeSeg, &RedistributeSegTransform::FromJson, kLabels},
+    {"auglab_bias_field", TransformKind::kAuglabBiasField, &AuglabBiasFieldTransform::FromJson},
 };
 
 constexpr bool OneEntryPerKindInOrder() {

@@ -17,7 +17,8 @@ TEST(Registry, NamesAreExactlyTheDefaultTrainerTransforms) {
                                       "rician_noise", "bias_field", "ghosting", "spike", "motion",
                                       "histogram_equalization", "random_convolution", "intensity_function",
                                       "zscore_normalization", "clamp", "edge_convolution",
-                                      "unsharp_mask", "auglab_low_resolution"}));
+                                      "unsharp_mask", "auglab_low_resolution",
+                                      "redistribute_seg", "auglab_bias_field"}));
 }
 
 TEST(Registry, EveryKindHasACpuImplementation) {
@@ -44,7 +45,7 @@ TEST(Registry, CapabilityFlags) {
   }
   EXPECT_EQ(labels, (std::vector<std::string>{"spatial", "mirror", "mask_image", "remove_label",
                                               "convert_segmentation_to_regions", "downsample_seg_for_ds", "rot90",
-                                              "transpose_axes"}));
+                                              "transpose_axes", "redistribute_seg"}));
   EXPECT_EQ(layout, (std::vector<std::string>{"convert_segmentation_to_regions", "downsample_seg_for_ds"}));
   auto he = TransformFromJson("histogram_equalization", nlohmann::json::object());
   ASSERT_TRUE(he.ok()) << he.status();

@@ -68,7 +68,9 @@ enum class TransformKind : uint8_t {
   kEdgeConvolution,      // augment/transforms/edge_convolution/
   kUnsharpMask,          // augment/transforms/unsharp_mask/
   kAuglabLowResolution,  // augment/transforms/auglab_low_resolution/
-  kLastKind = kAuglabLowResolution,
+  kRedistributeSeg,      // augment/transforms/redistribute_seg/
+  kAuglabBiasField,      // augment/transforms/auglab_bias_field/
+  kLastKind = kAuglabBiasField,
 };
 inline constexpr int kNumTransformKinds = static_cast<int>(TransformKind::kLastKind) + 1;
 

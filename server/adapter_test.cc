@@ -93,7 +93,8 @@ TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
       EXPECT_NE(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
     // CPU-only kinds (no CUDA backend registered in augment/cuda/backends.cc) report cuda=false, cpu=true.
     const std::vector<std::string> cpu_only = {"zscore_normalization", "clamp", "edge_convolution", "unsharp_mask",
-                                               "auglab_low_resolution"};
+                                               "auglab_low_resolution", "redistribute_seg",
+                                               "auglab_bias_field"};
     for (const std::string& name : cpu_only)
       EXPECT_EQ(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
     EXPECT_GE(cuda, kNumTransformKinds - static_cast<int>(cpu_only.size()) - 3);

@@ -83,7 +83,8 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
   // Kinds with a CPU implementation only (the CUDA engine refuses a pipeline holding one; the CPU engine runs it).
   constexpr TransformKind kCpuOnlyKinds[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
                                              TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
-                                             TransformKind::kAuglabLowResolution};
+                                             TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg,
+                                             TransformKind::kAuglabBiasField};
   constexpr int kNumCpuOnly = static_cast<int>(std::size(kCpuOnlyKinds));
   ASSERT_EQ(configs.size(), static_cast<size_t>(kNumTransformKinds));
   int available = 0;

@@ -66,6 +66,8 @@ inline std::vector<std::pair<std::string, nlohmann::json>> ExampleTransformConfi
         {"edge_convolution", nlohmann::json::object()},
         {"unsharp_mask", nlohmann::json::object()},
         {"auglab_low_resolution", {{"mode", "lowres"}, {"crop", {0.8, 1.0}}}},
+        {"redistribute_seg", nlohmann::json::object()},
+        {"auglab_bias_field", nlohmann::json::object()},
   };
 }
 

@@ -174,7 +174,6 @@ absl::Status AuglabLowResolutionTransform::Apply(const TransformParams& params, 
       ZeroOutside(s.image.data() + c * n, sh, box);
     }
     if (!s.seg.empty()) {
-      if (s.seg_is_bool) return ju::Invalid("auglab_low_resolution", "runs before convert_segmentation_to_regions");
       std::vector<int16_t> small_seg;
       for (int64_t c = 0; c < s.seg_channels; ++c) {
         NearestDownUp(s.seg.data() + c * n, sh, dn, small_seg);

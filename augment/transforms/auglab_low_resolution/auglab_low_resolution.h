@@ -4,7 +4,8 @@
 //   "lowres" — RandomLowResTransformGPU ("SimulateLowResTransform" in transform_params_gpu.json: scale [0.5, 1],
 //              crop [0.8, 1], p 0.25): every image channel AND every segmentation channel is resampled
 //              nearest-down / nearest-up (torch's legacy "nearest", AugLab's flags override its bilinear default), then
-//              everything outside the kept box is set to 0 (image and labels: the zero-outside crop).
+//              everything outside the kept box is set to 0 (image and labels: the zero-outside crop). Region
+//              channels (0/1, after convert_segmentation_to_regions) stay 0/1.
 //   "acq"    — RandomAcqTransformGPU ("AcqTransform": scale [0.2, 1], crop [1, 1], p 0.4, one_dim=True): the channels
 //              of `apply_to_channel` (default [0]) are resampled trilinear-down / trilinear-up (align_corners=False)
 //              along the configured axes; labels are untouched. `crop` must be [1, 1] (AugLab's default and

@@ -672,7 +672,33 @@ def _params_proto(kind: str, c: dict, ndim: int):
     if kind == "rician_noise":
         lo, hi = c["noise_variance"]
         return P.RicianNoiseParams(noise_variance=P.Range(min=lo, max=hi))
+    if kind in GENERIC_WIRE_KINDS:
+        return _generic_params_proto(kind, c)
     raise ValueError(f"no wire form for {kind!r}")
+
+
+# AugLab kinds whose Params message uses the engine's JSON keys as field names: scalars, repeated scalars and
+# Range ([lo, hi] in the config).
+GENERIC_WIRE_KINDS = ("histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization",
+                      "clamp", "edge_convolution", "unsharp_mask", "auglab_low_resolution", "redistribute_seg",
+                      "auglab_bias_field")
+
+
+def _generic_params_proto(kind: str, c: dict):
+    cls = getattr(pipeline_pb2, pipeline_pb2.TransformSpec.DESCRIPTOR.fields_by_name[kind].message_type.name)
+    msg = cls()
+    for key, v in c.items():
+        f = cls.DESCRIPTOR.fields_by_name.get(key)
+        if f is None:
+            raise ValueError(f"{kind}.{key}: no such field in {cls.DESCRIPTOR.name}")
+        if f.message_type is not None and f.message_type.name == "Range":
+            lo, hi = (-float(v), float(v)) if isinstance(v, numbers.Number) else (float(v[0]), float(v[1]))
+            getattr(msg, key).CopyFrom(pipeline_pb2.Range(min=lo, max=hi))
+        elif (f.is_repeated if hasattr(f, "is_repeated") else f.label == f.LABEL_REPEATED):  # upb / python protobuf
+            getattr(msg, key).extend(v)
+        else:
+            setattr(msg, key, v)
+    return msg
 
 
 def entry_proto(e: Entry, ndim: int = 3) -> pipeline_pb2.TransformSpec:
