@@ -76,7 +76,7 @@ def bench_augmentd(args, params, image, seg, initial):
     tc.initial_patch_size.extend(int(v) for v in initial)  # the crop the patches come at (explicit list)
     config = session_pb2.SessionConfig(
         name="daext_bench", pipeline=pipeline_pb2.PipelineSpec(transforms=pipe.protos(), trainer=tc),
-        patch=session_pb2.PatchModeConfig(num_image_channels=1), batch_size=args.batch, seed=1, device=args.device)
+        patch=session_pb2.PatchModeConfig(num_image_channels=1, input_patch_size=[int(v) for v in initial]), batch_size=args.batch, seed=1, device=args.device)
     from augmentd.sessions import AugmentdError
 
     client, server = connect_or_start(None, device=args.device, start_local="always")
