@@ -103,3 +103,22 @@ def test_users_json_builds_and_runs(capi):
     seg = (rng.random((2, 1, 18, 18, 18)) > 0.7).astype(np.int16)
     _, t = _run(capi, pipe, batch, seg, 2)
     assert np.isfinite(t["image"]).all()
+
+
+def test_per_batch_preset_runs_with_shared_decisions(capi):
+    pipe = _pipe(per_batch=True)
+    same = [e.same_on_batch for e in pipe.entries]
+    assert any(same) and not any(e.same_on_batch for e in pipe.entries if e.kind in ("spatial", "random_convolution"))
+    with pytest.raises(ValueError, match="same_on_batch"):
+        pipe.protos()
+    rng = np.random.default_rng(2)
+    batch = (rng.standard_normal((4, 1, 16, 16, 16)) * 10 + 50).astype(np.float32)
+    seg = np.zeros((4, 1, 16, 16, 16), np.int16)
+    seg[:, :, 4:12, 4:12, 4:12] = 1
+    for first in (0, 4, 8):
+        out, t = _run(capi, pipe, batch, seg, 21, first)
+        assert np.isfinite(t["image"]).all()
+        applied = np.array([[tr["applied"] for tr in s["transforms"]] for s in out["samples"]])
+        for k, flag in enumerate(same):
+            if flag:
+                assert len(set(applied[:, k])) == 1, pipe.entries[k].source

@@ -62,7 +62,8 @@ def _region_note(name: str, block: Dict[str, Any], folded: List[str]) -> None:
                       f"mix_in_out={block.get('mix_in_out', False)} not reproduced (transform applied everywhere)")
 
 
-def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optional[List[str]] = None) -> List[Entry]:
+def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optional[List[str]] = None,
+                      per_batch: bool = False) -> List[Entry]:
     """AugTransformsGPU's entries (``auglab/transforms/gpu/transforms.py`` _build_transforms order, the defaults
     its ``.get`` calls use). `acq_axis`: the one axis of AcqTransform (AugLab draws it once per run,
     ``torch.randint(0, 3)`` in x, y, z order = augmentd axis 2 − k; the caller draws it the same way)."""
@@ -74,7 +75,11 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
             return
         if region_block is not None:
             _region_note(name, region_block, folded)
-        out.append(Entry(source=f"AugTransformsGPU > {name} (p={p:g})", kind=kind, config=config, apply_probability=p))
+        # per_batch: AugLab's same_on_batch=True (one decision + one draw per batch); RandConv kernels and
+        # RedistributeSeg draws stay per sample in AugLab, so those entries stay per sample here (their decision too)
+        same = per_batch and kind not in ("random_convolution", "redistribute_seg")
+        out.append(Entry(source=f"AugTransformsGPU > {name} (p={p:g})", kind=kind, config=config, apply_probability=p,
+                         same_on_batch=same))
 
     b = params.get("ClampTransform")
     if b is not None:
@@ -121,7 +126,7 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
             for name, blk in (("FunctionTransform", f), ("InverseTransform", inv)):
                 _region_note(name, blk, folded)
             out.append(Entry(source="AugTransformsGPU > RandomFunctionGPU ×5 + RandomInverseGPU", kind="intensity_function",
-                             config=cfg))
+                             config=cfg, same_on_batch=per_batch))
     b = params.get("HistogramEqualizationTransform")
     if b is not None:
         add("HistogramEqualizationTransform", "histogram_equalization",
@@ -176,10 +181,14 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
 def daext_gpu_pipeline(params: Dict[str, Any], patch_size: Sequence[int], acq_axis: int = 0,
                        use_mask_for_norm: Sequence[bool] = (), regions: Optional[Sequence[Sequence[int]]] = None,
                        ignore_label: Optional[int] = None,
-                       deep_supervision_scales: Optional[Sequence[Sequence[float]]] = None) -> Pipeline:
+                       deep_supervision_scales: Optional[Sequence[Sequence[float]]] = None,
+                       per_batch: bool = False) -> Pipeline:
     """nnUNetTrainerDAExtGPU's whole training augmentation (3D, non-cascade) for an input of at least
-    `patch_size` (the loader's initial_patch_size crop): CPU part, AugTransformsGPU, DS."""
-    folded: List[str] = ["AugTransformsGPU same_on_batch=True: augmentd draws per sample"]
+    `patch_size` (the loader's initial_patch_size crop): CPU part, AugTransformsGPU, DS. `per_batch`: AugLab's
+    same_on_batch=True on the GPU entries (engine JSON only; the wire has no such field yet)."""
+    folded: List[str] = ["AugTransformsGPU same_on_batch=True: " + (
+        "per batch except random_convolution / redistribute_seg (decision per sample there)" if per_batch
+        else "augmentd draws per sample")]
     ps = [int(v) for v in patch_size]
     if len(ps) != 3:
         raise Untranslatable("nnUNetTrainerDAExtGPU's GPU transforms take 3D patches (5D batches) only")
@@ -204,7 +213,7 @@ def daext_gpu_pipeline(params: Dict[str, Any], patch_size: Sequence[int], acq_ax
         cpu.append(_regions_entry(regions, ignore_label))
     cpu.append(Entry(source="auglab ZscoreNormalization (CPU, channel 0, unbiased std)", kind="zscore_normalization",
                      config={"apply_to_channel": [0], "unbiased": True}))
-    gpu = daext_gpu_entries(params, acq_axis, folded)
+    gpu = daext_gpu_entries(params, acq_axis, folded, per_batch)
     tail: List[Entry] = []
     if deep_supervision_scales is not None:
         tail.append(Entry(source="DownsampleSegForDSTransformCustom (train_step)", kind="downsample_seg_for_ds",

@@ -45,6 +45,7 @@ class Entry:
     config: Dict[str, Any]      # engine JSON config (bgv2 argument names)
     apply_probability: float = 1.0
     one_of_group: int = 0
+    same_on_batch: bool = False  # one decision + one draw per batch (engine JSON only: not on the wire yet)
 
     def engine_json(self) -> dict:
         j = {"kind": self.kind, "config": self.config}
@@ -52,6 +53,8 @@ class Entry:
             j["apply_probability"] = self.apply_probability
         if self.one_of_group:
             j["one_of_group"] = self.one_of_group
+        if self.same_on_batch:
+            j["same_on_batch"] = True
         return j
 
 
@@ -702,6 +705,8 @@ def _generic_params_proto(kind: str, c: dict):
 
 
 def entry_proto(e: Entry, ndim: int = 3) -> pipeline_pb2.TransformSpec:
+    if e.same_on_batch:
+        raise ValueError(f"{e.source}: same_on_batch has no wire form yet (engine JSON only)")
     spec = pipeline_pb2.TransformSpec(kind=pipeline_pb2.TransformKind.Value(e.kind.upper()),
                                       apply_probability=e.apply_probability, one_of_group=e.one_of_group)
     getattr(spec, e.kind).CopyFrom(_params_proto(e.kind, e.config, ndim))
