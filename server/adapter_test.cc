@@ -281,9 +281,12 @@ TEST(AdapterTest, ExplicitTransformListsBecomeEnginePipelines) {
   t = spec.add_transforms();
   t->set_kind(v1::MIRROR);
   t->mutable_mirror()->add_allowed_axes(0);
+  t->set_same_on_batch(true);
   absl::StatusOr<PipelineSpec> p = PipelineFromProto(spec);
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->transforms.size(), 2u);
+  EXPECT_FALSE(p->transforms[0].same_on_batch);
+  EXPECT_TRUE(p->transforms[1].same_on_batch);
   EXPECT_DOUBLE_EQ(p->transforms[0].apply_probability, 0.15);
   EXPECT_DOUBLE_EQ(p->transforms[1].apply_probability, 1.0);
   const nlohmann::json j = p->transforms[0].ToJson();

@@ -109,8 +109,7 @@ def test_per_batch_preset_runs_with_shared_decisions(capi):
     pipe = _pipe(per_batch=True)
     same = [e.same_on_batch for e in pipe.entries]
     assert any(same) and not any(e.same_on_batch for e in pipe.entries if e.kind in ("spatial", "random_convolution"))
-    with pytest.raises(ValueError, match="same_on_batch"):
-        pipe.protos()
+    assert [p.same_on_batch for p in pipe.protos()] == same
     rng = np.random.default_rng(2)
     batch = (rng.standard_normal((4, 1, 16, 16, 16)) * 10 + 50).astype(np.float32)
     seg = np.zeros((4, 1, 16, 16, 16), np.int16)

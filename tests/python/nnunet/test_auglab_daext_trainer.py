@@ -58,6 +58,8 @@ def test_daext_trainer_configures_like_auglab_and_serves_batches(nnunet_env, aug
         for k in ("AUGLAB_LOW_RESOLUTION", "REDISTRIBUTE_SEG", "AUGLAB_BIAS_FIELD", "CLAMP", "EDGE_CONVOLUTION"):
             assert k in kinds
         assert "MIRROR" not in kinds
+        assert any(t.same_on_batch for t in cfg.transforms)  # AugLab's same_on_batch=True
+        assert not cfg.transforms[0].same_on_batch
         assert list(train.session.initial_patch_size)[-3:] == list(initial)
         b = take(train, 2)
         assert tuple(b[0]["data"].shape[2:]) == (16, 16, 16) and torch.isfinite(b[0]["data"]).all()

@@ -185,7 +185,7 @@ def daext_gpu_pipeline(params: Dict[str, Any], patch_size: Sequence[int], acq_ax
                        per_batch: bool = False) -> Pipeline:
     """nnUNetTrainerDAExtGPU's whole training augmentation (3D, non-cascade) for an input of at least
     `patch_size` (the loader's initial_patch_size crop): CPU part, AugTransformsGPU, DS. `per_batch`: AugLab's
-    same_on_batch=True on the GPU entries (engine JSON only; the wire has no such field yet)."""
+    same_on_batch=True on the GPU entries."""
     folded: List[str] = ["AugTransformsGPU same_on_batch=True: " + (
         "per batch except random_convolution / redistribute_seg (decision per sample there)" if per_batch
         else "augmentd draws per sample")]

@@ -310,7 +310,10 @@ class nnUNetTrainerAugmentdDAExt(nnUNetTrainerAugmentd):
     p_scaling 0 as its spatial step) and augmentd runs all of its augmentation — the CPU part, AugTransformsGPU from
     the AugLab GPU parameter JSON ($AUGLAB_PARAMS_GPU_JSON, else the installed package's file; see
     augmentd/nnunet/auglab_daext.py for the mapping and what is not reproduced) and the DS pyramid after it.
-    Validation as nnUNetTrainerDAExtGPU: RemoveLabel, regions, AugLab's CPU z-score of channel 0, DS."""
+    Validation as nnUNetTrainerDAExtGPU: RemoveLabel, regions, AugLab's CPU z-score of channel 0, DS.
+    ``auglab_per_batch`` (default True, as AugLab's same_on_batch=True): the GPU entries draw once per batch."""
+
+    auglab_per_batch = True
 
     def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
                  device: torch.device = torch.device("cuda")):
@@ -346,7 +349,8 @@ class nnUNetTrainerAugmentdDAExt(nnUNetTrainerAugmentd):
         use_mask = list(self.configuration_manager.use_mask_for_norm or [])
         train = auglab_daext.daext_gpu_pipeline(self.auglab_params, patch_size=base.patch_size,
                                                 acq_axis=self.auglab_acq_axis, use_mask_for_norm=use_mask,
-                                                regions=regions, ignore_label=ignore, deep_supervision_scales=ds)
+                                                regions=regions, ignore_label=ignore, deep_supervision_scales=ds,
+                                                per_batch=self.auglab_per_batch)
         val = auglab_daext.daext_gpu_validation_pipeline(len(base.patch_size), regions=regions, ignore_label=ignore,
                                                          deep_supervision_scales=ds)
         self.print_to_log_file(f"augmentd: AugLab parameters from {self.auglab_params_path}; AcqTransform axis "

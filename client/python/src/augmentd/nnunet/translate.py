@@ -45,7 +45,7 @@ class Entry:
     config: Dict[str, Any]      # engine JSON config (bgv2 argument names)
     apply_probability: float = 1.0
     one_of_group: int = 0
-    same_on_batch: bool = False  # one decision + one draw per batch (engine JSON only: not on the wire yet)
+    same_on_batch: bool = False  # AugLab's same_on_batch=True: one decision + one draw per batch
 
     def engine_json(self) -> dict:
         j = {"kind": self.kind, "config": self.config}
@@ -705,9 +705,8 @@ def _generic_params_proto(kind: str, c: dict):
 
 
 def entry_proto(e: Entry, ndim: int = 3) -> pipeline_pb2.TransformSpec:
-    if e.same_on_batch:
-        raise ValueError(f"{e.source}: same_on_batch has no wire form yet (engine JSON only)")
     spec = pipeline_pb2.TransformSpec(kind=pipeline_pb2.TransformKind.Value(e.kind.upper()),
-                                      apply_probability=e.apply_probability, one_of_group=e.one_of_group)
+                                      apply_probability=e.apply_probability, one_of_group=e.one_of_group,
+                                      same_on_batch=e.same_on_batch)
     getattr(spec, e.kind).CopyFrom(_params_proto(e.kind, e.config, ndim))
     return spec
