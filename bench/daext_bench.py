@@ -2,7 +2,7 @@
 """AugLab's extensive augmentation, three ways, on the same batch (issue 23): ms per batch of
 
   daext_gpu_ms_per_batch    augmentd's auglab_daext_gpu pipeline (augmentd.nnunet.auglab_daext, from the AugLab GPU
-                            JSON) in a patch-mode session of a local augmentd server on --device (cuda:0). The figure
+                            JSON, per_batch=True as AugLab's same_on_batch) in a patch-mode session of a local augmentd server on --device (cuda:0). The figure
                             is named after the engine the server actually ran (session.device): a CUDA session gives
                             daext_gpu_ms_per_batch, a CPU fallback daext_server_cpu_ms_per_batch (said so on stderr).
   auglab_gpu_ms_per_batch   AugLab's own AugTransformsGPU(json) (kornia, same_on_batch=True) on the GPU, data and
@@ -54,9 +54,12 @@ def _input(batch, size, seed=0):
 
 
 def _initial_patch_size(patch):
-    rot = (-30.0 / 360 * 2 * math.pi, 30.0 / 360 * 2 * math.pi)
-    from nnunetv2.training.data_augmentation.compute_initial_patch_size import get_patch_size
-    return [int(v) for v in get_patch_size(patch, rot, rot, rot, (0.85, 1.25))]
+    """nnU-Net's initial_patch_size for `patch` (its get_patch_size rule, from augmentd's engine: no nnunetv2 needed;
+    build/augment/libaugment_capi.so or $AUGMENTD_BUILD_DIR)."""
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    import augment_capi
+    out, _ = augment_capi.run({"op": "initial_patch_size", "trainer_config": {"patch_size": list(patch)}})
+    return [int(v) for v in out["initial_patch_size"]]
 
 
 def _centre(a, patch):
@@ -71,7 +74,7 @@ def bench_augmentd(args, params, image, seg, initial):
     from augmentd.sessions import trainer_config
 
     ds = [[1, 1, 1], [.5, .5, .5], [.25, .25, .25], [.125, .125, .125], [.0625, .0625, .0625]]
-    pipe = daext_gpu_pipeline(params, patch_size=args.patch, acq_axis=1, deep_supervision_scales=ds)
+    pipe = daext_gpu_pipeline(params, patch_size=args.patch, acq_axis=1, deep_supervision_scales=ds, per_batch=True)
     tc = trainer_config(args.patch, ds, 1)
     tc.initial_patch_size.extend(int(v) for v in initial)  # the crop the patches come at (explicit list)
     config = session_pb2.SessionConfig(
