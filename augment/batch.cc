@@ -18,10 +18,14 @@ absl::Status WithSampleContext(const absl::Status& s, uint64_t sample, size_t t,
 }
 
 absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_t sample_index,
-                       const std::vector<nlohmann::json>* injected, const SampleLayout& layout, AppliedTransform& at) {
+                       const std::vector<nlohmann::json>* injected, const SampleLayout& layout, AppliedTransform& at,
+                       uint64_t batch_first_index) {
   const Transform& tr = *ts.transform;
   at.kind = ts.kind;
-  RandomStream rng(seed, sample_index, static_cast<uint32_t>(t));
+  // same_on_batch: every sample of the batch draws from the batch's first sample's stream (one decision, one draw)
+  const uint64_t stream_index =
+      ts.same_on_batch && batch_first_index != kNoBatchIndex ? batch_first_index : sample_index;
+  RandomStream rng(seed, stream_index, static_cast<uint32_t>(t));
   const nlohmann::json* inj =
       (injected != nullptr && t < injected->size() && !(*injected)[t].is_null()) ? &(*injected)[t] : nullptr;
   if (inj != nullptr) {
@@ -47,7 +51,7 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
     }
   } else {
     // bgv2 OneOfTransform: only the group member chosen for this sample may fire (TransformSpec::SelectedFor).
-    at.applied = rng.Uniform() < ts.apply_probability && ts.SelectedFor(seed, sample_index);
+    at.applied = rng.Uniform() < ts.apply_probability && ts.SelectedFor(seed, stream_index);
     if (at.applied) {
       DrawContext ctx{rng, seed, sample_index, static_cast<uint32_t>(t)};
       auto p = tr.Draw(ctx, layout);
@@ -60,14 +64,14 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
 
 absl::Status DrawSampleParams(const PipelineSpec& spec, uint64_t seed, uint64_t sample_index,
                               const std::vector<nlohmann::json>* injected, SampleLayout layout,
-                              SampleRecord& record) {
+                              SampleRecord& record, uint64_t batch_first_index) {
   return engine_internal::Guard([&]() -> absl::Status {
     record.sample_index = sample_index;
     record.transforms.clear();
     for (size_t t = 0; t < spec.transforms.size(); ++t) {
       const TransformSpec& ts = spec.transforms[t];
       AppliedTransform at;
-      RETURN_IF_ERROR(DrawEntry(ts, t, seed, sample_index, injected, layout, at));
+      RETURN_IF_ERROR(DrawEntry(ts, t, seed, sample_index, injected, layout, at, batch_first_index));
       if (at.applied) layout.shape = ts.transform->OutputShape(layout.shape);
       record.transforms.push_back(std::move(at));
     }

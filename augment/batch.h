@@ -71,14 +71,19 @@ struct BatchResult {
 // Draws one sample's parameters for every transform of `spec` without applying them (exactly the draws
 // AugmentSample makes; `layout` is the sample's input layout, its shape is advanced through each applied transform's
 // OutputShape). Used by the CUDA engine, which applies them in fused kernels.
+// `batch_first_index`: the batch's first sample (entries with same_on_batch draw from its stream); kNoBatchIndex: the
+// sample is drawn alone (its own stream for every entry).
+inline constexpr uint64_t kNoBatchIndex = ~uint64_t{0};
 absl::Status DrawSampleParams(const PipelineSpec& spec, uint64_t seed, uint64_t sample_index,
-                              const std::vector<nlohmann::json>* injected, SampleLayout layout, SampleRecord& record);
+                              const std::vector<nlohmann::json>* injected, SampleLayout layout, SampleRecord& record,
+                              uint64_t batch_first_index = kNoBatchIndex);
 
 // One entry's apply decision and parameters for one sample: drawn from RandomStream(seed, sample_index, t) (draw 0 is
 // the apply decision, the transform's own draws follow; OneOf groups honoured) or taken from injected[t]. The draw
 // half of AugmentSample; `layout` is the sample's layout entering entry `t`. Errors carry WithSampleContext.
 absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_t sample_index,
-                       const std::vector<nlohmann::json>* injected, const SampleLayout& layout, AppliedTransform& at);
+                       const std::vector<nlohmann::json>* injected, const SampleLayout& layout, AppliedTransform& at,
+                       uint64_t batch_first_index = kNoBatchIndex);
 
 // `s` prefixed with "sample <sample>, transform <t> (<name>): " (OK stays OK): the engines' error context.
 absl::Status WithSampleContext(const absl::Status& s, uint64_t sample, size_t t, std::string_view name);

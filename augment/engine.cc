@@ -133,7 +133,8 @@ absl::StatusOr<SampleData> SampleFromViews(const TensorView& image, const Tensor
 }
 
 absl::Status AugmentSample(const PipelineSpec& spec, uint64_t seed, uint64_t sample_index,
-                           const std::vector<nlohmann::json>* injected, SampleData& sample, SampleRecord& record) {
+                           const std::vector<nlohmann::json>* injected, SampleData& sample, SampleRecord& record,
+                           uint64_t batch_first_index) {
   return engine_internal::Guard([&]() -> absl::Status {
     record.sample_index = sample_index;
     record.transforms.clear();
@@ -141,7 +142,7 @@ absl::Status AugmentSample(const PipelineSpec& spec, uint64_t seed, uint64_t sam
       const TransformSpec& ts = spec.transforms[t];
       const Transform& tr = *ts.transform;
       AppliedTransform at;
-      RETURN_IF_ERROR(DrawEntry(ts, t, seed, sample_index, injected, sample.layout(), at));
+      RETURN_IF_ERROR(DrawEntry(ts, t, seed, sample_index, injected, sample.layout(), at, batch_first_index));
       if (at.applied) {
         if (ts.kind != TransformKind::kSpatial) sample.Materialize();  // only spatial reads borrowed input
         RETURN_IF_ERROR(WithSampleContext(tr.Apply(*at.params, sample), sample_index, t, tr.name()));
@@ -196,7 +197,8 @@ absl::StatusOr<BatchResult> AugmentBatch(const PipelineSpec& spec, const BatchIn
         }
         samples[b] = std::move(*s);
         status[b] = AugmentSample(spec, options.seed, options.first_sample_index + b,
-                                  options.injected ? &(*options.injected)[b] : nullptr, samples[b], result.samples[b]);
+                                  options.injected ? &(*options.injected)[b] : nullptr, samples[b], result.samples[b],
+                                  options.first_sample_index);
       });
       for (const absl::Status& s : status) RETURN_IF_ERROR(s);
       // Pack: every sample must have the same output layout.

@@ -33,8 +33,10 @@ namespace augmentd {
 absl::StatusOr<BatchResult> AugmentBatch(const PipelineSpec& spec, const BatchInput& input, const RunOptions& options);
 
 // Runs `spec` on one sample in place (what AugmentBatch does per sample). `injected` as in RunOptions (may be null).
+// `batch_first_index`: the batch's first sample index, for same_on_batch entries (batch.h kNoBatchIndex: drawn alone).
 absl::Status AugmentSample(const PipelineSpec& spec, uint64_t seed, uint64_t sample_index,
-                           const std::vector<nlohmann::json>* injected, SampleData& sample, SampleRecord& record);
+                           const std::vector<nlohmann::json>* injected, SampleData& sample, SampleRecord& record,
+                           uint64_t batch_first_index = kNoBatchIndex);
 
 // Builds a SampleData from one sample's views: image (C, *spatial) float types; seg (S, *spatial) int8/int16 or
 // data == nullptr. INVALID_ARGUMENT naming `image`/`seg` on bad rank/dtype/shape. With `borrow`, float32 images

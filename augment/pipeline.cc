@@ -48,7 +48,8 @@ absl::StatusOr<TransformSpec> TransformSpec::Make(std::shared_ptr<const Transfor
 
 absl::StatusOr<TransformSpec> TransformSpec::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(ju::CheckDepth(j, "transform"));
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"kind", "apply_probability", "config", "one_of_group"}, "transform"));
+  RETURN_IF_ERROR(
+      ju::CheckKeys(j, {"kind", "apply_probability", "config", "one_of_group", "same_on_batch"}, "transform"));
   ASSIGN_OR_RETURN(std::string kind, ju::GetString(j, "kind", std::nullopt, "transform"));
   ASSIGN_OR_RETURN(double p, ju::GetDouble(j, "apply_probability", 1.0, "transform"));
   ASSIGN_OR_RETURN(int64_t group, ju::GetInt(j, "one_of_group", 0, "transform"));
@@ -56,6 +57,7 @@ absl::StatusOr<TransformSpec> TransformSpec::FromJson(const nlohmann::json& j) {
   ASSIGN_OR_RETURN(auto t, TransformFromJson(kind, j.value("config", nlohmann::json::object())));
   ASSIGN_OR_RETURN(TransformSpec s, Make(std::move(t), p));
   s.one_of_group = static_cast<uint32_t>(group);
+  ASSIGN_OR_RETURN(s.same_on_batch, ju::GetBool(j, "same_on_batch", false, "transform"));
   return s;
 }
 
@@ -143,6 +145,7 @@ nlohmann::json TransformSpec::ToJson() const {
                       {"apply_probability", apply_probability},
                       {"config", transform->ConfigToJson()}};
   if (one_of_group != 0) j["one_of_group"] = one_of_group;
+  if (same_on_batch) j["same_on_batch"] = true;
   return j;
 }
 

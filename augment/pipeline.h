@@ -38,6 +38,10 @@ struct TransformSpec {
   uint32_t one_of_group = 0;
   int32_t one_of_index = 0;
   int32_t one_of_size = 1;
+  // AugLab's same_on_batch=True (kornia): the apply decision and every parameter of this entry are drawn once per
+  // batch — from RandomStream(seed, first sample of the batch, t) for every sample of the batch (per-voxel fields
+  // such as noise stay keyed by the sample). Engines that run one sample alone draw from the sample's own stream.
+  bool same_on_batch = false;
 
   // Whether this entry is its group's member for (seed, sample): U over RandomStream(seed, sample,
   // kOneOfTransformIndex, one_of_group) picks member ⌊U·size⌋. Always true outside a group.
@@ -48,7 +52,8 @@ struct TransformSpec {
 
   // INVALID_ARGUMENT for a null transform or p outside [0, 1].
   static absl::StatusOr<TransformSpec> Make(std::shared_ptr<const Transform> transform, double apply_probability);
-  // {"kind": "gamma", "apply_probability": 0.3, "config": {...bgv2 constructor args...}, "one_of_group": 0}
+  // {"kind": "gamma", "apply_probability": 0.3, "config": {...bgv2 constructor args...}, "one_of_group": 0,
+  //  "same_on_batch": false}
   static absl::StatusOr<TransformSpec> FromJson(const nlohmann::json& j);
   nlohmann::json ToJson() const;
 };

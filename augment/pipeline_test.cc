@@ -154,3 +154,23 @@ TEST(Pipeline, Da5PresetHasTwoOneOfGroupsAndPicksExactlyOneMember) {
 
 }  // namespace
 }  // namespace augmentd
+
+namespace augmentd {
+namespace {
+TEST(Pipeline, SameOnBatchRoundTripsAndIsRefusedWhenNotABool) {
+  auto s = TransformSpec::FromJson({{"kind", "zscore_normalization"}, {"apply_probability", 0.3}, {"same_on_batch", true},
+                                    {"config", nlohmann::json::object()}});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->same_on_batch);
+  EXPECT_EQ(s->ToJson().value("same_on_batch", false), true);
+  auto d = TransformSpec::FromJson({{"kind", "zscore_normalization"}, {"config", nlohmann::json::object()}});
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->same_on_batch);
+  EXPECT_FALSE(d->ToJson().contains("same_on_batch"));
+  EXPECT_EQ(TransformSpec::FromJson({{"kind", "zscore_normalization"}, {"same_on_batch", "yes"}, {"config", nlohmann::json::object()}})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+}  // namespace
+}  // namespace augmentd

@@ -17,6 +17,9 @@
 #include "augment/transforms/shape_crop/shape_crop.h"
 #include "augment/transforms/swap/swap.h"
 #include "augment/transforms/torchio_affine/torchio_affine.h"
+#include "augment/transforms/auglab_low_resolution/auglab_low_resolution.h"
+#include "augment/transforms/redistribute_seg/redistribute_seg.h"
+#include "augment/transforms/auglab_bias_field/auglab_bias_field.h"
 #include "augment/transforms/contrast/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds.h"
@@ -107,6 +110,10 @@ constexpr TransformEntry kEntries[] = {
      &ApplyRandomBinaryOperatorTransform::FromJson},
     {"remove_random_connected_component", TransformKind::kRemoveRandomConnectedComponent,
      &RemoveRandomConnectedComponentTransform::FromJson},
+    // AugLab DAExt GPU extras added in session 7 (augment/transforms/<name>/); labels per UsesLabels().
+    {"auglab_low_resolution", TransformKind::kAuglabLowResolution, &AuglabLowResolutionTransform::FromJson},
+    {"redistribute_seg", TransformKind::kRedistributeSeg, &RedistributeSegTransform::FromJson, kLabels},
+    {"auglab_bias_field", TransformKind::kAuglabBiasField, &AuglabBiasFieldTransform::FromJson},
 };
 
 constexpr bool OneEntryPerKindInOrder() {

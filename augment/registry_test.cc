@@ -19,7 +19,8 @@ TEST(Registry, NamesAreExactlyTheDefaultTrainerTransforms) {
                                       "zscore_normalization", "clamp", "edge_convolution",
                                       "unsharp_mask", "swap", "shape_crop", "anisotropy", "torchio_affine",
                                       "elastic_deformation", "move_seg_as_one_hot_to_data",
-                                      "apply_random_binary_operator", "remove_random_connected_component"}));
+                                      "apply_random_binary_operator", "remove_random_connected_component",
+                                      "auglab_low_resolution", "redistribute_seg", "auglab_bias_field"}));
 }
 
 TEST(Registry, EveryKindHasACpuImplementation) {
@@ -47,7 +48,8 @@ TEST(Registry, CapabilityFlags) {
   EXPECT_EQ(labels, (std::vector<std::string>{"spatial", "mirror", "mask_image", "remove_label",
                                               "convert_segmentation_to_regions", "downsample_seg_for_ds", "rot90",
                                               "transpose_axes", "shape_crop", "torchio_affine",
-                                              "elastic_deformation", "move_seg_as_one_hot_to_data"}));
+                                              "elastic_deformation", "move_seg_as_one_hot_to_data",
+                                              "redistribute_seg"}));
   EXPECT_EQ(layout, (std::vector<std::string>{"convert_segmentation_to_regions", "downsample_seg_for_ds",
                                               "move_seg_as_one_hot_to_data"}));
   auto he = TransformFromJson("histogram_equalization", nlohmann::json::object());

@@ -77,7 +77,11 @@ enum class TransformKind : uint8_t {
   kMoveSegAsOneHotToData,            // augment/transforms/move_seg_as_one_hot_to_data/
   kApplyRandomBinaryOperator,        // augment/transforms/apply_random_binary_operator/
   kRemoveRandomConnectedComponent,   // augment/transforms/remove_random_connected_component/
-  kLastKind = kRemoveRandomConnectedComponent,
+  // AugLab DAExt GPU extras (session 7).
+  kAuglabLowResolution,  // augment/transforms/auglab_low_resolution/
+  kRedistributeSeg,      // augment/transforms/redistribute_seg/
+  kAuglabBiasField,      // augment/transforms/auglab_bias_field/
+  kLastKind = kAuglabBiasField,
 };
 inline constexpr int kNumTransformKinds = static_cast<int>(TransformKind::kLastKind) + 1;
 

@@ -96,7 +96,9 @@ TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
                                                "swap", "shape_crop", "anisotropy", "torchio_affine",
                                                "elastic_deformation",
                                                "move_seg_as_one_hot_to_data", "apply_random_binary_operator",
-                                               "remove_random_connected_component"};
+                                               "remove_random_connected_component",
+                                               "auglab_low_resolution", "redistribute_seg",
+                                               "auglab_bias_field"};
     for (const std::string& name : cpu_only)
       EXPECT_EQ(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
     EXPECT_GE(cuda, kNumTransformKinds - static_cast<int>(cpu_only.size()) - 3);
@@ -283,9 +285,12 @@ TEST(AdapterTest, ExplicitTransformListsBecomeEnginePipelines) {
   t = spec.add_transforms();
   t->set_kind(v1::MIRROR);
   t->mutable_mirror()->add_allowed_axes(0);
+  t->set_same_on_batch(true);
   absl::StatusOr<PipelineSpec> p = PipelineFromProto(spec);
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->transforms.size(), 2u);
+  EXPECT_FALSE(p->transforms[0].same_on_batch);
+  EXPECT_TRUE(p->transforms[1].same_on_batch);
   EXPECT_DOUBLE_EQ(p->transforms[0].apply_probability, 0.15);
   EXPECT_DOUBLE_EQ(p->transforms[1].apply_probability, 1.0);
   const nlohmann::json j = p->transforms[0].ToJson();

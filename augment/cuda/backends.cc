@@ -5,8 +5,9 @@
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
 // downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds after the table's last line
 // (zscore_normalization, clamp, edge_convolution, unsharp_mask, swap, shape_crop, anisotropy, torchio_affine,
-// elastic_deformation) are CPU-only: CudaBackendOf answers nullptr, the CUDA engine refuses them (UNIMPLEMENTED)
-// and GetServerInfo reports cuda=false.
+// elastic_deformation, move_seg_as_one_hot_to_data, apply_random_binary_operator, remove_random_connected_component,
+// auglab_low_resolution, redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
+// engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false.
 #include <cstddef>
 #include <memory>
 

@@ -221,7 +221,8 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   std::vector<cuda::SampleParams> sp(fused_spatial ? g.batch : 0);
   for (int64_t b = 0; b < g.batch; ++b) {
     RETURN_IF_ERROR(DrawSampleParams(spec_, options.seed, options.first_sample_index + b,
-                                     options.injected ? &(*options.injected)[b] : nullptr, layout, records[b]));
+                                     options.injected ? &(*options.injected)[b] : nullptr, layout, records[b],
+                                     options.first_sample_index));
     if (fused_spatial) {
       const absl::Status st = TranslateSample(spec_, spatial_plan_, records[b], sh, sp[b]);
       if (absl::IsUnimplemented(st)) {

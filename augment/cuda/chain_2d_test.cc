@@ -39,7 +39,9 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
                                         TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
                                         TransformKind::kMoveSegAsOneHotToData, TransformKind::kApplyRandomBinaryOperator,
-                                        TransformKind::kRemoveRandomConnectedComponent};
+                                        TransformKind::kRemoveRandomConnectedComponent,
+                                             TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg,
+                                             TransformKind::kAuglabBiasField};
   for (int i = 0; i < kNumTransformKinds; ++i) {
     const auto k = static_cast<TransformKind>(i);
     if (std::find(std::begin(kCpuOnly), std::end(kCpuOnly), k) != std::end(kCpuOnly)) {

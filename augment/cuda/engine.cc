@@ -401,7 +401,8 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
     const SampleLayout layout{sh.channels, {sh.in[0], sh.in[1], sh.in[2]}, 1};
     for (int64_t b = 0; b < batch; ++b) {
       RETURN_IF_ERROR(DrawSampleParams(m.spec, options.seed, options.first_sample_index + b,
-                                       options.injected ? &(*options.injected)[b] : nullptr, layout, recs[b]));
+                                       options.injected ? &(*options.injected)[b] : nullptr, layout, recs[b],
+                                       options.first_sample_index));
       RETURN_IF_ERROR(TranslateSample(m.spec, m.plan, recs[b], sh, params[b]));
     }
     const uint32_t stages = cuda::ActiveStages(params.data(), sh);

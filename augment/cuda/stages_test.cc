@@ -88,7 +88,9 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
                                              TransformKind::kElasticDeformation,
                                              TransformKind::kMoveSegAsOneHotToData,
                                              TransformKind::kApplyRandomBinaryOperator,
-                                             TransformKind::kRemoveRandomConnectedComponent};
+                                             TransformKind::kRemoveRandomConnectedComponent,
+                                             TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg,
+                                             TransformKind::kAuglabBiasField};
   constexpr int kNumCpuOnly = static_cast<int>(std::size(kCpuOnlyKinds));
   ASSERT_EQ(configs.size(), static_cast<size_t>(kNumTransformKinds));
   int available = 0;

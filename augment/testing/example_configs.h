@@ -74,6 +74,9 @@ inline std::vector<std::pair<std::string, nlohmann::json>> ExampleTransformConfi
         {"apply_random_binary_operator", {{"channel_idx", {-1}}, {"strel_size", {1, 3}}, {"p_per_label", 0.5}}},
         {"remove_random_connected_component",
          {{"channel_idx", {-1}}, {"fill_with_other_class_p", 0}, {"dont_do_if_covers_more_than_x_percent", 0.15}}},
+        {"auglab_low_resolution", {{"mode", "lowres"}, {"crop", {0.8, 1.0}}}},
+        {"redistribute_seg", nlohmann::json::object()},
+        {"auglab_bias_field", nlohmann::json::object()},
   };
 }
 

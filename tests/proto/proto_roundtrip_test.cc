@@ -245,10 +245,11 @@ TEST(ProtoContractTest, TransformKindsMatchTheParamsOneof) {
                            "HISTOGRAM_EQUALIZATION", "RANDOM_CONVOLUTION", "INTENSITY_FUNCTION", "ZSCORE_NORMALIZATION",
                            "CLAMP", "EDGE_CONVOLUTION", "UNSHARP_MASK", "SWAP", "SHAPE_CROP", "ANISOTROPY",
                            "TORCHIO_AFFINE", "ELASTIC_DEFORMATION", "MOVE_SEG_AS_ONE_HOT_TO_DATA",
-                           "APPLY_RANDOM_BINARY_OPERATOR", "REMOVE_RANDOM_CONNECTED_COMPONENT"}) {
+                           "APPLY_RANDOM_BINARY_OPERATOR", "REMOVE_RANDOM_CONNECTED_COMPONENT", "AUGLAB_LOW_RESOLUTION",
+                           "REDISTRIBUTE_SEG", "AUGLAB_BIAS_FIELD"}) {
     EXPECT_NE(kinds->FindValueByName(name), nullptr) << name;
   }
-  EXPECT_EQ(kinds->value_count(), 41);  // UNSPECIFIED + the 40 engine kinds (server/adapter_test.cc checks the names)
+  EXPECT_EQ(kinds->value_count(), 44);  // UNSPECIFIED + the 43 engine kinds (server/adapter_test.cc checks the names)
 }
 
 TEST(ProtoContractTest, ServiceDeclaresTheV1Rpcs) {

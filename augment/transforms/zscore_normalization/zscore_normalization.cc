@@ -20,7 +20,7 @@ absl::StatusOr<std::shared_ptr<const Transform>> ZscoreNormalizationTransform::C
 
 absl::StatusOr<std::shared_ptr<const Transform>> ZscoreNormalizationTransform::FromJson(const nlohmann::json& j) {
   const std::string w = "zscore_normalization";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channel"}, w));
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channel", "unbiased"}, w));
   ZscoreNormalizationConfig c;
   if (j.contains("apply_to_channel") && !j["apply_to_channel"].is_null()) {
     if (j["apply_to_channel"].is_number_integer()) {
@@ -29,16 +29,17 @@ absl::StatusOr<std::shared_ptr<const Transform>> ZscoreNormalizationTransform::F
       ASSIGN_OR_RETURN(c.apply_to_channel, ju::AsInts(j["apply_to_channel"], w + ".apply_to_channel"));
     }
   }
+  ASSIGN_OR_RETURN(c.unbiased, ju::GetBool(j, "unbiased", false, w));
   return Create(c);
 }
 
 nlohmann::json ZscoreNormalizationTransform::ConfigToJson() const {
-  return {{"apply_to_channel", config_.apply_to_channel}};
+  return {{"apply_to_channel", config_.apply_to_channel}, {"unbiased", config_.unbiased}};
 }
 
 namespace {
 // (x − mean) / max(std, 1e-8) of one channel in place, unless the result would hold NaN / Inf.
-void NormalizeChannel(float* x, int64_t n) {
+void NormalizeChannel(float* x, int64_t n, bool unbiased) {
   if (n == 0) return;
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += x[i];
@@ -46,7 +47,7 @@ void NormalizeChannel(float* x, int64_t n) {
   double sq = 0;
   for (int64_t i = 0; i < n; ++i) sq += (x[i] - mean) * (x[i] - mean);
   const float m = static_cast<float>(mean);
-  const float sd = std::max(static_cast<float>(std::sqrt(sq / static_cast<double>(n))), 1e-8f);
+  const float sd = std::max(static_cast<float>(std::sqrt(sq / static_cast<double>(unbiased && n > 1 ? n - 1 : n))), 1e-8f);
   for (int64_t i = 0; i < n; ++i)
     if (!std::isfinite((x[i] - m) / sd)) return;  // AugLab's guard: the channel stays as it was
   for (int64_t i = 0; i < n; ++i) x[i] = (x[i] - m) / sd;
@@ -57,7 +58,7 @@ absl::Status ZscoreNormalizationTransform::Apply(const TransformParams&, SampleD
   const int64_t n = s.voxels();
   for (int64_t ch : config_.apply_to_channel) {
     if (ch >= s.channels) continue;  // AugLab skips channel indices the sample does not have
-    NormalizeChannel(s.image.data() + ch * n, n);
+    NormalizeChannel(s.image.data() + ch * n, n, config_.unbiased);
   }
   return absl::OkStatus();
 }

@@ -26,6 +26,19 @@ TEST(ZscoreNormalization, ListedChannelsGetZeroMeanUnitPopulationStd) {
   for (int64_t i = 0; i < n; ++i) EXPECT_EQ(s.image[n + i], x[n + i]);  // channel 1 untouched
 }
 
+TEST(ZscoreNormalization, UnbiasedUsesTheSampleStd) {
+  SampleData s = testing::RandomSample(1, {4, 5, 3});
+  auto t = ZscoreNormalizationTransform::FromJson({{"unbiased", true}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_TRUE((*t)->Apply(EmptyParams(), s).ok());
+  const int64_t n = s.voxels();
+  double m = 0, q = 0;
+  for (int64_t i = 0; i < n; ++i) m += s.image[i];
+  m /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) q += (s.image[i] - m) * (s.image[i] - m);
+  EXPECT_NEAR(std::sqrt(q / static_cast<double>(n - 1)), 1.0, 1e-5);
+}
+
 TEST(ZscoreNormalization, ConstantChannelUsesTheStdFloor) {
   SampleData s = testing::RandomSample(1, {4, 4, 4});
   std::fill(s.image.begin(), s.image.end(), 2.5f);

@@ -116,7 +116,7 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
     # -- data loaders -------------------------------------------------------------------------------------------
     def get_dataloaders(self):
         settings = settings_from_trainer(self)
-        translation = translate_trainer(self)  # refuses (naming class and attribute) before anything starts
+        translation = self._augmentd_translation()  # refuses (naming class and attribute) before anything starts
         for label, pipe, preset in (("train", translation.train, translation.train_preset),
                                     ("val", translation.val, translation.val_preset)):
             how = f"preset {pipeline_pb2.Preset.Name(preset)}" if preset else "explicit list"
@@ -127,6 +127,11 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         except BaseException:
             self._augmentd_close()
             raise
+
+    def _augmentd_translation(self) -> TrainerTranslation:
+        """The pipelines the sessions run: this class's own get_training_transforms / get_validation_transforms,
+        translated (subclasses that describe their pipeline otherwise override this)."""
+        return translate_trainer(self)
 
     def _open_loaders(self, s: LoaderSettings, translation: TrainerTranslation):
         device = os.environ.get("AUGMENTD_DEVICE") or _device_spec(self.device)
@@ -297,6 +302,66 @@ if nnUNetTrainerDA5 is not None:
         get_training_transforms = staticmethod(nnUNetTrainerDA5.get_training_transforms)
 
     __all__.append("nnUNetTrainerAugmentdDA5")
+
+
+
+class nnUNetTrainerAugmentdDAExt(nnUNetTrainerAugmentd):
+    """AugLab's nnUNetTrainerDAExtGPU served by augmentd: configured as that trainer is (nnU-Net's epochs and initial
+    patch size, mirroring off for training and inference, a centre-crop SpatialTransform with p_rotation 0 /
+    p_scaling 0 as its spatial step) and augmentd runs all of its augmentation — the CPU part, AugTransformsGPU from
+    the AugLab GPU parameter JSON ($AUGLAB_PARAMS_GPU_JSON, else the installed package's file; see
+    augmentd/nnunet/auglab_daext.py for the mapping and what is not reproduced) and the DS pyramid after it.
+    Validation as nnUNetTrainerDAExtGPU: RemoveLabel, regions, AugLab's CPU z-score of channel 0, DS.
+    ``auglab_per_batch`` (default True, as AugLab's same_on_batch=True): the GPU entries draw once per batch."""
+
+    auglab_per_batch = True
+
+    def __init__(self, plans: dict, configuration: str, fold: int, dataset_json: dict,
+                 device: torch.device = torch.device("cuda")):
+        super().__init__(plans, configuration, fold, dataset_json, device)
+        from . import auglab_daext
+
+        self.auglab_params_path = str(auglab_daext.auglab_params_path())
+        self.auglab_params = auglab_daext.load_auglab_params(self.auglab_params_path)
+        # AugLab's AcqTransform picks its one axis once per run (torch.randint(0, 3) over x, y, z = axes 2, 1, 0)
+        seed = os.environ.get("AUGMENTD_SEED")
+        rng = random.Random(int(seed)) if seed else random.SystemRandom()
+        self.auglab_acq_axis = 2 - rng.randrange(3)
+
+    def configure_rotation_dummyDA_mirroring_and_inital_patch_size(self):
+        rotation_for_DA, do_dummy_2d_data_aug, initial_patch_size, _ = \
+            super().configure_rotation_dummyDA_mirroring_and_inital_patch_size()
+        self.inference_allowed_mirroring_axes = None
+        return rotation_for_DA, do_dummy_2d_data_aug, initial_patch_size, None
+
+    def _augmentd_translation(self) -> TrainerTranslation:
+        import dataclasses
+
+        from . import auglab_daext
+
+        base = translate_trainer(self)
+        if self.is_cascaded:
+            raise UnsupportedTrainerSetting("nnUNetTrainerAugmentdDAExt: cascade transforms are not implemented")
+        lm = self.label_manager
+        regions = lm.foreground_regions if lm.has_regions else None
+        ignore = lm.ignore_label if lm.has_regions else None
+        ds = self._get_deep_supervision_scales()
+        ds = [list(map(float, s)) for s in ds] if ds is not None else None
+        use_mask = list(self.configuration_manager.use_mask_for_norm or [])
+        train = auglab_daext.daext_gpu_pipeline(self.auglab_params, patch_size=base.patch_size,
+                                                acq_axis=self.auglab_acq_axis, use_mask_for_norm=use_mask,
+                                                regions=regions, ignore_label=ignore, deep_supervision_scales=ds,
+                                                per_batch=self.auglab_per_batch)
+        val = auglab_daext.daext_gpu_validation_pipeline(len(base.patch_size), regions=regions, ignore_label=ignore,
+                                                         deep_supervision_scales=ds)
+        self.print_to_log_file(f"augmentd: AugLab parameters from {self.auglab_params_path}; AcqTransform axis "
+                               f"{self.auglab_acq_axis}; not reproduced: {'; '.join(train.folded)}")
+        return dataclasses.replace(base, trainer_class=type(self).__name__, train=train, val=val,
+                                   train_preset=pipeline_pb2.PRESET_UNSPECIFIED,
+                                   val_preset=pipeline_pb2.PRESET_UNSPECIFIED)
+
+
+__all__.append("nnUNetTrainerAugmentdDAExt")
 
 # Issue 22: nnU-Net's own loader feeding augmentd patch mode. Its module imports this one, so it is loaded on first
 # use (PEP 562); listed in __all__ so the registration shim's `import *` exports it for nnU-Net's lookup.

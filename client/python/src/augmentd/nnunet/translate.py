@@ -45,6 +45,7 @@ class Entry:
     config: Dict[str, Any]      # engine JSON config (bgv2 argument names)
     apply_probability: float = 1.0
     one_of_group: int = 0
+    same_on_batch: bool = False  # AugLab's same_on_batch=True: one decision + one draw per batch
 
     def engine_json(self) -> dict:
         j = {"kind": self.kind, "config": self.config}
@@ -52,6 +53,8 @@ class Entry:
             j["apply_probability"] = self.apply_probability
         if self.one_of_group:
             j["one_of_group"] = self.one_of_group
+        if self.same_on_batch:
+            j["same_on_batch"] = True
         return j
 
 
@@ -710,11 +713,38 @@ def _params_proto(kind: str, c: dict, ndim: int):
             channel_idx=c["channel_idx"], fill_with_other_class_p=c["fill_with_other_class_p"],
             dont_do_if_covers_more_than_x_percent=c["dont_do_if_covers_more_than_x_percent"],
             p_per_label=c["p_per_label"])
+    if kind in GENERIC_WIRE_KINDS:
+        return _generic_params_proto(kind, c)
     raise ValueError(f"no wire form for {kind!r}")
+
+
+# AugLab kinds whose Params message uses the engine's JSON keys as field names: scalars, repeated scalars and
+# Range ([lo, hi] in the config).
+GENERIC_WIRE_KINDS = ("histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization",
+                      "clamp", "edge_convolution", "unsharp_mask", "auglab_low_resolution", "redistribute_seg",
+                      "auglab_bias_field")
+
+
+def _generic_params_proto(kind: str, c: dict):
+    cls = getattr(pipeline_pb2, pipeline_pb2.TransformSpec.DESCRIPTOR.fields_by_name[kind].message_type.name)
+    msg = cls()
+    for key, v in c.items():
+        f = cls.DESCRIPTOR.fields_by_name.get(key)
+        if f is None:
+            raise ValueError(f"{kind}.{key}: no such field in {cls.DESCRIPTOR.name}")
+        if f.message_type is not None and f.message_type.name == "Range":
+            lo, hi = (-float(v), float(v)) if isinstance(v, numbers.Number) else (float(v[0]), float(v[1]))
+            getattr(msg, key).CopyFrom(pipeline_pb2.Range(min=lo, max=hi))
+        elif (f.is_repeated if hasattr(f, "is_repeated") else f.label == f.LABEL_REPEATED):  # upb / python protobuf
+            getattr(msg, key).extend(v)
+        else:
+            setattr(msg, key, v)
+    return msg
 
 
 def entry_proto(e: Entry, ndim: int = 3) -> pipeline_pb2.TransformSpec:
     spec = pipeline_pb2.TransformSpec(kind=pipeline_pb2.TransformKind.Value(e.kind.upper()),
-                                      apply_probability=e.apply_probability, one_of_group=e.one_of_group)
+                                      apply_probability=e.apply_probability, one_of_group=e.one_of_group,
+                                      same_on_batch=e.same_on_batch)
     getattr(spec, e.kind).CopyFrom(_params_proto(e.kind, e.config, ndim))
     return spec

@@ -1,0 +1,160 @@
+// AuglabBiasFieldTransform. The field is accumulated in float32 in AugLab's loop order; pow by repeated products
+// of float32 (torch's pow for small integer exponents is exact to an ulp: parity uses a tolerance).
+#include "augment/transforms/auglab_bias_field/auglab_bias_field.h"
+
+#include <cmath>
+
+#include "augment/json_util.h"
+#include "augment/kernels/cpu_intensity.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/auglab_common.h"
+#include "augment/transforms/common.h"
+
+namespace augmentd {
+namespace ju = json_util;
+using transforms_internal::ParamsAs;
+using transforms_internal::RequireImage;
+
+std::vector<float> TorchLinspace(float start, float end, int64_t n) {
+  std::vector<float> v(n);
+  if (n == 1) {
+    v[0] = start;
+    return v;
+  }
+  const float step = (end - start) / static_cast<float>(n - 1);
+  const int64_t half = n / 2;
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = i < half ? start + step * static_cast<float>(i) : end - step * static_cast<float>(n - 1 - i);
+  return v;
+}
+
+int64_t AuglabBiasFieldTransform::NumCoefficients(int64_t order, int dims) {
+  int64_t count = 0;
+  for (int64_t a = 0; a <= order; ++a)
+    for (int64_t b = 0; b <= order - a; ++b) count += dims == 3 ? order - a - b + 1 : 1;
+  return count;
+}
+
+absl::StatusOr<std::shared_ptr<const Transform>> AuglabBiasFieldTransform::Create(const AuglabBiasFieldConfig& c) {
+  if (!(std::isfinite(c.lo) && std::isfinite(c.hi) && c.lo <= c.hi))
+    return ju::Invalid("auglab_bias_field.coefficients", "needs finite lo <= hi");
+  if (c.order < 0 || c.order > 10) return ju::Invalid("auglab_bias_field.order", "must be in [0, 10]");
+  for (int64_t ch : c.apply_to_channel)
+    if (ch < 0) return ju::Invalid("auglab_bias_field.apply_to_channel", "channel indices must be >= 0");
+  return std::shared_ptr<const Transform>(new AuglabBiasFieldTransform(c));
+}
+
+absl::StatusOr<std::shared_ptr<const Transform>> AuglabBiasFieldTransform::FromJson(const nlohmann::json& j) {
+  const std::string w = "auglab_bias_field";
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"coefficients", "order", "invert", "retain_stats", "apply_to_channel"}, w));
+  AuglabBiasFieldConfig c;
+  if (j.contains("coefficients") && !j["coefficients"].is_null()) {
+    if (j["coefficients"].is_number()) {
+      c.hi = j["coefficients"].get<double>();
+      c.lo = -c.hi;
+    } else {
+      ASSIGN_OR_RETURN(std::vector<double> v, ju::AsDoubles(j["coefficients"], w + ".coefficients"));
+      if (v.size() != 2) return ju::Invalid(w + ".coefficients", "needs a number c or [lo, hi]");
+      c.lo = v[0];
+      c.hi = v[1];
+    }
+  }
+  ASSIGN_OR_RETURN(c.order, ju::GetInt(j, "order", 3, w));
+  ASSIGN_OR_RETURN(c.invert, ju::GetBool(j, "invert", false, w));
+  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, w));
+  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
+  return Create(c);
+}
+
+nlohmann::json AuglabBiasFieldTransform::ConfigToJson() const {
+  return {{"coefficients", {config_.lo, config_.hi}}, {"order", config_.order},       {"invert", config_.invert},
+          {"retain_stats", config_.retain_stats},     {"apply_to_channel", config_.apply_to_channel}};
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> AuglabBiasFieldTransform::Draw(DrawContext& ctx,
+                                                                                const SampleLayout& layout) const {
+  if (layout.shape.size() != 2 && layout.shape.size() != 3)
+    return ju::Invalid("auglab_bias_field", "needs 2D or 3D samples");
+  RETURN_IF_ERROR(auglab_internal::CheckChannels(config_.apply_to_channel, layout.channels, "auglab_bias_field"));
+  auto p = std::make_unique<AuglabBiasFieldParams>();
+  const float lo = static_cast<float>(config_.lo), hi = static_cast<float>(config_.hi);
+  const int64_t n = NumCoefficients(config_.order, static_cast<int>(layout.shape.size()));
+  for (int64_t k = 0; k < n; ++k) p->coefficients.push_back(lo + static_cast<float>(ctx.rng.Uniform()) * (hi - lo));
+  return std::unique_ptr<TransformParams>(std::move(p));
+}
+
+namespace {
+float PowInt(float v, int64_t e) {
+  float r = 1.0f;
+  for (int64_t i = 0; i < e; ++i) r *= v;
+  return r;
+}
+}  // namespace
+
+absl::Status AuglabBiasFieldTransform::Apply(const TransformParams& params, SampleData& s) const {
+  ASSIGN_OR_RETURN(const AuglabBiasFieldParams* p, ParamsAs<AuglabBiasFieldParams>(params, "auglab_bias_field"));
+  RETURN_IF_ERROR(RequireImage(s, "auglab_bias_field"));
+  const int dims = static_cast<int>(s.shape.size());
+  if (dims != 2 && dims != 3) return ju::Invalid("auglab_bias_field", "needs 2D or 3D samples");
+  if (static_cast<int64_t>(p->coefficients.size()) != NumCoefficients(config_.order, dims))
+    return ju::Invalid("params.coefficients", "needs one value per monomial of degree <= order");
+  const int64_t n = s.voxels(), order = config_.order;
+  // Axis grids (3D: z = axis 0, y = axis 1, x = axis 2; 2D: y = axis 0, x = axis 1).
+  const int64_t sz = dims == 3 ? s.shape[0] : 1, sy = s.shape[dims - 2], sx = s.shape[dims - 1];
+  const std::vector<float> zs = TorchLinspace(-1, 1, sz), ys = TorchLinspace(-1, 1, sy), xs = TorchLinspace(-1, 1, sx);
+  std::vector<float> bias(n, 0.0f);
+  size_t k = 0;
+  for (int64_t xo = 0; xo <= order; ++xo)
+    for (int64_t yo = 0; yo <= order - xo; ++yo) {
+      const int64_t zmax = dims == 3 ? order - xo - yo : 0;
+      for (int64_t zo = 0; zo <= zmax; ++zo, ++k) {
+        const float c = p->coefficients[k];
+        for (int64_t a = 0; a < sz; ++a)
+          for (int64_t b = 0; b < sy; ++b)
+            for (int64_t e = 0; e < sx; ++e) {
+              // AugLab: term = x_term * y_term * z_term (a missing factor is the Python float 1.0)
+              const float term = PowInt(xs[e], xo) * PowInt(ys[b], yo) * (dims == 3 ? PowInt(zs[a], zo) : 1.0f);
+              float& acc = bias[(a * sy + b) * sx + e];
+              acc = acc + c * term;
+            }
+      }
+    }
+  for (float& v : bias) {
+    v = std::exp(v);
+    if (config_.invert) v = 1.0f / (v + 1e-8f);
+  }
+  std::vector<float> out(n);
+  for (int64_t ch : config_.apply_to_channel) {
+    if (ch >= s.channels) continue;  // AugLab skips invalid channels
+    float* x = s.image.data() + ch * n;
+    const kernels::ChannelStats before = kernels::ComputeStats(x, n, config_.retain_stats);
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] * bias[i];
+    if (config_.retain_stats) auglab_internal::RetainStats(out.data(), n, before);
+    bool finite = true;
+    for (int64_t i = 0; i < n && finite; ++i) finite = std::isfinite(out[i]);
+    if (finite) std::copy(out.begin(), out.end(), x);
+  }
+  return absl::OkStatus();
+}
+
+nlohmann::json AuglabBiasFieldTransform::ParamsToJson(const TransformParams& params) const {
+  return {{"coefficients", static_cast<const AuglabBiasFieldParams&>(params).coefficients}};
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> AuglabBiasFieldTransform::ParamsFromJson(
+    const nlohmann::json& j, const SampleLayout& layout) const {
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"coefficients"}, "params"));
+  if (!j.contains("coefficients")) return ju::Invalid("params.coefficients", "required");
+  ASSIGN_OR_RETURN(std::vector<double> v, ju::AsDoubles(j["coefficients"], "params.coefficients"));
+  const int dims = static_cast<int>(layout.shape.size());
+  if ((dims == 2 || dims == 3) && static_cast<int64_t>(v.size()) != NumCoefficients(config_.order, dims))
+    return ju::Invalid("params.coefficients", "needs one value per monomial of degree <= order");
+  auto p = std::make_unique<AuglabBiasFieldParams>();
+  for (double d : v) {
+    if (!std::isfinite(d)) return ju::Invalid("params.coefficients", "must be finite");
+    p->coefficients.push_back(static_cast<float>(d));
+  }
+  return std::unique_ptr<TransformParams>(std::move(p));
+}
+
+}  // namespace augmentd

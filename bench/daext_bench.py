@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""AugLab's extensive augmentation, three ways, on the same batch (issue 23): ms per batch of
+
+  daext_gpu_ms_per_batch    augmentd's auglab_daext_gpu pipeline (augmentd.nnunet.auglab_daext, from the AugLab GPU
+                            JSON, per_batch=True as AugLab's same_on_batch) in a patch-mode session of a local augmentd server on --device (cuda:0). The figure
+                            is named after the engine the server actually ran (session.device): a CUDA session gives
+                            daext_gpu_ms_per_batch, a CPU fallback daext_server_cpu_ms_per_batch (said so on stderr).
+  auglab_gpu_ms_per_batch   AugLab's own AugTransformsGPU(json) (kornia, same_on_batch=True) on the GPU, data and
+                            target already on the device, torch.cuda.synchronize around each call.
+  daext_cpu16_ms_per_batch  nnUNetTrainerDAExt's CPU pipeline (nnUNetTrainerDAExt.get_training_transforms with the
+                            AugLab CPU JSON) on --workers processes (one thread each, as nnU-Net's DA workers):
+                            ms per batch = B / (workers / mean seconds per sample). (auglab 20260109's method
+                            omits four AugTransforms arguments — a TypeError as installed — filled as its Hybrid
+                            trainer passes them.)
+
+    AUGLAB_PARAMS_GPU_JSON=gpu.json AUGLAB_PARAMS_CPU_JSON=cpu.json AUGMENTD_BIN=build/server/augmentd \\
+        python3 bench/daext_bench.py [--batch 2] [--patch 128 128 128] [--iters 20] [--workers 16] \\
+        [--out bench/results/figures.jsonl] [--skip augmentd,auglab,cpu16]
+
+The input: N(0.3, 1) image, one channel, blobby labels 0..3, at nnU-Net's initial_patch_size for --patch (default
+rotation ±30°, scale (0.85, 1.25)); AugLab's GPU pipeline gets the centre crop at --patch (its CPU loader's spatial
+step). auglab 20260109's wheel ships no JSON: both variables are required (AugLab's trainers need them too).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for p in (ROOT / "client" / "python" / "src", ROOT / ".venv" / "auglab"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+import numpy as np  # noqa: E402
+
+
+def _input(batch, size, seed=0):
+    rng = np.random.default_rng(seed)
+    image = (rng.standard_normal((batch, 1, *size)) + 0.3).astype(np.float32)
+    seg = np.zeros((batch, 1, *size), np.int16)
+    for b in range(batch):
+        for lab in (1, 2, 3):
+            c = [int(rng.integers(s // 4, 3 * s // 4)) for s in size]
+            r = max(2, min(size) // 6)
+            sl = tuple(slice(max(0, ci - r), ci + r) for ci in c)
+            seg[(b, 0) + sl] = lab
+    return image, seg
+
+
+def _initial_patch_size(patch):
+    """nnU-Net's initial_patch_size for `patch` (its get_patch_size rule, from augmentd's engine: no nnunetv2 needed;
+    build/augment/libaugment_capi.so or $AUGMENTD_BUILD_DIR)."""
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    import augment_capi
+    out, _ = augment_capi.run({"op": "initial_patch_size", "trainer_config": {"patch_size": list(patch)}})
+    return [int(v) for v in out["initial_patch_size"]]
+
+
+def _centre(a, patch):
+    sl = tuple(slice((s - p) // 2, (s - p) // 2 + p) for s, p in zip(a.shape[2:], patch))
+    return a[(slice(None), slice(None)) + sl]
+
+
+def bench_augmentd(args, params, image, seg, initial):
+    from augmentd.local_server import connect_or_start
+    from augmentd.nnunet.auglab_daext import daext_gpu_pipeline
+    from augmentd.v1 import pipeline_pb2, session_pb2
+    from augmentd.sessions import trainer_config
+
+    ds = [[1, 1, 1], [.5, .5, .5], [.25, .25, .25], [.125, .125, .125], [.0625, .0625, .0625]]
+    pipe = daext_gpu_pipeline(params, patch_size=args.patch, acq_axis=1, deep_supervision_scales=ds, per_batch=True)
+    tc = trainer_config(args.patch, ds, 1)
+    tc.initial_patch_size.extend(int(v) for v in initial)  # the crop the patches come at (explicit list)
+    config = session_pb2.SessionConfig(
+        name="daext_bench", pipeline=pipeline_pb2.PipelineSpec(transforms=pipe.protos(), trainer=tc),
+        patch=session_pb2.PatchModeConfig(num_image_channels=1, input_patch_size=[int(v) for v in initial]), batch_size=args.batch, seed=1, device=args.device)
+    from augmentd.sessions import AugmentdError
+
+    client, server = connect_or_start(None, device=args.device, start_local="always")
+    try:
+        try:
+            session = client.open_session(config)
+        except AugmentdError as err:  # the CUDA engine refuses kinds it has no stage for: say so, run on the CPU
+            print(f"[augmentd] {args.device} session refused ({err}); timing the server's CPU engine instead",
+                  file=sys.stderr, flush=True)
+            config.device = "cpu"
+            session = client.open_session(config)
+        print(f"[augmentd] session on {session.device}; {len(pipe.entries)} entries; not reproduced: "
+              f"{'; '.join(pipe.folded)}", file=sys.stderr, flush=True)
+        for i in range(3):
+            client.augment(session, image, seg, batch_index=i)
+        t0 = time.perf_counter()
+        for i in range(args.iters):
+            client.augment(session, image, seg, batch_index=3 + i)
+        ms = (time.perf_counter() - t0) / args.iters * 1e3
+        client.close_session(session)
+        name = "daext_gpu_ms_per_batch" if session.device.startswith("cuda") else "daext_server_cpu_ms_per_batch"
+        return name, ms, session.device
+    finally:
+        if server is not None:
+            server.stop()
+        client.close()
+
+
+def bench_auglab_gpu(args, image, seg):
+    import torch
+    from auglab.transforms.gpu.transforms import AugTransformsGPU
+
+    dev = torch.device(args.device if args.device.startswith("cuda") else "cuda:0")
+    aug = AugTransformsGPU(os.environ["AUGLAB_PARAMS_GPU_JSON"]).to(dev)
+    data = torch.from_numpy(_centre(image, args.patch).copy()).to(dev)
+    target = torch.from_numpy(_centre(seg, args.patch).astype(np.float32)).to(dev)
+    for _ in range(3):
+        aug(data.clone(), target.clone())
+    torch.cuda.synchronize(dev)
+    times = []
+    for _ in range(args.iters):
+        d, t = data.clone(), target.clone()
+        torch.cuda.synchronize(dev)
+        t0 = time.perf_counter()
+        aug(d, t)
+        torch.cuda.synchronize(dev)
+        times.append(time.perf_counter() - t0)
+    return "auglab_gpu_ms_per_batch", float(np.mean(times)) * 1e3, str(dev)
+
+
+def _cpu_worker(q, patch, initial, samples, seed):
+    for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[v] = "1"
+    import torch
+    torch.set_num_threads(1)
+    import functools
+
+    import auglab.trainers.nnUNetTrainerDAExt as daext
+    rot = (-30.0 / 360 * 2 * math.pi, 30.0 / 360 * 2 * math.pi)
+    # auglab 20260109's nnUNetTrainerDAExt.get_training_transforms calls AugTransforms(json_path=...) without the
+    # four arguments AugTransforms requires (a TypeError as installed); they are filled as nnUNetTrainerDAExtHybrid
+    # passes them (no dummy 2D, the patch, the rotation, no mirroring).
+    daext.AugTransforms = functools.partial(daext.AugTransforms, do_dummy_2d_data_aug=False, patch_size=patch,
+                                            rotation_for_DA=rot, mirror_axes=(0, 1, 2))
+    nnUNetTrainerDAExt = daext.nnUNetTrainerDAExt
+    ds = [[1, 1, 1], [.5, .5, .5], [.25, .25, .25], [.125, .125, .125], [.0625, .0625, .0625]]
+    t = nnUNetTrainerDAExt.get_training_transforms(patch, rot, ds, None, False, use_mask_for_norm=[False])
+    image, seg = _input(1, initial, seed)
+    torch.manual_seed(seed)
+    t(image=torch.from_numpy(image[0].copy()), segmentation=torch.from_numpy(seg[0].copy()))  # warm-up
+    t0 = time.perf_counter()
+    for _ in range(samples):
+        t(image=torch.from_numpy(image[0].copy()), segmentation=torch.from_numpy(seg[0].copy()))
+    q.put((time.perf_counter() - t0) / samples)
+
+
+def bench_cpu16(args, initial):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_cpu_worker, args=(q, args.patch, initial, args.samples, 100 + w))
+             for w in range(args.workers)]
+    for p in procs:
+        p.start()
+    per = [q.get() for _ in procs]
+    for p in procs:
+        p.join()
+    throughput = args.workers / float(np.mean(per))  # samples per second
+    return f"daext_cpu{args.workers}_ms_per_batch", args.batch / throughput * 1e3, f"{args.workers} CPU workers"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--patch", type=int, nargs=3, default=[128, 128, 128])
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--workers", type=int, default=16)
+    ap.add_argument("--samples", type=int, default=3, help="samples per CPU worker after one warm-up")
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--skip", default="", help="comma list of augmentd,auglab,cpu16")
+    ap.add_argument("--out", default="", help="append one JSON line per figure (bench/results/figures.jsonl)")
+    args = ap.parse_args()
+    from augmentd.nnunet.auglab_daext import load_auglab_params
+
+    params = load_auglab_params()
+    initial = _initial_patch_size(args.patch)
+    image, seg = _input(args.batch, initial)
+    skip = set(filter(None, args.skip.split(",")))
+    rows = []
+    if "augmentd" not in skip:
+        rows.append(bench_augmentd(args, params, image, seg, initial))
+    if "auglab" not in skip:
+        rows.append(bench_auglab_gpu(args, image, seg))
+    if "cpu16" not in skip:
+        rows.append(bench_cpu16(args, initial))
+    for name, ms, where in rows:
+        line = {"issue": 23, "metric": name, "value": round(ms, 3), "unit": "ms per batch",
+                "date": time.strftime("%Y-%m-%d", time.gmtime()), "machine": where, "batch": args.batch,
+                "patch": args.patch, "initial_patch_size": initial, "bench": "bench/daext_bench.py"}
+        print(json.dumps(line))
+        if args.out:
+            with open(args.out, "a") as f:
+                f.write(json.dumps(line) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""AugLab's nnUNetTrainerDAExtGPU pipeline as augmentd entries: the ``auglab_daext_gpu`` preset (client side).
+
+Built from an AugLab GPU parameter JSON — the file AugLab itself reads: ``$AUGLAB_PARAMS_GPU_JSON``, else
+``auglab/configs/transform_params_gpu.json`` of the installed package (auglab 20260109's wheel ships none: then the
+variable is required, as it is for AugLab's own trainer). The mapping table, AugLab class by class, with what is
+reproduced and what is not: ``augment/transforms/AUGLAB_DAEXT.md``.
+
+    params = load_auglab_params()                       # dict, AugLab's JSON ("GPU" block if present)
+    pipe = daext_gpu_pipeline(params, patch_size=[64, 64, 64], acq_axis=1)
+    pipe.engine_json()                                  # {"transforms": [...]} for the engine's C ABI
+    pipe.protos()                                       # [pipeline_pb2.TransformSpec] for a session
+
+The pipeline is what nnUNetTrainerDAExtGPU applies to a batch, in order: its CPU loader part (centre-crop
+SpatialTransform with p_rotation 0 / p_scaling 0 and nearest labels, MaskImage, RemoveLabel(−1 → 0), regions, AugLab's
+CPU ZscoreNormalization of channel 0 with the unbiased std), then ``AugTransformsGPU``'s entries in
+``_build_transforms`` order (p = the entry's apply_probability, entries with p = 0 left out), then the DS pyramid
+(``train_step`` builds it after the GPU transforms). Not reproduced, and said so: AugLab's per-batch draws
+(``same_on_batch=True``; augmentd draws per sample), the region modes ``in_seg`` / ``out_seg`` / ``mix_in_out``
+(listed in ``Pipeline.folded``), and entries without an augmentd kind (FlipTransform, AffineTransform): with p > 0
+they raise ``Untranslatable``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from .translate import Entry, Pipeline, Untranslatable
+
+ENV = "AUGLAB_PARAMS_GPU_JSON"
+
+
+def auglab_params_path() -> Path:
+    """The JSON AugLab's nnUNetTrainerDAExtGPU would read (``$AUGLAB_PARAMS_GPU_JSON`` or the package's file)."""
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV])
+    spec = importlib.util.find_spec("auglab")
+    if spec is not None and spec.submodule_search_locations:
+        p = Path(list(spec.submodule_search_locations)[0]) / "configs" / "transform_params_gpu.json"
+        if p.is_file():
+            return p
+    raise FileNotFoundError(f"no AugLab GPU parameter JSON: set {ENV} (auglab 20260109's wheel ships no "
+                            "configs/transform_params_gpu.json)")
+
+
+def load_auglab_params(path: Optional[os.PathLike] = None) -> Dict[str, Any]:
+    with open(path or auglab_params_path()) as f:
+        config = json.load(f)
+    return config["GPU"] if "GPU" in config else config
+
+
+def _p(block: Dict[str, Any]) -> float:
+    return float(block.get("probability", 0))
+
+
+def _region_note(name: str, block: Dict[str, Any], folded: List[str]) -> None:
+    if float(block.get("in_seg", 0)) > 0 or float(block.get("out_seg", 0)) > 0:
+        folded.append(f"{name}: in_seg={block.get('in_seg', 0)} out_seg={block.get('out_seg', 0)} "
+                      f"mix_in_out={block.get('mix_in_out', False)} not reproduced (transform applied everywhere)")
+
+
+def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optional[List[str]] = None,
+                      per_batch: bool = False) -> List[Entry]:
+    """AugTransformsGPU's entries (``auglab/transforms/gpu/transforms.py`` _build_transforms order, the defaults
+    its ``.get`` calls use). `acq_axis`: the one axis of AcqTransform (AugLab draws it once per run,
+    ``torch.randint(0, 3)`` in x, y, z order = augmentd axis 2 − k; the caller draws it the same way)."""
+    folded = [] if folded is None else folded
+    out: List[Entry] = []
+
+    def add(name: str, kind: str, config: Dict[str, Any], p: float, region_block: Optional[dict] = None) -> None:
+        if p <= 0:
+            return
+        if region_block is not None:
+            _region_note(name, region_block, folded)
+        # per_batch: AugLab's same_on_batch=True (one decision + one draw per batch); RandConv kernels and
+        # RedistributeSeg draws stay per sample in AugLab, so those entries stay per sample here (their decision too)
+        same = per_batch and kind not in ("random_convolution", "redistribute_seg")
+        out.append(Entry(source=f"AugTransformsGPU > {name} (p={p:g})", kind=kind, config=config, apply_probability=p,
+                         same_on_batch=same))
+
+    b = params.get("ClampTransform")
+    if b is not None:
+        add("ClampTransform", "clamp", {"max_clamp_amount": float(b.get("max_clamp_amount", 0.0)),
+                                        "retain_stats": bool(b.get("retain_stats", False))}, _p(b), b)
+    b = params.get("GaussianNoiseTransform")
+    if b is not None:
+        if float(b.get("mean", 0.0)) != 0.0:
+            raise Untranslatable("GaussianNoiseTransform.mean != 0: augmentd's gaussian_noise is zero-mean")
+        add("GaussianNoiseTransform", "gaussian_noise",
+            {"noise_variance": [0.0, float(b.get("std", 1.0))], "p_per_channel": 1.0, "synchronize_channels": True},
+            _p(b), b)
+    b = params.get("GaussianBlurTransform")
+    if b is not None:
+        # AugLab's GaussianBlur = its UnsharpMask kernel without the sharpening: x + (−1)·(x − K⋆x) = K⋆x
+        add("GaussianBlurTransform", "unsharp_mask", {"sigma": float(b.get("sigma", 1.0)), "unsharp_amount": -1.0},
+            _p(b), b)
+    b = params.get("BrightnessTransform")
+    if b is not None:
+        lo, hi = b.get("brightness_range", [0.5, 1.5])
+        add("BrightnessTransform", "multiplicative_brightness",
+            {"multiplier_range": [float(lo), float(hi)], "synchronize_channels": True, "p_per_channel": 1.0}, _p(b), b)
+    for key, invert in (("GammaTransform", 0.0), ("InvGammaTransform", 1.0)):
+        b = params.get(key)
+        if b is not None:
+            lo, hi = b.get("gamma_range", [0.7, 1.5])
+            add(key, "gamma", {"gamma": [float(lo), float(hi)], "p_invert_image": invert,
+                               "synchronize_channels": True, "p_per_channel": 1.0,
+                               "p_retain_stats": 1.0 if b.get("retain_stats", False) else 0.0}, _p(b), b)
+    b = params.get("ContrastTransform")
+    if b is not None:
+        if b.get("retain_stats", False):
+            raise Untranslatable("ContrastTransform.retain_stats: augmentd's contrast has no retain_stats")
+        lo, hi = b.get("contrast_range", [0.75, 1.25])
+        add("ContrastTransform", "contrast", {"contrast_range": [float(lo), float(hi)], "preserve_range": False,
+                                              "synchronize_channels": True, "p_per_channel": 1.0}, _p(b), b)
+    f, inv = params.get("FunctionTransform"), params.get("InverseTransform")
+    if f is not None or inv is not None:
+        f = f or {}
+        inv = inv or {}
+        cfg = {"p_function": _p(f), "retain_stats": bool(f.get("retain_stats", False)), "p_inverse": _p(inv),
+               "inverse_retain_stats": bool(inv.get("retain_stats", False))}
+        if _p(f) > 0 or _p(inv) > 0:
+            for name, blk in (("FunctionTransform", f), ("InverseTransform", inv)):
+                _region_note(name, blk, folded)
+            out.append(Entry(source="AugTransformsGPU > RandomFunctionGPU ×5 + RandomInverseGPU", kind="intensity_function",
+                             config=cfg, same_on_batch=per_batch))
+    b = params.get("HistogramEqualizationTransform")
+    if b is not None:
+        add("HistogramEqualizationTransform", "histogram_equalization",
+            {"retain_stats": bool(b.get("retain_stats", False))}, _p(b), b)
+    b = params.get("SimulateLowResTransform")
+    if b is not None:
+        add("SimulateLowResTransform", "auglab_low_resolution",
+            {"mode": "lowres", "scale": [float(v) for v in b.get("scale", [0.3, 1.0])],
+             "crop": [float(v) for v in b.get("crop", [1.0, 1.0])]}, _p(b))
+    b = params.get("AcqTransform")
+    if b is not None:
+        crop = [float(v) for v in b.get("crop", [1.0, 1.0])]
+        if crop != [1.0, 1.0] and _p(b) > 0:
+            raise Untranslatable("AcqTransform.crop < 1: AugLab's RandomAcqTransformGPU itself raises there")
+        add("AcqTransform", "auglab_low_resolution",
+            {"mode": "acq", "scale": [float(v) for v in b.get("scale", [0.3, 1.0])], "scale_axes": [int(acq_axis)]},
+            _p(b))
+    b = params.get("BiasFieldTransform")
+    if b is not None:
+        c = b.get("coefficients", 0.5)
+        rng = [-float(c), float(c)] if isinstance(c, (int, float)) else [float(c[0]), float(c[1])]
+        add("BiasFieldTransform", "auglab_bias_field",
+            {"coefficients": rng, "retain_stats": bool(b.get("retain_stats", False))}, _p(b), b)
+    b = params.get("RedistributeSegTransform")
+    if b is not None:
+        add("RedistributeSegTransform", "redistribute_seg", {"in_seg": float(b.get("in_seg", 0.2)),
+                                                             "retain_stats": bool(b.get("retain_stats", False))}, _p(b))
+    for key in ("FlipTransform", "AffineTransform"):
+        b = params.get(key)
+        if b is not None and _p(b) > 0:
+            raise Untranslatable(f"{key} (p={_p(b):g}): AugLab's definition has no augmentd kind yet")
+    b = params.get("ScharrTransform")
+    if b is not None:
+        kt = str(b.get("kernel_type", "Scharr")).lower()
+        add("ScharrTransform", "edge_convolution", {"kernel_type": kt, "absolute": bool(b.get("absolute", True)),
+                                                    "retain_stats": bool(b.get("retain_stats", True))}, _p(b), b)
+    b = params.get("UnsharpMaskTransform")
+    if b is not None:
+        add("UnsharpMaskTransform", "unsharp_mask", {"sigma": float(b.get("sigma", 1.0)),
+                                                     "unsharp_amount": float(b.get("unsharp_amount", 1.5))}, _p(b), b)
+    b = params.get("RandomConvTransform")
+    if b is not None:
+        add("RandomConvTransform", "random_convolution",
+            {"kernel_sizes": [int(k) for k in b.get("kernel_sizes", [1, 3, 5, 7])],
+             "mix_prob": float(b.get("mix_prob", 0.0)), "retain_stats": bool(b.get("retain_stats", False))}, _p(b), b)
+    b = params.get("ZscoreNormalizationTransform")
+    if b is not None:
+        add("ZscoreNormalizationTransform", "zscore_normalization", {}, _p(b))
+    return out
+
+
+def daext_gpu_pipeline(params: Dict[str, Any], patch_size: Sequence[int], acq_axis: int = 0,
+                       use_mask_for_norm: Sequence[bool] = (), regions: Optional[Sequence[Sequence[int]]] = None,
+                       ignore_label: Optional[int] = None,
+                       deep_supervision_scales: Optional[Sequence[Sequence[float]]] = None,
+                       per_batch: bool = False) -> Pipeline:
+    """nnUNetTrainerDAExtGPU's whole training augmentation (3D, non-cascade) for an input of at least
+    `patch_size` (the loader's initial_patch_size crop): CPU part, AugTransformsGPU, DS. `per_batch`: AugLab's
+    same_on_batch=True on the GPU entries."""
+    folded: List[str] = ["AugTransformsGPU same_on_batch=True: " + (
+        "per batch except random_convolution / redistribute_seg (decision per sample there)" if per_batch
+        else "augmentd draws per sample")]
+    ps = [int(v) for v in patch_size]
+    if len(ps) != 3:
+        raise Untranslatable("nnUNetTrainerDAExtGPU's GPU transforms take 3D patches (5D batches) only")
+    cpu: List[Entry] = [Entry(source="SpatialTransform (centre crop, p_rotation=0, p_scaling=0)", kind="spatial", config={
+        # bgv2 SpatialTransform's defaults for every argument AugLab leaves out
+        "patch_size": ps, "patch_center_dist_from_border": [0], "random_crop": False, "p_elastic_deform": 0.0,
+        "elastic_deform_scale": [0.0, 0.2], "elastic_deform_magnitude": [0.0, 0.2],
+        "p_synchronize_def_scale_across_axes": 0.0, "p_rotation": 0.0,
+        "rotation": [-math.pi / 6, math.pi / 6], "p_rot_per_axis": 1.0, "p_scaling": 0.0, "scaling": [0.7, 1.4],
+        "p_synchronize_scaling_across_axes": 1.0, "bg_style_seg_sampling": False, "mode_seg": "nearest",
+        "border_mode_seg": "zeros", "center_deformation": True, "mode_image": "bilinear",
+        "padding_mode_image": "zeros", "padding_value_seg": 0.0, "padding_value_image": 0.0,
+        "align_corners": False})]
+    if any(use_mask_for_norm):
+        cpu.append(Entry(source="MaskImageTransform", kind="mask_image", config={
+            "apply_to_channels": [i for i, m in enumerate(use_mask_for_norm) if m], "channel_idx_in_seg": 0,
+            "set_outside_to": 0.0}))
+    cpu.append(Entry(source="RemoveLabelTansform(-1, 0)", kind="remove_label", config={"label_value": -1, "set_to": 0}))
+    if regions is not None:
+        if any(float(b.get("in_seg", 0)) > 0 for b in params.values() if isinstance(b, dict)):
+            folded.append("region-based training: AugLab's region masks then sum several channels")
+        cpu.append(_regions_entry(regions, ignore_label))
+    cpu.append(Entry(source="auglab ZscoreNormalization (CPU, channel 0, unbiased std)", kind="zscore_normalization",
+                     config={"apply_to_channel": [0], "unbiased": True}))
+    gpu = daext_gpu_entries(params, acq_axis, folded, per_batch)
+    tail: List[Entry] = []
+    if deep_supervision_scales is not None:
+        tail.append(Entry(source="DownsampleSegForDSTransformCustom (train_step)", kind="downsample_seg_for_ds",
+                          config={"ds_scales": [list(map(float, s)) for s in deep_supervision_scales]}))
+    return Pipeline(entries=cpu + gpu + tail, folded=folded, ndim=3)
+
+
+def _regions_entry(regions, ignore_label) -> Entry:
+    rs = [list(r) if isinstance(r, (list, tuple)) else [r] for r in regions]
+    if ignore_label is not None:
+        rs.append([ignore_label])
+    return Entry(source="ConvertSegmentationToRegionsTransform", kind="convert_segmentation_to_regions",
+                 config={"regions": rs, "channel_in_seg": 0})
+
+
+def daext_gpu_validation_pipeline(ndim: int, regions: Optional[Sequence[Sequence[int]]] = None,
+                                  ignore_label: Optional[int] = None,
+                                  deep_supervision_scales: Optional[Sequence[Sequence[float]]] = None) -> Pipeline:
+    """nnUNetTrainerDAExtGPU.get_validation_transforms (non-cascade): RemoveLabel(−1 → 0), regions, AugLab's CPU
+    ZscoreNormalization (channel 0, unbiased std), DS."""
+    entries = [Entry(source="RemoveLabelTansform(-1, 0)", kind="remove_label", config={"label_value": -1, "set_to": 0})]
+    if regions is not None:
+        entries.append(_regions_entry(regions, ignore_label))
+    entries.append(Entry(source="auglab ZscoreNormalization (CPU, channel 0, unbiased std)",
+                         kind="zscore_normalization", config={"apply_to_channel": [0], "unbiased": True}))
+    if deep_supervision_scales is not None:
+        entries.append(Entry(source="DownsampleSegForDSTransform", kind="downsample_seg_for_ds",
+                             config={"ds_scales": [list(map(float, s)) for s in deep_supervision_scales]}))
+    return Pipeline(entries=entries, folded=[], ndim=ndim)

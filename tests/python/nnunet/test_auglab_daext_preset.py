@@ -1,0 +1,123 @@
+"""The client-side ``auglab_daext_gpu`` preset (augmentd.nnunet.auglab_daext): AugLab's GPU parameter JSON →
+augmentd entries. Checked: the entry list for auglab 20260109's parameters (kinds, order, probabilities — the
+mapping of augment/transforms/AUGLAB_DAEXT.md), that the engine builds and runs the whole pipeline on a batch with
+deep supervision (shapes, finite values, labels stay labels), that every entry is applied at its configured rate
+(binomial bounds over many samples), the wire form of every entry, and the refusals (Flip / Affine with p > 0,
+Acq with a crop < 1). With ``AUGLAB_PARAMS_GPU_JSON`` set, that file is also turned into a pipeline and run.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+from augmentd.nnunet import auglab_daext
+from augmentd.nnunet.translate import Untranslatable, entry_proto
+
+from auglab_params_20260109 import AUGLAB_20260109  # noqa: E402
+
+EXPECTED = [  # (kind, apply_probability) in AugTransformsGPU order, after the CPU part
+    ("clamp", 0.4), ("gaussian_noise", 0.1), ("unsharp_mask", 0.1), ("multiplicative_brightness", 0.15),
+    ("gamma", 0.3), ("gamma", 0.1), ("contrast", 0.15), ("intensity_function", 1.0),
+    ("histogram_equalization", 0.2), ("auglab_low_resolution", 0.25), ("auglab_low_resolution", 0.4),
+    ("auglab_bias_field", 0.2), ("redistribute_seg", 0.3), ("edge_convolution", 0.15), ("unsharp_mask", 0.1),
+    ("random_convolution", 0.1), ("zscore_normalization", 0.3)]
+
+DS = [[1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0.25, 0.25, 0.25]]
+
+
+def _pipe(params=AUGLAB_20260109, **kw):
+    return auglab_daext.daext_gpu_pipeline(params, patch_size=[16, 16, 16], acq_axis=1,
+                                           deep_supervision_scales=DS, **kw)
+
+
+def test_entries_follow_auglab_order_and_probabilities():
+    pipe = _pipe()
+    kinds = [(e.kind, e.apply_probability) for e in pipe.entries]
+    assert kinds[:3] == [("spatial", 1.0), ("remove_label", 1.0), ("zscore_normalization", 1.0)]
+    assert kinds[-1] == ("downsample_seg_for_ds", 1.0)
+    assert kinds[3:-1] == EXPECTED
+    by_src = {e.source: e for e in pipe.entries}
+    acq = [e for e in pipe.entries if e.kind == "auglab_low_resolution"][1]
+    assert acq.config == {"mode": "acq", "scale": [0.2, 1.0], "scale_axes": [1]}
+    blur = next(e for s, e in by_src.items() if "GaussianBlurTransform" in s)
+    assert blur.config["unsharp_amount"] == -1.0 and blur.config["sigma"] == 3.0
+    fn = next(e for e in pipe.entries if e.kind == "intensity_function")
+    assert fn.config["p_function"] == 0.05 and fn.config["p_inverse"] == 0.3
+    assert any("in_seg" in f for f in pipe.folded) and any("same_on_batch" in f for f in pipe.folded)
+    for e in pipe.entries:  # every entry has a wire form
+        assert entry_proto(e).kind != 0
+
+
+def test_refusals():
+    with pytest.raises(Untranslatable, match="FlipTransform"):
+        _pipe(dict(AUGLAB_20260109, FlipTransform={"flip_axis": [0], "probability": 0.5}))
+    with pytest.raises(Untranslatable, match="AcqTransform"):
+        _pipe(dict(AUGLAB_20260109, AcqTransform={"scale": [0.2, 1.0], "crop": [0.5, 1.0], "probability": 0.4}))
+    with pytest.raises(Untranslatable):
+        auglab_daext.daext_gpu_pipeline(AUGLAB_20260109, patch_size=[16, 16])
+
+
+def _run(capi, pipe, batch, seg, seed, first=0):
+    return capi.run({"op": "run_pipeline", "pipeline": pipe.engine_json(), "seed": seed, "first_sample_index": first,
+                     "threads": 2}, image=batch, seg=seg)
+
+
+def test_engine_runs_the_preset_with_deep_supervision(capi):
+    rng = np.random.default_rng(5)
+    batch = (rng.standard_normal((3, 1, 20, 22, 18)) * 40 + 100).astype(np.float32)
+    seg = np.zeros((3, 1, 20, 22, 18), np.int16)
+    seg[:, :, 6:14, 5:15, 4:12] = 1
+    seg[:, :, 8:11, 8:12, 6:10] = 2
+    out, t = _run(capi, _pipe(), batch, seg, 11)
+    assert t["image"].shape == (3, 1, 16, 16, 16)
+    assert [t[f"seg_{k}"].shape for k in range(3)] == [(3, 1, 16, 16, 16), (3, 1, 8, 8, 8), (3, 1, 4, 4, 4)]
+    assert np.isfinite(t["image"]).all()
+    assert set(np.unique(t["seg_0"])) <= {0, 1, 2}
+    assert len(out["samples"]) == 3 and len(out["samples"][0]["transforms"]) == len(_pipe().entries)
+
+
+def test_every_entry_is_applied_at_its_rate(capi):
+    rng = np.random.default_rng(8)
+    n = 300
+    batch = (rng.standard_normal((n, 1, 16, 16, 16)) * 10 + 50).astype(np.float32)
+    seg = np.zeros((n, 1, 16, 16, 16), np.int16)
+    seg[:, :, 4:12, 4:12, 4:12] = 1
+    pipe = _pipe()
+    out, _ = _run(capi, pipe, batch, seg, 3)
+    applied = np.array([[tr["applied"] for tr in s["transforms"]] for s in out["samples"]], float)
+    for k, e in enumerate(pipe.entries):
+        p = e.apply_probability
+        bound = 4 * math.sqrt(p * (1 - p) / n) + 1e-9
+        assert abs(applied[:, k].mean() - p) <= bound, (e.source, applied[:, k].mean(), p)
+
+
+@pytest.mark.skipif(not os.environ.get(auglab_daext.ENV), reason=f"{auglab_daext.ENV} not set")
+def test_users_json_builds_and_runs(capi):
+    pipe = auglab_daext.daext_gpu_pipeline(auglab_daext.load_auglab_params(), patch_size=[16, 16, 16],
+                                           deep_supervision_scales=DS)
+    rng = np.random.default_rng(1)
+    batch = rng.standard_normal((2, 1, 18, 18, 18)).astype(np.float32)
+    seg = (rng.random((2, 1, 18, 18, 18)) > 0.7).astype(np.int16)
+    _, t = _run(capi, pipe, batch, seg, 2)
+    assert np.isfinite(t["image"]).all()
+
+
+def test_per_batch_preset_runs_with_shared_decisions(capi):
+    pipe = _pipe(per_batch=True)
+    same = [e.same_on_batch for e in pipe.entries]
+    assert any(same) and not any(e.same_on_batch for e in pipe.entries if e.kind in ("spatial", "random_convolution"))
+    assert [p.same_on_batch for p in pipe.protos()] == same
+    rng = np.random.default_rng(2)
+    batch = (rng.standard_normal((4, 1, 16, 16, 16)) * 10 + 50).astype(np.float32)
+    seg = np.zeros((4, 1, 16, 16, 16), np.int16)
+    seg[:, :, 4:12, 4:12, 4:12] = 1
+    for first in (0, 4, 8):
+        out, t = _run(capi, pipe, batch, seg, 21, first)
+        assert np.isfinite(t["image"]).all()
+        applied = np.array([[tr["applied"] for tr in s["transforms"]] for s in out["samples"]])
+        for k, flag in enumerate(same):
+            if flag:
+                assert len(set(applied[:, k])) == 1, pipe.entries[k].source
