@@ -4,36 +4,36 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
-#include "augment/transforms/auglab_histogram_equalization.h"
-#include "augment/transforms/auglab_intensity_function.h"
-#include "augment/transforms/auglab_random_convolution.h"
-#include "augment/transforms/blank_rectangle.h"
+#include "augment/transforms/histogram_equalization/histogram_equalization.h"
+#include "augment/transforms/intensity_function/intensity_function.h"
+#include "augment/transforms/random_convolution/random_convolution.h"
+#include "augment/transforms/blank_rectangle/blank_rectangle.h"
 #include "augment/transforms/brightness_additive/brightness_additive.h"
-#include "augment/transforms/brightness_gradient_additive.h"
+#include "augment/transforms/brightness_gradient_additive/brightness_gradient_additive.h"
 #include "augment/transforms/clamp/clamp.h"
 #include "augment/transforms/contrast/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
-#include "augment/transforms/downsample_seg_for_ds.h"
+#include "augment/transforms/downsample_seg_for_ds/downsample_seg_for_ds.h"
 #include "augment/transforms/edge_convolution/edge_convolution.h"
 #include "augment/transforms/gamma/gamma.h"
 #include "augment/transforms/gaussian_blur/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise/gaussian_noise.h"
-#include "augment/transforms/local_gamma.h"
+#include "augment/transforms/local_gamma/local_gamma.h"
 #include "augment/transforms/mask_image/mask_image.h"
-#include "augment/transforms/median_filter.h"
-#include "augment/transforms/mri_bias_field.h"
-#include "augment/transforms/mri_ghosting.h"
-#include "augment/transforms/mri_motion.h"
-#include "augment/transforms/mri_spike.h"
-#include "augment/transforms/mirror.h"
+#include "augment/transforms/median_filter/median_filter.h"
+#include "augment/transforms/bias_field/bias_field.h"
+#include "augment/transforms/ghosting/ghosting.h"
+#include "augment/transforms/motion/motion.h"
+#include "augment/transforms/spike/spike.h"
+#include "augment/transforms/mirror/mirror.h"
 #include "augment/transforms/multiplicative_brightness/multiplicative_brightness.h"
 #include "augment/transforms/remove_label/remove_label.h"
-#include "augment/transforms/rician_noise.h"
-#include "augment/transforms/rot90.h"
-#include "augment/transforms/sharpening.h"
+#include "augment/transforms/rician_noise/rician_noise.h"
+#include "augment/transforms/rot90/rot90.h"
+#include "augment/transforms/sharpening/sharpening.h"
 #include "augment/transforms/simulate_low_resolution/simulate_low_resolution.h"
-#include "augment/transforms/spatial.h"
-#include "augment/transforms/transpose_axes.h"
+#include "augment/transforms/spatial/spatial.h"
+#include "augment/transforms/transpose_axes/transpose_axes.h"
 #include "augment/transforms/unsharp_mask/unsharp_mask.h"
 #include "augment/transforms/zscore_normalization/zscore_normalization.h"
 
@@ -76,7 +76,7 @@ constexpr TransformEntry kEntries[] = {
     {"ghosting", TransformKind::kGhosting, &GhostingTransform::FromJson},
     {"spike", TransformKind::kSpike, &SpikeTransform::FromJson},
     {"motion", TransformKind::kMotion, &MotionTransform::FromJson},
-    // AugLab's nnUNetTrainerDAExtGPU extras (augment/transforms/auglab_*.h); labels only with regions (UsesLabels).
+    // AugLab's nnUNetTrainerDAExtGPU extras (augment/transforms/{histogram_equalization,random_convolution,intensity_function}/); labels only with regions (UsesLabels).
     {"histogram_equalization", TransformKind::kHistogramEqualization, &HistogramEqualizationTransform::FromJson},
     {"random_convolution", TransformKind::kRandomConvolution, &RandomConvolutionTransform::FromJson},
     {"intensity_function", TransformKind::kIntensityFunction, &IntensityFunctionTransform::FromJson},

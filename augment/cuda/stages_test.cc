@@ -15,10 +15,10 @@
 #include "augment/pipeline.h"
 #include "augment/registry.h"
 #include "augment/testing/example_configs.h"
-#include "augment/transforms/mirror.h"
-#include "augment/transforms/rot90.h"
-#include "augment/transforms/spatial.h"
-#include "augment/transforms/transpose_axes.h"
+#include "augment/transforms/mirror/mirror.h"
+#include "augment/transforms/rot90/rot90.h"
+#include "augment/transforms/spatial/spatial.h"
+#include "augment/transforms/transpose_axes/transpose_axes.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {

@@ -4,7 +4,7 @@
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_label.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "augment/transforms/deterministic.h"
+#include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
 

@@ -6,7 +6,7 @@
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_blur.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;

@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "augment/transforms/deterministic.h"
+#include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
 
