@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/transforms/histogram_equalization/histogram_equalization.h"
 #include "augment/transforms/intensity_function/intensity_function.h"
 #include "augment/transforms/random_convolution/random_convolution.h"
@@ -45,55 +46,74 @@ constexpr uint32_t kLayout = kCapChangesOutputLayout;
 
 // The one explicit list (STYLE.md: no static registrars). Order = TransformKind order = pipeline order.
 constexpr TransformEntry kEntries[] = {
-    {"spatial", TransformKind::kSpatial, &SpatialTransform::FromJson, kLabels},
-    {"gaussian_noise", TransformKind::kGaussianNoise, &GaussianNoiseTransform::FromJson},
-    {"gaussian_blur", TransformKind::kGaussianBlur, &GaussianBlurTransform::FromJson},
+    {"spatial", TransformKind::kSpatial, &SpatialTransform::FromJson, kLabels, &SchemaOf<SpatialTransform>},
+    {"gaussian_noise", TransformKind::kGaussianNoise, &GaussianNoiseTransform::FromJson, kCapNone,
+     &SchemaOf<GaussianNoiseTransform>},
+    {"gaussian_blur", TransformKind::kGaussianBlur, &GaussianBlurTransform::FromJson, kCapNone,
+     &SchemaOf<GaussianBlurTransform>},
     {"multiplicative_brightness", TransformKind::kMultiplicativeBrightness,
-     &MultiplicativeBrightnessTransform::FromJson},
-    {"contrast", TransformKind::kContrast, &ContrastTransform::FromJson},
-    {"simulate_low_resolution", TransformKind::kSimulateLowResolution, &SimulateLowResolutionTransform::FromJson},
-    {"gamma", TransformKind::kGamma, &GammaTransform::FromJson},
-    {"mirror", TransformKind::kMirror, &MirrorTransform::FromJson, kLabels},
-    {"mask_image", TransformKind::kMaskImage, &MaskImageTransform::FromJson, kLabels},
-    {"remove_label", TransformKind::kRemoveLabel, &RemoveLabelTransform::FromJson, kLabels},
+     &MultiplicativeBrightnessTransform::FromJson, kCapNone, &SchemaOf<MultiplicativeBrightnessTransform>},
+    {"contrast", TransformKind::kContrast, &ContrastTransform::FromJson, kCapNone, &SchemaOf<ContrastTransform>},
+    {"simulate_low_resolution", TransformKind::kSimulateLowResolution,
+     &SimulateLowResolutionTransform::FromJson, kCapNone, &SchemaOf<SimulateLowResolutionTransform>},
+    {"gamma", TransformKind::kGamma, &GammaTransform::FromJson, kCapNone, &SchemaOf<GammaTransform>},
+    {"mirror", TransformKind::kMirror, &MirrorTransform::FromJson, kLabels, &SchemaOf<MirrorTransform>},
+    {"mask_image", TransformKind::kMaskImage, &MaskImageTransform::FromJson, kLabels, &SchemaOf<MaskImageTransform>},
+    {"remove_label", TransformKind::kRemoveLabel, &RemoveLabelTransform::FromJson, kLabels,
+     &SchemaOf<RemoveLabelTransform>},
     {"convert_segmentation_to_regions", TransformKind::kConvertSegmentationToRegions,
-     &ConvertSegmentationToRegionsTransform::FromJson, kLabels | kLayout},
+     &ConvertSegmentationToRegionsTransform::FromJson, kLabels | kLayout, &SchemaOf<ConvertSegmentationToRegionsTransform>},
     {"downsample_seg_for_ds", TransformKind::kDownsampleSegForDs, &DownsampleSegForDsTransform::FromJson,
-     kLabels | kLayout},
+     kLabels | kLayout, &SchemaOf<DownsampleSegForDsTransform>},
     // nnUNetTrainerDA5 (reference §5.1).
-    {"blank_rectangle", TransformKind::kBlankRectangle, &BlankRectangleTransform::FromJson},
-    {"brightness_additive", TransformKind::kBrightnessAdditive, &BrightnessAdditiveTransform::FromJson},
-    {"sharpening", TransformKind::kSharpening, &SharpeningTransform::FromJson},
-    {"median_filter", TransformKind::kMedianFilter, &MedianFilterTransform::FromJson},
+    {"blank_rectangle", TransformKind::kBlankRectangle, &BlankRectangleTransform::FromJson, kCapNone,
+     &SchemaOf<BlankRectangleTransform>},
+    {"brightness_additive", TransformKind::kBrightnessAdditive, &BrightnessAdditiveTransform::FromJson, kCapNone,
+     &SchemaOf<BrightnessAdditiveTransform>},
+    {"sharpening", TransformKind::kSharpening, &SharpeningTransform::FromJson, kCapNone,
+     &SchemaOf<SharpeningTransform>},
+    {"median_filter", TransformKind::kMedianFilter, &MedianFilterTransform::FromJson, kCapNone,
+     &SchemaOf<MedianFilterTransform>},
     {"brightness_gradient_additive", TransformKind::kBrightnessGradientAdditive,
-     &BrightnessGradientAdditiveTransform::FromJson},
-    {"local_gamma", TransformKind::kLocalGamma, &LocalGammaTransform::FromJson},
-    {"rot90", TransformKind::kRot90, &Rot90Transform::FromJson, kLabels},
-    {"transpose_axes", TransformKind::kTransposeAxes, &TransposeAxesTransform::FromJson, kLabels},
-    {"rician_noise", TransformKind::kRicianNoise, &RicianNoiseTransform::FromJson},
+     &BrightnessGradientAdditiveTransform::FromJson, kCapNone, &SchemaOf<BrightnessGradientAdditiveTransform>},
+    {"local_gamma", TransformKind::kLocalGamma, &LocalGammaTransform::FromJson, kCapNone,
+     &SchemaOf<LocalGammaTransform>},
+    {"rot90", TransformKind::kRot90, &Rot90Transform::FromJson, kLabels, &SchemaOf<Rot90Transform>},
+    {"transpose_axes", TransformKind::kTransposeAxes, &TransposeAxesTransform::FromJson, kLabels,
+     &SchemaOf<TransposeAxesTransform>},
+    {"rician_noise", TransformKind::kRicianNoise, &RicianNoiseTransform::FromJson, kCapNone,
+     &SchemaOf<RicianNoiseTransform>},
     // MRI artefacts (TorchIO's definitions).
-    {"bias_field", TransformKind::kBiasField, &BiasFieldTransform::FromJson},
-    {"ghosting", TransformKind::kGhosting, &GhostingTransform::FromJson},
-    {"spike", TransformKind::kSpike, &SpikeTransform::FromJson},
-    {"motion", TransformKind::kMotion, &MotionTransform::FromJson},
-    // AugLab's nnUNetTrainerDAExtGPU extras (augment/transforms/{histogram_equalization,random_convolution,intensity_function}/); labels only with regions (UsesLabels).
-    {"histogram_equalization", TransformKind::kHistogramEqualization, &HistogramEqualizationTransform::FromJson},
-    {"random_convolution", TransformKind::kRandomConvolution, &RandomConvolutionTransform::FromJson},
-    {"intensity_function", TransformKind::kIntensityFunction, &IntensityFunctionTransform::FromJson},
+    {"bias_field", TransformKind::kBiasField, &BiasFieldTransform::FromJson, kCapNone, &SchemaOf<BiasFieldTransform>},
+    {"ghosting", TransformKind::kGhosting, &GhostingTransform::FromJson, kCapNone, &SchemaOf<GhostingTransform>},
+    {"spike", TransformKind::kSpike, &SpikeTransform::FromJson, kCapNone, &SchemaOf<SpikeTransform>},
+    {"motion", TransformKind::kMotion, &MotionTransform::FromJson, kCapNone, &SchemaOf<MotionTransform>},
+    // AugLab's nnUNetTrainerDAExtGPU extras (augment/transforms/<name>/); labels only with regions (UsesLabels).
+    {"histogram_equalization", TransformKind::kHistogramEqualization,
+     &HistogramEqualizationTransform::FromJson, kCapNone, &SchemaOf<HistogramEqualizationTransform>},
+    {"random_convolution", TransformKind::kRandomConvolution, &RandomConvolutionTransform::FromJson, kCapNone,
+     &SchemaOf<RandomConvolutionTransform>},
+    {"intensity_function", TransformKind::kIntensityFunction, &IntensityFunctionTransform::FromJson, kCapNone,
+     &SchemaOf<IntensityFunctionTransform>},
     // AugLab's RandomConvTransformGPU / normalisation extras (augment/transforms/<name>/), CPU only.
-    {"zscore_normalization", TransformKind::kZscoreNormalization, &ZscoreNormalizationTransform::FromJson},
-    {"clamp", TransformKind::kClamp, &ClampTransform::FromJson},
-    {"edge_convolution", TransformKind::kEdgeConvolution, &EdgeConvolutionTransform::FromJson},
-    {"unsharp_mask", TransformKind::kUnsharpMask, &UnsharpMaskTransform::FromJson},
+    {"zscore_normalization", TransformKind::kZscoreNormalization, &ZscoreNormalizationTransform::FromJson, kCapNone,
+     &SchemaOf<ZscoreNormalizationTransform>},
+    {"clamp", TransformKind::kClamp, &ClampTransform::FromJson, kCapNone, &SchemaOf<ClampTransform>},
+    {"edge_convolution", TransformKind::kEdgeConvolution, &EdgeConvolutionTransform::FromJson, kCapNone,
+     &SchemaOf<EdgeConvolutionTransform>},
+    {"unsharp_mask", TransformKind::kUnsharpMask, &UnsharpMaskTransform::FromJson, kCapNone,
+     &SchemaOf<UnsharpMaskTransform>},
 };
 
 constexpr bool OneEntryPerKindInOrder() {
   if (sizeof(kEntries) / sizeof(kEntries[0]) != static_cast<size_t>(kNumTransformKinds)) return false;
   for (int k = 0; k < kNumTransformKinds; ++k)
-    if (kEntries[k].kind != static_cast<TransformKind>(k) || kEntries[k].from_json == nullptr) return false;
+    if (kEntries[k].kind != static_cast<TransformKind>(k) || kEntries[k].from_json == nullptr ||
+        kEntries[k].schema == nullptr)
+      return false;
   return true;
 }
-static_assert(OneEntryPerKindInOrder(), "registry.cc: kEntries needs one entry per TransformKind, in enum order");
+static_assert(OneEntryPerKindInOrder(), "registry.cc: kEntries needs one entry (with its schema) per TransformKind, in enum order");
 }  // namespace
 
 std::string_view TransformKindName(TransformKind kind) {

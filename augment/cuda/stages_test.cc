@@ -139,6 +139,7 @@ TEST(CudaStages, PermutationsEqualCpuTransforms) {
   const int32_t cube[3] = {5, 5, 5};
   const int32_t slab[3] = {3, 6, 6};
   Rot90Config r;
+  r.num_rot_per_combination = {0, 1, 2, 3};  // DA5's (the identity included)
   r.num_axis_combinations = RandomScalar::Uniform(1, 3);  // compositions of up to three rotations
   ExpectPermutationMatchesCpu(**Rot90Transform::Create(r), cube, 40);
   r.allowed_axes = {1, 2};

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 #include "augment/transforms/common/mri_common.h"
@@ -66,30 +67,31 @@ std::vector<float> BiasFieldMultiplier(const BiasFieldParams& p, const std::arra
   return out;
 }
 
+const ConfigSchema<BiasFieldConfig>& BiasFieldTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<BiasFieldConfig>("bias_field"))
+           ->AddParsed("coefficients", "double | [double, double]", &BiasFieldConfig::coefficients,
+                       "polynomial coefficients drawn from U(lo, hi) (a number d: (-d, d))",
+                       [](const nlohmann::json& v, const std::string& f) {
+                         return mri::ParseRange(v, f, std::nullopt, std::nullopt, false);
+                       })
+           .Add("order", &BiasFieldConfig::order, "polynomial order", InRange(0, 10));
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> BiasFieldTransform::Create(const BiasFieldConfig& c) {
-  if (c.order < 0 || c.order > kMaxOrder) return ju::Invalid(std::string(kW) + ".order", "expected 0..10");
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (!std::isfinite(c.coefficients[0]) || !std::isfinite(c.coefficients[1]) || c.coefficients[0] > c.coefficients[1])
     return ju::Invalid(std::string(kW) + ".coefficients", "expected finite lo <= hi");
   return std::shared_ptr<const Transform>(new BiasFieldTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> BiasFieldTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"coefficients", "order"}, w));
-  BiasFieldConfig c;
-  if (j.contains("coefficients")) {
-    ASSIGN_OR_RETURN(c.coefficients, mri::ParseRange(j["coefficients"], w + ".coefficients", std::nullopt,
-                                                     std::nullopt, false));
-  }
-  ASSIGN_OR_RETURN(int64_t order, ju::GetInt(j, "order", 3, w));
-  if (order < 0 || order > kMaxOrder) return ju::Invalid(w + ".order", "expected 0..10");
-  c.order = static_cast<int>(order);
+  ASSIGN_OR_RETURN(BiasFieldConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json BiasFieldTransform::ConfigToJson() const {
-  return {{"coefficients", {config_.coefficients[0], config_.coefficients[1]}}, {"order", config_.order}};
-}
+nlohmann::json BiasFieldTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> BiasFieldTransform::Draw(DrawContext& ctx,
                                                                           const SampleLayout& /*layout*/) const {

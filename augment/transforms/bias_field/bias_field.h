@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -38,6 +39,8 @@ class BiasFieldTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const BiasFieldConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (BiasFieldConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<BiasFieldConfig>& Schema();
   const BiasFieldConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kBiasField; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

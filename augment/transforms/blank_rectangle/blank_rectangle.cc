@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 
@@ -35,7 +36,100 @@ void ForBox(const std::vector<int64_t>& shape, const BlankRectangleParams::Box& 
 }
 }  // namespace
 
+const ConfigSchema<BlankRectangleConfig>& BlankRectangleTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<BlankRectangleConfig>("blank_rectangle"))
+           ->Custom(
+               "rectangle_size", "int | int[] | [int, int][]",
+               "box size: one int for all axes, one per axis, or randint [lo, hi) per axis",
+               [](const nlohmann::json& j, BlankRectangleConfig& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("rectangle_size")) return ju::Invalid(w + ".rectangle_size", "required");
+                 const nlohmann::json& rs = j["rectangle_size"];
+                 if (rs.is_number_integer()) {
+                   c.fixed_size = {rs.get<int64_t>()};
+                   c.size_is_scalar = true;
+                 } else if (rs.is_array() && !rs.empty() && rs[0].is_array()) {
+                   for (const auto& r : rs) {
+                     ASSIGN_OR_RETURN(auto v, ju::AsInts(r, w + ".rectangle_size"));
+                     if (v.size() != 2) return ju::Invalid(w + ".rectangle_size", "expected [lo, hi] per axis");
+                     c.rectangle_size.push_back({v[0], v[1]});
+                   }
+                 } else if (rs.is_array() && !rs.empty()) {
+                   ASSIGN_OR_RETURN(c.fixed_size, ju::AsInts(rs, w + ".rectangle_size"));
+                 } else {
+                   return ju::Invalid(w + ".rectangle_size", "expected an int, [int per axis] or [[lo, hi] per axis]");
+                 }
+                 return absl::OkStatus();
+               },
+               [](const BlankRectangleConfig& c) {
+                 if (!c.fixed_size.empty())
+                   return c.size_is_scalar ? nlohmann::json(c.fixed_size[0]) : nlohmann::json(c.fixed_size);
+                 nlohmann::json r = nlohmann::json::array();
+                 for (const auto& a : c.rectangle_size) r.push_back({a[0], a[1]});
+                 return r;
+               },
+               /*required=*/true)
+           .Custom(
+               "rectangle_value", "double | [double, double] | \"mean\"",
+               "fill: a constant, U(lo, hi) per box, or the box's mean",
+               [](const nlohmann::json& j, BlankRectangleConfig& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("rectangle_value")) return ju::Invalid(w + ".rectangle_value", "required");
+                 const nlohmann::json& rv = j["rectangle_value"];
+                 if (rv.is_string() && rv.get<std::string>() == "mean") {
+                   c.value_kind = BlankRectangleConfig::Value::kMean;
+                 } else if (rv.is_number()) {
+                   c.value_kind = BlankRectangleConfig::Value::kConstant;
+                   c.value = rv.get<double>();
+                 } else if (rv.is_array()) {
+                   ASSIGN_OR_RETURN(auto v, ju::AsDoubles(rv, w + ".rectangle_value"));
+                   if (v.size() != 2) return ju::Invalid(w + ".rectangle_value", "expected [lo, hi]");
+                   c.value_kind = BlankRectangleConfig::Value::kUniform;
+                   c.value_range = {v[0], v[1]};
+                 } else {
+                   return ju::Invalid(w + ".rectangle_value", "expected a number, [lo, hi] or \"mean\" (torch.mean)");
+                 }
+                 return absl::OkStatus();
+               },
+               [](const BlankRectangleConfig& c) {
+                 switch (c.value_kind) {
+                   case BlankRectangleConfig::Value::kConstant:
+                     return nlohmann::json(c.value);
+                   case BlankRectangleConfig::Value::kUniform:
+                     return nlohmann::json({c.value_range[0], c.value_range[1]});
+                   case BlankRectangleConfig::Value::kMean:
+                     break;
+                 }
+                 return nlohmann::json("mean");
+               },
+               /*required=*/true)
+           .Custom(
+               "num_rectangles", "int | [int, int]", "boxes per channel: fixed, or randint [lo, hi)",
+               [](const nlohmann::json& j, BlankRectangleConfig& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("num_rectangles")) return ju::Invalid(w + ".num_rectangles", "required");
+                 const nlohmann::json& nr = j["num_rectangles"];
+                 if (nr.is_number_integer()) {
+                   c.num_fixed = true;
+                   c.num_rectangles = {nr.get<int64_t>(), nr.get<int64_t>()};
+                   return absl::OkStatus();
+                 }
+                 ASSIGN_OR_RETURN(auto v, ju::AsInts(nr, w + ".num_rectangles"));
+                 if (v.size() != 2) return ju::Invalid(w + ".num_rectangles", "expected an int or [lo, hi]");
+                 c.num_rectangles = {v[0], v[1]};
+                 return absl::OkStatus();
+               },
+               [](const BlankRectangleConfig& c) {
+                 return c.num_fixed ? nlohmann::json(c.num_rectangles[0])
+                                    : nlohmann::json({c.num_rectangles[0], c.num_rectangles[1]});
+               },
+               /*required=*/true)
+           .Add("force_square", &BlankRectangleConfig::force_square, "use the first axis' size for every axis")
+           .Add("p_per_channel", &BlankRectangleConfig::p_per_channel, "probability that a channel is selected",
+                Probability());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> BlankRectangleTransform::Create(const BlankRectangleConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = kW;
   if (c.fixed_size.empty()) {
     if (c.rectangle_size.empty()) return ju::Invalid(w + ".rectangle_size", "required");
@@ -56,88 +150,15 @@ absl::StatusOr<std::shared_ptr<const Transform>> BlankRectangleTransform::Create
   if (c.value_kind == BlankRectangleConfig::Value::kUniform &&
       !(std::isfinite(c.value_range[0]) && std::isfinite(c.value_range[1]) && c.value_range[0] <= c.value_range[1]))
     return ju::Invalid(w + ".rectangle_value", "range must be finite with lo <= hi");
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, w + ".p_per_channel"));
   return std::shared_ptr<const Transform>(new BlankRectangleTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> BlankRectangleTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(
-      ju::CheckKeys(j, {"rectangle_size", "rectangle_value", "num_rectangles", "force_square", "p_per_channel"}, w));
-  BlankRectangleConfig c;
-  if (!j.contains("rectangle_size")) return ju::Invalid(w + ".rectangle_size", "required");
-  const nlohmann::json& rs = j["rectangle_size"];
-  if (rs.is_number_integer()) {
-    c.fixed_size = {rs.get<int64_t>()};
-    c.size_is_scalar = true;
-  } else if (rs.is_array() && !rs.empty() && rs[0].is_array()) {
-    for (const auto& r : rs) {
-      ASSIGN_OR_RETURN(auto v, ju::AsInts(r, w + ".rectangle_size"));
-      if (v.size() != 2) return ju::Invalid(w + ".rectangle_size", "expected [lo, hi] per axis");
-      c.rectangle_size.push_back({v[0], v[1]});
-    }
-  } else if (rs.is_array() && !rs.empty()) {
-    ASSIGN_OR_RETURN(c.fixed_size, ju::AsInts(rs, w + ".rectangle_size"));
-  } else {
-    return ju::Invalid(w + ".rectangle_size", "expected an int, [int per axis] or [[lo, hi] per axis]");
-  }
-  if (!j.contains("rectangle_value")) return ju::Invalid(w + ".rectangle_value", "required");
-  const nlohmann::json& rv = j["rectangle_value"];
-  if (rv.is_string() && rv.get<std::string>() == "mean") {
-    c.value_kind = BlankRectangleConfig::Value::kMean;
-  } else if (rv.is_number()) {
-    c.value_kind = BlankRectangleConfig::Value::kConstant;
-    c.value = rv.get<double>();
-  } else if (rv.is_array()) {
-    ASSIGN_OR_RETURN(auto v, ju::AsDoubles(rv, w + ".rectangle_value"));
-    if (v.size() != 2) return ju::Invalid(w + ".rectangle_value", "expected [lo, hi]");
-    c.value_kind = BlankRectangleConfig::Value::kUniform;
-    c.value_range = {v[0], v[1]};
-  } else {
-    return ju::Invalid(w + ".rectangle_value", "expected a number, [lo, hi] or \"mean\" (torch.mean)");
-  }
-  if (!j.contains("num_rectangles")) return ju::Invalid(w + ".num_rectangles", "required");
-  const nlohmann::json& nr = j["num_rectangles"];
-  if (nr.is_number_integer()) {
-    c.num_fixed = true;
-    c.num_rectangles = {nr.get<int64_t>(), nr.get<int64_t>()};
-  } else {
-    ASSIGN_OR_RETURN(auto v, ju::AsInts(nr, w + ".num_rectangles"));
-    if (v.size() != 2) return ju::Invalid(w + ".num_rectangles", "expected an int or [lo, hi]");
-    c.num_rectangles = {v[0], v[1]};
-  }
-  ASSIGN_OR_RETURN(c.force_square, ju::GetBool(j, "force_square", false, w));
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
+  ASSIGN_OR_RETURN(BlankRectangleConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json BlankRectangleTransform::ConfigToJson() const {
-  nlohmann::json j;
-  if (!config_.fixed_size.empty()) {
-    j["rectangle_size"] =
-        config_.size_is_scalar ? nlohmann::json(config_.fixed_size[0]) : nlohmann::json(config_.fixed_size);
-  } else {
-    nlohmann::json r = nlohmann::json::array();
-    for (const auto& a : config_.rectangle_size) r.push_back({a[0], a[1]});
-    j["rectangle_size"] = r;
-  }
-  switch (config_.value_kind) {
-    case BlankRectangleConfig::Value::kMean:
-      j["rectangle_value"] = "mean";
-      break;
-    case BlankRectangleConfig::Value::kConstant:
-      j["rectangle_value"] = config_.value;
-      break;
-    case BlankRectangleConfig::Value::kUniform:
-      j["rectangle_value"] = {config_.value_range[0], config_.value_range[1]};
-      break;
-  }
-  j["num_rectangles"] = config_.num_fixed ? nlohmann::json(config_.num_rectangles[0])
-                                          : nlohmann::json({config_.num_rectangles[0], config_.num_rectangles[1]});
-  j["force_square"] = config_.force_square;
-  j["p_per_channel"] = config_.p_per_channel;
-  return j;
-}
+nlohmann::json BlankRectangleTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> BlankRectangleTransform::Draw(DrawContext& ctx,
                                                                                const SampleLayout& layout) const {

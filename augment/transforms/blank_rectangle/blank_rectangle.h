@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -56,6 +57,8 @@ class BlankRectangleTransform final : public Transform {
   // rectangle_size: int | [int per axis] | [[lo, hi] per axis]; rectangle_value: number | [lo, hi] | "mean";
   // num_rectangles: int | [lo, hi]; force_square; p_per_channel.
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (BlankRectangleConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<BlankRectangleConfig>& Schema();
   const BlankRectangleConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kBlankRectangle; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

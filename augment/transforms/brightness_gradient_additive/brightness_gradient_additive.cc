@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 
@@ -47,38 +48,39 @@ void Scale(std::vector<float>& k, float max_abs, double strength) {
 }
 }  // namespace
 
+const ConfigSchema<BrightnessGradientAdditiveConfig>& BrightnessGradientAdditiveTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<BrightnessGradientAdditiveConfig>("brightness_gradient_additive"))
+           ->Add("scale", &BrightnessGradientAdditiveConfig::scale, "Gaussian bump width in voxels, per axis",
+                 Required())
+           .Add("loc", &BrightnessGradientAdditiveConfig::loc, "bump centre as a fraction of the axis size, per axis")
+           .Add("max_strength", &BrightnessGradientAdditiveConfig::max_strength,
+                "peak of the additive gradient (after normalising the bump to max 1)")
+           .Add("same_for_all_channels", &BrightnessGradientAdditiveConfig::same_for_all_channels,
+                "one bump and strength for all channels")
+           .Add("mean_centered", &BrightnessGradientAdditiveConfig::mean_centered,
+                "subtract the bump's mean before adding it")
+           .Add("clip_intensities", &BrightnessGradientAdditiveConfig::clip_intensities,
+                "clip to the sample's old [min, max]")
+           .Add("p_per_channel", &BrightnessGradientAdditiveConfig::p_per_channel,
+                "probability that a channel is selected", Probability());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> BrightnessGradientAdditiveTransform::Create(
     const BrightnessGradientAdditiveConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = kW;
   RETURN_IF_ERROR(transforms_internal::ValidateLocalArgs(c.scale, c.loc, c.max_strength, w, "max_strength"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, w + ".p_per_channel"));
   return std::shared_ptr<const Transform>(new BrightnessGradientAdditiveTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> BrightnessGradientAdditiveTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(ju::CheckKeys(j,
-                                {"scale", "loc", "max_strength", "same_for_all_channels", "mean_centered",
-                                 "clip_intensities", "p_per_channel"},
-                                w));
-  BrightnessGradientAdditiveConfig c;
-  RETURN_IF_ERROR(transforms_internal::LocalArgsFromJson(j, w, "max_strength", c.scale, c.loc, c.max_strength));
-  ASSIGN_OR_RETURN(c.same_for_all_channels, ju::GetBool(j, "same_for_all_channels", true, w));
-  ASSIGN_OR_RETURN(c.mean_centered, ju::GetBool(j, "mean_centered", true, w));
-  ASSIGN_OR_RETURN(c.clip_intensities, ju::GetBool(j, "clip_intensities", false, w));
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
+  ASSIGN_OR_RETURN(BrightnessGradientAdditiveConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json BrightnessGradientAdditiveTransform::ConfigToJson() const {
-  return {{"scale", config_.scale.ToJson()},
-          {"loc", config_.loc.ToJson()},
-          {"max_strength", config_.max_strength.ToJson()},
-          {"same_for_all_channels", config_.same_for_all_channels},
-          {"mean_centered", config_.mean_centered},
-          {"clip_intensities", config_.clip_intensities},
-          {"p_per_channel", config_.p_per_channel}};
-}
+nlohmann::json BrightnessGradientAdditiveTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> BrightnessGradientAdditiveTransform::Draw(
     DrawContext& ctx, const SampleLayout& layout) const {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 #include "augment/transforms/common/local_kernel.h"
 
@@ -45,6 +46,8 @@ class BrightnessGradientAdditiveTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const BrightnessGradientAdditiveConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (BrightnessGradientAdditiveConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<BrightnessGradientAdditiveConfig>& Schema();
   const BrightnessGradientAdditiveConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kBrightnessGradientAdditive; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "augment/kernels/common/auglab_math.h"
 #include "augment/rng.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 #include "nlohmann/json.hpp"
 
@@ -62,6 +63,24 @@ absl::Status Validate(const AuglabRegionConfig& c, const std::string& where);
 absl::StatusOr<AuglabRegionConfig> FromConfigJson(const nlohmann::json& j, const std::string& where);
 // Adds the keys that differ from the defaults to `out` (so default configs serialise as before).
 void ToConfigJson(const AuglabRegionConfig& c, nlohmann::json& out);
+
+// The four region fields of a transform's schema (augment/schema.h), stored in `C::*region`; like ToConfigJson they
+// are written only when they differ from the defaults. Validate (cross-field) stays in the transform's Create.
+template <class C>
+void AddConfigFields(ConfigSchema<C>& s, AuglabRegionConfig C::*region) {
+  s.template AddAt<double>(
+       "in_seg", [region](C& c) -> double& { return (c.*region).in_seg; },
+       "probability that a slot applies only inside the labels", OmitDefault(Probability()))
+      .template AddAt<double>(
+          "out_seg", [region](C& c) -> double& { return (c.*region).out_seg; },
+          "probability that a slot applies only outside the labels", OmitDefault(Probability()))
+      .template AddAt<bool>(
+          "mix_in_out", [region](C& c) -> bool& { return (c.*region).mix_in_out; },
+          "in / out region draws mixed per slot", OmitDefault())
+      .template AddAt<int64_t>(
+          "seg_channel", [region](C& c) -> int64_t& { return (c.*region).seg_channel; },
+          "segmentation channel whose labels define the region", OmitDefault(AtLeast(0)));
+}
 
 // INVALID_ARGUMENT "<where>.seg_channel: ..." when regions are enabled and the sample has segmentation channels but
 // not seg_channel. Checked when applying (the seg channels at that point of the pipeline, e.g. after

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "augment/rng.h"
+#include "augment/schema.h"
 #include "nlohmann/json.hpp"
 
 namespace augmentd {
@@ -54,6 +55,27 @@ struct LocalScalar {
   nlohmann::json ToJson() const;
   static absl::StatusOr<LocalScalar> FromJson(const nlohmann::json& j, const std::string& field);
 };
+
+}  // namespace augmentd::transforms_internal
+
+// LocalScalar as a schema field type (augment/schema.h); its cross-field checks are ValidateLocalArgs's.
+namespace augmentd::schema_internal {
+template <>
+struct Codec<transforms_internal::LocalScalar> {
+  static constexpr const char* kType = "local_scalar";
+  static absl::StatusOr<transforms_internal::LocalScalar> Read(const nlohmann::json& o, const std::string& key,
+                                                               const std::string& where) {
+    return transforms_internal::LocalScalar::FromJson(o.at(key), where + "." + key);
+  }
+  static nlohmann::json Write(const transforms_internal::LocalScalar& v) { return v.ToJson(); }
+  static absl::Status Check(const transforms_internal::LocalScalar&, const FieldRule&, const std::string&,
+                            const std::string&) {
+    return absl::OkStatus();
+  }
+};
+}  // namespace augmentd::schema_internal
+
+namespace augmentd::transforms_internal {
 
 // The 1D factor of axis d of LocalGaussianKernel below: diff(Φ((e − loc_px) / scale)) over the voxel edges
 // e = −0.5 … size − 0.5 (float64, cast to float32). The CUDA stages build the 3D kernel from these on the fly.

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_resample.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 
@@ -12,8 +13,38 @@ namespace augmentd {
 namespace ju = json_util;
 using transforms_internal::RequireSeg;
 
+const ConfigSchema<DownsampleSegForDsConfig>& DownsampleSegForDsTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<DownsampleSegForDsConfig>("downsample_seg_for_ds"))
+           ->Custom(
+               "ds_scales", "(double | double[])[]",
+               "one scale per deep-supervision output (a number or one per spatial axis)",
+               [](const nlohmann::json& j, DownsampleSegForDsConfig& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("ds_scales") || !j["ds_scales"].is_array())
+                   return ju::Invalid(w + ".ds_scales", "expected a list");
+                 for (const auto& s : j["ds_scales"]) {
+                   if (s.is_number()) {
+                     c.ds_scales.push_back({s.get<double>()});
+                   } else {
+                     ASSIGN_OR_RETURN(auto v, ju::AsDoubles(s, w + ".ds_scales"));
+                     c.ds_scales.push_back(v);
+                   }
+                 }
+                 return absl::OkStatus();
+               },
+               [](const DownsampleSegForDsConfig& c) {
+                 nlohmann::json arr = nlohmann::json::array();
+                 for (const auto& s : c.ds_scales)
+                   arr.push_back(s.size() == 1 ? nlohmann::json(s[0]) : nlohmann::json(s));
+                 return arr;
+               },
+               /*required=*/true);
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> DownsampleSegForDsTransform::Create(
     const DownsampleSegForDsConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (c.ds_scales.empty()) return ju::Invalid("downsample_seg_for_ds.ds_scales", "must not be empty");
   for (const auto& s : c.ds_scales) {
     if (s.empty() || s.size() > 3)
@@ -26,26 +57,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> DownsampleSegForDsTransform::Cr
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> DownsampleSegForDsTransform::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"ds_scales"}, "downsample_seg_for_ds"));
-  DownsampleSegForDsConfig c;
-  if (!j.contains("ds_scales") || !j["ds_scales"].is_array())
-    return ju::Invalid("downsample_seg_for_ds.ds_scales", "expected a list");
-  for (const auto& s : j["ds_scales"]) {
-    if (s.is_number()) {
-      c.ds_scales.push_back({s.get<double>()});
-    } else {
-      ASSIGN_OR_RETURN(auto v, ju::AsDoubles(s, "downsample_seg_for_ds.ds_scales"));
-      c.ds_scales.push_back(v);
-    }
-  }
+  ASSIGN_OR_RETURN(DownsampleSegForDsConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json DownsampleSegForDsTransform::ConfigToJson() const {
-  nlohmann::json arr = nlohmann::json::array();
-  for (const auto& s : config_.ds_scales) arr.push_back(s.size() == 1 ? nlohmann::json(s[0]) : nlohmann::json(s));
-  return {{"ds_scales", arr}};
-}
+nlohmann::json DownsampleSegForDsTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 std::vector<int64_t> DownsampleSegForDsTransform::LevelShape(const std::vector<int64_t>& full, size_t level) const {
   const auto& s = config_.ds_scales[level];

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
@@ -21,6 +22,8 @@ class DownsampleSegForDsTransform final : public DeterministicTransform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const DownsampleSegForDsConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (DownsampleSegForDsConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<DownsampleSegForDsConfig>& Schema();
   const DownsampleSegForDsConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kDownsampleSegForDs; }
   absl::Status Apply(const TransformParams& params, SampleData& sample) const override;

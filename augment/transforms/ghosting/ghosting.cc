@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 #include "augment/transforms/common/mri_common.h"
@@ -32,7 +33,40 @@ std::vector<float> GhostingPlaneFactors(const GhostingParams& p, int64_t n) {
   return f;
 }
 
+const ConfigSchema<GhostingConfig>& GhostingTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<GhostingConfig>("ghosting"))
+           ->AddParsed("num_ghosts", "int | [int, int]", &GhostingConfig::num_ghosts,
+                       "number of ghosts drawn from randint [lo, hi]",
+                       [](const nlohmann::json& v, const std::string& f) {
+                         return mri::ParseRange(v, f, 0.0, std::nullopt, true);
+                       })
+           .AddParsed("axes", "int | int[]", &GhostingConfig::axes, "spatial axes the ghosts may run along",
+                      [](const nlohmann::json& a, const std::string& f) -> absl::StatusOr<std::vector<int>> {
+                        ASSIGN_OR_RETURN(auto axes, ju::AsInts(a.is_number() ? nlohmann::json::array({a}) : a, f));
+                        return std::vector<int>(axes.begin(), axes.end());
+                      })
+           .AddParsed("intensity", "double | [double, double]", &GhostingConfig::intensity,
+                      "ghost intensity drawn from U(lo, hi)",
+                      [](const nlohmann::json& v, const std::string& f) {
+                        return mri::ParseRange(v, f, 0.0, std::nullopt, false);
+                      })
+           .Custom(
+               "restore", "double | [double, double] | null",
+               "fraction of k-space around the centre kept (null: only the central plane)",
+               [](const nlohmann::json& j, GhostingConfig& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("restore") || j["restore"].is_null()) return absl::OkStatus();
+                 ASSIGN_OR_RETURN(c.restore, mri::ParseRange(j["restore"], w + ".restore", 0.0, 1.0, false));
+                 return absl::OkStatus();
+               },
+               [](const GhostingConfig& c) {
+                 return c.restore ? nlohmann::json({(*c.restore)[0], (*c.restore)[1]}) : nlohmann::json();
+               });
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> GhostingTransform::Create(const GhostingConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = kW;
   if (c.num_ghosts[0] < 0 || c.num_ghosts[0] > c.num_ghosts[1]) return ju::Invalid(w + ".num_ghosts", "expected 0 <= lo <= hi");
   if (c.axes.empty()) return ju::Invalid(w + ".axes", "must not be empty");
@@ -45,34 +79,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> GhostingTransform::Create(const
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> GhostingTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"num_ghosts", "axes", "intensity", "restore"}, w));
-  GhostingConfig c;
-  if (j.contains("num_ghosts")) {
-    ASSIGN_OR_RETURN(c.num_ghosts, mri::ParseRange(j["num_ghosts"], w + ".num_ghosts", 0.0, std::nullopt, true));
-  }
-  if (j.contains("axes")) {
-    const auto& a = j["axes"];
-    ASSIGN_OR_RETURN(auto axes, ju::AsInts(a.is_number() ? nlohmann::json::array({a}) : a, w + ".axes"));
-    c.axes.assign(axes.begin(), axes.end());
-  }
-  if (j.contains("intensity")) {
-    ASSIGN_OR_RETURN(c.intensity, mri::ParseRange(j["intensity"], w + ".intensity", 0.0, std::nullopt, false));
-  }
-  if (j.contains("restore") && !j["restore"].is_null()) {
-    ASSIGN_OR_RETURN(c.restore, mri::ParseRange(j["restore"], w + ".restore", 0.0, 1.0, false));
-  }
+  ASSIGN_OR_RETURN(GhostingConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json GhostingTransform::ConfigToJson() const {
-  nlohmann::json j = {{"num_ghosts", {config_.num_ghosts[0], config_.num_ghosts[1]}},
-                      {"axes", config_.axes},
-                      {"intensity", {config_.intensity[0], config_.intensity[1]}},
-                      {"restore", nullptr}};
-  if (config_.restore.has_value()) j["restore"] = {(*config_.restore)[0], (*config_.restore)[1]};
-  return j;
-}
+nlohmann::json GhostingTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> GhostingTransform::Draw(DrawContext& ctx,
                                                                          const SampleLayout& layout) const {

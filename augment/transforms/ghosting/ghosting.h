@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -40,6 +41,8 @@ class GhostingTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const GhostingConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (GhostingConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<GhostingConfig>& Schema();
   const GhostingConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kGhosting; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -3,6 +3,7 @@
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
 #include "augment/kernels/common/auglab_math.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/auglab_common.h"
 #include "augment/transforms/common/common.h"
@@ -13,27 +14,32 @@ namespace al = cuda::auglab;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 
+const ConfigSchema<HistogramEqualizationConfig>& HistogramEqualizationTransform::Schema() {
+  static const ConfigSchema<HistogramEqualizationConfig>* const s = [] {
+    auto* s = new ConfigSchema<HistogramEqualizationConfig>("histogram_equalization");
+    s->Custom("apply_to_channel", "int[]", "channels the transform applies to (AugLab's default [0])",
+              &HistogramEqualizationConfig::apply_to_channel, auglab_internal::ChannelsFromConfig)
+        .Add("retain_stats", &HistogramEqualizationConfig::retain_stats,
+             "restore the channel's mean and std afterwards");
+    auglab_region::AddConfigFields(*s, &HistogramEqualizationConfig::region);
+    return s;
+  }();
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> HistogramEqualizationTransform::Create(
     const HistogramEqualizationConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   RETURN_IF_ERROR(auglab_region::Validate(c.region, "histogram_equalization"));
   return std::shared_ptr<const Transform>(new HistogramEqualizationTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> HistogramEqualizationTransform::FromJson(const nlohmann::json& j) {
-  constexpr const char* kWhere = "histogram_equalization";
-  RETURN_IF_ERROR(ju::CheckKeys(j, auglab_region::WithConfigKeys({"apply_to_channel", "retain_stats"}), kWhere));
-  HistogramEqualizationConfig c;
-  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, kWhere));
-  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, kWhere));
-  ASSIGN_OR_RETURN(c.region, auglab_region::FromConfigJson(j, kWhere));
+  ASSIGN_OR_RETURN(HistogramEqualizationConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json HistogramEqualizationTransform::ConfigToJson() const {
-  nlohmann::json j = {{"apply_to_channel", config_.apply_to_channel}, {"retain_stats", config_.retain_stats}};
-  auglab_region::ToConfigJson(config_.region, j);
-  return j;
-}
+nlohmann::json HistogramEqualizationTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> HistogramEqualizationTransform::Draw(
     DrawContext& ctx, const SampleLayout& layout) const {

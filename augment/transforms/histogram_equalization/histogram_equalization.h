@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 #include "augment/transforms/common/auglab_region.h"
 
@@ -42,6 +43,8 @@ class HistogramEqualizationTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const HistogramEqualizationConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (HistogramEqualizationConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<HistogramEqualizationConfig>& Schema();
   const HistogramEqualizationConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kHistogramEqualization; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

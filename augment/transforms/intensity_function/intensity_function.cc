@@ -4,6 +4,7 @@
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
 #include "augment/kernels/common/auglab_math.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/auglab_common.h"
 #include "augment/transforms/common/common.h"
@@ -29,53 +30,56 @@ size_t RegionSlots(const IntensityFunctionConfig& c, size_t channels) { return (
 
 std::string IntensityFnName(int32_t fn) { return fn >= 0 && fn < al::kNumFns ? kFnNames[fn] : "unknown"; }
 
+const ConfigSchema<IntensityFunctionConfig>& IntensityFunctionTransform::Schema() {
+  static const ConfigSchema<IntensityFunctionConfig>* const s = [] {
+    auto* s = new ConfigSchema<IntensityFunctionConfig>("intensity_function");
+    s->Custom("apply_to_channel", "int[]", "channels the transform applies to (AugLab's default [0])",
+              &IntensityFunctionConfig::apply_to_channel, auglab_internal::ChannelsFromConfig)
+        .Custom(
+            "functions", "string[]", "functions applied in order, each with p_function",
+            [](const nlohmann::json& j, IntensityFunctionConfig& c, const std::string& w) -> absl::Status {
+              if (!j.contains("functions")) return absl::OkStatus();
+              if (!j["functions"].is_array()) return ju::Invalid(w + ".functions", "must be a list of names");
+              c.functions.clear();
+              for (const auto& f : j["functions"]) {
+                if (!f.is_string()) return ju::Invalid(w + ".functions", "must be a list of names");
+                ASSIGN_OR_RETURN(const int32_t code, IntensityFnFromName(f.get<std::string>()));
+                c.functions.push_back(code);
+              }
+              return absl::OkStatus();
+            },
+            [](const IntensityFunctionConfig& c) {
+              nlohmann::json names = nlohmann::json::array();
+              for (int32_t f : c.functions) names.push_back(IntensityFnName(f));
+              return names;
+            })
+        .Add("p_function", &IntensityFunctionConfig::p_function, "probability of applying each function", Probability())
+        .Add("retain_stats", &IntensityFunctionConfig::retain_stats, "restore the channel's mean and std afterwards")
+        .Add("p_inverse", &IntensityFunctionConfig::p_inverse, "probability of applying the inverse map instead",
+             Probability())
+        .Add("inverse_retain_stats", &IntensityFunctionConfig::inverse_retain_stats,
+             "retain_stats for the inverse map");
+    auglab_region::AddConfigFields(*s, &IntensityFunctionConfig::region);
+    return s;
+  }();
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> IntensityFunctionTransform::Create(const IntensityFunctionConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (c.functions.size() > 16) return ju::Invalid("intensity_function.functions", "at most 16 entries");
   for (int32_t f : c.functions)
     if (f < 0 || f >= al::kNumFns) return ju::Invalid("intensity_function.functions", "unknown function code");
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_function, "intensity_function.p_function"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_inverse, "intensity_function.p_inverse"));
   RETURN_IF_ERROR(auglab_region::Validate(c.region, "intensity_function"));
   return std::shared_ptr<const Transform>(new IntensityFunctionTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> IntensityFunctionTransform::FromJson(const nlohmann::json& j) {
-  constexpr const char* kWhere = "intensity_function";
-  RETURN_IF_ERROR(ju::CheckKeys(j,
-                                auglab_region::WithConfigKeys({"apply_to_channel", "functions", "p_function",
-                                                               "retain_stats", "p_inverse", "inverse_retain_stats"}),
-                                kWhere));
-  IntensityFunctionConfig c;
-  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, kWhere));
-  if (j.contains("functions")) {
-    if (!j["functions"].is_array()) return ju::Invalid("intensity_function.functions", "must be a list of names");
-    c.functions.clear();
-    for (const auto& f : j["functions"]) {
-      if (!f.is_string()) return ju::Invalid("intensity_function.functions", "must be a list of names");
-      ASSIGN_OR_RETURN(const int32_t code, IntensityFnFromName(f.get<std::string>()));
-      c.functions.push_back(code);
-    }
-  }
-  ASSIGN_OR_RETURN(c.p_function, ju::GetDouble(j, "p_function", 0.05, kWhere));
-  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, kWhere));
-  ASSIGN_OR_RETURN(c.p_inverse, ju::GetDouble(j, "p_inverse", 0.3, kWhere));
-  ASSIGN_OR_RETURN(c.inverse_retain_stats, ju::GetBool(j, "inverse_retain_stats", false, kWhere));
-  ASSIGN_OR_RETURN(c.region, auglab_region::FromConfigJson(j, kWhere));
+  ASSIGN_OR_RETURN(IntensityFunctionConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json IntensityFunctionTransform::ConfigToJson() const {
-  nlohmann::json names = nlohmann::json::array();
-  for (int32_t f : config_.functions) names.push_back(IntensityFnName(f));
-  nlohmann::json j = {{"apply_to_channel", config_.apply_to_channel},
-                      {"functions", names},
-                      {"p_function", config_.p_function},
-                      {"retain_stats", config_.retain_stats},
-                      {"p_inverse", config_.p_inverse},
-                      {"inverse_retain_stats", config_.inverse_retain_stats}};
-  auglab_region::ToConfigJson(config_.region, j);
-  return j;
-}
+nlohmann::json IntensityFunctionTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> IntensityFunctionTransform::Draw(DrawContext& ctx,
                                                                                   const SampleLayout& layout) const {

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 #include "augment/transforms/common/auglab_region.h"
 
@@ -53,6 +54,8 @@ class IntensityFunctionTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const IntensityFunctionConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (IntensityFunctionConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<IntensityFunctionConfig>& Schema();
   const IntensityFunctionConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kIntensityFunction; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 
@@ -18,30 +19,32 @@ namespace {
 constexpr char kW[] = "local_gamma";
 }  // namespace
 
+const ConfigSchema<LocalGammaConfig>& LocalGammaTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<LocalGammaConfig>("local_gamma"))
+           ->Add("scale", &LocalGammaConfig::scale, "Gaussian bump width in voxels, per axis", Required())
+           .Add("loc", &LocalGammaConfig::loc, "bump centre as a fraction of the axis size, per axis")
+           .Add("gamma", &LocalGammaConfig::gamma, "gamma at the bump's peak (blended towards 1 outside)")
+           .Add("same_for_all_channels", &LocalGammaConfig::same_for_all_channels,
+                "one bump and gamma for all channels")
+           .Add("p_per_channel", &LocalGammaConfig::p_per_channel, "probability that a channel is selected",
+                Probability());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> LocalGammaTransform::Create(const LocalGammaConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = kW;
   RETURN_IF_ERROR(transforms_internal::ValidateLocalArgs(c.scale, c.loc, c.gamma, w, "gamma"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, w + ".p_per_channel"));
   return std::shared_ptr<const Transform>(new LocalGammaTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> LocalGammaTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"scale", "loc", "gamma", "same_for_all_channels", "p_per_channel"}, w));
-  LocalGammaConfig c;
-  RETURN_IF_ERROR(transforms_internal::LocalArgsFromJson(j, w, "gamma", c.scale, c.loc, c.gamma));
-  ASSIGN_OR_RETURN(c.same_for_all_channels, ju::GetBool(j, "same_for_all_channels", true, w));
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
+  ASSIGN_OR_RETURN(LocalGammaConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json LocalGammaTransform::ConfigToJson() const {
-  return {{"scale", config_.scale.ToJson()},
-          {"loc", config_.loc.ToJson()},
-          {"gamma", config_.gamma.ToJson()},
-          {"same_for_all_channels", config_.same_for_all_channels},
-          {"p_per_channel", config_.p_per_channel}};
-}
+nlohmann::json LocalGammaTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> LocalGammaTransform::Draw(DrawContext& ctx,
                                                                            const SampleLayout& layout) const {

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 #include "augment/transforms/brightness_gradient_additive/brightness_gradient_additive.h"
 #include "augment/transforms/common/local_kernel.h"
@@ -40,6 +41,8 @@ class LocalGammaTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const LocalGammaConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (LocalGammaConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<LocalGammaConfig>& Schema();
   const LocalGammaConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kLocalGamma; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

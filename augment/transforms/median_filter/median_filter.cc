@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 
@@ -60,7 +61,37 @@ void MedianFilter(const float* x, float* out, const std::vector<int64_t>& shape,
 }
 }  // namespace
 
+const ConfigSchema<MedianFilterConfig>& MedianFilterTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<MedianFilterConfig>("median_filter"))
+           ->Custom(
+               "filter_size", "int | [int, int]", "window size: fixed, or drawn from randint [lo, hi)",
+               [](const nlohmann::json& j, MedianFilterConfig& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("filter_size")) return ju::Invalid(w + ".filter_size", "required");
+                 if (j["filter_size"].is_number_integer()) {
+                   c.fixed_size = true;
+                   c.filter_size = {j["filter_size"].get<int64_t>(), j["filter_size"].get<int64_t>()};
+                   return absl::OkStatus();
+                 }
+                 ASSIGN_OR_RETURN(auto v, ju::AsInts(j["filter_size"], w + ".filter_size"));
+                 if (v.size() != 2) return ju::Invalid(w + ".filter_size", "expected an int or [lo, hi]");
+                 c.filter_size = {v[0], v[1]};
+                 return absl::OkStatus();
+               },
+               [](const MedianFilterConfig& c) {
+                 return c.fixed_size ? nlohmann::json(c.filter_size[0])
+                                     : nlohmann::json({c.filter_size[0], c.filter_size[1]});
+               },
+               /*required=*/true)
+           .Add("p_same_for_each_channel", &MedianFilterConfig::p_same_for_each_channel,
+                "probability that all channels share one window size", Probability())
+           .Add("p_per_channel", &MedianFilterConfig::p_per_channel, "probability that a channel is selected",
+                Probability());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> MedianFilterTransform::Create(const MedianFilterConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = kW;
   if (c.fixed_size) {
     if (c.filter_size[0] < 1 || c.filter_size[0] > kMaxSize)
@@ -69,35 +100,15 @@ absl::StatusOr<std::shared_ptr<const Transform>> MedianFilterTransform::Create(c
     return ju::Invalid(w + ".filter_size", absl::StrCat("expected [lo, hi) with 1 <= lo < hi <= ", kMaxSize + 1,
                                                         " (numpy randint)"));
   }
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_same_for_each_channel, w + ".p_same_for_each_channel"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, w + ".p_per_channel"));
   return std::shared_ptr<const Transform>(new MedianFilterTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> MedianFilterTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"filter_size", "p_same_for_each_channel", "p_per_channel"}, w));
-  MedianFilterConfig c;
-  if (!j.contains("filter_size")) return ju::Invalid(w + ".filter_size", "required");
-  if (j["filter_size"].is_number_integer()) {
-    c.fixed_size = true;
-    c.filter_size = {j["filter_size"].get<int64_t>(), j["filter_size"].get<int64_t>()};
-  } else {
-    ASSIGN_OR_RETURN(auto v, ju::AsInts(j["filter_size"], w + ".filter_size"));
-    if (v.size() != 2) return ju::Invalid(w + ".filter_size", "expected an int or [lo, hi]");
-    c.filter_size = {v[0], v[1]};
-  }
-  ASSIGN_OR_RETURN(c.p_same_for_each_channel, ju::GetDouble(j, "p_same_for_each_channel", 0.0, w));
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
+  ASSIGN_OR_RETURN(MedianFilterConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json MedianFilterTransform::ConfigToJson() const {
-  return {{"filter_size", config_.fixed_size ? nlohmann::json(config_.filter_size[0])
-                                             : nlohmann::json({config_.filter_size[0], config_.filter_size[1]})},
-          {"p_same_for_each_channel", config_.p_same_for_each_channel},
-          {"p_per_channel", config_.p_per_channel}};
-}
+nlohmann::json MedianFilterTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> MedianFilterTransform::Draw(DrawContext& ctx,
                                                                              const SampleLayout& layout) const {

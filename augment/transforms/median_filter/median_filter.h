@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -36,6 +37,8 @@ class MedianFilterTransform final : public Transform {
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const MedianFilterConfig& config);
   // filter_size: int | [lo, hi]; p_same_for_each_channel; p_per_channel.
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (MedianFilterConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<MedianFilterConfig>& Schema();
   const MedianFilterConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kMedianFilter; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_label.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 
@@ -10,21 +11,25 @@ namespace augmentd {
 namespace ju = json_util;
 using transforms_internal::ParamsAs;
 
+const ConfigSchema<MirrorConfig>& MirrorTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<MirrorConfig>("mirror"))
+           ->Add("allowed_axes", &MirrorConfig::allowed_axes, "spatial axes that may be flipped (each with p = 0.5)",
+                 Required(InRange(0, 2)));
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> MirrorTransform::Create(const MirrorConfig& c) {
-  for (int64_t a : c.allowed_axes)
-    if (a < 0 || a > 2) return ju::Invalid("mirror.allowed_axes", absl::StrCat("axis ", a, " not in [0, 2]"));
+  RETURN_IF_ERROR(Schema().Validate(c));
   return std::shared_ptr<const Transform>(new MirrorTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> MirrorTransform::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"allowed_axes"}, "mirror"));
-  MirrorConfig c;
-  if (!j.contains("allowed_axes")) return ju::Invalid("mirror.allowed_axes", "required");
-  ASSIGN_OR_RETURN(c.allowed_axes, ju::AsInts(j["allowed_axes"], "mirror.allowed_axes"));
+  ASSIGN_OR_RETURN(MirrorConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json MirrorTransform::ConfigToJson() const { return {{"allowed_axes", config_.allowed_axes}}; }
+nlohmann::json MirrorTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> MirrorTransform::Draw(DrawContext& ctx,
                                                                        const SampleLayout& layout) const {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -23,6 +24,8 @@ class MirrorTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const MirrorConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (MirrorConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<MirrorConfig>& Schema();
   const MirrorConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kMirror; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

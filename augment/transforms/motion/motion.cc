@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 #include "augment/transforms/common/mri_common.h"
@@ -109,39 +110,45 @@ void MotionResample(const float* in, const std::array<int64_t, 3>& s, const Moti
       }
 }
 
+const ConfigSchema<MotionConfig>& MotionTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<MotionConfig>("motion"))
+           ->AddParsed("degrees", "double | [double, double]", &MotionConfig::degrees,
+                       "rotation angles drawn from U(lo, hi) (a number d: (-d, d))",
+                       [](const nlohmann::json& v, const std::string& f) {
+                         return mri::ParseRange(v, f, std::nullopt, std::nullopt, false);
+                       })
+           .AddParsed("translation", "double | [double, double]", &MotionConfig::translation,
+                      "translations in voxels drawn from U(lo, hi) (a number d: (-d, d))",
+                      [](const nlohmann::json& v, const std::string& f) {
+                        return mri::ParseRange(v, f, std::nullopt, std::nullopt, false);
+                      })
+           .Add("num_transforms", &MotionConfig::num_transforms, "number of movements", InRange(1, 16))
+           .Custom(
+               "image_interpolation", "string", "TorchIO's resampling of the moved images (only 'linear')",
+               [](const nlohmann::json& j, MotionConfig&, const std::string& w) -> absl::Status {
+                 ASSIGN_OR_RETURN(std::string interp, ju::GetString(j, "image_interpolation", "linear", w));
+                 if (interp != "linear") return ju::Invalid(w + ".image_interpolation", "only 'linear' is implemented");
+                 return absl::OkStatus();
+               },
+               [](const MotionConfig&) { return nlohmann::json("linear"); });
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> MotionTransform::Create(const MotionConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = kW;
-  if (c.num_transforms < 1 || c.num_transforms > kMaxTransforms) return ju::Invalid(w + ".num_transforms", "expected 1..16");
   if (!(c.degrees[0] <= c.degrees[1])) return ju::Invalid(w + ".degrees", "expected lo <= hi");
   if (!(c.translation[0] <= c.translation[1])) return ju::Invalid(w + ".translation", "expected lo <= hi");
   return std::shared_ptr<const Transform>(new MotionTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> MotionTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"degrees", "translation", "num_transforms", "image_interpolation"}, w));
-  MotionConfig c;
-  if (j.contains("degrees")) {
-    ASSIGN_OR_RETURN(c.degrees, mri::ParseRange(j["degrees"], w + ".degrees", std::nullopt, std::nullopt, false));
-  }
-  if (j.contains("translation")) {
-    ASSIGN_OR_RETURN(c.translation,
-                     mri::ParseRange(j["translation"], w + ".translation", std::nullopt, std::nullopt, false));
-  }
-  ASSIGN_OR_RETURN(int64_t n, ju::GetInt(j, "num_transforms", 2, w));
-  if (n < 1 || n > kMaxTransforms) return ju::Invalid(w + ".num_transforms", "expected 1..16");
-  c.num_transforms = static_cast<int>(n);
-  ASSIGN_OR_RETURN(std::string interp, ju::GetString(j, "image_interpolation", "linear", w));
-  if (interp != "linear") return ju::Invalid(w + ".image_interpolation", "only 'linear' is implemented");
+  ASSIGN_OR_RETURN(MotionConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json MotionTransform::ConfigToJson() const {
-  return {{"degrees", {config_.degrees[0], config_.degrees[1]}},
-          {"translation", {config_.translation[0], config_.translation[1]}},
-          {"num_transforms", config_.num_transforms},
-          {"image_interpolation", "linear"}};
-}
+nlohmann::json MotionTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> MotionTransform::Draw(DrawContext& ctx,
                                                                        const SampleLayout& layout) const {

@@ -24,6 +24,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -60,6 +61,8 @@ class MotionTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const MotionConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (MotionConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<MotionConfig>& Schema();
   const MotionConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kMotion; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

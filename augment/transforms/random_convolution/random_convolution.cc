@@ -4,6 +4,7 @@
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
 #include "augment/kernels/common/auglab_math.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/auglab_common.h"
 #include "augment/transforms/common/common.h"
@@ -18,38 +19,36 @@ namespace {
 bool ValidKernelSize(int64_t k) { return k >= 1 && k <= al::kMaxConvKernel && k % 2 == 1; }
 }  // namespace
 
+const ConfigSchema<RandomConvolutionConfig>& RandomConvolutionTransform::Schema() {
+  static const ConfigSchema<RandomConvolutionConfig>* const s = [] {
+    auto* s = new ConfigSchema<RandomConvolutionConfig>("random_convolution");
+    s->Custom("apply_to_channel", "int[]", "channels the transform applies to (AugLab's default [0])",
+              &RandomConvolutionConfig::apply_to_channel, auglab_internal::ChannelsFromConfig)
+        .Add("kernel_sizes", &RandomConvolutionConfig::kernel_sizes, "odd kernel sizes (1..15) drawn from",
+             InRange(1, 15))
+        .Add("mix_prob", &RandomConvolutionConfig::mix_prob, "weight of the input in the output mix", Probability())
+        .Add("retain_stats", &RandomConvolutionConfig::retain_stats, "restore the channel's mean and std afterwards");
+    auglab_region::AddConfigFields(*s, &RandomConvolutionConfig::region);
+    return s;
+  }();
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> RandomConvolutionTransform::Create(const RandomConvolutionConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (c.kernel_sizes.empty()) return ju::Invalid("random_convolution.kernel_sizes", "must not be empty");
   for (int64_t k : c.kernel_sizes)
     if (!ValidKernelSize(k)) return ju::Invalid("random_convolution.kernel_sizes", "sizes must be odd, 1..15");
-  RETURN_IF_ERROR(ju::CheckProbability(c.mix_prob, "random_convolution.mix_prob"));
   RETURN_IF_ERROR(auglab_region::Validate(c.region, "random_convolution"));
   return std::shared_ptr<const Transform>(new RandomConvolutionTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> RandomConvolutionTransform::FromJson(const nlohmann::json& j) {
-  constexpr const char* kWhere = "random_convolution";
-  RETURN_IF_ERROR(ju::CheckKeys(
-      j, auglab_region::WithConfigKeys({"apply_to_channel", "kernel_sizes", "mix_prob", "retain_stats"}), kWhere));
-  RandomConvolutionConfig c;
-  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, kWhere));
-  if (j.contains("kernel_sizes")) {
-    ASSIGN_OR_RETURN(c.kernel_sizes, ju::AsInts(j["kernel_sizes"], "random_convolution.kernel_sizes"));
-  }
-  ASSIGN_OR_RETURN(c.mix_prob, ju::GetDouble(j, "mix_prob", 0.2, kWhere));
-  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, kWhere));
-  ASSIGN_OR_RETURN(c.region, auglab_region::FromConfigJson(j, kWhere));
+  ASSIGN_OR_RETURN(RandomConvolutionConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json RandomConvolutionTransform::ConfigToJson() const {
-  nlohmann::json j = {{"apply_to_channel", config_.apply_to_channel},
-                      {"kernel_sizes", config_.kernel_sizes},
-                      {"mix_prob", config_.mix_prob},
-                      {"retain_stats", config_.retain_stats}};
-  auglab_region::ToConfigJson(config_.region, j);
-  return j;
-}
+nlohmann::json RandomConvolutionTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> RandomConvolutionTransform::Draw(DrawContext& ctx,
                                                                                   const SampleLayout& layout) const {

@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 #include "augment/transforms/common/auglab_region.h"
 
@@ -51,6 +52,8 @@ class RandomConvolutionTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const RandomConvolutionConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (RandomConvolutionConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<RandomConvolutionConfig>& Schema();
   const RandomConvolutionConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kRandomConvolution; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/rng.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 
@@ -32,7 +33,26 @@ Moments MeanStd(const float* x, int64_t n) {
 }
 }  // namespace
 
+const ConfigSchema<RicianNoiseConfig>& RicianNoiseTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<RicianNoiseConfig>("rician_noise"))
+           ->Custom(
+               "noise_variance", "[double, double]", "noise sigma drawn from U(lo, hi), 0 <= lo <= hi",
+               [](const nlohmann::json& j, RicianNoiseConfig& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("noise_variance")) return absl::OkStatus();
+                 ASSIGN_OR_RETURN(auto v, ju::AsDoubles(j["noise_variance"], w + ".noise_variance"));
+                 if (v.size() != 2) return ju::Invalid(w + ".noise_variance", "expected [lo, hi]");
+                 c.noise_variance = {v[0], v[1]};
+                 return absl::OkStatus();
+               },
+               [](const RicianNoiseConfig& c) {
+                 return nlohmann::json({c.noise_variance[0], c.noise_variance[1]});
+               });
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> RicianNoiseTransform::Create(const RicianNoiseConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const auto& v = c.noise_variance;
   if (!std::isfinite(v[0]) || !std::isfinite(v[1]) || v[0] < 0 || v[0] > v[1])
     return ju::Invalid(std::string(kW) + ".noise_variance", "expected finite [lo, hi] with 0 <= lo <= hi");
@@ -40,20 +60,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> RicianNoiseTransform::Create(co
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> RicianNoiseTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"noise_variance"}, w));
-  RicianNoiseConfig c;
-  if (j.contains("noise_variance")) {
-    ASSIGN_OR_RETURN(auto v, ju::AsDoubles(j["noise_variance"], w + ".noise_variance"));
-    if (v.size() != 2) return ju::Invalid(w + ".noise_variance", "expected [lo, hi]");
-    c.noise_variance = {v[0], v[1]};
-  }
+  ASSIGN_OR_RETURN(RicianNoiseConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json RicianNoiseTransform::ConfigToJson() const {
-  return {{"noise_variance", {config_.noise_variance[0], config_.noise_variance[1]}}};
-}
+nlohmann::json RicianNoiseTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> RicianNoiseTransform::Draw(DrawContext& ctx,
                                                                             const SampleLayout& /*layout*/) const {

@@ -12,6 +12,7 @@
 #include <array>
 #include <memory>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -32,6 +33,8 @@ class RicianNoiseTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const RicianNoiseConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (RicianNoiseConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<RicianNoiseConfig>& Schema();
   const RicianNoiseConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kRicianNoise; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 #include "augment/transforms/transpose_axes/transpose_axes.h"
@@ -33,45 +34,36 @@ absl::Status CheckCombination(int64_t k, const std::array<int64_t, 2>& dims, con
 }
 }  // namespace
 
+const ConfigSchema<Rot90Config>& Rot90Transform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<Rot90Config>("rot90"))
+           ->Add("num_axis_combinations", &Rot90Config::num_axis_combinations,
+                 "rotations composed per sample (rounded), each about a random axis pair",
+                 Required(InRange(0, kMaxCombinations)))
+           .Add("num_rot_per_combination", &Rot90Config::num_rot_per_combination,
+                "quarter turns each rotation draws from")
+           .Add("allowed_axes", &Rot90Config::allowed_axes, "spatial axes the pairs are drawn from", InRange(0, 2));
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> Rot90Transform::Create(const Rot90Config& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = kW;
   Rot90Config n = c;
-  RETURN_IF_ERROR(n.num_axis_combinations.Validate(w + ".num_axis_combinations"));
-  if (n.num_axis_combinations.Min() < 0 || n.num_axis_combinations.Max() > kMaxCombinations)
-    return ju::Invalid(w + ".num_axis_combinations", absl::StrCat("must be in [0, ", kMaxCombinations, "]"));
   if (n.num_rot_per_combination.empty()) return ju::Invalid(w + ".num_rot_per_combination", "must not be empty");
   std::sort(n.allowed_axes.begin(), n.allowed_axes.end());
   n.allowed_axes.erase(std::unique(n.allowed_axes.begin(), n.allowed_axes.end()), n.allowed_axes.end());
-  for (int64_t a : n.allowed_axes)
-    if (a < 0 || a > 2) return ju::Invalid(w + ".allowed_axes", "spatial axes must be in [0, 2]");
   if (n.allowed_axes.size() < 2 && n.num_axis_combinations.Max() >= 0.5)
     return ju::Invalid(w + ".allowed_axes", "needs at least two axes (np.random.choice(size=2, replace=False))");
   return std::shared_ptr<const Transform>(new Rot90Transform(n));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> Rot90Transform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"num_axis_combinations", "num_rot_per_combination", "allowed_axes"}, w));
-  Rot90Config c;
-  c.num_rot_per_combination = {1, 2, 3};  // bgv2 defaults
-  if (!j.contains("num_axis_combinations")) return ju::Invalid(w + ".num_axis_combinations", "required");
-  ASSIGN_OR_RETURN(c.num_axis_combinations,
-                   RandomScalar::FromJson(j["num_axis_combinations"], w + ".num_axis_combinations"));
-  if (j.contains("num_rot_per_combination")) {
-    ASSIGN_OR_RETURN(c.num_rot_per_combination,
-                     ju::AsInts(j["num_rot_per_combination"], w + ".num_rot_per_combination"));
-  }
-  if (j.contains("allowed_axes")) {
-    ASSIGN_OR_RETURN(c.allowed_axes, ju::AsInts(j["allowed_axes"], w + ".allowed_axes"));
-  }
+  ASSIGN_OR_RETURN(Rot90Config c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json Rot90Transform::ConfigToJson() const {
-  return {{"num_axis_combinations", config_.num_axis_combinations.ToJson()},
-          {"num_rot_per_combination", config_.num_rot_per_combination},
-          {"allowed_axes", config_.allowed_axes}};
-}
+nlohmann::json Rot90Transform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> Rot90Transform::Draw(DrawContext& ctx,
                                                                       const SampleLayout& layout) const {

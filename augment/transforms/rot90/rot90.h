@@ -17,14 +17,15 @@
 #include <vector>
 
 #include "augment/random_scalar.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
 
 struct Rot90Config {
   RandomScalar num_axis_combinations = RandomScalar::Constant(1);
-  std::vector<int64_t> num_rot_per_combination = {0, 1, 2, 3};  // bgv2 default (1, 2, 3); DA5 (0, 1, 2, 3)
-  std::vector<int64_t> allowed_axes = {0, 1, 2};                // spatial axes; a set (sorted, unique)
+  std::vector<int64_t> num_rot_per_combination = {1, 2, 3};  // bgv2 default; DA5 passes (0, 1, 2, 3)
+  std::vector<int64_t> allowed_axes = {0, 1, 2};             // spatial axes; a set (sorted, unique)
 };
 
 // bgv2: {"num_rot_per_combination": [k...], "axis_combinations": [[a + 1, b + 1]...]} (dims incl. channel).
@@ -37,6 +38,8 @@ class Rot90Transform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const Rot90Config& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (Rot90Config{}), range, doc (augment/schema.h).
+  static const ConfigSchema<Rot90Config>& Schema();
   const Rot90Config& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kRot90; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

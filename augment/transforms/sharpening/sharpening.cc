@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 
@@ -40,37 +41,33 @@ void Sharpen(const float* x, float* out, const std::vector<int64_t>& shape, floa
 }
 }  // namespace
 
+const ConfigSchema<SharpeningConfig>& SharpeningTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<SharpeningConfig>("sharpening"))
+           ->Add("strength", &SharpeningConfig::strength, "sharpening strength: a number or [lo, hi] (uniform)")
+           .Add("p_same_for_each_channel", &SharpeningConfig::p_same_for_each_channel,
+                "probability that all channels share one strength", Probability())
+           .Add("p_per_channel", &SharpeningConfig::p_per_channel, "probability that a channel is selected",
+                Probability())
+           .Add("p_clamp_intensities", &SharpeningConfig::p_clamp_intensities,
+                "probability of clipping to the channel's old [min, max]", Probability());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> SharpeningTransform::Create(const SharpeningConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = kW;
-  RETURN_IF_ERROR(c.strength.Validate(w + ".strength"));
   if (c.strength.kind == RandomScalar::Kind::kBGContrast)
     return ju::Invalid(w + ".strength", "expected a number or [lo, hi]");
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_same_for_each_channel, w + ".p_same_for_each_channel"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, w + ".p_per_channel"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_clamp_intensities, w + ".p_clamp_intensities"));
   return std::shared_ptr<const Transform>(new SharpeningTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> SharpeningTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(
-      ju::CheckKeys(j, {"strength", "p_same_for_each_channel", "p_per_channel", "p_clamp_intensities"}, w));
-  SharpeningConfig c;
-  if (j.contains("strength")) {
-    ASSIGN_OR_RETURN(c.strength, RandomScalar::FromJson(j["strength"], w + ".strength"));
-  }
-  ASSIGN_OR_RETURN(c.p_same_for_each_channel, ju::GetDouble(j, "p_same_for_each_channel", 0.0, w));
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
-  ASSIGN_OR_RETURN(c.p_clamp_intensities, ju::GetDouble(j, "p_clamp_intensities", 0.0, w));
+  ASSIGN_OR_RETURN(SharpeningConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json SharpeningTransform::ConfigToJson() const {
-  return {{"strength", config_.strength.ToJson()},
-          {"p_same_for_each_channel", config_.p_same_for_each_channel},
-          {"p_per_channel", config_.p_per_channel},
-          {"p_clamp_intensities", config_.p_clamp_intensities}};
-}
+nlohmann::json SharpeningTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> SharpeningTransform::Draw(DrawContext& ctx,
                                                                            const SampleLayout& layout) const {

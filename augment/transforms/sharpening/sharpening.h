@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "augment/random_scalar.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -35,6 +36,8 @@ class SharpeningTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const SharpeningConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (SharpeningConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<SharpeningConfig>& Schema();
   const SharpeningConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kSharpening; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_spatial.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 
 namespace augmentd {
@@ -73,7 +74,69 @@ std::string ResolvedSegTiebreak(const SpatialConfig& c) {
   return SegPadFirst(c) ? "nearest" : "lowest";
 }
 
+const ConfigSchema<SpatialConfig>& SpatialTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<SpatialConfig>("spatial"))
+           ->Add("patch_size", &SpatialConfig::patch_size, "output patch size (2 or 3 spatial dims)", Required())
+           .AddParsed("patch_center_dist_from_border", "double | double[]",
+                      &SpatialConfig::patch_center_dist_from_border,
+                      "how far patch centres may lie from the border (one value or one per axis)",
+                      [](const nlohmann::json& v, const std::string& f) -> absl::StatusOr<std::vector<double>> {
+                        if (v.is_number()) return std::vector<double>{v.get<double>()};
+                        return ju::AsDoubles(v, f);
+                      })
+           .Add("random_crop", &SpatialConfig::random_crop, "draw the patch centre uniformly (nnU-Net: false)")
+           .Add("p_elastic_deform", &SpatialConfig::p_elastic_deform, "probability of an elastic deformation",
+                Probability())
+           .Add("elastic_deform_scale", &SpatialConfig::elastic_deform_scale,
+                "deformation grid scale, as a fraction of the patch size", AtLeast(0))
+           .Add("elastic_deform_magnitude", &SpatialConfig::elastic_deform_magnitude,
+                "deformation magnitude, as a fraction of the grid scale")
+           .Add("p_synchronize_def_scale_across_axes", &SpatialConfig::p_synchronize_def_scale_across_axes,
+                "probability of one deformation scale for all axes", Probability())
+           .Add("p_rotation", &SpatialConfig::p_rotation, "probability of a rotation", Probability())
+           .Add("rotation", &SpatialConfig::rotation, "rotation angle in radians, drawn per axis")
+           .Add("p_rot_per_axis", &SpatialConfig::p_rot_per_axis,
+                "probability that each axis rotates (given a rotation)", Probability())
+           .Add("p_scaling", &SpatialConfig::p_scaling, "probability of a scaling", Probability())
+           .Add("scaling", &SpatialConfig::scaling, "scale factor drawn per axis (or once)", Above(0))
+           .Add("p_synchronize_scaling_across_axes", &SpatialConfig::p_synchronize_scaling_across_axes,
+                "probability of one scale factor for all axes", Probability())
+           .Add("bgv2_version", &SpatialConfig::bgv2_version, "bgv2 release whose resampling is reproduced")
+           .Custom(
+               "seg_tiebreak", "string", "label kept on ties (0.3.6: nearest | lowest | highest; empty: the release's)",
+               [](const nlohmann::json& j, SpatialConfig& c, const std::string& w) -> absl::Status {
+                 ASSIGN_OR_RETURN(c.seg_tiebreak, ju::GetString(j, "seg_tiebreak", std::string(), w));
+                 return absl::OkStatus();
+               },
+               [](const SpatialConfig& c) { return nlohmann::json(ResolvedSegTiebreak(c)); })
+           .Custom(
+               "bg_style_seg_sampling", "bool",
+               "bgv2's batchgenerators-style label resampling (default: the release's)",
+               [](const nlohmann::json& j, SpatialConfig& c, const std::string& w) -> absl::Status {
+                 // after bgv2_version: the constructor default of the chosen release (only 0.3.5 differs)
+                 ASSIGN_OR_RETURN(c.bg_style_seg_sampling, ju::GetBool(j, "bg_style_seg_sampling", !SegPadFirst(c), w));
+                 return absl::OkStatus();
+               },
+               [](const SpatialConfig& c) { return nlohmann::json(c.bg_style_seg_sampling); })
+           .Add("mode_seg", &SpatialConfig::mode_seg, "label interpolation: bilinear (one-hot) or nearest")
+           .Add("border_mode_seg", &SpatialConfig::border_mode_seg,
+                "label padding outside the image: zeros or constant")
+           .Add("center_deformation", &SpatialConfig::center_deformation,
+                "centre the elastic field on the patch centre")
+           .Add("mode_image", &SpatialConfig::mode_image, "image interpolation: bilinear or nearest")
+           .Add("padding_mode_image", &SpatialConfig::padding_mode_image,
+                "image padding outside the image: zeros or constant")
+           .Add("padding_value_seg", &SpatialConfig::padding_value_seg, "label written outside the image (an int16)")
+           .Add("padding_value_image", &SpatialConfig::padding_value_image, "value written outside the image")
+           .Add("align_corners", &SpatialConfig::align_corners, "grid_sample align_corners (only false is supported)")
+           .Add("dummy_2d", &SpatialConfig::dummy_2d,
+                "augmentd: fold axis 0 into channels around this transform (2D patch_size)");
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> SpatialTransform::Create(const SpatialConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = "spatial";
   if (c.patch_size.size() != 2 && c.patch_size.size() != 3)
     return ju::Invalid(w + ".patch_size", "must have 2 or 3 entries");
@@ -89,19 +152,6 @@ absl::StatusOr<std::shared_ptr<const Transform>> SpatialTransform::Create(const 
   }
   for (double d : c.patch_center_dist_from_border)
     if (!std::isfinite(d)) return ju::Invalid(w + ".patch_center_dist_from_border", "must be finite");
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_elastic_deform, w + ".p_elastic_deform"));
-  RETURN_IF_ERROR(
-      ju::CheckProbability(c.p_synchronize_def_scale_across_axes, w + ".p_synchronize_def_scale_across_axes"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_rotation, w + ".p_rotation"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_rot_per_axis, w + ".p_rot_per_axis"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_scaling, w + ".p_scaling"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_synchronize_scaling_across_axes, w + ".p_synchronize_scaling_across_axes"));
-  RETURN_IF_ERROR(c.elastic_deform_scale.Validate(w + ".elastic_deform_scale"));
-  RETURN_IF_ERROR(c.elastic_deform_magnitude.Validate(w + ".elastic_deform_magnitude"));
-  RETURN_IF_ERROR(c.rotation.Validate(w + ".rotation"));
-  RETURN_IF_ERROR(c.scaling.Validate(w + ".scaling"));
-  if (c.scaling.Min() <= 0) return ju::Invalid(w + ".scaling", "must be > 0");
-  if (c.elastic_deform_scale.Min() < 0) return ju::Invalid(w + ".elastic_deform_scale", "must be >= 0");
   RETURN_IF_ERROR(ValidateMode(c.mode_seg, {"bilinear", "nearest"}, w + ".mode_seg"));
   RETURN_IF_ERROR(ValidateMode(c.mode_image, {"bilinear", "nearest"}, w + ".mode_image"));
   RETURN_IF_ERROR(ValidateMode(c.border_mode_seg, {"zeros", "constant"}, w + ".border_mode_seg"));
@@ -123,113 +173,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> SpatialTransform::Create(const 
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> SpatialTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "spatial";
-  RETURN_IF_ERROR(ju::CheckKeys(j,
-                                {"patch_size",
-                                 "patch_center_dist_from_border",
-                                 "random_crop",
-                                 "p_elastic_deform",
-                                 "elastic_deform_scale",
-                                 "elastic_deform_magnitude",
-                                 "p_synchronize_def_scale_across_axes",
-                                 "p_rotation",
-                                 "rotation",
-                                 "p_rot_per_axis",
-                                 "p_scaling",
-                                 "scaling",
-                                 "p_synchronize_scaling_across_axes",
-                                 "bg_style_seg_sampling",
-                                 "mode_seg",
-                                 "border_mode_seg",
-                                 "center_deformation",
-                                 "mode_image",
-                                 "padding_mode_image",
-                                 "padding_value_seg",
-                                 "padding_value_image",
-                                 "align_corners",
-                                 "dummy_2d",
-                                 "bgv2_version",
-                                 "seg_tiebreak"},
-                                w));
-  SpatialConfig c;
-  if (!j.contains("patch_size")) return ju::Invalid(w + ".patch_size", "required");
-  ASSIGN_OR_RETURN(c.patch_size, ju::AsInts(j["patch_size"], w + ".patch_size"));
-  if (j.contains("patch_center_dist_from_border")) {
-    const auto& v = j["patch_center_dist_from_border"];
-    if (v.is_number()) {
-      c.patch_center_dist_from_border = {v.get<double>()};
-    } else {
-      ASSIGN_OR_RETURN(c.patch_center_dist_from_border, ju::AsDoubles(v, w + ".patch_center_dist_from_border"));
-    }
-  }
-  ASSIGN_OR_RETURN(c.random_crop, ju::GetBool(j, "random_crop", false, w));
-  ASSIGN_OR_RETURN(c.p_elastic_deform, ju::GetDouble(j, "p_elastic_deform", 0.0, w));
-  if (j.contains("elastic_deform_scale")) {
-    ASSIGN_OR_RETURN(c.elastic_deform_scale,
-                     RandomScalar::FromJson(j["elastic_deform_scale"], w + ".elastic_deform_scale"));
-  }
-  if (j.contains("elastic_deform_magnitude")) {
-    ASSIGN_OR_RETURN(c.elastic_deform_magnitude,
-                     RandomScalar::FromJson(j["elastic_deform_magnitude"], w + ".elastic_deform_magnitude"));
-  }
-  ASSIGN_OR_RETURN(c.p_synchronize_def_scale_across_axes,
-                   ju::GetDouble(j, "p_synchronize_def_scale_across_axes", 0.0, w));
-  ASSIGN_OR_RETURN(c.p_rotation, ju::GetDouble(j, "p_rotation", 0.0, w));
-  if (j.contains("rotation")) {
-    ASSIGN_OR_RETURN(c.rotation, RandomScalar::FromJson(j["rotation"], w + ".rotation"));
-  }
-  ASSIGN_OR_RETURN(c.p_rot_per_axis, ju::GetDouble(j, "p_rot_per_axis", 1.0, w));
-  ASSIGN_OR_RETURN(c.p_scaling, ju::GetDouble(j, "p_scaling", 0.0, w));
-  if (j.contains("scaling")) {
-    ASSIGN_OR_RETURN(c.scaling, RandomScalar::FromJson(j["scaling"], w + ".scaling"));
-  }
-  ASSIGN_OR_RETURN(c.p_synchronize_scaling_across_axes, ju::GetDouble(j, "p_synchronize_scaling_across_axes", 0.0, w));
-  ASSIGN_OR_RETURN(c.bgv2_version, ju::GetString(j, "bgv2_version", std::string("0.3.6"), w));
-  ASSIGN_OR_RETURN(c.seg_tiebreak, ju::GetString(j, "seg_tiebreak", std::string(), w));
-  // the constructor default of the chosen release (it only changes results in 0.3.5)
-  ASSIGN_OR_RETURN(c.bg_style_seg_sampling, ju::GetBool(j, "bg_style_seg_sampling", !SegPadFirst(c), w));
-  ASSIGN_OR_RETURN(c.mode_seg, ju::GetString(j, "mode_seg", std::string("bilinear"), w));
-  ASSIGN_OR_RETURN(c.border_mode_seg, ju::GetString(j, "border_mode_seg", std::string("zeros"), w));
-  ASSIGN_OR_RETURN(c.center_deformation, ju::GetBool(j, "center_deformation", true, w));
-  ASSIGN_OR_RETURN(c.mode_image, ju::GetString(j, "mode_image", std::string("bilinear"), w));
-  ASSIGN_OR_RETURN(c.padding_mode_image, ju::GetString(j, "padding_mode_image", std::string("zeros"), w));
-  ASSIGN_OR_RETURN(c.padding_value_seg, ju::GetDouble(j, "padding_value_seg", 0.0, w));
-  ASSIGN_OR_RETURN(c.padding_value_image, ju::GetDouble(j, "padding_value_image", 0.0, w));
-  ASSIGN_OR_RETURN(c.align_corners, ju::GetBool(j, "align_corners", false, w));
-  ASSIGN_OR_RETURN(c.dummy_2d, ju::GetBool(j, "dummy_2d", false, w));
+  ASSIGN_OR_RETURN(SpatialConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json SpatialTransform::ConfigToJson() const {
-  const SpatialConfig& c = config_;
-  nlohmann::json j;
-  j["patch_size"] = c.patch_size;
-  j["patch_center_dist_from_border"] = c.patch_center_dist_from_border;
-  j["random_crop"] = c.random_crop;
-  j["p_elastic_deform"] = c.p_elastic_deform;
-  j["elastic_deform_scale"] = c.elastic_deform_scale.ToJson();
-  j["elastic_deform_magnitude"] = c.elastic_deform_magnitude.ToJson();
-  j["p_synchronize_def_scale_across_axes"] = c.p_synchronize_def_scale_across_axes;
-  j["p_rotation"] = c.p_rotation;
-  j["rotation"] = c.rotation.ToJson();
-  j["p_rot_per_axis"] = c.p_rot_per_axis;
-  j["p_scaling"] = c.p_scaling;
-  j["scaling"] = c.scaling.ToJson();
-  j["p_synchronize_scaling_across_axes"] = c.p_synchronize_scaling_across_axes;
-  j["bg_style_seg_sampling"] = c.bg_style_seg_sampling;
-  j["mode_seg"] = c.mode_seg;
-  j["border_mode_seg"] = c.border_mode_seg;
-  j["center_deformation"] = c.center_deformation;
-  j["mode_image"] = c.mode_image;
-  j["padding_mode_image"] = c.padding_mode_image;
-  j["padding_value_seg"] = c.padding_value_seg;
-  j["padding_value_image"] = c.padding_value_image;
-  j["align_corners"] = c.align_corners;
-  j["dummy_2d"] = c.dummy_2d;
-  j["bgv2_version"] = c.bgv2_version;
-  j["seg_tiebreak"] = ResolvedSegTiebreak(c);
-  return j;
-}
+nlohmann::json SpatialTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 std::vector<int64_t> SpatialTransform::OutputShape(const std::vector<int64_t>& in) const {
   if (config_.dummy_2d && in.size() == 3) return {in[0], config_.patch_size[0], config_.patch_size[1]};

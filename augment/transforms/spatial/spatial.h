@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "augment/random_scalar.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -93,6 +94,8 @@ class SpatialTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const SpatialConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (SpatialConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<SpatialConfig>& Schema();
 
   const SpatialConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kSpatial; }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 #include "augment/transforms/common/mri_common.h"
@@ -31,7 +32,23 @@ std::vector<int64_t> SpikeSpectrumIndices(const SpikeParams& p, const std::array
   return out;
 }
 
+const ConfigSchema<SpikeConfig>& SpikeTransform::Schema() {
+  static const auto* const s = &(new ConfigSchema<SpikeConfig>("spike"))
+                                    ->AddParsed("num_spikes", "int | [int, int]", &SpikeConfig::num_spikes,
+                                                "number of k-space spikes drawn from randint [lo, hi]",
+                                                [](const nlohmann::json& v, const std::string& f) {
+                                                  return mri::ParseRange(v, f, 0.0, std::nullopt, true);
+                                                })
+                                    .AddParsed("intensity", "double | [double, double]", &SpikeConfig::intensity,
+                                               "spike intensity drawn from U(lo, hi) (a number d: (-d, d))",
+                                               [](const nlohmann::json& v, const std::string& f) {
+                                                 return mri::ParseRange(v, f, std::nullopt, std::nullopt, false);
+                                               });
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> SpikeTransform::Create(const SpikeConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = kW;
   if (c.num_spikes[0] < 0 || c.num_spikes[0] > c.num_spikes[1] || c.num_spikes[1] > kMaxSpikes)
     return ju::Invalid(w + ".num_spikes", "expected 0 <= lo <= hi <= 1024");
@@ -40,22 +57,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> SpikeTransform::Create(const Sp
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> SpikeTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"num_spikes", "intensity"}, w));
-  SpikeConfig c;
-  if (j.contains("num_spikes")) {
-    ASSIGN_OR_RETURN(c.num_spikes, mri::ParseRange(j["num_spikes"], w + ".num_spikes", 0.0, std::nullopt, true));
-  }
-  if (j.contains("intensity")) {
-    ASSIGN_OR_RETURN(c.intensity, mri::ParseRange(j["intensity"], w + ".intensity", std::nullopt, std::nullopt, false));
-  }
+  ASSIGN_OR_RETURN(SpikeConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json SpikeTransform::ConfigToJson() const {
-  return {{"num_spikes", {config_.num_spikes[0], config_.num_spikes[1]}},
-          {"intensity", {config_.intensity[0], config_.intensity[1]}}};
-}
+nlohmann::json SpikeTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> SpikeTransform::Draw(DrawContext& ctx,
                                                                       const SampleLayout& /*layout*/) const {

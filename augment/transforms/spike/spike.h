@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -33,6 +34,8 @@ class SpikeTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const SpikeConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (SpikeConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<SpikeConfig>& Schema();
   const SpikeConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kSpike; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

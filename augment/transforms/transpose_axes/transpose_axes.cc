@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 
@@ -60,25 +61,28 @@ void PermuteFlipSpatial(SampleData& s, const std::vector<int64_t>& perm, const s
   s.shape = out_shape;
 }
 
+const ConfigSchema<TransposeAxesConfig>& TransposeAxesTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<TransposeAxesConfig>("transpose_axes"))
+           ->Add("allowed_axes", &TransposeAxesConfig::allowed_axes,
+                 "spatial axes permuted among themselves (equal sizes)", Required(InRange(0, 2)));
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> TransposeAxesTransform::Create(const TransposeAxesConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   TransposeAxesConfig n = c;
   std::sort(n.allowed_axes.begin(), n.allowed_axes.end());
   n.allowed_axes.erase(std::unique(n.allowed_axes.begin(), n.allowed_axes.end()), n.allowed_axes.end());
-  for (int64_t a : n.allowed_axes)
-    if (a < 0 || a > 2) return ju::Invalid(std::string(kW) + ".allowed_axes", "spatial axes must be in [0, 2]");
   return std::shared_ptr<const Transform>(new TransposeAxesTransform(n));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> TransposeAxesTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = kW;
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"allowed_axes"}, w));
-  TransposeAxesConfig c;
-  if (!j.contains("allowed_axes")) return ju::Invalid(w + ".allowed_axes", "required");
-  ASSIGN_OR_RETURN(c.allowed_axes, ju::AsInts(j["allowed_axes"], w + ".allowed_axes"));
+  ASSIGN_OR_RETURN(TransposeAxesConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json TransposeAxesTransform::ConfigToJson() const { return {{"allowed_axes", config_.allowed_axes}}; }
+nlohmann::json TransposeAxesTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> TransposeAxesTransform::Draw(DrawContext& ctx,
                                                                               const SampleLayout& layout) const {

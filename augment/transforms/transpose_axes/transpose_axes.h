@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -33,6 +34,8 @@ class TransposeAxesTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const TransposeAxesConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (TransposeAxesConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<TransposeAxesConfig>& Schema();
   const TransposeAxesConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kTransposeAxes; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;
