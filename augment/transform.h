@@ -67,7 +67,13 @@ enum class TransformKind : uint8_t {
   kClamp,                // augment/transforms/clamp/
   kEdgeConvolution,      // augment/transforms/edge_convolution/
   kUnsharpMask,          // augment/transforms/unsharp_mask/
-  kLastKind = kUnsharpMask,
+  // nnUNetTrainerDAExt's CPU transforms: TorchIO's spatial / swap definitions and AugLab's ShapeTransform.
+  kSwap,                 // augment/transforms/swap/
+  kShapeCrop,            // augment/transforms/shape_crop/
+  kAnisotropy,           // augment/transforms/anisotropy/
+  kTorchioAffine,        // augment/transforms/torchio_affine/
+  kElasticDeformation,   // augment/transforms/elastic_deformation/
+  kLastKind = kElasticDeformation,
 };
 inline constexpr int kNumTransformKinds = static_cast<int>(TransformKind::kLastKind) + 1;
 

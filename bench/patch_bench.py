@@ -61,6 +61,20 @@ def summary(ms):
     return statistics.median(ms), ms[min(len(ms) - 1, int(len(ms) * 0.99))]
 
 
+PHASES = ("submit", "request", "queue", "compute", "delivery", "response", "result", "sync")
+
+
+def phase_medians(per_call):
+    """Median of each phase (ms) over the calls that reported it (PatchFuture.phases() + the bench's "sync": result()
+    returned → the call's end, the synchronisation after it); {} when no call did."""
+    out = {}
+    for name in PHASES:
+        values = [p[name] for p in per_call if name in p]
+        if values:
+            out[name] = statistics.median(values)
+    return out
+
+
 def config(args, patch, batch, device, delivery=None, input_slot_kind=None):
     cfg = augmentd.patch_session_config([patch] * 3, batch_size=batch, seed=1, preset=args.preset,
                                         deep_supervision_scales=ds_scales(patch), device=device)
@@ -111,7 +125,7 @@ def run_augmenter(client, args, name, cfg, inline=False, torch_inputs=False, ove
             out, targets = aug(image, seg)
             out_bytes = nbytes(out) + sum(nbytes(t) for t in targets)
         step = 1.25 * compute_p50_ms(client, aug.session) / 1e3
-        times = []
+        times, phases = [], []
         if overlapped:
             future = aug.submit(image, seg)
             for _ in range(args.iters):
@@ -128,16 +142,22 @@ def run_augmenter(client, args, name, cfg, inline=False, torch_inputs=False, ove
                 if sync:
                     sync()
                 t0 = time.perf_counter()
-                out, targets = aug(image, seg)
+                future = aug.submit(image, seg)
+                out, targets = aug.result(future)
                 if sync:
                     sync()
                 times.append((time.perf_counter() - t0) * 1e3)
+                phase = future.phases()
+                if phase:
+                    phase["sync"] = (time.time_ns() - future.returned_ns) / 1e6
+                    phases.append(phase)
         med, p99 = summary(times)
         moved = nbytes(image) + nbytes(seg) + out_bytes
         return {"case": name, "batch": cfg.batch_size, "patch": cfg.pipeline.trainer.patch_size[0],
                 "initial": list(aug.patch_size), "median_ms": med, "p99_ms": p99,
                 "compute_p50_ms": compute_p50_ms(client, aug.session), "gbps": moved / (med / 1e3) / 1e9,
-                "out_device": str(out.device), "step_ms": step * 1e3 if overlapped else 0.0}
+                "out_device": str(out.device), "session_device": aug.device,
+                "step_ms": step * 1e3 if overlapped else 0.0, "phases": phase_medians(phases)}
 
 
 def run_baseline(client, args, cfg):
@@ -158,9 +178,29 @@ def run_baseline(client, args, cfg):
                 "patch": cfg.pipeline.trainer.patch_size[0], "initial": list(session.initial_patch_size),
                 "median_ms": med, "p99_ms": p99, "compute_p50_ms": compute_p50_ms(client, session),
                 "gbps": (image.nbytes + seg.nbytes + out_bytes) / (med / 1e3) / 1e9, "out_device": "cpu",
-                "step_ms": 0.0}
+                "session_device": session.response.device.name or cfg.device, "step_ms": 0.0, "phases": {}}
     finally:
         client.close_session(session)
+
+
+def phase_table(rows):
+    """Markdown lines: where each StreamPatches case's call goes, per phase (median ms over the calls)."""
+    rows = [r for r in rows if r["phases"]]
+    if not rows:
+        return []
+    lines = ["", "Where the call goes (median ms per phase, wall clocks of client and server on the same host): "
+             "submit = submit() until its request is queued (copies into the input slot, message building); "
+             "request = queued → the server read it; queue = read → engine start; compute = the engine; "
+             "delivery = engine done → the batch written to the stream; response = written → the client's reader "
+             "thread has it; result = reader → result() returned (wake-up, views, the release); sync = the "
+             "synchronisation after the call (CUDA). The phases' medians need not add up to the call's median.", "",
+             "| case | B | patch | " + " | ".join(PHASES) + " | sum |", "|---|---|---|" + "---|" * (len(PHASES) + 1)]
+    for r in rows:
+        ph = r["phases"]
+        cells = [f"{ph[n]:.3f}" if n in ph else "—" for n in PHASES]
+        lines.append(f"| {r['case']} | {r['batch']} | {r['patch']}³ | " + " | ".join(cells) +
+                     f" | {sum(ph.values()):.3f} |")
+    return lines
 
 
 def main() -> int:
@@ -222,12 +262,13 @@ def main() -> int:
              "Call = submit + result as the trainer sees it (CUDA: synchronised before and after). "
              "Server compute p50 from SessionStats; the rest of the call is hand-over.", "",
              "| case | B | patch | initial patch | call median ms | call p99 ms | server compute p50 ms | "
-             "in + out GB/s | output on |", "|---|---|---|---|---|---|---|---|---|"]
+             "in + out GB/s | session on | output on |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         step = f" (step {r['step_ms']:.1f} ms)" if r["step_ms"] else ""
         lines.append(f"| {r['case']}{step} | {r['batch']} | {r['patch']}³ | {'×'.join(map(str, r['initial']))} | "
                      f"{r['median_ms']:.3f} | {r['p99_ms']:.3f} | {r['compute_p50_ms']:.3f} | {r['gbps']:.2f} | "
-                     f"{r['out_device']} |")
+                     f"{r['session_device']} | {r['out_device']} |")
+    lines += phase_table(rows)
     base = next((r for r in rows if r["case"].startswith("baseline")), None)
     if base:
         lines += ["", "Speed-up over the baseline (same run, same B and patch): " + ", ".join(

@@ -10,6 +10,9 @@
 #   issue 26, few cores per GPU (~6-7 min on a warm machine; the budgeted configuration, bench/e2e/README.md):
 #   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=cores E2E_CORES=2,4,16 E2E_CORES_COMPUTE=once
 #       E2E_CASES=12 E2E_WARMUP=8 E2E_ITERS=60 E2E_RUN_SECONDS=8 E2E_BUDGET=540 scripts/gpu-e2e.sh")
+#   issue 22, patch mode (nnUNetTrainerAugmentdPatch vs compute only, pinned to 16 and 4 cores; ~6-7 min):
+#   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=patch,patch_da5 E2E_PATCH_CORES=16,4 E2E_CASES=12
+#       E2E_WARMUP=8 E2E_ITERS=60 E2E_RUN_SECONDS=8 E2E_BUDGET=540 scripts/gpu-e2e.sh")
 #   issue 26, training quality (~5-7 min; 8 trainings at once on the GPU):
 #   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=quality E2E_BUDGET=540 scripts/gpu-e2e.sh")
 # CPU dry run (here):  E2E_DEVICE=cpu E2E_TINY=1 AUGMENTD_BIN=build/server/augmentd scripts/gpu-e2e.sh
@@ -30,6 +33,8 @@
 #   E2E_TINY=1 (dry-run sizes: 6 cases of 24³, 2+2 iterations, 2 loader processes, 2 tenants, cores 1,2)
 #   Stage cores (issue 26): E2E_CORES=2,4,8,16 (each run pinned to N cores with taskset, nnUNet_n_proc_DA = N - 1)
 #   E2E_CORES_AUG=default,da5  E2E_CORES_COMPUTE=each|once (compute only at every N / once per augmentation)
+#   Stages patch, patch_da5 (issue 22): E2E_PATCH_CORES=4,16 (each run pinned to N cores with taskset,
+#   nnUNet_n_proc_DA = N - 1 = AUGMENTD_PATCH_THREADS)  E2E_PATCH_COMPUTE=each|once (once: at the largest N)
 #   Stage quality (issue 26, bench/e2e/run_quality.py): E2E_Q_EPOCHS=20 E2E_Q_ITERS=50 E2E_Q_VAL_ITERS=10
 #   E2E_Q_SEEDS=1,2 E2E_Q_TRAINERS=nnUNetTrainer,nnUNetTrainerAugmentd,nnUNetTrainerDA5,nnUNetTrainerAugmentdDA5
 #   E2E_Q_PARALLEL=8 (trainings at once on the GPU) E2E_Q_N_PROC_DA=2 E2E_Q_CASES=24 E2E_Q_TEST_CASES=8
@@ -51,9 +56,9 @@ E2E_BUDGET=${E2E_BUDGET:-540}
 if [ "${E2E_TINY:-0}" = 1 ]; then
   : "${E2E_CASES:=6}" "${E2E_SHAPE:=24}" "${E2E_ITERS:=2}" "${E2E_WARMUP:=2}" "${E2E_N_PROC_DA:=2}"
   : "${E2E_TENANTS:=2}" "${E2E_MULTI_SECONDS:=8}" "${E2E_RUN_SECONDS:=20}" "${E2E_CPU_THREADS:=1}"
-  : "${E2E_MIN_RUN_SECONDS:=15}" "${E2E_CORES:=1,2}"
+  : "${E2E_MIN_RUN_SECONDS:=15}" "${E2E_CORES:=1,2}" "${E2E_PATCH_CORES:=1,2}"
   export E2E_ITERS E2E_WARMUP E2E_N_PROC_DA E2E_TENANTS E2E_MULTI_SECONDS E2E_RUN_SECONDS E2E_CPU_THREADS \
-    E2E_MIN_RUN_SECONDS E2E_CORES
+    E2E_MIN_RUN_SECONDS E2E_CORES E2E_PATCH_CORES
   # stage quality: 6 + 2 cases of 12x32x32, a narrow network, 1 epoch x 2 iterations, one seed
   : "${E2E_Q_CASES:=6}" "${E2E_Q_TEST_CASES:=2}" "${E2E_Q_PATCH:=8,32,32}" "${E2E_Q_SHRINK:=1}" \
     "${E2E_Q_DATASET_ARGS:=--shape 12,32,32}" "${E2E_Q_EPOCHS:=1}" "${E2E_Q_ITERS:=2}" "${E2E_Q_VAL_ITERS:=1}" \

@@ -118,7 +118,9 @@ TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
                              "bias_field", "histogram_equalization"})
       EXPECT_NE(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
     // CPU-only kinds (no CUDA backend registered in augment/cuda/backends.cc) report cuda=false, cpu=true.
-    const std::vector<std::string> cpu_only = {"zscore_normalization", "clamp", "edge_convolution", "unsharp_mask"};
+    const std::vector<std::string> cpu_only = {"zscore_normalization", "clamp", "edge_convolution", "unsharp_mask",
+                                               "swap", "shape_crop", "anisotropy", "torchio_affine",
+                                               "elastic_deformation"};
     for (const std::string& name : cpu_only)
       EXPECT_EQ(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
     EXPECT_GE(cuda, kNumTransformKinds - static_cast<int>(cpu_only.size()) - 3);
@@ -314,6 +316,44 @@ TEST(AdapterTest, ExplicitTransformListsBecomeEnginePipelines) {
   EXPECT_EQ(j["config"]["preserve_range"], true) << j.dump();
   spec.mutable_transforms(1)->set_kind(v1::TRANSFORM_KIND_UNSPECIFIED);
   EXPECT_EQ(PipelineFromProto(spec).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// nnUNetTrainerDAExt's CPU transforms (wire numbers 80..84): the proto messages reach the engine configs, with the
+// repeated single values ([d]) read as TorchIO's numbers and unset optional fields left to the engine's defaults.
+TEST(AdapterTest, DaextCpuTransformsReachTheEngine) {
+  v1::PipelineSpec spec;
+  v1::TransformSpec* t = spec.add_transforms();
+  t->set_kind(v1::SWAP);
+  t->mutable_swap()->add_patch_size(4);
+  t = spec.add_transforms();
+  t->set_kind(v1::SHAPE_CROP);
+  t->mutable_shape_crop()->add_ignore_axes(1);
+  t->mutable_shape_crop()->add_ignore_axes(2);
+  t = spec.add_transforms();
+  t->set_kind(v1::ANISOTROPY);
+  t->mutable_anisotropy()->add_downsampling(7);
+  t = spec.add_transforms();
+  t->set_kind(v1::TORCHIO_AFFINE);
+  t->mutable_torchio_affine()->add_degrees(10);
+  for (int i = 0; i < 3; ++i) t->mutable_torchio_affine()->add_translation(0.1);
+  t->mutable_torchio_affine()->add_scales(0.9);
+  t->mutable_torchio_affine()->add_scales(1.1);
+  t = spec.add_transforms();
+  t->set_kind(v1::ELASTIC_DEFORMATION);
+  t->mutable_elastic_deformation()->add_max_displacement(40);
+  absl::StatusOr<PipelineSpec> p = PipelineFromProto(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->transforms.size(), 5u);
+  auto config = [&](int i) { return p->transforms[static_cast<size_t>(i)].transform->ConfigToJson(); };
+  EXPECT_EQ(config(0)["patch_size"], nlohmann::json({4, 4, 4}));
+  EXPECT_EQ(config(0)["num_iterations"], 100);
+  EXPECT_EQ(config(1)["ignore_axes"], nlohmann::json({1, 2}));
+  EXPECT_EQ(config(2)["downsampling"], nlohmann::json({1.0, 7.0}));
+  EXPECT_EQ(config(3)["degrees"], nlohmann::json({-10.0, 10.0, -10.0, 10.0, -10.0, 10.0}));
+  EXPECT_EQ(config(3)["scales"], nlohmann::json({0.9, 1.1, 0.9, 1.1, 0.9, 1.1}));
+  EXPECT_EQ(config(3)["default_pad_value"], "minimum");
+  EXPECT_EQ(config(4)["max_displacement"], nlohmann::json({40.0, 40.0, 40.0}));
+  EXPECT_EQ(config(4)["num_control_points"], nlohmann::json({7, 7, 7}));
 }
 
 TEST(AdapterTest, Bgv2VersionOfThePipelineAndOfASpatialEntry) {

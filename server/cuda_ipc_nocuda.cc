@@ -9,6 +9,13 @@ absl::Status NoCuda() { return absl::FailedPreconditionError("this augmentd was 
 bool CudaIpcBuilt() { return false; }
 
 absl::StatusOr<std::unique_ptr<SlotBuffer>> CreateCudaIpcSlot(int, const std::string&, uint64_t) { return NoCuda(); }
+absl::Status PinHostSlot(SlotBuffer&, int) { return absl::OkStatus(); }
+absl::Status CudaWorker::WaitForSlotWrites(SlotBuffer&) { return NoCuda(); }
+absl::StatusOr<bool> CudaWorker::RunHostIntoHostSlot(const BatchInput&, const RunOptions&, std::optional<DType>,
+                                                     SlotBuffer&, const std::string&, v1::Batch*,
+                                                     std::vector<SampleRecord>*) {
+  return NoCuda();
+}
 
 absl::StatusOr<std::unique_ptr<CudaInputRegion>> CudaInputRegion::Open(const v1::CudaIpcRegion&, int,
                                                                        const std::string&, const std::string&) {

@@ -15,6 +15,7 @@
 #include "augment/cuda/status.h"
 #include "augment/status_macros.h"
 #include "server/adapter.h"
+#include "server/shm_region.h"
 
 namespace augmentd {
 namespace {
@@ -145,6 +146,33 @@ absl::StatusOr<std::unique_ptr<SlotBuffer>> CreateCudaIpcSlot(int device, const 
   return std::unique_ptr<SlotBuffer>(std::move(slot));
 }
 
+absl::Status PinHostSlot(SlotBuffer& slot, int device) {
+  auto* shm = dynamic_cast<ShmSlot*>(&slot);
+  if (shm == nullptr || shm->pinned()) return absl::OkStatus();
+  SLOTS_CUDA_OK(cudaSetDevice(device));
+  void* base = shm->data();
+  SLOTS_CUDA_OK(cudaHostRegister(base, shm->byte_size(), cudaHostRegisterPortable));
+  shm->set_pinned([base, device] {
+    cudaSetDevice(device);
+    cudaHostUnregister(base);
+  });
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Whether `p` is page-locked host memory the device can copy from directly (cudaHostRegister / cudaMallocHost).
+bool IsPinnedHost(const void* p) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeHost;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<CudaInputRegion>> CudaInputRegion::Open(const v1::CudaIpcRegion& region, int device,
                                                                        const std::string& device_uuid,
                                                                        const std::string& field) {
@@ -258,15 +286,83 @@ absl::StatusOr<CudaBatchInput> CudaWorker::StageHostInput(const BatchInput& inpu
   RETURN_IF_ERROR(st);
   Grow(&m.d_in, &m.d_in_cap, img_in + seg_in, false, &st);
   RETURN_IF_ERROR(st);
-  ParallelMemcpy(m.pinned, input.image.data, input.image.numel() * sizeof(float));
-  ParallelMemcpy(static_cast<char*>(m.pinned) + img_in, input.seg.data, seg_in);
-  SLOTS_CUDA_OK(cudaMemcpyAsync(m.d_in, m.pinned, img_in + seg_in, cudaMemcpyHostToDevice, m.stream));
   CudaBatchInput din;
   din.image = static_cast<const float*>(m.d_in);
   din.seg = reinterpret_cast<const int16_t*>(static_cast<const char*>(m.d_in) + img_in);
   din.image_shape = input.image.shape;
   din.seg_channels = input.seg.shape.size() == 5 ? input.seg.shape[1] : 1;
+  if (IsPinnedHost(input.image.data) && IsPinnedHost(input.seg.data)) {
+    // A pinned host-shm input slot: straight to the device, no staging pass (the caller synchronises the stream
+    // before the slot goes back to the client).
+    SLOTS_CUDA_OK(cudaMemcpyAsync(m.d_in, input.image.data, input.image.numel() * sizeof(float),
+                                  cudaMemcpyHostToDevice, m.stream));
+    SLOTS_CUDA_OK(cudaMemcpyAsync(static_cast<char*>(m.d_in) + img_in, input.seg.data, seg_in,
+                                  cudaMemcpyHostToDevice, m.stream));
+    return din;
+  }
+  ParallelMemcpy(m.pinned, input.image.data, input.image.numel() * sizeof(float));
+  ParallelMemcpy(static_cast<char*>(m.pinned) + img_in, input.seg.data, seg_in);
+  SLOTS_CUDA_OK(cudaMemcpyAsync(m.d_in, m.pinned, img_in + seg_in, cudaMemcpyHostToDevice, m.stream));
   return din;
+}
+
+absl::Status CudaWorker::WaitForSlotWrites(SlotBuffer& slot) {
+  auto* cuda_slot = dynamic_cast<CudaIpcSlot*>(&slot);
+  if (cuda_slot == nullptr || cuda_slot->event() == nullptr) return absl::OkStatus();
+  SLOTS_CUDA_OK(cudaSetDevice(impl_->device));
+  SLOTS_CUDA_OK(cudaStreamWaitEvent(impl_->stream, cuda_slot->event(), 0));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> CudaWorker::RunHostIntoHostSlot(const BatchInput& input, const RunOptions& options,
+                                                     std::optional<DType> label_dtype, SlotBuffer& slot,
+                                                     const std::string& region, v1::Batch* batch,
+                                                     std::vector<SampleRecord>* records) {
+  Impl& m = *impl_;
+  auto* shm = dynamic_cast<ShmSlot*>(&slot);
+  if (shm == nullptr || !shm->pinned() || input.image.dtype != DType::kFloat32 || input.seg.data == nullptr ||
+      input.seg.dtype != DType::kInt16 || input.image.shape.size() != 5 || input.seg.shape.size() != 5) {
+    return false;
+  }
+  const int64_t seg_channels = input.seg.shape[1];
+  ASSIGN_OR_RETURN(CudaOutputLayout lay, m.aug->OutputLayout(input.image.shape, options.image_dtype, seg_channels));
+  if (label_dtype.has_value() && *label_dtype != lay.seg_dtype) return false;
+  // WriteHostSlot's layout: the image at 0, each target level at the next 256-byte boundary.
+  std::vector<uint64_t> offsets;
+  const uint64_t end = Offsets(lay, &offsets);
+  const uint64_t last = lay.seg_bytes.empty() ? lay.image_bytes : offsets.back() + lay.seg_bytes.back();
+  if (last > slot.byte_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("image: the batch does not fit its output slot of ",
+                                                   slot.byte_size(), " bytes"));
+  }
+  ASSIGN_OR_RETURN(CudaBatchInput din, StageHostInput(input));
+  absl::Status st;
+  Grow(&m.d_out, &m.d_out_cap, end, false, &st);
+  RETURN_IF_ERROR(st);
+  const CudaBatchOutput dout = OutputsAt(m.d_out, offsets);
+  RETURN_IF_ERROR(m.aug->Run(din, dout, options, m.stream, records));
+  char* host = static_cast<char*>(slot.data());
+  SLOTS_CUDA_OK(cudaMemcpyAsync(host, dout.image, lay.image_bytes, cudaMemcpyDeviceToHost, m.stream));
+  for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
+    SLOTS_CUDA_OK(cudaMemcpyAsync(host + offsets[l + 1], dout.seg[l], lay.seg_bytes[l], cudaMemcpyDeviceToHost,
+                                  m.stream));
+  }
+  SLOTS_CUDA_OK(cudaStreamSynchronize(m.stream));
+  auto ref = [&](v1::Tensor* t, const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                 uint64_t offset, uint64_t bytes) {
+    t->set_name(name);
+    t->set_dtype(ToProto(dtype));
+    for (int64_t d : shape) t->add_shape(d);
+    t->mutable_host_shm()->set_region(region);
+    t->mutable_host_shm()->set_offset(offset);
+    t->mutable_host_shm()->set_byte_size(bytes);
+  };
+  ref(batch->mutable_image(), "image", options.image_dtype, lay.image_shape, 0, lay.image_bytes);
+  for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
+    ref(batch->add_targets(), absl::StrCat("target_", l), lay.seg_dtype, lay.seg_shapes[l], offsets[l + 1],
+        lay.seg_bytes[l]);
+  }
+  return true;
 }
 
 absl::Status CudaWorker::RunDeviceIntoSlot(const CudaBatchInput& input, const RunOptions& options, SlotBuffer& slot,

@@ -50,6 +50,11 @@ constexpr uint64_t kCudaSlotAlignment = uint64_t{2} << 20;
 absl::StatusOr<std::unique_ptr<SlotBuffer>> CreateCudaIpcSlot(int device, const std::string& device_uuid,
                                                               uint64_t bytes);
 
+// Page-locks a HOST_SHM slot of a CUDA session for `device` (cudaHostRegister of its mapping, once, undone when the
+// slot goes), so host-shm input slots are copied to the device and outputs back at full PCIe speed without
+// staging. A no-op for other slots and in builds without CUDA; INTERNAL when the registration fails.
+absl::Status PinHostSlot(SlotBuffer& slot, int device);
+
 // A client CUDA IPC region opened in this process.
 class CudaInputRegion {
  public:
@@ -90,6 +95,19 @@ class CudaWorker {
   absl::StatusOr<BatchResult> RunHostStaged(const BatchInput& input, const RunOptions& options);
   // Device in (a client's IPC region or LoadDatasetBatch's input: float32 image, int16 seg), host out.
   absl::StatusOr<BatchResult> RunDeviceInput(const CudaBatchInput& input, const RunOptions& options);
+  // Host in, host out into a pinned HOST_SHM `slot` (PinHostSlot): the inputs go to the device straight from pinned
+  // memory (a host-shm input slot; other host memory through the staging), the outputs straight into the slot (no
+  // BatchResult, no second host copy), laid out as WriteHostSlot does; sets batch->image / targets as host_shm
+  // references. Returns false, having done nothing, when this path does not apply (slot not pinned, inputs not
+  // float32 / int16, `label_dtype` not the engine's): the caller takes RunHostStaged + WriteHostSlot.
+  absl::StatusOr<bool> RunHostIntoHostSlot(const BatchInput& input, const RunOptions& options,
+                                           std::optional<DType> label_dtype, SlotBuffer& slot,
+                                           const std::string& region, v1::Batch* batch,
+                                           std::vector<SampleRecord>* records);
+  // Makes the worker's stream wait (cudaStreamWaitEvent) for the writer's last cudaEventRecord of a CUDA IPC input
+  // slot's event (CudaIpcRegion.event_handle: a client records it after its copies instead of synchronising); a
+  // never-recorded event, or a slot that is not a CUDA IPC slot, costs nothing. Call before the runs that read it.
+  absl::Status WaitForSlotWrites(SlotBuffer& slot);
   // Device in, device out in `slot`: RunIntoSlot without the host staging.
   absl::Status RunDeviceIntoSlot(const CudaBatchInput& input, const RunOptions& options, SlotBuffer& slot,
                                  const std::string& region, v1::Batch* batch, std::vector<SampleRecord>* records);

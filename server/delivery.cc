@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "augment/transforms/downsample_seg_for_ds/downsample_seg_for_ds.h"
 #include "server/adapter.h"
+#include "server/log.h"
 
 namespace augmentd {
 namespace {
@@ -90,6 +91,12 @@ absl::StatusOr<std::shared_ptr<SlotRing>> CreateSlotRing(const SlotRingRequest& 
       buffers.clear();
       if (budget != nullptr) budget->Release(total);
       return absl::Status(slot.status().code(), absl::StrCat("output slot ", i, ": ", slot.status().message()));
+    }
+    // A CUDA session's host slots are page-locked once, so the device writes batches straight into them.
+    if (!cuda && request.device.kind == DeviceKind::kCuda) {
+      if (absl::Status s = PinHostSlot(**slot, request.device.index); !s.ok()) {
+        LogWarning("output slot ", i, ": not page-locked (batches go through a host copy): ", s.ToString());
+      }
     }
     buffers.push_back(*std::move(slot));
   }

@@ -84,6 +84,7 @@ struct InputTensor {
   TensorView view;
   bool on_device = false;
   std::unique_ptr<uint8_t[]> owned;
+  SlotBuffer* slot = nullptr;  // the server input slot the view lies in (ResolveSlotTensor), else null
 };
 absl::StatusOr<InputTensor> ResolveInputTensor(const v1::Tensor& tensor, const std::string& field,
                                                const InputRegions* regions);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/adapter.h"
 #include "server/cuda_ipc_slots.h"
+#include "server/log.h"
 #include "server/shm_region.h"
 
 namespace augmentd {
@@ -67,6 +68,12 @@ absl::StatusOr<std::unique_ptr<InputSlots>> InputSlots::Create(const InputSlotsR
       buffers.clear();
       if (budget != nullptr) budget->Release(total);
       return absl::Status(slot.status().code(), absl::StrCat("input slot ", i, ": ", slot.status().message()));
+    }
+    // A CUDA session's host input slots are page-locked once: the device copies them without staging.
+    if (!cuda && request.device.kind == DeviceKind::kCuda) {
+      if (absl::Status s = PinHostSlot(**slot, request.device.index); !s.ok()) {
+        LogWarning("input slot ", i, ": not page-locked (inputs go through staging): ", s.ToString());
+      }
     }
     buffers.push_back(*std::move(slot));
   }
@@ -225,6 +232,7 @@ absl::StatusOr<InputTensor> ResolveSlotTensor(const v1::Tensor& tensor, const st
   out.view = *view;
   out.view.data = static_cast<const uint8_t*>(buffer.data()) + offset;
   out.on_device = cuda;
+  out.slot = &buffer;
   return out;
 }
 

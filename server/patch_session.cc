@@ -20,6 +20,24 @@ absl::StatusOr<ProducedBatch> Session::AugmentStreamPatches(uint64_t batch_index
     // Host inputs (inline bytes viewed in the request, a host shm input slot or a registered region): the CPU engine
     // reads them in place; a CUDA worker stages them once, on several threads (into the slot with CUDA_IPC delivery).
     const BatchInput input{image.view, seg.view};
+    if (resources_.cuda != nullptr && lease != nullptr && resources_.slots != nullptr &&
+        resources_.slots->kind() == v1::DELIVERY_KIND_HOST_SHM) {
+      // A pinned host-shm output slot (a CUDA session's slots are page-locked at OpenSession): the device writes
+      // the batch straight into it, its inputs come straight from a pinned input slot.
+      absl::StatusOr<CudaWorkerPool::Lease> worker = resources_.cuda->Acquire();
+      if (!worker.ok()) return worker.status();
+      v1::Batch tensors;
+      absl::StatusOr<bool> done =
+          (*worker)->RunHostIntoHostSlot(input, BatchOptions(batch_index), settings_.label_dtype,
+                                         resources_.slots->buffer(lease->slot()), SlotRegionName(lease->slot()),
+                                         &tensors, &out.result.samples);
+      if (!done.ok()) return done.status();
+      if (*done) {
+        out.slot_tensors = std::move(tensors);
+        out.compute_us = MicrosSince(start);
+        return out;
+      }
+    }
     if (resources_.cuda != nullptr && !WritesIntoCudaSlot(lease)) {
       absl::StatusOr<CudaWorkerPool::Lease> worker = resources_.cuda->Acquire();
       if (!worker.ok()) return worker.status();
@@ -41,6 +59,12 @@ absl::StatusOr<ProducedBatch> Session::AugmentStreamPatches(uint64_t batch_index
   }
   absl::StatusOr<CudaWorkerPool::Lease> worker = resources_.cuda->Acquire();
   if (!worker.ok()) return worker.status();
+  // A client's copies into a CUDA input slot may still run on its stream: it recorded the slot's event after them.
+  for (SlotBuffer* slot : {image.slot, seg.slot}) {
+    if (slot == nullptr) continue;
+    if (absl::Status s = (*worker)->WaitForSlotWrites(*slot); !s.ok()) return s;
+    if (image.slot == seg.slot) break;
+  }
   CudaBatchInput din;
   din.image = static_cast<const float*>(image.view.data);
   din.seg = static_cast<const int16_t*>(seg.view.data);

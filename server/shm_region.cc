@@ -64,6 +64,7 @@ absl::StatusOr<std::unique_ptr<ShmSlot>> ShmSlot::Create(const std::string& name
 
 ShmSlot::~ShmSlot() {
   Unlink();
+  if (unpin_) unpin_();
   munmap(base_, bytes_);
 }
 

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -43,6 +44,10 @@ class ShmSlot final : public SlotBuffer {
   v1::OutputSlot Export(uint32_t index) const override;
   void Unlink() override;
   const std::string& name() const { return name_; }
+  // Page-locked for a CUDA device (PinHostSlot: cudaHostRegister of the mapping, once): the worker copies between
+  // the slot and the device without staging. `unpin` runs before the mapping goes.
+  bool pinned() const { return static_cast<bool>(unpin_); }
+  void set_pinned(std::function<void()> unpin) { unpin_ = std::move(unpin); }
 
  private:
   ShmSlot(std::string name, void* base, uint64_t bytes) : name_(std::move(name)), base_(base), bytes_(bytes) {}
@@ -50,6 +55,7 @@ class ShmSlot final : public SlotBuffer {
   void* const base_;
   const uint64_t bytes_;
   bool linked_ = true;
+  std::function<void()> unpin_;
 };
 
 class ShmInputRegion {

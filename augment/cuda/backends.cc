@@ -4,8 +4,9 @@
 // A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
 // downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds after the table's last line
-// (zscore_normalization, clamp, edge_convolution, unsharp_mask) are CPU-only: CudaBackendOf answers nullptr, the CUDA
-// engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false.
+// (zscore_normalization, clamp, edge_convolution, unsharp_mask, swap, shape_crop, anisotropy, torchio_affine,
+// elastic_deformation) are CPU-only: CudaBackendOf answers nullptr, the CUDA engine refuses them (UNIMPLEMENTED)
+// and GetServerInfo reports cuda=false.
 #include <cstddef>
 #include <memory>
 

@@ -34,7 +34,10 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
   // given one or deliberately refused).
   // CPU-only kinds (no CUDA stage at all: the CUDA engine refuses the pipeline, the CPU engine runs it) are exempt.
   constexpr TransformKind kCpuOnly[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
-                                        TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask};
+                                        TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
+                                        TransformKind::kSwap, TransformKind::kShapeCrop,
+                                        TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
+                                             TransformKind::kElasticDeformation};
   for (int i = 0; i < kNumTransformKinds; ++i) {
     const auto k = static_cast<TransformKind>(i);
     if (std::find(std::begin(kCpuOnly), std::end(kCpuOnly), k) != std::end(kCpuOnly)) {

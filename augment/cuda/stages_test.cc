@@ -82,7 +82,10 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
   const auto configs = testing::ExampleTransformConfigs();
   // Kinds with a CPU implementation only (the CUDA engine refuses a pipeline holding one; the CPU engine runs it).
   constexpr TransformKind kCpuOnlyKinds[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
-                                             TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask};
+                                             TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
+                                             TransformKind::kSwap, TransformKind::kShapeCrop,
+                                             TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
+                                             TransformKind::kElasticDeformation};
   constexpr int kNumCpuOnly = static_cast<int>(std::size(kCpuOnlyKinds));
   ASSERT_EQ(configs.size(), static_cast<size_t>(kNumTransformKinds));
   int available = 0;

@@ -1,7 +1,10 @@
 #include "augment/dataset/dtype.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -24,15 +27,36 @@ constexpr DTypeInfo kInfos[] = {
 
 const DTypeInfo& Info(DType t) { return kInfos[static_cast<int>(t)]; }
 
-// `src` may be misaligned (stored .npz members and .npy files with odd header lengths are mapped in place):
-// elements are loaded with memcpy, which compiles to plain unaligned loads (found by tests/fuzz/npy_fuzz).
+// One element From -> To. A plain static_cast of a floating-point value outside the integer type's range is
+// undefined behaviour (UBSan in RegionCopyStreamTest) whose result differs between CPUs. Defined here: a value
+// truncated toward zero that fits int64 converts like the integer it is (two's-complement wrap, as an integer ->
+// narrower integer conversion does: pad -1 in uint8 is 255, as before), larger magnitudes saturate, NaN is 0.
+// Integer -> integer and anything -> float are the usual conversions.
+template <typename To, typename From>
+To ConvertOne(From v) {
+  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(v)) return To{0};
+    constexpr double kInt64Bound = 9223372036854775808.0;  // 2^63
+    const double t = std::trunc(static_cast<double>(v));
+    if (t >= kInt64Bound) return std::numeric_limits<To>::max();
+    if (t < -kInt64Bound) return std::numeric_limits<To>::lowest();
+    return static_cast<To>(static_cast<int64_t>(t));
+  }
+  return static_cast<To>(v);
+}
+
+// `src` and `dst` may be misaligned (stored .npz members and .npy files with odd header lengths are mapped in
+// place; destinations are byte offsets into slots): elements are loaded and stored with memcpy, which compiles to
+// plain unaligned loads and stores (found by tests/fuzz/npy_fuzz and UBSan).
 template <typename To, typename From>
 void ConvertTyped(const From* src, To* dst, size_t n) {
-  const auto* bytes = reinterpret_cast<const unsigned char*>(src);
+  const auto* in = reinterpret_cast<const unsigned char*>(src);
+  auto* out = reinterpret_cast<unsigned char*>(dst);
   for (size_t i = 0; i < n; ++i) {
     From v;
-    std::memcpy(&v, bytes + i * sizeof(From), sizeof(From));
-    dst[i] = static_cast<To>(v);
+    std::memcpy(&v, in + i * sizeof(From), sizeof(From));
+    const To w = ConvertOne<To>(v);
+    std::memcpy(out + i * sizeof(To), &w, sizeof(To));
   }
 }
 
@@ -72,8 +96,10 @@ ConvertFn ConverterFrom(DType to) {
 }
 
 template <typename T>
-void FillTyped(void* dst, size_t n, double value) {
-  std::fill_n(static_cast<T*>(dst), n, static_cast<T>(value));
+void FillTyped(void* dst, size_t n, double value) {  // dst may be misaligned, as in ConvertTyped
+  const T w = ConvertOne<T>(value);
+  auto* out = static_cast<unsigned char*>(dst);
+  for (size_t i = 0; i < n; ++i) std::memcpy(out + i * sizeof(T), &w, sizeof(T));
 }
 
 }  // namespace

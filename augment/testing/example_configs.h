@@ -65,6 +65,11 @@ inline std::vector<std::pair<std::string, nlohmann::json>> ExampleTransformConfi
         {"clamp", nlohmann::json::object()},
         {"edge_convolution", nlohmann::json::object()},
         {"unsharp_mask", nlohmann::json::object()},
+        {"swap", {{"patch_size", 2}, {"num_iterations", 3}}},
+        {"shape_crop", {{"shape_min", 1}, {"ignore_axes", {1, 2}}}},
+        {"anisotropy", {{"downsampling", 3}}},
+        {"torchio_affine", nlohmann::json::object()},
+        {"elastic_deformation", {{"num_control_points", 5}, {"max_displacement", 1.5}}},
   };
 }
 

@@ -12,6 +12,10 @@ Stages (each run is a separate training process, bounded by a timeout; the whole
   augmentd's local server), for each augmentation of ``--cores-aug``: compute only, the augmentd trainer and
   nnU-Net's own loader. ``--cores-compute once`` measures compute only once per augmentation (pinned to the
   smallest N) instead of at every N. Table and figures (``figures-cores.jsonl``): ``cores_table.py``.
+* ``patch`` / ``patch_da5`` (issue 22): nnUNetTrainerAugmentdPatch(DA5) against compute only, each run pinned to
+  N cores of ``--patch-cores`` (``E2E_PATCH_CORES``, default 4,16) with ``taskset -c`` and nnUNet_n_proc_DA = N - 1
+  (so many loader threads). Table and figures (``figures-patch.jsonl``, ``e2e_patch_pct_{aug}_{N}c``):
+  ``patch_table.py``.
 * ``multi``: for each N in ``--tenants``: one augmentd serves N concurrent nnUNetTrainerAugmentd processes (on
   cuda:i mod --gpus), all timed over the same ``--multi-seconds`` window; with ``--multi-baseline`` also N
   concurrent compute-only processes (the GPU's share without any data loading) for the largest N. With
@@ -42,6 +46,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 from cores_table import cores_figures, render_cores  # noqa: E402
 from e2e_table import multi_row, render  # noqa: E402
+from patch_table import patch_figures, render_patch  # noqa: E402
 
 T0 = time.monotonic()
 
@@ -74,13 +79,14 @@ class Ctx:
         self.write_tables()
 
     def write_tables(self) -> str:
-        others = [r for r in self.results if r.get("stage") != "cores"]
+        others = [r for r in self.results if r.get("stage") not in ("cores", "patch")]
         table = (render(others, self.meta) if others or not self.results else "") + \
-            render_cores(self.results, self.meta)
+            render_cores(self.results, self.meta) + render_patch(self.results, self.meta)
         (self.out / "table.md").write_text(table)
-        figures = cores_figures(self.results, self.meta)
-        if figures:
-            (self.out / "figures-cores.jsonl").write_text("".join(json.dumps(f) + "\n" for f in figures))
+        for name, figures in (("cores", cores_figures(self.results, self.meta)),
+                              ("patch", patch_figures(self.results, self.meta))):
+            if figures:
+                (self.out / f"figures-{name}.jsonl").write_text("".join(json.dumps(f) + "\n" for f in figures))
         return table
 
     def key(self, line: str) -> None:
@@ -223,16 +229,38 @@ def stage_cores(ctx: Ctx) -> None:
 
 def stage_patch(ctx: Ctx, da: str) -> None:
     """Issue 22: nnUNetTrainerAugmentdPatch (nnU-Net's loader, crop and pad in threads → augmentd patch mode on the
-    trainer's GPU) as a kind-b row of the `default` / `da5` table; compute only first unless that stage ran it."""
+    trainer's GPU) against compute only, each run pinned to N cores (``--patch-cores``) with ``taskset -c`` as in the
+    ``cores`` stage: nnUNet_n_proc_DA = N - 1 and min(N - 1, E2E_PATCH_WORKERS_MAX = 4) crop workers
+    (AUGMENTD_PATCH_THREADS, at least 1; processes or threads as AUGMENTD_PATCH_WORKERS says); the
+    trainer's local augmentd starts inside the same cores. Largest N first (the 16-core figures are the headline);
+    compute only at every N, or (``--patch-compute once``) at the largest N only. Records: stage "patch"."""
+    a = ctx.args
     nn, aug = ("nnUNetTrainer", "nnUNetTrainerAugmentdPatch") if da == "default" else \
         ("nnUNetTrainerDA5", "nnUNetTrainerAugmentdPatchDA5")
-    env = dict(os.environ, AUGMENTD_SEED="1234")
-    env.pop("AUGMENTD_ADDRESS", None)
-    if not any(r.get("stage") == da and r.get("kind") == "c" for r in ctx.results):
-        run_one(ctx, f"{da}-compute", driver_cmd(ctx, f"{da}-compute", nn, "compute", ctx.args.device), env,
-                stage=da, kind="c")
-    run_one(ctx, f"{da}-augmentd-patch", driver_cmd(ctx, f"{da}-augmentd-patch", aug, "loader", ctx.args.device),
-            env, stage=da, kind="b")
+    taskset = shutil.which("taskset")
+    have_compute = False
+    for n in sorted(a.patch_cores, reverse=True):
+        cpus = pinned_cpus(n)
+        fields = dict(stage="patch", aug=da, cores=n, n_proc_da=n - 1)
+        if cpus is None or taskset is None:
+            why = "no taskset on PATH" if taskset is None else f"only {len(os.sched_getaffinity(0))} cores available"
+            for kind in ("c", "b"):
+                ctx.record(dict(label=f"patch{n}-{da}-{kind}", kind=kind, skipped=why, **fields))
+            log(f"patch {n} {da}: skipped ({why})")
+            continue
+        fields["cpus"] = cpu_list(cpus)
+        pin = [taskset, "-c", fields["cpus"]]
+        workers = max(1, min(n - 1, int(os.environ.get("E2E_PATCH_WORKERS_MAX", "4"))))
+        env = dict(os.environ, AUGMENTD_SEED="1234", AUGMENTD_PATCH_THREADS=str(workers))
+        env.pop("AUGMENTD_ADDRESS", None)  # the trainer starts its own server, inside the same core set
+        runs = [("b", aug, "loader")]
+        if a.patch_compute == "each" or not have_compute:
+            runs.insert(0, ("c", nn, "compute"))
+            have_compute = True
+        for kind, trainer, mode in runs:
+            label = f"patch{n}-{da}-" + ("compute" if kind == "c" else "augmentd-patch")
+            cmd = pin + driver_cmd(ctx, label, trainer, mode, a.device) + ["--n-proc-da", str(n - 1)]
+            run_one(ctx, label, cmd, env, kind=kind, **fields)
 
 
 def start_server(ctx: Ctx):
@@ -492,12 +520,19 @@ def main(argv=None) -> int:
                    help="cores stage: augmentations (default, da5)")
     p.add_argument("--cores-compute", choices=("each", "once"), default=env("E2E_CORES_COMPUTE", "each"),
                    help="cores stage: compute only at every N, or once per augmentation (at the smallest N)")
+    p.add_argument("--patch-cores", default=env("E2E_PATCH_CORES", "4,16"),
+                   help="patch stages: core counts N; each run pinned to N cores, N - 1 loader threads / workers")
+    p.add_argument("--patch-compute", choices=("each", "once"), default=env("E2E_PATCH_COMPUTE", "each"),
+                   help="patch stages: compute only at every N, or once per augmentation (at the largest N)")
     p.add_argument("--quiet", action="store_true", help="do not print the table at the end (table.md only)")
     args = p.parse_args(argv)
     args.n_proc_da = [int(v) for v in args.n_proc_da.split(",") if v]
     args.tenants = [int(v) for v in args.tenants.split(",") if v]
     args.cores = [int(v) for v in args.cores.split(",") if v]
     args.cores_aug = [v for v in args.cores_aug.split(",") if v]
+    args.patch_cores = [int(v) for v in args.patch_cores.split(",") if v]
+    if any(n < 1 for n in args.patch_cores):
+        p.error(f"--patch-cores {args.patch_cores}: positive counts")
     if any(n < 1 for n in args.cores) or any(v not in ("default", "da5") for v in args.cores_aug):
         p.error(f"--cores {args.cores}: positive counts; --cores-aug {args.cores_aug}: default, da5")
     os.environ["AUGMENTD_BIN"] = args.augmentd_bin

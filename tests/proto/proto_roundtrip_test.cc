@@ -243,10 +243,11 @@ TEST(ProtoContractTest, TransformKindsMatchTheParamsOneof) {
                            "MEDIAN_FILTER", "BRIGHTNESS_ADDITIVE", "BLANK_RECTANGLE", "BRIGHTNESS_GRADIENT_ADDITIVE",
                            "LOCAL_GAMMA", "SHARPENING", "RICIAN_NOISE", "BIAS_FIELD", "GHOSTING", "SPIKE", "MOTION",
                            "HISTOGRAM_EQUALIZATION", "RANDOM_CONVOLUTION", "INTENSITY_FUNCTION", "ZSCORE_NORMALIZATION",
-                           "CLAMP", "EDGE_CONVOLUTION", "UNSHARP_MASK"}) {
+                           "CLAMP", "EDGE_CONVOLUTION", "UNSHARP_MASK", "SWAP", "SHAPE_CROP", "ANISOTROPY",
+                           "TORCHIO_AFFINE", "ELASTIC_DEFORMATION"}) {
     EXPECT_NE(kinds->FindValueByName(name), nullptr) << name;
   }
-  EXPECT_EQ(kinds->value_count(), 33);  // UNSPECIFIED + the 32 engine kinds (server/adapter_test.cc checks the names)
+  EXPECT_EQ(kinds->value_count(), 38);  // UNSPECIFIED + the 37 engine kinds (server/adapter_test.cc checks the names)
 }
 
 TEST(ProtoContractTest, ServiceDeclaresTheV1Rpcs) {

@@ -55,10 +55,16 @@ def _patches(initial, b, seed):
     return image, seg
 
 
-@pytest.mark.parametrize("delivery,slot_kind", [(None, None), (SHM, SHM), (IPC, SHM), (SHM, IPC), (INLINE, None)],
-                         ids=["cuda_in-cuda_out", "shm_in-shm_out", "shm_in-cuda_out", "cuda_in-shm_out",
-                              "cuda_in-inline_out"])
-def test_cuda_patch_mode_equals_inline_bit_for_bit(server, delivery, slot_kind):
+@pytest.mark.parametrize("delivery,slot_kind,host_inputs",
+                         [(None, None, False), (None, None, True), (SHM, SHM, False), (SHM, SHM, True),
+                          (IPC, SHM, False), (SHM, IPC, False), (INLINE, None, False), (INLINE, None, True)],
+                         ids=["cuda_in-cuda_out", "cuda_in-cuda_out-numpy", "shm_in-shm_out", "shm_in-shm_out-numpy",
+                              "shm_in-cuda_out", "cuda_in-shm_out", "cuda_in-inline_out", "inline_numpy"])
+def test_cuda_patch_mode_equals_inline_bit_for_bit(server, delivery, slot_kind, host_inputs):
+    """Copies into CUDA input slots are handed over by the slot's event (numpy inputs: on the augmenter's own
+    stream). Host shm slots of a CUDA session are page-locked: inputs go straight from the input slot to the device
+    and the batch straight into the output slot (numpy inputs: the client's threaded copy into the slot). Inline
+    requests carry the bytes encoded by augmentd.wire and inline results view the received message."""
     with augmentd.Client(server.addresses[0]) as client:
         ref = client.open_session(_config())
         if ref.device != "cuda:0":
@@ -70,12 +76,17 @@ def test_cuda_patch_mode_equals_inline_bit_for_bit(server, delivery, slot_kind):
             b = client.augment(ref, image, seg, batch_index=index)
             expected.append((b.image.copy(), [t.copy() for t in b.targets]))
         client.close_session(ref)
-        with augmentd.PatchAugmenter(client, _config(delivery=delivery, slot_kind=slot_kind), depth=3) as aug:
+        inline = delivery == INLINE and host_inputs
+        with augmentd.PatchAugmenter(client, _config(delivery=delivery, slot_kind=slot_kind), depth=3,
+                                     inline=inline) as aug:
             assert aug.device == "cuda:0"
             kinds = {s.WhichOneof("region") for s in aug.session.response.input_slots}
-            assert kinds == {"host_shm" if slot_kind == SHM else "cuda_ipc"}
-            futures = [aug.submit(torch.from_numpy(im).cuda(), torch.from_numpy(sg).cuda(), batch_index=i)
-                       for i, im, sg in inputs]
+            assert kinds == (set() if inline else {"host_shm" if slot_kind == SHM else "cuda_ipc"})
+            if host_inputs:
+                futures = [aug.submit(im, sg, batch_index=i) for i, im, sg in inputs]
+            else:
+                futures = [aug.submit(torch.from_numpy(im).cuda(), torch.from_numpy(sg).cuda(), batch_index=i)
+                           for i, im, sg in inputs]
             for future, (eimage, etargets) in zip(futures, expected):
                 image, targets = aug.result(future)
                 assert image.is_cuda == (aug.session.delivery == IPC)  # host tensors for host shm / inline delivery

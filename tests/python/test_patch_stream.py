@@ -75,8 +75,8 @@ def _reference(client, config, inputs):
 
 
 def _settled_stats(client, session, batches=0, timeout=5.0):
-    """The session's stats once the last result's release reached the server (it travels with the next credit
-    message, asynchronously: at most `hold` (1) slot stays leased) and `batches` were counted (a batch is counted
+    """The session's stats once the last result's release reached the server (it travels with a Release message,
+    asynchronously: at most `hold` (1) slot stays leased) and `batches` were counted (a batch is counted
     when the server's write completes, which may be after the client received it)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -372,3 +372,30 @@ def test_1000_calls_leave_shm_and_slots_at_baseline(client, server):
             aug(ti, ts)
     assert _shm_names(server.proc.pid) == baseline
     assert client.health() == augmentd.HealthStatus.SERVING
+
+
+def test_inline_patches_of_a_large_batch_and_the_phases_of_a_call(client):
+    """Inline requests larger than the decoder's small-message cut (augmentd.wire.encode_stream_request in, views of
+    the received message out) equal the unary call; every call's phases (client and server wall clocks) add up to
+    its submit → result span."""
+    config = augmentd.patch_session_config((40, 40, 40), batch_size=2, seed=3,
+                                           deep_supervision_scales=[[1, 1, 1], [0.5, 0.5, 0.5]])
+    probe = client.open_session(config)
+    initial = probe.initial_patch_size
+    client.close_session(probe)
+    inputs = [(i, *_patches(initial, 2, 20 + i)) for i in range(3)]
+    assert inputs[0][1].nbytes > 256 << 10
+    expected = _reference(client, config, inputs)
+    for inline in (True, False):
+        with augmentd.PatchAugmenter(client, config, depth=2, inline=inline) as aug:
+            for (index, image, seg), (eimage, etargets) in zip(inputs, expected):
+                future = aug.submit(image, seg, batch_index=index)
+                out, targets = aug.result(future)
+                assert np.array_equal(out.numpy(), eimage)
+                assert all(np.array_equal(t.numpy(), e) for t, e in zip(targets, etargets))
+                phases = future.phases()
+                assert sorted(phases) == sorted(["submit", "request", "queue", "compute", "delivery", "response",
+                                                 "result"])
+                assert phases["compute"] == future._batch.proto.timing.compute_us / 1e3
+                span = (future.returned_ns - future.submit_ns) / 1e6
+                assert abs(sum(phases.values()) - span) < 1e-6 and span > 0

@@ -79,3 +79,42 @@ def test_truncated_messages_are_rejected():
     r, _, _ = _response(np.random.default_rng(3))
     with pytest.raises((ValueError, IndexError)):
         decode_stream_response(r.SerializeToString()[:-5])
+
+
+def test_encoded_requests_are_protobufs_bytes():
+    from augmentd.wire import EncodedRequest, encode_stream_request
+
+    rng = np.random.default_rng(3)
+    for image, seg in ((rng.standard_normal((2, 1, 30, 31, 32)).astype(np.float32),
+                        rng.integers(0, 3, (2, 1, 30, 31, 32)).astype(np.int16)),
+                       (rng.standard_normal((1, 2, 3, 4, 5)).astype(np.float16),
+                        rng.integers(0, 3, (1, 1, 3, 4, 5)).astype(np.int8))):
+        request = batch_pb2.AugmentRequest(session_id="s9", batch_index=300)
+        heads = (tensor_pb2.Tensor(name="image", dtype=from_numpy(image).dtype, shape=image.shape),
+                 tensor_pb2.Tensor(name="segmentation", dtype=from_numpy(seg).dtype, shape=seg.shape))
+        data = encode_stream_request(EncodedRequest(request, heads, (image, seg)))
+        full = batch_pb2.AugmentRequest(session_id="s9", batch_index=300, image=from_numpy(image, "image"),
+                                        segmentation=from_numpy(seg, "segmentation"))
+        assert data == batch_pb2.StreamBatchesRequest(patches=full).SerializeToString()
+    credit = batch_pb2.StreamBatchesRequest(credit=batch_pb2.Credit(credits=2))
+    assert encode_stream_request(credit) == credit.SerializeToString()
+    assert encode_stream_request(b"\x0a\x00") == b"\x0a\x00"
+
+
+def test_parallel_copy_into_a_slot_view(monkeypatch):
+    from augmentd import patch
+
+    monkeypatch.setattr(patch, "_copy_threads", lambda: 4)  # the threaded path whatever this machine's cores
+
+    rng = np.random.default_rng(4)
+    src = rng.standard_normal((2, 1, 128, 128, 70)).astype(np.float32)  # 18 MB: 4 copy tasks
+    dst = np.zeros_like(src)
+    patch._parallel_copyto(dst, src)
+    assert np.array_equal(dst, src)
+    labels = rng.integers(-1, 3, src.shape).astype(np.int64)
+    dst16 = np.zeros(src.shape, np.int16)
+    patch._parallel_copyto(dst16, labels)  # converted as np.copyto(casting="unsafe")
+    assert np.array_equal(dst16, labels.astype(np.int16))
+    strided = src[:, :, ::-1]
+    patch._parallel_copyto(dst, strided)  # not contiguous: one np.copyto
+    assert np.array_equal(dst, strided)

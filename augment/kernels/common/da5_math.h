@@ -205,6 +205,84 @@ AUGMENTD_HD uint32_t SelectRankKey(const W& w, uint32_t rank) {
   return key;
 }
 
+// Bit length of x (0 for 0): 32 − clz.
+AUGMENTD_HD int BitLength(uint32_t x) {
+#ifdef __CUDA_ARCH__
+  return 32 - __clz(static_cast<int>(x));
+#else
+  return x == 0 ? 0 : 32 - __builtin_clz(x);
+#endif
+}
+
+// SelectRankKeyHist's histogram: 2^kSelectHistBits bins per level (+ 1 bin for keys outside the level's range).
+inline constexpr int kSelectHistBits = 5;
+inline constexpr int kSelectHistBins = (1 << kSelectHistBits) + 1;
+// At most this many keys left in the chosen bin: gathered and ranked directly instead of another level.
+inline constexpr int kSelectMaxCandidates = 16;
+
+// The same key as SelectRankKey(w, rank) (exact rank selection over the same total order), with bounded work:
+// one min/max pass, then per level a histogram pass of 2^kSelectHistBits bins over the current key range
+// [lo, hi] (bin = (key − lo) >> shift: monotone, so the answer's bin is the one where the prefix count passes the
+// rank) that narrows the range to one bin — ≥ 5 key bits per pass instead of SelectRankKey's 2 — until the bin
+// is one key (shift 0) or holds ≤ kSelectMaxCandidates keys, which one more pass gathers and ranks by counting.
+// At most 1 + ⌈32/5⌉ + 1 = 9 passes for any window (ties included) against SelectRankKey's ≤ 17; smooth data
+// typically 4 (min/max, 2 levels, gather). `hist` holds kSelectHistBins counts at hist[0], hist[stride], …
+// (device: one column per thread of a shared-memory array, stride = blockDim.x, so no bank conflicts).
+template <typename W>
+AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist, int stride) {
+  uint32_t lo = 0xFFFFFFFFu, hi = 0;
+  w.ForEach([&](uint32_t v) {
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  });
+  if (lo == hi) return lo;
+  uint32_t r = rank;  // rank among the keys in [lo, hi] (every key below lo is accounted for)
+  for (bool first = true;; first = false) {
+    const uint32_t span = hi - lo;  // > 0
+    const int len = BitLength(span);
+    const int shift = len > kSelectHistBits ? len - kSelectHistBits : 0;  // (span >> shift) < 2^kSelectHistBits
+    for (int b = 0; b < kSelectHistBins; ++b) hist[b * stride] = 0;
+    if (first) {  // [lo, hi] is the window's range: no key outside it
+      w.ForEach([&](uint32_t v) { ++hist[((v - lo) >> shift) * stride]; });
+    } else {
+      w.ForEach([&](uint32_t v) {
+        const uint32_t d = v - lo;  // wraps for v < lo: > span
+        const uint32_t b = d > span ? static_cast<uint32_t>(kSelectHistBins - 1) : d >> shift;
+        ++hist[b * stride];
+      });
+    }
+    uint32_t acc = 0, m = 0;
+    int b = 0;
+    for (;; ++b) {  // terminates: the bins of [lo, hi] hold more than r keys
+      m = hist[b * stride];
+      if (acc + m > r) break;
+      acc += m;
+    }
+    r -= acc;
+    const uint32_t width = (1u << shift) - 1u;
+    lo += static_cast<uint32_t>(b) << shift;
+    hi = hi - lo < width ? hi : lo + width;  // the bin's keys: [lo, hi]
+    if (shift == 0 || lo == hi) return lo;
+    if (m <= static_cast<uint32_t>(kSelectMaxCandidates)) break;
+  }
+  // ≤ kSelectMaxCandidates keys in [lo, hi]: the one with r keys of the bin below it and more than r at or below.
+  uint32_t cand[kSelectMaxCandidates];
+  int n = 0;
+  const uint32_t span = hi - lo;
+  w.ForEach([&](uint32_t v) {
+    if (v - lo <= span && n < kSelectMaxCandidates) cand[n++] = v;
+  });
+  for (int i = 0; i < n; ++i) {
+    uint32_t less = 0, leq = 0;
+    for (int j = 0; j < n; ++j) {
+      less += cand[j] < cand[i];
+      leq += cand[j] <= cand[i];
+    }
+    if (less <= r && r < leq) return cand[i];
+  }
+  return lo;  // not reached: the bin holds the answer
+}
+
 // ------------------------------------------------------------------------------------------------------------
 // Sharpening: x + strength · (2·nd·x − Σ face neighbours), replicate border (bgv2 SharpeningTransform), in the CPU
 // transform's float order. 3D: 6·x minus the 6 face neighbours. Planar (a 2D sample run as (1, X, Y)): 4·x minus

@@ -35,7 +35,7 @@ int64_t BitMismatches(const std::vector<float>& got, const std::vector<float>& w
   return bad;
 }
 
-// The median kernel on the host: the whole channel as one tile, halo by ReflectIndex, SelectRankKey per voxel.
+// The median kernel on the host: the whole channel as one tile, halo by ReflectIndex, SelectRankKeyHist per voxel.
 std::vector<float> EmulateMedian(const float* x, const int d[3], int k) {
   const int before = k / 2, h0 = d[0] + k - 1, h1 = d[1] + k - 1, h2 = d[2] + k - 1;
   std::vector<uint32_t> keys(static_cast<size_t>(h0) * h1 * h2);
@@ -47,11 +47,13 @@ std::vector<float> EmulateMedian(const float* x, const int d[3], int k) {
         keys[(static_cast<size_t>(a) * h1 + b) * h2 + c] = OrderedKey(x[(i * d[1] + j) * d[2] + l]);
       }
   std::vector<float> out(static_cast<size_t>(d[0]) * d[1] * d[2]);
+  uint32_t hist[kSelectHistBins];
   for (int i = 0; i < d[0]; ++i)
     for (int j = 0; j < d[1]; ++j)
       for (int l = 0; l < d[2]; ++l) {
         const Window3 w{&keys[(static_cast<size_t>(i) * h1 + j) * h2 + l], k, h1 * h2, h2};
-        out[(i * d[1] + j) * d[2] + l] = KeyToFloat(SelectRankKey(w, static_cast<uint32_t>(k * k * k / 2)));
+        out[(i * d[1] + j) * d[2] + l] =
+            KeyToFloat(SelectRankKeyHist(w, static_cast<uint32_t>(k * k * k / 2), hist, 1));
       }
   return out;
 }
@@ -62,6 +64,59 @@ TEST(Da5Math, OrderedKeysSortLikeFloats) {
     EXPECT_LT(OrderedKey(v[i]), OrderedKey(v[i + 1]));
     EXPECT_TRUE(SameBits(KeyToFloat(OrderedKey(v[i])), v[i]));
   }
+}
+
+// A window over a plain vector of keys (any length).
+struct VecWindow {
+  const std::vector<uint32_t>* keys;
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (uint32_t v : *keys) f(v);
+  }
+};
+
+// SelectRankKeyHist = SelectRankKey = std::nth_element at every rank, over windows built to hit each of its
+// exits: smooth data spanning both signs, heavy ties (few distinct values), one outlier per window (the first
+// level's bins collapse), geometric spreads (one key per level), ±0 / ±inf / denormals, and a single key.
+TEST(Da5Math, HistogramSelectionEqualsSortedRank) {
+  std::mt19937 rng(12345);
+  std::normal_distribution<float> normal(0.3f, 1.0f);
+  const int sizes[] = {1, 2, 8, 27, 64, 125, 343, 1000};
+  int windows = 0;
+  for (int kind = 0; kind < 7; ++kind)
+    for (int n : sizes)
+      for (int rep = 0; rep < 6; ++rep) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i) {
+          const float g = normal(rng);
+          switch (kind) {
+            case 0: x[i] = g; break;                                        // smooth, both signs
+            case 1: x[i] = std::round(g * 1.5f) + 0.0f; break;              // ties
+            case 2: x[i] = i == rep % n ? 1e30f : 0.5f + 1e-3f * g; break;  // one outlier
+            case 3: x[i] = std::ldexp(1.0f, (i * 7 + rep) % 120 - 60) * (g < 0 ? -1.f : 1.f); break;  // geometric
+            case 4: {
+              const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, 1e-42f, -1e-42f, 1.0f};
+              x[i] = specials[static_cast<size_t>(rng() % 7)];
+              break;
+            }
+            case 5: x[i] = 2.0f; break;                                     // one key
+            default: x[i] = 1.0f + std::ldexp(static_cast<float>(rng() % 40), -23); break;  // adjacent keys
+          }
+        }
+        std::vector<uint32_t> keys(x.size());
+        for (size_t i = 0; i < x.size(); ++i) keys[i] = OrderedKey(x[i]);
+        std::vector<uint32_t> sorted = keys;
+        std::sort(sorted.begin(), sorted.end());
+        std::vector<uint32_t> hist(static_cast<size_t>(kSelectHistBins) * 3, 7u);  // stride 3, dirty on entry
+        const VecWindow w{&keys};
+        for (int r = 0; r < n; ++r) {
+          const uint32_t got = SelectRankKeyHist(w, static_cast<uint32_t>(r), hist.data() + 1, 3);
+          ASSERT_EQ(got, sorted[r]) << "kind " << kind << " n " << n << " rank " << r;
+          ASSERT_EQ(got, SelectRankKey(w, static_cast<uint32_t>(r))) << "kind " << kind << " n " << n;
+        }
+        ++windows;
+      }
+  EXPECT_EQ(windows, 7 * 8 * 6);
 }
 
 // A random 2-channel sample; `quantised`: many ties, so the rank rule matters (+ 0.0f: no −0, whose order against
@@ -144,10 +199,11 @@ std::vector<float> EmulatePlanarMedian(const float* x, int d1, int d2, int k) {
       keys[static_cast<size_t>(b) * h2 + c] =
           OrderedKey(x[ReflectIndex(b - before, d1) * d2 + ReflectIndex(c - before, d2)]);
   std::vector<float> out(static_cast<size_t>(d1) * d2);
+  uint32_t hist[kSelectHistBins];
   for (int j = 0; j < d1; ++j)
     for (int l = 0; l < d2; ++l) {
       const Window2 w{&keys[static_cast<size_t>(j) * h2 + l], k, h2};
-      out[j * d2 + l] = KeyToFloat(SelectRankKey(w, static_cast<uint32_t>(k * k / 2)));
+      out[j * d2 + l] = KeyToFloat(SelectRankKeyHist(w, static_cast<uint32_t>(k * k / 2), hist, 1));
     }
   return out;
 }

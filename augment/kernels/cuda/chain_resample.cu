@@ -13,6 +13,13 @@ struct Shape3 {
 };
 
 __device__ __forceinline__ void Unravel3(int64_t i, const Shape3& sh, int& a, int& b, int& c) {
+  if (i <= INT32_MAX) {  // 32-bit divisions (a 64-bit one is a ~70-instruction routine)
+    const int i32 = static_cast<int>(i), t = i32 / sh.s[2];
+    c = i32 - t * sh.s[2];
+    b = t % sh.s[1];
+    a = t / sh.s[1];
+    return;
+  }
   c = static_cast<int>(i % sh.s[2]);
   const int64_t t = i / sh.s[2];
   b = static_cast<int>(t % sh.s[1]);
@@ -110,29 +117,73 @@ __global__ void __launch_bounds__(kThreads) LowResUpKernel(Shape3 sh, float* x, 
   }
 }
 
-// Gathers one (sample, channel) plane of `src` into `dst` through the sample's signed permutation.
+// Gathers one (sample, channel) plane of `src` into `dst` through the sample's signed permutation, by 32 × 32
+// tiles of an output plane: output axis 2 by the tile's other axis qa, at one position of the remaining axis ra.
+// Input axis 2 (contiguous) takes its index from output axis q = perm[2]. q == 2 (axis 2 kept, maybe reversed;
+// the identity too): rows map onto rows, read and written directly (qa = 1). Otherwise qa = q: the tile is read
+// along input axis 2 (thread x walks output axis q), transposed in shared memory and written along output axis 2
+// — both sides coalesced, where one output voxel per thread read with a stride of a plane or a row. No 64-bit
+// divisions: one tile index unravelled per block.
+constexpr int kTile = 32, kTileRows = 8;  // a block of 32 × 8 threads, 4 tile rows per thread
+static_assert(kTile * kTileRows == kThreads);
+
+// Tiles of one slice whose tile axes are 2 and qa (ra = the third axis).
+__host__ __device__ __forceinline__ int64_t PermuteTiles(const Shape3& sh, int qa) {
+  const int ra = qa == 0 ? 1 : 0;
+  return int64_t{(sh.s[2] + kTile - 1) / kTile} * ((sh.s[qa] + kTile - 1) / kTile) * sh.s[ra];
+}
+
 template <typename T>
-__global__ void __launch_bounds__(kThreads) PermuteKernel(Shape3 sh, int channels, const T* src, T* dst,
-                                                          const PermuteSample* p) {
+__global__ void __launch_bounds__(kThreads) PermuteKernel(Shape3 sh, int channels, const T* __restrict__ src,
+                                                          T* __restrict__ dst, const PermuteSample* p) {
   const int b = blockIdx.y / channels;
   const PermuteSample q = p[b];
-  const int64_t n = int64_t{sh.s[0]} * sh.s[1] * sh.s[2];
-  const T* s = src + blockIdx.y * n;
-  T* o = dst + blockIdx.y * n;
-  AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
-    if (!q.on) {
-      o[i] = s[i];
-      continue;
-    }
-    int out[3];
-    Unravel3(i, sh, out[0], out[1], out[2]);
-    int in[3];
+  const int n = sh.s[0] * sh.s[1] * sh.s[2];
+  const T* s = src + static_cast<int64_t>(blockIdx.y) * n;
+  T* o = dst + static_cast<int64_t>(blockIdx.y) * n;
+  const int p0 = q.on ? q.perm[0] : 0, p1 = q.on ? q.perm[1] : 1, p2 = q.on ? q.perm[2] : 2;
+  const bool f0 = q.on && q.flip[0], f1 = q.on && q.flip[1], f2 = q.on && q.flip[2];
+  const bool direct = p2 == 2;
+  const int qa = direct ? 1 : p2;  // the remaining axis ra = qa == 0 ? 1 : 0 holds r
+  if (static_cast<int64_t>(blockIdx.x) >= PermuteTiles(sh, qa)) return;  // block-uniform
+  const int n2 = (sh.s[2] + kTile - 1) / kTile, nq = (sh.s[qa] + kTile - 1) / kTile;
+  const int t2 = static_cast<int>(blockIdx.x % n2);
+  const int rest = static_cast<int>(blockIdx.x / n2);
+  const int x0 = t2 * kTile, y0 = rest % nq * kTile, r = rest / nq;
+  const int lx = sh.s[2], ly = sh.s[qa];
+  // Input offset of output voxel (o[2] = x, o[qa] = y, o[ra] = r): src[d] = flip[d] ? S_d − 1 − o[perm[d]] : o[perm[d]].
+  auto in_offset = [&](int x, int y) {
+    const int o0 = qa == 0 ? y : r, o1 = qa == 1 ? y : r;
+    auto pick = [&](int pd) { return pd == 0 ? o0 : (pd == 1 ? o1 : x); };
+    const int i0 = f0 ? sh.s[0] - 1 - pick(p0) : pick(p0);
+    const int i1 = f1 ? sh.s[1] - 1 - pick(p1) : pick(p1);
+    const int i2 = f2 ? sh.s[2] - 1 - pick(p2) : pick(p2);
+    return (i0 * sh.s[1] + i1) * sh.s[2] + i2;
+  };
+  auto out_offset = [&](int x, int y) {
+    const int o0 = qa == 0 ? y : r, o1 = qa == 1 ? y : r;
+    return (o0 * sh.s[1] + o1) * sh.s[2] + x;
+  };
+  const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
+  if (direct) {
 #pragma unroll
-    for (int d = 0; d < 3; ++d) {
-      const int v = out[q.perm[d]];
-      in[d] = q.flip[d] ? sh.s[d] - 1 - v : v;
+    for (int k = 0; k < kTile; k += kTileRows) {
+      const int x = x0 + tx, y = y0 + ty + k;
+      if (x < lx && y < ly) o[out_offset(x, y)] = s[in_offset(x, y)];
     }
-    o[i] = s[(int64_t{in[0]} * sh.s[1] + in[1]) * sh.s[2] + in[2]];
+    return;
+  }
+  __shared__ T tile[kTile][kTile + 1];
+#pragma unroll
+  for (int k = 0; k < kTile; k += kTileRows) {  // thread x walks output axis q: input axis 2
+    const int x = x0 + ty + k, y = y0 + tx;
+    if (x < lx && y < ly) tile[ty + k][tx] = s[in_offset(x, y)];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < kTile; k += kTileRows) {  // thread x walks output axis 2
+    const int x = x0 + tx, y = y0 + ty + k;
+    if (x < lx && y < ly) o[out_offset(x, y)] = tile[tx][ty + k];
   }
 }
 
@@ -182,16 +233,21 @@ cudaError_t LaunchLowRes(const Dims& d, float* x, const LowResSlice* p, float* t
 
 cudaError_t LaunchPermute(const Dims& img, float* x, float* img_tmp, const Dims& seg, int16_t* s, int16_t* seg_tmp,
                           const PermuteSample* p, cudaStream_t stream) {
+  // Blocks: the larger tile count of the two tile planes a sample may use (qa = 0 or 1); the others return.
+  auto grid = [](const Dims& d) {
+    const Shape3 sh = ShapeOf(d);
+    return dim3(static_cast<unsigned>(std::max(PermuteTiles(sh, 0), PermuteTiles(sh, 1))),
+                static_cast<unsigned>(d.slices()));
+  };
+  if (img.voxels() > INT32_MAX || seg.voxels() > INT32_MAX) return cudaErrorInvalidValue;  // 32-bit offsets
   if (img.slices() > 0) {
-    PermuteKernel<float><<<SliceGrid(img.voxels(), img.slices()), kThreads, 0, stream>>>(ShapeOf(img), img.channels,
-                                                                                         x, img_tmp, p);
+    PermuteKernel<float><<<grid(img), kThreads, 0, stream>>>(ShapeOf(img), img.channels, x, img_tmp, p);
     AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
     AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x, img_tmp, sizeof(float) * img.slices() * img.voxels(),
                                                   cudaMemcpyDeviceToDevice, stream));
   }
   if (s != nullptr && seg.slices() > 0) {
-    PermuteKernel<int16_t><<<SliceGrid(seg.voxels(), seg.slices()), kThreads, 0, stream>>>(ShapeOf(seg),
-                                                                                           seg.channels, s, seg_tmp, p);
+    PermuteKernel<int16_t><<<grid(seg), kThreads, 0, stream>>>(ShapeOf(seg), seg.channels, s, seg_tmp, p);
     AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
     AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s, seg_tmp, sizeof(int16_t) * seg.slices() * seg.voxels(),
                                                   cudaMemcpyDeviceToDevice, stream));

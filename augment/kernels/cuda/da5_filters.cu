@@ -2,8 +2,10 @@
 //
 // Median: one block per 4×8×8 output tile of one slice; the tile plus its k−1 halo (scipy 'reflect' indices,
 // origin 0: the window starts k/2 voxels before the output) is loaded once into shared memory as ordered keys,
-// then every thread selects the exact rank-⌊k³/2⌋ key of its window (SelectRankKey: ≤ 17 counting passes over
-// the window instead of a sort). Bit-identical to scipy / the CPU transform.
+// then every thread selects the exact rank-⌊k³/2⌋ key of its window (SelectRankKeyHist: a min/max pass, then
+// 32-bin histogram passes over a shrinking key range in a shared-memory column of its own, then the few keys of
+// the last bin ranked directly — ≤ 9 passes over the window, typically 4; SelectRankKey's 2-bit bisection took
+// ≤ 17). Bit-identical to scipy / the CPU transform.
 // Planar median (d0 = 1: 2D samples, or 3D ones with one slice): ReflectIndex(·, 1) = 0, so the k³ window holds
 // each of the k² values of the plane's k×k window exactly k times; sorted, it is the k² values sorted with every
 // value repeated k times, so its rank ⌊k³/2⌋ is the k×k window's rank ⌊⌊k³/2⌋/k⌋ = ⌊k³/(2k)⌋ = ⌊k²/2⌋ — the CPU's 2D
@@ -18,13 +20,16 @@ constexpr int kTz = 4, kTy = 8, kTx = 8;  // output tile (kTz·kTy·kTx == kThre
 static_assert(kTz * kTy * kTx == kThreads);
 constexpr int kPy = 16, kPx = 16;  // planar output tile
 static_assert(kPy * kPx == kThreads);
+constexpr int kHistWords = kSelectHistBins * kThreads;  // per-thread histogram columns (SelectRankKeyHist)
+constexpr size_t kDefaultSmem = 48 * 1024;
 
 __global__ void MedianKernel(const float* __restrict__ src, float* __restrict__ dst, const int32_t* __restrict__ ks,
                              int d0, int d1, int d2, int tiles1, int tiles2) {
   const int slice = blockIdx.y;
   const int k = ks[slice];
   if (k <= 1) return;
-  extern __shared__ uint32_t keys[];
+  extern __shared__ uint32_t smem[];  // kSelectHistBins × kThreads histogram columns, then the key tile
+  uint32_t* keys = smem + kSelectHistBins * kThreads;
   const int tile = blockIdx.x;
   const int o0 = tile / (tiles1 * tiles2) * kTz;
   const int o1 = tile / tiles2 % tiles1 * kTy;
@@ -45,7 +50,7 @@ __global__ void MedianKernel(const float* __restrict__ src, float* __restrict__ 
   const int i = o0 + z, j = o1 + y, l = o2 + x;
   if (i >= d0 || j >= d1 || l >= d2) return;
   const Window3 w{keys + (z * h1 + y) * h2 + x, k, h1 * h2, h2};
-  const uint32_t key = SelectRankKey(w, static_cast<uint32_t>(k * k * k / 2));
+  const uint32_t key = SelectRankKeyHist(w, static_cast<uint32_t>(k * k * k / 2), smem + threadIdx.x, kThreads);
   dst[slice * plane + (static_cast<int64_t>(i) * d1 + j) * d2 + l] = KeyToFloat(key);
 }
 
@@ -55,7 +60,8 @@ __global__ void MedianPlaneKernel(const float* __restrict__ src, float* __restri
   const int slice = blockIdx.y;
   const int k = ks[slice];
   if (k <= 1) return;
-  extern __shared__ uint32_t keys[];
+  extern __shared__ uint32_t smem[];  // histogram columns, then the key tile
+  uint32_t* keys = smem + kSelectHistBins * kThreads;
   const int o1 = blockIdx.x / tiles2 * kPy, o2 = blockIdx.x % tiles2 * kPx;
   const int before = k / 2;
   const int h2 = kPx + k - 1, halo = (kPy + k - 1) * h2;
@@ -70,7 +76,7 @@ __global__ void MedianPlaneKernel(const float* __restrict__ src, float* __restri
   const int j = o1 + y, l = o2 + x;
   if (j >= d1 || l >= d2) return;
   const Window2 w{keys + y * h2 + x, k, h2};
-  const uint32_t key = SelectRankKey(w, static_cast<uint32_t>(k * k / 2));
+  const uint32_t key = SelectRankKeyHist(w, static_cast<uint32_t>(k * k / 2), smem + threadIdx.x, kThreads);
   dst[slice * plane + static_cast<int64_t>(j) * d2 + l] = KeyToFloat(key);
 }
 
@@ -101,12 +107,19 @@ cudaError_t LaunchMedian(const float* src, float* dst, const int32_t* k, int sli
   if (max_k > kMaxMedianSize) return cudaErrorInvalidValue;
   if (shape[0] == 1) {
     const int t1 = (shape[1] + kPy - 1) / kPy, t2 = (shape[2] + kPx - 1) / kPx;
-    const size_t smem = sizeof(uint32_t) * (kPy + max_k - 1) * (kPx + max_k - 1);
+    const size_t smem = sizeof(uint32_t) * (kHistWords + (kPy + max_k - 1) * (kPx + max_k - 1));
     MedianPlaneKernel<<<dim3(t1 * t2, slices), kThreads, smem, stream>>>(src, dst, k, shape[1], shape[2], t2);
     return cudaGetLastError();
   }
   const int t0 = (shape[0] + kTz - 1) / kTz, t1 = (shape[1] + kTy - 1) / kTy, t2 = (shape[2] + kTx - 1) / kTx;
-  const size_t smem = sizeof(uint32_t) * (kTz + max_k - 1) * (kTy + max_k - 1) * (kTx + max_k - 1);
+  const size_t smem = sizeof(uint32_t) * (kHistWords + (kTz + max_k - 1) * (kTy + max_k - 1) * (kTx + max_k - 1));
+  if (smem > kDefaultSmem) {  // windows ≥ 10: above the default 48 KiB of dynamic shared memory (once, to the max)
+    static const cudaError_t opt_in = cudaFuncSetAttribute(
+        MedianKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(sizeof(uint32_t) * (kHistWords + (kTz + kMaxMedianSize - 1) * (kTy + kMaxMedianSize - 1) *
+                                                             (kTx + kMaxMedianSize - 1))));
+    if (opt_in != cudaSuccess) return opt_in;
+  }
   MedianKernel<<<dim3(t0 * t1 * t2, slices), kThreads, smem, stream>>>(src, dst, k, shape[0], shape[1], shape[2], t1,
                                                                        t2);
   return cudaGetLastError();

@@ -35,6 +35,7 @@ __global__ void __launch_bounds__(kThreads) MedianLargeKernel(const float* __res
   if (k <= 1) return;
   const int64_t plane = static_cast<int64_t>(d0) * d1 * d2;
   const bool planar = d0 == 1;
+  __shared__ uint32_t hist[kSelectHistBins * kThreads];  // one histogram column per thread
   const uint32_t rank = planar ? static_cast<uint32_t>(k * k / 2) : static_cast<uint32_t>(k * k * k / 2);
   for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < plane;
        v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -42,7 +43,7 @@ __global__ void __launch_bounds__(kThreads) MedianLargeKernel(const float* __res
     internal::Unravel(v, d1, d2, i, j, l);
     const int before = k / 2;
     const GlobalWindow w{src + slice * plane, d0, d1, d2, i - before, j - before, l - before, k, planar};
-    dst[slice * plane + v] = KeyToFloat(SelectRankKey(w, rank));
+    dst[slice * plane + v] = KeyToFloat(SelectRankKeyHist(w, rank, hist + threadIdx.x, kThreads));
   }
 }
 }  // namespace

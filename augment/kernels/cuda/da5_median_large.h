@@ -3,10 +3,11 @@
 // which stays the fast path for k <= kMaxMedianSize (shared-memory tiles).
 //
 // One thread per output voxel reads its window straight from global memory (scipy 'reflect' indices, origin 0, as
-// LaunchMedian) and selects the exact rank-⌊k³/2⌋ key with da5_math.h's SelectRankKey (bisection over the
-// order-preserving integer keys of the floats, two bits per counting pass over the window): bit-identical to scipy
-// and the CPU transform. d0 = 1 slices select rank ⌊k²/2⌋ of the k×k window, which equals the k³ one there
-// (da5_filters.cu explains why). Cost: ~17 passes × k³ reads per voxel.
+// LaunchMedian) and selects the exact rank-⌊k³/2⌋ key of the order-preserving integer keys of the floats with
+// da5_math.h's SelectRankKeyHist (histogram levels over the
+// keys, then the last bin's few keys ranked): bit-identical to scipy and the CPU transform. d0 = 1 slices select
+// rank ⌊k²/2⌋ of the k×k window, which equals the k³ one there (da5_filters.cu explains why). Cost: ≤ 9 (typically
+// 4) passes × k³ reads per voxel.
 //
 //   da5::LaunchMedianLarge(copy, image, device_ks, slices, shape, stream);  // dst slice s ← median_{k[s]}(src s)
 #pragma once

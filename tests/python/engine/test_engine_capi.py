@@ -47,7 +47,9 @@ def test_registry(capi):
         "bias_field", "ghosting", "spike", "motion",
         # AugLab's nnUNetTrainerDAExtGPU extras
         "histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization", "clamp",
-        "edge_convolution", "unsharp_mask"]
+        "edge_convolution", "unsharp_mask",
+        # nnUNetTrainerDAExt's CPU transforms (TorchIO definitions, AugLab's ShapeTransform)
+        "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation"]
 
 
 @pytest.mark.parametrize("inv", [False, True])

@@ -40,9 +40,11 @@ class RecordingPatchTrainer(nnUNetTrainerAugmentdPatch):
         return super().validation_step(batch)
 
 
-def test_patch_trainer_trains_and_cleans_up(nnunet_env, augmentd_bin, monkeypatch):
+@pytest.mark.parametrize("workers", ["processes", "threads"])
+def test_patch_trainer_trains_and_cleans_up(nnunet_env, augmentd_bin, monkeypatch, workers):
     monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
     monkeypatch.setenv("AUGMENTD_PATCH_THREADS", "2")
+    monkeypatch.setenv("AUGMENTD_PATCH_WORKERS", workers)
     trainer = make_trainer(RecordingPatchTrainer, nnunet_env["preprocessed"])
     trainer.run_training()
     b = trainer.configuration_manager.batch_size
@@ -63,6 +65,7 @@ def test_patch_trainer_trains_and_cleans_up(nnunet_env, augmentd_bin, monkeypatc
     assert trainer._augmentd_loaders == [] and trainer._augmentd_server is None
     log = open(trainer.log_file).read()
     assert log.count("(patch mode) session") == 2 and "input slots 2" in log, log
+    assert f"loader {workers}" in log, log
     assert "augmentd: closed" in log and "local server stopped (exit status 0)" in log
 
 

@@ -17,7 +17,8 @@ def test_registry_lists_every_transform_kind(capi):
     # whose references are tests/python/test_mri_*.py and test_auglab_parity.py)
     extras = {"bias_field", "ghosting", "spike", "motion", "histogram_equalization", "random_convolution",
               "intensity_function", "zscore_normalization", "clamp", "edge_convolution",
-              "unsharp_mask"}  # test_auglab_*_parity.py
+              "unsharp_mask",  # test_auglab_*_parity.py
+              "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation"}  # test_daext_cpu_parity.py
     assert sorted(j["transforms"]) == sorted(set(KIND_TO_CLASS) | extras)
 
 

@@ -12,7 +12,7 @@ from .security import TlsConfig, make_channel
 from .sessions import AugmentdError, Batch, BatchStream, Session
 from .slots import SlotSet
 from .tensors import from_numpy
-from .wire import decode_stream_response, decode_varint, encode_varint
+from .wire import decode_stream_response, decode_varint, encode_stream_request, encode_varint
 
 
 class HealthStatus(enum.IntEnum):
@@ -68,7 +68,7 @@ class Client:
         # augmentd.patch.PatchAugmenter's stream (patch mode): the same messages and decoder.
         self.stub.StreamPatchesDecoded = self._channel.stream_stream(
             "/augmentd.v1.AugmentService/StreamPatches",
-            request_serializer=batch_pb2.StreamBatchesRequest.SerializeToString,
+            request_serializer=encode_stream_request,  # inline patches: one copy of their bytes
             response_deserializer=decode_stream_response)
         self._health_check = self._channel.unary_unary(
             "/grpc.health.v1.Health/Check",

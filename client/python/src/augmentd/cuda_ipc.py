@@ -144,6 +144,15 @@ class CudaIpcMemory:
             _check(cudart().cudaStreamWaitEvent(ctypes.c_void_p(s.cuda_stream), ctypes.c_void_p(self.event), 0),
                    "cudaStreamWaitEvent")
 
+    def record(self, stream) -> bool:
+        """Records the slot's event on ``stream`` after this process's writes (an input slot: the server waits on it
+        before its kernels read the slot). False when the slot has no event (then synchronise instead)."""
+        if self.event is None:
+            return False
+        _check(cudart().cudaEventRecord(ctypes.c_void_p(self.event), ctypes.c_void_p(stream.cuda_stream)),
+               "cudaEventRecord")
+        return True
+
     def close(self) -> None:
         if self.base is not None:
             lib = cudart()

@@ -10,11 +10,13 @@ server-owned input slots and gets each batch back through its output slots, over
             ...; image2, targets2 = aug.result(ticket)
 
 Where the bytes go. A CUDA session: the input slots are device memory of the server (cudaMalloc'd, exported once
-with cudaIpcGetMemHandle and opened here once); ``submit`` copies the caller's tensors into a free slot on the
-current torch stream (a device-to-device copy, or host-to-device for host tensors), synchronises that stream and
-sends the slot's lease; the kernels read the slot and write the batch into an output slot that ``result`` returns
-as torch views (CUDA IPC delivery). A CPU session: the same with host shared-memory slots and CPU tensors. With
-``inline=True`` (or a server on another host) the patches travel as message bytes instead.
+with cudaIpcGetMemHandle and opened here once); ``submit`` copies the caller's tensors into a free slot (a
+device-to-device copy on the current torch stream, or host-to-device on the augmenter's own stream for host
+tensors), records the slot's IPC event after the copies and sends the slot's lease; the server's stream waits on
+the event, the kernels read the slot and write the batch into an output slot that ``result`` returns as torch views
+(CUDA IPC delivery). A CPU session: the same with host shared-memory slots and CPU tensors (a CUDA session's host
+shm slots are page-locked by the server: the device copies straight from and into them). With ``inline=True`` (or
+a server on another host) the patches travel as message bytes instead, encoded with one copy.
 
 Lifetime: the tensors ``result`` returns view an output slot; it goes back to the server when ``hold`` later results
 have been taken (default 1: the next ``result`` / call) or the augmenter closes — ``.clone()`` what must live
@@ -30,8 +32,10 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import queue
 import threading
+import time
 from typing import List, Optional, Tuple
 
 import grpc
@@ -42,12 +46,15 @@ from augmentd.v1 import batch_pb2, server_info_pb2, session_pb2, tensor_pb2
 from .sessions import AugmentdError, Batch, Session
 from .slots import HostShmMemory
 from .tensors import _FROM_NUMPY, from_numpy, numpy_dtype
-from .wire import DecodedResponse
+from .wire import DecodedResponse, EncodedRequest, encode_stream_request
 
 _END = object()
 _HOST_SHM = server_info_pb2.DELIVERY_KIND_HOST_SHM
 _CUDA_IPC = server_info_pb2.DELIVERY_KIND_CUDA_IPC
 _INLINE = server_info_pb2.DELIVERY_KIND_INLINE
+
+
+_ALL_CREDITS = 1 << 31
 
 
 def _align256(n: int) -> int:
@@ -57,10 +64,16 @@ def _align256(n: int) -> int:
 class PatchFuture:
     """One submitted batch: ``PatchAugmenter.result(future)`` (or ``future.result()``) waits for it."""
 
-    __slots__ = ("batch_index", "_augmenter", "_done", "_batch", "_error", "taken")
+    __slots__ = ("batch_index", "_augmenter", "_done", "_batch", "_error", "taken", "submit_ns", "sent_ns",
+                 "received_ns", "returned_ns")
 
-    def __init__(self, augmenter: "PatchAugmenter", batch_index: int):
+    def __init__(self, augmenter: "PatchAugmenter", batch_index: int, submit_ns: int = 0):
         self.batch_index = batch_index
+        # Wall clock (time.time_ns(), comparable with the server's BatchTiming on the same host) of the call's
+        # phases: submit() entered, its request queued for the stream, the batch received by the reader thread,
+        # result() returning. ``phases()`` turns them and the server's timing into milliseconds.
+        self.submit_ns = submit_ns
+        self.sent_ns = self.received_ns = self.returned_ns = 0
         self._augmenter = augmenter
         self._done = threading.Event()
         self._batch: Optional[Batch] = None
@@ -72,6 +85,22 @@ class PatchFuture:
 
     def result(self, timeout: Optional[float] = None, copy: bool = False):
         return self._augmenter.result(self, timeout=timeout, copy=copy)
+
+    def phases(self) -> dict:
+        """Where this call's time went, in ms (a taken result of a StreamPatches server that reports the times):
+        ``submit`` (copies into the input slot / message building), ``request`` (queued → the server read it: the
+        gRPC request path), ``queue`` (server: read → engine start), ``compute`` (the engine), ``delivery``
+        (server: engine done → batch written), ``response`` (written → the client's reader thread has it) and
+        ``result`` (reader → result() returned: wake-up, views, the release). Missing server times give {}."""
+        t = self._batch.proto.timing if self._batch is not None else None
+        if t is None or not t.received_unix_ns or not self.returned_ns:
+            return {}
+        done = t.started_unix_ns + t.compute_us * 1000
+        ms = lambda a, b: (b - a) / 1e6  # noqa: E731
+        return {"submit": ms(self.submit_ns, self.sent_ns), "request": ms(self.sent_ns, t.received_unix_ns),
+                "queue": ms(t.received_unix_ns, t.started_unix_ns), "compute": t.compute_us / 1e3,
+                "delivery": ms(done, t.sent_unix_ns), "response": ms(t.sent_unix_ns, self.received_ns),
+                "result": ms(self.received_ns, self.returned_ns)}
 
     def _set(self, batch=None, error=None) -> None:
         self._batch, self._error = batch, error
@@ -91,7 +120,8 @@ class _InputSlot:
         else:
             from .cuda_ipc import CudaIpcMemory
 
-            self.memory = CudaIpcMemory(region.mem_handle, region.byte_size, region.device_uuid)
+            # With its event: the copies into the slot are handed over by cudaEventRecord, not a synchronisation.
+            self.memory = CudaIpcMemory(region.mem_handle, region.byte_size, region.device_uuid, region.event_handle)
         self._views = {}
 
     def view(self, offset: int, shape, dtype):
@@ -106,9 +136,78 @@ class _InputSlot:
             self._views[key] = out
         return out
 
+    def host_tensor(self, offset: int, shape, dtype):
+        """A torch CPU tensor viewing the host shm slot (made once per layout), or None without torch."""
+        key = ("torch", offset, tuple(shape), np.dtype(dtype).str)
+        out = self._views.get(key)
+        if out is None:
+            try:
+                import torch
+            except ImportError:
+                return None
+            out = self._views[key] = torch.from_numpy(self.view(offset, shape, dtype))
+        return out
+
     def close(self) -> None:
         self._views.clear()
         self.memory.close()
+
+
+_COPY_CHUNK = 4 << 20  # bytes per copy task
+_copy_pool = None
+_copy_pool_lock = threading.Lock()
+
+
+_THREADS = max(1, min(8, (os.cpu_count() or 1) // 2))
+
+
+def _copy_threads() -> int:
+    return _THREADS
+
+
+def _parallel_copyto(dst: np.ndarray, src) -> None:
+    """``np.copyto(dst, src, casting="unsafe")`` of a large contiguous array in chunks on a few threads (numpy
+    releases the GIL while copying): one thread moves ~5-10 GB/s, i.e. 10-20 ms for a 128³ B=2 batch (issue 22).
+    Small or strided sources are copied on the calling thread. Threads that block rather than spin, so a loaded
+    host does not make it slower than one copy (torch's intra-op copy does there)."""
+    if dst.nbytes < 2 * _COPY_CHUNK:
+        np.copyto(dst, src, casting="unsafe")
+        return
+    src = np.asarray(src)
+    threads = _copy_threads()
+    if threads == 1 or not src.flags.c_contiguous or src.shape != dst.shape:
+        np.copyto(dst, src, casting="unsafe")
+        return
+    global _copy_pool
+    with _copy_pool_lock:
+        if _copy_pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _copy_pool = ThreadPoolExecutor(threads, thread_name_prefix="augmentd-copy")
+    d, s = dst.reshape(-1), src.reshape(-1)
+    step = max(_COPY_CHUNK // dst.itemsize, -(-d.size // threads))
+    parts = [(i, min(i + step, d.size)) for i in range(0, d.size, step)]
+    futures = [_copy_pool.submit(np.copyto, d[a:b], s[a:b], casting="unsafe") for a, b in parts[1:]]
+    np.copyto(d[parts[0][0]:parts[0][1]], s[parts[0][0]:parts[0][1]], casting="unsafe")
+    for f in futures:
+        f.result()
+
+
+def _inline_views(batch: Batch):
+    """(image, [targets]) of an inline batch as torch CPU tensors viewing the received message's bytes (no copy;
+    the batch owns them, nobody else holds a reference: writable in practice, so torch's warning is silenced)."""
+    import warnings
+
+    import torch
+
+    def view(tensor, array):
+        out = torch.from_numpy(array)
+        return out.view(torch.bfloat16) if tensor.dtype == tensor_pb2.DTYPE_BFLOAT16 else out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return (view(batch.proto.image, batch.image),
+                [view(t, a) for t, a in zip(batch.proto.targets, batch.targets)])
 
 
 def _is_torch(x) -> bool:
@@ -190,14 +289,20 @@ class PatchAugmenter:
         self._held: "collections.deque[Batch]" = collections.deque()
         self._indices = itertools.count(start_batch_index)
         self._requests: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._copy_streams = {}                             # torch device → CUDA stream for host → slot copies
         self._failure: Optional[BaseException] = None
         self._closed = False
-        start = batch_pb2.StreamStart(session_id=self.session.session_id, initial_credits=self.depth)
+        # Every credit up front: the server only produces submitted batches and at most `depth` are outstanding, so
+        # credits bound nothing here; a taken result then sends at most a Release (none for inline delivery) and
+        # the stream carries one request and one answer per batch (each message costs GIL time on gRPC's threads).
+        start = batch_pb2.StreamStart(session_id=self.session.session_id, initial_credits=_ALL_CREDITS)
         token = getattr(self.session.response, "session_token", "")  # a server with session credentials
         if token and "session_token" in start.DESCRIPTOR.fields_by_name:
             start.session_token = token
         self._requests.put(batch_pb2.StreamBatchesRequest(start=start))
         stub = self.client.stub
+        # The client's StreamPatchesDecoded stub takes pre-encoded requests (augmentd.wire.encode_stream_request).
+        self._encoded = hasattr(stub, "StreamPatchesDecoded")
         self._call = getattr(stub, "StreamPatchesDecoded", stub.StreamPatches)(self._request_iter(), timeout=timeout)
         self._reader = threading.Thread(target=self._read, name=f"augmentd-patch-{self.session.session_id}",
                                         daemon=True)
@@ -228,6 +333,7 @@ class PatchAugmenter:
                         lease = response.batch.input_lease
                         self._free.put((lease.slot, lease))
                     future = self._pending.popleft()
+                    future.received_ns = time.time_ns()
                     future._set(batch=batch)
                 elif which == "end":
                     break
@@ -260,6 +366,7 @@ class PatchAugmenter:
         """Sends one batch of (B, C, *initial_patch) ``image`` and (B, S, *initial_patch) ``segmentation`` (torch
         tensors on the session's device or the host, or numpy arrays); returns a ``PatchFuture``. Waits while
         ``depth`` batches are outstanding or no input slot is free."""
+        submit_ns = time.time_ns()
         if self._closed:
             raise RuntimeError("the PatchAugmenter is closed")
         ishape = self._check(image, "image", self.image_channels)
@@ -278,13 +385,23 @@ class PatchAugmenter:
                     if item is None:
                         raise self._failure or RuntimeError("the patch stream ended")
                     self._fill(item, image, segmentation, ishape, sshape, request)
+                    message = batch_pb2.StreamBatchesRequest(patches=request)
+                elif self._encoded:
+                    # Inline bytes, copied once: from the arrays straight into the message (augmentd.wire).
+                    arrays = (self._host(image, self.image_dtype), self._host(segmentation, self.label_dtype))
+                    heads = tuple(tensor_pb2.Tensor(name=n, dtype=d, shape=a.shape) for n, d, a in
+                                  (("image", self._image_proto_dtype, arrays[0]),
+                                   ("segmentation", self._label_proto_dtype, arrays[1])))
+                    message = encode_stream_request(EncodedRequest(request, heads, arrays))
                 else:
                     request.image.CopyFrom(from_numpy(self._host(image, self.image_dtype), "image"))
                     request.segmentation.CopyFrom(from_numpy(self._host(segmentation, self.label_dtype),
                                                              "segmentation"))
-                future = PatchFuture(self, index)
+                    message = batch_pb2.StreamBatchesRequest(patches=request)
+                future = PatchFuture(self, index, submit_ns)
                 self._pending.append(future)
-                self._requests.put(batch_pb2.StreamBatchesRequest(patches=request))
+                future.sent_ns = time.time_ns()
+                self._requests.put(message)
                 return future
         except BaseException:
             self._room.release()
@@ -311,15 +428,32 @@ class PatchAugmenter:
         if slot.kind == "cuda_ipc":
             import torch
 
-            with torch.cuda.device(slot.memory.device):
-                iview.copy_(image if _is_torch(image) else torch.from_numpy(np.asarray(image)))
-                sview.copy_(seg if _is_torch(seg) else torch.from_numpy(np.asarray(seg)))
-                # The server reads the slot on its own stream: the copies must be finished when the lease arrives.
-                torch.cuda.current_stream(slot.memory.device).synchronize()
+            dev = slot.memory.device
+            if any(_is_torch(x) and x.is_cuda for x in (image, seg)):
+                # Device to device on the caller's stream: after the kernels that produced the tensors.
+                stream = torch.cuda.current_stream(dev)
+            else:
+                # Host to device on the augmenter's own stream, not behind the caller's queued work: a training step
+                # on the default stream would otherwise hold every hand-over of a loader thread until it ends.
+                stream = self._copy_streams.get(dev)
+                if stream is None:
+                    stream = self._copy_streams[dev] = torch.cuda.Stream(dev)
+            with torch.cuda.device(dev), torch.cuda.stream(stream):
+                iview.copy_(image if _is_torch(image) else torch.from_numpy(np.ascontiguousarray(image)))
+                sview.copy_(seg if _is_torch(seg) else torch.from_numpy(np.ascontiguousarray(seg)))
+            # The server reads the slot on its own stream after waiting on the slot's event (CudaIpcRegion.event_handle:
+            # the writer records it after each write), so a device-to-device copy need not finish before the lease
+            # goes out; without an event the copies must be finished when the lease arrives.
+            if not slot.memory.record(stream):
+                stream.synchronize()
             ref = "cuda_ipc"
         else:
-            np.copyto(iview, self._host(image, self.image_dtype) if _is_torch(image) else image, casting="unsafe")
-            np.copyto(sview, self._host(seg, self.label_dtype) if _is_torch(seg) else seg, casting="unsafe")
+            for view, src, off, shape, dtype in ((iview, image, 0, ishape, self.image_dtype),
+                                                 (sview, seg, soff, sshape, self.label_dtype)):
+                if _is_torch(src) and src.is_cuda:
+                    slot.host_tensor(off, shape, dtype).copy_(src)  # one device-to-host copy into the slot
+                else:
+                    _parallel_copyto(view, src.detach().numpy() if _is_torch(src) else src)
             ref = "host_shm"
         request.input_slot.CopyFrom(lease)
         for t, name, shape, dtype, off, nbytes in ((request.image, "image", ishape, self._image_proto_dtype, 0, ibytes),
@@ -345,7 +479,10 @@ class PatchAugmenter:
         if future._error is not None:
             raise future._error
         batch = future._batch
-        image, targets = batch.torch()  # CUDA_IPC: on the session's GPU; HOST_SHM / INLINE: host tensors
+        if batch.proto.image.WhichOneof("storage") == "inline_data":
+            image, targets = _inline_views(batch)  # views of the received message: the output is written once
+        else:
+            image, targets = batch.torch()  # CUDA_IPC: on the session's GPU; HOST_SHM: host tensors of the slot
         if copy:
             image, targets = image.clone(), [t.clone() for t in targets]
         releases = []
@@ -360,9 +497,9 @@ class PatchAugmenter:
                     old = self._held.popleft()
                     old.released = True
                     releases.append(old.lease)
-            if not self._closed:
-                self._requests.put(batch_pb2.StreamBatchesRequest(
-                    credit=batch_pb2.Credit(credits=1, releases=releases)))
+            if releases and not self._closed:
+                self._requests.put(batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=releases)))
+        future.returned_ns = time.time_ns()
         return image, targets
 
     def __call__(self, image, segmentation, batch_index: Optional[int] = None):

@@ -3,19 +3,23 @@
 Where ``nnUNetTrainerAugmentd`` lets the server sample and read the dataset (dataset mode), this trainer keeps
 nnU-Net's ``nnUNetDataLoader`` — its case choice, foreground oversampling, bounding boxes, crop and pad, and any
 custom loader or dataset class a subclass brings — and runs it with ``transforms=None`` (crop and pad only, none of
-its CPU transforms) in a few threads instead of processes. Each batch of enlarged patches goes to augmentd's patch
-mode on the trainer's GPU through ``augmentd.PatchAugmenter``: written into the session's server-owned CUDA input
-slot, augmented with the server's ``nnunet_default`` pipeline (``nnunet_validation`` for the validation loader)
+its CPU transforms) in a few worker processes (or threads), each sample written once into a page-locked batch
+buffer (``crop.py``: nnU-Net's own sampler calls, the same values). Each batch of enlarged patches goes to augmentd's
+patch mode on the trainer's GPU through ``augmentd.PatchAugmenter``: a feeder thread copies it into the session's
+server-owned CUDA input slot on its own stream, augmented with the server's ``nnunet_default`` pipeline (``nnunet_validation`` for the validation loader)
 configured exactly like the trainer, and handed back through a CUDA IPC output slot as CUDA tensors — so
-``train_step``'s ``.to(device)`` is a no-op. The next batch is submitted before the current one is returned, so it
-is augmented while the trainer computes.
+``train_step``'s ``.to(device)`` is a no-op. The next batches are copied and submitted while the trainer computes;
+``next()`` only takes a finished result.
 
 Server, device and seed selection are those of ``nnUNetTrainerAugmentd`` (same environment variables; a local
 server is started when none answers). Also:
 
 ==========================  ==========================================================================================
-AUGMENTD_PATCH_THREADS      threads running nnU-Net's loader (crop and pad) per loader (default 4; validation: half)
-AUGMENTD_PATCH_QUEUE        cropped batches queued ahead per loader (default 4)
+AUGMENTD_PATCH_WORKERS      ``processes`` (default: spawned crop workers writing into shared, page-locked buffers;
+                            the trainer's interpreter keeps its GIL) or ``threads`` (inside the trainer's process)
+AUGMENTD_PATCH_THREADS      workers running nnU-Net's loader (crop and pad) per loader (default 4; validation: half)
+AUGMENTD_PATCH_QUEUE        cropped batches queued ahead per loader (default 2)
+AUGMENTD_PATCH_AHEAD        batches submitted to the server ahead of the trainer (input slots; default 2)
 ==========================  ==========================================================================================
 """
 from __future__ import annotations
@@ -34,6 +38,7 @@ from augmentd.local_server import connect_or_start
 from augmentd.patch import PatchAugmenter
 from augmentd.v1 import pipeline_pb2, session_pb2
 
+from .crop import BatchBuffers, LoaderSpec, ProcessBatches, crop_batch
 from .config import settings_from_trainer, training_config, validation_config
 from .trainer import _device_spec, _env_int, nnUNetTrainerAugmentd
 
@@ -41,15 +46,20 @@ _STOP = object()
 
 
 class ThreadedBatches:
-    """nnU-Net's data loader (``transforms=None``) in ``threads`` threads, each with its own loader object; batches
-    go into a queue of ``depth``. ``next()`` returns ``{'data', 'target', 'keys'}`` host tensors (float32 image,
-    int16 segmentation) of the enlarged patch size."""
+    """nnU-Net's sampler, crop and pad (``crop.crop_batch``: nnU-Net's own calls, each sample written once into a
+    reusable batch buffer, page-locked on a GPU) in ``threads`` threads, each with its own loader object; filled
+    buffers go into a queue of ``depth``. ``next()`` returns ``(image, seg, keys)``: (B, C, *crop) float32 and
+    (B, S, *crop) int16 host tensors of the enlarged patch size, to hand back with ``recycle((image, seg))`` once
+    their bytes were copied."""
 
-    def __init__(self, make_loader, threads: int, depth: int, seed: int, name: str):
+    def __init__(self, make_loader, threads: int, depth: int, seed: int, name: str, shapes, pin: bool):
         self.name = name
         self._queue: "queue.Queue" = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
         self._threads = []
+        batch_size, channels, seg_channels, crop = shapes
+        # every thread's buffer, the queue's, and the one being handed over
+        self._buffers = BatchBuffers(batch_size, channels, seg_channels, crop, threads + depth + 1, pin)
         # nnU-Net's sampler draws from numpy's global generator, which the threads share (the GIL serialises draws).
         np.random.seed(seed % (2 ** 32))
         for k in range(max(1, threads)):
@@ -61,21 +71,33 @@ class ThreadedBatches:
     def _run(self, loader) -> None:
         try:
             while not self._stop.is_set():
-                batch = loader.generate_train_batch()
+                pair = self._buffers.get(self._stop)
+                if pair is None:
+                    return
+                keys = crop_batch(loader, *pair)
                 while not self._stop.is_set():
                     try:
-                        self._queue.put(batch, timeout=0.2)
+                        self._queue.put((pair[0], pair[1], keys), timeout=0.2)
                         break
                     except queue.Full:
                         continue
         except BaseException as err:  # noqa: BLE001 (raised by next())
             self._queue.put(err)
 
-    def __next__(self) -> dict:
-        item = self._queue.get()
+    def __next__(self):
+        while True:
+            try:
+                item = self._queue.get(timeout=0.2)
+                break
+            except queue.Empty:
+                if self._stop.is_set():
+                    raise StopIteration from None
         if isinstance(item, BaseException):
             raise RuntimeError(f"augmentd {self.name}: nnU-Net's data loader failed: {item}") from item
         return item
+
+    def recycle(self, pair) -> None:
+        self._buffers.put(pair)
 
     def close(self) -> None:
         self._stop.set()
@@ -89,39 +111,72 @@ class ThreadedBatches:
 
 
 class AugmentdPatchLoader:
-    """Cropped batches from ``batches`` augmented by ``augmenter`` on the server, one submitted ahead: ``next()``
-    returns ``{'data': CUDA (B, C, *patch), 'target': [CUDA tensors per deep-supervision scale] (or one tensor),
+    """Cropped batches from ``batches`` augmented by ``augmenter`` on the server: a feeder thread copies each into
+    a free input slot (on its own CUDA stream, from page-locked memory, so the copy overlaps the trainer's step)
+    and submits it, up to ``ahead`` batches before the trainer asks. ``next()`` only takes the next result:
+    ``{'data': CUDA (B, C, *patch), 'target': [CUDA tensors per deep-supervision scale] (or one tensor),
     'keys': [...]}`` — views of the session's output slot, valid until the next ``next()`` (as nnU-Net's training
     loop uses a batch)."""
 
-    def __init__(self, batches: ThreadedBatches, augmenter: PatchAugmenter, deep_supervision: bool, name: str):
+    def __init__(self, batches: ThreadedBatches, augmenter: PatchAugmenter, deep_supervision: bool, name: str,
+                 ahead: int):
         self.name = name
         self._batches = batches
         self._aug = augmenter
         self._deep_supervision = deep_supervision
-        self._ahead = None
         self.session = augmenter.session
         self.batches_taken = 0
+        self._credits = threading.Semaphore(max(1, min(ahead, augmenter.depth)))  # submitted, not yet taken
+        self._submitted: "queue.Queue" = queue.Queue()
+        self._stop = threading.Event()
+        self._feeder = threading.Thread(target=self._feed, name=f"augmentd-{name}-feed", daemon=True)
+        self._feeder.start()
 
-    def _submit(self):
-        batch = next(self._batches)
-        return self._aug.submit(batch["data"], batch["target"]), batch["keys"]
+    def _feed(self) -> None:
+        stream = None
+        device = self._aug.device
+        try:
+            if device.startswith("cuda"):
+                torch.cuda.set_device(device)
+                stream = torch.cuda.Stream(device=device)
+            while not self._stop.is_set():
+                if not self._credits.acquire(timeout=0.2):
+                    continue
+                try:
+                    image, seg, keys = next(self._batches)
+                except StopIteration:
+                    return
+                try:
+                    if stream is not None:
+                        with torch.cuda.stream(stream):  # not the trainer's stream: overlaps its kernels
+                            future = self._aug.submit(image, seg)
+                    else:
+                        future = self._aug.submit(image, seg)
+                finally:
+                    self._batches.recycle((image, seg))  # submit copied the bytes into the input slot
+                self._submitted.put((future, keys))
+        except BaseException as err:  # noqa: BLE001 (raised by next())
+            self._submitted.put(err)
 
     def __iter__(self) -> "AugmentdPatchLoader":
         return self
 
     def __next__(self) -> dict:
-        if self._ahead is None:
-            self._ahead = self._submit()
-        future, keys = self._ahead
-        self._ahead = self._submit()  # augmented while the trainer computes with this one
+        item = self._submitted.get()
+        if isinstance(item, BaseException):
+            raise RuntimeError(f"augmentd {self.name}: feeding patch mode failed: {item}") from item
+        future, keys = item
         image, targets = self._aug.result(future)
+        self._credits.release()
         self.batches_taken += 1
         return {"data": image, "target": targets if self._deep_supervision else targets[0], "keys": keys}
 
     def close(self) -> Optional[object]:
-        """Stops the loader threads and closes the session; returns its final SessionStats (None if closed)."""
+        """Stops the feeder and loader threads and closes the session; returns its final SessionStats (None if
+        closed)."""
+        self._stop.set()
         self._batches.close()
+        self._feeder.join(timeout=5)
         return self._aug.close()
 
 
@@ -135,6 +190,20 @@ def patch_config(dataset_config: session_pb2.SessionConfig, input_patch_size, ch
     cfg.delivery = 0  # PatchAugmenter picks: CUDA IPC on a GPU, host shm on the CPU
     cfg.prefetch_depth = 0
     return cfg
+
+
+def _batch_bytes(shapes) -> int:
+    batch_size, channels, seg_channels, crop = shapes
+    return int(batch_size * int(np.prod(crop)) * (4 * channels + 2 * seg_channels))
+
+
+def _shm_free_bytes() -> Optional[int]:
+    """Free bytes of /dev/shm (where torch puts shared tensors), None when it cannot be read."""
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 class nnUNetTrainerAugmentdPatch(nnUNetTrainerAugmentd):
@@ -159,7 +228,11 @@ class nnUNetTrainerAugmentdPatch(nnUNetTrainerAugmentd):
         seed_env = os.environ.get("AUGMENTD_SEED", "")
         base = _env_int("AUGMENTD_SEED", 0) if seed_env else random.SystemRandom().randrange(2 ** 62)
         threads = _env_int("AUGMENTD_PATCH_THREADS", 4)
-        depth = _env_int("AUGMENTD_PATCH_QUEUE", 4)
+        depth = _env_int("AUGMENTD_PATCH_QUEUE", 2)
+        ahead = max(1, _env_int("AUGMENTD_PATCH_AHEAD", 2))
+        workers = (os.environ.get("AUGMENTD_PATCH_WORKERS") or "processes").strip().lower()
+        if workers not in ("processes", "threads"):
+            raise ValueError(f"AUGMENTD_PATCH_WORKERS: {workers!r} is neither 'processes' nor 'threads'")
         tag = f"{self.plans_manager.dataset_name} {self.configuration_name} fold {self.fold}"
         ds = s.deep_supervision_scales is not None
         dataset_tr, dataset_val = self.get_tr_and_val_datasets()
@@ -170,24 +243,37 @@ class nnUNetTrainerAugmentdPatch(nnUNetTrainerAugmentd):
                  max(1, threads // 2), "val")):
             config = patch_config(make_config(s, seed, "auto", device, f"{tag} {label} (patch mode)", 0, **extra),
                                   crop, s.num_input_channels)
-            aug = PatchAugmenter(self._augmentd_client, config, depth=2, hold=1)
+            aug = PatchAugmenter(self._augmentd_client, config, depth=ahead, hold=1)
             if aug.patch_size[-len(crop):] != list(crop):
                 aug.close()
                 raise RuntimeError(f"initial_patch_size: the server derives {aug.patch_size}, nnU-Net crops {crop}")
 
-            def make_loader(dataset=dataset, crop=crop):
-                return nnUNetDataLoader(dataset, self.batch_size, crop, s.patch_size, self.label_manager,
-                                        oversample_foreground_percent=self.oversample_foreground_percent,
-                                        sampling_probabilities=None, pad_sides=None, transforms=None,
-                                        probabilistic_oversampling=self.probabilistic_oversampling)
-
-            batches = ThreadedBatches(make_loader, n_threads, depth, seed, f"{label} loader")
-            loader = AugmentdPatchLoader(batches, aug, ds, config.name)
+            spec = LoaderSpec(nnUNetDataLoader, data=dataset, batch_size=self.batch_size, patch_size=crop,
+                              final_patch_size=s.patch_size, label_manager=self.label_manager,
+                              oversample_foreground_percent=self.oversample_foreground_percent,
+                              sampling_probabilities=None, pad_sides=None, transforms=None,
+                              probabilistic_oversampling=self.probabilistic_oversampling)
+            pin = aug.device.startswith("cuda")
+            shapes = (self.batch_size, aug.image_channels, aug.seg_channels, crop)
+            kind = workers
+            if kind == "processes":
+                need = _batch_bytes(shapes) * (n_threads + depth + 1)
+                room = _shm_free_bytes()
+                if room is not None and room < 1.25 * need:  # tmpfs over-commit would end in SIGBUS, not an error
+                    self.print_to_log_file(
+                        f"augmentd: /dev/shm has {room >> 20} MiB free, {label} crop workers in processes need "
+                        f"{need >> 20} MiB: running them as threads (AUGMENTD_PATCH_WORKERS=threads)")
+                    kind = "threads"
+            if kind == "processes":
+                batches = ProcessBatches(spec, n_threads, depth, seed, f"{label} loader", shapes, pin)
+            else:
+                batches = ThreadedBatches(spec.build, n_threads, depth, seed, f"{label} loader", shapes, pin)
+            loader = AugmentdPatchLoader(batches, aug, ds, config.name, ahead)
             self._augmentd_loaders.append(loader)
             self.print_to_log_file(
                 f"augmentd: {config.name} session {aug.session.session_id} on {aug.device}: input slots "
                 f"{aug.input_slots}, delivery {aug.session.response.delivery}, batch {s.batch_size}, crop {crop}, "
-                f"{n_threads} loader threads")
+                f"{n_threads} loader {kind}")
         train, val = self._augmentd_loaders
         next(train)  # like nnUNetTrainer.get_dataloaders: a broken setup fails here
         next(val)

@@ -1,0 +1,244 @@
+#include "augment/transforms/elastic_deformation/elastic_deformation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "augment/json_util.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/common/common.h"
+#include "augment/transforms/common/mri_common.h"
+
+namespace augmentd {
+namespace ju = json_util;
+using transforms_internal::ParamsAs;
+using transforms_internal::RequireImage;
+
+namespace {
+constexpr char kW[] = "elastic_deformation";
+constexpr int64_t kMaxControlPoints = 64;
+
+double CubicBSpline(double t) {
+  t = std::abs(t);
+  if (t < 1) return (4.0 - 6.0 * t * t + 3.0 * t * t * t) / 6.0;
+  if (t < 2) return (2.0 - t) * (2.0 - t) * (2.0 - t) / 6.0;
+  return 0;
+}
+
+// Per voxel index along one axis: the first of its 4 grid nodes and their weights.
+struct AxisWeights {
+  std::vector<int64_t> start;
+  std::vector<std::array<double, 4>> w;
+};
+
+AxisWeights Weights(int64_t size, int64_t nodes, double dir) {
+  const double h = (static_cast<double>(size) + 0.25) / static_cast<double>(nodes - 3);
+  const double lo = dir < 0 ? -static_cast<double>(size - 1) : 0.0;  // smallest pixel-centre coordinate
+  const double grid_origin = lo - 0.625 - h;
+  AxisWeights a;
+  for (int64_t i = 0; i < size; ++i) {
+    const double p = dir * static_cast<double>(i);
+    const double u = (p - grid_origin) / h;
+    const int64_t s = static_cast<int64_t>(std::floor(u - 1.0));
+    std::array<double, 4> w;
+    for (int k = 0; k < 4; ++k) w[static_cast<size_t>(k)] = CubicBSpline(u - static_cast<double>(s + k));
+    a.start.push_back(s);
+    a.w.push_back(w);
+  }
+  return a;
+}
+
+template <typename T>
+void Warp(const std::vector<std::array<double, 3>>& ci, const mri::Shape3& s, bool linear, T* x) {
+  const int64_t n = mri::Voxels(s);
+  const std::vector<T> in(x, x + n);
+  const T fill = *std::min_element(in.begin(), in.end());
+  for (int64_t v = 0; v < n; ++v) {
+    const auto& c = ci[static_cast<size_t>(v)];
+    bool inside = true;
+    for (size_t r = 0; r < 3; ++r) inside = inside && c[r] >= -0.5 && c[r] < static_cast<double>(s[r]) - 0.5;
+    if (!inside) {
+      x[v] = fill;
+      continue;
+    }
+    if (!linear) {
+      int64_t q[3];
+      for (size_t r = 0; r < 3; ++r)
+        q[r] = std::clamp<int64_t>(static_cast<int64_t>(std::floor(c[r] + 0.5)), 0, s[r] - 1);
+      x[v] = in[static_cast<size_t>((q[0] * s[1] + q[1]) * s[2] + q[2])];
+      continue;
+    }
+    int64_t lo[3], hi[3];
+    double w[3];
+    for (size_t r = 0; r < 3; ++r) {
+      const double f = std::floor(c[r]);
+      w[r] = c[r] - f;
+      lo[r] = std::clamp<int64_t>(static_cast<int64_t>(f), 0, s[r] - 1);
+      hi[r] = std::clamp<int64_t>(static_cast<int64_t>(f) + 1, 0, s[r] - 1);
+    }
+    double acc = 0;
+    for (int k = 0; k < 8; ++k) {
+      const int64_t a = (k & 4) ? hi[0] : lo[0], b = (k & 2) ? hi[1] : lo[1], d = (k & 1) ? hi[2] : lo[2];
+      const double wt = ((k & 4) ? w[0] : 1 - w[0]) * ((k & 2) ? w[1] : 1 - w[1]) * ((k & 1) ? w[2] : 1 - w[2]);
+      acc += wt * static_cast<double>(in[static_cast<size_t>((a * s[1] + b) * s[2] + d)]);
+    }
+    x[v] = static_cast<T>(acc);
+  }
+}
+
+absl::Status CheckGrid(const std::array<int64_t, 3>& n, const std::string& field) {
+  for (int64_t v : n)
+    if (v < 4 || v > kMaxControlPoints) return ju::Invalid(field, "each count must be in [4, 64]");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::array<int64_t, 3>> IntTriple(const nlohmann::json& v, const std::string& field) {
+  if (v.is_number_integer()) return std::array<int64_t, 3>{v.get<int64_t>(), v.get<int64_t>(), v.get<int64_t>()};
+  ASSIGN_OR_RETURN(auto x, ju::AsInts(v, field));
+  if (x.size() == 1) return std::array<int64_t, 3>{x[0], x[0], x[0]};
+  if (x.size() != 3) return ju::Invalid(field, "expected 1 or 3 integers");
+  return std::array<int64_t, 3>{x[0], x[1], x[2]};
+}
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const Transform>> ElasticDeformationTransform::Create(
+    const ElasticDeformationConfig& c) {
+  RETURN_IF_ERROR(CheckGrid(c.num_control_points, "elastic_deformation.num_control_points"));
+  for (double d : c.max_displacement)
+    if (!(d >= 0) || !(d <= 1e4)) return ju::Invalid("elastic_deformation.max_displacement", "must be in [0, 1e4]");
+  if (c.locked_borders < 0 || c.locked_borders > 2)
+    return ju::Invalid("elastic_deformation.locked_borders", "must be 0, 1 or 2");
+  if (c.locked_borders == 2 && std::count(c.num_control_points.begin(), c.num_control_points.end(), 4) > 0)
+    return ju::Invalid("elastic_deformation.locked_borders", "2 with 4 control points is the identity (TorchIO)");
+  return std::shared_ptr<const Transform>(new ElasticDeformationTransform(c));
+}
+
+absl::StatusOr<std::shared_ptr<const Transform>> ElasticDeformationTransform::FromJson(const nlohmann::json& j) {
+  RETURN_IF_ERROR(ju::CheckKeys(
+      j, {"num_control_points", "max_displacement", "locked_borders", "image_interpolation", "label_interpolation"},
+      kW));
+  ElasticDeformationConfig c;
+  if (j.contains("num_control_points")) {
+    ASSIGN_OR_RETURN(c.num_control_points,
+                     IntTriple(j["num_control_points"], "elastic_deformation.num_control_points"));
+  }
+  if (j.contains("max_displacement")) {
+    const auto& v = j["max_displacement"];
+    std::vector<double> d;
+    if (v.is_number()) {
+      d = {v.get<double>()};
+    } else {
+      ASSIGN_OR_RETURN(d, ju::AsDoubles(v, "elastic_deformation.max_displacement"));
+    }
+    if (d.size() == 1) d = {d[0], d[0], d[0]};
+    if (d.size() != 3) return ju::Invalid("elastic_deformation.max_displacement", "expected 1 or 3 values");
+    c.max_displacement = {d[0], d[1], d[2]};
+  }
+  ASSIGN_OR_RETURN(const int64_t locked, ju::GetInt(j, "locked_borders", 2, kW));
+  c.locked_borders = static_cast<int>(std::clamp<int64_t>(locked, -1, 3));
+  ASSIGN_OR_RETURN(const std::string interp, ju::GetString(j, "image_interpolation", "linear", kW));
+  if (interp != "linear" && interp != "nearest")
+    return ju::Invalid("elastic_deformation.image_interpolation", "supported: \"linear\", \"nearest\"");
+  c.linear = interp == "linear";
+  ASSIGN_OR_RETURN(const std::string label_interp, ju::GetString(j, "label_interpolation", "nearest", kW));
+  if (label_interp != "nearest")
+    return ju::Invalid("elastic_deformation.label_interpolation", "supported: \"nearest\"");
+  return Create(c);
+}
+
+nlohmann::json ElasticDeformationTransform::ConfigToJson() const {
+  return {{"num_control_points", config_.num_control_points},
+          {"max_displacement", config_.max_displacement},
+          {"locked_borders", config_.locked_borders},
+          {"image_interpolation", config_.linear ? "linear" : "nearest"},
+          {"label_interpolation", "nearest"}};
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> ElasticDeformationTransform::Draw(DrawContext& ctx,
+                                                                                   const SampleLayout&) const {
+  auto p = std::make_unique<ElasticDeformationParams>();
+  const auto& n = config_.num_control_points;
+  p->num_control_points = n;
+  p->control_points.resize(static_cast<size_t>(n[0] * n[1] * n[2] * 3));
+  for (size_t e = 0; e < p->control_points.size(); ++e) {
+    const float u = static_cast<float>(ctx.rng.Uniform());
+    p->control_points[e] = (u - 0.5f) * 2.0f * static_cast<float>(config_.max_displacement[e % 3]);
+  }
+  for (int64_t i = 0; i < config_.locked_borders; ++i)
+    for (int64_t x = 0; x < n[0]; ++x)
+      for (int64_t y = 0; y < n[1]; ++y)
+        for (int64_t z = 0; z < n[2]; ++z)
+          if (x == i || x == n[0] - 1 - i || y == i || y == n[1] - 1 - i)
+            for (int64_t d = 0; d < 3; ++d)
+              p->control_points[static_cast<size_t>(((x * n[1] + y) * n[2] + z) * 3 + d)] = 0.0f;
+  return std::unique_ptr<TransformParams>(std::move(p));
+}
+
+absl::Status ElasticDeformationTransform::Apply(const TransformParams& params, SampleData& s) const {
+  ASSIGN_OR_RETURN(const ElasticDeformationParams* p, ParamsAs<ElasticDeformationParams>(params, kW));
+  RETURN_IF_ERROR(RequireImage(s, kW));
+  ASSIGN_OR_RETURN(const mri::Shape3 s3, mri::ToShape3(s.shape, kW));
+  const auto& n = p->num_control_points;
+  RETURN_IF_ERROR(CheckGrid(n, "params.num_control_points"));
+  if (p->control_points.size() != static_cast<size_t>(n[0] * n[1] * n[2] * 3))
+    return ju::Invalid("params.control_points", "needs n0·n1·n2·3 values");
+  const bool is_2d = s.shape.size() == 2;
+  const double dir[3] = {-1, -1, 1};
+  AxisWeights w[3];
+  for (size_t a = 0; a < 3; ++a) w[a] = Weights(s3[a], n[a], dir[a]);
+  // Input continuous index of every voxel: i + D·displacement(D·i).
+  std::vector<std::array<double, 3>> ci(static_cast<size_t>(mri::Voxels(s3)));
+  for (int64_t i = 0; i < s3[0]; ++i)
+    for (int64_t j = 0; j < s3[1]; ++j)
+      for (int64_t k = 0; k < s3[2]; ++k) {
+        double disp[3] = {0, 0, 0};
+        for (int a = 0; a < 4; ++a)
+          for (int b = 0; b < 4; ++b)
+            for (int c = 0; c < 4; ++c) {
+              const int64_t gx = w[0].start[static_cast<size_t>(i)] + a, gy = w[1].start[static_cast<size_t>(j)] + b,
+                            gz = w[2].start[static_cast<size_t>(k)] + c;
+              if (gx < 0 || gx >= n[0] || gy < 0 || gy >= n[1] || gz < 0 || gz >= n[2]) continue;
+              const double wt = w[0].w[static_cast<size_t>(i)][static_cast<size_t>(a)] *
+                                w[1].w[static_cast<size_t>(j)][static_cast<size_t>(b)] *
+                                w[2].w[static_cast<size_t>(k)][static_cast<size_t>(c)];
+              const float* cp = &p->control_points[static_cast<size_t>(((gx * n[1] + gy) * n[2] + gz) * 3)];
+              for (int d = 0; d < 3; ++d) disp[d] += wt * static_cast<double>(cp[d]);
+            }
+        if (is_2d) disp[2] = 0;
+        auto& o = ci[static_cast<size_t>((i * s3[1] + j) * s3[2] + k)];
+        o = {static_cast<double>(i) - disp[0], static_cast<double>(j) - disp[1], static_cast<double>(k) + disp[2]};
+      }
+  s.Materialize();
+  const int64_t v = mri::Voxels(s3);
+  for (int64_t c = 0; c < s.channels; ++c) Warp(ci, s3, config_.linear, s.image.data() + c * v);
+  for (int64_t c = 0; c < s.seg_channels && !s.seg.empty(); ++c) Warp(ci, s3, false, s.seg.data() + c * v);
+  return absl::OkStatus();
+}
+
+nlohmann::json ElasticDeformationTransform::ParamsToJson(const TransformParams& params) const {
+  const auto& p = static_cast<const ElasticDeformationParams&>(params);
+  return {{"num_control_points", p.num_control_points}, {"control_points", p.control_points}};
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> ElasticDeformationTransform::ParamsFromJson(
+    const nlohmann::json& j, const SampleLayout&) const {
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"num_control_points", "control_points"}, "params"));
+  auto p = std::make_unique<ElasticDeformationParams>();
+  p->num_control_points = config_.num_control_points;
+  if (j.contains("num_control_points")) {
+    ASSIGN_OR_RETURN(p->num_control_points, IntTriple(j["num_control_points"], "params.num_control_points"));
+  }
+  RETURN_IF_ERROR(CheckGrid(p->num_control_points, "params.num_control_points"));
+  const auto& n = p->num_control_points;
+  if (!j.contains("control_points")) return ju::Invalid("params.control_points", "required");
+  ASSIGN_OR_RETURN(auto v, ju::AsDoubles(j["control_points"], "params.control_points"));
+  if (v.size() != static_cast<size_t>(n[0] * n[1] * n[2] * 3))
+    return ju::Invalid("params.control_points", "needs n0·n1·n2·3 values (C order of (x, y, z, component))");
+  for (double d : v) {
+    if (!std::isfinite(d) || std::abs(d) > 1e4) return ju::Invalid("params.control_points", "must be finite, |d| <= 1e4");
+    p->control_points.push_back(static_cast<float>(d));
+  }
+  return std::unique_ptr<TransformParams>(std::move(p));
+}
+
+}  // namespace augmentd

@@ -1,0 +1,68 @@
+#!/bin/bash
+# scripts/gpu-kernels-check.sh — issue 27's device call (run from the repository root on the GPU machine, with the
+# kit carried): builds the old tree (OLD_SRC, default build-old-src = `git archive main` of the fork point, carried
+# beside the kit) and this tree side by side (bench targets only for the old one), runs the GPU tests of what the
+# change touches on the new build, then the benchmarks of both builds interleaved (old, new per round):
+#   bench/cuda_chain_bench --iters CHAIN_ITERS        nnunet_da5 through the generic chain: da5 median / p90, and the
+#                                                     marginal cost of every DA5 transform (+median_filter#i)
+#   cuda_pipeline_bench --modes PIPE_MODES             the fused kernels: B ∈ {2, 8}, C ∈ {1, 4}, 128³ and 80×160²
+# Output: $OUT/summary.md and the JSON lines of every run ($OUT/*.jsonl); logs in $OUT/logs.tar.gz.
+# Knobs: PIPE_MODES=none skips the pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
+# TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
+# BUILD_TIMEOUT (200 s per build).
+#   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-/tmp/gpu-kernels}
+mkdir -p "$OUT"
+START=$(date +%s)
+say() { echo "[gpu-kernels $(( $(date +%s) - START ))s] $*"; }
+source .device-kit/kit-env.sh >"$OUT/kit.log" 2>&1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+OLD=${OLD_SRC:-build-old-src}
+case "$OLD" in /*) ;; *) OLD=$PWD/$OLD ;; esac
+ZLIB_ARGS=()
+[ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
+OLD_BUILD=${OLD_BUILD:-$PWD/build-old}
+NEW_BUILD=${NEW_BUILD:-$PWD/build-gpu}
+BENCH_TARGETS="cuda_pipeline_bench cuda_chain_bench"
+TEST_TARGETS=${TEST_TARGETS:-cuda_da5_stages_test augment_cuda_chain_test cuda_auglab_stages_test}
+build() {  # src dir, build dir, targets
+  local log="$OUT/build-$(basename "$2").log"
+  cmake -S "$1" -B "$2" $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DAUGMENTD_PYTHON="$(command -v python3)" "${ZLIB_ARGS[@]}" >"$log" 2>&1 \
+    || { echo "configure $1 failed"; tail -20 "$log"; return 1; }
+  timeout "${BUILD_TIMEOUT:-200}" ninja -C "$2" -j16 -k 0 $3 >>"$log" 2>&1 \
+    || { echo "build $1 failed"; grep -E "^FAILED|error" "$log" | head -20; return 1; }
+}
+if [ "${SKIP_OLD:-0}" != 1 ]; then
+  build "$OLD" "$OLD_BUILD" "$BENCH_TARGETS" && say "built old" || exit 1
+fi
+build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" && say "built new" || exit 1
+CT_RC=skipped
+if [ "${SKIP_CTEST:-0}" != 1 ]; then
+  (cd "$NEW_BUILD" && timeout "${CTEST_TIMEOUT:-90}" ctest -L gpu -R "${GPU_TESTS:-cuda_da5_stages_test|augment_cuda_chain_test|cuda_auglab_stages_test}" -j3 \
+    --output-on-failure --timeout 80) >"$OUT/tests-gpu.log" 2>&1
+  CT_RC=$?
+  grep -E "tests passed|tests failed|\(Failed\)|Not Run|Timeout|Passed|Failed" "$OUT/tests-gpu.log" | tail -15
+  say "ctest exit $CT_RC"
+fi
+{
+  echo "# issue 27 before/after, $(head -1 "$OUT/gpu.txt"), $(date -u +%F), old = $OLD, new = this tree"
+  for r in $(seq "${ROUNDS:-1}"); do
+    for side in old new; do
+      dir=$OLD_BUILD; [ "$side" = new ] && dir=$NEW_BUILD
+      echo; echo "## round $r: $side — cuda_chain_bench --iters ${CHAIN_ITERS:-100}"
+      timeout 150 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" --json "$OUT/chain-$side-$r.jsonl" 2>&1 \
+        | tail -30
+      [ "${PIPE_MODES:-all-on,default-p}" = none ] && continue
+      echo; echo "## round $r: $side — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}"
+      timeout 150 "$dir"/augment/kernels/cuda/cuda_pipeline_bench --modes "${PIPE_MODES:-all-on,default-p}" \
+        --iters "${PIPE_ITERS:-100}" --json "$OUT/pipe-$side-$r.jsonl" 2>&1 | tail -24
+    done
+  done
+} >"$OUT/summary.md" 2>&1
+say "benchmarks done"
+cat "$OUT/summary.md"
+echo "== summary: ctest $CT_RC"
+(cd "$OUT" && tar czf logs.tar.gz ./*.log && rm -f ./*.log)
