@@ -143,6 +143,12 @@
  *                       "mix": [bool], "alpha": [float]} (one entry per applied channel)
  *   intensity_function {"apply_to_channel": [int], "functions": [bool per configured function], "inverse": bool}
  *   (all three, with in_seg or out_seg > 0) + "region": ["all" | "in" | "out" per slot], "region_labels": [uint64]
+ *   move_seg_as_one_hot_to_data: {}
+ *   apply_random_binary_operator {"apply_to_channels": [int (entries of channel_idx)], "operators": ["dilation" |
+ *                       "erosion" | "closing" | "opening" per applied channel], "strel_size": [r per applied channel]}
+ *   remove_random_connected_component {"apply_to_channels": [int], "component_draw": [u], "fill_draw": [u],
+ *                       "other_class_draw": [u]} (u in [0, 1) per applied channel: augmentd's draws of the choices
+ *                       bgv2 makes inside apply, see remove_random_connected_component.h)
  * Channel lists accept int indices or a bool mask of length C.
  *
  * Errors: ok = 0 and error() = "<CODE>: <message>" (e.g. "INVALID_ARGUMENT: spatial.patch_size: ...").

@@ -193,6 +193,11 @@ std::vector<int64_t> PipelineSpec::OutputShape(const std::vector<int64_t>& in) c
   return s;
 }
 
+std::pair<int64_t, int64_t> PipelineSpec::OutputChannels(int64_t image_channels, int64_t seg_channels) const {
+  for (const TransformSpec& t : transforms) t.transform->OutputChannels(image_channels, seg_channels);
+  return {image_channels, seg_channels};
+}
+
 absl::StatusOr<TrainerConfig> TrainerConfig::FromJson(const nlohmann::json& j) {
   const std::string w = "trainer_config";
   RETURN_IF_ERROR(ju::CheckDepth(j, w));

@@ -85,6 +85,8 @@ struct PipelineSpec {
   nlohmann::json ToJson() const;
   // Spatial output shape for an input of `in` (walks OutputShape of every transform).
   std::vector<int64_t> OutputShape(const std::vector<int64_t>& in) const;
+  // Output image / segmentation channels for inputs with that many (walks OutputChannels of every transform).
+  std::pair<int64_t, int64_t> OutputChannels(int64_t image_channels, int64_t seg_channels) const;
 };
 
 // Whether entries of kind `k` change the output layout whenever they run (downsample_seg_for_ds: a label pyramid;

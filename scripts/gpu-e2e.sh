@@ -24,7 +24,9 @@
 # bench/e2e/run_e2e.py. Results in $OUT (or /tmp/gpu-e2e): table.md, results.jsonl, key-lines.txt, env.txt,
 # logs.tar.gz.
 #
-# Knobs (environment): E2E_STAGES=single,da5,multi  E2E_DEVICE=cuda:0  E2E_GPUS=1  E2E_ITERS=150  E2E_WARMUP=20
+#   issue 24, configurations 2d and 3d_cascade_fullres vs compute only (~4-5 min; figures e2e_2d_pct, e2e_cascade_pct):
+#   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=2d,cascade scripts/gpu-e2e.sh")
+# Knobs (environment): E2E_STAGES=single,da5,multi (also 2d, cascade, cores, quality, patch, patch_da5)  E2E_DEVICE=cuda:0  E2E_GPUS=1  E2E_ITERS=150  E2E_WARMUP=20
 #   E2E_RUN_SECONDS=25 (cap of one run's timed loop)  E2E_N_PROC_DA=12,16  E2E_DELIVERY=cuda_ipc,auto
 #   E2E_TENANTS=4,8  E2E_MULTI_SECONDS=30  E2E_MULTI_BASELINE=1  E2E_PLACEMENTS=every[,one] (sessions on every
 #   training's GPU / all on GPU 0; E2E_ONE_GPU_DELIVERY=cuda_ipc,host_shm,inline)  E2E_CASES=24  E2E_SHAPE=160  E2E_PATCH=
@@ -144,6 +146,9 @@ if [ -n "$E2E_OTHER_STAGES" ]; then
 # 4. Synthetic dataset, planned and preprocessed by nnU-Net (cached in $E2E_WORK).
 PATCH_ARGS=()
 [ -n "${E2E_PATCH:-}" ] && PATCH_ARGS=(--patch "$E2E_PATCH")
+# issue 24's stages: 2d needs the 2d preprocessing, cascade the 3d_lowres → 3d_cascade_fullres plans and predictions
+case ",${E2E_STAGES:-single,da5,multi}," in *,2d,*) PATCH_ARGS+=(--configurations 3d_fullres,2d) ;; esac
+case ",${E2E_STAGES:-single,da5,multi}," in *,cascade,*) PATCH_ARGS+=(--cascade) ;; esac
 say "dataset: $E2E_CASES cases of ~${E2E_SHAPE}^3 in $E2E_WORK"
 mkdir -p "$E2E_WORK"
 timeout "${E2E_PREP_TIMEOUT:-300}" python3 bench/e2e/make_dataset.py --work "$E2E_WORK" --cases "$E2E_CASES" \

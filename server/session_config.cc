@@ -262,6 +262,11 @@ absl::StatusOr<std::shared_ptr<dataset::NnunetDataset>> OpenDatasetMode(const v1
     const v1::DatasetModeConfig& dm = config.dataset();
     absl::StatusOr<dataset::DatasetOptions> layout = DatasetLayout(dm.dataset_path(), options);
     if (!layout.ok()) return layout.status();
+    if (!dm.previous_stage_segs_path().empty()) {  // cascade: confined like the dataset
+      absl::StatusOr<std::string> prev = dataset::PathGuard(options.dataset_roots).Resolve(dm.previous_stage_segs_path());
+      if (!prev.ok()) return Prefixed(prev.status(), "config.dataset.previous_stage_segs_path: ");
+      layout->previous_stage_dir = *prev;
+    }
     absl::StatusOr<std::shared_ptr<dataset::NnunetDataset>> opened = dataset::NnunetDataset::Open(*layout);
     if (!opened.ok()) return Prefixed(opened.status(), "config.dataset.dataset_path: ");
     ds = *opened;
@@ -409,7 +414,10 @@ absl::StatusOr<Channels> ConfigureDatasetMode(const v1::DatasetModeConfig& dm, c
   lo.load_threads = static_cast<int>(std::min<int64_t>(s.batch_size, std::max(1, options.dataset_load_threads)));
   dataset::CaseCacheOptions co;
   co.host_budget_bytes = options.dataset_host_cache_bytes;
-  co.device_budget_bytes = s.device.kind == DeviceKind::kCuda ? options.dataset_gpu_cache_bytes : 0;
+  // The GPU tier's crop kernel cuts data and seg only: a cascade's second seg channel is cut on the host.
+  co.device_budget_bytes = s.device.kind == DeviceKind::kCuda && dm.previous_stage_segs_path().empty()
+                               ? options.dataset_gpu_cache_bytes
+                               : 0;
   co.device_index = s.device.kind == DeviceKind::kCuda ? s.device.index : 0;
   co.prefetch_threads = options.dataset_prefetch_threads;
   if (co.host_budget_bytes > 0 || co.device_budget_bytes > 0) {
@@ -421,6 +429,7 @@ absl::StatusOr<Channels> ConfigureDatasetMode(const v1::DatasetModeConfig& dm, c
   s.loader = std::make_shared<dataset::BatchLoader>(ds, *std::move(sampler), lo);
   ch.image = static_cast<int64_t>(ds->channel_names().size());
   s.num_image_channels = ch.image;
+  ch.seg = dm.previous_stage_segs_path().empty() ? 1 : 2;
   s.input_patch_size = s.pipeline.input_patch_size;
   return ch;
 }
@@ -476,10 +485,13 @@ absl::StatusOr<Channels> ConfigurePatchMode(const v1::PatchModeConfig& pm, Sessi
 absl::Status CheckBatchBytes(const v1::SessionConfig& config, const ServerLimitsOptions& limits, int64_t levels,
                              const Channels& ch, SessionSettings& s) {
   const int64_t channels = ch.image, seg_channels = ch.seg;
+  // The output's channels (the cascade's move_seg_as_one_hot_to_data turns a seg channel into image channels).
+  const int64_t out_channels = s.pipeline.OutputChannels(channels, seg_channels).first;
   const std::vector<int64_t> out_spatial = s.pipeline.OutputShape(s.input_patch_size);
   const uint64_t voxels = static_cast<uint64_t>(Product(out_spatial)) * s.batch_size;
-  s.max_batch_bytes = voxels * static_cast<uint64_t>(channels) * DTypeSize(s.image_dtype) +
-                      voxels * static_cast<uint64_t>(levels) * 2 * static_cast<uint64_t>(std::max<int64_t>(1, seg_channels));
+  s.max_batch_bytes =
+      voxels * static_cast<uint64_t>(std::max(channels, out_channels)) * DTypeSize(s.image_dtype) +
+      voxels * static_cast<uint64_t>(levels) * 2 * static_cast<uint64_t>(std::max<int64_t>(1, seg_channels));
   if (s.delivery == v1::DELIVERY_KIND_INLINE && s.max_batch_bytes + 4096 > limits.max_response_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat("config.batch_size: one inline batch would be about ",
                                                      s.max_batch_bytes, " bytes, above the server's max_response_bytes ",
@@ -504,6 +516,7 @@ absl::Status CreateBuffers(const v1::OpenSessionRequest& request, const std::str
                            const SessionSettings& s, SessionResources& resources) {
   const v1::SessionConfig& config = request.config();
   const int64_t channels = ch.image, seg_channels = ch.seg;
+  const int64_t out_channels = s.pipeline.OutputChannels(channels, seg_channels).first;
   absl::StatusOr<std::unique_ptr<InputRegions>> inputs =
       OpenInputRegions(request, s.device, limits.allow_client_shared_memory);
   if (!inputs.ok()) return inputs.status();
@@ -519,8 +532,8 @@ absl::Status CreateBuffers(const v1::OpenSessionRequest& request, const std::str
       label_channels = std::max<int64_t>(label_channels, static_cast<int64_t>(tc->regions->size()) + 1);
     }
     const size_t label_bytes = s.label_dtype.has_value() ? DTypeSize(*s.label_dtype) : 2;
-    ring.slot_bytes = BatchSlotBytes(s.pipeline, s.input_patch_size, s.batch_size, channels, label_channels,
-                                     s.image_dtype, label_bytes);
+    ring.slot_bytes = BatchSlotBytes(s.pipeline, s.input_patch_size, s.batch_size, std::max(channels, out_channels),
+                                     label_channels, s.image_dtype, label_bytes);
     if (s.device.kind == DeviceKind::kCuda) {  // one worker's pinned + device input staging
       ring.staging_bytes = 2 * static_cast<uint64_t>(Product(s.input_patch_size)) * s.batch_size *
                            static_cast<uint64_t>(channels * 4 + 2);

@@ -37,7 +37,9 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
                                         TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
                                         TransformKind::kSwap, TransformKind::kShapeCrop,
                                         TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
-                                             TransformKind::kElasticDeformation};
+                                             TransformKind::kElasticDeformation,
+                                        TransformKind::kMoveSegAsOneHotToData, TransformKind::kApplyRandomBinaryOperator,
+                                        TransformKind::kRemoveRandomConnectedComponent};
   for (int i = 0; i < kNumTransformKinds; ++i) {
     const auto k = static_cast<TransformKind>(i);
     if (std::find(std::begin(kCpuOnly), std::end(kCpuOnly), k) != std::end(kCpuOnly)) {

@@ -85,7 +85,10 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
                                              TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
                                              TransformKind::kSwap, TransformKind::kShapeCrop,
                                              TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
-                                             TransformKind::kElasticDeformation};
+                                             TransformKind::kElasticDeformation,
+                                             TransformKind::kMoveSegAsOneHotToData,
+                                             TransformKind::kApplyRandomBinaryOperator,
+                                             TransformKind::kRemoveRandomConnectedComponent};
   constexpr int kNumCpuOnly = static_cast<int>(std::size(kCpuOnlyKinds));
   ASSERT_EQ(configs.size(), static_cast<size_t>(kNumTransformKinds));
   int available = 0;

@@ -23,7 +23,9 @@ Shape BatchLoader::SampleDataShape(int64_t channels) const {
   return s;
 }
 
-Shape BatchLoader::SampleSegShape() const { return SampleDataShape(1); }
+Shape BatchLoader::SampleSegShape() const {
+  return SampleDataShape(dataset_->options().previous_stage_dir.empty() ? 1 : 2);
+}
 
 uint64_t BatchLoader::LoadIndex(uint64_t batch_index, int64_t j) const {
   const uint64_t i = batch_index * static_cast<uint64_t>(batch_size()) + static_cast<uint64_t>(j);
@@ -85,7 +87,8 @@ absl::Status BatchLoader::LoadSample(const SamplePlan& plan, const CaseHandle& c
   const Shape spatial = c.spatial_shape();
   const int64_t box_voxels = NumElements(plan.box.extent());
   const size_t need_data = static_cast<size_t>(c.num_channels() * box_voxels);
-  const size_t need_seg = static_cast<size_t>(c.seg().shape()[0] * box_voxels);
+  const bool prev = c.seg_prev() != nullptr;
+  const size_t need_seg = static_cast<size_t>((c.seg().shape()[0] + (prev ? 1 : 0)) * box_voxels);
   if (data_elems < need_data || seg_elems < need_seg) {
     return absl::InvalidArgumentError(absl::StrCat("output buffers too small for case ", c.id(), ": need ", need_data,
                                                    " data and ", need_seg, " seg elements"));
@@ -98,7 +101,13 @@ absl::Status BatchLoader::LoadSample(const SamplePlan& plan, const CaseHandle& c
   if (absl::Status st = c.data().ReadBox(plan.box, 0.0, DType::kFloat32, data, data_elems * sizeof(float)); !st.ok()) {
     return st;
   }
-  return c.seg().ReadBox(plan.box, -1.0, DType::kInt16, seg, seg_elems * sizeof(int16_t));
+  if (absl::Status st = c.seg().ReadBox(plan.box, -1.0, DType::kInt16, seg, seg_elems * sizeof(int16_t)); !st.ok()) {
+    return st;
+  }
+  if (!prev) return absl::OkStatus();
+  // nnUNetDataLoader: crop_and_pad_nd(seg_prev, bbox, -1) concatenated as seg channel 1.
+  const size_t first = static_cast<size_t>(c.seg().shape()[0] * box_voxels);
+  return c.seg_prev()->ReadBox(plan.box, -1.0, DType::kInt16, seg + first, (seg_elems - first) * sizeof(int16_t));
 }
 
 absl::Status BatchLoader::LoadSample(const SamplePlan& plan, float* data, size_t data_elems, int16_t* seg,

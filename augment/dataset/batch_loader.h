@@ -100,7 +100,8 @@ class BatchLoader {
   const LoaderOptions& options() const { return options_; }
   int64_t batch_size() const { return sampler_.options().batch_size; }
 
-  // Per-sample output shapes for a case with `channels` data channels: (C, *patch) and (1, *patch).
+  // Per-sample output shapes for a case with `channels` data channels: (C, *patch) and (1, *patch) — (2, *patch) in a
+  // cascade (DatasetOptions::previous_stage_dir: channel 1 is the previous stage's segmentation).
   Shape SampleDataShape(int64_t channels) const;
   Shape SampleSegShape() const;
 

@@ -1,5 +1,6 @@
 #include "augment/dataset/batch_loader.h"
 
+#include <filesystem>
 #include <thread>
 
 #include "augment/dataset/test_util.h"
@@ -152,6 +153,63 @@ TEST_P(BatchLoaderTest, LoadBatchIntoCallerBuffersEqualsLoadBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(B2ndAndNpz, BatchLoaderTest, ::testing::Bool());
+
+// Cascade: DatasetOptions::previous_stage_dir adds seg channel 1, the previous stage's <id>.npy (here (X, Y, Z)
+// int8 with value (x + y + z) % 3) cropped with the same box and padded with −1, as nnUNetDataLoader's
+// crop_and_pad_nd(seg_prev, bbox, -1); a missing file is NOT_FOUND naming the case.
+TEST(BatchLoaderCascade, PreviousStageIsSegChannelOne) {
+  ScratchDir dir;
+  DatasetOptions o;
+  o.dataset_dir = testing::MakeTinyDataset(dir.Join("pre"), {{"c0", {5, 6, 7}}, {"c1", {12, 4, 9}}}, /*b2nd=*/true,
+                                           {6, 6, 6}, 2);
+  o.previous_stage_dir = dir.Join("prev");
+  std::filesystem::create_directories(o.previous_stage_dir);
+  auto prev_of = [](const Shape& sp) {
+    std::vector<int8_t> v(static_cast<size_t>(sp[0] * sp[1] * sp[2]));
+    for (int64_t x = 0; x < sp[0]; ++x)
+      for (int64_t y = 0; y < sp[1]; ++y)
+        for (int64_t z = 0; z < sp[2]; ++z) v[static_cast<size_t>((x * sp[1] + y) * sp[2] + z)] = (x + y + z) % 3;
+    return v;
+  };
+  testing::WriteFile(o.previous_stage_dir + "/c0.npy",
+                     testing::NpyBytes(DType::kInt8, {5, 6, 7}, testing::Bytes(prev_of({5, 6, 7}))));
+  {
+    absl::StatusOr<std::shared_ptr<NnunetDataset>> ds = NnunetDataset::Open(o);
+    ASSERT_TRUE(ds.ok()) << ds.status();
+    EXPECT_EQ((*ds)->OpenCase("c1").status().code(), absl::StatusCode::kNotFound);
+  }
+  testing::WriteFile(o.previous_stage_dir + "/c1.npy",
+                     testing::NpyBytes(DType::kInt8, {12, 4, 9}, testing::Bytes(prev_of({12, 4, 9}))));
+  absl::StatusOr<std::shared_ptr<NnunetDataset>> ds = NnunetDataset::Open(o);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  absl::StatusOr<PatchSampler> sampler =
+      PatchSampler::Create(SamplerOptions::ForTraining({6, 6, 6}, {10, 9, 11}, 2, false), (*ds)->case_ids(), 3);
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  BatchLoader loader(*ds, *std::move(sampler));
+  EXPECT_EQ(loader.SampleSegShape(), (Shape{2, 10, 9, 11}));
+  for (uint64_t batch = 0; batch < 10; ++batch) {
+    absl::StatusOr<HostBatch> b = loader.LoadBatch(batch);
+    ASSERT_TRUE(b.ok()) << b.status();
+    ASSERT_EQ(b->seg_shape, (Shape{2, 2, 10, 9, 11}));
+    const size_t per = 10 * 9 * 11;
+    for (size_t j = 0; j < 2; ++j) {
+      const SamplePlan& p = b->samples[j];
+      const Shape sp(p.case_shape.begin() + 1, p.case_shape.end());
+      const std::vector<int16_t> seg = testing::TinySeg(sp);
+      const std::vector<int8_t> prev = prev_of(sp);
+      for (int64_t x = 0; x < 10; ++x)
+        for (int64_t y = 0; y < 9; ++y)
+          for (int64_t z = 0; z < 11; ++z) {
+            const int64_t gx = x + p.box.lb[0], gy = y + p.box.lb[1], gz = z + p.box.lb[2];
+            const bool in = gx >= 0 && gy >= 0 && gz >= 0 && gx < sp[0] && gy < sp[1] && gz < sp[2];
+            const size_t g = static_cast<size_t>((gx * sp[1] + gy) * sp[2] + gz);
+            const size_t v = j * 2 * per + static_cast<size_t>((x * 9 + y) * 11 + z);
+            ASSERT_EQ(b->seg[v], in ? seg[g] : -1);
+            ASSERT_EQ(b->seg[v + per], in ? prev[g] : -1) << "batch " << batch << " slot " << j;
+          }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace augmentd::dataset

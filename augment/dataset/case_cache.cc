@@ -14,7 +14,8 @@ namespace {
 uint64_t DecodedBytes(const CaseHandle& c) {
   const size_t seg_size = c.seg().dtype() == DType::kInt8 ? 1 : 2;
   return static_cast<uint64_t>(NumElements(c.data().shape())) * sizeof(float) +
-         static_cast<uint64_t>(NumElements(c.seg().shape())) * seg_size;
+         static_cast<uint64_t>(NumElements(c.seg().shape())) * seg_size +
+         (c.seg_prev() != nullptr ? static_cast<uint64_t>(NumElements(c.seg_prev()->shape())) * 2 : 0);
 }
 
 }  // namespace
@@ -155,7 +156,9 @@ absl::StatusOr<std::shared_ptr<CaseCache>> SharedCaseCache(std::shared_ptr<const
                                                            const CaseCacheOptions& options) {
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<CaseCache>> caches;  // guarded by mu
-  const std::string key = absl::StrCat(dataset->data_dir(), "|", options.host_budget_bytes, "|",
+  // The previous stage's folder is part of the key: a cascade's cached cases carry its segmentation too.
+  const std::string key = absl::StrCat(dataset->data_dir(), "|", dataset->options().previous_stage_dir, "|",
+                                       options.host_budget_bytes, "|",
                                        options.device_budget_bytes, "|", options.device_index, "|",
                                        options.prefetch_threads, "|", options.max_queued_prefetches);
   std::lock_guard<std::mutex> lock(mu);

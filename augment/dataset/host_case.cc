@@ -39,8 +39,14 @@ absl::StatusOr<std::shared_ptr<const HostCase>> HostCase::Load(const CaseHandle&
   const DType seg_type = disk.seg().dtype() == DType::kInt8 ? DType::kInt8 : DType::kInt16;
   absl::StatusOr<std::unique_ptr<CaseArray>> seg = Decode(disk.seg(), seg_type, allocator);
   if (!seg.ok()) return seg.status();
+  std::unique_ptr<CaseArray> prev;  // cascade: the previous stage's segmentation, decoded as int16
+  if (disk.seg_prev() != nullptr) {
+    absl::StatusOr<std::unique_ptr<CaseArray>> p = Decode(*disk.seg_prev(), DType::kInt16, allocator);
+    if (!p.ok()) return p.status();
+    prev = *std::move(p);
+  }
   std::shared_ptr<HostCase> c(new HostCase());
-  c->handle_ = std::make_unique<const CaseHandle>(disk.id(), *std::move(data), *std::move(seg));
+  c->handle_ = std::make_unique<const CaseHandle>(disk.id(), *std::move(data), *std::move(seg), std::move(prev));
   c->data_ = static_cast<const float*>(c->handle_->data().ElementData());
   c->seg_ = c->handle_->seg().ElementData();
   return std::shared_ptr<const HostCase>(std::move(c));
@@ -49,7 +55,9 @@ absl::StatusOr<std::shared_ptr<const HostCase>> HostCase::Load(const CaseHandle&
 size_t HostCase::data_bytes() const { return static_cast<size_t>(NumElements(data_shape())) * sizeof(float); }
 
 size_t HostCase::seg_bytes() const {
-  return static_cast<size_t>(NumElements(handle_->seg().shape())) * DTypeSize(seg_dtype());
+  const CaseArray* prev = handle_->seg_prev();
+  return static_cast<size_t>(NumElements(handle_->seg().shape())) * DTypeSize(seg_dtype()) +
+         (prev != nullptr ? static_cast<size_t>(NumElements(prev->shape())) * sizeof(int16_t) : 0);
 }
 
 }  // namespace augmentd::dataset

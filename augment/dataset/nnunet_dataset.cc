@@ -235,7 +235,43 @@ absl::StatusOr<std::shared_ptr<const CaseHandle>> NnunetDataset::OpenCase(const 
       return absl::DataLossError(absl::StrCat(seg->path(), ": segmentation shape differs from ", data->path()));
     }
   }
-  return std::make_shared<const CaseHandle>(id, std::move(data), std::move(seg));
+  std::unique_ptr<CaseArray> prev;
+  if (!options_.previous_stage_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<CaseArray>> a = OpenPreviousStage(id);
+    if (!a.ok()) return a.status();
+    prev = *std::move(a);
+    const Shape want(data->shape().begin() + 1, data->shape().end());
+    Shape got = prev->shape();
+    if (got.size() == want.size() + 1 && got[0] == 1) got.erase(got.begin());
+    if (got != want) {
+      return absl::FailedPreconditionError(absl::StrCat(prev->path(), ": previous stage's segmentation has shape (",
+                                                        absl::StrJoin(prev->shape(), ", "), "), the case (",
+                                                        absl::StrJoin(data->shape(), ", "), ") (channels first)"));
+    }
+  }
+  return std::make_shared<const CaseHandle>(id, std::move(data), std::move(seg), std::move(prev));
+}
+
+absl::StatusOr<std::unique_ptr<CaseArray>> NnunetDataset::OpenPreviousStage(const std::string& id) const {
+  const std::string& dir = options_.previous_stage_dir;
+  auto confined = [&](const std::string& name) -> absl::StatusOr<std::string> {
+    absl::StatusOr<std::string> p = guard_.Resolve(dir + "/" + name);
+    if (!p.ok()) return p.status();
+    return *p;
+  };
+  // nnUNetDatasetBlosc2: <id>.b2nd; nnUNetDatasetNumpy: <id>.npy, else <id>.npz['seg'].
+  for (const char* suffix : {".b2nd", ".npy", ".npz"}) {
+    struct stat st;
+    const std::string raw = dir + "/" + id + suffix;
+    if (stat(raw.c_str(), &st) != 0) continue;
+    absl::StatusOr<std::string> file = confined(id + suffix);
+    if (!file.ok()) return file.status();
+    if (std::string(suffix) == ".b2nd") return OpenB2nd(*file);
+    if (std::string(suffix) == ".npy") return OpenNpy(*file);
+    return OpenNpzMember(*file, "seg");
+  }
+  return absl::NotFoundError(absl::StrCat("previous stage's segmentation of case ", id, ": none of ", dir, "/", id,
+                                          ".{b2nd,npy,npz}"));
 }
 
 absl::StatusOr<std::shared_ptr<const ClassLocations>> NnunetDataset::GetClassLocations(const CaseHandle& c) const {

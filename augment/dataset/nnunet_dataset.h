@@ -49,16 +49,24 @@ struct DatasetOptions {
   std::vector<std::string> allowed_roots;  // confinement roots; empty = no confinement (tools, tests)
   std::string fg_cache_dir;                // sidecar cache of foreground locations ("" = memory only)
   FgSamplingRule fg_rule;                  // nnU-Net's subsampling rule (defaults match nnU-Net)
+  // Cascade: nnU-Net's folder_with_segs_from_previous_stage ("" = none). Every opened case then also opens
+  // <previous_stage_dir>/<id>.b2nd (or <id>.npy, else <id>.npz member "seg", as nnUNetDataset*.load_case), which must
+  // have the case's spatial shape (a leading singleton axis is accepted); confined like the case files.
+  std::string previous_stage_dir;
 };
 
-// One opened case: its data (C, X, Y, Z) and segmentation (1, X, Y, Z) arrays.
+// One opened case: its data (C, X, Y, Z) and segmentation (1, X, Y, Z) arrays, and in a cascade the previous
+// stage's predicted segmentation ((X, Y, Z) or (1, X, Y, Z)).
 class CaseHandle {
  public:
-  CaseHandle(std::string id, std::unique_ptr<CaseArray> data, std::unique_ptr<CaseArray> seg)
-      : id_(std::move(id)), data_(std::move(data)), seg_(std::move(seg)) {}
+  CaseHandle(std::string id, std::unique_ptr<CaseArray> data, std::unique_ptr<CaseArray> seg,
+             std::unique_ptr<CaseArray> seg_prev = nullptr)
+      : id_(std::move(id)), data_(std::move(data)), seg_(std::move(seg)), seg_prev_(std::move(seg_prev)) {}
   const std::string& id() const { return id_; }
   const CaseArray& data() const { return *data_; }
   const CaseArray& seg() const { return *seg_; }
+  // The previous stage's segmentation; nullptr outside a cascade.
+  const CaseArray* seg_prev() const { return seg_prev_.get(); }
   int64_t num_channels() const { return data_->shape()[0]; }
   // The spatial shape (data shape without the channel axis).
   Shape spatial_shape() const { return Shape(data_->shape().begin() + 1, data_->shape().end()); }
@@ -67,6 +75,7 @@ class CaseHandle {
   std::string id_;
   std::unique_ptr<CaseArray> data_;
   std::unique_ptr<CaseArray> seg_;
+  std::unique_ptr<CaseArray> seg_prev_;
 };
 
 class NnunetDataset {
@@ -102,6 +111,7 @@ class NnunetDataset {
   NnunetDataset() = default;
   absl::StatusOr<std::string> CaseFile(const std::string& name) const;          // confined path or NOT_FOUND
   absl::StatusOr<std::string> ReadConfinedFile(const std::string& path) const;  // plans, dataset.json, splits
+  absl::StatusOr<std::unique_ptr<CaseArray>> OpenPreviousStage(const std::string& id) const;  // cascade
 
   DatasetOptions options_;
   PathGuard guard_;

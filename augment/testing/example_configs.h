@@ -70,6 +70,10 @@ inline std::vector<std::pair<std::string, nlohmann::json>> ExampleTransformConfi
         {"anisotropy", {{"downsampling", 3}}},
         {"torchio_affine", nlohmann::json::object()},
         {"elastic_deformation", {{"num_control_points", 5}, {"max_displacement", 1.5}}},
+        {"move_seg_as_one_hot_to_data", {{"source_channel_idx", 0}, {"all_labels", {1, 2}}}},
+        {"apply_random_binary_operator", {{"channel_idx", {-1}}, {"strel_size", {1, 3}}, {"p_per_label", 0.5}}},
+        {"remove_random_connected_component",
+         {{"channel_idx", {-1}}, {"fill_with_other_class_p", 0}, {"dont_do_if_covers_more_than_x_percent", 0.15}}},
   };
 }
 

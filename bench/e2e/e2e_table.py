@@ -65,7 +65,9 @@ def _single(rows, stage):
     rows = [r for r in rows if r.get("stage") == stage]
     if not rows:
         return []
-    title = "default augmentation (nnUNetTrainer)" if stage == "default" else "DA5 augmentation (nnUNetTrainerDA5)"
+    title = {"default": "default augmentation (nnUNetTrainer)", "da5": "DA5 augmentation (nnUNetTrainerDA5)",
+             "2d": "configuration 2d (nnUNetTrainer)",
+             "cascade": "configuration 3d_cascade_fullres (nnUNetTrainer)"}.get(stage, stage)
     compute = next((r for r in rows if r.get("kind") == "c" and "ms_per_iter_median" in r), None)
     out = [f"### {title}", "",
            "| run | loader / delivery | ms/iter median / mean | vs (c) median / mean | wait ms median / p99 | "
@@ -141,5 +143,6 @@ def render(results, meta) -> str:
             f"{meta.get('warmup')} warm-up iterations, then up to {meta.get('iters')} timed "
             f"(at most {meta.get('run_seconds')} s; multi-tenant window {meta.get('multi_seconds')} s). "
             "wait = time in next(dataloader); step = train_step (ends with loss.cpu()).", ""]
-    body = _single(results, "default") + _single(results, "da5") + _multi(results)
+    body = _single(results, "default") + _single(results, "da5") + _single(results, "2d") + \
+        _single(results, "cascade") + _multi(results)
     return "\n".join(head + body)

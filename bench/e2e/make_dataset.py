@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from multiprocessing import Pool
@@ -74,6 +75,35 @@ def set_patch_size(plans_file: Path, patch) -> None:
     plans_file.write_text(json.dumps(plans, indent=2))
 
 
+def add_cascade(out: Path, work: Path) -> None:
+    """A cascade without training its first stage: the plans get ``3d_lowres`` (3d_fullres's network and data,
+    next_stage 3d_cascade_fullres) and ``3d_cascade_fullres`` (inherits 3d_fullres, previous_stage 3d_lowres), and
+    ``<work>/cascade_predictions/3d_cascade_fullres`` one previous-stage prediction per case: the ground truth with
+    5 % of the voxels relabelled at random, written by nnU-Net's own nnUNetDatasetBlosc2.save_seg (what its final
+    validation of 3d_lowres writes to predicted_next_stage). train_driver.py links nnU-Net's
+    folder_with_segs_from_previous_stage of its trainer to it."""
+    from nnunetv2.training.dataloading.nnunet_dataset import nnUNetDatasetBlosc2
+
+    plans_file = out / "nnUNetPlans.json"
+    plans = json.loads(plans_file.read_text())
+    cfg = plans["configurations"]
+    cfg["3d_lowres"] = dict(cfg["3d_fullres"], next_stage="3d_cascade_fullres")
+    cfg["3d_cascade_fullres"] = {"inherits_from": "3d_fullres", "previous_stage": "3d_lowres"}
+    plans_file.write_text(json.dumps(plans, indent=2))
+    ds = nnUNetDatasetBlosc2(str(out / cfg["3d_fullres"]["data_identifier"]))
+    labels = [int(v) for v in json.loads((out / "dataset.json").read_text())["labels"].values()]
+    rng = np.random.default_rng(7)
+    folder = work / "cascade_predictions" / "3d_cascade_fullres"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for k in ds.identifiers:
+        _, seg, _, _ = ds.load_case(k)
+        s = np.clip(np.asarray(seg[0]), 0, None).astype(np.uint8)
+        flip = rng.random(s.shape) < 0.05
+        s[flip] = rng.choice(labels, int(flip.sum())).astype(np.uint8)
+        nnUNetDatasetBlosc2.save_seg(s, str(folder / k))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", required=True, type=Path)
@@ -81,6 +111,11 @@ def main(argv=None) -> int:
     p.add_argument("--shape", type=int, default=160, help="mean edge length of a case, voxels")
     p.add_argument("--np", type=int, default=os.cpu_count(), help="processes for writing and preprocessing")
     p.add_argument("--patch", default="", help="3d_fullres patch size to set after planning, e.g. 128,128,128")
+    p.add_argument("--configurations", default="3d_fullres",
+                   help="configurations to preprocess (comma-separated, e.g. 3d_fullres,2d)")
+    p.add_argument("--cascade", action="store_true",
+                   help="also a 3d_lowres → 3d_cascade_fullres cascade in the plans, with the previous stage's "
+                        "predictions faked (add_cascade)")
     args = p.parse_args(argv)
 
     work = args.work.resolve()
@@ -88,7 +123,10 @@ def main(argv=None) -> int:
     for d in (raw, pre, res):
         d.mkdir(parents=True, exist_ok=True)
     os.environ.update(nnUNet_raw=str(raw), nnUNet_preprocessed=str(pre), nnUNet_results=str(res))
+    configurations = [c for c in args.configurations.split(",") if c]
     params = {"cases": args.cases, "shape": args.shape, "patch": args.patch}
+    if configurations != ["3d_fullres"] or args.cascade:  # the stamp of older caches stays valid
+        params.update(configurations=configurations, cascade=args.cascade)
     stamp = work / "e2e-dataset.json"
     if stamp.exists() and json.loads(stamp.read_text()).get("params") == params:
         print(stamp.read_text().strip(), flush=True)
@@ -99,8 +137,8 @@ def main(argv=None) -> int:
     t_raw = time.monotonic() - t0
     from nnunetv2.experiment_planning.plan_and_preprocess_entrypoints import plan_and_preprocess_entry
 
-    sys.argv = ["nnUNetv2_plan_and_preprocess", "-d", str(DATASET_ID), "-c", "3d_fullres",
-                "-np", str(args.np), "-npfp", str(args.np)]
+    sys.argv = ["nnUNetv2_plan_and_preprocess", "-d", str(DATASET_ID), "-c", *configurations,
+                "-np", *[str(args.np)] * len(configurations), "-npfp", str(args.np)]
     plan_and_preprocess_entry()
     out = pre / DATASET_NAME
     if args.patch:
@@ -112,6 +150,8 @@ def main(argv=None) -> int:
     splits = generate_crossval_split(ids, seed=12345, n_splits=min(5, len(ids)))
     (out / "splits_final.json").write_text(json.dumps([{k: list(map(str, v)) for k, v in s.items()}
                                                        for s in splits], indent=2))
+    if args.cascade:
+        add_cascade(out, work)
     cfg = json.loads((out / "nnUNetPlans.json").read_text())["configurations"]["3d_fullres"]
     result = {"params": params, "preprocessed": str(out), "dataset_id": DATASET_ID, "cases": len(ids),
               "patch_size": cfg["patch_size"], "batch_size": cfg["batch_size"],

@@ -7,6 +7,11 @@ Stages (each run is a separate training process, bounded by a timeout; the whole
 * ``single``: default augmentation — (a) nnUNetTrainer with nnU-Net's own loader for each ``--n-proc-da``,
   (b) nnUNetTrainerAugmentd (deliveries tried in ``--delivery`` order), (c) compute only (fixed GPU batch).
 * ``da5``: the same with nnUNetTrainerDA5 / nnUNetTrainerAugmentdDA5 (preset nnunet_da5).
+* ``2d`` / ``cascade`` (issue 24): configuration ``2d`` / ``3d_cascade_fullres`` (make_dataset.py
+  ``--configurations 3d_fullres,2d`` / ``--cascade``): compute only vs nnUNetTrainerAugmentd (the trainer's own
+  pipeline translated; the cascade's is an explicit list with the previous stage's predictions read by the server),
+  like ``single``; figures ``e2e_2d_pct`` / ``e2e_cascade_pct`` (augmentd over compute only, ms/iter median) in
+  ``figures-configurations.jsonl``.
 * ``cores`` (issue 26): for each N in ``--cores`` (``E2E_CORES``), the whole run pinned to N cores with
   ``taskset -c`` (the trainer and everything it starts: nnU-Net's ``nnUNet_n_proc_DA = N - 1`` workers, or
   augmentd's local server), for each augmentation of ``--cores-aug``: compute only, the augmentd trainer and
@@ -84,7 +89,8 @@ class Ctx:
             render_cores(self.results, self.meta) + render_patch(self.results, self.meta)
         (self.out / "table.md").write_text(table)
         for name, figures in (("cores", cores_figures(self.results, self.meta)),
-                              ("patch", patch_figures(self.results, self.meta))):
+                              ("patch", patch_figures(self.results, self.meta)),
+                              ("configurations", configuration_figures(self.results, self.meta))):
             if figures:
                 (self.out / f"figures-{name}.jsonl").write_text("".join(json.dumps(f) + "\n" for f in figures))
         return table
@@ -95,9 +101,10 @@ class Ctx:
 
 
 def driver_cmd(ctx: Ctx, label: str, trainer: str, mode: str, device: str, n_proc_da: int = 0,
-               max_seconds: float = 0, extra=(), delivery: str = ""):
+               max_seconds: float = 0, extra=(), delivery: str = "", configuration: str = "3d_fullres"):
     a = ctx.args
     cmd = [sys.executable, str(HERE / "train_driver.py"), "--work", str(ctx.work), "--trainer", trainer,
+           "--configuration", configuration,
            "--mode", mode, "--device", device, "--warmup", str(a.warmup), "--iters", str(a.iters),
            "--max-seconds", str(max_seconds or a.run_seconds), "--delivery", delivery or a.delivery, "--label", label,
            "--json", str(ctx.logs / f"{label}.json")]
@@ -173,6 +180,40 @@ def stage_single(ctx: Ctx, da: str) -> None:
     for n in a.n_proc_da:
         run_one(ctx, f"{da}-nnunet-{n}", driver_cmd(ctx, f"{da}-nnunet-{n}", nn, "loader", dev, n), env,
                 stage=da, kind="a")
+
+
+# Stage name → (nnU-Net configuration, figure metric).
+CONFIGURATION_STAGES = {"2d": ("2d", "e2e_2d_pct"), "cascade": ("3d_cascade_fullres", "e2e_cascade_pct")}
+
+
+def stage_configuration(ctx: Ctx, stage: str) -> None:
+    """Compute only (c) and nnUNetTrainerAugmentd (b) on another configuration (issue 24)."""
+    configuration, _ = CONFIGURATION_STAGES[stage]
+    dev = ctx.args.device
+    env = dict(os.environ, AUGMENTD_SEED="1234")
+    env.pop("AUGMENTD_ADDRESS", None)
+    for kind, trainer, mode in (("c", "nnUNetTrainer", "compute"), ("b", "nnUNetTrainerAugmentd", "loader")):
+        label = f"{stage}-{'compute' if kind == 'c' else 'augmentd'}"
+        run_one(ctx, label, driver_cmd(ctx, label, trainer, mode, dev, configuration=configuration), env,
+                stage=stage, kind=kind, configuration=configuration)
+
+
+def configuration_figures(results, meta, issue=24):
+    """figures.jsonl objects of the configuration stages: augmentd's ms/iter median over compute only's, in %."""
+    date = str(meta.get("date", ""))[:10]
+    machine = meta.get("machine") or meta.get("device", "")
+    out = []
+    for stage, (configuration, metric) in CONFIGURATION_STAGES.items():
+        runs = {r.get("kind"): r for r in results if r.get("stage") == stage and "ms_per_iter_median" in r}
+        if "b" not in runs or "c" not in runs or not runs["c"]["ms_per_iter_median"]:
+            continue
+        c, b = runs["c"]["ms_per_iter_median"], runs["b"]["ms_per_iter_median"]
+        out.append({"issue": issue, "metric": metric, "value": round(100.0 * (b / c - 1.0), 2), "unit": "%",
+                    "date": date, "machine": machine, "configuration": configuration,
+                    "baseline": {"what": "compute only, ms/iter median, same run", "value": c},
+                    "ms_per_iter_median": b, "delivery": runs["b"].get("delivery"),
+                    "gpu_busy_pct": runs["b"].get("gpu_util_mean")})
+    return out
 
 
 def pinned_cpus(n: int) -> list[int] | None:
@@ -545,8 +586,8 @@ def main(argv=None) -> int:
                 "cores_compute": args.cores_compute, "command": os.environ.get("E2E_COMMAND", "")}
     stages = [s for s in args.stages.split(",") if s]
     for s in stages:
-        if s not in ("single", "da5", "cores", "multi", "patch", "patch_da5"):
-            p.error(f"unknown stage {s!r} (single, da5, cores, multi, patch, patch_da5)")
+        if s not in ("single", "da5", "cores", "multi", "patch", "patch_da5", *CONFIGURATION_STAGES):
+            p.error(f"unknown stage {s!r} (single, da5, cores, multi, patch, patch_da5, 2d, cascade)")
     for pl in args.placements:
         if pl not in ("every", "one"):
             p.error(f"unknown placement {pl!r} (every, one)")
@@ -558,6 +599,8 @@ def main(argv=None) -> int:
             stage_single(ctx, "da5")
         elif s == "cores":
             stage_cores(ctx)
+        elif s in CONFIGURATION_STAGES:
+            stage_configuration(ctx, s)
         elif s in ("patch", "patch_da5"):
             stage_patch(ctx, "default" if s == "patch" else "da5")
         else:

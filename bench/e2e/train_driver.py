@@ -110,6 +110,16 @@ def setup_env(args):
     os.environ.update(nnUNet_raw=str(work / "raw"), nnUNet_preprocessed=str(work / "preprocessed"),
                       nnUNet_results=str(work / "results" / (args.label or "run")))
     os.environ.setdefault("nnUNet_compile", "False")
+    predictions = work / "cascade_predictions" / args.configuration
+    if predictions.is_dir():
+        # make_dataset.py --cascade: the faked previous stage, where nnU-Net looks for this trainer's (its
+        # folder_with_segs_from_previous_stage: <results>/<dataset>/<trainer>__nnUNetPlans__3d_lowres/...)
+        for ds in (work / "preprocessed").iterdir():
+            link = work / "results" / (args.label or "run") / ds.name / f"{args.trainer}__nnUNetPlans__3d_lowres" / \
+                "predicted_next_stage" / args.configuration
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not link.exists():
+                link.symlink_to(predictions, target_is_directory=True)
     # compute mode never uses the loaders: 0 makes nnU-Net build single-threaded ones (no worker processes).
     os.environ["nnUNet_n_proc_DA"] = str(0 if args.mode == "compute" else args.n_proc_da)
     sys.path.insert(0, str(REPO / "client" / "python" / "src"))
@@ -132,7 +142,7 @@ def make_trainer(args, device):
         torch.set_num_interop_threads(1)
     else:
         torch.set_num_threads(args.cpu_threads or os.cpu_count())
-    return get_trainer_from_args(str(DATASET_ID), "3d_fullres", 0, args.trainer, "nnUNetPlans", False, device)
+    return get_trainer_from_args(str(DATASET_ID), args.configuration, 0, args.trainer, "nnUNetPlans", False, device)
 
 
 def start_trainer(trainer, deliveries):
@@ -289,6 +299,8 @@ def main(argv=None) -> int:
     p.add_argument("--work", required=True, help="folder holding raw/ preprocessed/ results/ (make_dataset.py)")
     p.add_argument("--trainer", default="nnUNetTrainer", help="trainer class name, looked up like nnUNetv2_train")
     p.add_argument("--mode", choices=("loader", "compute"), default="loader")
+    p.add_argument("--configuration", default="3d_fullres",
+                   help="nnU-Net configuration (2d, 3d_cascade_fullres: make_dataset.py --configurations / --cascade)")
     p.add_argument("--n-proc-da", type=int, default=12, help="nnUNet_n_proc_DA for nnU-Net's own loader")
     p.add_argument("--delivery", default="cuda_ipc,auto",
                    help="augmentd trainers: AUGMENTD_DELIVERY values to try in order")

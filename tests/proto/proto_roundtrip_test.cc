@@ -244,10 +244,11 @@ TEST(ProtoContractTest, TransformKindsMatchTheParamsOneof) {
                            "LOCAL_GAMMA", "SHARPENING", "RICIAN_NOISE", "BIAS_FIELD", "GHOSTING", "SPIKE", "MOTION",
                            "HISTOGRAM_EQUALIZATION", "RANDOM_CONVOLUTION", "INTENSITY_FUNCTION", "ZSCORE_NORMALIZATION",
                            "CLAMP", "EDGE_CONVOLUTION", "UNSHARP_MASK", "SWAP", "SHAPE_CROP", "ANISOTROPY",
-                           "TORCHIO_AFFINE", "ELASTIC_DEFORMATION"}) {
+                           "TORCHIO_AFFINE", "ELASTIC_DEFORMATION", "MOVE_SEG_AS_ONE_HOT_TO_DATA",
+                           "APPLY_RANDOM_BINARY_OPERATOR", "REMOVE_RANDOM_CONNECTED_COMPONENT"}) {
     EXPECT_NE(kinds->FindValueByName(name), nullptr) << name;
   }
-  EXPECT_EQ(kinds->value_count(), 38);  // UNSPECIFIED + the 37 engine kinds (server/adapter_test.cc checks the names)
+  EXPECT_EQ(kinds->value_count(), 41);  // UNSPECIFIED + the 40 engine kinds (server/adapter_test.cc checks the names)
 }
 
 TEST(ProtoContractTest, ServiceDeclaresTheV1Rpcs) {

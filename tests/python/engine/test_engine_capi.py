@@ -49,7 +49,9 @@ def test_registry(capi):
         "histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization", "clamp",
         "edge_convolution", "unsharp_mask",
         # nnUNetTrainerDAExt's CPU transforms (TorchIO definitions, AugLab's ShapeTransform)
-        "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation"]
+        "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation",
+        # nnU-Net's cascade
+        "move_seg_as_one_hot_to_data", "apply_random_binary_operator", "remove_random_connected_component"]
 
 
 @pytest.mark.parametrize("inv", [False, True])

@@ -141,3 +141,77 @@ def test_resenc_plans_translate(nnunet_env, test_plans, planner, plans_name):
         assert out.returncode == 0, out.stdout + out.stderr
         assert f"{trainer}: translated" in out.stdout
         assert (f"sent as preset {preset}" if preset else "sent as explicit list") in out.stdout, out.stdout
+
+
+CASCADE_PLANS = "augmentdCascadePlans"
+
+
+def _cascade_plans(nnunet_env, test_plans) -> str:
+    """``augmentdCascadePlans``: augmentdTestPlans' 3d_lowres (next_stage 3d_cascade_fullres) and 3d_fullres on
+    nnUNetPlans' preprocessed 3d_fullres data, plus ``3d_cascade_fullres`` (inherits 3d_fullres, previous_stage
+    3d_lowres) — the layout nnUNetv2_plan_experiment writes for a cascade. Same data identifiers as those plans: no
+    preprocessing of its own."""
+    pre = test_plans["preprocessed"]
+    plans = json.loads((pre / f"{PLANS}.json").read_text())
+    plans["plans_name"] = CASCADE_PLANS
+    cfg = plans["configurations"]
+    cfg["3d_fullres"]["data_identifier"] = "nnUNetPlans_3d_fullres"
+    cfg["3d_lowres"]["next_stage"] = "3d_cascade_fullres"
+    cfg["3d_cascade_fullres"] = {"inherits_from": "3d_fullres", "previous_stage": "3d_lowres"}
+    del cfg["2d"]
+    (pre / f"{CASCADE_PLANS}.json").write_text(json.dumps(plans, indent=1))
+    return CASCADE_PLANS
+
+
+def _fake_lowres_predictions(nnunet_env, plans: str) -> Path:
+    """The previous stage's output as nnU-Net's final validation of 3d_lowres writes it (predicted_next_stage/
+    3d_cascade_fullres/<id>.b2nd, uint8 labels at the 3d_fullres data's shape, written by nnU-Net's own
+    nnUNetDatasetBlosc2.save_seg): the ground truth with 5 % of the voxels relabelled at random, so it is a plausible
+    but imperfect prediction."""
+    import numpy as np
+    from nnunetv2.training.dataloading.nnunet_dataset import nnUNetDatasetBlosc2
+
+    pre = Path(nnunet_env["preprocessed"])
+    out = Path(nnunet_env["results"]) / pre.name / f"{TRAINER}__{plans}__3d_lowres" / "predicted_next_stage" / \
+        "3d_cascade_fullres"
+    out.mkdir(parents=True, exist_ok=True)
+    ds = nnUNetDatasetBlosc2(str(pre / "nnUNetPlans_3d_fullres"))
+    rng = np.random.default_rng(7)
+    labels = [int(v) for v in json.loads((pre / "dataset.json").read_text())["labels"].values() if int(v) >= 0]
+    for k in ds.identifiers:
+        _, seg, _, _ = ds.load_case(k)
+        s = np.clip(np.asarray(seg[0]), 0, None).astype(np.uint8)
+        flip = rng.random(s.shape) < 0.05
+        s[flip] = rng.choice(labels, int(flip.sum())).astype(np.uint8)
+        nnUNetDatasetBlosc2.save_seg(s, str(out / k))
+    return out
+
+
+def test_real_cascade_training_through_augmentd(nnunet_env, augmentd_bin, test_plans):
+    """3d_cascade_fullres: the server reads the previous stage's predictions (dataset mode's
+    previous_stage_segs_path, nnU-Net's folder_with_segs_from_previous_stage) as seg channel 1 and runs the
+    translated cascade pipeline (move_seg_as_one_hot_to_data, apply_random_binary_operator,
+    remove_random_connected_component): the network gets C + K input channels; nnU-Net's own final validation of
+    the cascade (which reads the same folder) runs."""
+    env = dict(test_plans["env"], AUGMENTD_BIN=augmentd_bin)
+    plans = _cascade_plans(nnunet_env, test_plans)
+    prev = _fake_lowres_predictions(nnunet_env, plans)
+    cmd = [sys.executable, "-m", "augmentd.nnunet.train", str(nnunet_env["dataset_id"]), "3d_cascade_fullres", "0",
+           "-tr", TRAINER, "-p", plans, "-device", "cpu"]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    folder = Path(env["nnUNet_results"]) / nnunet_env["preprocessed"].name / f"{TRAINER}__{plans}__3d_cascade_fullres"
+    fold = folder / "fold_0"
+    log = "\n".join(p.read_text() for p in fold.glob("training_log_*.txt"))
+    line = log.split("augmentd: train pipeline", 1)[1].split("\n", 1)[0]
+    for kind in ("move_seg_as_one_hot_to_data", "apply_random_binary_operator", "remove_random_connected_component"):
+        assert kind in line, line
+    assert "3d_cascade_fullres fold 0 train: 8 batches" in log and "local server stopped (exit status 0)" in log
+    ckpt = torch.load(fold / "checkpoint_final.pth", map_location="cpu", weights_only=False)
+    assert ckpt["trainer_name"] == TRAINER
+    dataset_json = json.loads((nnunet_env["preprocessed"] / "dataset.json").read_text())
+    n_fg = len([v for v in dataset_json["labels"].values() if int(v) > 0])
+    first = next(v for k, v in ckpt["network_weights"].items() if k.endswith("weight") and v.dim() == 5)
+    assert first.shape[1] == len(dataset_json["channel_names"]) + n_fg  # image channels + the one-hot prediction
+    assert (fold / "validation" / "summary.json").is_file()
+    assert any(prev.iterdir())

@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("nnunetv2")
 from batchgeneratorsv2.transforms.intensity.contrast import BGContrast  # noqa: E402
 from batchgeneratorsv2.transforms.intensity.gamma import GammaTransform  # noqa: E402
-from batchgeneratorsv2.transforms.nnunet.seg_to_onehot import MoveSegAsOneHotToDataTransform  # noqa: E402
+from batchgeneratorsv2.transforms.nnunet.random_binary_operator import ApplyRandomBinaryOperatorTransform  # noqa: E402
 from batchgeneratorsv2.transforms.spatial.spatial import SpatialTransform  # noqa: E402
 from batchgeneratorsv2.transforms.utils.compose import ComposeTransforms  # noqa: E402
 from batchgeneratorsv2.transforms.utils.random import OneOfTransform, RandomTransform  # noqa: E402
@@ -177,8 +177,8 @@ class _MyGamma(GammaTransform):
      r"GammaTransform"),
     (ComposeTransforms([GammaTransform(BGContrast(lambda: 1.0), 0, False, 1, 1)]),
      r"GammaTransform\.gamma=BGContrast\(.*a callable contrast_range"),
-    (ComposeTransforms([MoveSegAsOneHotToDataTransform(1, (1, 2), True)]),
-     r"MoveSegAsOneHotToDataTransform: cascade transform not implemented .*40\.\.49"),
+    (ComposeTransforms([ApplyRandomBinaryOperatorTransform([-1], any_of_these=(np.logical_not,))]),
+     r"ApplyRandomBinaryOperatorTransform\.any_of_these\[0\]=.*logical_not"),
     (ComposeTransforms([OneOfTransform([OneOfTransform([_spatial()]), _spatial()])]), r"nested OneOfTransform"),
     (ComposeTransforms([RandomTransform(ComposeTransforms([_spatial()]), 0.5)]),
      r"ComposeTransforms inside RandomTransform"),
@@ -210,7 +210,7 @@ def test_seg_tiebreak_of_bgv2_036_reaches_the_proto():
     assert spec.spatial.HasField("seg_tiebreak") and spec.spatial.seg_tiebreak == "highest"
 
 
-def test_cascade_configuration_is_refused_with_the_reason(nnunet_env):
+def test_cascade_configuration_translates(nnunet_env, capi):
     import json
 
     plans = json.loads((nnunet_env["preprocessed"] / "nnUNetPlans.json").read_text())
@@ -220,7 +220,66 @@ def test_cascade_configuration_is_refused_with_the_reason(nnunet_env):
     plans["configurations"]["3d_cascade_fullres"] = {"inherits_from": "3d_fullres", "previous_stage": "3d_lowres"}
     dataset_json = json.loads((nnunet_env["preprocessed"] / "dataset.json").read_text())
     r = check_trainer("nnUNetTrainer", configuration="3d_cascade_fullres", plans=plans, dataset_json=dataset_json)
-    assert not r.ok and "MoveSegAsOneHotToDataTransform: cascade transform not implemented" in r.reason, r.reason
+    assert r.ok, r.reason
+    fg = [int(v) for v in r.translation.train_call[1]["foreground_labels"]]
+    k = len(fg)
+    by_kind = {e.kind: e for e in r.translation.train.entries}
+    # nnU-Net 2.8.1's get_training_transforms(is_cascaded=True), parameters as nnU-Net sets them
+    move = by_kind["move_seg_as_one_hot_to_data"]
+    assert move.config == {"source_channel_idx": 1, "all_labels": fg, "remove_channel_from_source": True}
+    assert move.apply_probability == 1
+    binop = by_kind["apply_random_binary_operator"]
+    assert binop.apply_probability == 0.4
+    assert sorted(binop.config["channel_idx"]) == list(range(-k, 0)) and binop.config["strel_size"] == [1, 8]
+    assert binop.config["p_per_label"] == 0.5
+    assert binop.config["any_of_these"] == ["dilation", "erosion", "closing", "opening"]
+    cc = by_kind["remove_random_connected_component"]
+    assert cc.apply_probability == 0.2
+    assert cc.config["fill_with_other_class_p"] == 0 and cc.config["dont_do_if_covers_more_than_x_percent"] == 0.15
+    kinds = [e.kind for e in r.translation.train.entries]
+    assert kinds.index("remove_label") < kinds.index("move_seg_as_one_hot_to_data") < kinds.index(
+        "apply_random_binary_operator") < kinds.index("remove_random_connected_component") < kinds.index(
+        "downsample_seg_for_ds")
+    assert [e.kind for e in r.translation.val.entries][:2] == ["remove_label", "move_seg_as_one_hot_to_data"]
+    # never a preset (the server's presets have no cascade entries): explicit lists for both loaders
+    assert r.translation.train_preset == r.translation.val_preset == pipeline_pb2.PRESET_UNSPECIFIED
+    protos = r.translation.train.protos()
+    assert protos[kinds.index("apply_random_binary_operator")].apply_random_binary_operator.p_per_label == 0.5
+    # the engine runs the translated pipeline: two seg channels in, one-hot channels appended, one seg channel out
+    rng = np.random.default_rng(0)
+    shape = [int(v) for v in r.translation.patch_size]
+    c = 1
+    img = rng.standard_normal((2, c, *shape)).astype(np.float32)
+    seg = rng.integers(0, max(fg) + 1, (2, 2, *shape)).astype(np.int16)
+    val = [e.engine_json() for e in r.translation.val.entries]
+    j, out = capi.run({"op": "run_pipeline", "pipeline": {"transforms": val}, "seed": 3}, image=img, seg=seg)
+    assert out["image"].shape == (2, c + k, *shape), {n: a.shape for n, a in out.items()}
+    for i, lab in enumerate(fg):
+        np.testing.assert_array_equal(out["image"][:, c + i], (seg[:, 1] == lab).astype(np.float32))
+
+
+def test_cascade_validation_pipeline_equals_nnunets(capi):
+    """nnU-Net 2.8.1's get_validation_transforms(is_cascaded=True) (RemoveLabel, MoveSegAsOneHotToData, DS
+    downsampling: nothing random), translated and run by the engine, equals bgv2 running nnU-Net's own objects."""
+    import torch
+    from nnunetv2.training.nnUNetTrainer.nnUNetTrainer import nnUNetTrainer
+
+    ds = [[1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0.25, 0.25, 0.25]]
+    t = nnUNetTrainer.get_validation_transforms(ds, is_cascaded=True, foreground_labels=[1, 2, 3], regions=None,
+                                                ignore_label=None)
+    pipe = translate_transforms(t, 3)
+    assert [e.kind for e in pipe.entries] == ["remove_label", "move_seg_as_one_hot_to_data", "downsample_seg_for_ds"]
+    rng = np.random.default_rng(11)
+    shape = (16, 20, 24)
+    img = rng.standard_normal((2, *shape)).astype(np.float32)
+    seg = rng.integers(-1, 4, (2, *shape)).astype(np.int16)
+    with torch.no_grad():
+        ref = t(image=torch.from_numpy(img.copy()), segmentation=torch.from_numpy(seg.copy()))
+    _, out = capi.run({"op": "run_pipeline", "pipeline": pipe.engine_json(), "seed": 0}, image=img[None],
+                      seg=seg[None])
+    np.testing.assert_array_equal(out["image"][0], ref["image"].numpy())
+    for i, r in enumerate(ref["segmentation"]):
+        np.testing.assert_array_equal(out[f"seg_{i}"][0], r.numpy())
 
 
 # -- wire form -----------------------------------------------------------------------------------------------------

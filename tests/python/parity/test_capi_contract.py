@@ -18,7 +18,9 @@ def test_registry_lists_every_transform_kind(capi):
     extras = {"bias_field", "ghosting", "spike", "motion", "histogram_equalization", "random_convolution",
               "intensity_function", "zscore_normalization", "clamp", "edge_convolution",
               "unsharp_mask",  # test_auglab_*_parity.py
-              "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation"}  # test_daext_cpu_parity.py
+              "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation",  # test_daext_cpu_parity.py
+              # nnU-Net's cascade: tests/python/parity/test_cascade_parity.py
+              "move_seg_as_one_hot_to_data", "apply_random_binary_operator", "remove_random_connected_component"}
     assert sorted(j["transforms"]) == sorted(set(KIND_TO_CLASS) | extras)
 
 

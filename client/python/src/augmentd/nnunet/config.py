@@ -10,6 +10,7 @@ trainer never silently trains with a different pipeline.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -104,6 +105,9 @@ class LoaderSettings:
     ignore_label: Optional[int]
     train_ids: List[str]
     val_ids: List[str]
+    # Cascade (3d_cascade_fullres): nnU-Net's folder_with_segs_from_previous_stage; the server crops each case's
+    # previous-stage segmentation as seg channel 1, as nnUNetDataLoader does. None outside a cascade.
+    previous_stage_folder: Optional[str] = None
 
 
 def _overridden(trainer, name: str) -> bool:
@@ -130,13 +134,18 @@ def _region(r) -> List[int]:
 def settings_from_trainer(trainer) -> LoaderSettings:
     """Reads an initialized ``nnUNetTrainer``'s loader configuration. Raises ``UnsupportedTrainerSetting``."""
     # The transforms themselves: translate.translate_trainer (the trainer's own get_*_transforms, any override).
-    if trainer.is_cascaded:
-        raise UnsupportedTrainerSetting(
-            f"configuration {trainer.configuration_name!r} is a cascade stage (previous_stage "
-            f"{trainer.configuration_manager.previous_stage_name!r}): augmentd does not serve cascade trainers yet "
-            f"(MoveSegAsOneHotToData, ApplyRandomBinaryOperator, RemoveRandomConnectedComponentFromOneHotEncoding "
-            f"and dataset mode reading the previous stage's predictions are not implemented)")
     cm, lm = trainer.configuration_manager, trainer.label_manager
+    previous = None
+    channels = int(trainer.num_input_channels)
+    if trainer.is_cascaded:
+        # nnU-Net's network input counts the one-hot channels of the previous stage; the data has the others.
+        previous = str(trainer.folder_with_segs_from_previous_stage)
+        channels -= len(lm.foreground_labels)
+        if not os.path.isdir(previous):
+            raise UnsupportedTrainerSetting(
+                f"configuration {trainer.configuration_name!r} is a cascade stage: its previous stage's predictions "
+                f"{previous} do not exist (train {cm.previous_stage_name!r} first; nnU-Net writes them in its "
+                f"final validation)")
     rotation, dummy_2d, initial_patch_size, mirror_axes = \
         trainer.configure_rotation_dummyDA_mirroring_and_inital_patch_size()
     ds = trainer._get_deep_supervision_scales()
@@ -152,12 +161,13 @@ def settings_from_trainer(trainer) -> LoaderSettings:
         batch_size=int(trainer.batch_size),
         oversample_foreground_percent=float(trainer.oversample_foreground_percent),
         probabilistic_oversampling=bool(trainer.probabilistic_oversampling),
-        num_input_channels=int(trainer.num_input_channels),
+        num_input_channels=channels,
         use_mask_for_norm=[bool(b) for b in (cm.use_mask_for_norm or [])],
         regions=[_region(r) for r in lm.foreground_regions] if lm.has_regions else None,
         ignore_label=None if lm.ignore_label is None else int(lm.ignore_label),
         train_ids=[str(k) for k in train_ids],
         val_ids=[str(k) for k in val_ids],
+        previous_stage_folder=previous,
     )
 
 
@@ -202,7 +212,8 @@ def _session(s: LoaderSettings, preset: int, augmented: bool, case_ids: Sequence
         dataset=session_pb2.DatasetModeConfig(
             dataset_path=s.dataset_folder, case_ids=list(case_ids),
             oversample_foreground_percent=s.oversample_foreground_percent,
-            probabilistic_oversampling=s.probabilistic_oversampling),
+            probabilistic_oversampling=s.probabilistic_oversampling,
+            previous_stage_segs_path=s.previous_stage_folder or ""),
         delivery=DELIVERIES[delivery], batch_size=s.batch_size, seed=seed, device=device,
         prefetch_depth=prefetch_depth)
 

@@ -135,7 +135,8 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
         start_local = os.environ.get("AUGMENTD_LOCAL_SERVER", "auto")
         timeout = float(os.environ.get("AUGMENTD_CONNECT_TIMEOUT") or 3.0)
         self._augmentd_client, self._augmentd_server = connect_or_start(
-            address, device=device, dataset_roots=[os.path.dirname(s.dataset_folder)], start_local=start_local,
+            address, device=device, dataset_roots=[os.path.dirname(s.dataset_folder)] + (
+                [s.previous_stage_folder] if s.previous_stage_folder else []), start_local=start_local,
             connect_timeout=timeout, extra_args=self._local_server_args(device))
         where = (f"local server {self._augmentd_server.address} ({self._augmentd_server.binary})"
                  if self._augmentd_server else address)

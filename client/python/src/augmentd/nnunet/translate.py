@@ -32,7 +32,7 @@ class Untranslatable(UnsupportedTrainerSetting):
     """A bgv2 object (or one of its attributes) that augmentd cannot reproduce; the message names it."""
 
 
-# Cascade transforms: wire numbers 40..49 of TransformKind are reserved for them; no engine implementation yet.
+# The cascade's transforms (3d_cascade_fullres; TransformKind wire numbers 40..42).
 CASCADE_CLASSES = ("MoveSegAsOneHotToDataTransform", "ApplyRandomBinaryOperatorTransform",
                    "RemoveRandomConnectedComponentFromOneHotEncodingTransform")
 
@@ -315,6 +315,26 @@ def _blank_rectangle(t, where: str, ndim: int) -> dict:
             "p_per_channel": _number(t.p_per_channel, where + ".p_per_channel")}
 
 
+def _channel_list(v, where):
+    return _ints(v if isinstance(v, (list, tuple, np.ndarray)) else [v], where)
+
+
+def _binary_operator(t, where: str, ndim: int) -> dict:
+    from batchgeneratorsv2.transforms.nnunet import random_binary_operator as rbo
+
+    _attrs(t, ("channel_idx", "any_of_these", "strel_size", "p_per_label"), where)
+    names = {getattr(rbo, f"binary_{n}_torch", None): n for n in ("dilation", "erosion", "closing", "opening")}
+    ops = []
+    for i, f in enumerate(t.any_of_these):
+        if f not in names:
+            raise Untranslatable(f"{where}.any_of_these[{i}]={getattr(f, '__qualname__', f)!r}: augmentd knows bgv2's "
+                                 f"binary_{{dilation,erosion,closing,opening}}_torch only")
+        ops.append(names[f])
+    return {"channel_idx": _channel_list(t.channel_idx, where + ".channel_idx"),
+            "strel_size": _scalar(t.strel_size, where + ".strel_size"),
+            "p_per_label": _number(t.p_per_label, where + ".p_per_label"), "any_of_these": ops}
+
+
 _N, _B, _S = _number, _bool, _scalar
 
 # bgv2 class name → (augmentd transform name, converter). Looked up by exact type (a subclass may change apply()).
@@ -359,6 +379,12 @@ LEAVES: Dict[str, Tuple[str, Callable]] = {
     "SharpeningTransform": ("sharpening", _simple(
         {"strength": _S, "p_same_for_each_channel": _N, "p_per_channel": _N, "p_clamp_intensities": _N})),
     "RicianNoiseTransform": ("rician_noise", _simple({"noise_variance": _pair})),
+    "MoveSegAsOneHotToDataTransform": ("move_seg_as_one_hot_to_data", _simple(
+        {"source_channel_idx": _int, "all_labels": _ints, "remove_channel_from_source": _B})),
+    "ApplyRandomBinaryOperatorTransform": ("apply_random_binary_operator", _binary_operator),
+    "RemoveRandomConnectedComponentFromOneHotEncodingTransform": ("remove_random_connected_component", _simple(
+        {"channel_idx": _channel_list, "fill_with_other_class_p": _N, "dont_do_if_covers_more_than_x_percent": _N,
+         "p_per_label": _N})),
 }
 
 
@@ -429,9 +455,6 @@ class _Walker:
             self.in_2d = False
             self.folded.append(f"{label} (spatial dummy_2d)")
             return
-        if name in CASCADE_CLASSES:
-            raise Untranslatable(f"{where}: cascade transform not implemented by augmentd yet (TransformKind wire "
-                                 f"numbers 40..49 are reserved for it; 3d_cascade_fullres cannot run on augmentd)")
         if name is None:
             bases = [c for c in type(t).__mro__[1:] if (c.__module__ or "").startswith("batchgeneratorsv2.")]
             what = f"a subclass of {bases[0].__module__}.{bases[0].__name__}" if bases else "not a bgv2 transform"
@@ -514,6 +537,9 @@ def translate_trainer(trainer) -> TrainerTranslation:
     except ImportError:  # pragma: no cover
         pass
     train_preset = pipeline_pb2.PRESET_UNSPECIFIED
+    if tr_kwargs.get("is_cascaded"):
+        # The server's presets have no cascade entries (its TrainerConfig refuses is_cascaded): explicit lists.
+        return TrainerTranslation(cls, train, val, initial, patch, train_preset, train_preset, (tr_args, tr_kwargs))
     for preset, fn, scale_range in candidates:
         try:
             ref = translate_transforms(fn(*tr_args, **tr_kwargs), ndim, "preset")
@@ -672,6 +698,18 @@ def _params_proto(kind: str, c: dict, ndim: int):
     if kind == "rician_noise":
         lo, hi = c["noise_variance"]
         return P.RicianNoiseParams(noise_variance=P.Range(min=lo, max=hi))
+    if kind == "move_seg_as_one_hot_to_data":
+        return P.MoveSegAsOneHotToDataParams(source_channel_idx=c["source_channel_idx"], all_labels=c["all_labels"],
+                                             remove_channel_from_source=c["remove_channel_from_source"])
+    if kind == "apply_random_binary_operator":
+        return P.ApplyRandomBinaryOperatorParams(channel_idx=c["channel_idx"],
+                                                 strel_size=scalar_proto(c["strel_size"]),
+                                                 p_per_label=c["p_per_label"], any_of_these=c["any_of_these"])
+    if kind == "remove_random_connected_component":
+        return P.RemoveRandomConnectedComponentParams(
+            channel_idx=c["channel_idx"], fill_with_other_class_p=c["fill_with_other_class_p"],
+            dont_do_if_covers_more_than_x_percent=c["dont_do_if_covers_more_than_x_percent"],
+            p_per_label=c["p_per_label"])
     raise ValueError(f"no wire form for {kind!r}")
 
 

@@ -1,0 +1,301 @@
+#include "augment/transforms/apply_random_binary_operator/apply_random_binary_operator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "augment/json_util.h"
+#include "augment/status_macros.h"
+#include "augment/transforms/common/common.h"
+
+namespace augmentd {
+namespace ju = json_util;
+using transforms_internal::ParamsAs;
+using transforms_internal::RequireImage;
+
+namespace {
+constexpr const char* kName = "apply_random_binary_operator";
+constexpr std::pair<BinaryOperator, const char*> kOperatorNames[] = {{BinaryOperator::kDilation, "dilation"},
+                                                                     {BinaryOperator::kErosion, "erosion"},
+                                                                     {BinaryOperator::kClosing, "closing"},
+                                                                     {BinaryOperator::kOpening, "opening"}};
+
+// Reads an int or a list of ints.
+absl::StatusOr<std::vector<int64_t>> IntOrInts(const nlohmann::json& v, const std::string& field) {
+  if (v.is_number_integer()) return std::vector<int64_t>{v.get<int64_t>()};
+  return ju::AsInts(v, field);
+}
+}  // namespace
+
+std::string_view BinaryOperatorName(BinaryOperator op) {
+  for (const auto& [o, n] : kOperatorNames)
+    if (o == op) return n;
+  return "unknown";
+}
+
+absl::StatusOr<BinaryOperator> ParseBinaryOperator(const std::string& name, const std::string& field) {
+  for (const auto& [o, n] : kOperatorNames)
+    if (name == n) return o;
+  return ju::Invalid(field, absl::StrCat("unknown operator '", name, "' (dilation, erosion, closing, opening)"));
+}
+
+absl::StatusOr<int64_t> ResolveChannel(int64_t c, int64_t channels, const std::string& field) {
+  const int64_t r = c < 0 ? c + channels : c;
+  if (r < 0 || r >= channels) {
+    return ju::Invalid(field, absl::StrCat("channel ", c, " out of range for ", channels, " channels"));
+  }
+  return r;
+}
+
+namespace binary_operator_internal {
+
+// Why this exact arithmetic: a fractional radius gives an off-centre grid (disk) or a grid of int(2r + 1) points
+// (ball); the footprint is bgv2's only when the same float64 grid is rebuilt.
+std::vector<uint8_t> Footprint(double r, int ndim, std::vector<int64_t>& dims) {
+  std::vector<double> grid;
+  if (ndim == 2) {
+    // np.arange(-r, r + 1): ceil((stop − start) / 1) values start + i·delta, delta = (start + 1) − start.
+    const double start = -r, stop = r + 1;
+    const auto len = static_cast<int64_t>(std::ceil(stop - start));
+    const double delta = (start + 1.0) - start;
+    for (int64_t i = 0; i < len; ++i) grid.push_back(start + static_cast<double>(i) * delta);
+  } else {
+    // np.mgrid[-r:r:n*1j] with n = 2r + 1: int(n) points i·(2r / (int(n) − 1)) − r.
+    const auto len = static_cast<int64_t>(2 * r + 1);
+    const double step = len != 1 ? (r - (-r)) / static_cast<double>(len - 1) : 1.0;
+    for (int64_t i = 0; i < len; ++i) grid.push_back(static_cast<double>(i) * step + -r);
+  }
+  const int64_t k = static_cast<int64_t>(grid.size());
+  dims.assign(ndim, k);
+  std::vector<uint8_t> fp;
+  const double r2 = r * r;
+  if (ndim == 2) {
+    fp.resize(static_cast<size_t>(k * k));
+    for (int64_t i = 0; i < k; ++i)     // meshgrid(L, L): X varies along axis 1, Y along axis 0
+      for (int64_t j = 0; j < k; ++j) fp[i * k + j] = (grid[j] * grid[j] + grid[i] * grid[i]) <= r2;
+  } else {
+    fp.resize(static_cast<size_t>(k * k * k));
+    for (int64_t a = 0; a < k; ++a)     // Z, Y, X = mgrid: Z along axis 0, X along axis 2; s = X² + Y² + Z²
+      for (int64_t b = 0; b < k; ++b)
+        for (int64_t c = 0; c < k; ++c)
+          fp[(a * k + b) * k + c] = (grid[c] * grid[c] + grid[b] * grid[b] + grid[a] * grid[a]) <= r2;
+  }
+  return fp;
+}
+
+namespace {
+// Dilation of the 0/1 mask m (shape as 3 dims d0 × d1 × d2; 2D = 1 × X × Y) by the footprint (dims f0 × f1 × f2):
+// out[i] = OR_j fp[j] · m[i + j − o], o = floor((f − 1) / 2) per axis, m = 0 outside. The footprint is a union of
+// runs along the last axis; each distinct run [lo, hi] dilates every line once (prefix counts), then every run ORs
+// its shifted line into the output.
+std::vector<uint8_t> Dilate3(const std::vector<uint8_t>& m, const int64_t d[3], const std::vector<uint8_t>& fp,
+                             const int64_t f[3]) {
+  const int64_t n = d[0] * d[1] * d[2];
+  const int64_t o[3] = {(f[0] - 1) / 2, (f[1] - 1) / 2, (f[2] - 1) / 2};
+  struct Run { int64_t d0, d1, lo, hi; };
+  std::vector<Run> runs;
+  for (int64_t a = 0; a < f[0]; ++a)
+    for (int64_t b = 0; b < f[1]; ++b) {
+      int64_t c = 0;
+      while (c < f[2]) {
+        if (!fp[(a * f[1] + b) * f[2] + c]) { ++c; continue; }
+        int64_t e = c;
+        while (e + 1 < f[2] && fp[(a * f[1] + b) * f[2] + e + 1]) ++e;
+        runs.push_back({a - o[0], b - o[1], c - o[2], e - o[2]});
+        c = e + 1;
+      }
+    }
+  std::vector<int32_t> prefix(static_cast<size_t>(d[0] * d[1] * (d[2] + 1)));
+  for (int64_t l = 0; l < d[0] * d[1]; ++l) {
+    int32_t* p = prefix.data() + l * (d[2] + 1);
+    const uint8_t* x = m.data() + l * d[2];
+    p[0] = 0;
+    for (int64_t z = 0; z < d[2]; ++z) p[z + 1] = p[z] + (x[z] != 0);
+  }
+  std::map<std::pair<int64_t, int64_t>, std::vector<uint8_t>> lines;  // (lo, hi) → 1D dilation of every line
+  for (const Run& r : runs) {
+    auto [it, fresh] = lines.try_emplace({r.lo, r.hi});
+    if (!fresh) continue;
+    std::vector<uint8_t>& v = it->second;
+    v.assign(static_cast<size_t>(n), 0);
+    for (int64_t l = 0; l < d[0] * d[1]; ++l) {
+      const int32_t* p = prefix.data() + l * (d[2] + 1);
+      uint8_t* out = v.data() + l * d[2];
+      for (int64_t z = 0; z < d[2]; ++z) {
+        const int64_t a = std::max<int64_t>(z + r.lo, 0), b = std::min<int64_t>(z + r.hi, d[2] - 1);
+        out[z] = a <= b && p[b + 1] - p[a] > 0;
+      }
+    }
+  }
+  std::vector<uint8_t> out(static_cast<size_t>(n), 0);
+  for (const Run& r : runs) {
+    const std::vector<uint8_t>& v = lines.at({r.lo, r.hi});
+    for (int64_t i0 = 0; i0 < d[0]; ++i0) {
+      const int64_t s0 = i0 + r.d0;
+      if (s0 < 0 || s0 >= d[0]) continue;
+      for (int64_t i1 = 0; i1 < d[1]; ++i1) {
+        const int64_t s1 = i1 + r.d1;
+        if (s1 < 0 || s1 >= d[1]) continue;
+        uint8_t* dst = out.data() + (i0 * d[1] + i1) * d[2];
+        const uint8_t* src = v.data() + (s0 * d[1] + s1) * d[2];
+        for (int64_t z = 0; z < d[2]; ++z) dst[z] |= src[z];
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<uint8_t> Not(std::vector<uint8_t> m) {
+  for (uint8_t& v : m) v = !v;
+  return m;
+}
+}  // namespace
+
+std::vector<uint8_t> ApplyOperator(BinaryOperator op, const std::vector<uint8_t>& m, const std::vector<int64_t>& shape,
+                                   const std::vector<uint8_t>& fp, const std::vector<int64_t>& fp_dims) {
+  int64_t d[3] = {1, 1, 1}, f[3] = {1, 1, 1};
+  const size_t off = 3 - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    d[off + i] = shape[i];
+    f[off + i] = fp_dims[i];
+  }
+  auto dilate = [&](const std::vector<uint8_t>& x) { return Dilate3(x, d, fp, f); };
+  auto erode = [&](const std::vector<uint8_t>& x) { return Not(Dilate3(Not(x), d, fp, f)); };
+  switch (op) {
+    case BinaryOperator::kDilation: return dilate(m);
+    case BinaryOperator::kErosion: return erode(m);
+    case BinaryOperator::kOpening: return dilate(erode(m));
+    case BinaryOperator::kClosing: return erode(dilate(m));
+  }
+  return m;
+}
+
+}  // namespace binary_operator_internal
+
+absl::StatusOr<std::shared_ptr<const Transform>> ApplyRandomBinaryOperatorTransform::Create(
+    const ApplyRandomBinaryOperatorConfig& c) {
+  if (c.channel_idx.empty()) return ju::Invalid("apply_random_binary_operator.channel_idx", "must not be empty");
+  for (int64_t v : c.channel_idx)
+    if (v < -4096 || v >= 4096) return ju::Invalid("apply_random_binary_operator.channel_idx", "out of range");
+  RETURN_IF_ERROR(c.strel_size.Validate("apply_random_binary_operator.strel_size"));
+  if (c.strel_size.Min() < 0 || c.strel_size.Max() > 32)
+    return ju::Invalid("apply_random_binary_operator.strel_size", "must lie in [0, 32]");
+  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_label, "apply_random_binary_operator.p_per_label"));
+  if (c.any_of_these.empty()) return ju::Invalid("apply_random_binary_operator.any_of_these", "must not be empty");
+  return std::shared_ptr<const Transform>(new ApplyRandomBinaryOperatorTransform(c));
+}
+
+absl::StatusOr<std::shared_ptr<const Transform>> ApplyRandomBinaryOperatorTransform::FromJson(
+    const nlohmann::json& j) {
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"channel_idx", "strel_size", "p_per_label", "any_of_these"}, kName));
+  ApplyRandomBinaryOperatorConfig c;
+  if (!j.contains("channel_idx")) return ju::Invalid("apply_random_binary_operator.channel_idx", "required");
+  ASSIGN_OR_RETURN(c.channel_idx, IntOrInts(j["channel_idx"], "apply_random_binary_operator.channel_idx"));
+  if (j.contains("strel_size") && !j["strel_size"].is_null()) {
+    ASSIGN_OR_RETURN(c.strel_size, RandomScalar::FromJson(j["strel_size"], "apply_random_binary_operator.strel_size"));
+  }
+  ASSIGN_OR_RETURN(c.p_per_label, ju::GetDouble(j, "p_per_label", 1.0, kName));
+  if (j.contains("any_of_these") && !j["any_of_these"].is_null()) {
+    if (!j["any_of_these"].is_array()) return ju::Invalid("apply_random_binary_operator.any_of_these", "must be a list");
+    c.any_of_these.clear();
+    for (const auto& v : j["any_of_these"]) {
+      if (!v.is_string()) return ju::Invalid("apply_random_binary_operator.any_of_these", "names must be strings");
+      ASSIGN_OR_RETURN(auto op, ParseBinaryOperator(v.get<std::string>(), "apply_random_binary_operator.any_of_these"));
+      c.any_of_these.push_back(op);
+    }
+  }
+  return Create(c);
+}
+
+nlohmann::json ApplyRandomBinaryOperatorTransform::ConfigToJson() const {
+  nlohmann::json ops = nlohmann::json::array();
+  for (BinaryOperator o : config_.any_of_these) ops.push_back(std::string(BinaryOperatorName(o)));
+  return {{"channel_idx", config_.channel_idx},
+          {"strel_size", config_.strel_size.ToJson()},
+          {"p_per_label", config_.p_per_label},
+          {"any_of_these", ops}};
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> ApplyRandomBinaryOperatorTransform::Draw(
+    DrawContext& ctx, const SampleLayout&) const {
+  auto p = std::make_unique<ApplyRandomBinaryOperatorParams>();
+  // np.random.shuffle (Fisher–Yates), then one torch.rand coin per shuffled channel.
+  std::vector<int64_t> order = config_.channel_idx;
+  for (int64_t i = static_cast<int64_t>(order.size()) - 1; i > 0; --i) std::swap(order[i], order[ctx.rng.UniformInt(0, i)]);
+  for (int64_t c : order)
+    if (ctx.rng.Uniform() < config_.p_per_label) p->apply_to_channels.push_back(c);
+  const auto nops = static_cast<int64_t>(config_.any_of_these.size());
+  for (size_t i = 0; i < p->apply_to_channels.size(); ++i)
+    p->operators.push_back(config_.any_of_these[ctx.rng.UniformInt(0, nops - 1)]);
+  for (size_t i = 0; i < p->apply_to_channels.size(); ++i) p->strel_size.push_back(config_.strel_size.Sample(ctx.rng));
+  return std::unique_ptr<TransformParams>(std::move(p));
+}
+
+absl::Status ApplyRandomBinaryOperatorTransform::Apply(const TransformParams& params, SampleData& s) const {
+  namespace bo = binary_operator_internal;
+  ASSIGN_OR_RETURN(const auto* p, ParamsAs<ApplyRandomBinaryOperatorParams>(params, kName));
+  RETURN_IF_ERROR(RequireImage(s, kName));
+  if (s.shape.size() != 2 && s.shape.size() != 3) return ju::Invalid("image.shape", "needs 2 or 3 spatial dims");
+  if (p->operators.size() != p->apply_to_channels.size() || p->strel_size.size() != p->apply_to_channels.size())
+    return ju::Invalid("params", "operators and strel_size need one entry per applied channel");
+  const int64_t n = s.voxels();
+  std::vector<uint8_t> m(static_cast<size_t>(n));
+  for (size_t k = 0; k < p->apply_to_channels.size(); ++k) {
+    const int64_t raw = p->apply_to_channels[k];
+    ASSIGN_OR_RETURN(const int64_t a, ResolveChannel(raw, s.channels, "params.apply_to_channels"));
+    float* x = s.image.data() + a * n;
+    for (int64_t v = 0; v < n; ++v) m[v] = x[v] != 0.0f;
+    std::vector<int64_t> fd;
+    const std::vector<uint8_t> fp = bo::Footprint(p->strel_size[k], static_cast<int>(s.shape.size()), fd);
+    const std::vector<uint8_t> r = bo::ApplyOperator(p->operators[k], m, s.shape, fp, fd);
+    for (int64_t oc_raw : config_.channel_idx) {  // bgv2: other_ch = [i for i in channel_idx if i != a]
+      if (oc_raw == raw) continue;
+      ASSIGN_OR_RETURN(const int64_t oc, ResolveChannel(oc_raw, s.channels, "apply_random_binary_operator.channel_idx"));
+      float* y = s.image.data() + oc * n;
+      for (int64_t v = 0; v < n; ++v)
+        if (r[v] && !m[v]) y[v] = 0.0f;
+    }
+    for (int64_t v = 0; v < n; ++v) x[v] = r[v] ? 1.0f : 0.0f;
+  }
+  return absl::OkStatus();
+}
+
+nlohmann::json ApplyRandomBinaryOperatorTransform::ParamsToJson(const TransformParams& params) const {
+  const auto& p = static_cast<const ApplyRandomBinaryOperatorParams&>(params);
+  nlohmann::json ops = nlohmann::json::array();
+  for (BinaryOperator o : p.operators) ops.push_back(std::string(BinaryOperatorName(o)));
+  return {{"apply_to_channels", p.apply_to_channels}, {"operators", ops}, {"strel_size", p.strel_size}};
+}
+
+absl::StatusOr<std::unique_ptr<TransformParams>> ApplyRandomBinaryOperatorTransform::ParamsFromJson(
+    const nlohmann::json& j, const SampleLayout& layout) const {
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channels", "operators", "strel_size"}, "params"));
+  auto p = std::make_unique<ApplyRandomBinaryOperatorParams>();
+  if (j.contains("apply_to_channels") && !j["apply_to_channels"].is_null()) {
+    ASSIGN_OR_RETURN(p->apply_to_channels, IntOrInts(j["apply_to_channels"], "params.apply_to_channels"));
+  }
+  for (int64_t c : p->apply_to_channels) {
+    if (std::find(config_.channel_idx.begin(), config_.channel_idx.end(), c) == config_.channel_idx.end())
+      return ju::Invalid("params.apply_to_channels", absl::StrCat("channel ", c, " is not in channel_idx"));
+    if (layout.channels > 0) RETURN_IF_ERROR(ResolveChannel(c, layout.channels, "params.apply_to_channels").status());
+  }
+  const size_t n = p->apply_to_channels.size();
+  if (n == 0) return std::unique_ptr<TransformParams>(std::move(p));
+  for (const char* key : {"operators", "strel_size"}) {
+    if (!j.contains(key) || !j[key].is_array() || j[key].size() != n)
+      return ju::Invalid(absl::StrCat("params.", key), absl::StrCat("needs ", n, " entries (one per applied channel)"));
+  }
+  for (const auto& v : j["operators"]) {
+    if (!v.is_string()) return ju::Invalid("params.operators", "names must be strings");
+    ASSIGN_OR_RETURN(auto op, ParseBinaryOperator(v.get<std::string>(), "params.operators"));
+    p->operators.push_back(op);
+  }
+  ASSIGN_OR_RETURN(p->strel_size, ju::AsDoubles(j["strel_size"], "params.strel_size"));
+  for (double r : p->strel_size)
+    if (!(r >= 0 && r <= 32)) return ju::Invalid("params.strel_size", "must lie in [0, 32]");
+  return std::unique_ptr<TransformParams>(std::move(p));
+}
+
+}  // namespace augmentd
