@@ -85,20 +85,20 @@
  *   rot90                     num_axis_combinations, num_rot_per_combination, allowed_axes
  *   transpose_axes            allowed_axes
  *   rician_noise              noise_variance ([lo, hi]; used as the std, like bgv2)
- *   MRI artefacts, TorchIO's Random* arguments (augment/transforms/mri_*.h; a number d is TorchIO's range (−d, d),
+ *   MRI artefacts, TorchIO's Random* arguments (augment/transforms/{bias_field,ghosting,spike,motion}/; a number d is TorchIO's range (−d, d),
  *   or (0, d) where TorchIO constrains the minimum to 0):
  *   bias_field                coefficients (0.5), order (3; 0..10)
  *   ghosting                  num_ghosts ([4, 10]), axes ([0, 1, 2]), intensity ([0.5, 1]), restore (null | d | [a, b])
  *   spike                     num_spikes ([1, 1]), intensity ([1, 3])
  *   motion                    degrees (10), translation (10, voxels), num_transforms (2; 1..16),
  *                             image_interpolation ("linear" only)
- *   AugLab's nnUNetTrainerDAExtGPU extras (augment/transforms/auglab_*.h; apply_to_channel defaults to [0]):
+ *   AugLab's nnUNetTrainerDAExtGPU extras (augment/transforms/{histogram_equalization,random_convolution,intensity_function}/; apply_to_channel defaults to [0]):
  *   histogram_equalization    apply_to_channel, retain_stats
  *   random_convolution        apply_to_channel, kernel_sizes ([odd 1..15]; [1, 3, 5, 7]), mix_prob (0.2), retain_stats
  *   intensity_function        apply_to_channel, functions (names: log1p sqrt sin exp sigmoid square; AugLab's five
  *                             by default), p_function (0.05), retain_stats, p_inverse (0.3), inverse_retain_stats
  *   (all three)               in_seg (0), out_seg (0), mix_in_out (false), seg_channel (0): AugLab's region modes
- *                             (augment/transforms/auglab_region.h)
+ *                             (augment/transforms/common/auglab_region.h)
  *
  * Per-sample parameters = bgv2 0.3.5 get_parameters() dicts (tensors as nested lists, index tensors as int lists):
  *   spatial            {"affine": ndim×ndim | null, "elastic_offsets": (*patch, ndim) nested | null,

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "augment/kernels/cpu_half.h"
 #include "augment/pipeline.h"
-#include "augment/transforms/spatial.h"
+#include "augment/transforms/spatial/spatial.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {

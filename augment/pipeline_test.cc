@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "augment/transforms/simulate_low_resolution/simulate_low_resolution.h"
-#include "augment/transforms/spatial.h"
+#include "augment/transforms/spatial/spatial.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {

@@ -38,6 +38,8 @@ enum TransformCap : uint32_t {
   kCapChangesOutputLayout = 1u << 1,
 };
 
+class TransformSchema;  // augment/schema.h
+
 struct TransformEntry {
   std::string_view name;  // lower-case, e.g. "gaussian_blur"
   TransformKind kind;
@@ -45,6 +47,10 @@ struct TransformEntry {
   // every kind has its CPU reference (registry_test walks the enum).
   absl::StatusOr<std::shared_ptr<const Transform>> (*from_json)(const nlohmann::json& config);
   uint32_t caps = kCapNone;  // TransformCap bits
+  // The kind's configuration schema (augment/schema.h: every field's name, type, default, range and doc; the JSON
+  // parsing behind from_json and GetServerInfo's field docs). nullptr only for the kinds registry_test lists as not
+  // converted yet.
+  const TransformSchema& (*schema)() = nullptr;
 };
 
 // The CUDA backend of a kind (augment/cuda/backend.h; a complete type only in CUDA builds).

@@ -1,5 +1,9 @@
 #include "augment/registry.h"
 
+#include <map>
+#include <set>
+
+#include "augment/schema.h"
 #include "augment/testing/example_configs.h"
 
 #include "gtest/gtest.h"
@@ -84,6 +88,98 @@ TEST(Registry, BuildsEveryTransformFromJson) {
   auto typo = TransformFromJson("gamma", {{"gama", 1}});
   EXPECT_EQ(typo.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(typo.status().message().find("gama"), std::string::npos);
+}
+
+// Kinds registered without a schema (hand-written FromJson: main's nnUNetTrainerDAExt CPU transforms and the cascade's
+// three, merged after the conversion). The list only shrinks: a new kind without a schema fails the test below.
+const std::set<std::string> kWithoutSchema = {"swap",
+                                              "shape_crop",
+                                              "anisotropy",
+                                              "torchio_affine",
+                                              "elastic_deformation",
+                                              "move_seg_as_one_hot_to_data",
+                                              "apply_random_binary_operator",
+                                              "remove_random_connected_component",
+                                              "auglab_low_resolution",
+                                              "redistribute_seg",
+                                              "auglab_bias_field"};
+
+// Every registered kind has a schema (but the listed ones) that documents every field ConfigToJson writes: a
+// type and a one-line doc (no default when it is required); ConfigToJson writes only declared names.
+TEST(Registry, EverySchemaDocumentsEveryField) {
+  std::map<std::string, nlohmann::json> examples;
+  for (const auto& [name, cfg] : testing::ExampleTransformConfigs()) examples[name] = cfg;
+  for (const TransformEntry& e : RegisteredTransforms()) {
+    const std::string name(e.name);
+    if (e.schema == nullptr) {
+      EXPECT_TRUE(kWithoutSchema.count(name)) << name << ": registered without a schema (augment/schema.h)";
+      continue;
+    }
+    EXPECT_FALSE(kWithoutSchema.count(name)) << name << " has a schema now: drop it from kWithoutSchema";
+    const TransformSchema& schema = e.schema();
+    EXPECT_EQ(schema.transform(), e.name);
+    const std::vector<FieldDoc> fields = schema.Fields();
+    ASSERT_FALSE(fields.empty()) << name;
+    std::set<std::string> names;
+    for (const FieldDoc& f : fields) {
+      EXPECT_FALSE(f.name.empty()) << name;
+      EXPECT_TRUE(names.insert(f.name).second) << name << "." << f.name << " declared twice";
+      EXPECT_FALSE(f.type.empty()) << name << "." << f.name;
+      EXPECT_GE(f.doc.size(), 10u) << name << "." << f.name << ": needs a one-line doc";
+      EXPECT_EQ(f.doc.find('\n'), std::string::npos) << name << "." << f.name;
+      if (f.required) {
+        EXPECT_TRUE(f.default_value.is_null()) << name << "." << f.name;
+      }
+    }
+    ASSERT_TRUE(examples.count(name)) << name;
+    auto t = TransformFromJson(name, examples[name]);
+    ASSERT_TRUE(t.ok()) << name << ": " << t.status();
+    const nlohmann::json config = (*t)->ConfigToJson();
+    std::set<std::string> keys;
+    for (auto it = config.begin(); it != config.end(); ++it) keys.insert(it.key());
+    // ConfigToJson writes only declared fields, every one of them but those left out at their default (AugLab's
+    // region fields), and never leaves out a required one.
+    for (const std::string& k : keys) EXPECT_TRUE(names.count(k)) << name << "." << k << " is not declared";
+    for (const FieldDoc& f : fields) {
+      if (!keys.count(f.name)) {
+        EXPECT_FALSE(f.required) << name << "." << f.name << " required but not written";
+      }
+    }
+  }
+}
+
+// The schema's parsing: required fields, ranges and types are INVALID_ARGUMENT naming "<kind>.<field>"; absent optional
+// fields take the config struct's default.
+TEST(Registry, SchemaParsingNamesTheField) {
+  auto missing = TransformFromJson("contrast", {{"preserve_range", true}, {"synchronize_channels", false}});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("contrast.contrast_range: required"), std::string::npos)
+      << missing.status();
+  auto range = TransformFromJson("clamp", {{"max_clamp_amount", 0.7}});
+  EXPECT_EQ(range.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(range.status().message().find("clamp.max_clamp_amount"), std::string::npos) << range.status();
+  EXPECT_NE(range.status().message().find("[0, 0.5]"), std::string::npos) << range.status();
+  auto prob = TransformFromJson("gaussian_noise", {{"p_per_channel", 1.5}});
+  EXPECT_NE(prob.status().message().find("gaussian_noise.p_per_channel"), std::string::npos) << prob.status();
+  auto type = TransformFromJson("mirror", {{"allowed_axes", "x"}});
+  EXPECT_EQ(type.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(type.status().message().find("mirror.allowed_axes"), std::string::npos) << type.status();
+  auto axis = TransformFromJson("mirror", {{"allowed_axes", {0, 3}}});
+  EXPECT_NE(axis.status().message().find("mirror.allowed_axes"), std::string::npos) << axis.status();
+  auto sigma = TransformFromJson("gamma", {{"gamma", {0, 1.5}}, {"p_invert_image", 0}, {"synchronize_channels", false},
+                                           {"p_per_channel", 1}, {"p_retain_stats", 1}});
+  EXPECT_NE(sigma.status().message().find("gamma.gamma: must be > 0"), std::string::npos) << sigma.status();
+  auto defaults = TransformFromJson("gaussian_noise", nlohmann::json::object());
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ((*defaults)->ConfigToJson()["p_per_channel"], 1.0);
+  // GetServerInfo's docs: defaults come from the config struct, ranges from the rule.
+  const auto docs = (*FindTransform("clamp"))->schema().Fields();
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(docs[0].name, "max_clamp_amount");
+  EXPECT_EQ(docs[0].type, "double");
+  EXPECT_EQ(docs[0].default_value, 0.2);
+  EXPECT_EQ(docs[0].range, "[0, 0.5]");
+  EXPECT_FALSE(docs[0].required);
 }
 
 }  // namespace

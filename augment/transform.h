@@ -54,12 +54,12 @@ enum class TransformKind : uint8_t {
   kRot90,
   kTransposeAxes,
   kRicianNoise,
-  // MRI artefacts with TorchIO's definitions (augment/transforms/mri_*.h).
+  // MRI artefacts with TorchIO's definitions (augment/transforms/{bias_field,ghosting,spike,motion}/).
   kBiasField,
   kGhosting,
   kSpike,
   kMotion,
-  // The extras of AugLab's nnUNetTrainerDAExtGPU (augment/transforms/auglab_*.h).
+  // The extras of AugLab's nnUNetTrainerDAExtGPU (augment/transforms/{histogram_equalization,random_convolution,intensity_function}/).
   kHistogramEqualization,
   kRandomConvolution,
   kIntensityFunction,

@@ -8,7 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "augment/registry.h"
-#include "augment/transforms/spatial.h"
+#include "augment/schema.h"
+#include "augment/transforms/spatial/spatial.h"
 
 namespace augmentd {
 
@@ -161,6 +162,17 @@ std::vector<v1::TransformSupport> TransformSupportList(const std::vector<std::st
     support.set_name(TransformName(kind));
     support.set_cpu(contains(cpu_names, support.name()));
     support.set_cuda(contains(cuda_names, support.name()));
+    if (absl::StatusOr<const TransformEntry*> e = FindTransform(support.name()); e.ok() && (*e)->schema != nullptr) {
+      for (const FieldDoc& f : (*e)->schema().Fields()) {
+        v1::TransformField* out_field = support.add_fields();
+        out_field->set_name(f.name);
+        out_field->set_type(f.type);
+        out_field->set_default_json(f.required ? "" : f.default_value.dump());
+        out_field->set_range(f.range);
+        out_field->set_doc(f.doc);
+        out_field->set_required(f.required);
+      }
+    }
     out.push_back(std::move(support));
   }
   return out;

@@ -74,6 +74,32 @@ TEST(AdapterTest, EveryEngineTransformIsAKindOfTheContract) {
   EXPECT_EQ(cpu, static_cast<int>(names.size()));
 }
 
+// GetServerInfo documents each field of a kind's schema (augment/schema.h): type, default as JSON, range, doc.
+TEST(AdapterTest, TransformSupportDocumentsTheSchemaFields) {
+  bool found = false;
+  for (const v1::TransformSupport& t : TransformSupportList(EngineTransformNames(), {})) {
+    if (t.name() != "gamma") continue;
+    found = true;
+    ASSERT_EQ(t.fields_size(), 5);
+    const v1::TransformField& g = t.fields(0);
+    EXPECT_EQ(g.name(), "gamma");
+    EXPECT_EQ(g.type(), "random_scalar");
+    EXPECT_TRUE(g.required());
+    EXPECT_EQ(g.default_json(), "");
+    EXPECT_EQ(g.range(), "> 0");
+    EXPECT_FALSE(g.doc().empty());
+    for (const v1::TransformField& f : t.fields()) EXPECT_FALSE(f.doc().empty()) << f.name();
+  }
+  EXPECT_TRUE(found);
+  for (const v1::TransformSupport& t : TransformSupportList(EngineTransformNames(), {})) {
+    if (t.name() != "gaussian_noise") continue;
+    ASSERT_EQ(t.fields_size(), 3);
+    EXPECT_EQ(t.fields(1).name(), "p_per_channel");
+    EXPECT_EQ(t.fields(1).default_json(), "1.0");
+    EXPECT_EQ(t.fields(1).range(), "[0, 1]");
+  }
+}
+
 // GetServerInfo's backends come from the registry: no registered CUDA backend may be reported missing (the list was
 // empty before, so every transform said cuda=false).
 TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "augment/transforms/downsample_seg_for_ds.h"
+#include "augment/transforms/downsample_seg_for_ds/downsample_seg_for_ds.h"
 #include "server/adapter.h"
 #include "server/log.h"
 

@@ -15,6 +15,7 @@
 #include "augment/dataset/nnunet_dataset.h"
 #include "augment/dataset/path_guard.h"
 #include "augment/dataset/sampler.h"
+#include "augment/status_macros.h"
 #include "server/adapter.h"
 #include "server/log.h"
 
@@ -128,21 +129,15 @@ void FillDatasetCacheStats(const SessionSettings& settings, v1::SessionStats* ou
   d->set_host_pinned(c.host_allocator == "pinned");
 }
 
-absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionRequest& request,
-                                                      const ServerOptions& options, const DeviceInfo& default_device,
-                                                      const std::string& id, int threads_per_batch,
-                                                      std::shared_ptr<MemoryBudget> budget) {
-  const ServerLimitsOptions& limits = options.limits;
-  if (!request.has_config()) return absl::InvalidArgumentError("config: required");
-  const v1::SessionConfig& config = request.config();
-  SessionSettings s;
-  s.id = id;
-  s.name = config.name();
-  s.seed = config.seed();
-  s.start_batch_index = request.start_batch_index();
-  s.threads_per_batch = std::max(1, threads_per_batch);
+namespace {
 
-  // Sizes and limits.
+// BuildSession's steps, in order. Each validates one part of the request (errors name the field) and fills its part
+// of the settings / resources.
+
+// batch_size, prefetch_depth, weight and the shared-memory permission against the server's limits.
+absl::Status ApplySizesAndLimits(const v1::OpenSessionRequest& request, const ServerLimitsOptions& limits,
+                                 SessionSettings& s) {
+  const v1::SessionConfig& config = request.config();
   if (config.batch_size() == 0) return absl::InvalidArgumentError("config.batch_size: required (> 0)");
   if (config.batch_size() > limits.max_batch_size) {
     return absl::ResourceExhaustedError(absl::StrCat("config.batch_size: ", config.batch_size(),
@@ -165,8 +160,11 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     return absl::PermissionDeniedError(
         "host_shm_regions / cuda_ipc_regions: client shared memory is disabled on this server (--allow_client_shm)");
   }
+  return absl::OkStatus();
+}
 
-  // Delivery (checked against the device and the mode below) and dtypes.
+// The delivery kind (checked against the device once it is known) and the output dtypes.
+absl::Status ApplyDeliveryAndDtypes(const v1::SessionConfig& config, SessionSettings& s) {
   switch (config.delivery()) {
     case v1::DELIVERY_KIND_UNSPECIFIED:
     case v1::DELIVERY_KIND_INLINE:
@@ -197,8 +195,12 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     }
     s.label_dtype = *t;
   }
+  return absl::OkStatus();
+}
 
-  // Device: resolved here; whether the CUDA engine covers the pipeline is decided once the pipeline is built.
+// The device the request names (default: the server's); the session starts on the CPU until ChooseEngine.
+absl::StatusOr<DeviceInfo> ResolveRequestedDevice(const v1::SessionConfig& config, const DeviceInfo& default_device,
+                                                  SessionSettings& s) {
   s.requested_device = config.device();
   DeviceInfo requested = default_device;
   if (!config.device().empty()) {
@@ -209,12 +211,24 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
   absl::StatusOr<DeviceInfo> cpu = ResolveDevice("cpu");
   if (!cpu.ok()) return cpu.status();
   s.device = *cpu;
+  return requested;
+}
 
-  // Pipeline: a preset (expanded from the trainer configuration) or an explicit transform list.
-  const v1::PipelineSpec& pipeline = config.pipeline();
-  const bool explicit_list = pipeline.preset() == v1::PRESET_UNSPECIFIED;
+// What the pipeline message asks for: a preset (expanded from the trainer configuration) or an explicit list.
+struct PipelineRequest {
+  bool explicit_list = false;
   std::string preset;
-  if (explicit_list) {
+  v1::TrainerConfig trainer;
+  // An explicit list in dataset mode may name the crop (the trainer's own initial_patch_size, e.g. a translated
+  // nnUNetTrainerNoDA's patch_size); presets derive it.
+  std::vector<int64_t> explicit_crop;
+};
+
+absl::StatusOr<PipelineRequest> ParsePipelineRequest(const v1::SessionConfig& config) {
+  const v1::PipelineSpec& pipeline = config.pipeline();
+  PipelineRequest r;
+  r.explicit_list = pipeline.preset() == v1::PRESET_UNSPECIFIED;
+  if (r.explicit_list) {
     if (pipeline.transforms_size() == 0) {
       return absl::InvalidArgumentError("config.pipeline: set a preset or an explicit transform list");
     }
@@ -225,22 +239,24 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     if (pipeline.transforms_size() > 0) {
       return absl::InvalidArgumentError("config.pipeline.transforms: must be empty when a preset is set");
     }
-    preset = PresetName(pipeline.preset());
+    r.preset = PresetName(pipeline.preset());
     const std::vector<v1::Preset> known = EnginePresets();
     if (std::find(known.begin(), known.end(), pipeline.preset()) == known.end()) {
-      return absl::UnimplementedError(absl::StrCat("config.pipeline.preset: ", preset, " is not available yet"));
+      return absl::UnimplementedError(absl::StrCat("config.pipeline.preset: ", r.preset, " is not available yet"));
     }
   }
-  v1::TrainerConfig trainer = pipeline.trainer();
-  // An explicit list in dataset mode may name the crop (the trainer's own initial_patch_size, e.g. a translated
-  // nnUNetTrainerNoDA's patch_size); presets derive it.
-  std::vector<int64_t> explicit_crop;
-  if (explicit_list && config.has_dataset() && trainer.initial_patch_size_size() > 0) {
-    explicit_crop.assign(trainer.initial_patch_size().begin(), trainer.initial_patch_size().end());
-    trainer.clear_initial_patch_size();
+  r.trainer = pipeline.trainer();
+  if (r.explicit_list && config.has_dataset() && r.trainer.initial_patch_size_size() > 0) {
+    r.explicit_crop.assign(r.trainer.initial_patch_size().begin(), r.trainer.initial_patch_size().end());
+    r.trainer.clear_initial_patch_size();
   }
+  return r;
+}
 
-  // Mode.
+// Dataset mode: opens the dataset (nullptr in patch mode) and fills the trainer fields the request left unset.
+absl::StatusOr<std::shared_ptr<dataset::NnunetDataset>> OpenDatasetMode(const v1::SessionConfig& config,
+                                                                       const ServerOptions& options,
+                                                                       v1::TrainerConfig& trainer) {
   std::shared_ptr<dataset::NnunetDataset> ds;
   if (config.has_dataset()) {
     const v1::DatasetModeConfig& dm = config.dataset();
@@ -269,15 +285,29 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
   } else if (!config.has_patch()) {
     return absl::InvalidArgumentError("config.mode: set patch or dataset");
   }
+  return ds;
+}
 
-  // The trainer configuration: for presets, and in dataset mode for the sampler's boxes.
-  absl::StatusOr<TrainerConfig> tc = TrainerConfig();
+// The engine pipeline (PipelineFromProto or PresetPipeline), the trainer configuration it came from (presets, and the
+// sampler's boxes in dataset mode) and the label pyramid's levels (for the response size estimate).
+struct BuiltPipeline {
+  absl::StatusOr<TrainerConfig> trainer = TrainerConfig();
+  int64_t levels = 1;
+};
+
+absl::StatusOr<BuiltPipeline> BuildPipeline(const v1::PipelineSpec& pipeline, const PipelineRequest& req,
+                                            const dataset::NnunetDataset* ds, SessionSettings& s) {
+  BuiltPipeline out;
+  absl::StatusOr<TrainerConfig>& tc = out.trainer;
+  int64_t& levels = out.levels;
+  const bool explicit_list = req.explicit_list;
+  const std::vector<int64_t>& explicit_crop = req.explicit_crop;
+  const v1::TrainerConfig& trainer = req.trainer;
   if (!explicit_list || ds != nullptr) {
     tc = FromProto(trainer);
     if (!tc.ok()) return Prefixed(tc.status(), "config.pipeline.");
     if (!pipeline.bgv2_version().empty()) tc->bgv2_version = pipeline.bgv2_version();  // the preset's release
   }
-  int64_t levels = 1;  // label pyramid levels, for the response size estimate
   if (explicit_list) {
     absl::StatusOr<PipelineSpec> spec = PipelineFromProto(pipeline);
     if (!spec.ok()) return Prefixed(spec.status(), "config.");
@@ -305,21 +335,22 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
       s.pipeline.input_patch_size = explicit_crop.empty() ? g->initial_patch_size : explicit_crop;
     }
   } else {
-    absl::StatusOr<PipelineSpec> spec = PresetPipeline(preset, *tc);
+    absl::StatusOr<PipelineSpec> spec = PresetPipeline(req.preset, *tc);
     if (!spec.ok()) return Prefixed(spec.status(), "config.pipeline: ");
     s.pipeline = *std::move(spec);
     if (tc->deep_supervision_scales.has_value()) {
       levels = std::max<int64_t>(1, static_cast<int64_t>(tc->deep_supervision_scales->size()));
     }
   }
+  return out;
+}
 
-  // A pipeline whose batches every engine would refuse is refused here, not at the first batch.
-  if (absl::Status st = s.pipeline.CheckLayoutStable(); !st.ok()) return Prefixed(st, "config.");
-
-  // A CUDA device runs the session on the CUDA engine when its fused kernels cover the pipeline; otherwise the
-  // session runs on the CPU engine, says so in the log and reports `cpu` in the response (never pretends). A bad
-  // pipeline (INVALID_ARGUMENT) is the client's error on any engine: returned, not run on the CPU.
-  SessionResources resources;
+// A CUDA device runs the session on the CUDA engine when its kernels cover the pipeline; otherwise the session runs
+// on the CPU engine, says so in the log and reports `cpu` in the response (never pretends). A bad pipeline
+// (INVALID_ARGUMENT) is the client's error on any engine: returned, not run on the CPU. Then the CUDA IPC delivery's
+// device and dtype requirements.
+absl::Status ChooseEngine(const DeviceInfo& requested, const std::string& id, SessionSettings& s,
+                          SessionResources& resources) {
   std::string cuda_refusal = "the session runs on the CPU";
   if (requested.kind == DeviceKind::kCuda) {
     absl::StatusOr<std::unique_ptr<CudaWorker>> worker = CudaWorker::Create(s.pipeline, requested.index);
@@ -346,96 +377,116 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
           "config.label_dtype: CUDA IPC slots hold the kernels' int16 labels; leave label_dtype unset or INT16");
     }
   }
+  return absl::OkStatus();
+}
 
-  int64_t channels = 1, seg_channels = 1;
-  if (ds != nullptr) {
-    const v1::DatasetModeConfig& dm = config.dataset();
-    std::vector<std::string> cases(dm.case_ids().begin(), dm.case_ids().end());
-    if (cases.empty()) {
-      cases = ds->case_ids();
-    } else if (absl::Status st = ds->CheckCaseIds(cases); !st.ok()) {
-      return Prefixed(st, "config.dataset.case_ids: ");
-    }
-    if (cases.empty()) return absl::FailedPreconditionError("config.dataset.dataset_path: the dataset has no cases");
-    const bool ignore = ds->labels().ignore_label.has_value();
-    dataset::SamplerOptions so =
-        pipeline.preset() == v1::PRESET_NNUNET_VALIDATION
-            ? dataset::SamplerOptions::ForValidation(tc->patch_size, s.batch_size, ignore)
-            : dataset::SamplerOptions::ForTraining(tc->patch_size, s.pipeline.input_patch_size, s.batch_size, ignore);
-    if (dm.has_oversample_foreground_percent()) so.oversample_foreground_percent = dm.oversample_foreground_percent();
-    so.probabilistic_oversampling = dm.probabilistic_oversampling();
-    absl::StatusOr<dataset::PatchSampler> sampler = dataset::PatchSampler::Create(so, cases, s.seed);
-    if (!sampler.ok()) return Prefixed(sampler.status(), "config.dataset: ");
-    // Echoing (batch_loader.h) and the case cache tiers shared by the sessions of this dataset (case_cache.h).
-    dataset::LoaderOptions lo;
-    lo.echo_factor = std::max<int64_t>(1, dm.echo_factor());
-    lo.load_threads = static_cast<int>(std::min<int64_t>(s.batch_size, std::max(1, options.dataset_load_threads)));
-    dataset::CaseCacheOptions co;
-    co.host_budget_bytes = options.dataset_host_cache_bytes;
-    // The GPU tier's crop kernel cuts data and seg only: a cascade's second seg channel is cut on the host.
-    co.device_budget_bytes = s.device.kind == DeviceKind::kCuda && dm.previous_stage_segs_path().empty()
-                                 ? options.dataset_gpu_cache_bytes
-                                 : 0;
-    co.device_index = s.device.kind == DeviceKind::kCuda ? s.device.index : 0;
-    co.prefetch_threads = options.dataset_prefetch_threads;
-    if (co.host_budget_bytes > 0 || co.device_budget_bytes > 0) {
-      absl::StatusOr<std::shared_ptr<dataset::CaseCache>> cache = dataset::SharedCaseCache(ds, co);
-      if (!cache.ok()) return Prefixed(cache.status(), "dataset cache: ");
-      lo.cache = *std::move(cache);
-      lo.prefetch_batches = static_cast<int64_t>(s.prefetch_depth) + 1;
-    }
-    s.loader = std::make_shared<dataset::BatchLoader>(ds, *std::move(sampler), lo);
-    channels = static_cast<int64_t>(ds->channel_names().size());
-    s.num_image_channels = channels;
-    seg_channels = dm.previous_stage_segs_path().empty() ? 1 : 2;
-    s.input_patch_size = s.pipeline.input_patch_size;
-  } else {
-    const v1::PatchModeConfig& pm = config.patch();
-    std::vector<int64_t> in(pm.input_patch_size().begin(), pm.input_patch_size().end());
-    if (in.empty()) in = s.pipeline.input_patch_size;
-    if (in.empty()) {
-      return absl::InvalidArgumentError(
-          "config.patch.input_patch_size: required with an explicit transform list (the spatial size sent)");
-    }
-    if (in.size() != 2 && in.size() != 3) {
-      return absl::InvalidArgumentError(absl::StrCat("config.patch.input_patch_size: need 2 or 3 entries, got ", in.size()));
-    }
-    for (int64_t v : in) {
-      if (v <= 0 || v > 4096) {
-        return absl::InvalidArgumentError(absl::StrCat("config.patch.input_patch_size: entries must be in 1..4096, got ", v));
-      }
-    }
-    if (!s.pipeline.input_patch_size.empty() && in != s.pipeline.input_patch_size) {
-      return absl::InvalidArgumentError(absl::StrCat("config.patch.input_patch_size: ", ShapeString(in),
-                                                     " differs from the pipeline's initial patch size ",
-                                                     ShapeString(s.pipeline.input_patch_size)));
-    }
-    s.input_patch_size = in;
-    // Now the batches' shape is known: a skippable entry that changes it is refused here, not at every batch.
-    if (absl::Status st = s.pipeline.CheckLayoutStable(in); !st.ok()) return Prefixed(st, "config.");
-    channels = pm.num_image_channels() == 0 ? 1 : pm.num_image_channels();
-    seg_channels = pm.num_segmentation_channels() == 0 ? 1 : pm.num_segmentation_channels();
-    s.num_image_channels = channels;
-    s.num_segmentation_channels = seg_channels;
-    if (pm.input_image_dtype() != v1::DTYPE_UNSPECIFIED) {
-      absl::StatusOr<DType> t = DTypeFromProto(pm.input_image_dtype(), "config.patch.input_image_dtype");
-      if (!t.ok()) return t.status();
-      if (!IsFloatingDType(*t)) return absl::InvalidArgumentError("config.patch.input_image_dtype: must be a float type");
-      s.input_image_dtype = *t;
-    }
-    if (pm.input_label_dtype() != v1::DTYPE_UNSPECIFIED) {
-      absl::StatusOr<DType> t = DTypeFromProto(pm.input_label_dtype(), "config.patch.input_label_dtype");
-      if (!t.ok()) return t.status();
-      if (*t != DType::kInt8 && *t != DType::kInt16) {
-        return absl::InvalidArgumentError("config.patch.input_label_dtype: must be INT8 or INT16");
-      }
-      s.input_label_dtype = *t;
+// Image / label channels of the batches (for the size estimates and the slots).
+struct Channels {
+  int64_t image = 1, seg = 1;
+};
+
+// Dataset mode: the case list, the patch sampler, the loader with its echoing and shared case cache.
+absl::StatusOr<Channels> ConfigureDatasetMode(const v1::DatasetModeConfig& dm, const v1::PipelineSpec& pipeline,
+                                              const std::shared_ptr<dataset::NnunetDataset>& ds,
+                                              const TrainerConfig& trainer, const ServerOptions& options,
+                                              SessionSettings& s) {
+  Channels ch;
+  const TrainerConfig* tc = &trainer;
+  std::vector<std::string> cases(dm.case_ids().begin(), dm.case_ids().end());
+  if (cases.empty()) {
+    cases = ds->case_ids();
+  } else if (absl::Status st = ds->CheckCaseIds(cases); !st.ok()) {
+    return Prefixed(st, "config.dataset.case_ids: ");
+  }
+  if (cases.empty()) return absl::FailedPreconditionError("config.dataset.dataset_path: the dataset has no cases");
+  const bool ignore = ds->labels().ignore_label.has_value();
+  dataset::SamplerOptions so =
+      pipeline.preset() == v1::PRESET_NNUNET_VALIDATION
+          ? dataset::SamplerOptions::ForValidation(tc->patch_size, s.batch_size, ignore)
+          : dataset::SamplerOptions::ForTraining(tc->patch_size, s.pipeline.input_patch_size, s.batch_size, ignore);
+  if (dm.has_oversample_foreground_percent()) so.oversample_foreground_percent = dm.oversample_foreground_percent();
+  so.probabilistic_oversampling = dm.probabilistic_oversampling();
+  absl::StatusOr<dataset::PatchSampler> sampler = dataset::PatchSampler::Create(so, cases, s.seed);
+  if (!sampler.ok()) return Prefixed(sampler.status(), "config.dataset: ");
+  // Echoing (batch_loader.h) and the case cache tiers shared by the sessions of this dataset (case_cache.h).
+  dataset::LoaderOptions lo;
+  lo.echo_factor = std::max<int64_t>(1, dm.echo_factor());
+  lo.load_threads = static_cast<int>(std::min<int64_t>(s.batch_size, std::max(1, options.dataset_load_threads)));
+  dataset::CaseCacheOptions co;
+  co.host_budget_bytes = options.dataset_host_cache_bytes;
+  // The GPU tier's crop kernel cuts data and seg only: a cascade's second seg channel is cut on the host.
+  co.device_budget_bytes = s.device.kind == DeviceKind::kCuda && dm.previous_stage_segs_path().empty()
+                               ? options.dataset_gpu_cache_bytes
+                               : 0;
+  co.device_index = s.device.kind == DeviceKind::kCuda ? s.device.index : 0;
+  co.prefetch_threads = options.dataset_prefetch_threads;
+  if (co.host_budget_bytes > 0 || co.device_budget_bytes > 0) {
+    absl::StatusOr<std::shared_ptr<dataset::CaseCache>> cache = dataset::SharedCaseCache(ds, co);
+    if (!cache.ok()) return Prefixed(cache.status(), "dataset cache: ");
+    lo.cache = *std::move(cache);
+    lo.prefetch_batches = static_cast<int64_t>(s.prefetch_depth) + 1;
+  }
+  s.loader = std::make_shared<dataset::BatchLoader>(ds, *std::move(sampler), lo);
+  ch.image = static_cast<int64_t>(ds->channel_names().size());
+  s.num_image_channels = ch.image;
+  ch.seg = dm.previous_stage_segs_path().empty() ? 1 : 2;
+  s.input_patch_size = s.pipeline.input_patch_size;
+  return ch;
+}
+
+// Patch mode: the input patch size and channels / dtypes the client sends.
+absl::StatusOr<Channels> ConfigurePatchMode(const v1::PatchModeConfig& pm, SessionSettings& s) {
+  Channels ch;
+  std::vector<int64_t> in(pm.input_patch_size().begin(), pm.input_patch_size().end());
+  if (in.empty()) in = s.pipeline.input_patch_size;
+  if (in.empty()) {
+    return absl::InvalidArgumentError(
+        "config.patch.input_patch_size: required with an explicit transform list (the spatial size sent)");
+  }
+  if (in.size() != 2 && in.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat("config.patch.input_patch_size: need 2 or 3 entries, got ", in.size()));
+  }
+  for (int64_t v : in) {
+    if (v <= 0 || v > 4096) {
+      return absl::InvalidArgumentError(absl::StrCat("config.patch.input_patch_size: entries must be in 1..4096, got ", v));
     }
   }
+  if (!s.pipeline.input_patch_size.empty() && in != s.pipeline.input_patch_size) {
+    return absl::InvalidArgumentError(absl::StrCat("config.patch.input_patch_size: ", ShapeString(in),
+                                                   " differs from the pipeline's initial patch size ",
+                                                   ShapeString(s.pipeline.input_patch_size)));
+  }
+  s.input_patch_size = in;
+  // Now the batches' shape is known: a skippable entry that changes it is refused here, not at every batch.
+  if (absl::Status st = s.pipeline.CheckLayoutStable(in); !st.ok()) return Prefixed(st, "config.");
+  ch.image = pm.num_image_channels() == 0 ? 1 : pm.num_image_channels();
+  ch.seg = pm.num_segmentation_channels() == 0 ? 1 : pm.num_segmentation_channels();
+  s.num_image_channels = ch.image;
+  s.num_segmentation_channels = ch.seg;
+  if (pm.input_image_dtype() != v1::DTYPE_UNSPECIFIED) {
+    absl::StatusOr<DType> t = DTypeFromProto(pm.input_image_dtype(), "config.patch.input_image_dtype");
+    if (!t.ok()) return t.status();
+    if (!IsFloatingDType(*t)) return absl::InvalidArgumentError("config.patch.input_image_dtype: must be a float type");
+    s.input_image_dtype = *t;
+  }
+  if (pm.input_label_dtype() != v1::DTYPE_UNSPECIFIED) {
+    absl::StatusOr<DType> t = DTypeFromProto(pm.input_label_dtype(), "config.patch.input_label_dtype");
+    if (!t.ok()) return t.status();
+    if (*t != DType::kInt8 && *t != DType::kInt16) {
+      return absl::InvalidArgumentError("config.patch.input_label_dtype: must be INT8 or INT16");
+    }
+    s.input_label_dtype = *t;
+  }
+  return ch;
+}
 
+// The inline batch size against the response limit (labels: every DS level bounded by the full resolution), and the
+// prefetched bytes against the in-flight limit.
+absl::Status CheckBatchBytes(const v1::SessionConfig& config, const ServerLimitsOptions& limits, int64_t levels,
+                             const Channels& ch, SessionSettings& s) {
+  const int64_t channels = ch.image, seg_channels = ch.seg;
   // The output's channels (the cascade's move_seg_as_one_hot_to_data turns a seg channel into image channels).
   const int64_t out_channels = s.pipeline.OutputChannels(channels, seg_channels).first;
-  // Inline batch size against the response limit (labels: every DS level bounded by the full resolution).
   const std::vector<int64_t> out_spatial = s.pipeline.OutputShape(s.input_patch_size);
   const uint64_t voxels = static_cast<uint64_t>(Product(out_spatial)) * s.batch_size;
   s.max_batch_bytes =
@@ -455,6 +506,17 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
         "config.prefetch_depth: ", s.prefetch_depth, " batches of ~", s.max_batch_bytes,
         " bytes exceed the server's max_inflight_bytes_per_session ", limits.max_inflight_bytes_per_session));
   }
+  return absl::OkStatus();
+}
+
+// The client's input regions, the output slot ring (non-inline delivery) and the server-owned input slots.
+absl::Status CreateBuffers(const v1::OpenSessionRequest& request, const std::string& id,
+                           const absl::StatusOr<TrainerConfig>& tc, const Channels& ch,
+                           const ServerLimitsOptions& limits, const std::shared_ptr<MemoryBudget>& budget,
+                           const SessionSettings& s, SessionResources& resources) {
+  const v1::SessionConfig& config = request.config();
+  const int64_t channels = ch.image, seg_channels = ch.seg;
+  const int64_t out_channels = s.pipeline.OutputChannels(channels, seg_channels).first;
   absl::StatusOr<std::unique_ptr<InputRegions>> inputs =
       OpenInputRegions(request, s.device, limits.allow_client_shared_memory);
   if (!inputs.ok()) return inputs.status();
@@ -500,6 +562,40 @@ absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionReque
     if (!inputs.ok()) return inputs.status();
     resources.input_slots = *std::move(inputs);
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<Session>> BuildSession(const v1::OpenSessionRequest& request,
+                                                      const ServerOptions& options, const DeviceInfo& default_device,
+                                                      const std::string& id, int threads_per_batch,
+                                                      std::shared_ptr<MemoryBudget> budget) {
+  if (!request.has_config()) return absl::InvalidArgumentError("config: required");
+  const v1::SessionConfig& config = request.config();
+  SessionSettings s;
+  s.id = id;
+  s.name = config.name();
+  s.seed = config.seed();
+  s.start_batch_index = request.start_batch_index();
+  s.threads_per_batch = std::max(1, threads_per_batch);
+  RETURN_IF_ERROR(ApplySizesAndLimits(request, options.limits, s));
+  RETURN_IF_ERROR(ApplyDeliveryAndDtypes(config, s));
+  ASSIGN_OR_RETURN(const DeviceInfo requested, ResolveRequestedDevice(config, default_device, s));
+  ASSIGN_OR_RETURN(PipelineRequest pipeline_request, ParsePipelineRequest(config));
+  ASSIGN_OR_RETURN(std::shared_ptr<dataset::NnunetDataset> ds,
+                   OpenDatasetMode(config, options, pipeline_request.trainer));
+  ASSIGN_OR_RETURN(BuiltPipeline built, BuildPipeline(config.pipeline(), pipeline_request, ds.get(), s));
+  // A pipeline whose batches every engine would refuse is refused here, not at the first batch.
+  if (absl::Status st = s.pipeline.CheckLayoutStable(); !st.ok()) return Prefixed(st, "config.");
+  SessionResources resources;
+  RETURN_IF_ERROR(ChooseEngine(requested, id, s, resources));
+  ASSIGN_OR_RETURN(const Channels channels,
+                   ds != nullptr ? ConfigureDatasetMode(config.dataset(), config.pipeline(), ds, *built.trainer,
+                                                        options, s)
+                                 : ConfigurePatchMode(config.patch(), s));
+  RETURN_IF_ERROR(CheckBatchBytes(config, options.limits, built.levels, channels, s));
+  RETURN_IF_ERROR(CreateBuffers(request, id, built.trainer, channels, options.limits, budget, s, resources));
   return std::make_shared<Session>(std::move(s), std::move(resources));
 }
 

@@ -12,8 +12,8 @@
 #include "augment/kernels/cuda/pipeline_cuda.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
-#include "augment/transforms/downsample_seg_for_ds.h"
-#include "augment/transforms/spatial.h"
+#include "augment/transforms/downsample_seg_for_ds/downsample_seg_for_ds.h"
+#include "augment/transforms/spatial/spatial.h"
 
 namespace augmentd {
 namespace ju = json_util;

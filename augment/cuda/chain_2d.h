@@ -47,8 +47,8 @@
 
 #include "absl/status/statusor.h"
 #include "augment/transform.h"
-#include "augment/transforms/mri_motion.h"
-#include "augment/transforms/sharpening.h"
+#include "augment/transforms/motion/motion.h"
+#include "augment/transforms/sharpening/sharpening.h"
 
 namespace augmentd {
 

@@ -11,10 +11,10 @@
 #include "augment/cuda/chain_2d.h"
 #include "augment/registry.h"
 #include "augment/testing/test_util.h"
-#include "augment/transforms/mri_bias_field.h"
-#include "augment/transforms/mri_ghosting.h"
-#include "augment/transforms/mri_motion.h"
-#include "augment/transforms/mri_spike.h"
+#include "augment/transforms/bias_field/bias_field.h"
+#include "augment/transforms/ghosting/ghosting.h"
+#include "augment/transforms/motion/motion.h"
+#include "augment/transforms/spike/spike.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {

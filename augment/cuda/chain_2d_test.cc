@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "augment/transforms/blank_rectangle.h"
-#include "augment/transforms/brightness_gradient_additive.h"
-#include "augment/transforms/local_gamma.h"
-#include "augment/transforms/local_kernel.h"
-#include "augment/transforms/median_filter.h"
-#include "augment/transforms/rician_noise.h"
+#include "augment/transforms/blank_rectangle/blank_rectangle.h"
+#include "augment/transforms/brightness_gradient_additive/brightness_gradient_additive.h"
+#include "augment/transforms/local_gamma/local_gamma.h"
+#include "augment/transforms/common/local_kernel.h"
+#include "augment/transforms/median_filter/median_filter.h"
+#include "augment/transforms/rician_noise/rician_noise.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {

@@ -10,7 +10,7 @@
 #include "augment/kernels/cpu_spatial.h"
 #include "augment/kernels/cuda/pipeline_cuda.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;

@@ -5,7 +5,7 @@
 // deformation of patch axes > cuda::kMaxElasticAxis, bg_style_seg_sampling (bgv2's threshold label vote; the
 // per-plane lowest label and distinct-label count come from LaunchLowestPerPlane).
 //
-// Semantics are the CPU transform's (augment/transforms/spatial.cc) by construction: the sampling grid of each
+// Semantics are the CPU transform's (augment/transforms/spatial/spatial.cc) by construction: the sampling grid of each
 // sample is computed on the host by the CPU's own ComputeSamplingGrid (elastic offsets: SpatialTransform::
 // ElasticOffsets), uploaded with the batch's parameters, and the kernel ports SampleImage / SampleLabels / the crop
 // with the same float operations. Host cost: one grid per sample (patch voxels × ndim floats) — the price of
@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "augment/cuda/stage.h"
 #include "augment/kernels/cuda/chain_kernels.h"
-#include "augment/transforms/spatial.h"
+#include "augment/transforms/spatial/spatial.h"
 
 namespace augmentd {
 

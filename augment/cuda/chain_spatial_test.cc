@@ -13,11 +13,11 @@
 #include "augment/kernels/cpu_spatial.h"
 #include "augment/pipeline.h"
 #include "augment/transforms/gaussian_blur/gaussian_blur.h"
-#include "augment/transforms/mirror.h"
-#include "augment/transforms/rot90.h"
+#include "augment/transforms/mirror/mirror.h"
+#include "augment/transforms/rot90/rot90.h"
 #include "augment/transforms/simulate_low_resolution/simulate_low_resolution.h"
-#include "augment/transforms/spatial.h"
-#include "augment/transforms/transpose_axes.h"
+#include "augment/transforms/spatial/spatial.h"
+#include "augment/transforms/transpose_axes/transpose_axes.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {

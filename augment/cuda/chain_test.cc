@@ -31,7 +31,7 @@
 #include "augment/transforms/gamma/gamma.h"
 #include "augment/transforms/gaussian_blur/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise/gaussian_noise.h"
-#include "augment/transforms/spatial.h"
+#include "augment/transforms/spatial/spatial.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {

@@ -26,8 +26,8 @@
 #include "augment/kernels/cuda/graph_cache.h"
 #include "augment/kernels/cuda/pipeline_cuda.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/downsample_seg_for_ds.h"
-#include "augment/transforms/spatial.h"
+#include "augment/transforms/downsample_seg_for_ds/downsample_seg_for_ds.h"
+#include "augment/transforms/spatial/spatial.h"
 
 namespace augmentd {
 namespace ju = json_util;

@@ -22,8 +22,8 @@
 #include "augment/testing/image_compare.h"
 #include "augment/testing/label_tie.h"
 #include "augment/testing/random_volume.h"
-#include "augment/transforms/mirror.h"
-#include "augment/transforms/spatial.h"
+#include "augment/transforms/mirror/mirror.h"
+#include "augment/transforms/spatial/spatial.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {

@@ -19,16 +19,16 @@
 #include "augment/kernels/cuda/pipeline_cuda.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/contrast/contrast.h"
-#include "augment/transforms/downsample_seg_for_ds.h"
+#include "augment/transforms/downsample_seg_for_ds/downsample_seg_for_ds.h"
 #include "augment/transforms/gamma/gamma.h"
 #include "augment/transforms/gaussian_blur/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise/gaussian_noise.h"
 #include "augment/transforms/mask_image/mask_image.h"
-#include "augment/transforms/mirror.h"
+#include "augment/transforms/mirror/mirror.h"
 #include "augment/transforms/multiplicative_brightness/multiplicative_brightness.h"
 #include "augment/transforms/remove_label/remove_label.h"
 #include "augment/transforms/simulate_low_resolution/simulate_low_resolution.h"
-#include "augment/transforms/spatial.h"
+#include "augment/transforms/spatial/spatial.h"
 
 namespace augmentd {
 

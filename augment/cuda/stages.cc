@@ -14,9 +14,9 @@
 #include "augment/cuda/stages.h"
 #include "augment/kernels/cuda/chain_kernels.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/mirror.h"
-#include "augment/transforms/rot90.h"
-#include "augment/transforms/transpose_axes.h"
+#include "augment/transforms/mirror/mirror.h"
+#include "augment/transforms/rot90/rot90.h"
+#include "augment/transforms/transpose_axes/transpose_axes.h"
 
 namespace augmentd {
 namespace {

@@ -1,5 +1,5 @@
 // AugLab's GPU extras as CUDA chain stages (cuda/stage.h): histogram_equalization, random_convolution,
-// intensity_function (augment/transforms/auglab_*.h). Prepare packs one AuglabSlice record per (sample, channel) — per
+// intensity_function (augment/transforms/{histogram_equalization,random_convolution,intensity_function}/). Prepare packs one AuglabSlice record per (sample, channel) — per
 // step for intensity_function — from the CPU transform's own drawn params (plus the random kernels' weights); Enqueue
 // launches a few batch-wide kernels (augment/kernels/cuda/auglab_kernels.h) with deterministic statistics. Region
 // modes (in_seg / out_seg / mix_in_out, auglab_region.h): when a slice of the batch is restricted and the scratch has
@@ -13,10 +13,10 @@
 #include "augment/cuda/stages_da5_internal.h"
 #include "augment/kernels/cuda/auglab_kernels.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/auglab_histogram_equalization.h"
-#include "augment/transforms/auglab_intensity_function.h"
-#include "augment/transforms/auglab_random_convolution.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/histogram_equalization/histogram_equalization.h"
+#include "augment/transforms/intensity_function/intensity_function.h"
+#include "augment/transforms/random_convolution/random_convolution.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace {

@@ -1,5 +1,5 @@
 // GPU tests of AugLab's extras as chain stages (cuda/stages_auglab.cc) against the CPU transforms
-// (augment/transforms/auglab_*.h): random batches (B = 1, 3, 8; 1 and 2 channels; odd and tiny shapes), parameters
+// (augment/transforms/{histogram_equalization,random_convolution,intensity_function}/): random batches (B = 1, 3, 8; 1 and 2 channels; odd and tiny shapes), parameters
 // from the CPU transform's own Draw (every third sample without params: it must stay untouched), the stage driven
 // directly on device buffers through ParamArena / ChainWorkspace, twice per configuration (the second batch reuses
 // both). Region cases (in_seg / out_seg / mix_in_out, auglab_region.h) add int16 labels −1..3 (1 or 2 seg channels,

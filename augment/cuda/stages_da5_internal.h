@@ -1,10 +1,12 @@
-// augment/cuda/stages_da5_internal.h — what the DA5 chain stages (cuda/stages_da5.cc, cuda/stages_da5_local.cc)
-// share: scratch slots, the moments helper, error wording. Internal to the CUDA engine.
+// augment/cuda/stages_da5_internal.h — what the DA5 chain stages (augment/transforms/<name>/<name>_cuda.cc,
+// cuda/stages_da5_local.cc) and the AugLab ones share: scratch slots, the moments helper, error wording. Internal to the CUDA engine.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string_view>
 
@@ -32,5 +34,10 @@ absl::StatusOr<const cuda::da5::SliceMoments*> EnqueueMoments(const float* x, in
 
 // Enqueues a copy of the whole image into kSlotCopy and returns it.
 absl::StatusOr<float*> EnqueueImageCopy(const ChainTensors& t, ChainWorkspace& ws, cudaStream_t stream);
+
+// Channels of params that apply (the CPU transforms stop at the shorter of the image and the params).
+inline int64_t ParamChannels(const ChainTensors& t, size_t n) {
+  return std::min<int64_t>(t.channels, static_cast<int64_t>(n));
+}
 
 }  // namespace augmentd::da5_stage_internal

@@ -11,10 +11,10 @@
 #include "augment/cuda/stages_da5_internal.h"
 #include "augment/kernels/cuda/da5_kernels.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/brightness_gradient_additive.h"
-#include "augment/transforms/common.h"
-#include "augment/transforms/local_gamma.h"
-#include "augment/transforms/local_kernel.h"
+#include "augment/transforms/brightness_gradient_additive/brightness_gradient_additive.h"
+#include "augment/transforms/common/common.h"
+#include "augment/transforms/local_gamma/local_gamma.h"
+#include "augment/transforms/common/local_kernel.h"
 
 namespace augmentd::da5_stage_internal {
 namespace {

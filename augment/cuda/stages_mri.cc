@@ -1,5 +1,6 @@
-// The MRI artefacts (augment/transforms/mri_*.h, TorchIO's definitions) as CUDA chain stages (cuda/stage.h; registered
-// in cuda/backends.cc). Prepare packs each sample's drawn parameters (the CPU transform's own helpers compute plane
+// The k-space MRI artefacts (augment/transforms/{ghosting,spike,motion}/, TorchIO's definitions) as CUDA chain stages
+// (cuda/stage.h; registered in cuda/backends.cc; they share FftPlan and KSpaceStage, so they stay together here;
+// bias_field's stage is augment/transforms/bias_field/bias_field_cuda.cc). Prepare packs each sample's drawn parameters (the CPU transform's own helpers compute plane
 // factors, spike indices, motion affines and k-space segments, so both engines share the arithmetic of the parameters);
 // Enqueue runs batch-wide kernels (augment/kernels/cuda/mri_kernels.h) and, for the k-space artefacts, one batched
 // cuFFT C2C plan over all (sample, channel) slices: forward, modify, inverse, real part · 1/P for active samples. The
@@ -18,11 +19,10 @@
 #include "augment/cuda/stage.h"
 #include "augment/kernels/cuda/mri_kernels.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
-#include "augment/transforms/mri_bias_field.h"
-#include "augment/transforms/mri_ghosting.h"
-#include "augment/transforms/mri_motion.h"
-#include "augment/transforms/mri_spike.h"
+#include "augment/transforms/common/common.h"
+#include "augment/transforms/ghosting/ghosting.h"
+#include "augment/transforms/motion/motion.h"
+#include "augment/transforms/spike/spike.h"
 
 #if defined(AUGMENTD_HAVE_CUFFT)
 #include <cufft.h>
@@ -32,6 +32,8 @@ namespace augmentd {
 namespace {
 namespace mk = cuda::mri;
 using transforms_internal::ParamsAs;
+
+#if defined(AUGMENTD_HAVE_CUFFT)
 
 constexpr int kSlotSpectrum = ChainWorkspace::kSlotStage + 8;  // (slices, P) complex: the spectra being modified
 constexpr int kSlotTemp = ChainWorkspace::kSlotStage + 9;      // motion: one moved image's spectrum
@@ -43,46 +45,6 @@ absl::Status Invalid(size_t index, std::string_view transform, std::string_view 
 }
 
 std::array<int64_t, 3> Shape3(const ChainTensors& t) { return {t.shape[0], t.shape[1], t.shape[2]}; }
-
-// bias_field: one multiplicative polynomial field per sample.
-class BiasFieldStage final : public CudaStage {
- public:
-  explicit BiasFieldStage(size_t index) : index_(index) {}
-  absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
-                       ParamArena& arena) override {
-    samples_.assign(static_cast<size_t>(t.batch), mk::BiasSample{-1, 0});
-    coefs_.clear();
-    for (int32_t b = 0; b < t.batch && b < static_cast<int32_t>(params.size()); ++b) {
-      if (params[b] == nullptr) continue;
-      ASSIGN_OR_RETURN(const BiasFieldParams* p, ParamsAs<BiasFieldParams>(*params[b], "bias_field"));
-      if (static_cast<int64_t>(p->coefficients.size()) != BiasFieldNumCoefficients(p->order))
-        return Invalid(index_, "bias_field", "params.coefficients: count does not match order");
-      samples_[b] = {p->order, static_cast<int32_t>(coefs_.size())};
-      coefs_.insert(coefs_.end(), p->coefficients.begin(), p->coefficients.end());
-    }
-    any_ = !coefs_.empty();
-    if (any_) {
-      samples_offset_ = arena.AppendArray(samples_);
-      coefs_offset_ = arena.AppendArray(coefs_);
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace&, cudaStream_t stream) override {
-    if (!any_) return absl::OkStatus();
-    return CudaStatus(mk::LaunchBiasField(t.image, arena.device_as<mk::BiasSample>(samples_offset_),
-                                     arena.device_as<double>(coefs_offset_), t.batch, t.channels, t.shape, stream),
-                 "bias_field");
-  }
-
- private:
-  size_t index_;
-  std::vector<mk::BiasSample> samples_;
-  std::vector<double> coefs_;
-  bool any_ = false;
-  size_t samples_offset_ = 0, coefs_offset_ = 0;
-};
-
-#if defined(AUGMENTD_HAVE_CUFFT)
 
 // One batched 3D C2C plan over all slices of the scratch, rebuilt only when (shape, slices) changes.
 class FftPlan {
@@ -356,9 +318,6 @@ class MotionStage final : public KSpaceStage {
 
 // The factories of the stages above (registered in augment/cuda/backends.cc). Without cuFFT the k-space stages answer
 // UNIMPLEMENTED naming it.
-CudaStageOrError MakeBiasFieldStage(const Transform&, size_t index) {
-  return std::unique_ptr<CudaStage>(new BiasFieldStage(index));
-}
 #if defined(AUGMENTD_HAVE_CUFFT)
 CudaStageOrError MakeGhostingStage(const Transform&, size_t index) {
   return std::unique_ptr<CudaStage>(new GhostingStage(index));

@@ -15,10 +15,10 @@
 #include "augment/pipeline.h"
 #include "augment/registry.h"
 #include "augment/testing/example_configs.h"
-#include "augment/transforms/mirror.h"
-#include "augment/transforms/rot90.h"
-#include "augment/transforms/spatial.h"
-#include "augment/transforms/transpose_axes.h"
+#include "augment/transforms/mirror/mirror.h"
+#include "augment/transforms/rot90/rot90.h"
+#include "augment/transforms/spatial/spatial.h"
+#include "augment/transforms/transpose_axes/transpose_axes.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {
@@ -147,6 +147,7 @@ TEST(CudaStages, PermutationsEqualCpuTransforms) {
   const int32_t cube[3] = {5, 5, 5};
   const int32_t slab[3] = {3, 6, 6};
   Rot90Config r;
+  r.num_rot_per_combination = {0, 1, 2, 3};  // DA5's (the identity included)
   r.num_axis_combinations = RandomScalar::Uniform(1, 3);  // compositions of up to three rotations
   ExpectPermutationMatchesCpu(**Rot90Transform::Create(r), cube, 40);
   r.allowed_axes = {1, 2};

@@ -110,7 +110,7 @@ def test_intensity_function_matches_torch(capi, retain):
 
 
 def test_region_modes_blend_like_auglab(capi):
-    """in_seg / out_seg / mix_in_out (augment/transforms/auglab_region.h): the whole-channel result blended with the
+    """in_seg / out_seg / mix_in_out (augment/transforms/common/auglab_region.h): the whole-channel result blended with the
     original as AugLab's _apply_region_mode does, ``m * t + (1 - m) * orig``, with m = seg[seg_channel] > 0 restricted
     to the kept labels (augmentd's label-map reading of AugLab's mask) and inverted for "out"."""
     cfg = {"kernel_sizes": [3], "mix_prob": 0.0, "in_seg": 0.5, "out_seg": 0.5, "mix_in_out": True, "seg_channel": 1}

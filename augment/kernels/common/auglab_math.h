@@ -1,6 +1,6 @@
 // augment/kernels/common/auglab_math.h — the per-voxel math of AugLab's GPU extras (histogram equalisation, random
 // convolution, intensity function / inverse), written once as `__host__ __device__` functions: the CPU transforms
-// (augment/transforms/auglab_*.cc) and the CUDA kernels (auglab.cu) run the very same code, and a host-only test
+// (augment/transforms/{histogram_equalization,random_convolution,intensity_function}/) and the CUDA kernels (auglab.cu) run the very same code, and a host-only test
 // (augment/kernels/common/auglab_math_test.cc) checks it in CI without a GPU.
 //
 // Source of the definitions: neuropoly/AugLab `auglab/transforms/gpu/contrast.py` (RandomHistogramEqualizationGPU,
@@ -154,7 +154,7 @@ AUGMENTD_HD float ApplyIntensityFn(int32_t fn, float x) {
 AUGMENTD_HD float Inverse(float x, float mx) { return RnSub(mx, x); }
 
 // ------------------------------------------------------------------------------------------------------------
-// Region modes (AugLab's in_seg / out_seg / mix_in_out, augment/transforms/auglab_region.h): a step transforms the
+// Region modes (AugLab's in_seg / out_seg / mix_in_out, augment/transforms/common/auglab_region.h): a step transforms the
 // whole channel (statistics, retain_stats included), then every voxel outside the drawn region gets its value from
 // before the step back. Foreground = label > 0 in the configured seg channel, restricted by `keep` (bit l mod 64
 // keeps label l; all ones without mix_in_out).

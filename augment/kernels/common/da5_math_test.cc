@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "augment/testing/test_util.h"
-#include "augment/transforms/brightness_gradient_additive.h"
-#include "augment/transforms/local_gamma.h"
-#include "augment/transforms/local_kernel.h"
-#include "augment/transforms/median_filter.h"
-#include "augment/transforms/rician_noise.h"
-#include "augment/transforms/sharpening.h"
+#include "augment/transforms/brightness_gradient_additive/brightness_gradient_additive.h"
+#include "augment/transforms/local_gamma/local_gamma.h"
+#include "augment/transforms/common/local_kernel.h"
+#include "augment/transforms/median_filter/median_filter.h"
+#include "augment/transforms/rician_noise/rician_noise.h"
+#include "augment/transforms/sharpening/sharpening.h"
 #include "gtest/gtest.h"
 
 namespace augmentd::cuda::da5 {

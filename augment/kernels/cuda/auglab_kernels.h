@@ -2,7 +2,7 @@
 // convolution, intensity function / inverse) on the generic chain's scratch (augment/cuda/stage.h; the stages in
 // augment/cuda/stages_auglab.cc call them). One or a few launches per batch; per-slice records in device memory (the
 // uploaded ParamArena); every launcher enqueues on `stream`, never synchronises or allocates, and returns the
-// launch error. Per-voxel math: auglab_math.h (shared with the CPU transforms augment/transforms/auglab_*.h).
+// launch error. Per-voxel math: auglab_math.h (shared with the CPU transforms augment/transforms/{histogram_equalization,random_convolution,intensity_function}/).
 //
 // Layout: image (B, C, d0, d1, d2) float32, C order; slice s = b·C + c covers x + s·n, n = d0·d1·d2.
 // Statistics (`SliceMoments`) come from da5::LaunchSliceMoments (deterministic).
@@ -26,7 +26,7 @@ struct AuglabSlice {
   int32_t mix = 0;              // random convolution: blend with the input
   float alpha = 0;              // random convolution: blend weight of the input
   int64_t w_off = 0;            // random convolution: first weight (floats) of the slice's k³ kernel in `weights`
-  int32_t region = kRegionAll;  // RegionMode (augment/transforms/auglab_region.h)
+  int32_t region = kRegionAll;  // RegionMode (augment/transforms/common/auglab_region.h)
   int32_t pad = 0;
   uint64_t keep = kKeepAllLabels;  // labels of the region (bit l mod 64)
 };

@@ -57,7 +57,7 @@ struct BlurSlice {  // separable correlation along axes 0, 1, 2 with reflect pad
 
 // ---- Per sample ----------------------------------------------------------------------------------------
 // Signed axis permutation (mirror, rot90, transpose_axes on equal-size axes): output voxel o reads the input voxel
-// src with src[d] = flip[d] ? S_d − 1 − o[perm[d]] : o[perm[d]] (augment/transforms/transpose_axes.h).
+// src with src[d] = flip[d] ? S_d − 1 − o[perm[d]] : o[perm[d]] (augment/transforms/transpose_axes/transpose_axes.h).
 struct PermuteSample {
   int32_t perm[3] = {0, 1, 2};
   int32_t flip[3] = {0, 0, 0};

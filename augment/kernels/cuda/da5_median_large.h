@@ -1,5 +1,5 @@
 // augment/kernels/cuda/da5_median_large.h — the DA5 median filter for any window size the CPU transform accepts
-// (augment/transforms/median_filter.h: k <= 64), the generic (slower) companion of da5_kernels.h's LaunchMedian,
+// (augment/transforms/median_filter/median_filter.h: k <= 64), the generic (slower) companion of da5_kernels.h's LaunchMedian,
 // which stays the fast path for k <= kMaxMedianSize (shared-memory tiles).
 //
 // One thread per output voxel reads its window straight from global memory (scipy 'reflect' indices, origin 0, as

@@ -1,6 +1,6 @@
 // augment/kernels/cuda/elastic.cu — elastic displacement fields of bgv2's SpatialTransform, generated on the device
 // for a whole batch (one launch per step): the CPU reference is SpatialTransform::ElasticOffsets /
-// kernels::SmoothElasticComponent (augment/transforms/spatial.cc, augment/kernels/cpu_spatial.cc).
+// kernels::SmoothElasticComponent (augment/transforms/spatial/spatial.cc, augment/kernels/cpu_spatial.cc).
 //
 // Per sample b and component d (3 fields per sample, (B, 3, P) floats):
 //   1. taps      K_{d,a}(m) = (1/n) Σ_k exp(−2π²σ_d²(k/n)²) cos(2π (k·m mod n)/n), n = P_a (double, like the CPU),

@@ -1,5 +1,5 @@
 // augment/kernels/cuda/mri_kernels.h — launchers of the MRI artefact stages (augment/cuda/stages_mri.cc) on the
-// generic chain's scratch (augment/cuda/stage.h). Definitions are the CPU transforms' (augment/transforms/mri_*.h);
+// generic chain's scratch (augment/cuda/stage.h). Definitions are the CPU transforms' (augment/transforms/{bias_field,ghosting,spike,motion}/);
 // the Fourier transforms themselves are cuFFT plans owned by the stages, these kernels only prepare, modify and
 // read back spectra. All enqueue on `stream` and return the launch error.
 //

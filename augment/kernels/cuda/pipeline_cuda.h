@@ -103,7 +103,7 @@ struct SampleParams {
   uint32_t noise_transform_index = 0;
   uint64_t seed = 0;
   uint64_t sample_index = 0;
-  // Elastic deformation (bgv2 SpatialTransform, augment/transforms/spatial.h ElasticRecipe), generated on the
+  // Elastic deformation (bgv2 SpatialTransform, augment/transforms/spatial/spatial.h ElasticRecipe), generated on the
   // device: component d = NormalAt(MakeStreamKey(seed, sample_index, elastic_transform_index, 1 + d), voxel) over the
   // patch, circularly smoothed with the periodic Gaussian of scipy's fourier_gaussian (σ = elastic_sigma[d] pixels,
   // along every axis), scaled so max|·| = elastic_magnitude[d] (max(m, 1e-8)); added to the centred patch coordinate

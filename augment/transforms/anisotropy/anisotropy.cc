@@ -5,9 +5,9 @@
 
 #include "augment/json_util.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
-#include "augment/transforms/mri_common.h"
-#include "augment/transforms/sitk_resample.h"
+#include "augment/transforms/common/common.h"
+#include "augment/transforms/common/mri_common.h"
+#include "augment/transforms/common/sitk_resample.h"
 
 namespace augmentd {
 namespace ju = json_util;

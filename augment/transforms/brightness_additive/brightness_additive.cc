@@ -4,8 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -14,35 +15,36 @@ using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 using transforms_internal::SelectChannels;
 
+const ConfigSchema<BrightnessAdditiveConfig>& BrightnessAdditiveTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<BrightnessAdditiveConfig>("brightness_additive"))
+           ->Add("mu", &BrightnessAdditiveConfig::mu, "mean of the additive shift", Required())
+           .Add("sigma", &BrightnessAdditiveConfig::sigma, "standard deviation of the shift", Required(AtLeast(0)))
+           .Add("synchronize_channels", &BrightnessAdditiveConfig::synchronize_channels,
+                "one shift for all channels (bgv2 then draws U(mu, sigma))")
+           .Add("p_per_channel", &BrightnessAdditiveConfig::p_per_channel, "probability that a channel is selected",
+                Probability());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> BrightnessAdditiveTransform::Create(
     const BrightnessAdditiveConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (!std::isfinite(c.mu)) return ju::Invalid("brightness_additive.mu", "must be finite");
   if (!std::isfinite(c.sigma) || c.sigma < 0) return ju::Invalid("brightness_additive.sigma", "must be finite, >= 0");
   if (c.synchronize_channels && c.mu > c.sigma) {
     // bgv2 samples sample_scalar((mu, sigma)) = U(mu, sigma) here and asserts mu <= sigma.
     return ju::Invalid("brightness_additive.mu", "must be <= sigma with synchronize_channels (bgv2 draws U(mu, sigma))");
   }
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, "brightness_additive.p_per_channel"));
   return std::shared_ptr<const Transform>(new BrightnessAdditiveTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> BrightnessAdditiveTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "brightness_additive";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"mu", "sigma", "synchronize_channels", "p_per_channel"}, w));
-  BrightnessAdditiveConfig c;
-  ASSIGN_OR_RETURN(c.mu, ju::GetDouble(j, "mu", std::nullopt, w));
-  ASSIGN_OR_RETURN(c.sigma, ju::GetDouble(j, "sigma", std::nullopt, w));
-  ASSIGN_OR_RETURN(c.synchronize_channels, ju::GetBool(j, "synchronize_channels", true, w));
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
+  ASSIGN_OR_RETURN(BrightnessAdditiveConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json BrightnessAdditiveTransform::ConfigToJson() const {
-  return {{"mu", config_.mu},
-          {"sigma", config_.sigma},
-          {"synchronize_channels", config_.synchronize_channels},
-          {"p_per_channel", config_.p_per_channel}};
-}
+nlohmann::json BrightnessAdditiveTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> BrightnessAdditiveTransform::Draw(DrawContext& ctx,
                                                                                    const SampleLayout& layout) const {

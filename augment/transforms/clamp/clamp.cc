@@ -8,38 +8,45 @@
 
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/auglab_common.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/auglab_common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 
+const ConfigSchema<ClampConfig>& ClampTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<ClampConfig>("clamp"))
+           ->Add("max_clamp_amount", &ClampConfig::max_clamp_amount,
+                 "largest fraction of the intensity distribution clipped at either end", InRange(0, 0.5))
+           .Custom(
+               "apply_to_channel", "int[]", "channels the transform applies to",
+               [](const nlohmann::json& j, ClampConfig& c, const std::string& w) -> absl::Status {
+                 ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
+                 return absl::OkStatus();
+               },
+               [](const ClampConfig& c) { return nlohmann::json(c.apply_to_channel); })
+           .Add("retain_stats", &ClampConfig::retain_stats, "restore the channel's mean and std afterwards");
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> ClampTransform::Create(const ClampConfig& c) {
-  if (!(c.max_clamp_amount >= 0 && c.max_clamp_amount <= 0.5))
-    return ju::Invalid("clamp.max_clamp_amount", "must be in [0, 0.5]");
+  RETURN_IF_ERROR(Schema().Validate(c));
   for (int64_t ch : c.apply_to_channel)
     if (ch < 0) return ju::Invalid("clamp.apply_to_channel", "channel indices must be >= 0");
   return std::shared_ptr<const Transform>(new ClampTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> ClampTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "clamp";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"max_clamp_amount", "apply_to_channel", "retain_stats"}, w));
-  ClampConfig c;
-  ASSIGN_OR_RETURN(c.max_clamp_amount, ju::GetDouble(j, "max_clamp_amount", 0.2, w));
-  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
-  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, w));
+  ASSIGN_OR_RETURN(ClampConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json ClampTransform::ConfigToJson() const {
-  return {{"max_clamp_amount", config_.max_clamp_amount},
-          {"apply_to_channel", config_.apply_to_channel},
-          {"retain_stats", config_.retain_stats}};
-}
+nlohmann::json ClampTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> ClampTransform::Draw(DrawContext& ctx,
                                                                       const SampleLayout& layout) const {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -33,6 +34,8 @@ class ClampTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const ClampConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (ClampConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<ClampConfig>& Schema();
   const ClampConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kClamp; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -2,8 +2,9 @@
 
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -13,30 +14,30 @@ using transforms_internal::RequireImage;
 using transforms_internal::SamplePerChannel;
 using transforms_internal::SelectChannels;
 
+const ConfigSchema<ContrastConfig>& ContrastTransform::Schema() {
+  static const auto* const s = &(new ConfigSchema<ContrastConfig>("contrast"))
+                                    ->Add("contrast_range", &ContrastConfig::contrast_range,
+                                          "contrast factor drawn per selected channel", Required())
+                                    .Add("preserve_range", &ContrastConfig::preserve_range,
+                                         "clip the result to the channel's old [min, max]", Required())
+                                    .Add("synchronize_channels", &ContrastConfig::synchronize_channels,
+                                         "one factor for all selected channels", Required())
+                                    .Add("p_per_channel", &ContrastConfig::p_per_channel,
+                                         "probability that a channel is selected", Probability());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> ContrastTransform::Create(const ContrastConfig& c) {
-  RETURN_IF_ERROR(c.contrast_range.Validate("contrast.contrast_range"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, "contrast.p_per_channel"));
+  RETURN_IF_ERROR(Schema().Validate(c));
   return std::shared_ptr<const Transform>(new ContrastTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> ContrastTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "contrast";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"contrast_range", "preserve_range", "synchronize_channels", "p_per_channel"}, w));
-  ContrastConfig c;
-  if (!j.contains("contrast_range")) return ju::Invalid(w + ".contrast_range", "required");
-  ASSIGN_OR_RETURN(c.contrast_range, RandomScalar::FromJson(j["contrast_range"], w + ".contrast_range"));
-  ASSIGN_OR_RETURN(c.preserve_range, ju::GetBool(j, "preserve_range", std::nullopt, w));
-  ASSIGN_OR_RETURN(c.synchronize_channels, ju::GetBool(j, "synchronize_channels", std::nullopt, w));
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
+  ASSIGN_OR_RETURN(ContrastConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json ContrastTransform::ConfigToJson() const {
-  return {{"contrast_range", config_.contrast_range.ToJson()},
-          {"preserve_range", config_.preserve_range},
-          {"synchronize_channels", config_.synchronize_channels},
-          {"p_per_channel", config_.p_per_channel}};
-}
+nlohmann::json ContrastTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> ContrastTransform::Draw(DrawContext& ctx,
                                                                          const SampleLayout& layout) const {

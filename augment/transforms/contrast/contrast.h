@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "augment/random_scalar.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -32,6 +33,8 @@ class ContrastTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const ContrastConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (ContrastConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<ContrastConfig>& Schema();
   const ContrastConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kContrast; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -9,7 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "augment/transforms/deterministic.h"
+#include "augment/schema.h"
+#include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
 
@@ -22,6 +23,8 @@ class ConvertSegmentationToRegionsTransform final : public DeterministicTransfor
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const ConvertSegmentationToRegionsConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (ConvertSegmentationToRegionsConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<ConvertSegmentationToRegionsConfig>& Schema();
   const ConvertSegmentationToRegionsConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kConvertSegmentationToRegions; }
   absl::Status Apply(const TransformParams& params, SampleData& sample) const override;

@@ -1,7 +1,7 @@
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 
 #include "augment/testing/test_util.h"
-#include "augment/transforms/deterministic.h"
+#include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
 namespace {

@@ -7,9 +7,10 @@
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
 #include "augment/kernels/common/auglab_math.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/auglab_common.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/auglab_common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -38,7 +39,19 @@ std::vector<std::vector<float>> Kernels(const std::string& type) {
 }
 }  // namespace
 
+const ConfigSchema<EdgeConvolutionConfig>& EdgeConvolutionTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<EdgeConvolutionConfig>("edge_convolution"))
+           ->Add("kernel_type", &EdgeConvolutionConfig::kernel_type, "edge kernel: 'laplace' or 'scharr'")
+           .Add("absolute", &EdgeConvolutionConfig::absolute, "scharr: sum of the absolute axis responses")
+           .Custom("apply_to_channel", "int[]", "channels the transform applies to (AugLab's default [0])",
+                   &EdgeConvolutionConfig::apply_to_channel, auglab_internal::ChannelsFromConfig)
+           .Add("retain_stats", &EdgeConvolutionConfig::retain_stats, "restore the channel's mean and std afterwards");
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> EdgeConvolutionTransform::Create(const EdgeConvolutionConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (c.kernel_type != "laplace" && c.kernel_type != "scharr")
     return ju::Invalid("edge_convolution.kernel_type", "must be 'laplace' or 'scharr'");
   for (int64_t ch : c.apply_to_channel)
@@ -47,22 +60,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> EdgeConvolutionTransform::Creat
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> EdgeConvolutionTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "edge_convolution";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"kernel_type", "absolute", "apply_to_channel", "retain_stats"}, w));
-  EdgeConvolutionConfig c;
-  ASSIGN_OR_RETURN(c.kernel_type, ju::GetString(j, "kernel_type", std::string("laplace"), w));
-  ASSIGN_OR_RETURN(c.absolute, ju::GetBool(j, "absolute", false, w));
-  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
-  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, w));
+  ASSIGN_OR_RETURN(EdgeConvolutionConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json EdgeConvolutionTransform::ConfigToJson() const {
-  return {{"kernel_type", config_.kernel_type},
-          {"absolute", config_.absolute},
-          {"apply_to_channel", config_.apply_to_channel},
-          {"retain_stats", config_.retain_stats}};
-}
+nlohmann::json EdgeConvolutionTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::Status EdgeConvolutionTransform::Apply(const TransformParams&, SampleData& s) const {
   RETURN_IF_ERROR(RequireImage(s, "edge_convolution"));

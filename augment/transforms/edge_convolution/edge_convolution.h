@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "augment/transforms/deterministic.h"
+#include "augment/schema.h"
+#include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
 
@@ -31,6 +32,8 @@ class EdgeConvolutionTransform final : public DeterministicTransform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const EdgeConvolutionConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (EdgeConvolutionConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<EdgeConvolutionConfig>& Schema();
   const EdgeConvolutionConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kEdgeConvolution; }
   absl::Status Apply(const TransformParams& params, SampleData& sample) const override;

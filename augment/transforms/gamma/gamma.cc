@@ -3,8 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -14,35 +15,33 @@ using transforms_internal::RequireImage;
 using transforms_internal::SamplePerChannel;
 using transforms_internal::SelectChannels;
 
+const ConfigSchema<GammaConfig>& GammaTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<GammaConfig>("gamma"))
+           ->Add("gamma", &GammaConfig::gamma, "exponent g of the power map, drawn per selected channel",
+                 Required(Above(0)))
+           .Add("p_invert_image", &GammaConfig::p_invert_image, "probability of mapping -x instead of x",
+                Required(Probability()))
+           .Add("synchronize_channels", &GammaConfig::synchronize_channels, "one g for all selected channels",
+                Required())
+           .Add("p_per_channel", &GammaConfig::p_per_channel, "probability that a channel is selected",
+                Required(Probability()))
+           .Add("p_retain_stats", &GammaConfig::p_retain_stats,
+                "probability of restoring the channel's mean and std afterwards", Required(Probability()));
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> GammaTransform::Create(const GammaConfig& c) {
-  RETURN_IF_ERROR(c.gamma.Validate("gamma.gamma"));
-  if (c.gamma.Min() <= 0) return ju::Invalid("gamma.gamma", "must be > 0");
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_invert_image, "gamma.p_invert_image"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, "gamma.p_per_channel"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_retain_stats, "gamma.p_retain_stats"));
+  RETURN_IF_ERROR(Schema().Validate(c));
   return std::shared_ptr<const Transform>(new GammaTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> GammaTransform::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(
-      j, {"gamma", "p_invert_image", "synchronize_channels", "p_per_channel", "p_retain_stats"}, "gamma"));
-  GammaConfig c;
-  if (!j.contains("gamma")) return ju::Invalid("gamma.gamma", "required");
-  ASSIGN_OR_RETURN(c.gamma, RandomScalar::FromJson(j["gamma"], "gamma.gamma"));
-  ASSIGN_OR_RETURN(c.p_invert_image, ju::GetDouble(j, "p_invert_image", std::nullopt, "gamma"));
-  ASSIGN_OR_RETURN(c.synchronize_channels, ju::GetBool(j, "synchronize_channels", std::nullopt, "gamma"));
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", std::nullopt, "gamma"));
-  ASSIGN_OR_RETURN(c.p_retain_stats, ju::GetDouble(j, "p_retain_stats", std::nullopt, "gamma"));
+  ASSIGN_OR_RETURN(GammaConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json GammaTransform::ConfigToJson() const {
-  return {{"gamma", config_.gamma.ToJson()},
-          {"p_invert_image", config_.p_invert_image},
-          {"synchronize_channels", config_.synchronize_channels},
-          {"p_per_channel", config_.p_per_channel},
-          {"p_retain_stats", config_.p_retain_stats}};
-}
+nlohmann::json GammaTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> GammaTransform::Draw(DrawContext& ctx,
                                                                       const SampleLayout& layout) const {

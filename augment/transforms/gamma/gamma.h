@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "augment/random_scalar.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -38,6 +39,8 @@ class GammaTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const GammaConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (GammaConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<GammaConfig>& Schema();
   const GammaConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kGamma; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -5,8 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_blur.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -15,36 +16,30 @@ using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 using transforms_internal::SelectChannels;
 
+const ConfigSchema<GaussianBlurConfig>& GaussianBlurTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<GaussianBlurConfig>("gaussian_blur"))
+           ->Add("blur_sigma", &GaussianBlurConfig::blur_sigma, "Gaussian sigma in voxels, drawn per channel / axis",
+                 FieldRule{false, 0, 100, /*lo_open=*/true})
+           .Add("synchronize_channels", &GaussianBlurConfig::synchronize_channels, "one sigma for all channels")
+           .Add("synchronize_axes", &GaussianBlurConfig::synchronize_axes, "one sigma for all spatial axes")
+           .Add("p_per_channel", &GaussianBlurConfig::p_per_channel, "probability that a channel is selected",
+                Probability())
+           .Add("benchmark", &GaussianBlurConfig::benchmark, "bgv2's FFT-vs-direct benchmark flag (ignored)");
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> GaussianBlurTransform::Create(const GaussianBlurConfig& c) {
-  RETURN_IF_ERROR(c.blur_sigma.Validate("gaussian_blur.blur_sigma"));
-  if (c.blur_sigma.Min() <= 0) return ju::Invalid("gaussian_blur.blur_sigma", "must be > 0");
-  if (c.blur_sigma.Max() > 100) return ju::Invalid("gaussian_blur.blur_sigma", "must be <= 100");
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, "gaussian_blur.p_per_channel"));
+  RETURN_IF_ERROR(Schema().Validate(c));
   return std::shared_ptr<const Transform>(new GaussianBlurTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> GaussianBlurTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "gaussian_blur";
-  RETURN_IF_ERROR(
-      ju::CheckKeys(j, {"blur_sigma", "synchronize_channels", "synchronize_axes", "p_per_channel", "benchmark"}, w));
-  GaussianBlurConfig c;
-  if (j.contains("blur_sigma")) {
-    ASSIGN_OR_RETURN(c.blur_sigma, RandomScalar::FromJson(j["blur_sigma"], w + ".blur_sigma"));
-  }
-  ASSIGN_OR_RETURN(c.synchronize_channels, ju::GetBool(j, "synchronize_channels", false, w));
-  ASSIGN_OR_RETURN(c.synchronize_axes, ju::GetBool(j, "synchronize_axes", false, w));
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
-  ASSIGN_OR_RETURN(c.benchmark, ju::GetBool(j, "benchmark", false, w));
+  ASSIGN_OR_RETURN(GaussianBlurConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json GaussianBlurTransform::ConfigToJson() const {
-  return {{"blur_sigma", config_.blur_sigma.ToJson()},
-          {"synchronize_channels", config_.synchronize_channels},
-          {"synchronize_axes", config_.synchronize_axes},
-          {"p_per_channel", config_.p_per_channel},
-          {"benchmark", config_.benchmark}};
-}
+nlohmann::json GaussianBlurTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> GaussianBlurTransform::Draw(DrawContext& ctx,
                                                                              const SampleLayout& layout) const {

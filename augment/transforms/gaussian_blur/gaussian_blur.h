@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "augment/random_scalar.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -37,6 +38,8 @@ class GaussianBlurTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const GaussianBlurConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (GaussianBlurConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<GaussianBlurConfig>& Schema();
   const GaussianBlurConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kGaussianBlur; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

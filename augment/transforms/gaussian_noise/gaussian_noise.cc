@@ -5,8 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -16,30 +17,28 @@ using transforms_internal::RequireImage;
 using transforms_internal::SamplePerChannel;
 using transforms_internal::SelectChannels;
 
+const ConfigSchema<GaussianNoiseConfig>& GaussianNoiseTransform::Schema() {
+  static const auto* const s = &(new ConfigSchema<GaussianNoiseConfig>("gaussian_noise"))
+                                    ->Add("noise_variance", &GaussianNoiseConfig::noise_variance,
+                                          "noise sigma drawn per selected channel (bgv2's name)", AtLeast(0))
+                                    .Add("p_per_channel", &GaussianNoiseConfig::p_per_channel,
+                                         "probability that a channel is selected", Probability())
+                                    .Add("synchronize_channels", &GaussianNoiseConfig::synchronize_channels,
+                                         "one sigma for all selected channels");
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> GaussianNoiseTransform::Create(const GaussianNoiseConfig& c) {
-  RETURN_IF_ERROR(c.noise_variance.Validate("gaussian_noise.noise_variance"));
-  if (c.noise_variance.Min() < 0) return ju::Invalid("gaussian_noise.noise_variance", "must be >= 0");
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, "gaussian_noise.p_per_channel"));
+  RETURN_IF_ERROR(Schema().Validate(c));
   return std::shared_ptr<const Transform>(new GaussianNoiseTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> GaussianNoiseTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "gaussian_noise";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"noise_variance", "p_per_channel", "synchronize_channels"}, w));
-  GaussianNoiseConfig c;
-  if (j.contains("noise_variance")) {
-    ASSIGN_OR_RETURN(c.noise_variance, RandomScalar::FromJson(j["noise_variance"], w + ".noise_variance"));
-  }
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
-  ASSIGN_OR_RETURN(c.synchronize_channels, ju::GetBool(j, "synchronize_channels", false, w));
+  ASSIGN_OR_RETURN(GaussianNoiseConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json GaussianNoiseTransform::ConfigToJson() const {
-  return {{"noise_variance", config_.noise_variance.ToJson()},
-          {"p_per_channel", config_.p_per_channel},
-          {"synchronize_channels", config_.synchronize_channels}};
-}
+nlohmann::json GaussianNoiseTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> GaussianNoiseTransform::Draw(DrawContext& ctx,
                                                                               const SampleLayout& layout) const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "augment/random_scalar.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -38,6 +39,8 @@ class GaussianNoiseTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const GaussianNoiseConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (GaussianNoiseConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<GaussianNoiseConfig>& Schema();
   const GaussianNoiseConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kGaussianNoise; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

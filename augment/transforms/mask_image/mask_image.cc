@@ -5,37 +5,38 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_label.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
 using transforms_internal::RequireImage;
 using transforms_internal::RequireSeg;
 
+const ConfigSchema<MaskImageConfig>& MaskImageTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<MaskImageConfig>("mask_image"))
+           ->Add("apply_to_channels", &MaskImageConfig::apply_to_channels, "image channels that are masked",
+                 Required(AtLeast(0)))
+           .Add("channel_idx_in_seg", &MaskImageConfig::channel_idx_in_seg,
+                "segmentation channel whose negative voxels are outside", AtLeast(0))
+           .Add("set_outside_to", &MaskImageConfig::set_outside_to, "value written outside the mask");
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> MaskImageTransform::Create(const MaskImageConfig& c) {
-  for (int64_t a : c.apply_to_channels)
-    if (a < 0) return ju::Invalid("mask_image.apply_to_channels", "must be >= 0");
-  if (c.channel_idx_in_seg < 0) return ju::Invalid("mask_image.channel_idx_in_seg", "must be >= 0");
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (!std::isfinite(c.set_outside_to)) return ju::Invalid("mask_image.set_outside_to", "must be finite");
   return std::shared_ptr<const Transform>(new MaskImageTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> MaskImageTransform::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channels", "channel_idx_in_seg", "set_outside_to"}, "mask_image"));
-  MaskImageConfig c;
-  if (!j.contains("apply_to_channels")) return ju::Invalid("mask_image.apply_to_channels", "required");
-  ASSIGN_OR_RETURN(c.apply_to_channels, ju::AsInts(j["apply_to_channels"], "mask_image.apply_to_channels"));
-  ASSIGN_OR_RETURN(c.channel_idx_in_seg, ju::GetInt(j, "channel_idx_in_seg", 0, "mask_image"));
-  ASSIGN_OR_RETURN(c.set_outside_to, ju::GetDouble(j, "set_outside_to", 0.0, "mask_image"));
+  ASSIGN_OR_RETURN(MaskImageConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json MaskImageTransform::ConfigToJson() const {
-  return {{"apply_to_channels", config_.apply_to_channels},
-          {"channel_idx_in_seg", config_.channel_idx_in_seg},
-          {"set_outside_to", config_.set_outside_to}};
-}
+nlohmann::json MaskImageTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::Status MaskImageTransform::Apply(const TransformParams&, SampleData& s) const {
   if (config_.apply_to_channels.empty()) return absl::OkStatus();

@@ -8,7 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "augment/transforms/deterministic.h"
+#include "augment/schema.h"
+#include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
 
@@ -22,6 +23,8 @@ class MaskImageTransform final : public DeterministicTransform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const MaskImageConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (MaskImageConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<MaskImageConfig>& Schema();
   const MaskImageConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kMaskImage; }
   absl::Status Apply(const TransformParams& params, SampleData& sample) const override;

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;

@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "augment/transforms/deterministic.h"
+#include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
 

@@ -2,8 +2,9 @@
 
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -13,29 +14,29 @@ using transforms_internal::RequireImage;
 using transforms_internal::SamplePerChannel;
 using transforms_internal::SelectChannels;
 
+const ConfigSchema<MultiplicativeBrightnessConfig>& MultiplicativeBrightnessTransform::Schema() {
+  static const auto* const s = &(new ConfigSchema<MultiplicativeBrightnessConfig>("multiplicative_brightness"))
+                                    ->Add("multiplier_range", &MultiplicativeBrightnessConfig::multiplier_range,
+                                          "multiplier drawn per selected channel", Required())
+                                    .Add("synchronize_channels", &MultiplicativeBrightnessConfig::synchronize_channels,
+                                         "one multiplier for all selected channels", Required())
+                                    .Add("p_per_channel", &MultiplicativeBrightnessConfig::p_per_channel,
+                                         "probability that a channel is selected", Probability());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> MultiplicativeBrightnessTransform::Create(
     const MultiplicativeBrightnessConfig& c) {
-  RETURN_IF_ERROR(c.multiplier_range.Validate("multiplicative_brightness.multiplier_range"));
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, "multiplicative_brightness.p_per_channel"));
+  RETURN_IF_ERROR(Schema().Validate(c));
   return std::shared_ptr<const Transform>(new MultiplicativeBrightnessTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> MultiplicativeBrightnessTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "multiplicative_brightness";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"multiplier_range", "synchronize_channels", "p_per_channel"}, w));
-  MultiplicativeBrightnessConfig c;
-  if (!j.contains("multiplier_range")) return ju::Invalid(w + ".multiplier_range", "required");
-  ASSIGN_OR_RETURN(c.multiplier_range, RandomScalar::FromJson(j["multiplier_range"], w + ".multiplier_range"));
-  ASSIGN_OR_RETURN(c.synchronize_channels, ju::GetBool(j, "synchronize_channels", std::nullopt, w));
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
+  ASSIGN_OR_RETURN(MultiplicativeBrightnessConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json MultiplicativeBrightnessTransform::ConfigToJson() const {
-  return {{"multiplier_range", config_.multiplier_range.ToJson()},
-          {"synchronize_channels", config_.synchronize_channels},
-          {"p_per_channel", config_.p_per_channel}};
-}
+nlohmann::json MultiplicativeBrightnessTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> MultiplicativeBrightnessTransform::Draw(
     DrawContext& ctx, const SampleLayout& layout) const {

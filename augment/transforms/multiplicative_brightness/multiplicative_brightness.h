@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "augment/random_scalar.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -31,6 +32,8 @@ class MultiplicativeBrightnessTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const MultiplicativeBrightnessConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (MultiplicativeBrightnessConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<MultiplicativeBrightnessConfig>& Schema();
   const MultiplicativeBrightnessConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kMultiplicativeBrightness; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -3,20 +3,41 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_label.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
 using transforms_internal::RequireSeg;
 
-namespace {
-bool IsInt16(int64_t v) { return v >= -32768 && v <= 32767; }
-}  // namespace
+const ConfigSchema<RemoveLabelConfig>& RemoveLabelTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<RemoveLabelConfig>("remove_label"))
+           ->Add("label_value", &RemoveLabelConfig::label_value, "label replaced in the segmentation",
+                 Required(InRange(-32768, 32767)))
+           .Add("set_to", &RemoveLabelConfig::set_to, "label written instead", Required(InRange(-32768, 32767)))
+           .Custom(
+               "segmentation_channels", "int | int[] | null", "segmentation channels it applies to (null: all)",
+               [](const nlohmann::json& j, RemoveLabelConfig& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("segmentation_channels") || j["segmentation_channels"].is_null())
+                   return absl::OkStatus();
+                 if (j["segmentation_channels"].is_number_integer()) {
+                   c.segmentation_channels = std::vector<int64_t>{j["segmentation_channels"].get<int64_t>()};
+                   return absl::OkStatus();
+                 }
+                 ASSIGN_OR_RETURN(auto v, ju::AsInts(j["segmentation_channels"], w + ".segmentation_channels"));
+                 c.segmentation_channels = v;
+                 return absl::OkStatus();
+               },
+               [](const RemoveLabelConfig& c) {
+                 return c.segmentation_channels ? nlohmann::json(*c.segmentation_channels) : nlohmann::json();
+               });
+  return *s;
+}
 
 absl::StatusOr<std::shared_ptr<const Transform>> RemoveLabelTransform::Create(const RemoveLabelConfig& c) {
-  if (!IsInt16(c.label_value)) return ju::Invalid("remove_label.label_value", "must fit int16");
-  if (!IsInt16(c.set_to)) return ju::Invalid("remove_label.set_to", "must fit int16");
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (c.segmentation_channels)
     for (int64_t a : *c.segmentation_channels)
       if (a < 0) return ju::Invalid("remove_label.segmentation_channels", "must be >= 0");
@@ -24,27 +45,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> RemoveLabelTransform::Create(co
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> RemoveLabelTransform::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"label_value", "set_to", "segmentation_channels"}, "remove_label"));
-  RemoveLabelConfig c;
-  ASSIGN_OR_RETURN(c.label_value, ju::GetInt(j, "label_value", std::nullopt, "remove_label"));
-  ASSIGN_OR_RETURN(c.set_to, ju::GetInt(j, "set_to", std::nullopt, "remove_label"));
-  if (j.contains("segmentation_channels") && !j["segmentation_channels"].is_null()) {
-    if (j["segmentation_channels"].is_number_integer()) {
-      c.segmentation_channels = std::vector<int64_t>{j["segmentation_channels"].get<int64_t>()};
-    } else {
-      ASSIGN_OR_RETURN(auto v, ju::AsInts(j["segmentation_channels"], "remove_label.segmentation_channels"));
-      c.segmentation_channels = v;
-    }
-  }
+  ASSIGN_OR_RETURN(RemoveLabelConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json RemoveLabelTransform::ConfigToJson() const {
-  nlohmann::json j = {{"label_value", config_.label_value}, {"set_to", config_.set_to}};
-  j["segmentation_channels"] =
-      config_.segmentation_channels ? nlohmann::json(*config_.segmentation_channels) : nlohmann::json();
-  return j;
-}
+nlohmann::json RemoveLabelTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::Status RemoveLabelTransform::Apply(const TransformParams&, SampleData& s) const {
   if (s.seg_channels == 0) return absl::OkStatus();  // bgv2 SegOnlyTransform: no segmentation, nothing to do

@@ -8,7 +8,8 @@
 #include <optional>
 #include <vector>
 
-#include "augment/transforms/deterministic.h"
+#include "augment/schema.h"
+#include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
 
@@ -22,6 +23,8 @@ class RemoveLabelTransform final : public DeterministicTransform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const RemoveLabelConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (RemoveLabelConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<RemoveLabelConfig>& Schema();
   const RemoveLabelConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kRemoveLabel; }
   absl::Status Apply(const TransformParams& params, SampleData& sample) const override;

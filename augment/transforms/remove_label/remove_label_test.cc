@@ -1,7 +1,7 @@
 #include "augment/transforms/remove_label/remove_label.h"
 
 #include "augment/testing/test_util.h"
-#include "augment/transforms/deterministic.h"
+#include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
 namespace {

@@ -7,7 +7,7 @@
 #include "augment/json_util.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/apply_random_binary_operator/apply_random_binary_operator.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;

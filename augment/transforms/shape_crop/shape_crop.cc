@@ -5,8 +5,8 @@
 
 #include "augment/json_util.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
-#include "augment/transforms/mri_common.h"
+#include "augment/transforms/common/common.h"
+#include "augment/transforms/common/mri_common.h"
 
 namespace augmentd {
 namespace ju = json_util;

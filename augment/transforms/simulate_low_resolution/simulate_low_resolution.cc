@@ -5,8 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_resample.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -15,51 +16,37 @@ using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 using transforms_internal::SelectChannels;
 
+const ConfigSchema<SimulateLowResolutionConfig>& SimulateLowResolutionTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<SimulateLowResolutionConfig>("simulate_low_resolution"))
+           ->Add("scale", &SimulateLowResolutionConfig::scale, "downsampling factor per axis (1 = unchanged)",
+                 Required(FieldRule{false, 0, 1, /*lo_open=*/true}))
+           .Add("synchronize_channels", &SimulateLowResolutionConfig::synchronize_channels,
+                "one scale for all selected channels", Required())
+           .Add("synchronize_axes", &SimulateLowResolutionConfig::synchronize_axes, "one scale for all spatial axes",
+                Required())
+           .Add("ignore_axes", &SimulateLowResolutionConfig::ignore_axes, "spatial axes left at full resolution",
+                InRange(0, 2))
+           .Add("allowed_channels", &SimulateLowResolutionConfig::allowed_channels,
+                "channels that may be selected (null: all)", AtLeast(0))
+           .Add("p_per_channel", &SimulateLowResolutionConfig::p_per_channel, "probability that a channel is selected",
+                Probability());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> SimulateLowResolutionTransform::Create(
     const SimulateLowResolutionConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = "simulate_low_resolution";
-  RETURN_IF_ERROR(c.scale.Validate(w + ".scale"));
-  if (c.scale.Min() <= 0 || c.scale.Max() > 1) return ju::Invalid(w + ".scale", "must be in (0, 1]");
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_channel, w + ".p_per_channel"));
-  if (c.ignore_axes)
-    for (int64_t a : *c.ignore_axes)
-      if (a < 0 || a > 2) return ju::Invalid(w + ".ignore_axes", "axes must be in [0, 2]");
-  if (c.allowed_channels)
-    for (int64_t a : *c.allowed_channels)
-      if (a < 0) return ju::Invalid(w + ".allowed_channels", "must be >= 0");
   return std::shared_ptr<const Transform>(new SimulateLowResolutionTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> SimulateLowResolutionTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "simulate_low_resolution";
-  RETURN_IF_ERROR(ju::CheckKeys(
-      j, {"scale", "synchronize_channels", "synchronize_axes", "ignore_axes", "allowed_channels", "p_per_channel"}, w));
-  SimulateLowResolutionConfig c;
-  if (!j.contains("scale")) return ju::Invalid(w + ".scale", "required");
-  ASSIGN_OR_RETURN(c.scale, RandomScalar::FromJson(j["scale"], w + ".scale"));
-  ASSIGN_OR_RETURN(c.synchronize_channels, ju::GetBool(j, "synchronize_channels", std::nullopt, w));
-  ASSIGN_OR_RETURN(c.synchronize_axes, ju::GetBool(j, "synchronize_axes", std::nullopt, w));
-  if (j.contains("ignore_axes") && !j["ignore_axes"].is_null()) {
-    ASSIGN_OR_RETURN(auto v, ju::AsInts(j["ignore_axes"], w + ".ignore_axes"));
-    c.ignore_axes = v;
-  }
-  if (j.contains("allowed_channels") && !j["allowed_channels"].is_null()) {
-    ASSIGN_OR_RETURN(auto v, ju::AsInts(j["allowed_channels"], w + ".allowed_channels"));
-    c.allowed_channels = v;
-  }
-  ASSIGN_OR_RETURN(c.p_per_channel, ju::GetDouble(j, "p_per_channel", 1.0, w));
+  ASSIGN_OR_RETURN(SimulateLowResolutionConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json SimulateLowResolutionTransform::ConfigToJson() const {
-  nlohmann::json j = {{"scale", config_.scale.ToJson()},
-                      {"synchronize_channels", config_.synchronize_channels},
-                      {"synchronize_axes", config_.synchronize_axes},
-                      {"p_per_channel", config_.p_per_channel}};
-  j["ignore_axes"] = config_.ignore_axes ? nlohmann::json(*config_.ignore_axes) : nlohmann::json();
-  j["allowed_channels"] = config_.allowed_channels ? nlohmann::json(*config_.allowed_channels) : nlohmann::json();
-  return j;
-}
+nlohmann::json SimulateLowResolutionTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> SimulateLowResolutionTransform::Draw(
     DrawContext& ctx, const SampleLayout& layout) const {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "augment/random_scalar.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -37,6 +38,8 @@ class SimulateLowResolutionTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const SimulateLowResolutionConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (SimulateLowResolutionConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<SimulateLowResolutionConfig>& Schema();
   const SimulateLowResolutionConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kSimulateLowResolution; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -24,7 +24,7 @@
 #include <optional>
 
 #include "augment/transform.h"
-#include "augment/transforms/sitk_resample.h"
+#include "augment/transforms/common/sitk_resample.h"
 
 namespace augmentd {
 

@@ -7,9 +7,10 @@
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
 #include "augment/kernels/common/auglab_math.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/auglab_common.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/auglab_common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -17,8 +18,19 @@ namespace al = cuda::auglab;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 
+const ConfigSchema<UnsharpMaskConfig>& UnsharpMaskTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<UnsharpMaskConfig>("unsharp_mask"))
+           ->Add("sigma", &UnsharpMaskConfig::sigma, "blur sigma drawn from U(0, sigma)", InRange(0, 100))
+           .Add("unsharp_amount", &UnsharpMaskConfig::unsharp_amount, "weight a of x + a (x - blur(x))")
+           .Custom("apply_to_channel", "int[]", "channels the transform applies to (AugLab's default [0])",
+                   &UnsharpMaskConfig::apply_to_channel, auglab_internal::ChannelsFromConfig)
+           .Add("retain_stats", &UnsharpMaskConfig::retain_stats, "restore the channel's mean and std afterwards");
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> UnsharpMaskTransform::Create(const UnsharpMaskConfig& c) {
-  if (!(c.sigma >= 0 && c.sigma <= 100)) return ju::Invalid("unsharp_mask.sigma", "must be in [0, 100]");
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (!std::isfinite(c.unsharp_amount)) return ju::Invalid("unsharp_mask.unsharp_amount", "must be finite");
   for (int64_t ch : c.apply_to_channel)
     if (ch < 0) return ju::Invalid("unsharp_mask.apply_to_channel", "channel indices must be >= 0");
@@ -26,22 +38,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> UnsharpMaskTransform::Create(co
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> UnsharpMaskTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "unsharp_mask";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"sigma", "unsharp_amount", "apply_to_channel", "retain_stats"}, w));
-  UnsharpMaskConfig c;
-  ASSIGN_OR_RETURN(c.sigma, ju::GetDouble(j, "sigma", 1.0, w));
-  ASSIGN_OR_RETURN(c.unsharp_amount, ju::GetDouble(j, "unsharp_amount", 1.0, w));
-  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
-  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, w));
+  ASSIGN_OR_RETURN(UnsharpMaskConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json UnsharpMaskTransform::ConfigToJson() const {
-  return {{"sigma", config_.sigma},
-          {"unsharp_amount", config_.unsharp_amount},
-          {"apply_to_channel", config_.apply_to_channel},
-          {"retain_stats", config_.retain_stats}};
-}
+nlohmann::json UnsharpMaskTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> UnsharpMaskTransform::Draw(DrawContext& ctx,
                                                                             const SampleLayout& layout) const {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -35,6 +36,8 @@ class UnsharpMaskTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const UnsharpMaskConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (UnsharpMaskConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<UnsharpMaskConfig>& Schema();
   const UnsharpMaskConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kUnsharpMask; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

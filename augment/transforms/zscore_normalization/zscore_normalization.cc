@@ -6,36 +6,46 @@
 #include <cmath>
 
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 
 namespace augmentd {
 namespace ju = json_util;
 
+const ConfigSchema<ZscoreNormalizationConfig>& ZscoreNormalizationTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<ZscoreNormalizationConfig>("zscore_normalization"))
+           ->Custom(
+               "apply_to_channel", "int[]", "channels normalised to zero mean, unit std (an int or a list)",
+               [](const nlohmann::json& j, ZscoreNormalizationConfig& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("apply_to_channel") || j["apply_to_channel"].is_null()) return absl::OkStatus();
+                 if (j["apply_to_channel"].is_number_integer()) {
+                   c.apply_to_channel = {j["apply_to_channel"].get<int64_t>()};
+                   return absl::OkStatus();
+                 }
+                 ASSIGN_OR_RETURN(c.apply_to_channel, ju::AsInts(j["apply_to_channel"], w + ".apply_to_channel"));
+                 return absl::OkStatus();
+               },
+               [](const ZscoreNormalizationConfig& c) { return nlohmann::json(c.apply_to_channel); })
+           .Add("unbiased", &ZscoreNormalizationConfig::unbiased,
+                "std with n - 1 (torch.std's, AugLab's CPU ZscoreNormalization) instead of n", OmitDefault());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> ZscoreNormalizationTransform::Create(
     const ZscoreNormalizationConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   for (int64_t ch : c.apply_to_channel)
     if (ch < 0) return ju::Invalid("zscore_normalization.apply_to_channel", "channel indices must be >= 0");
   return std::shared_ptr<const Transform>(new ZscoreNormalizationTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> ZscoreNormalizationTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "zscore_normalization";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channel", "unbiased"}, w));
-  ZscoreNormalizationConfig c;
-  if (j.contains("apply_to_channel") && !j["apply_to_channel"].is_null()) {
-    if (j["apply_to_channel"].is_number_integer()) {
-      c.apply_to_channel = {j["apply_to_channel"].get<int64_t>()};
-    } else {
-      ASSIGN_OR_RETURN(c.apply_to_channel, ju::AsInts(j["apply_to_channel"], w + ".apply_to_channel"));
-    }
-  }
-  ASSIGN_OR_RETURN(c.unbiased, ju::GetBool(j, "unbiased", false, w));
+  ASSIGN_OR_RETURN(ZscoreNormalizationConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json ZscoreNormalizationTransform::ConfigToJson() const {
-  return {{"apply_to_channel", config_.apply_to_channel}, {"unbiased", config_.unbiased}};
-}
+nlohmann::json ZscoreNormalizationTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 namespace {
 // (x − mean) / max(std, 1e-8) of one channel in place, unless the result would hold NaN / Inf.

@@ -14,7 +14,8 @@
 #include <memory>
 #include <vector>
 
-#include "augment/transforms/deterministic.h"
+#include "augment/schema.h"
+#include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
 
@@ -29,6 +30,8 @@ class ZscoreNormalizationTransform final : public DeterministicTransform {
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const ZscoreNormalizationConfig& config);
   // {"apply_to_channel": [..], "unbiased": false} (a single integer is accepted for apply_to_channel too).
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // Every configuration field once: name, default (ZscoreNormalizationConfig{}), range, doc (augment/schema.h).
+  static const ConfigSchema<ZscoreNormalizationConfig>& Schema();
   const ZscoreNormalizationConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kZscoreNormalization; }
   absl::Status Apply(const TransformParams& params, SampleData& sample) const override;

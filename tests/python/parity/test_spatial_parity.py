@@ -247,7 +247,7 @@ def test_spatial_minus_one_border_quirk(capi, S, p, scale):
 def test_spatial_dummy_2d(capi, channels, n_labels):
     """nnU-Net's dummy-2D: axis 0 folded into channels, the same in-plane rotation (±180°) / scale for every
     slice. augmentd gets the (C, X, Y, Z) sample, a 2D ``patch_size`` and its ``dummy_2d`` flag (augmentd's
-    extension of the bgv2 config, augment/transforms/spatial.h) with bgv2's 2D params; the reference is bgv2's
+    extension of the bgv2 config, augment/transforms/spatial/spatial.h) with bgv2's 2D params; the reference is bgv2's
     Convert3DTo2D → SpatialTransform(2D) → Convert2DTo3D chain."""
     S3, p3 = (8, 61, 52), (8, 48, 40)
     image, seg = _inputs(4000 + channels, channels, S3, n_labels)

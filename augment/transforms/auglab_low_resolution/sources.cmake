@@ -1,0 +1,4 @@
+# augment/transforms/auglab_low_resolution/: its files (collected by augment/CMakeLists.txt).
+augment_transform_sources(
+  CPU auglab_low_resolution.cc
+  TESTS auglab_low_resolution_test.cc)

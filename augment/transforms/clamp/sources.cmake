@@ -1,0 +1,4 @@
+# augment/transforms/clamp/: its files (collected by augment/CMakeLists.txt).
+augment_transform_sources(
+  CPU clamp.cc
+  TESTS clamp_test.cc)

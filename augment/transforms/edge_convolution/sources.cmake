@@ -1,0 +1,4 @@
+# augment/transforms/edge_convolution/: its files (collected by augment/CMakeLists.txt).
+augment_transform_sources(
+  CPU edge_convolution.cc
+  TESTS edge_convolution_test.cc)

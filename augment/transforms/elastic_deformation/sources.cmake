@@ -1,0 +1,4 @@
+# augment/transforms/elastic_deformation/: its files (collected by augment/CMakeLists.txt).
+augment_transform_sources(
+  CPU elastic_deformation.cc
+  TESTS elastic_deformation_test.cc)

@@ -1,0 +1,4 @@
+# augment/transforms/torchio_affine/: its files (collected by augment/CMakeLists.txt).
+augment_transform_sources(
+  CPU torchio_affine.cc
+  TESTS torchio_affine_test.cc)

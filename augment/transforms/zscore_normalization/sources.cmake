@@ -1,0 +1,4 @@
+# augment/transforms/zscore_normalization/: its files (collected by augment/CMakeLists.txt).
+augment_transform_sources(
+  CPU zscore_normalization.cc
+  TESTS zscore_normalization_test.cc)
