@@ -8,8 +8,8 @@
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_resample.h"
 #include "augment/status_macros.h"
-#include "augment/transforms/auglab_common.h"
-#include "augment/transforms/common.h"
+#include "augment/transforms/common/auglab_common.h"
+#include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
