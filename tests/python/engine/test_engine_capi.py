@@ -51,7 +51,9 @@ def test_registry(capi):
         # nnUNetTrainerDAExt's CPU transforms (TorchIO definitions, AugLab's ShapeTransform)
         "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation",
         # nnU-Net's cascade
-        "move_seg_as_one_hot_to_data", "apply_random_binary_operator", "remove_random_connected_component"]
+        "move_seg_as_one_hot_to_data", "apply_random_binary_operator", "remove_random_connected_component",
+        # AugLab's nnUNetTrainerDAExtGPU extras added in session 7
+        "auglab_low_resolution", "redistribute_seg", "auglab_bias_field"]
 
 
 @pytest.mark.parametrize("inv", [False, True])

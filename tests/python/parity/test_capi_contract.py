@@ -20,7 +20,9 @@ def test_registry_lists_every_transform_kind(capi):
               "unsharp_mask",  # test_auglab_*_parity.py
               "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation",  # test_daext_cpu_parity.py
               # nnU-Net's cascade: tests/python/parity/test_cascade_parity.py
-              "move_seg_as_one_hot_to_data", "apply_random_binary_operator", "remove_random_connected_component"}
+              "move_seg_as_one_hot_to_data", "apply_random_binary_operator", "remove_random_connected_component",
+              # AugLab's DAExt GPU extras: tests/python/test_auglab_{lowres,redistribute,bias_field}_parity.py
+              "auglab_low_resolution", "redistribute_seg", "auglab_bias_field"}
     assert sorted(j["transforms"]) == sorted(set(KIND_TO_CLASS) | extras)
 
 
