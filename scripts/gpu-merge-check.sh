@@ -22,6 +22,14 @@ BUDGET=${CALL_BUDGET:-540}
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 say() { echo "[gpu-merge-check $(( $(date +%s) - START ))s] $*" | tee -a "$OUT/summary.txt"; }
 
+# The Python stubs are generated at import: the image has grpcio but not grpcio-tools (first:
+# ctest -L gpu includes the delivery pytest).
+if ls .whl/grpcio_tools*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --target /tmp/gt .whl/grpcio_tools*.whl >/dev/null 2>&1
+  source .device-kit/kit-env.sh
+  export PYTHONPATH="/tmp/gt:${PYTHONPATH:-}"
+fi
+
 OUT=$OUT/final SKIP_BENCH=1 SKIP_PYTEST=1 GPU_TEST_TIMEOUT=${GPU_TEST_TIMEOUT:-220} BUILD_TIMEOUT=${BUILD_TIMEOUT:-240} \
   scripts/gpu-final.sh > "$OUT/final.txt" 2>&1
 say "gpu-final: $(grep -E 'tests passed|summary' "$OUT/final.txt" | tr '\n' ' ')"
@@ -31,13 +39,6 @@ say "gpu-final: $(grep -E 'tests passed|summary' "$OUT/final.txt" | tr '\n' ' ')
 if [ "${SKIP_BEFORE_AFTER:-0}" != 1 ] && [ -d "${OLD_SRC:-build-old-src}" ] && [ "$(left)" -gt 300 ]; then
   OUT=$OUT/kernels OLD_SRC=${OLD_SRC:-build-old-src} NEW_BUILD=$PWD/build-gpu OLD_BUILD=/tmp/build-old SKIP_CTEST=1     CHAIN_ITERS=${CHAIN_ITERS:-60} PIPE_ITERS=${PIPE_ITERS:-40} PIPE_MODES=${PIPE_MODES:-all-on}     timeout $(( $(left) - 220 )) scripts/gpu-kernels-check.sh > "$OUT/kernels.txt" 2>&1
   say "before/after benches exit $?"
-fi
-
-# The Python stubs are generated at import: the image has grpcio but not grpcio-tools.
-if ls .whl/grpcio_tools*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/gt .whl/grpcio_tools*.whl >/dev/null 2>&1
-  source .device-kit/kit-env.sh
-  export PYTHONPATH="/tmp/gt:${PYTHONPATH:-}"
 fi
 
 if [ "${SKIP_PATCH:-0}" != 1 ] && [ "$(left)" -gt 200 ]; then
@@ -58,4 +59,8 @@ if [ "${SKIP_E2E:-0}" != 1 ]; then
     say "e2e $1 $2 cores $3: $(grep -E 'Target \(b\)' "$OUT/e2e-$1-$2c-$3.txt" | tr '\n' ' ')"
   done
 fi
+# A device call returns at most 8 files: the tables go to the top level beside the step logs.
+for f in final/tests-gpu.log kernels/summary.md patch/patch-gpu.md; do
+  [ -f "$OUT/$f" ] && cp "$OUT/$f" "$OUT/$(echo "$f" | tr / -)"
+done
 cat "$OUT/summary.txt"
