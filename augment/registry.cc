@@ -123,17 +123,19 @@ constexpr TransformEntry kEntries[] = {
     {"torchio_affine", TransformKind::kTorchioAffine, &TorchioAffineTransform::FromJson, kLabels},
     {"elastic_deformation", TransformKind::kElasticDeformation, &ElasticDeformationTransform::FromJson, kLabels},
     // nnU-Net's cascade (augment/transforms/<name>/): the seg channel becomes image channels, then two perturbations
-    // of those channels (image-only, they never touch the labels). No schema yet.
+    // of those channels (image-only, they never touch the labels).
     {"move_seg_as_one_hot_to_data", TransformKind::kMoveSegAsOneHotToData, &MoveSegAsOneHotToDataTransform::FromJson,
-     kLabels | kLayout},
+     kLabels | kLayout, &SchemaOf<MoveSegAsOneHotToDataTransform>},
     {"apply_random_binary_operator", TransformKind::kApplyRandomBinaryOperator,
-     &ApplyRandomBinaryOperatorTransform::FromJson},
+     &ApplyRandomBinaryOperatorTransform::FromJson, kCapNone, &SchemaOf<ApplyRandomBinaryOperatorTransform>},
     {"remove_random_connected_component", TransformKind::kRemoveRandomConnectedComponent,
-     &RemoveRandomConnectedComponentTransform::FromJson},
+     &RemoveRandomConnectedComponentTransform::FromJson, kCapNone, &SchemaOf<RemoveRandomConnectedComponentTransform>},
     // AugLab DAExt GPU extras added in session 7 (augment/transforms/<name>/); labels per UsesLabels().
     {"auglab_low_resolution", TransformKind::kAuglabLowResolution, &AuglabLowResolutionTransform::FromJson},
-    {"redistribute_seg", TransformKind::kRedistributeSeg, &RedistributeSegTransform::FromJson, kLabels},
-    {"auglab_bias_field", TransformKind::kAuglabBiasField, &AuglabBiasFieldTransform::FromJson},
+    {"redistribute_seg", TransformKind::kRedistributeSeg, &RedistributeSegTransform::FromJson, kLabels,
+     &SchemaOf<RedistributeSegTransform>},
+    {"auglab_bias_field", TransformKind::kAuglabBiasField, &AuglabBiasFieldTransform::FromJson, kCapNone,
+     &SchemaOf<AuglabBiasFieldTransform>},
 };
 
 constexpr bool OneEntryPerKindInOrder() {

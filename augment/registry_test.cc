@@ -97,12 +97,7 @@ const std::set<std::string> kWithoutSchema = {"swap",
                                               "anisotropy",
                                               "torchio_affine",
                                               "elastic_deformation",
-                                              "move_seg_as_one_hot_to_data",
-                                              "apply_random_binary_operator",
-                                              "remove_random_connected_component",
-                                              "auglab_low_resolution",
-                                              "redistribute_seg",
-                                              "auglab_bias_field"};
+                                              "auglab_low_resolution"};
 
 // Every registered kind has a schema (but the listed ones) that documents every field ConfigToJson writes: a
 // type and a one-line doc (no default when it is required); ConfigToJson writes only declared names.

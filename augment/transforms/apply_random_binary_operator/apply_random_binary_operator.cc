@@ -174,49 +174,60 @@ std::vector<uint8_t> ApplyOperator(BinaryOperator op, const std::vector<uint8_t>
 
 }  // namespace binary_operator_internal
 
+const ConfigSchema<ApplyRandomBinaryOperatorConfig>& ApplyRandomBinaryOperatorTransform::Schema() {
+  using C = ApplyRandomBinaryOperatorConfig;
+  static const auto* const s =
+      &(new ConfigSchema<C>(kName))
+           ->Custom(
+               "channel_idx", "int | int[]", "image channels to perturb (negative: from the end), one coin each",
+               [](const nlohmann::json& j, C& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("channel_idx")) return ju::Invalid(w + ".channel_idx", "required");
+                 ASSIGN_OR_RETURN(c.channel_idx, IntOrInts(j["channel_idx"], w + ".channel_idx"));
+                 return absl::OkStatus();
+               },
+               [](const C& c) { return nlohmann::json(c.channel_idx); }, /*required=*/true)
+           .Add("strel_size", &C::strel_size, "radius of the ball structuring element, drawn per applied channel",
+                InRange(0, 32))
+           .Add("p_per_label", &C::p_per_label, "probability that a listed channel is perturbed", Probability())
+           .Custom(
+               "any_of_these", "string[]", "operators drawn from: dilation, erosion, closing, opening",
+               [](const nlohmann::json& j, C& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("any_of_these") || j["any_of_these"].is_null()) return absl::OkStatus();
+                 const std::string f = w + ".any_of_these";
+                 if (!j["any_of_these"].is_array()) return ju::Invalid(f, "must be a list");
+                 c.any_of_these.clear();
+                 for (const auto& v : j["any_of_these"]) {
+                   if (!v.is_string()) return ju::Invalid(f, "names must be strings");
+                   ASSIGN_OR_RETURN(BinaryOperator op, ParseBinaryOperator(v.get<std::string>(), f));
+                   c.any_of_these.push_back(op);
+                 }
+                 return absl::OkStatus();
+               },
+               [](const C& c) {
+                 nlohmann::json ops = nlohmann::json::array();
+                 for (BinaryOperator o : c.any_of_these) ops.push_back(std::string(BinaryOperatorName(o)));
+                 return ops;
+               });
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> ApplyRandomBinaryOperatorTransform::Create(
     const ApplyRandomBinaryOperatorConfig& c) {
   if (c.channel_idx.empty()) return ju::Invalid("apply_random_binary_operator.channel_idx", "must not be empty");
   for (int64_t v : c.channel_idx)
     if (v < -4096 || v >= 4096) return ju::Invalid("apply_random_binary_operator.channel_idx", "out of range");
-  RETURN_IF_ERROR(c.strel_size.Validate("apply_random_binary_operator.strel_size"));
-  if (c.strel_size.Min() < 0 || c.strel_size.Max() > 32)
-    return ju::Invalid("apply_random_binary_operator.strel_size", "must lie in [0, 32]");
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_label, "apply_random_binary_operator.p_per_label"));
+  RETURN_IF_ERROR(Schema().Validate(c));  // strel_size, p_per_label
   if (c.any_of_these.empty()) return ju::Invalid("apply_random_binary_operator.any_of_these", "must not be empty");
   return std::shared_ptr<const Transform>(new ApplyRandomBinaryOperatorTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> ApplyRandomBinaryOperatorTransform::FromJson(
     const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"channel_idx", "strel_size", "p_per_label", "any_of_these"}, kName));
-  ApplyRandomBinaryOperatorConfig c;
-  if (!j.contains("channel_idx")) return ju::Invalid("apply_random_binary_operator.channel_idx", "required");
-  ASSIGN_OR_RETURN(c.channel_idx, IntOrInts(j["channel_idx"], "apply_random_binary_operator.channel_idx"));
-  if (j.contains("strel_size") && !j["strel_size"].is_null()) {
-    ASSIGN_OR_RETURN(c.strel_size, RandomScalar::FromJson(j["strel_size"], "apply_random_binary_operator.strel_size"));
-  }
-  ASSIGN_OR_RETURN(c.p_per_label, ju::GetDouble(j, "p_per_label", 1.0, kName));
-  if (j.contains("any_of_these") && !j["any_of_these"].is_null()) {
-    if (!j["any_of_these"].is_array()) return ju::Invalid("apply_random_binary_operator.any_of_these", "must be a list");
-    c.any_of_these.clear();
-    for (const auto& v : j["any_of_these"]) {
-      if (!v.is_string()) return ju::Invalid("apply_random_binary_operator.any_of_these", "names must be strings");
-      ASSIGN_OR_RETURN(auto op, ParseBinaryOperator(v.get<std::string>(), "apply_random_binary_operator.any_of_these"));
-      c.any_of_these.push_back(op);
-    }
-  }
+  ASSIGN_OR_RETURN(ApplyRandomBinaryOperatorConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json ApplyRandomBinaryOperatorTransform::ConfigToJson() const {
-  nlohmann::json ops = nlohmann::json::array();
-  for (BinaryOperator o : config_.any_of_these) ops.push_back(std::string(BinaryOperatorName(o)));
-  return {{"channel_idx", config_.channel_idx},
-          {"strel_size", config_.strel_size.ToJson()},
-          {"p_per_label", config_.p_per_label},
-          {"any_of_these", ops}};
-}
+nlohmann::json ApplyRandomBinaryOperatorTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> ApplyRandomBinaryOperatorTransform::Draw(
     DrawContext& ctx, const SampleLayout&) const {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "augment/random_scalar.h"
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -57,6 +58,8 @@ std::vector<uint8_t> ApplyOperator(BinaryOperator op, const std::vector<uint8_t>
 class ApplyRandomBinaryOperatorTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const ApplyRandomBinaryOperatorConfig& config);
+  // Every config field once: name, rule, one-line doc (augment/schema.h); FromJson = Schema().Parse + Create.
+  static const ConfigSchema<ApplyRandomBinaryOperatorConfig>& Schema();
   // Keys: channel_idx (int or list, required), strel_size (RandomScalar, default [1, 10]), p_per_label (default 1),
   // any_of_these (list of operator names, default all four).
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);

@@ -121,5 +121,36 @@ TEST(ApplyRandomBinaryOperator, DrawsFollowTheConfiguration) {
   EXPECT_GT(first_is_minus3, 0);  // shuffled: not always the configured order
 }
 
+// The schema (augment/schema.h) keeps the accepted keys, the defaults and the error field names.
+TEST(ApplyRandomBinaryOperator, ConfigSchemaKeepsKeysDefaultsAndErrorFields) {
+  auto t = ApplyRandomBinaryOperatorTransform::FromJson({{"channel_idx", -1}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  const nlohmann::json full = {{"channel_idx", {-1}},
+                                {"strel_size", RandomScalar::Uniform(1, 10).ToJson()},
+                                {"p_per_label", 1.0},
+                                {"any_of_these", {"dilation", "erosion", "closing", "opening"}}};
+  EXPECT_EQ((*t)->ConfigToJson(), full);
+  auto again = ApplyRandomBinaryOperatorTransform::FromJson((*t)->ConfigToJson());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->ConfigToJson(), full);
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {nlohmann::json::object(), "channel_idx"},
+      {{{"channel_idx", nlohmann::json::array()}}, "channel_idx"},
+      {{{"channel_idx", {5000}}}, "channel_idx"},
+      {{{"channel_idx", 0}, {"strel_size", {0, 40}}}, "strel_size"},
+      {{{"channel_idx", 0}, {"p_per_label", 2}}, "p_per_label"},
+      {{{"channel_idx", 0}, {"any_of_these", {"thinning"}}}, "any_of_these"},
+      {{{"channel_idx", 0}, {"any_of_these", nlohmann::json::array()}}, "any_of_these"},
+      {{{"channel_idx", 0}, {"any_of_these", "dilation"}}, "any_of_these"},
+      {{{"channel_idx", 0}, {"strel", 1}}, "strel"},
+  };
+  for (const auto& [config, field] : bad) {
+    auto r = ApplyRandomBinaryOperatorTransform::FromJson(config);
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << config;
+    EXPECT_NE(r.status().message().find("apply_random_binary_operator." + field), std::string::npos)
+        << config << ": " << r.status();
+  }
+}
+
 }  // namespace
 }  // namespace augmentd

@@ -35,41 +35,57 @@ int64_t AuglabBiasFieldTransform::NumCoefficients(int64_t order, int dims) {
   return count;
 }
 
+const ConfigSchema<AuglabBiasFieldConfig>& AuglabBiasFieldTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<AuglabBiasFieldConfig>("auglab_bias_field"))
+           ->Custom(
+               "coefficients", "double | [double, double]",
+               "range of the polynomial coefficients: c means (-c, c), or [lo, hi]",
+               [](const nlohmann::json& j, AuglabBiasFieldConfig& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("coefficients") || j["coefficients"].is_null()) return absl::OkStatus();
+                 const std::string f = w + ".coefficients";
+                 if (j["coefficients"].is_number()) {
+                   c.hi = j["coefficients"].get<double>();
+                   c.lo = -c.hi;
+                   return absl::OkStatus();
+                 }
+                 ASSIGN_OR_RETURN(std::vector<double> v, ju::AsDoubles(j["coefficients"], f));
+                 if (v.size() != 2) return ju::Invalid(f, "needs a number c or [lo, hi]");
+                 c.lo = v[0];
+                 c.hi = v[1];
+                 return absl::OkStatus();
+               },
+               [](const AuglabBiasFieldConfig& c) { return nlohmann::json{c.lo, c.hi}; })
+           .Add("order", &AuglabBiasFieldConfig::order, "largest total degree of the polynomial's monomials",
+                InRange(0, 10))
+           .Add("invert", &AuglabBiasFieldConfig::invert, "multiply by 1 / field instead of the field")
+           .Add("retain_stats", &AuglabBiasFieldConfig::retain_stats,
+                "restore the channel's mean and std afterwards")
+           .Custom(
+               "apply_to_channel", "int[]", "channels the transform applies to (AugLab's default [0])",
+               [](const nlohmann::json& j, AuglabBiasFieldConfig& c, const std::string& w) -> absl::Status {
+                 ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
+                 return absl::OkStatus();
+               },
+               [](const AuglabBiasFieldConfig& c) { return nlohmann::json(c.apply_to_channel); });
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> AuglabBiasFieldTransform::Create(const AuglabBiasFieldConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (!(std::isfinite(c.lo) && std::isfinite(c.hi) && c.lo <= c.hi))
     return ju::Invalid("auglab_bias_field.coefficients", "needs finite lo <= hi");
-  if (c.order < 0 || c.order > 10) return ju::Invalid("auglab_bias_field.order", "must be in [0, 10]");
   for (int64_t ch : c.apply_to_channel)
     if (ch < 0) return ju::Invalid("auglab_bias_field.apply_to_channel", "channel indices must be >= 0");
   return std::shared_ptr<const Transform>(new AuglabBiasFieldTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> AuglabBiasFieldTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "auglab_bias_field";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"coefficients", "order", "invert", "retain_stats", "apply_to_channel"}, w));
-  AuglabBiasFieldConfig c;
-  if (j.contains("coefficients") && !j["coefficients"].is_null()) {
-    if (j["coefficients"].is_number()) {
-      c.hi = j["coefficients"].get<double>();
-      c.lo = -c.hi;
-    } else {
-      ASSIGN_OR_RETURN(std::vector<double> v, ju::AsDoubles(j["coefficients"], w + ".coefficients"));
-      if (v.size() != 2) return ju::Invalid(w + ".coefficients", "needs a number c or [lo, hi]");
-      c.lo = v[0];
-      c.hi = v[1];
-    }
-  }
-  ASSIGN_OR_RETURN(c.order, ju::GetInt(j, "order", 3, w));
-  ASSIGN_OR_RETURN(c.invert, ju::GetBool(j, "invert", false, w));
-  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, w));
-  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
+  ASSIGN_OR_RETURN(AuglabBiasFieldConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json AuglabBiasFieldTransform::ConfigToJson() const {
-  return {{"coefficients", {config_.lo, config_.hi}}, {"order", config_.order},       {"invert", config_.invert},
-          {"retain_stats", config_.retain_stats},     {"apply_to_channel", config_.apply_to_channel}};
-}
+nlohmann::json AuglabBiasFieldTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> AuglabBiasFieldTransform::Draw(DrawContext& ctx,
                                                                                 const SampleLayout& layout) const {

@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -39,6 +40,8 @@ struct AuglabBiasFieldParams : TransformParams {
 class AuglabBiasFieldTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const AuglabBiasFieldConfig& config);
+  // Every config field once: name, rule, one-line doc (augment/schema.h); FromJson = Schema().Parse + Create.
+  static const ConfigSchema<AuglabBiasFieldConfig>& Schema();
   // {"coefficients": c | [lo, hi], "order", "invert", "retain_stats", "apply_to_channel"}
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
   const AuglabBiasFieldConfig& config() const { return config_; }

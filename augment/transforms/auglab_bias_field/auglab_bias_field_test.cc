@@ -48,5 +48,39 @@ TEST(AuglabBiasField, DrawsAreInRange) {
   EXPECT_EQ(AuglabBiasFieldTransform::FromJson({{"order", -1}}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The schema (augment/schema.h) keeps the accepted keys, the defaults and the error field names.
+TEST(AuglabBiasField, ConfigSchemaKeepsKeysDefaultsAndErrorFields) {
+  auto t = AuglabBiasFieldTransform::FromJson(nlohmann::json::object());
+  ASSERT_TRUE(t.ok()) << t.status();
+  const nlohmann::json full = {{"coefficients", {-0.5, 0.5}}, {"order", 3}, {"invert", false}, {"retain_stats", false},
+                                {"apply_to_channel", {0}}};
+  EXPECT_EQ((*t)->ConfigToJson(), full);
+  auto again = AuglabBiasFieldTransform::FromJson((*t)->ConfigToJson());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->ConfigToJson(), full);
+  auto c = AuglabBiasFieldTransform::FromJson({{"coefficients", 0.2}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->ConfigToJson()["coefficients"], nlohmann::json({-0.2, 0.2}));
+  auto range = AuglabBiasFieldTransform::FromJson({{"coefficients", {0.1, 0.3}}});
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ((*range)->ConfigToJson()["coefficients"], nlohmann::json({0.1, 0.3}));
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {{{"coefficients", {0.1, 0.2, 0.3}}}, "coefficients"},
+      {{{"coefficients", {0.5, -0.5}}}, "coefficients"},
+      {{{"coefficients", "x"}}, "coefficients"},
+      {{{"order", 11}}, "order"},
+      {{{"order", -1}}, "order"},
+      {{{"invert", "x"}}, "invert"},
+      {{{"apply_to_channel", {-1}}}, "apply_to_channel"},
+      {{{"in_seg", 0.5}}, "in_seg"},
+  };
+  for (const auto& [config, field] : bad) {
+    auto r = AuglabBiasFieldTransform::FromJson(config);
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << config;
+    EXPECT_NE(r.status().message().find("auglab_bias_field." + field), std::string::npos)
+        << config << ": " << r.status();
+  }
+}
+
 }  // namespace
 }  // namespace augmentd

@@ -10,32 +10,32 @@ namespace ju = json_util;
 using transforms_internal::RequireImage;
 using transforms_internal::RequireSeg;
 
+const ConfigSchema<MoveSegAsOneHotToDataConfig>& MoveSegAsOneHotToDataTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<MoveSegAsOneHotToDataConfig>("move_seg_as_one_hot_to_data"))
+           ->Add("source_channel_idx", &MoveSegAsOneHotToDataConfig::source_channel_idx,
+                 "segmentation channel that becomes one-hot image channels", Required(InRange(0, 63)))
+           .Add("all_labels", &MoveSegAsOneHotToDataConfig::all_labels,
+                "labels (int16), one appended image channel each, in this order (at most 4096)",
+                Required(InRange(-32768, 32767)))
+           .Add("remove_channel_from_source", &MoveSegAsOneHotToDataConfig::remove_channel_from_source,
+                "drop the source channel from the segmentation afterwards");
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> MoveSegAsOneHotToDataTransform::Create(
     const MoveSegAsOneHotToDataConfig& c) {
-  if (c.source_channel_idx < 0 || c.source_channel_idx >= 64)
-    return ju::Invalid("move_seg_as_one_hot_to_data.source_channel_idx", "must be in [0, 64)");
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (c.all_labels.size() > 4096) return ju::Invalid("move_seg_as_one_hot_to_data.all_labels", "more than 4096 labels");
-  for (int64_t l : c.all_labels)
-    if (l < -32768 || l > 32767) return ju::Invalid("move_seg_as_one_hot_to_data.all_labels", "must fit int16");
   return std::shared_ptr<const Transform>(new MoveSegAsOneHotToDataTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> MoveSegAsOneHotToDataTransform::FromJson(const nlohmann::json& j) {
-  constexpr const char* kWhere = "move_seg_as_one_hot_to_data";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"source_channel_idx", "all_labels", "remove_channel_from_source"}, kWhere));
-  MoveSegAsOneHotToDataConfig c;
-  ASSIGN_OR_RETURN(c.source_channel_idx, ju::GetInt(j, "source_channel_idx", std::nullopt, kWhere));
-  if (!j.contains("all_labels")) return ju::Invalid("move_seg_as_one_hot_to_data.all_labels", "required");
-  ASSIGN_OR_RETURN(c.all_labels, ju::AsInts(j["all_labels"], "move_seg_as_one_hot_to_data.all_labels"));
-  ASSIGN_OR_RETURN(c.remove_channel_from_source, ju::GetBool(j, "remove_channel_from_source", true, kWhere));
+  ASSIGN_OR_RETURN(MoveSegAsOneHotToDataConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json MoveSegAsOneHotToDataTransform::ConfigToJson() const {
-  return {{"source_channel_idx", config_.source_channel_idx},
-          {"all_labels", config_.all_labels},
-          {"remove_channel_from_source", config_.remove_channel_from_source}};
-}
+nlohmann::json MoveSegAsOneHotToDataTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::Status MoveSegAsOneHotToDataTransform::Apply(const TransformParams&, SampleData& s) const {
   RETURN_IF_ERROR(RequireImage(s, "move_seg_as_one_hot_to_data"));

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transforms/common/deterministic.h"
 
 namespace augmentd {
@@ -25,6 +26,8 @@ struct MoveSegAsOneHotToDataConfig {
 class MoveSegAsOneHotToDataTransform final : public DeterministicTransform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const MoveSegAsOneHotToDataConfig& config);
+  // Every config field once: name, rule, one-line doc (augment/schema.h); FromJson = Schema().Parse + Create.
+  static const ConfigSchema<MoveSegAsOneHotToDataConfig>& Schema();
   // Keys: source_channel_idx (required), all_labels (required), remove_channel_from_source (default true).
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
   const MoveSegAsOneHotToDataConfig& config() const { return config_; }

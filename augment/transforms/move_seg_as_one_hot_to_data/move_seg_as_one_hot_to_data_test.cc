@@ -38,5 +38,33 @@ TEST(MoveSegAsOneHotToData, KeepsTheSourceWhenAskedAndChecksTheChannel) {
             absl::StatusCode::kInvalidArgument);  // all_labels is required
 }
 
+// The schema (augment/schema.h) keeps the accepted keys, the defaults and the error field names.
+TEST(MoveSegAsOneHotToData, ConfigSchemaKeepsKeysDefaultsAndErrorFields) {
+  auto t = MoveSegAsOneHotToDataTransform::FromJson({{"source_channel_idx", 0}, {"all_labels", {1, 2}}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  const nlohmann::json full = {{"source_channel_idx", 0}, {"all_labels", {1, 2}}, {"remove_channel_from_source", true}};
+  EXPECT_EQ((*t)->ConfigToJson(), full);
+  auto again = MoveSegAsOneHotToDataTransform::FromJson((*t)->ConfigToJson());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->ConfigToJson(), full);
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {{{"all_labels", {1}}}, "source_channel_idx"},
+      {{{"source_channel_idx", 0}}, "all_labels"},
+      {{{"source_channel_idx", 64}, {"all_labels", {1}}}, "source_channel_idx"},
+      {{{"source_channel_idx", -1}, {"all_labels", {1}}}, "source_channel_idx"},
+      {{{"source_channel_idx", 0}, {"all_labels", {40000}}}, "all_labels"},
+      {{{"source_channel_idx", 0}, {"all_labels", std::vector<int64_t>(4097, 1)}}, "all_labels"},
+      {{{"source_channel_idx", 0}, {"all_labels", {1}}, {"remove_channel_from_source", "x"}},
+       "remove_channel_from_source"},
+      {{{"source_channel_idx", 0}, {"all_labels", {1}}, {"labels", {1}}}, "labels"},
+  };
+  for (const auto& [config, field] : bad) {
+    auto r = MoveSegAsOneHotToDataTransform::FromJson(config);
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << config;
+    EXPECT_NE(r.status().message().find("move_seg_as_one_hot_to_data." + field), std::string::npos)
+        << config << ": " << r.status();
+  }
+}
+
 }  // namespace
 }  // namespace augmentd

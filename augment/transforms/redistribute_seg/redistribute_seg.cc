@@ -77,28 +77,36 @@ float NormalPdf(float x, float mean, float std) {
 }
 }  // namespace
 
+const ConfigSchema<RedistributeSegConfig>& RedistributeSegTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<RedistributeSegConfig>("redistribute_seg"))
+           ->Add("in_seg", &RedistributeSegConfig::in_seg,
+                 "probability that a channel's Gaussians are added only inside the region", Probability())
+           .Custom(
+               "apply_to_channel", "int[]", "channels the transform applies to (AugLab's default [0])",
+               [](const nlohmann::json& j, RedistributeSegConfig& c, const std::string& w) -> absl::Status {
+                 ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
+                 return absl::OkStatus();
+               },
+               [](const RedistributeSegConfig& c) { return nlohmann::json(c.apply_to_channel); })
+           .Add("retain_stats", &RedistributeSegConfig::retain_stats,
+                "restore the channel's mean and population std afterwards");
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> RedistributeSegTransform::Create(const RedistributeSegConfig& c) {
-  if (!(c.in_seg >= 0 && c.in_seg <= 1)) return ju::Invalid("redistribute_seg.in_seg", "must be in [0, 1]");
+  RETURN_IF_ERROR(Schema().Validate(c));
   for (int64_t ch : c.apply_to_channel)
     if (ch < 0) return ju::Invalid("redistribute_seg.apply_to_channel", "channel indices must be >= 0");
   return std::shared_ptr<const Transform>(new RedistributeSegTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> RedistributeSegTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "redistribute_seg";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"in_seg", "apply_to_channel", "retain_stats"}, w));
-  RedistributeSegConfig c;
-  ASSIGN_OR_RETURN(c.in_seg, ju::GetDouble(j, "in_seg", 0.2, w));
-  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
-  ASSIGN_OR_RETURN(c.retain_stats, ju::GetBool(j, "retain_stats", false, w));
+  ASSIGN_OR_RETURN(RedistributeSegConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json RedistributeSegTransform::ConfigToJson() const {
-  return {{"in_seg", config_.in_seg},
-          {"apply_to_channel", config_.apply_to_channel},
-          {"retain_stats", config_.retain_stats}};
-}
+nlohmann::json RedistributeSegTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> RedistributeSegTransform::Draw(DrawContext& ctx,
                                                                                 const SampleLayout& layout) const {

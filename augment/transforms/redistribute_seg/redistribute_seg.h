@@ -25,6 +25,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -45,6 +46,8 @@ struct RedistributeSegParams : TransformParams {
 class RedistributeSegTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const RedistributeSegConfig& config);
+  // Every config field once: name, rule, one-line doc (augment/schema.h); FromJson = Schema().Parse + Create.
+  static const ConfigSchema<RedistributeSegConfig>& Schema();
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
   const RedistributeSegConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kRedistributeSeg; }

@@ -81,5 +81,30 @@ TEST(RedistributeSeg, DrawsFollowAuglabsRanges) {
   EXPECT_EQ((*t)->Draw(ctx, {1, {4, 4, 4}, 0}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The schema (augment/schema.h) keeps the accepted keys, the defaults and the error field names.
+TEST(RedistributeSeg, ConfigSchemaKeepsKeysDefaultsAndErrorFields) {
+  auto t = RedistributeSegTransform::FromJson(nlohmann::json::object());
+  ASSERT_TRUE(t.ok()) << t.status();
+  const nlohmann::json full = {{"in_seg", 0.2}, {"apply_to_channel", {0}}, {"retain_stats", false}};
+  EXPECT_EQ((*t)->ConfigToJson(), full);
+  auto again = RedistributeSegTransform::FromJson((*t)->ConfigToJson());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->ConfigToJson(), full);
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {{{"in_seg", 1.5}}, "in_seg"},
+      {{{"in_seg", "x"}}, "in_seg"},
+      {{{"apply_to_channel", {-1}}}, "apply_to_channel"},
+      {{{"apply_to_channel", {0, 0}}}, "apply_to_channel"},
+      {{{"retain_stats", "x"}}, "retain_stats"},
+      {{{"sigma", 1}}, "sigma"},
+  };
+  for (const auto& [config, field] : bad) {
+    auto r = RedistributeSegTransform::FromJson(config);
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << config;
+    EXPECT_NE(r.status().message().find("redistribute_seg." + field), std::string::npos)
+        << config << ": " << r.status();
+  }
+}
+
 }  // namespace
 }  // namespace augmentd

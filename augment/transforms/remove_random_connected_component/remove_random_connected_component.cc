@@ -83,39 +83,43 @@ std::vector<int64_t> Label(const std::vector<uint8_t>& m, const std::vector<int6
 
 }  // namespace connected_components_internal
 
+const ConfigSchema<RemoveRandomConnectedComponentConfig>& RemoveRandomConnectedComponentTransform::Schema() {
+  using C = RemoveRandomConnectedComponentConfig;
+  static const auto* const s =
+      &(new ConfigSchema<C>(kName))
+           ->Custom(
+               "channel_idx", "int | int[]", "image channels to perturb (negative: from the end), one coin each",
+               [](const nlohmann::json& j, C& c, const std::string& w) -> absl::Status {
+                 if (!j.contains("channel_idx")) return ju::Invalid(w + ".channel_idx", "required");
+                 ASSIGN_OR_RETURN(c.channel_idx, IntOrInts(j["channel_idx"], w + ".channel_idx"));
+                 return absl::OkStatus();
+               },
+               [](const C& c) { return nlohmann::json(c.channel_idx); }, /*required=*/true)
+           .Add("fill_with_other_class_p", &C::fill_with_other_class_p,
+                "probability that the removed component takes another channel's class instead of 0", Probability())
+           .Add("dont_do_if_covers_more_than_x_percent", &C::dont_do_if_covers_more_than_x_percent,
+                "largest fraction of the volume a removable component may cover (a fraction, despite the name)",
+                Probability())
+           .Add("p_per_label", &C::p_per_label, "probability that a listed channel is perturbed", Probability());
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> RemoveRandomConnectedComponentTransform::Create(
     const RemoveRandomConnectedComponentConfig& c) {
   if (c.channel_idx.empty()) return ju::Invalid("remove_random_connected_component.channel_idx", "must not be empty");
   for (int64_t v : c.channel_idx)
     if (v < -4096 || v >= 4096) return ju::Invalid("remove_random_connected_component.channel_idx", "out of range");
-  RETURN_IF_ERROR(ju::CheckProbability(c.fill_with_other_class_p,
-                                       "remove_random_connected_component.fill_with_other_class_p"));
-  if (!(c.dont_do_if_covers_more_than_x_percent >= 0 && c.dont_do_if_covers_more_than_x_percent <= 1))
-    return ju::Invalid("remove_random_connected_component.dont_do_if_covers_more_than_x_percent", "must be in [0, 1]");
-  RETURN_IF_ERROR(ju::CheckProbability(c.p_per_label, "remove_random_connected_component.p_per_label"));
+  RETURN_IF_ERROR(Schema().Validate(c));  // the three probabilities
   return std::shared_ptr<const Transform>(new RemoveRandomConnectedComponentTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> RemoveRandomConnectedComponentTransform::FromJson(
     const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(
-      j, {"channel_idx", "fill_with_other_class_p", "dont_do_if_covers_more_than_x_percent", "p_per_label"}, kName));
-  RemoveRandomConnectedComponentConfig c;
-  if (!j.contains("channel_idx")) return ju::Invalid("remove_random_connected_component.channel_idx", "required");
-  ASSIGN_OR_RETURN(c.channel_idx, IntOrInts(j["channel_idx"], "remove_random_connected_component.channel_idx"));
-  ASSIGN_OR_RETURN(c.fill_with_other_class_p, ju::GetDouble(j, "fill_with_other_class_p", 0.25, kName));
-  ASSIGN_OR_RETURN(c.dont_do_if_covers_more_than_x_percent,
-                   ju::GetDouble(j, "dont_do_if_covers_more_than_x_percent", 0.25, kName));
-  ASSIGN_OR_RETURN(c.p_per_label, ju::GetDouble(j, "p_per_label", 1.0, kName));
+  ASSIGN_OR_RETURN(RemoveRandomConnectedComponentConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json RemoveRandomConnectedComponentTransform::ConfigToJson() const {
-  return {{"channel_idx", config_.channel_idx},
-          {"fill_with_other_class_p", config_.fill_with_other_class_p},
-          {"dont_do_if_covers_more_than_x_percent", config_.dont_do_if_covers_more_than_x_percent},
-          {"p_per_label", config_.p_per_label}};
-}
+nlohmann::json RemoveRandomConnectedComponentTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> RemoveRandomConnectedComponentTransform::Draw(
     DrawContext& ctx, const SampleLayout&) const {

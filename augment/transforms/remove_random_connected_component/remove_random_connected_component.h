@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -48,6 +49,8 @@ std::vector<int64_t> Label(const std::vector<uint8_t>& m, const std::vector<int6
 class RemoveRandomConnectedComponentTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const RemoveRandomConnectedComponentConfig& config);
+  // Every config field once: name, rule, one-line doc (augment/schema.h); FromJson = Schema().Parse + Create.
+  static const ConfigSchema<RemoveRandomConnectedComponentConfig>& Schema();
   // Keys: channel_idx (int or list, required), fill_with_other_class_p (0.25), dont_do_if_covers_more_than_x_percent
   // (0.25), p_per_label (1).
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);

@@ -74,5 +74,34 @@ TEST(RemoveRandomConnectedComponent, DrawsOneCoinPerChannel) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The schema (augment/schema.h) keeps the accepted keys, the defaults and the error field names.
+TEST(RemoveRandomConnectedComponent, ConfigSchemaKeepsKeysDefaultsAndErrorFields) {
+  auto t = RemoveRandomConnectedComponentTransform::FromJson({{"channel_idx", {0, 1}}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  const nlohmann::json full = {{"channel_idx", {0, 1}},
+                                {"fill_with_other_class_p", 0.25},
+                                {"dont_do_if_covers_more_than_x_percent", 0.25},
+                                {"p_per_label", 1.0}};
+  EXPECT_EQ((*t)->ConfigToJson(), full);
+  auto again = RemoveRandomConnectedComponentTransform::FromJson((*t)->ConfigToJson());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->ConfigToJson(), full);
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {nlohmann::json::object(), "channel_idx"},
+      {{{"channel_idx", nlohmann::json::array()}}, "channel_idx"},
+      {{{"channel_idx", {-5000}}}, "channel_idx"},
+      {{{"channel_idx", 0}, {"fill_with_other_class_p", 2}}, "fill_with_other_class_p"},
+      {{{"channel_idx", 0}, {"dont_do_if_covers_more_than_x_percent", -0.1}}, "dont_do_if_covers_more_than_x_percent"},
+      {{{"channel_idx", 0}, {"p_per_label", -1}}, "p_per_label"},
+      {{{"channel_idx", 0}, {"p", 1}}, "p"},
+  };
+  for (const auto& [config, field] : bad) {
+    auto r = RemoveRandomConnectedComponentTransform::FromJson(config);
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << config;
+    EXPECT_NE(r.status().message().find("remove_random_connected_component." + field), std::string::npos)
+        << config << ": " << r.status();
+  }
+}
+
 }  // namespace
 }  // namespace augmentd
