@@ -115,13 +115,15 @@ constexpr TransformEntry kEntries[] = {
      &SchemaOf<EdgeConvolutionTransform>},
     {"unsharp_mask", TransformKind::kUnsharpMask, &UnsharpMaskTransform::FromJson, kCapNone,
      &SchemaOf<UnsharpMaskTransform>},
-    // nnUNetTrainerDAExt's CPU transforms (TorchIO definitions, AugLab's ShapeTransform), CPU only. No schema yet
-    // (hand-written FromJson; registry_test lists them).
-    {"swap", TransformKind::kSwap, &SwapTransform::FromJson},
-    {"shape_crop", TransformKind::kShapeCrop, &ShapeCropTransform::FromJson, kLabels},
-    {"anisotropy", TransformKind::kAnisotropy, &AnisotropyTransform::FromJson},
-    {"torchio_affine", TransformKind::kTorchioAffine, &TorchioAffineTransform::FromJson, kLabels},
-    {"elastic_deformation", TransformKind::kElasticDeformation, &ElasticDeformationTransform::FromJson, kLabels},
+    // nnUNetTrainerDAExt's CPU transforms (TorchIO definitions, AugLab's ShapeTransform), CPU only.
+    {"swap", TransformKind::kSwap, &SwapTransform::FromJson, kCapNone, &SchemaOf<SwapTransform>},
+    {"shape_crop", TransformKind::kShapeCrop, &ShapeCropTransform::FromJson, kLabels, &SchemaOf<ShapeCropTransform>},
+    {"anisotropy", TransformKind::kAnisotropy, &AnisotropyTransform::FromJson, kCapNone,
+     &SchemaOf<AnisotropyTransform>},
+    {"torchio_affine", TransformKind::kTorchioAffine, &TorchioAffineTransform::FromJson, kLabels,
+     &SchemaOf<TorchioAffineTransform>},
+    {"elastic_deformation", TransformKind::kElasticDeformation, &ElasticDeformationTransform::FromJson, kLabels,
+     &SchemaOf<ElasticDeformationTransform>},
     // nnU-Net's cascade (augment/transforms/<name>/): the seg channel becomes image channels, then two perturbations
     // of those channels (image-only, they never touch the labels).
     {"move_seg_as_one_hot_to_data", TransformKind::kMoveSegAsOneHotToData, &MoveSegAsOneHotToDataTransform::FromJson,
@@ -131,7 +133,8 @@ constexpr TransformEntry kEntries[] = {
     {"remove_random_connected_component", TransformKind::kRemoveRandomConnectedComponent,
      &RemoveRandomConnectedComponentTransform::FromJson, kCapNone, &SchemaOf<RemoveRandomConnectedComponentTransform>},
     // AugLab DAExt GPU extras added in session 7 (augment/transforms/<name>/); labels per UsesLabels().
-    {"auglab_low_resolution", TransformKind::kAuglabLowResolution, &AuglabLowResolutionTransform::FromJson},
+    {"auglab_low_resolution", TransformKind::kAuglabLowResolution, &AuglabLowResolutionTransform::FromJson, kCapNone,
+     &SchemaOf<AuglabLowResolutionTransform>},
     {"redistribute_seg", TransformKind::kRedistributeSeg, &RedistributeSegTransform::FromJson, kLabels,
      &SchemaOf<RedistributeSegTransform>},
     {"auglab_bias_field", TransformKind::kAuglabBiasField, &AuglabBiasFieldTransform::FromJson, kCapNone,

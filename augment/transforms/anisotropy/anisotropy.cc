@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 #include "augment/transforms/common/mri_common.h"
@@ -43,7 +44,37 @@ void DownUp(T* x, int64_t channels, const mri::Shape3& s, int64_t axis, double m
 }
 }  // namespace
 
+const ConfigSchema<AnisotropyConfig>& AnisotropyTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<AnisotropyConfig>("anisotropy"))
+           ->AddParsed("axes", "int | int[]", &AnisotropyConfig::axes,
+                       "spatial axes (0, 1, 2) one of which is downsampled per sample",
+                       [](const nlohmann::json& v, const std::string& f) -> absl::StatusOr<std::vector<int64_t>> {
+                         if (v.is_number_integer()) return std::vector<int64_t>{v.get<int64_t>()};
+                         return ju::AsInts(v, f);
+                       })
+           .AddParsed("downsampling", "double | [double] | [double, double]", &AnisotropyConfig::downsampling,
+                      "downsampling factor drawn from U(lo, hi), 1 <= lo <= hi <= 10000",
+                      [](const nlohmann::json& d, const std::string& f) {
+                        // a number, [d] (the proto's repeated field) or [lo, hi]
+                        return mri::ParseRange(d.is_array() && d.size() == 1 ? d[0] : d, f, 1.0, std::nullopt, false);
+                      })
+           .Custom(
+               "image_interpolation", "string", "upsampling interpolation of the image: \"linear\" or \"nearest\"",
+               [](const nlohmann::json& j, AnisotropyConfig& c, const std::string& w) -> absl::Status {
+                 ASSIGN_OR_RETURN(const std::string interp, ju::GetString(j, "image_interpolation", "linear", w));
+                 if (interp != "linear" && interp != "nearest")
+                   return ju::Invalid(w + ".image_interpolation", "supported: \"linear\", \"nearest\"");
+                 c.linear = interp == "linear";
+                 return absl::OkStatus();
+               },
+               [](const AnisotropyConfig& c) { return nlohmann::json(c.linear ? "linear" : "nearest"); })
+           .Add("scalars_only", &AnisotropyConfig::scalars_only, "leave the labels untouched (TorchIO's default)");
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> AnisotropyTransform::Create(const AnisotropyConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   if (c.axes.empty()) return ju::Invalid("anisotropy.axes", "needs at least one axis");
   for (int64_t a : c.axes)
     if (a < 0 || a > 2) return ju::Invalid("anisotropy.axes", "all axes must be 0, 1 or 2");
@@ -53,34 +84,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> AnisotropyTransform::Create(con
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> AnisotropyTransform::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"axes", "downsampling", "image_interpolation", "scalars_only"}, kW));
-  AnisotropyConfig c;
-  if (j.contains("axes")) {
-    if (j["axes"].is_number_integer()) {
-      c.axes = {j["axes"].get<int64_t>()};
-    } else {
-      ASSIGN_OR_RETURN(c.axes, ju::AsInts(j["axes"], "anisotropy.axes"));
-    }
-  }
-  if (j.contains("downsampling")) {
-    const nlohmann::json& d = j["downsampling"];  // a number, [d] (the proto's repeated field) or [lo, hi]
-    ASSIGN_OR_RETURN(c.downsampling, mri::ParseRange(d.is_array() && d.size() == 1 ? d[0] : d,
-                                                     "anisotropy.downsampling", 1.0, std::nullopt, false));
-  }
-  ASSIGN_OR_RETURN(const std::string interp, ju::GetString(j, "image_interpolation", "linear", kW));
-  if (interp != "linear" && interp != "nearest")
-    return ju::Invalid("anisotropy.image_interpolation", "supported: \"linear\", \"nearest\"");
-  c.linear = interp == "linear";
-  ASSIGN_OR_RETURN(c.scalars_only, ju::GetBool(j, "scalars_only", true, kW));
+  ASSIGN_OR_RETURN(AnisotropyConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json AnisotropyTransform::ConfigToJson() const {
-  return {{"axes", config_.axes},
-          {"downsampling", config_.downsampling},
-          {"image_interpolation", config_.linear ? "linear" : "nearest"},
-          {"scalars_only", config_.scalars_only}};
-}
+nlohmann::json AnisotropyTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> AnisotropyTransform::Draw(DrawContext& ctx,
                                                                            const SampleLayout& layout) const {

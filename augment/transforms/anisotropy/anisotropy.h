@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -38,6 +39,7 @@ class AnisotropyTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const AnisotropyConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  static const ConfigSchema<AnisotropyConfig>& Schema();  // axes, downsampling, image_interpolation, scalars_only
   const AnisotropyConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kAnisotropy; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

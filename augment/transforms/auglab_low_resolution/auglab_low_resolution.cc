@@ -7,6 +7,7 @@
 
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_resample.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/auglab_common.h"
 #include "augment/transforms/common/common.h"
@@ -37,18 +38,11 @@ using Mode = AuglabLowResolutionConfig::Mode;
 using auglab_lowres_internal::KeptBox;
 using auglab_lowres_internal::NearestIndex;
 
-absl::StatusOr<std::array<double, 2>> RangeFrom(const nlohmann::json& j, const std::string& key,
-                                                std::array<double, 2> def, const std::string& w) {
-  if (!j.contains(key) || j[key].is_null()) return def;
-  ASSIGN_OR_RETURN(std::vector<double> v, ju::AsDoubles(j[key], w + "." + key));
-  if (v.size() != 2) return ju::Invalid(w + "." + key, "needs [min, max]");
+// [min, max] (AugLab's scale / crop ranges).
+absl::StatusOr<std::array<double, 2>> MinMax(const nlohmann::json& j, const std::string& field) {
+  ASSIGN_OR_RETURN(std::vector<double> v, ju::AsDoubles(j, field));
+  if (v.size() != 2) return ju::Invalid(field, "needs [min, max]");
   return std::array<double, 2>{v[0], v[1]};
-}
-
-absl::StatusOr<std::vector<int64_t>> AxesFrom(const nlohmann::json& j, const std::string& key, const std::string& w) {
-  if (!j.contains(key) || j[key].is_null()) return std::vector<int64_t>{0, 1, 2};
-  ASSIGN_OR_RETURN(std::vector<int64_t> v, ju::AsInts(j[key], w + "." + key));
-  return v;
 }
 
 // Separable resample of one 3D channel S → D (nearest) and back; `T` float or int16.
@@ -81,17 +75,45 @@ void ZeroOutside(T* x, const int64_t* s, const std::array<std::array<int64_t, 2>
 }
 }  // namespace
 
+const ConfigSchema<AuglabLowResolutionConfig>& AuglabLowResolutionTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<AuglabLowResolutionConfig>("auglab_low_resolution"))
+           ->Custom(
+               "mode", "string", "\"lowres\" (nearest down/up, RandomLowResTransformGPU) or \"acq\" (trilinear)",
+               [](const nlohmann::json& j, AuglabLowResolutionConfig& c, const std::string& w) -> absl::Status {
+                 ASSIGN_OR_RETURN(const std::string mode, ju::GetString(j, "mode", "lowres", w));
+                 if (mode == "lowres") {
+                   c.mode = Mode::kLowres;
+                 } else if (mode == "acq") {
+                   c.mode = Mode::kAcq;
+                 } else {
+                   return ju::Invalid(w + ".mode", "must be \"lowres\" or \"acq\"");
+                 }
+                 return absl::OkStatus();
+               },
+               [](const AuglabLowResolutionConfig& c) {
+                 return nlohmann::json(c.mode == Mode::kLowres ? "lowres" : "acq");
+               })
+           .AddParsed("scale", "[double, double]", &AuglabLowResolutionConfig::scale,
+                      "downsampled fraction per axis drawn from U(min, max), 0 < min <= max <= 1", MinMax)
+           .AddParsed("crop", "[double, double]", &AuglabLowResolutionConfig::crop,
+                      "kept fraction per axis drawn from U(min, max), 0 <= min <= max <= 1", MinMax)
+           .Add("scale_axes", &AuglabLowResolutionConfig::scale_axes, "spatial axes that are downsampled",
+                InRange(0, 2))
+           .Add("crop_axes", &AuglabLowResolutionConfig::crop_axes, "spatial axes that are cropped", InRange(0, 2))
+           .Custom("apply_to_channel", "int[]", "channels resampled in mode \"acq\" (AugLab's default [0])",
+                   &AuglabLowResolutionConfig::apply_to_channel, auglab_internal::ChannelsFromConfig);
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> AuglabLowResolutionTransform::Create(
     const AuglabLowResolutionConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   const std::string w = "auglab_low_resolution";
   if (!(c.scale[0] > 0 && c.scale[0] <= c.scale[1] && c.scale[1] <= 1))
     return ju::Invalid(w + ".scale", "needs 0 < min <= max <= 1");
   if (!(c.crop[0] >= 0 && c.crop[0] <= c.crop[1] && c.crop[1] <= 1))
     return ju::Invalid(w + ".crop", "needs 0 <= min <= max <= 1");
-  for (const auto* axes : {&c.scale_axes, &c.crop_axes})
-    for (int64_t a : *axes)
-      if (a < 0 || a > 2) return ju::Invalid(w + (axes == &c.scale_axes ? ".scale_axes" : ".crop_axes"),
-                                             "axes must be in {0, 1, 2}");
   for (int64_t ch : c.apply_to_channel)
     if (ch < 0) return ju::Invalid(w + ".apply_to_channel", "channel indices must be >= 0");
   if (c.mode == Mode::kAcq && !(c.crop[0] == 1 && c.crop[1] == 1) && !c.crop_axes.empty())
@@ -100,33 +122,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> AuglabLowResolutionTransform::C
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> AuglabLowResolutionTransform::FromJson(const nlohmann::json& j) {
-  const std::string w = "auglab_low_resolution";
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"mode", "scale", "crop", "scale_axes", "crop_axes", "apply_to_channel"}, w));
-  AuglabLowResolutionConfig c;
-  ASSIGN_OR_RETURN(std::string mode, ju::GetString(j, "mode", "lowres", w));
-  if (mode == "lowres") {
-    c.mode = Mode::kLowres;
-  } else if (mode == "acq") {
-    c.mode = Mode::kAcq;
-  } else {
-    return ju::Invalid(w + ".mode", "must be \"lowres\" or \"acq\"");
-  }
-  ASSIGN_OR_RETURN(c.scale, RangeFrom(j, "scale", {0.3, 1.0}, w));
-  ASSIGN_OR_RETURN(c.crop, RangeFrom(j, "crop", {1.0, 1.0}, w));
-  ASSIGN_OR_RETURN(c.scale_axes, AxesFrom(j, "scale_axes", w));
-  ASSIGN_OR_RETURN(c.crop_axes, AxesFrom(j, "crop_axes", w));
-  ASSIGN_OR_RETURN(c.apply_to_channel, auglab_internal::ChannelsFromConfig(j, w));
+  ASSIGN_OR_RETURN(AuglabLowResolutionConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json AuglabLowResolutionTransform::ConfigToJson() const {
-  return {{"mode", config_.mode == Mode::kLowres ? "lowres" : "acq"},
-          {"scale", config_.scale},
-          {"crop", config_.crop},
-          {"scale_axes", config_.scale_axes},
-          {"crop_axes", config_.crop_axes},
-          {"apply_to_channel", config_.apply_to_channel}};
-}
+nlohmann::json AuglabLowResolutionTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> AuglabLowResolutionTransform::Draw(
     DrawContext& ctx, const SampleLayout& layout) const {

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -52,6 +53,8 @@ class AuglabLowResolutionTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const AuglabLowResolutionConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // mode, scale, crop, scale_axes, crop_axes, apply_to_channel
+  static const ConfigSchema<AuglabLowResolutionConfig>& Schema();
   const AuglabLowResolutionConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kAuglabLowResolution; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 #include "augment/transforms/common/mri_common.h"
@@ -101,58 +102,65 @@ absl::StatusOr<std::array<int64_t, 3>> IntTriple(const nlohmann::json& v, const 
 }
 }  // namespace
 
+const ConfigSchema<ElasticDeformationConfig>& ElasticDeformationTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<ElasticDeformationConfig>("elastic_deformation"))
+           ->AddParsed("num_control_points", "int | int[1|3]", &ElasticDeformationConfig::num_control_points,
+                       "B-spline control points per axis, each in [4, 64]",
+                       [](const nlohmann::json& v, const std::string& f) { return IntTriple(v, f); })
+           .AddParsed("max_displacement", "double | double[1|3]", &ElasticDeformationConfig::max_displacement,
+                      "largest control-point displacement per axis in mm, each in [0, 1e4]",
+                      [](const nlohmann::json& v, const std::string& f) -> absl::StatusOr<std::array<double, 3>> {
+                        std::vector<double> d;
+                        if (v.is_number()) {
+                          d = {v.get<double>()};
+                        } else {
+                          ASSIGN_OR_RETURN(d, ju::AsDoubles(v, f));
+                        }
+                        if (d.size() == 1) d = {d[0], d[0], d[0]};
+                        if (d.size() != 3) return ju::Invalid(f, "expected 1 or 3 values");
+                        return std::array<double, 3>{d[0], d[1], d[2]};
+                      })
+           .Add("locked_borders", &ElasticDeformationConfig::locked_borders,
+                "border control-point layers held at zero displacement (0, 1 or 2)", InRange(0, 2))
+           .Custom(
+               "image_interpolation", "string", "image interpolation: \"linear\" or \"nearest\"",
+               [](const nlohmann::json& j, ElasticDeformationConfig& c, const std::string& w) -> absl::Status {
+                 ASSIGN_OR_RETURN(const std::string interp, ju::GetString(j, "image_interpolation", "linear", w));
+                 if (interp != "linear" && interp != "nearest")
+                   return ju::Invalid(w + ".image_interpolation", "supported: \"linear\", \"nearest\"");
+                 c.linear = interp == "linear";
+                 return absl::OkStatus();
+               },
+               [](const ElasticDeformationConfig& c) { return nlohmann::json(c.linear ? "linear" : "nearest"); })
+           .Custom(
+               "label_interpolation", "string", "label interpolation: only \"nearest\"",
+               [](const nlohmann::json& j, ElasticDeformationConfig&, const std::string& w) -> absl::Status {
+                 ASSIGN_OR_RETURN(const std::string v, ju::GetString(j, "label_interpolation", "nearest", w));
+                 if (v != "nearest") return ju::Invalid(w + ".label_interpolation", "supported: \"nearest\"");
+                 return absl::OkStatus();
+               },
+               [](const ElasticDeformationConfig&) { return nlohmann::json("nearest"); });
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> ElasticDeformationTransform::Create(
     const ElasticDeformationConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   RETURN_IF_ERROR(CheckGrid(c.num_control_points, "elastic_deformation.num_control_points"));
   for (double d : c.max_displacement)
     if (!(d >= 0) || !(d <= 1e4)) return ju::Invalid("elastic_deformation.max_displacement", "must be in [0, 1e4]");
-  if (c.locked_borders < 0 || c.locked_borders > 2)
-    return ju::Invalid("elastic_deformation.locked_borders", "must be 0, 1 or 2");
   if (c.locked_borders == 2 && std::count(c.num_control_points.begin(), c.num_control_points.end(), 4) > 0)
     return ju::Invalid("elastic_deformation.locked_borders", "2 with 4 control points is the identity (TorchIO)");
   return std::shared_ptr<const Transform>(new ElasticDeformationTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> ElasticDeformationTransform::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(
-      j, {"num_control_points", "max_displacement", "locked_borders", "image_interpolation", "label_interpolation"},
-      kW));
-  ElasticDeformationConfig c;
-  if (j.contains("num_control_points")) {
-    ASSIGN_OR_RETURN(c.num_control_points,
-                     IntTriple(j["num_control_points"], "elastic_deformation.num_control_points"));
-  }
-  if (j.contains("max_displacement")) {
-    const auto& v = j["max_displacement"];
-    std::vector<double> d;
-    if (v.is_number()) {
-      d = {v.get<double>()};
-    } else {
-      ASSIGN_OR_RETURN(d, ju::AsDoubles(v, "elastic_deformation.max_displacement"));
-    }
-    if (d.size() == 1) d = {d[0], d[0], d[0]};
-    if (d.size() != 3) return ju::Invalid("elastic_deformation.max_displacement", "expected 1 or 3 values");
-    c.max_displacement = {d[0], d[1], d[2]};
-  }
-  ASSIGN_OR_RETURN(const int64_t locked, ju::GetInt(j, "locked_borders", 2, kW));
-  c.locked_borders = static_cast<int>(std::clamp<int64_t>(locked, -1, 3));
-  ASSIGN_OR_RETURN(const std::string interp, ju::GetString(j, "image_interpolation", "linear", kW));
-  if (interp != "linear" && interp != "nearest")
-    return ju::Invalid("elastic_deformation.image_interpolation", "supported: \"linear\", \"nearest\"");
-  c.linear = interp == "linear";
-  ASSIGN_OR_RETURN(const std::string label_interp, ju::GetString(j, "label_interpolation", "nearest", kW));
-  if (label_interp != "nearest")
-    return ju::Invalid("elastic_deformation.label_interpolation", "supported: \"nearest\"");
+  ASSIGN_OR_RETURN(ElasticDeformationConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json ElasticDeformationTransform::ConfigToJson() const {
-  return {{"num_control_points", config_.num_control_points},
-          {"max_displacement", config_.max_displacement},
-          {"locked_borders", config_.locked_borders},
-          {"image_interpolation", config_.linear ? "linear" : "nearest"},
-          {"label_interpolation", "nearest"}};
-}
+nlohmann::json ElasticDeformationTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> ElasticDeformationTransform::Draw(DrawContext& ctx,
                                                                                    const SampleLayout&) const {

@@ -24,6 +24,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -44,6 +45,8 @@ class ElasticDeformationTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const ElasticDeformationConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // num_control_points, max_displacement, locked_borders, image_interpolation, label_interpolation
+  static const ConfigSchema<ElasticDeformationConfig>& Schema();
   const ElasticDeformationConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kElasticDeformation; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 #include "augment/transforms/common/mri_common.h"
@@ -29,29 +30,30 @@ void ZeroOutside(T* x, int64_t channels, const mri::Shape3& s, const std::array<
 }
 }  // namespace
 
+const ConfigSchema<ShapeCropConfig>& ShapeCropTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<ShapeCropConfig>("shape_crop"))
+           ->Add("shape_min", &ShapeCropConfig::shape_min, "smallest kept extent per axis (drawn from [shape_min, S])",
+                 AtLeast(1))
+           .Add("ignore_axes", &ShapeCropConfig::ignore_axes, "spatial axes left uncropped (0, 1, 2; no repeats)",
+                InRange(0, 2));
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> ShapeCropTransform::Create(const ShapeCropConfig& c) {
-  if (c.shape_min < 1) return ju::Invalid("shape_crop.shape_min", "must be >= 1");
-  for (size_t a = 0; a < c.ignore_axes.size(); ++a) {
-    if (c.ignore_axes[a] < 0 || c.ignore_axes[a] > 2) return ju::Invalid("shape_crop.ignore_axes", "axes are 0, 1, 2");
+  RETURN_IF_ERROR(Schema().Validate(c));
+  for (size_t a = 0; a < c.ignore_axes.size(); ++a)
     if (std::count(c.ignore_axes.begin(), c.ignore_axes.end(), c.ignore_axes[a]) > 1)
       return ju::Invalid("shape_crop.ignore_axes", "repeated axis");
-  }
   return std::shared_ptr<const Transform>(new ShapeCropTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> ShapeCropTransform::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"shape_min", "ignore_axes"}, kW));
-  ShapeCropConfig c;
-  ASSIGN_OR_RETURN(c.shape_min, ju::GetInt(j, "shape_min", 1, kW));
-  if (j.contains("ignore_axes") && !j["ignore_axes"].is_null()) {
-    ASSIGN_OR_RETURN(c.ignore_axes, ju::AsInts(j["ignore_axes"], "shape_crop.ignore_axes"));
-  }
+  ASSIGN_OR_RETURN(ShapeCropConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json ShapeCropTransform::ConfigToJson() const {
-  return {{"shape_min", config_.shape_min}, {"ignore_axes", config_.ignore_axes}};
-}
+nlohmann::json ShapeCropTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> ShapeCropTransform::Draw(DrawContext& ctx,
                                                                           const SampleLayout& layout) const {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -35,6 +36,7 @@ class ShapeCropTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const ShapeCropConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  static const ConfigSchema<ShapeCropConfig>& Schema();  // shape_min, ignore_axes
   const ShapeCropConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kShapeCrop; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

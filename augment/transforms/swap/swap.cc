@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 #include "augment/transforms/common/mri_common.h"
@@ -64,27 +65,30 @@ void SwapPatches(const SwapParams& p, const std::array<int64_t, 3>& s, int64_t c
   }
 }
 
+const ConfigSchema<SwapConfig>& SwapTransform::Schema() {
+  static const auto* const s =
+      &(new ConfigSchema<SwapConfig>("swap"))
+           ->AddParsed("patch_size", "int | int[3]", &SwapConfig::patch_size,
+                       "patch extent per spatial axis (one integer: the same on every axis), each in [1, 4096]",
+                       [](const nlohmann::json& v, const std::string& f) { return Triple(v, f); })
+           .Add("num_iterations", &SwapConfig::num_iterations, "number of patch pairs swapped per sample",
+                InRange(0, kMaxIterations));
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> SwapTransform::Create(const SwapConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   for (int64_t v : c.patch_size)
     if (v < 1 || v > 4096) return ju::Invalid("swap.patch_size", "each extent must be in [1, 4096]");
-  if (c.num_iterations < 0 || c.num_iterations > kMaxIterations)
-    return ju::Invalid("swap.num_iterations", "must be in [0, 100000]");
   return std::shared_ptr<const Transform>(new SwapTransform(c));
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> SwapTransform::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"patch_size", "num_iterations"}, kW));
-  SwapConfig c;
-  if (j.contains("patch_size")) {
-    ASSIGN_OR_RETURN(c.patch_size, Triple(j["patch_size"], "swap.patch_size"));
-  }
-  ASSIGN_OR_RETURN(c.num_iterations, ju::GetInt(j, "num_iterations", 100, kW));
+  ASSIGN_OR_RETURN(SwapConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json SwapTransform::ConfigToJson() const {
-  return {{"patch_size", config_.patch_size}, {"num_iterations", config_.num_iterations}};
-}
+nlohmann::json SwapTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> SwapTransform::Draw(DrawContext& ctx,
                                                                      const SampleLayout& layout) const {

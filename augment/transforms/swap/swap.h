@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 
 namespace augmentd {
@@ -43,6 +44,7 @@ class SwapTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const SwapConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  static const ConfigSchema<SwapConfig>& Schema();  // patch_size, num_iterations
   const SwapConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kSwap; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "augment/json_util.h"
+#include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
 #include "augment/transforms/common/mri_common.h"
@@ -62,7 +63,6 @@ absl::StatusOr<std::array<double, 3>> Triple(const nlohmann::json& j, const char
   return std::array<double, 3>{v[0], v[1], v[2]};
 }
 
-nlohmann::json SextetToJson(const std::array<double, 6>& r) { return std::vector<double>(r.begin(), r.end()); }
 }  // namespace
 
 sitk::IndexAffine TorchioAffineIndexMap(const TorchioAffineParams& p, const std::array<int64_t, 3>& shape,
@@ -97,7 +97,73 @@ sitk::IndexAffine TorchioAffineIndexMap(const TorchioAffineParams& p, const std:
   return out;
 }
 
+namespace {
+// A two-word string field ("image" / "origin", "linear" / "nearest"; absent: `yes`), stored as `member` = (v == yes).
+template <bool TorchioAffineConfig::*member>
+ConfigSchema<TorchioAffineConfig>& AddChoice(ConfigSchema<TorchioAffineConfig>& s, const char* name, const char* yes,
+                                              const char* no, const char* doc, const char* error) {
+  return s.Custom(
+      name, "string", doc,
+      [=](const nlohmann::json& j, TorchioAffineConfig& c, const std::string& w) -> absl::Status {
+        ASSIGN_OR_RETURN(const std::string v, ju::GetString(j, name, yes, w));
+        if (v != yes && v != no) return ju::Invalid(w + "." + name, error);
+        c.*member = v == yes;
+        return absl::OkStatus();
+      },
+      [=](const TorchioAffineConfig& c) { return nlohmann::json(c.*member ? yes : no); });
+}
+}  // namespace
+
+const ConfigSchema<TorchioAffineConfig>& TorchioAffineTransform::Schema() {
+  static const auto* const s = [] {
+    auto* s = new ConfigSchema<TorchioAffineConfig>("torchio_affine");
+    s->AddParsed("scales", "double | double[2|3|6]", &TorchioAffineConfig::scales,
+                 "scale ranges (TorchIO parse_params around 1), each within (0, 100]",
+                 [](const nlohmann::json& v, const std::string& f) { return Sextet(v, 1, f); })
+        .AddParsed("degrees", "double | double[2|3|6]", &TorchioAffineConfig::degrees,
+                   "rotation ranges in degrees (around 0), |values| <= 10000",
+                   [](const nlohmann::json& v, const std::string& f) { return Sextet(v, 0, f); })
+        .AddParsed("translation", "double | double[2|3|6]", &TorchioAffineConfig::translation,
+                   "translation ranges in voxels (around 0), |values| <= 1e6",
+                   [](const nlohmann::json& v, const std::string& f) { return Sextet(v, 0, f); })
+        .Add("isotropic", &TorchioAffineConfig::isotropic, "one scale drawn for all axes");
+    AddChoice<&TorchioAffineConfig::center_image>(*s, "center", "image", "origin",
+                                                  "rotation centre: \"image\" (its centre) or \"origin\"",
+                                                  "must be \"image\" or \"origin\"");
+    s->Custom(
+        "default_pad_value", "\"minimum\" | double", "image fill outside the input (\"minimum\": the image's minimum)",
+        [](const nlohmann::json& j, TorchioAffineConfig& c, const std::string& w) -> absl::Status {
+          if (!j.contains("default_pad_value") || j["default_pad_value"].is_null()) return absl::OkStatus();
+          const auto& v = j["default_pad_value"];
+          if (v.is_number()) {
+            c.pad_value = v.get<double>();
+          } else if (!(v.is_string() && v.get<std::string>() == "minimum")) {
+            return ju::Invalid(w + ".default_pad_value", "supported: \"minimum\" or a number");
+          }
+          return absl::OkStatus();
+        },
+        [](const TorchioAffineConfig& c) {
+          return c.pad_value ? nlohmann::json(*c.pad_value) : nlohmann::json("minimum");
+        });
+    s->Add("default_pad_label", &TorchioAffineConfig::pad_label, "label fill outside the input (an int16 label)");
+    AddChoice<&TorchioAffineConfig::linear>(*s, "image_interpolation", "linear", "nearest",
+                                            "image interpolation: \"linear\" or \"nearest\"",
+                                            "supported: \"linear\", \"nearest\"");
+    s->Custom(
+        "label_interpolation", "string", "label interpolation: only \"nearest\"",
+        [](const nlohmann::json& j, TorchioAffineConfig&, const std::string& w) -> absl::Status {
+          ASSIGN_OR_RETURN(const std::string v, ju::GetString(j, "label_interpolation", "nearest", w));
+          if (v != "nearest") return ju::Invalid(w + ".label_interpolation", "supported: \"nearest\"");
+          return absl::OkStatus();
+        },
+        [](const TorchioAffineConfig&) { return nlohmann::json("nearest"); });
+    return s;
+  }();
+  return *s;
+}
+
 absl::StatusOr<std::shared_ptr<const Transform>> TorchioAffineTransform::Create(const TorchioAffineConfig& c) {
+  RETURN_IF_ERROR(Schema().Validate(c));
   for (size_t i = 0; i < 6; i += 2) {
     if (!(c.scales[i] > 0) || !(c.scales[i] <= c.scales[i + 1]) || !(c.scales[i + 1] <= 100))
       return ju::Invalid("torchio_affine.scales", "each range must satisfy 0 < lo <= hi <= 100");
@@ -118,59 +184,11 @@ absl::StatusOr<std::shared_ptr<const Transform>> TorchioAffineTransform::Create(
 }
 
 absl::StatusOr<std::shared_ptr<const Transform>> TorchioAffineTransform::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(ju::CheckKeys(j,
-                                {"scales", "degrees", "translation", "isotropic", "center", "default_pad_value",
-                                 "default_pad_label", "image_interpolation", "label_interpolation"},
-                                kW));
-  TorchioAffineConfig c;
-  if (j.contains("scales")) {
-    ASSIGN_OR_RETURN(c.scales, Sextet(j["scales"], 1, "torchio_affine.scales"));
-  }
-  if (j.contains("degrees")) {
-    ASSIGN_OR_RETURN(c.degrees, Sextet(j["degrees"], 0, "torchio_affine.degrees"));
-  }
-  if (j.contains("translation")) {
-    ASSIGN_OR_RETURN(c.translation, Sextet(j["translation"], 0, "torchio_affine.translation"));
-  }
-  ASSIGN_OR_RETURN(c.isotropic, ju::GetBool(j, "isotropic", false, kW));
-  ASSIGN_OR_RETURN(const std::string center, ju::GetString(j, "center", "image", kW));
-  if (center != "image" && center != "origin")
-    return ju::Invalid("torchio_affine.center", "must be \"image\" or \"origin\"");
-  c.center_image = center == "image";
-  if (j.contains("default_pad_value") && !j["default_pad_value"].is_null()) {
-    const auto& v = j["default_pad_value"];
-    if (v.is_number()) {
-      c.pad_value = v.get<double>();
-    } else if (!(v.is_string() && v.get<std::string>() == "minimum")) {
-      return ju::Invalid("torchio_affine.default_pad_value", "supported: \"minimum\" or a number");
-    }
-  }
-  ASSIGN_OR_RETURN(c.pad_label, ju::GetDouble(j, "default_pad_label", 0, kW));
-  ASSIGN_OR_RETURN(const std::string interp, ju::GetString(j, "image_interpolation", "linear", kW));
-  if (interp != "linear" && interp != "nearest")
-    return ju::Invalid("torchio_affine.image_interpolation", "supported: \"linear\", \"nearest\"");
-  c.linear = interp == "linear";
-  ASSIGN_OR_RETURN(const std::string label_interp, ju::GetString(j, "label_interpolation", "nearest", kW));
-  if (label_interp != "nearest") return ju::Invalid("torchio_affine.label_interpolation", "supported: \"nearest\"");
+  ASSIGN_OR_RETURN(TorchioAffineConfig c, Schema().Parse(j));
   return Create(c);
 }
 
-nlohmann::json TorchioAffineTransform::ConfigToJson() const {
-  nlohmann::json j = {{"scales", SextetToJson(config_.scales)},
-                      {"degrees", SextetToJson(config_.degrees)},
-                      {"translation", SextetToJson(config_.translation)},
-                      {"isotropic", config_.isotropic},
-                      {"center", config_.center_image ? "image" : "origin"},
-                      {"default_pad_label", config_.pad_label},
-                      {"image_interpolation", config_.linear ? "linear" : "nearest"},
-                      {"label_interpolation", "nearest"}};
-  if (config_.pad_value.has_value()) {
-    j["default_pad_value"] = *config_.pad_value;
-  } else {
-    j["default_pad_value"] = "minimum";
-  }
-  return j;
-}
+nlohmann::json TorchioAffineTransform::ConfigToJson() const { return Schema().ToJson(config_); }
 
 absl::StatusOr<std::unique_ptr<TransformParams>> TorchioAffineTransform::Draw(DrawContext& ctx,
                                                                               const SampleLayout&) const {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 
+#include "augment/schema.h"
 #include "augment/transform.h"
 #include "augment/transforms/common/sitk_resample.h"
 
@@ -53,6 +54,9 @@ class TorchioAffineTransform final : public Transform {
  public:
   static absl::StatusOr<std::shared_ptr<const Transform>> Create(const TorchioAffineConfig& config);
   static absl::StatusOr<std::shared_ptr<const Transform>> FromJson(const nlohmann::json& config);
+  // scales, degrees, translation, isotropic, center, default_pad_value, default_pad_label, image_interpolation,
+  // label_interpolation
+  static const ConfigSchema<TorchioAffineConfig>& Schema();
   const TorchioAffineConfig& config() const { return config_; }
   TransformKind kind() const override { return TransformKind::kTorchioAffine; }
   absl::StatusOr<std::unique_ptr<TransformParams>> Draw(DrawContext& ctx, const SampleLayout& layout) const override;
