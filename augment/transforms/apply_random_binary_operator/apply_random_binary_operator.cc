@@ -9,6 +9,7 @@
 #include "augment/json_util.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
+#include "augment/transforms/common/one_hot_channels.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -21,12 +22,7 @@ constexpr std::pair<BinaryOperator, const char*> kOperatorNames[] = {{BinaryOper
                                                                      {BinaryOperator::kErosion, "erosion"},
                                                                      {BinaryOperator::kClosing, "closing"},
                                                                      {BinaryOperator::kOpening, "opening"}};
-
-// Reads an int or a list of ints.
-absl::StatusOr<std::vector<int64_t>> IntOrInts(const nlohmann::json& v, const std::string& field) {
-  if (v.is_number_integer()) return std::vector<int64_t>{v.get<int64_t>()};
-  return ju::AsInts(v, field);
-}
+using one_hot_channels::IntOrInts;
 }  // namespace
 
 std::string_view BinaryOperatorName(BinaryOperator op) {
@@ -39,14 +35,6 @@ absl::StatusOr<BinaryOperator> ParseBinaryOperator(const std::string& name, cons
   for (const auto& [o, n] : kOperatorNames)
     if (name == n) return o;
   return ju::Invalid(field, absl::StrCat("unknown operator '", name, "' (dilation, erosion, closing, opening)"));
-}
-
-absl::StatusOr<int64_t> ResolveChannel(int64_t c, int64_t channels, const std::string& field) {
-  const int64_t r = c < 0 ? c + channels : c;
-  if (r < 0 || r >= channels) {
-    return ju::Invalid(field, absl::StrCat("channel ", c, " out of range for ", channels, " channels"));
-  }
-  return r;
 }
 
 namespace binary_operator_internal {
@@ -213,9 +201,7 @@ const ConfigSchema<ApplyRandomBinaryOperatorConfig>& ApplyRandomBinaryOperatorTr
 
 absl::StatusOr<std::shared_ptr<const Transform>> ApplyRandomBinaryOperatorTransform::Create(
     const ApplyRandomBinaryOperatorConfig& c) {
-  if (c.channel_idx.empty()) return ju::Invalid("apply_random_binary_operator.channel_idx", "must not be empty");
-  for (int64_t v : c.channel_idx)
-    if (v < -4096 || v >= 4096) return ju::Invalid("apply_random_binary_operator.channel_idx", "out of range");
+  RETURN_IF_ERROR(one_hot_channels::CheckChannelIdx(c.channel_idx, kName));
   RETURN_IF_ERROR(Schema().Validate(c));  // strel_size, p_per_label
   if (c.any_of_these.empty()) return ju::Invalid("apply_random_binary_operator.any_of_these", "must not be empty");
   return std::shared_ptr<const Transform>(new ApplyRandomBinaryOperatorTransform(c));
@@ -233,10 +219,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> ApplyRandomBinaryOperatorTransf
     DrawContext& ctx, const SampleLayout&) const {
   auto p = std::make_unique<ApplyRandomBinaryOperatorParams>();
   // np.random.shuffle (Fisher–Yates), then one torch.rand coin per shuffled channel.
-  std::vector<int64_t> order = config_.channel_idx;
-  for (int64_t i = static_cast<int64_t>(order.size()) - 1; i > 0; --i) std::swap(order[i], order[ctx.rng.UniformInt(0, i)]);
-  for (int64_t c : order)
-    if (ctx.rng.Uniform() < config_.p_per_label) p->apply_to_channels.push_back(c);
+  p->apply_to_channels = one_hot_channels::Draw(ctx.rng, config_.channel_idx, config_.p_per_label);
   const auto nops = static_cast<int64_t>(config_.any_of_these.size());
   for (size_t i = 0; i < p->apply_to_channels.size(); ++i)
     p->operators.push_back(config_.any_of_these[ctx.rng.UniformInt(0, nops - 1)]);
@@ -255,7 +238,7 @@ absl::Status ApplyRandomBinaryOperatorTransform::Apply(const TransformParams& pa
   std::vector<uint8_t> m(static_cast<size_t>(n));
   for (size_t k = 0; k < p->apply_to_channels.size(); ++k) {
     const int64_t raw = p->apply_to_channels[k];
-    ASSIGN_OR_RETURN(const int64_t a, ResolveChannel(raw, s.channels, "params.apply_to_channels"));
+    ASSIGN_OR_RETURN(const int64_t a, one_hot_channels::Resolve(raw, s.channels, "params.apply_to_channels"));
     float* x = s.image.data() + a * n;
     for (int64_t v = 0; v < n; ++v) m[v] = x[v] != 0.0f;
     std::vector<int64_t> fd;
@@ -263,7 +246,7 @@ absl::Status ApplyRandomBinaryOperatorTransform::Apply(const TransformParams& pa
     const std::vector<uint8_t> r = bo::ApplyOperator(p->operators[k], m, s.shape, fp, fd);
     for (int64_t oc_raw : config_.channel_idx) {  // bgv2: other_ch = [i for i in channel_idx if i != a]
       if (oc_raw == raw) continue;
-      ASSIGN_OR_RETURN(const int64_t oc, ResolveChannel(oc_raw, s.channels, "apply_random_binary_operator.channel_idx"));
+      ASSIGN_OR_RETURN(const int64_t oc, one_hot_channels::Resolve(oc_raw, s.channels, "apply_random_binary_operator.channel_idx"));
       float* y = s.image.data() + oc * n;
       for (int64_t v = 0; v < n; ++v)
         if (r[v] && !m[v]) y[v] = 0.0f;
@@ -284,14 +267,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> ApplyRandomBinaryOperatorTransf
     const nlohmann::json& j, const SampleLayout& layout) const {
   RETURN_IF_ERROR(ju::CheckKeys(j, {"apply_to_channels", "operators", "strel_size"}, "params"));
   auto p = std::make_unique<ApplyRandomBinaryOperatorParams>();
-  if (j.contains("apply_to_channels") && !j["apply_to_channels"].is_null()) {
-    ASSIGN_OR_RETURN(p->apply_to_channels, IntOrInts(j["apply_to_channels"], "params.apply_to_channels"));
-  }
-  for (int64_t c : p->apply_to_channels) {
-    if (std::find(config_.channel_idx.begin(), config_.channel_idx.end(), c) == config_.channel_idx.end())
-      return ju::Invalid("params.apply_to_channels", absl::StrCat("channel ", c, " is not in channel_idx"));
-    if (layout.channels > 0) RETURN_IF_ERROR(ResolveChannel(c, layout.channels, "params.apply_to_channels").status());
-  }
+  ASSIGN_OR_RETURN(p->apply_to_channels, one_hot_channels::ParseApplied(j, config_.channel_idx, layout.channels));
   const size_t n = p->apply_to_channels.size();
   if (n == 0) return std::unique_ptr<TransformParams>(std::move(p));
   for (const char* key : {"operators", "strel_size"}) {

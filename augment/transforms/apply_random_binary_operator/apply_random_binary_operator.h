@@ -81,7 +81,4 @@ class ApplyRandomBinaryOperatorTransform final : public Transform {
 std::string_view BinaryOperatorName(BinaryOperator op);
 absl::StatusOr<BinaryOperator> ParseBinaryOperator(const std::string& name, const std::string& field);
 
-// The channel `c` of a sample with `channels` channels (negative counts from the end), or INVALID_ARGUMENT.
-absl::StatusOr<int64_t> ResolveChannel(int64_t c, int64_t channels, const std::string& field);
-
 }  // namespace augmentd

@@ -8,6 +8,7 @@
 #include "augment/status_macros.h"
 #include "augment/transforms/apply_random_binary_operator/apply_random_binary_operator.h"
 #include "augment/transforms/common/common.h"
+#include "augment/transforms/common/one_hot_channels.h"
 
 namespace augmentd {
 namespace ju = json_util;
@@ -17,10 +18,7 @@ using transforms_internal::RequireImage;
 namespace {
 constexpr const char* kName = "remove_random_connected_component";
 
-absl::StatusOr<std::vector<int64_t>> IntOrInts(const nlohmann::json& v, const std::string& field) {
-  if (v.is_number_integer()) return std::vector<int64_t>{v.get<int64_t>()};
-  return ju::AsInts(v, field);
-}
+using one_hot_channels::IntOrInts;
 
 int64_t Pick(double u, size_t n) { return std::min<int64_t>(static_cast<int64_t>(u * static_cast<double>(n)), n - 1); }
 }  // namespace
@@ -106,9 +104,7 @@ const ConfigSchema<RemoveRandomConnectedComponentConfig>& RemoveRandomConnectedC
 
 absl::StatusOr<std::shared_ptr<const Transform>> RemoveRandomConnectedComponentTransform::Create(
     const RemoveRandomConnectedComponentConfig& c) {
-  if (c.channel_idx.empty()) return ju::Invalid("remove_random_connected_component.channel_idx", "must not be empty");
-  for (int64_t v : c.channel_idx)
-    if (v < -4096 || v >= 4096) return ju::Invalid("remove_random_connected_component.channel_idx", "out of range");
+  RETURN_IF_ERROR(one_hot_channels::CheckChannelIdx(c.channel_idx, kName));
   RETURN_IF_ERROR(Schema().Validate(c));  // the three probabilities
   return std::shared_ptr<const Transform>(new RemoveRandomConnectedComponentTransform(c));
 }
@@ -124,10 +120,7 @@ nlohmann::json RemoveRandomConnectedComponentTransform::ConfigToJson() const { r
 absl::StatusOr<std::unique_ptr<TransformParams>> RemoveRandomConnectedComponentTransform::Draw(
     DrawContext& ctx, const SampleLayout&) const {
   auto p = std::make_unique<RemoveRandomConnectedComponentParams>();
-  std::vector<int64_t> order = config_.channel_idx;
-  for (int64_t i = static_cast<int64_t>(order.size()) - 1; i > 0; --i) std::swap(order[i], order[ctx.rng.UniformInt(0, i)]);
-  for (int64_t c : order)
-    if (ctx.rng.Uniform() < config_.p_per_label) p->apply_to_channels.push_back(c);
+  p->apply_to_channels = one_hot_channels::Draw(ctx.rng, config_.channel_idx, config_.p_per_label);
   for (size_t i = 0; i < p->apply_to_channels.size(); ++i) {
     p->component_draw.push_back(ctx.rng.Uniform());
     p->fill_draw.push_back(ctx.rng.Uniform());
@@ -148,7 +141,7 @@ absl::Status RemoveRandomConnectedComponentTransform::Apply(const TransformParam
   std::vector<int32_t> labels;
   for (size_t k = 0; k < na; ++k) {
     const int64_t raw = p->apply_to_channels[k];
-    ASSIGN_OR_RETURN(const int64_t a, ResolveChannel(raw, s.channels, "params.apply_to_channels"));
+    ASSIGN_OR_RETURN(const int64_t a, one_hot_channels::Resolve(raw, s.channels, "params.apply_to_channels"));
     float* x = s.image.data() + a * n;
     bool any = false;
     for (int64_t v = 0; v < n; ++v) any |= (m[v] = x[v] != 0.0f);
@@ -167,7 +160,7 @@ absl::Status RemoveRandomConnectedComponentTransform::Apply(const TransformParam
     for (int64_t c : config_.channel_idx)
       if (c != raw) other.push_back(c);
     if (other.empty()) continue;
-    ASSIGN_OR_RETURN(const int64_t oc, ResolveChannel(other[Pick(p->other_class_draw[k], other.size())], s.channels,
+    ASSIGN_OR_RETURN(const int64_t oc, one_hot_channels::Resolve(other[Pick(p->other_class_draw[k], other.size())], s.channels,
                                                       "remove_random_connected_component.channel_idx"));
     float* y = s.image.data() + oc * n;
     for (int64_t v = 0; v < n; ++v)
@@ -189,14 +182,7 @@ absl::StatusOr<std::unique_ptr<TransformParams>> RemoveRandomConnectedComponentT
   RETURN_IF_ERROR(
       ju::CheckKeys(j, {"apply_to_channels", "component_draw", "fill_draw", "other_class_draw"}, "params"));
   auto p = std::make_unique<RemoveRandomConnectedComponentParams>();
-  if (j.contains("apply_to_channels") && !j["apply_to_channels"].is_null()) {
-    ASSIGN_OR_RETURN(p->apply_to_channels, IntOrInts(j["apply_to_channels"], "params.apply_to_channels"));
-  }
-  for (int64_t c : p->apply_to_channels) {
-    if (std::find(config_.channel_idx.begin(), config_.channel_idx.end(), c) == config_.channel_idx.end())
-      return ju::Invalid("params.apply_to_channels", absl::StrCat("channel ", c, " is not in channel_idx"));
-    if (layout.channels > 0) RETURN_IF_ERROR(ResolveChannel(c, layout.channels, "params.apply_to_channels").status());
-  }
+  ASSIGN_OR_RETURN(p->apply_to_channels, one_hot_channels::ParseApplied(j, config_.channel_idx, layout.channels));
   const size_t n = p->apply_to_channels.size();
   if (n == 0) return std::unique_ptr<TransformParams>(std::move(p));
   std::vector<double>* dst[] = {&p->component_draw, &p->fill_draw, &p->other_class_draw};
