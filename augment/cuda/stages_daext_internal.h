@@ -52,12 +52,12 @@ inline absl::Status EnqueueRetainAndGuard(ChainTensors& t, const cuda::daext::Da
     ASSIGN_OR_RETURN(const cuda::da5::SliceMoments* after,
                      da5_stage_internal::EnqueueMoments(t.image, t.voxels(), slices, da5_stage_internal::kSlotMomentsB,
                                                         ws, stream));
-    const std::string what = absl::StrCat(name, " retain_stats");
+    const std::string what = std::string(name) + " retain_stats";
     RETURN_IF_ERROR(CudaStatus(cuda::daext::LaunchDaextRetain(t.image, t.voxels(), slices, p, before, after, stream),
                                what.c_str()));
   }
   ASSIGN_OR_RETURN(void* flags, ws.Scratch(kSlotFlags, static_cast<size_t>(slices) * sizeof(int)));
-  const std::string what = absl::StrCat(name, " guard");
+  const std::string what = std::string(name) + " guard";
   return CudaStatus(
       cuda::daext::LaunchFiniteGuard(t.image, orig, t.voxels(), slices, p, static_cast<int*>(flags), stream),
       what.c_str());
