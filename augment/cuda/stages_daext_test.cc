@@ -50,7 +50,7 @@ std::vector<DaextCase> DaextCases() {
        2},
       {"auglab_bias_field", {{"order", 0}, {"apply_to_channel", {1}}}, 1e-5f, 2},
       {"shape_crop", json::object(), 0.0f, 1, 1},
-      {"shape_crop", {{"shape_min", 2}, {"ignore_axes", {1}}}, 0.0f, 1, 2},
+      {"shape_crop", {{"shape_min", 2}, {"ignore_axes", {0}}}, 0.0f, 1, 2},
       {"edge_convolution", json::object(), 1e-5f, 1},
       {"edge_convolution", {{"kernel_type", "scharr"}, {"absolute", true}}, 1e-5f, 1},
       {"edge_convolution", {{"kernel_type", "scharr"}, {"apply_to_channel", {1, 0}}, {"retain_stats", true}}, 1e-5f,
