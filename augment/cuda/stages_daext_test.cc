@@ -193,6 +193,31 @@ TEST(CudaDaextStages, TwoDEqualCpu) {
 
 // No GPU needed: the factories only inspect the configuration, Prepare only packs host records.
 TEST(CudaDaextStages, CoverageAndPrepare) {
+  // Every GPU case above parses, builds its stage, draws on every shape and channel count the GPU tests use, and
+  // Prepare packs those draws (so the GPU tests fail only on what the device computes).
+  for (const DaextCase& c : DaextCases()) {
+    auto t = TransformFromJson(c.kind, c.config);
+    ASSERT_TRUE(t.ok()) << c.kind << " " << c.config.dump() << ": " << t.status();
+    auto stage = MakeCudaStage(**t, 2);
+    ASSERT_TRUE(stage.ok() && *stage != nullptr) << c.kind << ": " << stage.status();
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{13, 11, 9}, {3, 5, 4}, {1, 7, 6}, {37, 45}, {5, 3}})
+      for (int channels = c.min_channels; channels <= 2; ++channels) {
+        SampleData s = testing::RandomSample(channels, shape, c.seg_channels, -1, 3, 7);
+        auto params = testing::DrawFor(**t, s.layout(), 5);
+        ASSERT_NE(params, nullptr) << c.kind << " " << c.config.dump();
+        EXPECT_TRUE((*t)->Apply(*params, s).ok()) << c.kind << " " << c.config.dump();
+        ChainTensors tensors;
+        tensors.batch = 1;
+        tensors.channels = channels;
+        tensors.seg_channels = tensors.seg_capacity = c.seg_channels;
+        const std::vector<int64_t> shape3 = shape.size() == 2 ? std::vector<int64_t>{1, shape[0], shape[1]} : shape;
+        for (int d = 0; d < 3; ++d) tensors.shape[d] = static_cast<int32_t>(shape3[d]);
+        ParamArena arena;
+        const absl::Status st = (*stage)->Prepare({params.get()}, tensors, arena);
+        EXPECT_TRUE(st.ok()) << c.kind << " " << c.config.dump() << ": " << st;
+      }
+  }
   for (const char* kind : {"clamp", "zscore_normalization", "auglab_bias_field", "shape_crop", "edge_convolution",
                            "unsharp_mask"}) {
     auto t = TransformFromJson(kind, json::object());
