@@ -4,10 +4,10 @@
 // A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
 // downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds after the table's last line
-// (zscore_normalization, clamp, edge_convolution, unsharp_mask, swap, shape_crop, anisotropy, torchio_affine,
-// elastic_deformation, move_seg_as_one_hot_to_data, apply_random_binary_operator, remove_random_connected_component,
-// auglab_low_resolution, redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
-// engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false.
+// and the CpuOnly lines (swap, anisotropy, torchio_affine, elastic_deformation, move_seg_as_one_hot_to_data,
+// apply_random_binary_operator, remove_random_connected_component, auglab_low_resolution, redistribute_seg) are
+// CPU-only: CudaBackendOf answers nullptr, the CUDA engine refuses them (UNIMPLEMENTED) and GetServerInfo reports
+// cuda=false.
 #include <cstddef>
 #include <memory>
 
@@ -40,6 +40,12 @@ CudaStageOrError MakeMotionStage(const Transform& t, size_t index);
 CudaStageOrError MakeHistogramEqualizationStage(const Transform& t, size_t index);
 CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index);
 CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index);
+CudaStageOrError MakeZscoreNormalizationStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeClampStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeEdgeConvolutionStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeUnsharpMaskStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeShapeCropStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeAuglabBiasFieldStage(const Transform& t, size_t index);  // transforms/<kind>/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
@@ -64,6 +70,11 @@ constexpr bool kCufft = true;
 #else
 constexpr bool kCufft = false;  // the k-space stages answer UNIMPLEMENTED naming cuFFT
 #endif
+
+// A kind without a CUDA stage between registered ones (the table is a prefix of the enum): CudaBackendOf answers
+// nullptr for it, as for the kinds after the table's last line.
+constexpr CudaBackend CpuOnly(TransformKind k) { return {k, nullptr, nullptr, false, false}; }
+constexpr bool IsCpuOnly(const CudaBackend& b) { return b.make_stage == nullptr && !b.runs_2d && !b.available; }
 
 constexpr CudaBackend kBackends[] = {
     {K::kSpatial, nullptr, nullptr, true},  // the chain executor (cuda/chain_spatial.h) / the fused kernels
@@ -94,6 +105,24 @@ constexpr CudaBackend kBackends[] = {
     {K::kHistogramEqualization, &MakeHistogramEqualizationStage, nullptr, true},
     {K::kRandomConvolution, &MakeRandomConvolutionStage, nullptr, true},
     {K::kIntensityFunction, &MakeIntensityFunctionStage, nullptr, true},
+    // 2D samples run as drawn: pointwise (clamp, zscore), the unit axis boxed whole (shape_crop), the CPU's own
+    // 1 × X × Y view of 2D samples (edge_convolution, unsharp_mask), the 2D polynomial read from the coefficient
+    // count (auglab_bias_field).
+    {K::kZscoreNormalization, &MakeZscoreNormalizationStage, nullptr, true},
+    {K::kClamp, &MakeClampStage, nullptr, true},
+    {K::kEdgeConvolution, &MakeEdgeConvolutionStage, nullptr, true},
+    {K::kUnsharpMask, &MakeUnsharpMaskStage, nullptr, true},
+    CpuOnly(K::kSwap),
+    {K::kShapeCrop, &MakeShapeCropStage, nullptr, true},
+    CpuOnly(K::kAnisotropy),
+    CpuOnly(K::kTorchioAffine),
+    CpuOnly(K::kElasticDeformation),
+    CpuOnly(K::kMoveSegAsOneHotToData),
+    CpuOnly(K::kApplyRandomBinaryOperator),
+    CpuOnly(K::kRemoveRandomConnectedComponent),
+    CpuOnly(K::kAuglabLowResolution),
+    CpuOnly(K::kRedistributeSeg),
+    {K::kAuglabBiasField, &MakeAuglabBiasFieldStage, nullptr, true},
 };
 
 constexpr bool InEnumOrder() {
@@ -111,7 +140,7 @@ bool HasCudaImplementation(TransformKind kind) {
 
 const CudaBackend* CudaBackendOf(TransformKind kind) {
   const size_t k = static_cast<size_t>(kind);
-  return k < sizeof(kBackends) / sizeof(kBackends[0]) ? &kBackends[k] : nullptr;
+  return k < sizeof(kBackends) / sizeof(kBackends[0]) && !IsCpuOnly(kBackends[k]) ? &kBackends[k] : nullptr;
 }
 
 }  // namespace augmentd

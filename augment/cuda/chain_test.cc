@@ -298,6 +298,37 @@ TEST(CudaChainSpatial, Da5MriAuglab2d) {
            {}, 2, 2, 1, 4, DType::kFloat32, true});
 }
 
+// The DAExt AugLab kinds (shape_crop, clamp, zscore_normalization, auglab_bias_field, edge_convolution,
+// unsharp_mask; their stages: augment/transforms/<name>/<name>_cuda.cc) inside nnU-Net's default pipeline, all on:
+// ahead of the spatial entry (input shape; shape_crop zeroes labels there too) and right after it (patch shape), 3D
+// and 2D samples.
+std::vector<TransformSpec> DaextEntries() {
+  std::vector<TransformSpec> out;
+  for (const char* kind : {"shape_crop", "clamp", "zscore_normalization", "auglab_bias_field", "edge_convolution",
+                           "unsharp_mask"}) {
+    absl::StatusOr<TransformSpec> t =
+        TransformSpec::FromJson({{"kind", kind}, {"apply_probability", 1.0}, {"config", nlohmann::json::object()}});
+    EXPECT_TRUE(t.ok()) << kind << ": " << t.status();
+    if (t.ok()) out.push_back(*std::move(t));
+  }
+  return out;
+}
+
+TEST(CudaChainSpatial, DaextKinds) {
+  for (bool front : {true, false}) {
+    const auto with_daext = [front](PipelineSpec s) {
+      const std::vector<TransformSpec> e = DaextEntries();
+      s.transforms.insert(s.transforms.begin() + (front ? 0 : 1), e.begin(), e.end());  // entry 0: spatial
+      return s;
+    };
+    RunCase({front ? "daext-front" : "daext-after-spatial",
+             [&] { return with_daext(ForceOn(*NnunetDefaultPipeline(Config({20, 24, 22}, 2)))); }, {}, 2, 2});
+    RunCase({front ? "2d-daext-front" : "2d-daext-after-spatial",
+             [&] { return with_daext(ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 1)))); }, {}, 2, 1, 1, 4,
+             DType::kFloat32, true});
+  }
+}
+
 // nnU-Net's 3d_fullres on an anisotropic patch (max/p0 > 3): dummy-2D, the spatial transform per slice of axis 0.
 TEST(CudaChainSpatial, Dummy2d3dFullres) {
   for (int B : {1, 2, 8}) {
