@@ -3,11 +3,11 @@
 //
 // A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
-// downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds after the table's last line
-// (zscore_normalization, clamp, edge_convolution, unsharp_mask, swap, shape_crop, anisotropy, torchio_affine,
-// elastic_deformation, move_seg_as_one_hot_to_data, apply_random_binary_operator, remove_random_connected_component,
-// auglab_low_resolution, redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
+// downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds without a line (zscore_normalization,
+// clamp, edge_convolution, unsharp_mask, swap, shape_crop, anisotropy, torchio_affine, elastic_deformation,
+// apply_random_binary_operator, remove_random_connected_component, auglab_low_resolution, redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
 // engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false.
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 
@@ -40,6 +40,7 @@ CudaStageOrError MakeMotionStage(const Transform& t, size_t index);
 CudaStageOrError MakeHistogramEqualizationStage(const Transform& t, size_t index);
 CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index);
 CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index);
+CudaStageOrError MakeMoveSegAsOneHotToDataStage(const Transform& t, size_t index);  // transforms/<kind>/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
@@ -94,14 +95,17 @@ constexpr CudaBackend kBackends[] = {
     {K::kHistogramEqualization, &MakeHistogramEqualizationStage, nullptr, true},
     {K::kRandomConvolution, &MakeRandomConvolutionStage, nullptr, true},
     {K::kIntensityFunction, &MakeIntensityFunctionStage, nullptr, true},
+    {K::kMoveSegAsOneHotToData, &MakeMoveSegAsOneHotToDataStage, nullptr, true},
 };
 
+constexpr size_t kNumBackends = sizeof(kBackends) / sizeof(kBackends[0]);
+// Ascending enum order, each kind at most once; a kind without a line is CPU-only.
 constexpr bool InEnumOrder() {
-  for (size_t i = 0; i < sizeof(kBackends) / sizeof(kBackends[0]); ++i)
-    if (kBackends[i].kind != static_cast<TransformKind>(i)) return false;
-  return sizeof(kBackends) / sizeof(kBackends[0]) <= static_cast<size_t>(kNumTransformKinds);
+  for (size_t i = 1; i < kNumBackends; ++i)
+    if (static_cast<int>(kBackends[i].kind) <= static_cast<int>(kBackends[i - 1].kind)) return false;
+  return static_cast<int>(kBackends[kNumBackends - 1].kind) < kNumTransformKinds;
 }
-static_assert(InEnumOrder(), "backends.cc: kBackends lists kinds in TransformKind order (a prefix of the enum)");
+static_assert(InEnumOrder(), "backends.cc: kBackends lists kinds in TransformKind order (ascending, no repeats)");
 }  // namespace
 
 bool HasCudaImplementation(TransformKind kind) {
@@ -110,8 +114,13 @@ bool HasCudaImplementation(TransformKind kind) {
 }
 
 const CudaBackend* CudaBackendOf(TransformKind kind) {
+  // The table's lines are ascending by kind: the line of `kind` is at index <= kind (gaps are the CPU-only kinds).
   const size_t k = static_cast<size_t>(kind);
-  return k < sizeof(kBackends) / sizeof(kBackends[0]) ? &kBackends[k] : nullptr;
+  for (size_t i = std::min(k, kNumBackends - 1) + 1; i-- > 0;) {
+    if (kBackends[i].kind == kind) return &kBackends[i];
+    if (static_cast<size_t>(kBackends[i].kind) < k) break;
+  }
+  return nullptr;
 }
 
 }  // namespace augmentd

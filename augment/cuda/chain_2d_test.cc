@@ -38,7 +38,7 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
                                         TransformKind::kSwap, TransformKind::kShapeCrop,
                                         TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
-                                        TransformKind::kMoveSegAsOneHotToData, TransformKind::kApplyRandomBinaryOperator,
+                                        TransformKind::kApplyRandomBinaryOperator,
                                         TransformKind::kRemoveRandomConnectedComponent,
                                              TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg,
                                              TransformKind::kAuglabBiasField};

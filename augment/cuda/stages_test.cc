@@ -86,7 +86,6 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
                                              TransformKind::kSwap, TransformKind::kShapeCrop,
                                              TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
-                                             TransformKind::kMoveSegAsOneHotToData,
                                              TransformKind::kApplyRandomBinaryOperator,
                                              TransformKind::kRemoveRandomConnectedComponent,
                                              TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg,
