@@ -86,7 +86,6 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
                                              TransformKind::kSwap, TransformKind::kShapeCrop,
                                              TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
-                                             TransformKind::kApplyRandomBinaryOperator,
                                              TransformKind::kRemoveRandomConnectedComponent,
                                              TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg,
                                              TransformKind::kAuglabBiasField};
