@@ -121,7 +121,6 @@ TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
     const std::vector<std::string> cpu_only = {"zscore_normalization", "clamp", "edge_convolution", "unsharp_mask",
                                                "swap", "shape_crop", "anisotropy", "torchio_affine",
                                                "elastic_deformation",
-                                               "remove_random_connected_component",
                                                "auglab_low_resolution", "redistribute_seg",
                                                "auglab_bias_field"};
     for (const std::string& name : cpu_only)

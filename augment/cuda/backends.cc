@@ -5,7 +5,7 @@
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
 // downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds without a line (zscore_normalization,
 // clamp, edge_convolution, unsharp_mask, swap, shape_crop, anisotropy, torchio_affine, elastic_deformation,
-// remove_random_connected_component, auglab_low_resolution, redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
+// auglab_low_resolution, redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
 // engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false.
 #include <algorithm>
 #include <cstddef>
@@ -42,6 +42,7 @@ CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index);
 CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index);
 CudaStageOrError MakeMoveSegAsOneHotToDataStage(const Transform& t, size_t index);  // transforms/<kind>/
 CudaStageOrError MakeApplyRandomBinaryOperatorStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeRemoveRandomConnectedComponentStage(const Transform& t, size_t index);  // transforms/<kind>/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
@@ -99,6 +100,8 @@ constexpr CudaBackend kBackends[] = {
     {K::kMoveSegAsOneHotToData, &MakeMoveSegAsOneHotToDataStage, nullptr, true},
     // 2D samples: the stage builds disk(r) from ChainTensors::two_d, as the CPU on a 2D sample.
     {K::kApplyRandomBinaryOperator, &MakeApplyRandomBinaryOperatorStage, nullptr, true},
+    // 2D samples: on the unit leading axis the 26-neighbourhood is the CPU's 8-neighbourhood.
+    {K::kRemoveRandomConnectedComponent, &MakeRemoveRandomConnectedComponentStage, nullptr, true},
 };
 
 constexpr size_t kNumBackends = sizeof(kBackends) / sizeof(kBackends[0]);

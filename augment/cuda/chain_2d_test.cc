@@ -38,7 +38,6 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
                                         TransformKind::kSwap, TransformKind::kShapeCrop,
                                         TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
-                                        TransformKind::kRemoveRandomConnectedComponent,
                                              TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg,
                                              TransformKind::kAuglabBiasField};
   for (int i = 0; i < kNumTransformKinds; ++i) {
