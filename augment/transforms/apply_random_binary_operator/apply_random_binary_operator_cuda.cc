@@ -5,7 +5,9 @@
 // the CPU's Dilate3 decomposes it. Enqueue runs the rounds (binop_cuda_types.h, apply_random_binary_operator.cu):
 // exact, integer-only, so GPU = CPU bit for bit. Registered in augment/cuda/backends.cc.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,8 +21,10 @@ namespace {
 namespace ch = cuda::chain;
 using stage_internal::NamedStage;
 
-// The CPU's Dilate3 runs of footprint `fp` (dims f, 3D form).
+// The CPU's Dilate3 runs of footprint `fp` (dims f, 3D form), the rows nearest the origin first (the kernel ORs
+// them and stops at the first hit: inside a mask that is the first run; the order does not change the result).
 void AppendRuns(const std::vector<uint8_t>& fp, const int64_t f[3], std::vector<ch::BinopRun>& runs) {
+  const size_t first = runs.size();
   const int64_t o[3] = {(f[0] - 1) / 2, (f[1] - 1) / 2, (f[2] - 1) / 2};
   for (int64_t a = 0; a < f[0]; ++a)
     for (int64_t b = 0; b < f[1]; ++b) {
@@ -37,6 +41,10 @@ void AppendRuns(const std::vector<uint8_t>& fp, const int64_t f[3], std::vector<
         c = e + 1;
       }
     }
+  std::stable_sort(runs.begin() + static_cast<std::ptrdiff_t>(first), runs.end(),
+                   [](const ch::BinopRun& x, const ch::BinopRun& y) {
+                     return std::abs(x.d0) + std::abs(x.d1) < std::abs(y.d0) + std::abs(y.d1);
+                   });
 }
 
 void Passes(BinaryOperator op, int32_t& p1, int32_t& p2) {
