@@ -120,8 +120,6 @@ TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
     // CPU-only kinds (no CUDA backend registered in augment/cuda/backends.cc) report cuda=false, cpu=true.
     const std::vector<std::string> cpu_only = {"swap", "anisotropy", "torchio_affine",
                                                "elastic_deformation",
-                                               "move_seg_as_one_hot_to_data", "apply_random_binary_operator",
-                                               "remove_random_connected_component",
                                                "auglab_low_resolution", "redistribute_seg"};
     for (const std::string& name : cpu_only)
       EXPECT_EQ(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;

@@ -4,8 +4,8 @@
 // A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
 // downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds after the table's last line
-// and the CpuOnly lines (swap, anisotropy, torchio_affine, elastic_deformation, move_seg_as_one_hot_to_data,
-// apply_random_binary_operator, remove_random_connected_component, auglab_low_resolution, redistribute_seg) are
+// and the CpuOnly lines (swap, anisotropy, torchio_affine, elastic_deformation, auglab_low_resolution,
+// redistribute_seg) are
 // CPU-only: CudaBackendOf answers nullptr, the CUDA engine refuses them (UNIMPLEMENTED) and GetServerInfo reports
 // cuda=false.
 #include <cstddef>
@@ -46,6 +46,9 @@ CudaStageOrError MakeEdgeConvolutionStage(const Transform& t, size_t index);  //
 CudaStageOrError MakeUnsharpMaskStage(const Transform& t, size_t index);  // transforms/<kind>/
 CudaStageOrError MakeShapeCropStage(const Transform& t, size_t index);  // transforms/<kind>/
 CudaStageOrError MakeAuglabBiasFieldStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeMoveSegAsOneHotToDataStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeApplyRandomBinaryOperatorStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeRemoveRandomConnectedComponentStage(const Transform& t, size_t index);  // transforms/<kind>/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
@@ -117,9 +120,11 @@ constexpr CudaBackend kBackends[] = {
     CpuOnly(K::kAnisotropy),
     CpuOnly(K::kTorchioAffine),
     CpuOnly(K::kElasticDeformation),
-    CpuOnly(K::kMoveSegAsOneHotToData),
-    CpuOnly(K::kApplyRandomBinaryOperator),
-    CpuOnly(K::kRemoveRandomConnectedComponent),
+    {K::kMoveSegAsOneHotToData, &MakeMoveSegAsOneHotToDataStage, nullptr, true},
+    // 2D samples: the stage builds disk(r) from ChainTensors::two_d, as the CPU on a 2D sample.
+    {K::kApplyRandomBinaryOperator, &MakeApplyRandomBinaryOperatorStage, nullptr, true},
+    // 2D samples: on the unit leading axis the 26-neighbourhood is the CPU's 8-neighbourhood.
+    {K::kRemoveRandomConnectedComponent, &MakeRemoveRandomConnectedComponentStage, nullptr, true},
     CpuOnly(K::kAuglabLowResolution),
     CpuOnly(K::kRedistributeSeg),
     {K::kAuglabBiasField, &MakeAuglabBiasFieldStage, nullptr, true},

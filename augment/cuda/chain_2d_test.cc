@@ -36,8 +36,6 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
   constexpr TransformKind kCpuOnly[] = {TransformKind::kSwap,
                                         TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
-                                        TransformKind::kMoveSegAsOneHotToData, TransformKind::kApplyRandomBinaryOperator,
-                                        TransformKind::kRemoveRandomConnectedComponent,
                                              TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg};
   for (int i = 0; i < kNumTransformKinds; ++i) {
     const auto k = static_cast<TransformKind>(i);
