@@ -562,6 +562,18 @@ TEST(CudaKernels, EachIntensityStageAlone) {
   }
 }
 
+// Channel counts between the builds (3: the 4-channel build with a channel unused; 8: the largest build, which keeps
+// NormalAt per voxel) with noise on the quad-shared Philox path (P2 % 4 == 0) and off it (P2 odd).
+TEST(CudaKernels, NoiseAcrossChannelBuilds) {
+  Probs p = SpatialOnly();
+  p.noise = 1.0;
+  for (int C : {2, 3, 4, 8}) {
+    RunCase(Make("noise-shared", 2, C, 4, p));
+    RunCase(Make("noise-odd-p2", 2, C, 4, p, {37, 45, 41}, {25, 31, 27}));
+  }
+  RunCase(Make("all-on-c3", 2, 3, 8, Probs::AllOn()));
+}
+
 TEST(CudaKernels, AllOn) {
   for (int B : {1, 2, 8})
     for (int C : {1, 4})
