@@ -156,6 +156,10 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
 // Runs the whole default pipeline on a batch. `d_params`: B SampleParams in device memory (read by the
 // kernels while they run). `stages`: ActiveStages(...) of the same parameters (a superset is valid, only
 // slower). Returns the first launch error (cudaErrorInvalidValue for a bad shape). Asynchronous.
+// Seg only: io.image == io.out_image == nullptr, with none of the stages after the spatial kernel (blur, contrast,
+// low-res, gammas) in `stages`: the spatial kernel resamples only the seg (same labels, DS targets as usual; noise,
+// brightness and mask touch nothing). The generic chain uses it for its second and later seg channels, whose image
+// the first launch already wrote.
 cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, uint32_t stages, const PipelineIO& io,
                         void* workspace, cudaStream_t stream);
 

@@ -531,6 +531,32 @@ TEST(CudaKernels, HostRules) {
   EXPECT_EQ(WorkspaceBytes(bad), 0u);
 }
 
+// Seg-only launches (pipeline_cuda.h): both image pointers null, and only with the spatial kernel's direct path. The
+// rejections happen before any device call (the pointers below are never dereferenced).
+TEST(CudaKernels, SegOnlyLaunchRules) {
+  BatchShape sh;
+  sh.batch = 2;
+  sh.channels = 4;
+  for (int d = 0; d < 3; ++d) {
+    sh.in[d] = 20;
+    sh.out[d] = 16;
+  }
+  const auto* params = reinterpret_cast<const SampleParams*>(uintptr_t{4096});
+  void* ws = reinterpret_cast<void*>(uintptr_t{8192});
+  PipelineIO io;
+  io.seg = reinterpret_cast<const int16_t*>(uintptr_t{12288});
+  io.out_seg = reinterpret_cast<int16_t*>(uintptr_t{16384});
+  for (uint32_t stage : {kStageBlur, kStageContrast, kStageLowRes, kStageGamma0, kStageGamma1}) {
+    EXPECT_EQ(RunPipeline(sh, params, stage | kStageNoise, io, ws, nullptr), cudaErrorInvalidValue) << stage;
+  }
+  PipelineIO half = io;
+  half.image = reinterpret_cast<const float*>(uintptr_t{20480});
+  EXPECT_EQ(RunPipeline(sh, params, 0, half, ws, nullptr), cudaErrorInvalidValue);  // image without out_image
+  half = io;
+  half.out_image = reinterpret_cast<void*>(uintptr_t{24576});
+  EXPECT_EQ(RunPipeline(sh, params, 0, half, ws, nullptr), cudaErrorInvalidValue);  // out_image without image
+}
+
 TEST(CudaKernels, SpatialOnly) {
   for (int B : {1, 2, 8})
     for (int C : {1, 4})
