@@ -47,7 +47,6 @@ struct SpatialArgs {
   const float* field;          // (B, 3, P) elastic fields, null when no sample deforms
   const ElasticStat* estat;    // (B, 3)
   const PipelineIO* io_dev;    // non-null: image, seg, out_seg, out_image (when set) are read from here (graph replay)
-  int image_channels;          // d.c, or 0 for a seg-only launch (RunPipeline with io.image == io.out_image == null)
   // Shape constants of the grid normalisation (host-computed, read from the parameter bank): S, S/2, RN(2/S), and
   // the −1-border thresholds of array axis d (bgv2 compares flipped-grid entry 2−d with size[2−d]).
   float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
@@ -121,8 +120,7 @@ template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
   const int b = blockIdx.y;
   const SampleParams& sp = a.params[b];
-  const int C = a.image_channels;  // channels resampled: d.c, or 0 (seg only)
-  const int stride_c = a.d.c;      // channels of the image buffers
+  const int C = a.d.c;  // 0 in a seg-only launch (LaunchSpatial)
   const int P[3] = {a.d.out[0], a.d.out[1], a.d.out[2]};
   const int S[3] = {a.d.in[0], a.d.in[1], a.d.in[2]};
   const int64_t in_n = a.d.in_n;
@@ -172,7 +170,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   __shared__ const float* sh_img_b;
   __shared__ const int16_t* sh_seg_b;
   if (threadIdx.x == 0) {
-    sh_img_b = image != nullptr ? image + static_cast<int64_t>(b) * stride_c * in_n : nullptr;
+    sh_img_b = image + static_cast<int64_t>(b) * C * in_n;
     sh_seg_b = seg + static_cast<int64_t>(b) * in_n;
   }
   // The noise keys (substream 1 + c; 0 = parameter draws) are block-uniform. Builds for 4+ channels keep them in
@@ -424,7 +422,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
 #pragma unroll
     for (int c = 0; c < kCT; ++c) {
       if (c >= C) continue;
-      const int64_t slice = static_cast<int64_t>(b) * stride_c + c;
+      const int64_t slice = static_cast<int64_t>(b) * C + c;
       if (a.x1) {
         a.x1[slice * out_n + j] = val[c];
         if (stat_ch[c]) Accumulate(part[c], val[c]);
@@ -441,7 +439,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       if (c >= C) continue;
       if (sp.ch[c].blur_sigma[0] != 0.f) continue;  // block-uniform
       const Partial r = BlockReduce(part[c]);
-      CommitPartial(a.slot, b * stride_c + c, blockIdx.x, gridDim.x, r, out_n);
+      CommitPartial(a.slot, b * C + c, blockIdx.x, gridDim.x, r, out_n);
     }
   }
 }
@@ -525,7 +523,9 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   a.field = f.elastic ? ws.field : nullptr;
   a.estat = f.elastic ? ws.estat : nullptr;
   a.io_dev = d_io;
-  a.image_channels = io.image != nullptr ? shape.channels : 0;
+  // Seg only (io.image == nullptr, RunPipeline checked the direct path): no image channel is resampled, and the image
+  // base pointer stays null + 0. The kernel's code is the same either way (channel loops bounded by d.c).
+  if (io.image == nullptr) a.d.c = 0;
   for (int d = 0; d < 3; ++d) {
     a.sf[d] = static_cast<float>(shape.in[d]);
     a.half_s[d] = a.sf[d] * 0.5f;  // exact
