@@ -405,6 +405,41 @@ void RunCase(const Case& cs) {
     out_ds[l].resize(cs.B * ds_n[l]);
     CUDA_OK(cudaMemcpy(out_ds[l].data(), d_ds[l], cs.B * ds_n[l] * 2, cudaMemcpyDeviceToHost));
   }
+  // Seg-only launch (pipeline_cuda.h; the generic chain's later seg channels): where nothing follows the spatial
+  // kernel, the same parameters without the image give the same seg and DS targets, bit for bit (same device, same
+  // kernel arithmetic), and leave the image output alone.
+  constexpr uint32_t kAfterSpatial = kStageBlur | kStageContrast | kStageLowRes | kStageGamma0 | kStageGamma1;
+  if ((stages & kAfterSpatial) == 0) {
+    PipelineIO so;
+    void* d_oseg2;
+    CUDA_OK(cudaMalloc(&d_oseg2, out_seg_bytes));
+    CUDA_OK(cudaMemset(d_oseg2, 0x7f, out_seg_bytes));
+    so.seg = io.seg;
+    so.out_seg = static_cast<int16_t*>(d_oseg2);
+    std::vector<void*> d_ds2(sh.num_ds);
+    for (int l = 0; l < sh.num_ds; ++l) {
+      CUDA_OK(cudaMalloc(&d_ds2[l], cs.B * ds_n[l] * 2));
+      CUDA_OK(cudaMemset(d_ds2[l], 0x7f, cs.B * ds_n[l] * 2));
+      so.out_ds[l] = static_cast<int16_t*>(d_ds2[l]);
+    }
+    CUDA_OK(cudaMemset(d_out, 0x7f, out_img_bytes));
+    CUDA_OK(RunPipeline(sh, static_cast<const SampleParams*>(d_params), stages, so, d_ws, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<int16_t> seg2(cs.B * out_n);
+    CUDA_OK(cudaMemcpy(seg2.data(), d_oseg2, out_seg_bytes, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(seg2, out_seg) << cs.name << ": seg-only seg";
+    for (int l = 0; l < sh.num_ds; ++l) {
+      std::vector<int16_t> ds2(cs.B * ds_n[l]);
+      CUDA_OK(cudaMemcpy(ds2.data(), d_ds2[l], cs.B * ds_n[l] * 2, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(ds2, out_ds[l]) << cs.name << ": seg-only DS level " << l;
+      CUDA_OK(cudaFree(d_ds2[l]));
+    }
+    std::vector<uint8_t> untouched(out_img_bytes);
+    CUDA_OK(cudaMemcpy(untouched.data(), d_out, out_img_bytes, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](uint8_t v) { return v == 0x7f; }))
+        << cs.name << ": a seg-only launch wrote the image output";
+    CUDA_OK(cudaFree(d_oseg2));
+  }
 
   int64_t seg_mismatch = 0, unexplained = 0, ds_mismatch = 0, ds_self_mismatch = 0, float_bad = 0;
   double max_rel = 0.0;
