@@ -485,8 +485,9 @@ int main(int argc, char** argv) {
     bw.push_back(RunSpatialBandwidth(2, 1, S1, P1, iters, st));
     const BandwidthResult& r = bw.back();
     const double gbps = r.bytes / (r.ms_spatial * 1e-3) / 1e9, copy_same = r.bytes / (r.ms_copy * 1e-3) / 1e9;
-    std::printf("| mode | B | C | shape | spatial ms | bytes (crop read + written) | spatial GB/s | copy of the same bytes "
-                "ms | copy GB/s | spatial_bandwidth_fraction |\n");
+    std::printf(
+        "| mode | B | C | shape | spatial ms | bytes (crop read + written) | spatial GB/s | copy of the same bytes ms "
+        "| copy GB/s | spatial_bandwidth_fraction |\n");
     std::printf("| spatial-bw | %d | %d | %s | %.4f | %.1f MB | %.0f | %.4f | %.0f | %.3f |\n", r.B, r.C,
                 r.shape.c_str(), r.ms_spatial, r.bytes / 1e6, gbps, r.ms_copy, copy_same, r.ms_copy / r.ms_spatial);
     std::printf(

@@ -374,9 +374,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       }
       // The image is resampled with the first seg channel; later channels run the spatial kernel seg only
       // (pipeline_cuda.h) when nothing follows it in the fused launch, instead of resampling every image channel again.
-      constexpr uint32_t kAfterSpatial = cuda::kStageBlur | cuda::kStageContrast | cuda::kStageLowRes |
-                                         cuda::kStageGamma0 | cuda::kStageGamma1;
-      const bool seg_only_later = (stages & kAfterSpatial) == 0;
+      const bool seg_only_later = (stages & cuda::kStagesAfterSpatial) == 0;
       for (int64_t k = 0; k < g.seg_channels; ++k) {
         // Gather only reads `planes` (the launcher's pointer is shared with the scatter direction).
         AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),

@@ -90,10 +90,9 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
                                   const PipelineIO& io, const PipelineIO* d_io, void* workspace, cudaStream_t stream) {
   // Seg only (pipeline_cuda.h): both image pointers null, and nothing but the spatial kernel's direct path.
   const bool seg_only = io.image == nullptr && io.out_image == nullptr;
-  constexpr uint32_t kAfterSpatial = kStageBlur | kStageContrast | kStageLowRes | kStageGamma0 | kStageGamma1;
   if (!ValidShape(shape) || d_params == nullptr || workspace == nullptr || io.seg == nullptr ||
       io.out_seg == nullptr || (!seg_only && (io.image == nullptr || io.out_image == nullptr)) ||
-      (seg_only && (stages & kAfterSpatial) != 0)) {
+      (seg_only && (stages & kStagesAfterSpatial) != 0)) {
     return cudaErrorInvalidValue;
   }
   for (int l = 0; l < shape.num_ds; ++l) {

@@ -131,6 +131,9 @@ enum StageBits : uint32_t {
   kStageElastic = 1u << 8,      // some sample deforms elastically (field generation before the spatial kernel)
   kStageAll = 0x1ffu,
 };
+// The stages that run after the spatial kernel (without them it writes the final outputs itself: the direct path).
+inline constexpr uint32_t kStagesAfterSpatial =
+    kStageBlur | kStageContrast | kStageLowRes | kStageGamma0 | kStageGamma1;
 
 // Which stages the host-side parameters use (host function, reads h_params[0..B)).
 uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape);

@@ -408,8 +408,7 @@ void RunCase(const Case& cs) {
   // Seg-only launch (pipeline_cuda.h; the generic chain's later seg channels): where nothing follows the spatial
   // kernel, the same parameters without the image give the same seg and DS targets, bit for bit (same device, same
   // kernel arithmetic), and leave the image output alone.
-  constexpr uint32_t kAfterSpatial = kStageBlur | kStageContrast | kStageLowRes | kStageGamma0 | kStageGamma1;
-  if ((stages & kAfterSpatial) == 0) {
+  if ((stages & kStagesAfterSpatial) == 0) {
     PipelineIO so;
     void* d_oseg2;
     CUDA_OK(cudaMalloc(&d_oseg2, out_seg_bytes));
