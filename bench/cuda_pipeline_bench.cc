@@ -343,7 +343,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
 // medians over `iters` alternating iterations (spatial, then copy, each between its own pair of events). The
 // spatial launch is RunPipeline with the spatial stage only (direct path: one kernel) and the sample parameters
 // uploaded before the timed region (16 parameter sets, rotation + scaling on every sample). A 2·N-byte copy (≈ 50 MB
-// at B=2 C=1 128³) is partly L2-resident on an H200 (60 MB L2), so it can beat the 1 GiB copy of the device line:
+// at B=2 C=1 128³) is partly L2-resident on an H200 (50 MB L2), so it can beat the 1 GiB copy of the device line:
 // the row also prints the fraction against that one (spatial GB/s / 1 GiB copy GB/s), the "% of copy" basis.
 struct BandwidthResult {
   int B, C;
