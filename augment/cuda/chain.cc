@@ -401,13 +401,21 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
         AUGMENTD_CHAIN_CUDA_OK(cudaMemsetAsync(tin, 0, sizeof(int16_t) * g.batch * in_n, stream));
         AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
       }
+      // The image is resampled with the first seg channel; later channels run the spatial kernel seg only
+      // (pipeline_cuda.h) when nothing follows it in the fused launch, instead of resampling every image channel again.
+      const bool seg_only_later = (stages & cuda::kStagesAfterSpatial) == 0;
       for (int64_t k = 0; k < g.seg_channels; ++k) {
         // Gather only reads `planes` (the launcher's pointer is shared with the scatter direction).
         AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
                                                         static_cast<int32_t>(g.seg_channels), in_n,
                                                         static_cast<int32_t>(k), const_cast<int16_t*>(src_seg),
                                                         tin, false, stream));
-        AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
+        cuda::PipelineIO io_k = io;
+        if (k > 0 && seg_only_later) {
+          io_k.image = nullptr;
+          io_k.out_image = nullptr;
+        }
+        AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io_k, fused, stream));
         AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
                                                         static_cast<int32_t>(g.seg_channels), n,
                                                         static_cast<int32_t>(k), t0.seg, tout, true, stream));

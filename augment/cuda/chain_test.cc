@@ -378,6 +378,11 @@ TEST(CudaChainSpatial, ModesCropAndPaddings) {
              },
              {}, B, 2, 1, 4, DType::kFloat32, true});
   }
+  RunCase({"nearest-seg-linear-image-c4", [] {
+             return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 4))),
+                                [](SpatialConfig& c) { c.mode_seg = "nearest"; });
+           },
+           {}, 2, 4, 1, 4, DType::kFloat32, true});
   RunCase({"random-crop", [] {
              return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))), [](SpatialConfig& c) {
                c.random_crop = true;
@@ -489,6 +494,16 @@ TEST(CudaChainSpatial, Bgv2Releases) {
                },
                {}, 2, 2, 1, 5, DType::kFloat32, true});
     }
+    // 3D on the generic kernel with 4 image channels (constant image padding is what sends it there): the shared
+    // corners feed every channel's interpolation and the seg vote.
+    RunCase({"bgv2-" + r + "-3d-c4-image-constant", [with] {
+               return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 4))),
+                                  with([](SpatialConfig& c) {
+                                    c.padding_mode_image = "constant";
+                                    c.padding_value_image = -2.5;
+                                  }));
+             },
+             {}, 2, 4, 1, 5, DType::kFloat32, true});
     RunCase({"bgv2-" + r + "-2d", [with] {
                return WithSpatial(ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 1))), with([](SpatialConfig&) {}));
              },
