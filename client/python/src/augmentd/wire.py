@@ -149,6 +149,17 @@ def _len_field(number: int, length: int) -> bytes:
     return encode_varint((number << 3) | _LEN) + encode_varint(length)
 
 
+def _expected_bytes(tensor) -> int:
+    import numpy as np
+
+    from .tensors import numpy_dtype
+
+    n = 1
+    for d in tensor.shape:
+        n *= d
+    return n * np.dtype(numpy_dtype(tensor.dtype)).itemsize
+
+
 def encode_stream_request(message) -> bytes:
     """gRPC request serializer of StreamPatches: protobuf messages as usual, bytes as they are; an
     ``EncodedRequest`` as the same
@@ -162,7 +173,14 @@ def encode_stream_request(message) -> bytes:
     parts = [message.request.SerializeToString()]
     for field, tensor, array in zip((3, 4), message.tensors, message.arrays):
         head = tensor.SerializeToString()  # name, dtype, shape; inline_data follows (fields may come in any order)
-        data = memoryview(array).cast("B")
+        data = memoryview(array)
+        if not data.c_contiguous:
+            raise ValueError(f"{tensor.name}: the array is not C-contiguous (np.ascontiguousarray it)")
+        data = data.cast("B")
+        expected = _expected_bytes(tensor)
+        if data.nbytes != expected:
+            raise ValueError(f"{tensor.name}.inline_data: {data.nbytes} bytes, but shape {list(tensor.shape)} of "
+                             f"dtype {tensor.dtype} takes {expected}")
         body_head = head + _len_field(4, data.nbytes)
         parts += [_len_field(field, len(body_head) + data.nbytes), body_head, data]
     body = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
