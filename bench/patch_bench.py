@@ -15,6 +15,13 @@ initial (enlarged) patch size:
                / call time.
   baseline     today's unary Augment with inline numpy (client.augment), the path issue 22 replaces.
 
+--inline-baseline adds the inline case once more, first, in a child process of this script with
+AUGMENTD_MALLOC_TUNING=0 in its environment and its server's (glibc's default allocator behaviour: a fresh mmap per
+message of > 32 MB, augmentd.wire.tune_malloc) — the before of the inline figure, measured in the same call.
+Inline is measurable on a CPU session too (the transport does not need a GPU):
+
+    python3 bench/patch_bench.py --device cpu --cases inline --inline-baseline --iters 20 --out /tmp/inline-cpu.md
+
 For each: call median / p99 (ms) over --iters calls after --warmup, and the server's compute p50 (SessionStats), so
 the rest of the call is hand-over overhead. Writes a markdown table (date, machine, command) to --out and, with
 --figures, one JSON line per headline figure (issue 22's metric names; only for the standard configuration
@@ -31,7 +38,9 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -203,6 +212,23 @@ def phase_table(rows):
     return lines
 
 
+def inline_untuned(args):
+    """The inline case's rows from a child process and server without augmentd's malloc tuning."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "rows.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--bin", args.bin, "--device", args.device, "--patch",
+               str(args.patch), "--big-patch", "0", "--iters", str(args.iters), "--warmup", str(args.warmup),
+               "--slow-iters", str(args.slow_iters), "--preset", str(args.preset), "--cases", "inline",
+               "--out", os.path.join(tmp, "table.md"), "--json", out]
+        env = dict(os.environ, AUGMENTD_MALLOC_TUNING="0")
+        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            rows = json.load(f)
+    for r in rows:
+        r["case"] = "before (AUGMENTD_MALLOC_TUNING=0): inline both ways"
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", default=os.environ.get("AUGMENTD_BIN", os.path.join(REPO, "build", "server", "augmentd")))
@@ -217,7 +243,13 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--figures", default="")
     ap.add_argument("--machine", default="")
+    ap.add_argument("--inline-baseline", action="store_true",
+                    help="also run the inline case with AUGMENTD_MALLOC_TUNING=0 (client and server), first")
+    ap.add_argument("--json", default="", help="write the rows as JSON here too")
     args = ap.parse_args()
+    untuned = []
+    if args.inline_baseline:
+        untuned = inline_untuned(args)
     os.environ["AUGMENTD_BIN"] = args.bin
     cases = set(args.cases.split(","))
     cuda = args.device.startswith("cuda")
@@ -252,6 +284,10 @@ def main() -> int:
                 rows.append(run_baseline(client, slow, config(args, args.patch, 2, args.device, INLINE)))
     finally:
         rc = proc.stop()
+    rows = untuned + rows
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f)
     if rc != 0:
         print(proc.output[-3000:], file=sys.stderr)
     today = datetime.date.today().isoformat()

@@ -6,7 +6,8 @@
 # overlapped, host shm, inline, and the unary Augment baseline in the same run). Each step is bounded in time.
 # Writes $OUT/patch-gpu.md (the table), $OUT/figures.jsonl (issue 22's metric names) and $OUT/logs.tar.gz.
 # Knobs: BUILD_TIMEOUT (300 s), ITERS (100), SKIP_TESTS=1, SKIP_CPU_PATCH_TESTS=1 (GPU pytest only), SKIP_BENCH=1,
-#   BENCH_CASES (all). Carry .device-kit and .whl (grpcio-tools for the stubs, installed into /tmp/gpu-patch-site when
+#   BENCH_CASES (all), BENCH_ARGS (more patch_bench flags, e.g. --inline-baseline: the inline case without malloc
+#   tuning first, same call). Carry .device-kit and .whl (grpcio-tools for the stubs, installed into /tmp/gpu-patch-site when
 #   python3 lacks it).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -47,7 +48,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   timeout 420 python3 bench/patch_bench.py --bin "$AUGMENTD_BIN" --device cuda:0 --iters "${ITERS:-100}" \
-    --cases "${BENCH_CASES:-cuda_ipc,big,overlapped,host_shm,inline,baseline}" \
+    --cases "${BENCH_CASES:-cuda_ipc,big,overlapped,host_shm,inline,baseline}" ${BENCH_ARGS:-} \
     --machine "$(head -1 "$OUT/gpu.txt" | cut -d, -f1), $(nproc) cores" \
     --out "$OUT/patch-gpu.md" --figures "$OUT/figures.jsonl" >"$OUT/bench.log" 2>&1
   BENCH_RC=$?

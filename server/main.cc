@@ -3,12 +3,14 @@
 //
 // Exit codes: 0 after a clean drain (or --help / --version), 1 when the server cannot start (busy port,
 // missing device at runtime), 2 for a bad command line (unknown flag, bad value).
+#include <malloc.h>
 #include <signal.h>
 
 #include <pthread.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
@@ -379,7 +381,24 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions& option
   return std::nullopt;
 }
 
+// Keeps the buffers of large messages warm. Every inline request of tens of MB is parsed into a fresh std::string
+// and every inline answer serialized into a fresh slice; glibc serves those (> 32 MB; > 64 MB on a gRPC thread's own
+// arena: always) with an mmap that is unmapped on free, so each message page-faults through all of its pages — most
+// of the inline transport's time on the development VM (bench/results/2026-12-01-patch-inline-cpu.md). One arena and
+// 256 MiB thresholds reuse the freed heap instead (small allocations stay on the per-thread tcache). Must run before
+// any other thread allocates (CUDA's included: ResolveDevice starts them). AUGMENTD_MALLOC_TUNING=0 turns it off;
+// an explicit MALLOC_ARENA_MAX in the environment wins over the arena count.
+void TuneMallocForLargeMessages() {
+  const char* off = std::getenv("AUGMENTD_MALLOC_TUNING");
+  if (off != nullptr && std::string(off) == "0") return;
+  constexpr int kLarge = 256 << 20;
+  mallopt(M_MMAP_THRESHOLD, kLarge);
+  mallopt(M_TRIM_THRESHOLD, kLarge);
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 1);
+}
+
 int Run(int argc, char** argv) {
+  TuneMallocForLargeMessages();
   ServerOptions options;
   if (std::optional<int> exit_status = ParseCommandLine(argc, argv, options); exit_status.has_value()) {
     return *exit_status;

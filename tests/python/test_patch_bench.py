@@ -56,3 +56,24 @@ def test_cpu_dry_run(tmp_path):
                                                       "| inline both ways (StreamPatches)"]
     assert all(len(r.strip("|").split("|")) == 3 + len(patch_bench.PHASES) + 1 for r in phase_rows)
     assert not figures.exists()  # figures only for the standard CUDA configuration
+
+
+def test_cpu_dry_run_with_the_untuned_inline_baseline(tmp_path):
+    binary = os.environ.get("AUGMENTD_BIN") or str(Path(os.environ.get("AUGMENTD_BUILD_DIR", REPO / "build"))
+                                                   / "server" / "augmentd")
+    if not Path(binary).is_file():
+        pytest.skip(f"augmentd binary not built: {binary}")
+    import json
+
+    out, rows_json = tmp_path / "patch.md", tmp_path / "rows.json"
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "patch_bench.py"), "--bin", binary, "--device", "cpu",
+                           "--patch", "16", "--big-patch", "0", "--iters", "3", "--warmup", "1", "--cases", "inline",
+                           "--inline-baseline", "--out", str(out), "--json", str(rows_json)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = json.loads(rows_json.read_text())
+    assert [r["case"] for r in rows] == ["before (AUGMENTD_MALLOC_TUNING=0): inline both ways",
+                                         "inline both ways (StreamPatches)"]
+    assert all(r["phases"] and r["gbps"] > 0 for r in rows)
+    table = [ln for ln in out.read_text().splitlines() if ln.startswith("| before") or ln.startswith("| inline")]
+    assert len(table) == 4  # each in the results and the phase table

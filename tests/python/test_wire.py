@@ -101,6 +101,60 @@ def test_encoded_requests_are_protobufs_bytes():
     assert encode_stream_request(b"\x0a\x00") == b"\x0a\x00"
 
 
+def test_encoded_requests_of_the_wrong_size_or_layout_are_refused():
+    from augmentd.wire import EncodedRequest, encode_stream_request
+
+    image = np.zeros((2, 1, 4, 5, 6), np.float32)
+    seg = np.zeros((2, 1, 4, 5, 6), np.int16)
+    request = batch_pb2.AugmentRequest(session_id="s9", batch_index=1)
+    image_head = tensor_pb2.Tensor(name="image", dtype=tensor_pb2.DTYPE_FLOAT32, shape=image.shape)
+    seg_head = tensor_pb2.Tensor(name="segmentation", dtype=tensor_pb2.DTYPE_INT16, shape=seg.shape)
+    with pytest.raises(ValueError, match=r"segmentation.inline_data: 240 bytes, but shape \[2, 1, 4, 5, 6\].* 480"):
+        encode_stream_request(EncodedRequest(request, (image_head, seg_head), (image, seg.astype(np.int8))))
+    with pytest.raises(ValueError, match=r"image.inline_data: 480 bytes"):
+        encode_stream_request(EncodedRequest(request, (image_head, seg_head), (image[:1], seg)))
+    with pytest.raises(ValueError, match="image: the array is not C-contiguous"):
+        encode_stream_request(EncodedRequest(request, (image_head, seg_head), (image[:, :, ::-1], seg)))
+
+
+def _malloc_probe(env):
+    """Runs a child Python that tunes malloc (or not) and reports whether a 100 MB buffer was mmapped."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import ctypes, json, sys; sys.path.insert(0, sys.argv[1])\n"
+        "from augmentd.wire import tune_malloc\n"
+        "tuned = tune_malloc(); again = tune_malloc()\n"
+        "class M(ctypes.Structure): _fields_ = [(n, ctypes.c_size_t) for n in "
+        "('arena','ordblks','smblks','hblks','hblkhd','usmblks','fsmblks','uordblks','fordblks','keepcost')]\n"
+        "libc = ctypes.CDLL(None); libc.mallinfo2.restype = M\n"
+        "before = libc.mallinfo2().hblks; buf = bytearray(100 << 20); during = libc.mallinfo2().hblks\n"
+        "print(json.dumps([tuned, again, during - before]))\n")
+    src = os.path.join(os.path.dirname(augmentd_server.__file__), "..", "..", "client", "python", "src")
+    out = subprocess.run([sys.executable, "-c", code, os.path.abspath(src)], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    import json
+
+    return json.loads(out)
+
+
+def test_tune_malloc_keeps_large_buffers_off_mmap():
+    import ctypes
+    import os
+
+    try:
+        ctypes.CDLL(None).mallinfo2
+    except AttributeError:
+        pytest.skip("not glibc >= 2.33")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    tuned, again, mmapped = _malloc_probe(dict(env, AUGMENTD_MALLOC_TUNING="1"))
+    assert tuned and again and mmapped == 0  # the 100 MB buffer came from the heap
+    tuned, again, mmapped = _malloc_probe(dict(env, AUGMENTD_MALLOC_TUNING="0"))
+    assert not tuned and not again and mmapped == 1  # glibc's default: a fresh mapping of its own
+
+
 def test_parallel_copy_into_a_slot_view(monkeypatch):
     from augmentd import patch
 

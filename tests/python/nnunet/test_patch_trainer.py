@@ -4,6 +4,7 @@ loss, sessions and the local server closed), and its batches against nnU-Net's o
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -40,11 +41,12 @@ class RecordingPatchTrainer(nnUNetTrainerAugmentdPatch):
         return super().validation_step(batch)
 
 
-@pytest.mark.parametrize("workers", ["processes", "threads"])
-def test_patch_trainer_trains_and_cleans_up(nnunet_env, augmentd_bin, monkeypatch, workers):
+@pytest.mark.parametrize("workers,pace", [("processes", "0"), ("threads", "0"), ("threads", "0.5")])
+def test_patch_trainer_trains_and_cleans_up(nnunet_env, augmentd_bin, monkeypatch, workers, pace):
     monkeypatch.delenv("AUGMENTD_ADDRESS", raising=False)
     monkeypatch.setenv("AUGMENTD_PATCH_THREADS", "2")
     monkeypatch.setenv("AUGMENTD_PATCH_WORKERS", workers)
+    monkeypatch.setenv("AUGMENTD_PATCH_FEED_PACE", pace)
     trainer = make_trainer(RecordingPatchTrainer, nnunet_env["preprocessed"])
     trainer.run_training()
     b = trainer.configuration_manager.batch_size
@@ -103,3 +105,69 @@ def test_patch_trainer_batches_match_nnunet_loader_statistics(nnunet_env, augmen
         assert ref["has_fg"][-1] >= 0.9 and ours["has_fg"][-1] >= 0.9, (what, ours["has_fg"], ref["has_fg"])
         assert abs(ours["mean"] - ref["mean"]) < 0.25, (what, ours["mean"], ref["mean"])
         assert 0.75 < ours["std"] / ref["std"] < 1.33, (what, ours["std"], ref["std"])
+
+
+class _FakeBatches:
+    def __init__(self):
+        self.taken = []
+
+    def __next__(self):
+        self.taken.append(time.monotonic())
+        return "image", "seg", ["case"]
+
+    def recycle(self, pair):
+        pass
+
+    def close(self):
+        pass
+
+
+class _FakeFuture:
+    pass
+
+
+class _FakeAugmenter:
+    device, depth, session = "cpu", 2, None
+
+    def __init__(self):
+        self.submitted = []
+
+    def submit(self, image, seg):
+        self.submitted.append(time.monotonic())
+        return _FakeFuture()
+
+    def result(self, future):
+        return "out", ["t0"]
+
+    def close(self):
+        return None
+
+
+@pytest.mark.parametrize("pace", [0.0, 0.5])
+def test_feed_pacing_submits_after_the_paced_part_of_the_period(pace):
+    from augmentd.nnunet.patch_trainer import AugmentdPatchLoader
+
+    batches, aug = _FakeBatches(), _FakeAugmenter()
+    loader = AugmentdPatchLoader(batches, aug, True, "fake", ahead=1, pace=pace)
+    try:
+        taken = []
+        for _ in range(6):
+            batch = next(loader)
+            assert batch["data"] == "out" and batch["target"] == ["t0"] and batch["keys"] == ["case"]
+            taken.append(time.monotonic())
+            time.sleep(0.2)  # the "step"
+        deadline = time.monotonic() + 5
+        while len(aug.submitted) < 7 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # submit k + 1 follows next() k: at once without pacing, >= pace x the period (~0.2 s) after it with
+        assert len(aug.submitted) == 7
+        gaps = [s - t for t, s in zip(taken[2:], aug.submitted[3:])]
+        if pace:
+            assert all(g >= 0.5 * 0.2 * 0.9 for g in gaps), gaps  # a lower bound: waits never end early
+            assert loader._period >= 0.2
+        else:
+            assert loader._period is None  # not even measured
+    finally:
+        loader.close()
+    with pytest.raises(ValueError, match="AUGMENTD_PATCH_FEED_PACE"):
+        AugmentdPatchLoader(batches, aug, True, "fake", ahead=1, pace=1.5)

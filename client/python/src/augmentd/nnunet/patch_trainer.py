@@ -20,6 +20,11 @@ AUGMENTD_PATCH_WORKERS      ``processes`` (default: spawned crop workers writing
 AUGMENTD_PATCH_THREADS      workers running nnU-Net's loader (crop and pad) per loader (default 4; validation: half)
 AUGMENTD_PATCH_QUEUE        cropped batches queued ahead per loader (default 2)
 AUGMENTD_PATCH_AHEAD        batches submitted to the server ahead of the trainer (input slots; default 2)
+AUGMENTD_PATCH_FEED_PACE    experiment (default 0: off): the feeder waits this fraction (0-0.9) of the trainer's
+                            iteration period after each ``next()`` before it takes the next cropped batch and submits
+                            it, so its Python work (and the reader's, for that batch's answer) falls in the step's
+                            backward / synchronisation, not into the GIL-bound launch of the forward pass; the
+                            ``ahead`` batches already submitted keep the trainer fed meanwhile
 ==========================  ==========================================================================================
 """
 from __future__ import annotations
@@ -28,6 +33,7 @@ import os
 import queue
 import random
 import threading
+import time
 from typing import Optional
 
 import numpy as np
@@ -119,8 +125,15 @@ class AugmentdPatchLoader:
     loop uses a batch)."""
 
     def __init__(self, batches: ThreadedBatches, augmenter: PatchAugmenter, deep_supervision: bool, name: str,
-                 ahead: int):
+                 ahead: int, pace: float = 0.0):
+        if not 0.0 <= pace <= 0.9:
+            raise ValueError(f"AUGMENTD_PATCH_FEED_PACE: {pace} is not in [0, 0.9]")
         self.name = name
+        # Feed pacing (AUGMENTD_PATCH_FEED_PACE): the feeder submits `pace` x the trainer's iteration period (a running
+        # mean of the intervals between next() calls, at most 1 s) after the last next().
+        self._pace = pace
+        self._taken_at: Optional[float] = None
+        self._period: Optional[float] = None
         self._batches = batches
         self._aug = augmenter
         self._deep_supervision = deep_supervision
@@ -142,6 +155,7 @@ class AugmentdPatchLoader:
             while not self._stop.is_set():
                 if not self._credits.acquire(timeout=0.2):
                     continue
+                self._wait_for_pace()
                 try:
                     image, seg, keys = next(self._batches)
                 except StopIteration:
@@ -158,6 +172,14 @@ class AugmentdPatchLoader:
         except BaseException as err:  # noqa: BLE001 (raised by next())
             self._submitted.put(err)
 
+    def _wait_for_pace(self) -> None:
+        taken, period = self._taken_at, self._period
+        if self._pace <= 0 or taken is None or period is None:
+            return
+        delay = taken + self._pace * period - time.monotonic()
+        if delay > 0:
+            self._stop.wait(delay)
+
     def __iter__(self) -> "AugmentdPatchLoader":
         return self
 
@@ -167,6 +189,12 @@ class AugmentdPatchLoader:
             raise RuntimeError(f"augmentd {self.name}: feeding patch mode failed: {item}") from item
         future, keys = item
         image, targets = self._aug.result(future)
+        if self._pace > 0:
+            now = time.monotonic()
+            if self._taken_at is not None:
+                interval = min(1.0, now - self._taken_at)  # an epoch's validation gap counts as 1 s at most
+                self._period = interval if self._period is None else 0.8 * self._period + 0.2 * interval
+            self._taken_at = now
         self._credits.release()
         self.batches_taken += 1
         return {"data": image, "target": targets if self._deep_supervision else targets[0], "keys": keys}
@@ -230,6 +258,7 @@ class nnUNetTrainerAugmentdPatch(nnUNetTrainerAugmentd):
         threads = _env_int("AUGMENTD_PATCH_THREADS", 4)
         depth = _env_int("AUGMENTD_PATCH_QUEUE", 2)
         ahead = max(1, _env_int("AUGMENTD_PATCH_AHEAD", 2))
+        pace = float(os.environ.get("AUGMENTD_PATCH_FEED_PACE") or 0.0)
         workers = (os.environ.get("AUGMENTD_PATCH_WORKERS") or "processes").strip().lower()
         if workers not in ("processes", "threads"):
             raise ValueError(f"AUGMENTD_PATCH_WORKERS: {workers!r} is neither 'processes' nor 'threads'")
@@ -268,7 +297,7 @@ class nnUNetTrainerAugmentdPatch(nnUNetTrainerAugmentd):
                 batches = ProcessBatches(spec, n_threads, depth, seed, f"{label} loader", shapes, pin)
             else:
                 batches = ThreadedBatches(spec.build, n_threads, depth, seed, f"{label} loader", shapes, pin)
-            loader = AugmentdPatchLoader(batches, aug, ds, config.name, ahead)
+            loader = AugmentdPatchLoader(batches, aug, ds, config.name, ahead, pace if label == "train" else 0.0)
             self._augmentd_loaders.append(loader)
             self.print_to_log_file(
                 f"augmentd: {config.name} session {aug.session.session_id} on {aug.device}: input slots "
