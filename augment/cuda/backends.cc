@@ -3,11 +3,12 @@
 //
 // A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
-// downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds after the table's last line
-// (zscore_normalization, clamp, edge_convolution, unsharp_mask, swap, shape_crop, anisotropy, torchio_affine,
+// downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds without a line
+// (zscore_normalization, clamp, edge_convolution, unsharp_mask, swap, shape_crop, torchio_affine,
 // elastic_deformation, move_seg_as_one_hot_to_data, apply_random_binary_operator, remove_random_connected_component,
 // auglab_low_resolution, redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
-// engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false.
+// engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false. Lines are in enum order; a kind without
+// a CUDA stage is simply left out (the table may skip kinds).
 #include <cstddef>
 #include <memory>
 
@@ -40,6 +41,7 @@ CudaStageOrError MakeMotionStage(const Transform& t, size_t index);
 CudaStageOrError MakeHistogramEqualizationStage(const Transform& t, size_t index);
 CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index);
 CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index);
+CudaStageOrError MakeAnisotropyStage(const Transform& t, size_t index);  // transforms/anisotropy/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
@@ -56,6 +58,7 @@ Lifted Lift2DBiasField(const TransformParams& p);
 Lifted Lift2DGhosting(const TransformParams& p);
 Lifted Lift2DSpike(const TransformParams& p);
 Lifted Lift2DMotion(const TransformParams& p);
+Lifted Lift2DAnisotropy(const TransformParams& p);  // transforms/anisotropy/anisotropy_cuda.cc
 
 namespace {
 using K = TransformKind;
@@ -94,14 +97,29 @@ constexpr CudaBackend kBackends[] = {
     {K::kHistogramEqualization, &MakeHistogramEqualizationStage, nullptr, true},
     {K::kRandomConvolution, &MakeRandomConvolutionStage, nullptr, true},
     {K::kIntensityFunction, &MakeIntensityFunctionStage, nullptr, true},
+    {K::kAnisotropy, &MakeAnisotropyStage, &Lift2DAnisotropy, true},
 };
 
+constexpr size_t kNumBackends = sizeof(kBackends) / sizeof(kBackends[0]);
+
 constexpr bool InEnumOrder() {
-  for (size_t i = 0; i < sizeof(kBackends) / sizeof(kBackends[0]); ++i)
-    if (kBackends[i].kind != static_cast<TransformKind>(i)) return false;
-  return sizeof(kBackends) / sizeof(kBackends[0]) <= static_cast<size_t>(kNumTransformKinds);
+  for (size_t i = 0; i < kNumBackends; ++i) {
+    if (static_cast<int>(kBackends[i].kind) >= kNumTransformKinds) return false;
+    if (i > 0 && !(kBackends[i - 1].kind < kBackends[i].kind)) return false;
+  }
+  return true;
 }
-static_assert(InEnumOrder(), "backends.cc: kBackends lists kinds in TransformKind order (a prefix of the enum)");
+static_assert(InEnumOrder(), "backends.cc: kBackends lists kinds in strictly increasing TransformKind order");
+
+// kind → its line in kBackends, or -1 (no CUDA backend).
+struct BackendIndex {
+  int line[kNumTransformKinds];
+  constexpr BackendIndex() : line() {
+    for (int k = 0; k < kNumTransformKinds; ++k) line[k] = -1;
+    for (size_t i = 0; i < kNumBackends; ++i) line[static_cast<size_t>(kBackends[i].kind)] = static_cast<int>(i);
+  }
+};
+constexpr BackendIndex kIndex;
 }  // namespace
 
 bool HasCudaImplementation(TransformKind kind) {
@@ -111,7 +129,8 @@ bool HasCudaImplementation(TransformKind kind) {
 
 const CudaBackend* CudaBackendOf(TransformKind kind) {
   const size_t k = static_cast<size_t>(kind);
-  return k < sizeof(kBackends) / sizeof(kBackends[0]) ? &kBackends[k] : nullptr;
+  if (k >= static_cast<size_t>(kNumTransformKinds) || kIndex.line[k] < 0) return nullptr;
+  return &kBackends[kIndex.line[k]];
 }
 
 }  // namespace augmentd

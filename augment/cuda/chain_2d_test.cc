@@ -36,7 +36,7 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
   constexpr TransformKind kCpuOnly[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
                                         TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
                                         TransformKind::kSwap, TransformKind::kShapeCrop,
-                                        TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
+                                        TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
                                         TransformKind::kMoveSegAsOneHotToData, TransformKind::kApplyRandomBinaryOperator,
                                         TransformKind::kRemoveRandomConnectedComponent,

@@ -84,7 +84,7 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
   constexpr TransformKind kCpuOnlyKinds[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
                                              TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
                                              TransformKind::kSwap, TransformKind::kShapeCrop,
-                                             TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
+                                             TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
                                              TransformKind::kMoveSegAsOneHotToData,
                                              TransformKind::kApplyRandomBinaryOperator,
