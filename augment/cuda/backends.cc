@@ -6,7 +6,7 @@
 // downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds without a line
 // (zscore_normalization, clamp, edge_convolution, unsharp_mask, swap, shape_crop, torchio_affine,
 // elastic_deformation, move_seg_as_one_hot_to_data, apply_random_binary_operator, remove_random_connected_component,
-// auglab_low_resolution, redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
+// redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
 // engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false. Lines are in enum order; a kind without
 // a CUDA stage is simply left out (the table may skip kinds).
 #include <cstddef>
@@ -42,6 +42,7 @@ CudaStageOrError MakeHistogramEqualizationStage(const Transform& t, size_t index
 CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index);
 CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index);
 CudaStageOrError MakeAnisotropyStage(const Transform& t, size_t index);  // transforms/anisotropy/
+CudaStageOrError MakeAuglabLowResolutionStage(const Transform& t, size_t index);  // transforms/auglab_low_resolution/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
@@ -98,6 +99,8 @@ constexpr CudaBackend kBackends[] = {
     {K::kRandomConvolution, &MakeRandomConvolutionStage, nullptr, true},
     {K::kIntensityFunction, &MakeIntensityFunctionStage, nullptr, true},
     {K::kAnisotropy, &MakeAnisotropyStage, &Lift2DAnisotropy, true},
+    // 3D only on both engines: the CPU's Draw refuses 2D samples (AugLab's 5D input), so the chain reports that.
+    {K::kAuglabLowResolution, &MakeAuglabLowResolutionStage, nullptr, true},
 };
 
 constexpr size_t kNumBackends = sizeof(kBackends) / sizeof(kBackends[0]);

@@ -38,6 +38,13 @@ std::vector<TorchioCase> TorchioCases() {
       {"anisotropy", json::object(), 1e-5f},
       {"anisotropy", {{"downsampling", {1.0, 7.0}}, {"image_interpolation", "nearest"}, {"scalars_only", false}}, 0.0f},
       {"anisotropy", {{"axes", {1}}, {"downsampling", 3.3}, {"scalars_only", false}}, 1e-5f},
+      {"auglab_low_resolution", json::object(), 0.0f, true},
+      {"auglab_low_resolution", {{"scale", {0.5, 1.0}}, {"crop", {0.8, 1.0}}, {"scale_axes", {0, 2}}}, 0.0f, true},
+      {"auglab_low_resolution", {{"mode", "acq"}, {"scale", {0.2, 1.0}}, {"scale_axes", {1}}}, 1e-6f, true},
+      {"auglab_low_resolution",
+       {{"mode", "acq"}, {"scale", {0.3, 0.9}}, {"apply_to_channel", {0}}, {"scale_axes", {0, 1, 2}}},
+       1e-6f,
+       true},
   };
 }
 
