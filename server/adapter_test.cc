@@ -120,7 +120,6 @@ TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
     // CPU-only kinds (no CUDA backend registered in augment/cuda/backends.cc) report cuda=false, cpu=true.
     const std::vector<std::string> cpu_only = {"zscore_normalization", "clamp", "edge_convolution", "unsharp_mask",
                                                "swap", "shape_crop",
-                                               "elastic_deformation",
                                                "move_seg_as_one_hot_to_data", "apply_random_binary_operator",
                                                "remove_random_connected_component",
                                                "redistribute_seg",

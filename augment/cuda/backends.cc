@@ -5,7 +5,7 @@
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
 // downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds without a line
 // (zscore_normalization, clamp, edge_convolution, unsharp_mask, swap, shape_crop,
-// elastic_deformation, move_seg_as_one_hot_to_data, apply_random_binary_operator, remove_random_connected_component,
+// move_seg_as_one_hot_to_data, apply_random_binary_operator, remove_random_connected_component,
 // redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
 // engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false. Lines are in enum order; a kind without
 // a CUDA stage is simply left out (the table may skip kinds).
@@ -43,6 +43,7 @@ CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index);
 CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index);
 CudaStageOrError MakeAnisotropyStage(const Transform& t, size_t index);  // transforms/anisotropy/
 CudaStageOrError MakeTorchioAffineStage(const Transform& t, size_t index);  // transforms/torchio_affine/
+CudaStageOrError MakeElasticDeformationStage(const Transform& t, size_t index);  // transforms/elastic_deformation/
 CudaStageOrError MakeAuglabLowResolutionStage(const Transform& t, size_t index);  // transforms/auglab_low_resolution/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
@@ -62,6 +63,7 @@ Lifted Lift2DSpike(const TransformParams& p);
 Lifted Lift2DMotion(const TransformParams& p);
 Lifted Lift2DAnisotropy(const TransformParams& p);  // transforms/anisotropy/anisotropy_cuda.cc
 Lifted Lift2DTorchioAffine(const TransformParams& p);  // transforms/torchio_affine/torchio_affine_cuda.cc
+Lifted Lift2DElasticDeformation(const TransformParams& p);  // transforms/elastic_deformation/elastic_deformation_cuda.cc
 
 namespace {
 using K = TransformKind;
@@ -102,6 +104,7 @@ constexpr CudaBackend kBackends[] = {
     {K::kIntensityFunction, &MakeIntensityFunctionStage, nullptr, true},
     {K::kAnisotropy, &MakeAnisotropyStage, &Lift2DAnisotropy, true},
     {K::kTorchioAffine, &MakeTorchioAffineStage, &Lift2DTorchioAffine, true},
+    {K::kElasticDeformation, &MakeElasticDeformationStage, &Lift2DElasticDeformation, true},
     // 3D only on both engines: the CPU's Draw refuses 2D samples (AugLab's 5D input), so the chain reports that.
     {K::kAuglabLowResolution, &MakeAuglabLowResolutionStage, nullptr, true},
 };

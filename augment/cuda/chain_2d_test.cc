@@ -36,11 +36,9 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
   constexpr TransformKind kCpuOnly[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
                                         TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
                                         TransformKind::kSwap, TransformKind::kShapeCrop,
-                                                                                     TransformKind::kElasticDeformation,
                                         TransformKind::kMoveSegAsOneHotToData, TransformKind::kApplyRandomBinaryOperator,
                                         TransformKind::kRemoveRandomConnectedComponent,
-                                             TransformKind::kRedistributeSeg,
-                                             TransformKind::kAuglabBiasField};
+                                        TransformKind::kRedistributeSeg, TransformKind::kAuglabBiasField};
   for (int i = 0; i < kNumTransformKinds; ++i) {
     const auto k = static_cast<TransformKind>(i);
     if (std::find(std::begin(kCpuOnly), std::end(kCpuOnly), k) != std::end(kCpuOnly)) {

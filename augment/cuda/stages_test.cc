@@ -84,7 +84,6 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
   constexpr TransformKind kCpuOnlyKinds[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
                                              TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
                                              TransformKind::kSwap, TransformKind::kShapeCrop,
-                                                                                          TransformKind::kElasticDeformation,
                                              TransformKind::kMoveSegAsOneHotToData,
                                              TransformKind::kApplyRandomBinaryOperator,
                                              TransformKind::kRemoveRandomConnectedComponent,
