@@ -11,7 +11,15 @@ namespace {
 using chain::SliceGrid;
 using internal::kThreads;
 
+// (i, j, k) of linear index v in shape s (C order).
 __device__ __forceinline__ void Unravel(int64_t v, const int32_t* s, int64_t& i, int64_t& j, int64_t& k) {
+  if (v <= INT32_MAX) {  // 32-bit divisions (a 64-bit one is a ~70-instruction routine)
+    const int v32 = static_cast<int>(v), t = v32 / s[2];
+    k = v32 - t * s[2];
+    j = t % s[1];
+    i = t / s[1];
+    return;
+  }
   k = v % s[2];
   const int64_t t = v / s[2];
   j = t % s[1];
