@@ -3,11 +3,9 @@
 //
 // A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
-// downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds after the table's last line
-// and the CpuOnly lines (swap, anisotropy, torchio_affine, elastic_deformation, auglab_low_resolution,
-// redistribute_seg) are
-// CPU-only: CudaBackendOf answers nullptr, the CUDA engine refuses them (UNIMPLEMENTED) and GetServerInfo reports
-// cuda=false.
+// downsample_seg_for_ds are run by the chain executor (no stage factory). A kind without a line (today: swap,
+// redistribute_seg) is CPU-only: CudaBackendOf answers nullptr, the CUDA engine refuses it (UNIMPLEMENTED) and
+// GetServerInfo reports cuda=false. Lines are in strictly increasing enum order; the table may skip kinds.
 #include <cstddef>
 #include <memory>
 
@@ -49,6 +47,10 @@ CudaStageOrError MakeAuglabBiasFieldStage(const Transform& t, size_t index);  //
 CudaStageOrError MakeMoveSegAsOneHotToDataStage(const Transform& t, size_t index);  // transforms/<kind>/
 CudaStageOrError MakeApplyRandomBinaryOperatorStage(const Transform& t, size_t index);  // transforms/<kind>/
 CudaStageOrError MakeRemoveRandomConnectedComponentStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeAnisotropyStage(const Transform& t, size_t index);  // transforms/anisotropy/
+CudaStageOrError MakeTorchioAffineStage(const Transform& t, size_t index);  // transforms/torchio_affine/
+CudaStageOrError MakeElasticDeformationStage(const Transform& t, size_t index);  // transforms/elastic_deformation/
+CudaStageOrError MakeAuglabLowResolutionStage(const Transform& t, size_t index);  // transforms/auglab_low_resolution/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
@@ -65,6 +67,9 @@ Lifted Lift2DBiasField(const TransformParams& p);
 Lifted Lift2DGhosting(const TransformParams& p);
 Lifted Lift2DSpike(const TransformParams& p);
 Lifted Lift2DMotion(const TransformParams& p);
+Lifted Lift2DAnisotropy(const TransformParams& p);  // transforms/anisotropy/anisotropy_cuda.cc
+Lifted Lift2DTorchioAffine(const TransformParams& p);  // transforms/torchio_affine/torchio_affine_cuda.cc
+Lifted Lift2DElasticDeformation(const TransformParams& p);  // transforms/elastic_deformation/elastic_deformation_cuda.cc
 
 namespace {
 using K = TransformKind;
@@ -76,8 +81,6 @@ constexpr bool kCufft = false;  // the k-space stages answer UNIMPLEMENTED namin
 
 // A kind without a CUDA stage between registered ones (the table is a prefix of the enum): CudaBackendOf answers
 // nullptr for it, as for the kinds after the table's last line.
-constexpr CudaBackend CpuOnly(TransformKind k) { return {k, nullptr, nullptr, false, false}; }
-constexpr bool IsCpuOnly(const CudaBackend& b) { return b.make_stage == nullptr && !b.runs_2d && !b.available; }
 
 constexpr CudaBackend kBackends[] = {
     {K::kSpatial, nullptr, nullptr, true},  // the chain executor (cuda/chain_spatial.h) / the fused kernels
@@ -115,27 +118,40 @@ constexpr CudaBackend kBackends[] = {
     {K::kClamp, &MakeClampStage, nullptr, true},
     {K::kEdgeConvolution, &MakeEdgeConvolutionStage, nullptr, true},
     {K::kUnsharpMask, &MakeUnsharpMaskStage, nullptr, true},
-    CpuOnly(K::kSwap),
     {K::kShapeCrop, &MakeShapeCropStage, nullptr, true},
-    CpuOnly(K::kAnisotropy),
-    CpuOnly(K::kTorchioAffine),
-    CpuOnly(K::kElasticDeformation),
+    {K::kAnisotropy, &MakeAnisotropyStage, &Lift2DAnisotropy, true},
+    {K::kTorchioAffine, &MakeTorchioAffineStage, &Lift2DTorchioAffine, true},
+    {K::kElasticDeformation, &MakeElasticDeformationStage, &Lift2DElasticDeformation, true},
     {K::kMoveSegAsOneHotToData, &MakeMoveSegAsOneHotToDataStage, nullptr, true},
     // 2D samples: the stage builds disk(r) from ChainTensors::two_d, as the CPU on a 2D sample.
     {K::kApplyRandomBinaryOperator, &MakeApplyRandomBinaryOperatorStage, nullptr, true},
     // 2D samples: on the unit leading axis the 26-neighbourhood is the CPU's 8-neighbourhood.
     {K::kRemoveRandomConnectedComponent, &MakeRemoveRandomConnectedComponentStage, nullptr, true},
-    CpuOnly(K::kAuglabLowResolution),
-    CpuOnly(K::kRedistributeSeg),
+    // 3D only on both engines: the CPU's Draw refuses 2D samples (AugLab's 5D input), so the chain reports that.
+    {K::kAuglabLowResolution, &MakeAuglabLowResolutionStage, nullptr, true},
     {K::kAuglabBiasField, &MakeAuglabBiasFieldStage, nullptr, true},
 };
 
+constexpr size_t kNumBackends = sizeof(kBackends) / sizeof(kBackends[0]);
+
 constexpr bool InEnumOrder() {
-  for (size_t i = 0; i < sizeof(kBackends) / sizeof(kBackends[0]); ++i)
-    if (kBackends[i].kind != static_cast<TransformKind>(i)) return false;
-  return sizeof(kBackends) / sizeof(kBackends[0]) <= static_cast<size_t>(kNumTransformKinds);
+  for (size_t i = 0; i < kNumBackends; ++i) {
+    if (static_cast<int>(kBackends[i].kind) >= kNumTransformKinds) return false;
+    if (i > 0 && !(kBackends[i - 1].kind < kBackends[i].kind)) return false;
+  }
+  return true;
 }
-static_assert(InEnumOrder(), "backends.cc: kBackends lists kinds in TransformKind order (a prefix of the enum)");
+static_assert(InEnumOrder(), "backends.cc: kBackends lists kinds in strictly increasing TransformKind order");
+
+// kind → its line in kBackends, or -1 (no CUDA backend).
+struct BackendIndex {
+  int line[kNumTransformKinds];
+  constexpr BackendIndex() : line() {
+    for (int k = 0; k < kNumTransformKinds; ++k) line[k] = -1;
+    for (size_t i = 0; i < kNumBackends; ++i) line[static_cast<size_t>(kBackends[i].kind)] = static_cast<int>(i);
+  }
+};
+constexpr BackendIndex kIndex;
 }  // namespace
 
 bool HasCudaImplementation(TransformKind kind) {
@@ -145,7 +161,8 @@ bool HasCudaImplementation(TransformKind kind) {
 
 const CudaBackend* CudaBackendOf(TransformKind kind) {
   const size_t k = static_cast<size_t>(kind);
-  return k < sizeof(kBackends) / sizeof(kBackends[0]) && !IsCpuOnly(kBackends[k]) ? &kBackends[k] : nullptr;
+  if (k >= static_cast<size_t>(kNumTransformKinds) || kIndex.line[k] < 0) return nullptr;
+  return &kBackends[kIndex.line[k]];
 }
 
 }  // namespace augmentd

@@ -43,6 +43,13 @@
 //                            the CPU's 2D dilation is its Dilate3 on 1 × X × Y, the stage's on the scratch
 //   remove_random_connected_component  the 13 preceding neighbours of the 26-neighbourhood on a unit leading axis
 //                            are the 4 preceding ones of the CPU's 8-neighbourhood: the same components, numbering
+//   TorchIO's spatial transforms (augment/transforms/{anisotropy,torchio_affine,elastic_deformation}/*_cuda.cc;
+//   TorchIO reads a 2D sample as (X, Y, 1), the very C-order buffer of the scratch's (1, X, Y)):
+//   anisotropy, torchio_affine, elastic_deformation
+//                            → resample_cuda::Planar<P> (same fields, transforms/common/resample_cuda.h): the stage
+//                            resamples the planes on the CPU's (X, Y, 1) shape with the CPU's maps (2D flags included)
+//   auglab_low_resolution    3D only on both engines: its Draw refuses 2D samples (AugLab's 5D input), so no 2D
+//                            parameters reach the stage
 // Every kind of today is listed above; a kind added without a verified 2D form is refused for 2D samples with
 // UNIMPLEMENTED naming it (CheckStage2D's default). The spatial entry runs on the generic spatial kernel in 2D
 // (cuda/chain_spatial.h); downsample_seg_for_ds computes its 2D level shapes (the executor prepends the unit axis).

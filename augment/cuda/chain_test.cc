@@ -353,6 +353,36 @@ TEST(CudaChainSpatial, DaextKinds) {
   }
 }
 
+// nnUNetTrainerDAExt's TorchIO spatial transforms and AugLab's low-res (their stages: augment/transforms/{anisotropy,
+// torchio_affine,elastic_deformation,auglab_low_resolution}/*_cuda.cc) ahead of nnU-Net's default pipeline, at the
+// input shape, image and labels: the whole engine on both devices. 2D samples: all but auglab_low_resolution
+// (AugLab's 5D input: 3D only on both engines).
+PipelineSpec WithTorchioFront(PipelineSpec s, bool with_lowres) {
+  std::vector<nlohmann::json> front = {
+      {{"kind", "anisotropy"}, {"config", {{"downsampling", {1.5, 4.0}}, {"scalars_only", false}}}},
+      {{"kind", "torchio_affine"}, {"config", {{"degrees", 15}, {"translation", {1, 1, 1}}}}},
+      {{"kind", "elastic_deformation"}, {"config", {{"num_control_points", 6}, {"max_displacement", 3}}}}};
+  if (with_lowres)
+    front.push_back({{"kind", "auglab_low_resolution"}, {"config", {{"scale", {0.5, 1.0}}, {"crop", {0.8, 1.0}}}}});
+  std::vector<TransformSpec> specs;
+  for (nlohmann::json j : front) {
+    j["apply_probability"] = 0.8;
+    absl::StatusOr<TransformSpec> t = TransformSpec::FromJson(j);
+    EXPECT_TRUE(t.ok()) << j.dump() << ": " << t.status();
+    if (t.ok()) specs.push_back(*std::move(t));
+  }
+  s.transforms.insert(s.transforms.begin(), specs.begin(), specs.end());
+  return s;
+}
+
+TEST(CudaChainSpatial, TorchioStagesAheadOfDefault) {
+  for (int B : {1, 3})
+    RunCase({"torchio-3d", [] { return WithTorchioFront(*NnunetDefaultPipeline(Config({21, 18, 16}, 2)), true); },
+             {}, B, 2, 1, 4});
+  RunCase({"torchio-2d", [] { return WithTorchioFront(*NnunetDefaultPipeline(Config2D({33, 28}, 1)), false); }, {},
+           2, 1, 1, 4, DType::kFloat32, true});
+}
+
 // nnU-Net's 3d_fullres on an anisotropic patch (max/p0 > 3): dummy-2D, the spatial transform per slice of axis 0.
 TEST(CudaChainSpatial, Dummy2d3dFullres) {
   for (int B : {1, 2, 8}) {

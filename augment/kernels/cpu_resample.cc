@@ -36,11 +36,6 @@ void NearestExactResize(const T* in, const int64_t* in_shape, T* out, const int6
 template void NearestExactResize<float>(const float*, const int64_t*, float*, const int64_t*, int);
 template void NearestExactResize<int16_t>(const int16_t*, const int64_t*, int16_t*, const int64_t*, int);
 
-namespace {
-struct LinearTaps {
-  std::vector<int64_t> i0, i1;
-  std::vector<float> w0, w1;
-};
 LinearTaps ComputeTaps(int64_t in_size, int64_t out_size) {
   LinearTaps t;
   const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
@@ -60,7 +55,6 @@ LinearTaps ComputeTaps(int64_t in_size, int64_t out_size) {
   }
   return t;
 }
-}  // namespace
 
 void LinearResize(const float* in, const int64_t* in_shape, float* out, const int64_t* out_shape, int ndim) {
   int64_t is[3] = {1, 1, 1}, os[3] = {1, 1, 1};

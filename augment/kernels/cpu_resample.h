@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace augmentd::kernels {
 
@@ -18,6 +19,14 @@ int64_t NearestExactIndex(int64_t dst, int64_t in_size, int64_t out_size);
 
 template <typename T>
 void NearestExactResize(const T* in, const int64_t* in_shape, T* out, const int64_t* out_shape, int ndim);
+
+// One axis of LinearResize: per output index the two source indices and their float32 weights (torch's arithmetic;
+// shared with the CUDA stage of auglab_low_resolution, which evaluates the same nested form with these taps).
+struct LinearTaps {
+  std::vector<int64_t> i0, i1;
+  std::vector<float> w0, w1;
+};
+LinearTaps ComputeTaps(int64_t in_size, int64_t out_size);
 
 // (Bi/tri)linear resize, align_corners=False, torch's weight arithmetic (float32).
 void LinearResize(const float* in, const int64_t* in_shape, float* out, const int64_t* out_shape, int ndim);

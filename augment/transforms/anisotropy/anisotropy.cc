@@ -15,31 +15,39 @@ namespace ju = json_util;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 
+namespace anisotropy_internal {
+DownUpMaps MapsOf(const std::array<int64_t, 3>& s, int64_t axis, double m) {
+  const size_t a = static_cast<size_t>(axis);
+  const int64_t n = s[a];
+  const int64_t nd = n == 1 ? 1 : std::max<int64_t>(1, static_cast<int64_t>(std::floor(static_cast<double>(n) / m)));
+  const double c = (n - 1) / 2.0;
+  const double origin = c - (nd - 1) / 2.0 * m;  // input index of the downsampled voxel 0
+  DownUpMaps maps;
+  maps.low_shape = s;
+  maps.low_shape[a] = nd;
+  maps.down.m[a * 4] = m;
+  maps.down.b[a] = origin;
+  maps.up.m[a * 4] = 1.0 / m;
+  maps.up.b[a] = -origin / m;
+  return maps;
+}
+}  // namespace anisotropy_internal
+
 namespace {
 constexpr char kW[] = "anisotropy";
 
 // Down (nearest) then up (`interp`) along `axis` of every channel of `x`, in place.
 template <typename T>
 void DownUp(T* x, int64_t channels, const mri::Shape3& s, int64_t axis, double m, sitk::Interpolation interp) {
-  const size_t a = static_cast<size_t>(axis);
-  const int64_t n = s[a];
-  const int64_t nd = n == 1 ? 1 : std::max<int64_t>(1, static_cast<int64_t>(std::floor(static_cast<double>(n) / m)));
-  const double c = (n - 1) / 2.0;
-  const double origin = c - (nd - 1) / 2.0 * m;  // input index of the downsampled voxel 0
-  mri::Shape3 ds = s;
-  ds[a] = nd;
-  sitk::IndexAffine down, up;
-  down.m[a * 4] = m;
-  down.b[a] = origin;
-  up.m[a * 4] = 1.0 / m;
-  up.b[a] = -origin / m;
+  const anisotropy_internal::DownUpMaps maps = anisotropy_internal::MapsOf(s, axis, m);
+  const mri::Shape3& ds = maps.low_shape;
   const int64_t v = s[0] * s[1] * s[2];
   std::vector<T> low(static_cast<size_t>(ds[0] * ds[1] * ds[2]));
   for (int64_t ch = 0; ch < channels; ++ch) {
     T* xc = x + ch * v;
     const std::vector<T> in(xc, xc + v);
-    sitk::Resample(in.data(), s, down, sitk::Interpolation::kNearest, T(0), low.data(), ds);
-    sitk::Resample(low.data(), ds, up, interp, T(0), xc, s);
+    sitk::Resample(in.data(), s, maps.down, sitk::Interpolation::kNearest, T(0), low.data(), ds);
+    sitk::Resample(low.data(), ds, maps.up, interp, T(0), xc, s);
   }
 }
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "augment/schema.h"
 #include "augment/transform.h"
+#include "augment/transforms/common/sitk_resample.h"
 
 namespace augmentd {
 
@@ -54,5 +55,15 @@ class AnisotropyTransform final : public Transform {
   explicit AnisotropyTransform(AnisotropyConfig c) : config_(std::move(c)) {}
   AnisotropyConfig config_;
 };
+
+namespace anisotropy_internal {
+// The two resamplings of one sample (shape `s`, drawn axis and factor m): nearest onto `low_shape` through `down`,
+// then back onto `s` through `up` (index affines of sitk_resample.h; shared by the CPU transform and its CUDA stage).
+struct DownUpMaps {
+  std::array<int64_t, 3> low_shape{1, 1, 1};
+  sitk::IndexAffine down, up;
+};
+DownUpMaps MapsOf(const std::array<int64_t, 3>& s, int64_t axis, double m);
+}  // namespace anisotropy_internal
 
 }  // namespace augmentd

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "augment/json_util.h"
+#include "augment/kernels/common/sitk_math.h"
 #include "augment/kernels/cpu_resample.h"
 #include "augment/schema.h"
 #include "augment/status_macros.h"
@@ -19,10 +20,7 @@ using transforms_internal::RequireImage;
 
 namespace auglab_lowres_internal {
 int64_t NearestIndex(int64_t dst, int64_t in_size, int64_t out_size) {
-  if (out_size == in_size) return dst;
-  if (out_size == 2 * in_size) return dst >> 1;
-  const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
-  return std::min(static_cast<int64_t>(std::floor(static_cast<float>(dst) * scale)), in_size - 1);
+  return sitk_math::TorchNearestIndex(dst, in_size, out_size);
 }
 
 std::array<int64_t, 2> KeptBox(float c, int64_t s) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "augment/json_util.h"
+#include "augment/kernels/common/sitk_math.h"
 #include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/common.h"
@@ -15,23 +16,7 @@ namespace ju = json_util;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 
-namespace {
-constexpr char kW[] = "elastic_deformation";
-constexpr int64_t kMaxControlPoints = 64;
-
-double CubicBSpline(double t) {
-  t = std::abs(t);
-  if (t < 1) return (4.0 - 6.0 * t * t + 3.0 * t * t * t) / 6.0;
-  if (t < 2) return (2.0 - t) * (2.0 - t) * (2.0 - t) / 6.0;
-  return 0;
-}
-
-// Per voxel index along one axis: the first of its 4 grid nodes and their weights.
-struct AxisWeights {
-  std::vector<int64_t> start;
-  std::vector<std::array<double, 4>> w;
-};
-
+namespace elastic_internal {
 AxisWeights Weights(int64_t size, int64_t nodes, double dir) {
   const double h = (static_cast<double>(size) + 0.25) / static_cast<double>(nodes - 3);
   const double lo = dir < 0 ? -static_cast<double>(size - 1) : 0.0;  // smallest pixel-centre coordinate
@@ -42,49 +27,28 @@ AxisWeights Weights(int64_t size, int64_t nodes, double dir) {
     const double u = (p - grid_origin) / h;
     const int64_t s = static_cast<int64_t>(std::floor(u - 1.0));
     std::array<double, 4> w;
-    for (int k = 0; k < 4; ++k) w[static_cast<size_t>(k)] = CubicBSpline(u - static_cast<double>(s + k));
+    for (int k = 0; k < 4; ++k) w[static_cast<size_t>(k)] = sitk_math::CubicBSpline(u - static_cast<double>(s + k));
     a.start.push_back(s);
     a.w.push_back(w);
   }
   return a;
 }
+}  // namespace elastic_internal
 
+namespace {
+using elastic_internal::AxisWeights;
+using elastic_internal::Weights;
+constexpr char kW[] = "elastic_deformation";
+constexpr int64_t kMaxControlPoints = 64;
+
+// Resamples every voxel v at its continuous index ci[v] (sitk_math.h's rules, shared with the CUDA stage); fill =
+// the channel minimum.
 template <typename T>
 void Warp(const std::vector<std::array<double, 3>>& ci, const mri::Shape3& s, bool linear, T* x) {
   const int64_t n = mri::Voxels(s);
   const std::vector<T> in(x, x + n);
   const T fill = *std::min_element(in.begin(), in.end());
-  for (int64_t v = 0; v < n; ++v) {
-    const auto& c = ci[static_cast<size_t>(v)];
-    bool inside = true;
-    for (size_t r = 0; r < 3; ++r) inside = inside && c[r] >= -0.5 && c[r] < static_cast<double>(s[r]) - 0.5;
-    if (!inside) {
-      x[v] = fill;
-      continue;
-    }
-    if (!linear) {
-      int64_t q[3];
-      for (size_t r = 0; r < 3; ++r)
-        q[r] = std::clamp<int64_t>(static_cast<int64_t>(std::floor(c[r] + 0.5)), 0, s[r] - 1);
-      x[v] = in[static_cast<size_t>((q[0] * s[1] + q[1]) * s[2] + q[2])];
-      continue;
-    }
-    int64_t lo[3], hi[3];
-    double w[3];
-    for (size_t r = 0; r < 3; ++r) {
-      const double f = std::floor(c[r]);
-      w[r] = c[r] - f;
-      lo[r] = std::clamp<int64_t>(static_cast<int64_t>(f), 0, s[r] - 1);
-      hi[r] = std::clamp<int64_t>(static_cast<int64_t>(f) + 1, 0, s[r] - 1);
-    }
-    double acc = 0;
-    for (int k = 0; k < 8; ++k) {
-      const int64_t a = (k & 4) ? hi[0] : lo[0], b = (k & 2) ? hi[1] : lo[1], d = (k & 1) ? hi[2] : lo[2];
-      const double wt = ((k & 4) ? w[0] : 1 - w[0]) * ((k & 2) ? w[1] : 1 - w[1]) * ((k & 1) ? w[2] : 1 - w[2]);
-      acc += wt * static_cast<double>(in[static_cast<size_t>((a * s[1] + b) * s[2] + d)]);
-    }
-    x[v] = static_cast<T>(acc);
-  }
+  for (int64_t v = 0; v < n; ++v) x[v] = sitk_math::Sample(in.data(), s.data(), ci[static_cast<size_t>(v)].data(), linear, fill);
 }
 
 absl::Status CheckGrid(const std::array<int64_t, 3>& n, const std::string& field) {
@@ -199,22 +163,12 @@ absl::Status ElasticDeformationTransform::Apply(const TransformParams& params, S
   for (int64_t i = 0; i < s3[0]; ++i)
     for (int64_t j = 0; j < s3[1]; ++j)
       for (int64_t k = 0; k < s3[2]; ++k) {
-        double disp[3] = {0, 0, 0};
-        for (int a = 0; a < 4; ++a)
-          for (int b = 0; b < 4; ++b)
-            for (int c = 0; c < 4; ++c) {
-              const int64_t gx = w[0].start[static_cast<size_t>(i)] + a, gy = w[1].start[static_cast<size_t>(j)] + b,
-                            gz = w[2].start[static_cast<size_t>(k)] + c;
-              if (gx < 0 || gx >= n[0] || gy < 0 || gy >= n[1] || gz < 0 || gz >= n[2]) continue;
-              const double wt = w[0].w[static_cast<size_t>(i)][static_cast<size_t>(a)] *
-                                w[1].w[static_cast<size_t>(j)][static_cast<size_t>(b)] *
-                                w[2].w[static_cast<size_t>(k)][static_cast<size_t>(c)];
-              const float* cp = &p->control_points[static_cast<size_t>(((gx * n[1] + gy) * n[2] + gz) * 3)];
-              for (int d = 0; d < 3; ++d) disp[d] += wt * static_cast<double>(cp[d]);
-            }
-        if (is_2d) disp[2] = 0;
-        auto& o = ci[static_cast<size_t>((i * s3[1] + j) * s3[2] + k)];
-        o = {static_cast<double>(i) - disp[0], static_cast<double>(j) - disp[1], static_cast<double>(k) + disp[2]};
+        const int64_t st[3] = {w[0].start[static_cast<size_t>(i)], w[1].start[static_cast<size_t>(j)],
+                               w[2].start[static_cast<size_t>(k)]};
+        sitk_math::BsplineIndex(i, j, k, st, w[0].w[static_cast<size_t>(i)].data(),
+                                w[1].w[static_cast<size_t>(j)].data(), w[2].w[static_cast<size_t>(k)].data(),
+                                p->control_points.data(), n.data(), is_2d,
+                                ci[static_cast<size_t>((i * s3[1] + j) * s3[2] + k)].data());
       }
   s.Materialize();
   const int64_t v = mri::Voxels(s3);

@@ -61,4 +61,14 @@ class ElasticDeformationTransform final : public Transform {
   ElasticDeformationConfig config_;
 };
 
+namespace elastic_internal {
+// Per voxel index along one axis of `size` voxels with `nodes` control points and LPS direction `dir` (±1): the first
+// of its 4 grid nodes and their cubic B-spline weights (shared by the CPU transform and its CUDA stage).
+struct AxisWeights {
+  std::vector<int64_t> start;
+  std::vector<std::array<double, 4>> w;
+};
+AxisWeights Weights(int64_t size, int64_t nodes, double dir);
+}  // namespace elastic_internal
+
 }  // namespace augmentd
