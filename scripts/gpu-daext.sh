@@ -3,8 +3,12 @@
 # auglab_daext_gpu preset on a CUDA session, AugLab's own AugTransformsGPU, and nnUNetTrainerDAExt's CPU pipeline on
 # 15 worker processes (16 cores), on the same batch (B=2, patch 128³ from nnU-Net's 205³ initial patch).
 #
-# Before: scripts/daext-kit.sh on the development machine (AugLab's JSONs + wheels into .whl/auglab/). Device call:
-#   run(carry=[".device-kit", ".whl"], command="scripts/gpu-daext.sh")        (~5-8 min: the build is most of it)
+# Before: scripts/daext-kit.sh on the development machine (AugLab's JSONs + wheels into .whl/auglab/, SimpleITK's
+# wheel into build-sitk/). Two device calls on the same warm machine (SimpleITK's 50 MiB do not fit in one carry
+# with .device-kit and .whl; the first installs it into build-daext-sitk/, git-ignored, kept between calls):
+#   run(carry=["build-sitk"], command="DAEXT_STAGE=sitk scripts/gpu-daext.sh")          (~1 min)
+#   run(carry=[".device-kit", ".whl"], command="scripts/gpu-daext.sh")                  (~5-8 min, the build most)
+# Without the first call the CPU pipeline's row says FAILED (SimpleITK stub); the two GPU rows are unaffected.
 # Knobs: DAEXT_ARGS (extra bench flags, e.g. "--iters 10 --samples 2"), AUGMENTD_BIN (skip the build),
 #   AUGMENTD_BUILD_DIR=/tmp/build, DAEXT_SITE=/tmp/daext-site. Results in $OUT (default /tmp/gpu-daext):
 #   daext_table.md, daext_figures.jsonl, <metric>.json, env.txt, bench.log.
@@ -23,6 +27,15 @@ for f in "$KIT/transform_params_gpu.json" "$KIT/transform_params.json"; do
   [ -f "$f" ] || { echo "missing $f: run scripts/daext-kit.sh on the development machine and carry .whl"; exit 1; }
 done
 export AUGLAB_PARAMS_GPU_JSON=$PWD/$KIT/transform_params_gpu.json AUGLAB_PARAMS_CPU_JSON=$PWD/$KIT/transform_params.json
+
+if [ "${DAEXT_STAGE:-}" = sitk ]; then
+  ls build-sitk/*.whl >/dev/null 2>&1 || { echo "no build-sitk/*.whl: run scripts/daext-kit.sh and carry build-sitk"; exit 1; }
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target build-daext-sitk \
+    build-sitk/*.whl || { echo "SimpleITK install failed"; exit 1; }
+  PYTHONPATH="$PWD/build-daext-sitk" "$PY" -c "import SimpleITK as s; print('SimpleITK', s.Version_VersionString())"
+  exit $?
+fi
+[ -d build-daext-sitk/SimpleITK ] && export PYTHONPATH="$PWD/build-daext-sitk:${PYTHONPATH:-}"
 
 # 1. Kit (gRPC/protobuf debs for the build) on the GPU machine; wheels: nnU-Net's (.whl/*.whl) and AugLab's
 #    (.whl/auglab/*.whl; torchvision only when the image has none).
