@@ -119,7 +119,7 @@ TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
       EXPECT_NE(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
     // CPU-only kinds (no CUDA backend registered in augment/cuda/backends.cc) report cuda=false, cpu=true.
     const std::vector<std::string> cpu_only = {"zscore_normalization", "clamp", "edge_convolution", "unsharp_mask",
-                                               "swap", "shape_crop", "anisotropy", "torchio_affine",
+                                               "shape_crop", "anisotropy", "torchio_affine",
                                                "elastic_deformation",
                                                "move_seg_as_one_hot_to_data", "apply_random_binary_operator",
                                                "remove_random_connected_component",

@@ -4,10 +4,11 @@
 // A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
 // downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds after the table's last line
-// (zscore_normalization, clamp, edge_convolution, unsharp_mask, swap, shape_crop, anisotropy, torchio_affine,
-// elastic_deformation, move_seg_as_one_hot_to_data, apply_random_binary_operator, remove_random_connected_component,
-// auglab_low_resolution, redistribute_seg, auglab_bias_field) are CPU-only: CudaBackendOf answers nullptr, the CUDA
-// engine refuses them (UNIMPLEMENTED) and GetServerInfo reports cuda=false.
+// (auglab_bias_field) and the CpuOnly() rows (zscore_normalization, clamp, edge_convolution, unsharp_mask,
+// shape_crop, anisotropy, torchio_affine, elastic_deformation, move_seg_as_one_hot_to_data,
+// apply_random_binary_operator, remove_random_connected_component, auglab_low_resolution: places kept in enum order)
+// are CPU-only: CudaBackendOf answers nullptr, the CUDA engine refuses them (UNIMPLEMENTED) and GetServerInfo reports
+// cuda=false.
 #include <cstddef>
 #include <memory>
 
@@ -40,6 +41,8 @@ CudaStageOrError MakeMotionStage(const Transform& t, size_t index);
 CudaStageOrError MakeHistogramEqualizationStage(const Transform& t, size_t index);
 CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index);
 CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index);
+CudaStageOrError MakeSwapStage(const Transform& t, size_t index);  // transforms/swap/
+CudaStageOrError MakeRedistributeSegStage(const Transform& t, size_t index);  // transforms/redistribute_seg/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
@@ -56,6 +59,7 @@ Lifted Lift2DBiasField(const TransformParams& p);
 Lifted Lift2DGhosting(const TransformParams& p);
 Lifted Lift2DSpike(const TransformParams& p);
 Lifted Lift2DMotion(const TransformParams& p);
+Lifted Lift2DSwap(const TransformParams& p);  // transforms/swap/swap_cuda.cc
 
 namespace {
 using K = TransformKind;
@@ -64,6 +68,10 @@ constexpr bool kCufft = true;
 #else
 constexpr bool kCufft = false;  // the k-space stages answer UNIMPLEMENTED naming cuFFT
 #endif
+
+// The place of a CPU-only kind before the table's last line (no stage, not available): CudaBackendOf answers nullptr.
+constexpr CudaBackend CpuOnly(TransformKind k) { return {k, nullptr, nullptr, false, false}; }
+constexpr bool IsCpuOnlyRow(const CudaBackend& b) { return b.make_stage == nullptr && !b.available; }
 
 constexpr CudaBackend kBackends[] = {
     {K::kSpatial, nullptr, nullptr, true},  // the chain executor (cuda/chain_spatial.h) / the fused kernels
@@ -94,6 +102,20 @@ constexpr CudaBackend kBackends[] = {
     {K::kHistogramEqualization, &MakeHistogramEqualizationStage, nullptr, true},
     {K::kRandomConvolution, &MakeRandomConvolutionStage, nullptr, true},
     {K::kIntensityFunction, &MakeIntensityFunctionStage, nullptr, true},
+    CpuOnly(K::kZscoreNormalization),  // #23a
+    CpuOnly(K::kClamp),                // #23a
+    CpuOnly(K::kEdgeConvolution),      // #23a
+    CpuOnly(K::kUnsharpMask),          // #23a
+    {K::kSwap, &MakeSwapStage, &Lift2DSwap, true},
+    CpuOnly(K::kShapeCrop),            // #23a
+    CpuOnly(K::kAnisotropy),           // #23b
+    CpuOnly(K::kTorchioAffine),        // #23b
+    CpuOnly(K::kElasticDeformation),   // #23b
+    CpuOnly(K::kMoveSegAsOneHotToData),           // #24
+    CpuOnly(K::kApplyRandomBinaryOperator),       // #24
+    CpuOnly(K::kRemoveRandomConnectedComponent),  // #24
+    CpuOnly(K::kAuglabLowResolution),  // #23b
+    CpuOnly(K::kRedistributeSeg),  // TEMP
 };
 
 constexpr bool InEnumOrder() {
@@ -111,7 +133,8 @@ bool HasCudaImplementation(TransformKind kind) {
 
 const CudaBackend* CudaBackendOf(TransformKind kind) {
   const size_t k = static_cast<size_t>(kind);
-  return k < sizeof(kBackends) / sizeof(kBackends[0]) ? &kBackends[k] : nullptr;
+  if (k >= sizeof(kBackends) / sizeof(kBackends[0]) || IsCpuOnlyRow(kBackends[k])) return nullptr;
+  return &kBackends[k];
 }
 
 }  // namespace augmentd

@@ -35,7 +35,7 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
   // CPU-only kinds (no CUDA stage at all: the CUDA engine refuses the pipeline, the CPU engine runs it) are exempt.
   constexpr TransformKind kCpuOnly[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
                                         TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
-                                        TransformKind::kSwap, TransformKind::kShapeCrop,
+                                        TransformKind::kShapeCrop,
                                         TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
                                         TransformKind::kMoveSegAsOneHotToData, TransformKind::kApplyRandomBinaryOperator,

@@ -83,7 +83,7 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
   // Kinds with a CPU implementation only (the CUDA engine refuses a pipeline holding one; the CPU engine runs it).
   constexpr TransformKind kCpuOnlyKinds[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
                                              TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
-                                             TransformKind::kSwap, TransformKind::kShapeCrop,
+                                             TransformKind::kShapeCrop,
                                              TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
                                              TransformKind::kMoveSegAsOneHotToData,

@@ -1,4 +1,5 @@
 # augment/transforms/swap/: its files (collected by augment/CMakeLists.txt).
 augment_transform_sources(
   CPU swap.cc
+  CUDA swap_cuda.cc swap.cu
   TESTS swap_test.cc)
