@@ -123,7 +123,7 @@ TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
                                                "elastic_deformation",
                                                "move_seg_as_one_hot_to_data", "apply_random_binary_operator",
                                                "remove_random_connected_component",
-                                               "auglab_low_resolution", "redistribute_seg",
+                                               "auglab_low_resolution",
                                                "auglab_bias_field"};
     for (const std::string& name : cpu_only)
       EXPECT_EQ(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;

@@ -115,7 +115,7 @@ constexpr CudaBackend kBackends[] = {
     CpuOnly(K::kApplyRandomBinaryOperator),       // #24
     CpuOnly(K::kRemoveRandomConnectedComponent),  // #24
     CpuOnly(K::kAuglabLowResolution),  // #23b
-    CpuOnly(K::kRedistributeSeg),  // TEMP
+    {K::kRedistributeSeg, &MakeRedistributeSegStage, nullptr, true},
 };
 
 constexpr bool InEnumOrder() {

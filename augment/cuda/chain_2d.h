@@ -39,6 +39,8 @@
 //   (k³ kernel, reflect padding: every tap of the unit axis reads index 0 on both engines): used as drawn.
 //   swap                     (transforms/swap/swap_cuda.cc Lift2DSwap; TorchIO's (X, Y, 1)) patch (px, py, 1) →
 //                            (1, px, py), corners (i, j, 0) → (0, i, j): the same voxels, the same C-order copy order
+//   redistribute_seg         (transforms/redistribute_seg/; the CPU reads (X, Y) as 1 × X × Y) used as drawn: the 7³
+//                            ring dilation of the unit axis is the identity on both engines
 // Every kind of today is listed above; a kind added without a verified 2D form is refused for 2D samples with
 // UNIMPLEMENTED naming it (CheckStage2D's default). The spatial entry runs on the generic spatial kernel in 2D
 // (cuda/chain_spatial.h); downsample_seg_for_ds computes its 2D level shapes (the executor prepends the unit axis).

@@ -40,7 +40,7 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
                                              TransformKind::kElasticDeformation,
                                         TransformKind::kMoveSegAsOneHotToData, TransformKind::kApplyRandomBinaryOperator,
                                         TransformKind::kRemoveRandomConnectedComponent,
-                                             TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg,
+                                             TransformKind::kAuglabLowResolution,
                                              TransformKind::kAuglabBiasField};
   for (int i = 0; i < kNumTransformKinds; ++i) {
     const auto k = static_cast<TransformKind>(i);

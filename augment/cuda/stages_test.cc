@@ -89,7 +89,7 @@ TEST(CudaStages, EveryKindHasARegisteredBackend) {
                                              TransformKind::kMoveSegAsOneHotToData,
                                              TransformKind::kApplyRandomBinaryOperator,
                                              TransformKind::kRemoveRandomConnectedComponent,
-                                             TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg,
+                                             TransformKind::kAuglabLowResolution,
                                              TransformKind::kAuglabBiasField};
   constexpr int kNumCpuOnly = static_cast<int>(std::size(kCpuOnlyKinds));
   ASSERT_EQ(configs.size(), static_cast<size_t>(kNumTransformKinds));
