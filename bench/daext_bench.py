@@ -19,7 +19,8 @@
 
   On the GPU machine: scripts/gpu-daext.sh (wheels and JSONs from .whl/auglab/, filled by scripts/daext-kit.sh).
   CPU dry run here (every code path, small sizes; AugLab's "GPU" pipeline on CPU tensors, figure renamed):
-    AUGLAB_PARAMS_GPU_JSON=.whl/auglab/transform_params_gpu.json AUGLAB_PARAMS_CPU_JSON=.whl/auglab/transform_params.json \\
+    AUGLAB_PARAMS_GPU_JSON=.whl/auglab/transform_params_gpu.json \\
+    AUGLAB_PARAMS_CPU_JSON=.whl/auglab/transform_params.json \\
     AUGMENTD_BIN=build/server/augmentd AUGMENTD_BUILD_DIR=build .venv/bin/python bench/daext_bench.py --device cpu \\
         --patch 32 32 32 --iters 2 --workers 2 --cores 2 --samples 1
 

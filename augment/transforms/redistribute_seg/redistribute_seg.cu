@@ -212,7 +212,8 @@ __global__ void RegionStatsKernel(const float* w, const uint8_t* mask, const uin
       sq += dlt * dlt;
     }
   sq = BlockSum(sq, shd);
-  if (threadIdx.x == 0) out[(int64_t{j} * regions + r) * 2 + which] = RegionStats{mean, static_cast<float>(sqrt(sq / cnt))};
+  if (threadIdx.x == 0)
+    out[(int64_t{j} * regions + r) * 2 + which] = RegionStats{mean, static_cast<float>(sqrt(sq / cnt))};
 }
 
 __global__ void AddKernel(const float* w, const uint8_t* mask, const Job* jobs, const int32_t* any_fg,

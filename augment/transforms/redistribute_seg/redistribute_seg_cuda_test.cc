@@ -2,10 +2,10 @@
 // transform (redistribute_seg.h): random batches (B = 1, 3, 8; 1 and 2 channels; 1 and 2 seg channels), images
 // N(0.5, 2) with a few NaN / Inf voxels, labels in boxes (a -1 slab, 1..3 inside; every fourth sample without
 // foreground: AugLab's early exit), parameters from the CPU transform's own Draw, every third sample without params
-// (it must stay untouched), the stage driven directly on device buffers through ParamArena / ChainWorkspace, twice per
-// configuration (the second batch reuses both). Tolerance |gpu − cpu| <= 2e-4 · (1 + |cpu|): the float math is shared
-// (kernels/common/redistribute_seg_math.h), expf (CUDA vs glibc) and the double reductions' order differ. 2D samples
-// (X, Y): the stage on the chain's (1, X, Y), parameters as drawn. ctest: cuda_redistribute_seg_stage_test (label
+// (it must stay untouched), the stage driven directly on device buffers through ParamArena / ChainWorkspace, twice
+// per configuration (the second batch reuses both). Tolerance |gpu − cpu| <= 2e-4 · (1 + |cpu|): the float math is
+// shared (kernels/common/redistribute_seg_math.h), expf (CUDA vs glibc) and the double reductions' order differ. 2D
+// samples (X, Y): the stage on the chain's (1, X, Y), parameters as drawn. ctest: cuda_redistribute_seg_stage_test (label
 // gpu, skipped without a GPU), cuda_redistribute_seg_stage_host_test (factory and Prepare's checks, no GPU).
 #include <cuda_runtime.h>
 
