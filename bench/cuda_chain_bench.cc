@@ -4,6 +4,7 @@
 //
 //   cuda_chain_bench [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json out.jsonl]
 //   cuda_chain_bench --default [...]   nnU-Net's default pipeline, fused kernels vs the generic chain (issue 21)
+//   cuda_chain_bench --cascade [...]   nnU-Net's 3d_cascade_fullres pipeline vs the default one (issue 24)
 //
 // Rows (B × C at the preset's initial patch size → patch):
 //   da5          nnunet_da5 with DA5's probabilities (one-of groups included);
@@ -14,6 +15,10 @@
 // With --default the rows are instead nnunet_default (B × C, every transform on / default probabilities) through
 // CudaAugmenter (the fused kernels: what the service runs) and through CudaChain directly (the generic chain, whose
 // spatial step is the fused spatial kernel): `chain − fused` is what retiring the fused intensity path would cost.
+// With --cascade: nnU-Net's 3d_cascade_fullres training pipeline (foreground labels 1..3; 2 seg channels in: the
+// labels and the previous stage's prediction) with its probabilities and all on, beside nnunet_default (fused) on the
+// same patch: `cascade − default` is what the cascade's transforms (one-hot growth, binary operators, connected
+// components on the chain) cost per batch.
 // Timing: CUDA events around CudaAugmenter::Run on one stream; median and p90 of --iters batches after 3 warm-up
 // batches, each batch with fresh draws (first_sample_index advances). Inputs: N(0.3, 1) image, labels 0..3 in 4³
 // blobs. Exit status 2 without a CUDA device (prints why), 1 on any engine error.
@@ -30,6 +35,7 @@
 #include "augment/cuda/chain.h"
 #include "augment/cuda/engine.h"
 #include "augment/pipeline.h"
+#include "augment/testing/cascade_pipeline.h"
 #include "augment/testing/random_volume.h"
 
 namespace {
@@ -64,13 +70,13 @@ std::vector<int64_t> ParseShape(const char* s) {
 struct DeviceInput {
   float* image = nullptr;
   int16_t* seg = nullptr;
-  DeviceInput(int64_t B, int64_t C, const std::vector<int64_t>& S) {
+  DeviceInput(int64_t B, int64_t C, const std::vector<int64_t>& S, int64_t seg_channels = 1) {
     const int64_t n = S[0] * S[1] * S[2];
     std::mt19937_64 g(42);
     std::vector<float> img(B * C * n);
     augmentd::testing::FillNormal(g, img);
-    std::vector<int16_t> lab(B * n);
-    for (int64_t b = 0; b < B; ++b) augmentd::testing::FillBlobbyLabels(g, S, 4, lab.data() + b * n);
+    std::vector<int16_t> lab(B * seg_channels * n);
+    for (int64_t b = 0; b < B * seg_channels; ++b) augmentd::testing::FillBlobbyLabels(g, S, 4, lab.data() + b * n);
     CHECK_CUDA(cudaMalloc(&image, img.size() * sizeof(float)));
     CHECK_CUDA(cudaMalloc(&seg, lab.size() * sizeof(int16_t)));
     CHECK_CUDA(cudaMemcpy(image, img.data(), img.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -86,7 +92,7 @@ struct DeviceInput {
 // `chain_only` through CudaChain directly (the generic chain even where the fused kernels cover the spec); exits 1
 // on an engine error.
 Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int64_t C, int iters,
-                cudaStream_t stream, bool chain_only = false) {
+                cudaStream_t stream, bool chain_only = false, int64_t seg_channels = 1) {
   std::unique_ptr<augmentd::CudaAugmenter> aug;
   std::unique_ptr<augmentd::CudaChain> chain;
   absl::Status created;
@@ -102,9 +108,9 @@ Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int6
     std::exit(1);
   }
   const std::vector<int64_t>& S = spec.input_patch_size;
-  augmentd::CudaBatchInput input{in.image, in.seg, {B, C, S[0], S[1], S[2]}, 1};
-  auto layout = chain ? chain->OutputLayout(input.image_shape, augmentd::DType::kFloat32, 1)
-                      : aug->OutputLayout(input.image_shape, augmentd::DType::kFloat32);
+  augmentd::CudaBatchInput input{in.image, in.seg, {B, C, S[0], S[1], S[2]}, seg_channels};
+  auto layout = chain ? chain->OutputLayout(input.image_shape, augmentd::DType::kFloat32, seg_channels)
+                      : aug->OutputLayout(input.image_shape, augmentd::DType::kFloat32, seg_channels);
   if (!layout.ok()) {
     std::fprintf(stderr, "OutputLayout: %s\n", layout.status().ToString().c_str());
     std::exit(1);
@@ -168,7 +174,7 @@ int main(int argc, char** argv) {
   int64_t B = 2, C = 1;
   int iters = 20;
   const char* json = nullptr;
-  bool default_pipeline = false;
+  bool default_pipeline = false, cascade = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has = i + 1 < argc;
@@ -178,9 +184,10 @@ int main(int argc, char** argv) {
     else if (a == "--iters" && has) iters = std::max(1, std::atoi(argv[++i]));
     else if (a == "--json" && has) json = argv[++i];
     else if (a == "--default") default_pipeline = true;
+    else if (a == "--cascade") cascade = true;
     else {
       std::fprintf(stderr,
-                   "usage: %s [--default] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
+                   "usage: %s [--default | --cascade] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
                    argv[0]);
       return a == "--help" || a == "-h" ? 0 : 1;
     }
@@ -246,6 +253,25 @@ int main(int argc, char** argv) {
       report("default-all-on chain", TimeSpec(all_on, din, B, C, iters, stream, /*chain_only=*/true), -1);
       report("default fused", TimeSpec(*def, din, B, C, iters, stream), -1);
       report("default chain", TimeSpec(*def, din, B, C, iters, stream, /*chain_only=*/true), -1);
+    }
+    if (out != nullptr) std::fclose(out);
+    cudaStreamDestroy(stream);
+    return 0;
+  }
+  if (cascade) {  // issue 24: the cascade's pipeline vs nnU-Net's default, same patch
+    auto def = augmentd::NnunetDefaultPipeline(tc);
+    auto cas = augmentd::testing::NnunetCascadePipeline(tc, {1, 2, 3});
+    if (!def.ok() || !cas.ok()) {
+      std::fprintf(stderr, "pipelines: %s %s\n", def.status().ToString().c_str(), cas.status().ToString().c_str());
+      return 1;
+    }
+    PipelineSpec cas_on = *cas;
+    for (TransformSpec& t : cas_on.transforms) t.apply_probability = 1.0;
+    const DeviceInput d1(B, C, def->input_patch_size), d2(B, C, def->input_patch_size, 2);
+    for (int round = 0; round < 2; ++round) {  // interleaved, so that drift hits every row alike
+      report("default fused", TimeSpec(*def, d1, B, C, iters, stream), -1);
+      report("cascade", TimeSpec(*cas, d2, B, C, iters, stream, false, 2), -1);
+      report("cascade-all-on", TimeSpec(cas_on, d2, B, C, iters, stream, false, 2), -1);
     }
     if (out != nullptr) std::fclose(out);
     cudaStreamDestroy(stream);

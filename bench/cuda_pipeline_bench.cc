@@ -12,9 +12,13 @@
 //   all-on      every transform applied to every sample and channel (rotation + scaling, noise, blur,
 //               brightness, contrast, low-res, both gammas, mirroring on all axes, DS targets)
 //   default-p   nnU-Net's default probabilities (16 parameter batches, rotated)
-//   spatial     rotation + scaling only (the floor set by the spatial kernel)
+//   spatial     rotation + scaling only (the floor set by the spatial kernel; C = 1 and 4)
 //   all-on+elastic  all-on plus elastic deformation (fields generated on the device, bgv2's default σ/magnitude)
-//   only-X      rotation + scaling + transform X on every sample and channel (B=2, C=1): X's cost = time − spatial
+//   only-X      rotation + scaling + transform X on every sample and channel (B=2, C=1; only-noise also C=4):
+//               X's cost = time − spatial
+//   spatial-bw  the spatial kernel alone (rotation + scaling, no DS targets, parameters already on the device), B=2
+//               C=1 128³ from 205³, against a device-to-device copy of the same byte count measured in the same run
+//               (alternating, CUDA events): prints spatial_bandwidth_fraction (definition at RunSpatialBandwidth)
 // it reports the median over iterations of CUDA-event times: eager launches (parameter upload from pinned
 // memory included) and CUDA-graph replay (one graph per stage mask, buffer pointers and parameters uploaded together
 // and read on the device as CudaAugmenter does); samples/s; bytes (input read once + outputs written once) over
@@ -329,6 +333,119 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   return Result{mode, B, C, shape, ms_eager, ms_graph, bytes, (free0 - free1) / 1048576.0, ws_bytes / 1048576.0};
 }
 
+// spatial_bandwidth_fraction (issue 27): the spatial stage's bytes over its time, as a fraction of the bandwidth of a
+// cudaMemcpyAsync device-to-device copy of the same bytes timed in the same run. Bytes of the spatial stage, counted
+// as input-crop-read + output-written:
+//   N = B·P·(4·C + 2)          one output-sized crop of the float32 image and int16 seg (what an integer crop reads;
+//                              the rotated/scaled gather touches a footprint of about that size, scale 0.7–1.4)
+//   bytes = N (read) + N (written: float32 image + int16 seg at P, no DS targets, no mask)
+// The copy moves the same 2·N bytes (N read + N written), so the fraction is t_copy(N) / t_spatial. Both are
+// medians over `iters` alternating iterations (spatial, then copy, each between its own pair of events). The
+// spatial launch is RunPipeline with the spatial stage only (direct path: one kernel) and the sample parameters
+// uploaded before the timed region (16 parameter sets, rotation + scaling on every sample). A 2·N-byte copy (≈ 50 MB
+// at B=2 C=1 128³) is partly L2-resident on an H200 (50 MB L2), so it can beat the 1 GiB copy of the device line:
+// the row also prints the fraction against that one (spatial GB/s / 1 GiB copy GB/s), the issue's "% of copy" basis.
+struct BandwidthResult {
+  int B, C;
+  std::string shape;
+  double ms_spatial, ms_copy, bytes;
+};
+
+BandwidthResult RunSpatialBandwidth(int B, int C, const int* S, const int* P, int iters, cudaStream_t st) {
+  BatchShape sh;
+  sh.batch = B;
+  sh.channels = C;
+  for (int d = 0; d < 3; ++d) {
+    sh.in[d] = S[d];
+    sh.out[d] = P[d];
+  }
+  sh.seg_pad_first = g_bgv2_036 ? 1 : 0;
+  sh.num_ds = 0;  // the spatial stage only (the DS picks are their own launch)
+  const size_t in_n = size_t(S[0]) * S[1] * S[2], out_n = size_t(P[0]) * P[1] * P[2];
+  std::mt19937_64 g(42);
+  std::normal_distribution<float> nd(0.3f, 1.0f);
+  std::vector<float> h_img(size_t(B) * C * in_n);
+  for (float& v : h_img) v = nd(g);
+  // The same blobby 4-label seg with a −1 slab as RunOne (8³ label blocks).
+  std::vector<int16_t> h_seg(size_t(B) * in_n);
+  std::uniform_int_distribution<int> ld(0, 3);
+  const int cz = (S[0] + 7) / 8, cy = (S[1] + 7) / 8, cx = (S[2] + 7) / 8;
+  std::vector<int16_t> coarse(size_t(B) * cz * cy * cx);
+  for (auto& v : coarse) v = static_cast<int16_t>(ld(g));
+  for (int b = 0; b < B; ++b)
+    for (int z = 0; z < S[0]; ++z)
+      for (int y = 0; y < S[1]; ++y)
+        for (int x = 0; x < S[2]; ++x)
+          h_seg[b * in_n + (size_t(z) * S[1] + y) * S[2] + x] =
+              z < 2 ? -1 : coarse[((size_t(b) * cz + z / 8) * cy + y / 8) * cx + x / 8];
+  const size_t n_bytes = size_t(B) * out_n * (4 * size_t(C) + 2);  // N above
+  void *d_img, *d_seg, *d_out, *d_oseg, *d_ws, *d_params, *d_src, *d_dst;
+  const size_t ws_bytes = augmentd::cuda::WorkspaceBytes(sh);
+  if (ws_bytes == 0) {
+    std::fprintf(stderr, "spatial-bw: invalid shape\n");
+    std::exit(1);
+  }
+  const int kSets = 16;
+  CHECK_CUDA(cudaMalloc(&d_img, h_img.size() * 4));
+  CHECK_CUDA(cudaMalloc(&d_seg, h_seg.size() * 2));
+  CHECK_CUDA(cudaMalloc(&d_out, size_t(B) * C * out_n * 4));
+  CHECK_CUDA(cudaMalloc(&d_oseg, size_t(B) * out_n * 2));
+  CHECK_CUDA(cudaMalloc(&d_ws, ws_bytes));
+  CHECK_CUDA(cudaMalloc(&d_params, sizeof(SampleParams) * B * kSets));
+  CHECK_CUDA(cudaMalloc(&d_src, n_bytes));
+  CHECK_CUDA(cudaMalloc(&d_dst, n_bytes));
+  CHECK_CUDA(cudaMemcpy(d_img, h_img.data(), h_img.size() * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_seg, h_seg.data(), h_seg.size() * 2, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemsetAsync(d_src, 1, n_bytes, st));
+  CHECK_CUDA(augmentd::cuda::InitWorkspace(sh, d_ws, st));
+  augmentd::cuda::PipelineIO io;
+  io.image = static_cast<const float*>(d_img);
+  io.seg = static_cast<const int16_t*>(d_seg);
+  io.out_image = d_out;
+  io.out_seg = static_cast<int16_t*>(d_oseg);
+  std::vector<SampleParams> h_params(size_t(B) * kSets);
+  std::vector<uint32_t> set_stages(kSets);
+  std::mt19937_64 pg(7);
+  for (int s = 0; s < kSets; ++s) {
+    for (int b = 0; b < B; ++b) h_params[s * B + b] = Draw(pg, kSpatial, sh, uint64_t(s) * B + b);
+    set_stages[s] = augmentd::cuda::ActiveStages(h_params.data() + s * B, sh);
+  }
+  CHECK_CUDA(cudaMemcpy(d_params, h_params.data(), sizeof(SampleParams) * h_params.size(), cudaMemcpyHostToDevice));
+  const auto* params = static_cast<const SampleParams*>(d_params);
+  auto spatial = [&](int s) {
+    CHECK_CUDA(augmentd::cuda::RunPipeline(sh, params + s * B, set_stages[s], io, d_ws, st));
+  };
+  auto copy = [&] { CHECK_CUDA(cudaMemcpyAsync(d_dst, d_src, n_bytes, cudaMemcpyDeviceToDevice, st)); };
+  for (int i = 0; i < 20; ++i) {
+    spatial(i % kSets);
+    copy();
+  }
+  CHECK_CUDA(cudaStreamSynchronize(st));
+  cudaEvent_t e0, e1, e2;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  CHECK_CUDA(cudaEventCreate(&e2));
+  std::vector<float> ts, tc;
+  for (int i = 0; i < iters; ++i) {
+    CHECK_CUDA(cudaEventRecord(e0, st));
+    spatial(i % kSets);
+    CHECK_CUDA(cudaEventRecord(e1, st));
+    copy();
+    CHECK_CUDA(cudaEventRecord(e2, st));
+    CHECK_CUDA(cudaEventSynchronize(e2));
+    float a, b;
+    CHECK_CUDA(cudaEventElapsedTime(&a, e0, e1));
+    CHECK_CUDA(cudaEventElapsedTime(&b, e1, e2));
+    ts.push_back(a);
+    tc.push_back(b);
+  }
+  for (cudaEvent_t e : {e0, e1, e2}) CHECK_CUDA(cudaEventDestroy(e));
+  for (void* p : {d_img, d_seg, d_out, d_oseg, d_ws, d_params, d_src, d_dst}) CHECK_CUDA(cudaFree(p));
+  char shape[64];
+  std::snprintf(shape, sizeof(shape), "%dx%dx%d<-%dx%dx%d", P[0], P[1], P[2], S[0], S[1], S[2]);
+  return BandwidthResult{B, C, shape, Median(ts), Median(tc), 2.0 * double(n_bytes)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -364,6 +481,26 @@ int main(int argc, char** argv) {
   const int S1[3] = {205, 205, 205}, P1[3] = {128, 128, 128};
   const int S2[3] = {175, 257, 210}, P2[3] = {80, 160, 160};
   std::vector<Result> res;
+  std::vector<BandwidthResult> bw;
+  if ((modes.empty() && only.empty()) || modes.find(",spatial-bw,") != std::string::npos ||
+      only.rfind("spatial-bw", 0) == 0) {
+    bw.push_back(RunSpatialBandwidth(2, 1, S1, P1, iters, st));
+    const BandwidthResult& r = bw.back();
+    const double gbps = r.bytes / (r.ms_spatial * 1e-3) / 1e9, copy_same = r.bytes / (r.ms_copy * 1e-3) / 1e9;
+    std::printf(
+        "| mode | B | C | shape | spatial ms | bytes (crop read + written) | spatial GB/s | copy of the same bytes ms "
+        "| copy GB/s | spatial_bandwidth_fraction | vs the 1 GiB copy |\n");
+    std::printf("| spatial-bw | %d | %d | %s | %.4f | %.1f MB | %.0f | %.4f | %.0f | %.3f | %.3f |\n", r.B, r.C,
+                r.shape.c_str(), r.ms_spatial, r.bytes / 1e6, gbps, r.ms_copy, copy_same, r.ms_copy / r.ms_spatial,
+                copy_gbps > 0 ? gbps / copy_gbps : 0.0);
+    std::printf(
+        "{\"metric\":\"spatial_bandwidth_fraction\",\"value\":%.4f,\"B\":%d,\"C\":%d,\"shape\":\"%s\","
+        "\"spatial_ms\":%.5f,\"copy_ms\":%.5f,\"bytes\":%.0f,\"spatial_gbps\":%.1f,\"copy_gbps_same_bytes\":%.1f,"
+        "\"copy_gbps_1gib\":%.1f,\"bgv2\":\"%s\"}\n",
+        r.ms_copy / r.ms_spatial, r.B, r.C, r.shape.c_str(), r.ms_spatial, r.ms_copy, r.bytes, gbps, copy_same,
+        copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5");
+    std::fflush(stdout);
+  }
   for (const auto& [mode, pr] :
        {std::pair<const char*, Probs>{"all-on", kAllOn}, {"default-p", kDefault}, {"spatial", kSpatial},
         {"all-on+elastic", kAllOnElastic}, {"only-elastic", kOnlyElastic}, {"only-noise", kOnlyNoise},
@@ -375,7 +512,8 @@ int main(int argc, char** argv) {
     for (int shape = 0; shape < 2; ++shape)
       for (int B : {2, 8})
         for (int C : {1, 4}) {
-          if ((m == "spatial" || per_transform) && C == 4) continue;
+          // C = 4 for the spatial floor and the noise (the per-channel costs of the fused spatial kernel, issue 27).
+          if (per_transform && C == 4 && m != "only-noise") continue;
           if (per_transform && B == 8) continue;
           if (!only.empty() && only != std::string(mode) + ":" + std::to_string(B) + ":" + std::to_string(C) + ":" +
                                            std::to_string(shape))
@@ -397,6 +535,12 @@ int main(int argc, char** argv) {
     if (!f) return 1;
     std::fprintf(f, "{\"impl\":\"device\",\"name\":\"%s\",\"copy_gbps\":%.1f,\"bgv2\":\"%s\"}\n", prop.name,
                  copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5");
+    // Its own impl: readers of the "augmentd" rows (bench/cuda_coverage_table.py) expect ms_eager / ms_graph.
+    for (const BandwidthResult& r : bw)
+      std::fprintf(f,
+                   "{\"impl\":\"augmentd-spatial-bw\",\"mode\":\"spatial-bw\",\"B\":%d,\"C\":%d,\"shape\":\"%s\","
+                   "\"spatial_ms\":%.5f,\"copy_ms\":%.5f,\"bytes\":%.0f,\"spatial_bandwidth_fraction\":%.4f}\n",
+                   r.B, r.C, r.shape.c_str(), r.ms_spatial, r.ms_copy, r.bytes, r.ms_copy / r.ms_spatial);
     for (const Result& r : res)
       std::fprintf(f,
                    "{\"impl\":\"augmentd\",\"mode\":\"%s\",\"B\":%d,\"C\":%d,\"shape\":\"%s\",\"ms_eager\":%.5f,"

@@ -58,7 +58,7 @@ fi
       [ "${PIPE_MODES:-all-on,default-p}" = none ] && continue
       echo; echo "## round $r: $side — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}"
       timeout 150 "$dir"/augment/kernels/cuda/cuda_pipeline_bench --modes "${PIPE_MODES:-all-on,default-p}" \
-        --iters "${PIPE_ITERS:-100}" --json "$OUT/pipe-$side-$r.jsonl" 2>&1 | tail -24
+        --iters "${PIPE_ITERS:-100}" --json "$OUT/pipe-$side-$r.jsonl" 2>&1 | tail -40
     done
   done
 } >"$OUT/summary.md" 2>&1

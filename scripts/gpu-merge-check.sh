@@ -11,7 +11,9 @@
 #   run(carry=[".device-kit", ".whl", "build-old-src"], command="CALL_BUDGET=540 scripts/gpu-merge-check.sh")
 # Knobs: CALL_BUDGET (s, 540): later steps are skipped when too little is left; SKIP_BEFORE_AFTER=1, SKIP_PATCH=1,
 #   SKIP_E2E=1, OLD_SRC (build-old-src), PIPE_MODES (all-on), CHAIN_ITERS (60), PIPE_ITERS (40),
-#   E2E_CASES (6), PATCH_ITERS (40), PATCH_CASES (cuda_ipc,big,host_shm,inline).
+#   E2E_CASES (6), PATCH_ITERS (40), PATCH_CASES (cuda_ipc,big,host_shm,inline),
+#   E2E_RUNS ("WORKERS CORES STAGES;..."; default: the four patch-trainer variants; e.g. "- 16 2d,cascade" for
+#   issue 24's configurations; each run's table is copied to $OUT/e2e-*-table.md).
 # Results under $OUT: final/, patch/, e2e-<variant>/ (each with its tables and logs.tar.gz), summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -50,17 +52,29 @@ fi
 
 if [ "${SKIP_E2E:-0}" != 1 ]; then
   export E2E_CASES=${E2E_CASES:-6} E2E_WARMUP=8 E2E_ITERS=50 E2E_RUN_SECONDS=7 AUGMENTD_BUILD_DIR=$PWD/build-gpu
-  for v in "processes 16 patch" "processes 4 patch" "threads 16 patch" "processes 16 patch_da5"; do
+  IFS=';' read -r -a runs <<< "${E2E_RUNS:-processes 16 patch;processes 4 patch;threads 16 patch;processes 16 patch_da5}"
+  for v in "${runs[@]}"; do
     set -- $v
     [ "$(left)" -lt 75 ] && { say "e2e $1 $2 $3: skipped ($(left) s left)"; continue; }
     pin=(); [ "$2" != 16 ] && pin=(taskset -c 0-$(( $2 - 1 )))
-    AUGMENTD_PATCH_WORKERS=$1 E2E_STAGES=$3 E2E_BUDGET=$(( $(left) - 15 )) OUT=$OUT/e2e-$1-$2c-$3 \
-      "${pin[@]}" scripts/gpu-e2e.sh > "$OUT/e2e-$1-$2c-$3.txt" 2>&1
-    say "e2e $1 $2 cores $3: $(grep -E 'Target \(b\)' "$OUT/e2e-$1-$2c-$3.txt" | tr '\n' ' ')"
+    name=e2e-$1-$2c-${3//,/+}
+    AUGMENTD_PATCH_WORKERS=${1/-/processes} E2E_STAGES=$3 E2E_BUDGET=$(( $(left) - 15 )) OUT=$OUT/$name \
+      "${pin[@]}" scripts/gpu-e2e.sh > "$OUT/$name.txt" 2>&1
+    say "e2e $1 $2 cores $3: $(grep -E 'Target \(b\)|FAILED|e2e_[a-z0-9_]*_pct' "$OUT/$name.txt" | cut -c1-200 | tr '\n' ' ')"
+    [ -f "$OUT/$name/table.md" ] && cp "$OUT/$name/table.md" "$OUT/$name-table.md"
   done
 fi
-# A device call returns at most 8 files: the tables go to the top level beside the step logs.
+if [ -n "${EXTRA_STEP:-}" ] && [ "$(left)" -gt 40 ]; then  # one more bounded command (e.g. a bench), output in extra.txt
+  OUT=$OUT/extra AUGMENTD_BIN=$PWD/build-gpu/server/augmentd AUGMENTD_BUILD_DIR=$PWD/build-gpu \
+    timeout $(( $(left) - 20 )) bash -c "mkdir -p \$OUT; $EXTRA_STEP" > "$OUT/extra.txt" 2>&1
+  say "extra step exit $?: $(tail -3 "$OUT/extra.txt" | cut -c1-200 | tr '\n' ' ')"
+fi
+# A device call returns at most 8 files: everything goes into all.tar.gz; the top level keeps summary.txt and the
+# key tables (the rest moves to rest/, which does not come back).
 for f in final/tests-gpu.log kernels/summary.md patch/patch-gpu.md; do
   [ -f "$OUT/$f" ] && cp "$OUT/$f" "$OUT/$(echo "$f" | tr / -)"
 done
+(cd "$OUT" && tar czf /tmp/all.tar.gz --exclude='*.tar.gz' . && mkdir -p rest && find . -maxdepth 1 -mindepth 1 \
+   ! -name rest ! -name summary.txt ! -name 'final-tests-gpu.log' ! -name 'kernels-summary.md' \
+   ! -name 'patch-patch-gpu.md' ! -name extra.txt ! -name 'e2e-*-table.md' -exec mv {} rest/ \; && mv /tmp/all.tar.gz .)
 cat "$OUT/summary.txt"

@@ -290,7 +290,8 @@ absl::StatusOr<CudaBatchInput> CudaWorker::StageHostInput(const BatchInput& inpu
   din.image = static_cast<const float*>(m.d_in);
   din.seg = reinterpret_cast<const int16_t*>(static_cast<const char*>(m.d_in) + img_in);
   din.image_shape = input.image.shape;
-  din.seg_channels = input.seg.shape.size() == 5 ? input.seg.shape[1] : 1;
+  // (B, S, *spatial) beside (B, C, *spatial), 2D or 3D (the cascade: S = 2)
+  din.seg_channels = input.seg.shape.size() == input.image.shape.size() ? input.seg.shape[1] : 1;
   if (IsPinnedHost(input.image.data) && IsPinnedHost(input.seg.data)) {
     // A pinned host-shm input slot: straight to the device, no staging pass (the caller synchronises the stream
     // before the slot goes back to the client).

@@ -536,7 +536,7 @@ absl::Status CreateBuffers(const v1::OpenSessionRequest& request, const std::str
                                      label_channels, s.image_dtype, label_bytes);
     if (s.device.kind == DeviceKind::kCuda) {  // one worker's pinned + device input staging
       ring.staging_bytes = 2 * static_cast<uint64_t>(Product(s.input_patch_size)) * s.batch_size *
-                           static_cast<uint64_t>(channels * 4 + 2);
+                           static_cast<uint64_t>(channels * 4 + 2 * std::max<int64_t>(1, seg_channels));  // cascade: 2
     }
     absl::StatusOr<std::shared_ptr<SlotRing>> slots = CreateSlotRing(ring, limits, budget);
     if (!slots.ok()) return slots.status();

@@ -4,10 +4,7 @@
 // A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
 // downsample_seg_for_ds are run by the chain executor (no stage factory). The kinds after the table's last line
-// (auglab_bias_field) and the CpuOnly() rows (zscore_normalization, clamp, edge_convolution, unsharp_mask,
-// shape_crop, anisotropy, torchio_affine, elastic_deformation, move_seg_as_one_hot_to_data,
-// apply_random_binary_operator, remove_random_connected_component, auglab_low_resolution: places kept in enum order)
-// are CPU-only: CudaBackendOf answers nullptr, the CUDA engine refuses them (UNIMPLEMENTED) and GetServerInfo reports
+// and the CpuOnly lines (anisotropy, torchio_affine, elastic_deformation, auglab_low_resolution) are CPU-only: CudaBackendOf answers nullptr, the CUDA engine refuses them (UNIMPLEMENTED) and GetServerInfo reports
 // cuda=false.
 #include <cstddef>
 #include <memory>
@@ -41,8 +38,17 @@ CudaStageOrError MakeMotionStage(const Transform& t, size_t index);
 CudaStageOrError MakeHistogramEqualizationStage(const Transform& t, size_t index);
 CudaStageOrError MakeRandomConvolutionStage(const Transform& t, size_t index);
 CudaStageOrError MakeIntensityFunctionStage(const Transform& t, size_t index);
-CudaStageOrError MakeSwapStage(const Transform& t, size_t index);  // transforms/swap/
-CudaStageOrError MakeRedistributeSegStage(const Transform& t, size_t index);  // transforms/redistribute_seg/
+CudaStageOrError MakeZscoreNormalizationStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeClampStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeEdgeConvolutionStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeUnsharpMaskStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeShapeCropStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeAuglabBiasFieldStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeMoveSegAsOneHotToDataStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeApplyRandomBinaryOperatorStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeRemoveRandomConnectedComponentStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeSwapStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeRedistributeSegStage(const Transform& t, size_t index);  // transforms/<kind>/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
@@ -69,9 +75,10 @@ constexpr bool kCufft = true;
 constexpr bool kCufft = false;  // the k-space stages answer UNIMPLEMENTED naming cuFFT
 #endif
 
-// The place of a CPU-only kind before the table's last line (no stage, not available): CudaBackendOf answers nullptr.
+// A kind without a CUDA stage between registered ones (the table is a prefix of the enum): CudaBackendOf answers
+// nullptr for it, as for the kinds after the table's last line.
 constexpr CudaBackend CpuOnly(TransformKind k) { return {k, nullptr, nullptr, false, false}; }
-constexpr bool IsCpuOnlyRow(const CudaBackend& b) { return b.make_stage == nullptr && !b.available; }
+constexpr bool IsCpuOnly(const CudaBackend& b) { return b.make_stage == nullptr && !b.runs_2d && !b.available; }
 
 constexpr CudaBackend kBackends[] = {
     {K::kSpatial, nullptr, nullptr, true},  // the chain executor (cuda/chain_spatial.h) / the fused kernels
@@ -102,20 +109,28 @@ constexpr CudaBackend kBackends[] = {
     {K::kHistogramEqualization, &MakeHistogramEqualizationStage, nullptr, true},
     {K::kRandomConvolution, &MakeRandomConvolutionStage, nullptr, true},
     {K::kIntensityFunction, &MakeIntensityFunctionStage, nullptr, true},
-    CpuOnly(K::kZscoreNormalization),  // #23a
-    CpuOnly(K::kClamp),                // #23a
-    CpuOnly(K::kEdgeConvolution),      // #23a
-    CpuOnly(K::kUnsharpMask),          // #23a
+    // 2D samples run as drawn: pointwise (clamp, zscore), the unit axis boxed whole (shape_crop), the CPU's own
+    // 1 × X × Y view of 2D samples (edge_convolution, unsharp_mask), the 2D polynomial read from the coefficient
+    // count (auglab_bias_field).
+    {K::kZscoreNormalization, &MakeZscoreNormalizationStage, nullptr, true},
+    {K::kClamp, &MakeClampStage, nullptr, true},
+    {K::kEdgeConvolution, &MakeEdgeConvolutionStage, nullptr, true},
+    {K::kUnsharpMask, &MakeUnsharpMaskStage, nullptr, true},
+    // 2D samples: TorchIO's (X, Y, 1) lifted to the scratch's (1, X, Y) (Lift2DSwap, cuda/chain_2d.h).
     {K::kSwap, &MakeSwapStage, &Lift2DSwap, true},
-    CpuOnly(K::kShapeCrop),            // #23a
-    CpuOnly(K::kAnisotropy),           // #23b
-    CpuOnly(K::kTorchioAffine),        // #23b
-    CpuOnly(K::kElasticDeformation),   // #23b
-    CpuOnly(K::kMoveSegAsOneHotToData),           // #24
-    CpuOnly(K::kApplyRandomBinaryOperator),       // #24
-    CpuOnly(K::kRemoveRandomConnectedComponent),  // #24
-    CpuOnly(K::kAuglabLowResolution),  // #23b
+    {K::kShapeCrop, &MakeShapeCropStage, nullptr, true},
+    CpuOnly(K::kAnisotropy),
+    CpuOnly(K::kTorchioAffine),
+    CpuOnly(K::kElasticDeformation),
+    {K::kMoveSegAsOneHotToData, &MakeMoveSegAsOneHotToDataStage, nullptr, true},
+    // 2D samples: the stage builds disk(r) from ChainTensors::two_d, as the CPU on a 2D sample.
+    {K::kApplyRandomBinaryOperator, &MakeApplyRandomBinaryOperatorStage, nullptr, true},
+    // 2D samples: on the unit leading axis the 26-neighbourhood is the CPU's 8-neighbourhood.
+    {K::kRemoveRandomConnectedComponent, &MakeRemoveRandomConnectedComponentStage, nullptr, true},
+    CpuOnly(K::kAuglabLowResolution),
+    // 2D samples run as drawn: the CPU's own 1 × X × Y view (the ring dilation of the unit axis is the identity).
     {K::kRedistributeSeg, &MakeRedistributeSegStage, nullptr, true},
+    {K::kAuglabBiasField, &MakeAuglabBiasFieldStage, nullptr, true},
 };
 
 constexpr bool InEnumOrder() {
@@ -133,8 +148,7 @@ bool HasCudaImplementation(TransformKind kind) {
 
 const CudaBackend* CudaBackendOf(TransformKind kind) {
   const size_t k = static_cast<size_t>(kind);
-  if (k >= sizeof(kBackends) / sizeof(kBackends[0]) || IsCpuOnlyRow(kBackends[k])) return nullptr;
-  return &kBackends[k];
+  return k < sizeof(kBackends) / sizeof(kBackends[0]) && !IsCpuOnly(kBackends[k]) ? &kBackends[k] : nullptr;
 }
 
 }  // namespace augmentd

@@ -13,6 +13,7 @@
 #include "augment/status_macros.h"
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds/downsample_seg_for_ds.h"
+#include "augment/transforms/move_seg_as_one_hot_to_data/move_seg_as_one_hot_to_data.h"
 #include "augment/transforms/spatial/spatial.h"
 
 namespace augmentd {
@@ -111,6 +112,19 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
       c->out_regions_ = e.regions;
       c->bool_seg_ = true;
     }
+    if (ts.kind == TransformKind::kMoveSegAsOneHotToData) {
+      const auto* m = dynamic_cast<const MoveSegAsOneHotToDataTransform*>(ts.transform.get());
+      if (m == nullptr) return NotCovered(ts, t, "unknown implementation");
+      // A spatial entry after it would resample a grown image: the cascade's order never does (the GPU chain sizes
+      // the spatial steps for the input's channels).
+      for (size_t u = t + 1; u < n; ++u)
+        if (spec.transforms[u].kind == TransformKind::kSpatial)
+          return NotCovered(ts, t, "a spatial entry after it (channel growth before resampling)");
+      e.image_growth = static_cast<int32_t>(m->config().all_labels.size());
+      e.seg_drop = m->config().remove_channel_from_source ? 1 : 0;
+      c->image_growth_ += e.image_growth;
+      c->seg_drop_ += e.seg_drop;
+    }
     ASSIGN_OR_RETURN(e.stage, MakeCudaStage(*ts.transform, t));
     c->entries_.push_back(std::move(e));
   }
@@ -153,17 +167,23 @@ absl::StatusOr<CudaOutputLayout> CudaChain::OutputLayout(const std::vector<int64
     vox = std::max(vox, NumElements(p));
   }
   vox = std::max(vox, NumElements(p));
-  if (vox * image_shape[0] * std::max<int64_t>(image_shape[1], std::max<int64_t>(seg_channels, max_regions_)) >
-      (int64_t{1} << 31))
+  // Channel growth (move_seg_as_one_hot_to_data): the output's channels, as PipelineSpec::OutputChannels.
+  if (seg_drop_ > seg_channels)
+    return ju::Invalid("seg.shape", absl::StrCat("move_seg_as_one_hot_to_data needs ", seg_drop_,
+                                                 " seg channel(s), the batch has ", seg_channels));
+  const int64_t out_image_channels = image_shape[1] + image_growth_;
+  if (out_image_channels > 64) return ju::Invalid("image.shape", "output channels (after one-hot growth) above 64");
+  const int64_t widest = std::max<int64_t>(out_image_channels, std::max<int64_t>(seg_channels, max_regions_));
+  if (vox * image_shape[0] * widest > (int64_t{1} << 31))
     return ju::Invalid("image.shape", "batch larger than the CUDA chain allows (2^31 voxels per tensor)");
-  if (image_shape[0] * std::max<int64_t>(image_shape[1], std::max<int64_t>(seg_channels, max_regions_)) > 65535)
+  if (image_shape[0] * widest > 65535)
     return ju::Invalid("image.shape", "batch × channels larger than the CUDA chain allows (65535 planes)");
   CudaOutputLayout lay;
-  lay.image_shape = {image_shape[0], image_shape[1]};
+  lay.image_shape = {image_shape[0], out_image_channels};
   lay.image_shape.insert(lay.image_shape.end(), p.begin(), p.end());
   lay.image_bytes = static_cast<size_t>(NumElements(lay.image_shape)) * DTypeSize(image_dtype);
-  if (seg_channels == 0) return lay;
-  const int64_t out_channels = out_regions_ > 0 ? out_regions_ : seg_channels;
+  if (seg_channels - seg_drop_ == 0) return lay;  // no labels (left)
+  const int64_t out_channels = out_regions_ > 0 ? out_regions_ : seg_channels - seg_drop_;
   lay.seg_dtype = bool_seg_ ? DType::kBool : DType::kInt16;
   const size_t levels = ds_ != nullptr ? ds_->config().ds_scales.size() : 1;
   for (size_t l = 0; l < levels; ++l) {
@@ -255,7 +275,8 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   const int32_t* shape0 = spatial ? g.out : g.in;
   const int64_t n0 = int64_t{shape0[0]} * shape0[1] * shape0[2];
   const int64_t seg_cap = g.seg_channels > 0 ? std::max<int64_t>(g.seg_channels, max_regions_) : 0;
-  ASSIGN_OR_RETURN(void* image, ws_.Scratch(kImage, sizeof(float) * g.batch * g.channels * n0));
+  const int64_t channel_cap = g.channels + image_growth_;  // the final channels (growth only adds)
+  ASSIGN_OR_RETURN(void* image, ws_.Scratch(kImage, sizeof(float) * g.batch * channel_cap * n0));
   void* seg = nullptr;
   if (seg_cap > 0) {
     ASSIGN_OR_RETURN(seg, ws_.Scratch(kSeg, sizeof(int16_t) * g.batch * seg_cap * n0));
@@ -265,8 +286,10 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   t0.seg = static_cast<int16_t*>(seg);
   t0.batch = static_cast<int32_t>(g.batch);
   t0.channels = static_cast<int32_t>(g.channels);
+  t0.channel_capacity = static_cast<int32_t>(channel_cap);
   t0.seg_channels = static_cast<int32_t>(g.seg_channels);
   t0.seg_capacity = static_cast<int32_t>(seg_cap);
+  t0.two_d = two_d;
   for (int d = 0; d < 3; ++d) t0.shape[d] = shape0[d];
   // Entries before the spatial one run on a copy of the input (input shape).
   const bool pre = spatial && !entries_.empty() && entries_.front().index < spatial_index_;
@@ -280,6 +303,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       pre_t.seg = static_cast<int16_t*>(pre_seg);
     }
     pre_t.seg_capacity = static_cast<int32_t>(g.seg_channels);
+    pre_t.channel_capacity = static_cast<int32_t>(g.channels);  // no growth before the spatial entry (Create)
     for (int d = 0; d < 3; ++d) pre_t.shape[d] = g.in[d];
   }
   const auto before_spatial = [&](const Entry& e) { return pre && e.index < spatial_index_; };
@@ -314,6 +338,11 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
     if (e.regions > 0 && tp.seg_channels > 0) {  // what RegionsStage::Enqueue will do
       tp.seg_channels = e.regions;
       tp.seg_is_bool = true;
+    }
+    if (e.image_growth > 0 || e.seg_drop > 0) {  // what the move_seg_as_one_hot_to_data stage will do
+      tp.channels += e.image_growth;
+      tp.seg_channels -= e.seg_drop;
+      if (tp.seg_channels == 0) tp.seg = nullptr;
     }
   }
   RETURN_IF_ERROR(arena_.Upload(stream));
@@ -372,13 +401,21 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
         AUGMENTD_CHAIN_CUDA_OK(cudaMemsetAsync(tin, 0, sizeof(int16_t) * g.batch * in_n, stream));
         AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
       }
+      // The image is resampled with the first seg channel; later channels run the spatial kernel seg only
+      // (pipeline_cuda.h) when nothing follows it in the fused launch, instead of resampling every image channel again.
+      const bool seg_only_later = (stages & cuda::kStagesAfterSpatial) == 0;
       for (int64_t k = 0; k < g.seg_channels; ++k) {
         // Gather only reads `planes` (the launcher's pointer is shared with the scatter direction).
         AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
                                                         static_cast<int32_t>(g.seg_channels), in_n,
                                                         static_cast<int32_t>(k), const_cast<int16_t*>(src_seg),
                                                         tin, false, stream));
-        AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
+        cuda::PipelineIO io_k = io;
+        if (k > 0 && seg_only_later) {
+          io_k.image = nullptr;
+          io_k.out_image = nullptr;
+        }
+        AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io_k, fused, stream));
         AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
                                                         static_cast<int32_t>(g.seg_channels), n,
                                                         static_cast<int32_t>(k), t0.seg, tout, true, stream));
@@ -426,10 +463,13 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   // 6. The image in the output dtype.
   for (int d = 0; d < 3; ++d)
     if (t.shape[d] != g.out[d]) return absl::InternalError("CUDA chain: the image does not end at the output shape");
+  if (t.channels != lay.image_shape[1])
+    return absl::InternalError(absl::StrCat("CUDA chain: ", t.channels, " image channels, layout says ",
+                                            lay.image_shape[1]));
   const cuda::OutDType odt = options.image_dtype == DType::kFloat16    ? cuda::OutDType::kFloat16
                              : options.image_dtype == DType::kBFloat16 ? cuda::OutDType::kBFloat16
                                                                        : cuda::OutDType::kFloat32;
-  AUGMENTD_CHAIN_CUDA_OK(ch::LaunchStoreImage(g.batch * g.channels * n, t.image, output.image, odt, stream));
+  AUGMENTD_CHAIN_CUDA_OK(ch::LaunchStoreImage(g.batch * t.channels * n, t.image, output.image, odt, stream));
   return absl::OkStatus();
 }
 

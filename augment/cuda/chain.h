@@ -12,6 +12,9 @@
 //      modes, random_crop, other paddings: ChainSpatial::Needed) run on the generic spatial kernel instead
 //      (cuda/chain_spatial.h); no spatial entry: the input is copied into the scratch;
 //   2. one CudaStage per later entry, in spec order (MakeCudaStage);
+//   (move_seg_as_one_hot_to_data grows the image channels C → C + K and drops its seg channel: the output layout's
+//   channels come from the pipeline, as PipelineSpec::OutputChannels says, and the scratch is sized for them; such an
+//   entry must follow every spatial entry);
 //   3. the image in the output dtype and the label pyramid (nearest-exact; int16, or 0/1 bytes after
 //      convert_segmentation_to_regions) into the caller's buffers. The pyramid is stored where downsample_seg_for_ds
 //      stands: the entries after it are image-only (PipelineSpec::CheckLayoutStable) and see no labels, as on the
@@ -72,6 +75,8 @@ class CudaChain {
     TransformKind kind;
     std::unique_ptr<CudaStage> stage;
     int32_t regions;  // convert_segmentation_to_regions: output channels; else 0
+    int32_t image_growth = 0;  // move_seg_as_one_hot_to_data: image channels appended
+    int32_t seg_drop = 0;      // move_seg_as_one_hot_to_data with remove_channel_from_source: 1
   };
   CudaChain() = default;
 
@@ -90,6 +95,10 @@ class CudaChain {
   size_t ds_index_ = SIZE_MAX;  // the label pyramid is stored there; later entries see no labels
   int32_t max_regions_ = 0;  // seg scratch capacity needed by convert_segmentation_to_regions
   int32_t out_regions_ = 0;  // seg channels after the last one
+  // Channel growth (move_seg_as_one_hot_to_data, the cascade): image channels appended and seg channels dropped over
+  // the whole chain (PipelineSpec::OutputChannels); the image scratch is sized for the final channel count.
+  int32_t image_growth_ = 0;
+  int32_t seg_drop_ = 0;
   bool bool_seg_ = false;
 
   ParamArena arena_;

@@ -37,10 +37,16 @@
 //   AugLab's extras (cuda/stages_auglab.cc; the CPU reads a 2D sample as 1 × X × Y, the scratch's layout):
 //   histogram_equalization, intensity_function (per-channel statistics + pointwise maps) and random_convolution
 //   (k³ kernel, reflect padding: every tap of the unit axis reads index 0 on both engines): used as drawn.
+//   The cascade's stages (augment/transforms/<kind>/<kind>_cuda.cc), used as drawn:
+//   move_seg_as_one_hot_to_data  pointwise copy + one-hot over the same linear index
+//   apply_random_binary_operator the stage builds the CPU's 2D footprint disk(r) (ChainTensors::two_d) as 1 × k × k;
+//                            the CPU's 2D dilation is its Dilate3 on 1 × X × Y, the stage's on the scratch
+//   remove_random_connected_component  the 13 preceding neighbours of the 26-neighbourhood on a unit leading axis
+//                            are the 4 preceding ones of the CPU's 8-neighbourhood: the same components, numbering
 //   swap                     (transforms/swap/swap_cuda.cc Lift2DSwap; TorchIO's (X, Y, 1)) patch (px, py, 1) →
 //                            (1, px, py), corners (i, j, 0) → (0, i, j): the same voxels, the same C-order copy order
-//   redistribute_seg         (transforms/redistribute_seg/; the CPU reads (X, Y) as 1 × X × Y) used as drawn: the 7³
-//                            ring dilation of the unit axis is the identity on both engines
+//   redistribute_seg         (the CPU reads (X, Y) as 1 × X × Y) used as drawn: the 7³ ring dilation of the unit
+//                            axis is the identity on both engines
 // Every kind of today is listed above; a kind added without a verified 2D form is refused for 2D samples with
 // UNIMPLEMENTED naming it (CheckStage2D's default). The spatial entry runs on the generic spatial kernel in 2D
 // (cuda/chain_spatial.h); downsample_seg_for_ds computes its 2D level shapes (the executor prepends the unit axis).

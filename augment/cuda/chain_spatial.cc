@@ -190,7 +190,9 @@ absl::Status ChainSpatialStage::Enqueue(ChainTensors& t, const ParamArena& arena
   if (t.batch != geom_.batch || t.channels != geom_.channels || t.seg_channels != geom_.seg_channels)
     return absl::InternalError("CUDA chain: spatial stage enqueued with another batch than prepared");
   const int64_t n = int64_t{out_[0]} * out_[1] * out_[2];
-  ASSIGN_OR_RETURN(void* image, ws.Scratch(out_slot_, sizeof(float) * t.batch * t.channels * n));
+  // Room for the channels a later move_seg_as_one_hot_to_data appends (ChainTensors::channel_capacity).
+  const int64_t channel_room = std::max<int64_t>(t.channels, t.channel_capacity);
+  ASSIGN_OR_RETURN(void* image, ws.Scratch(out_slot_, sizeof(float) * t.batch * channel_room * n));
   void* seg = nullptr;
   if (t.seg_channels > 0) {
     ASSIGN_OR_RETURN(seg, ws.Scratch(out_slot_ + 1, sizeof(int16_t) * t.batch * t.seg_capacity * n));

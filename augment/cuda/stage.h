@@ -41,11 +41,13 @@ struct ChainTensors {
   float* image = nullptr;     // (batch, channels, d0, d1, d2) float32, C order
   int16_t* seg = nullptr;     // (batch, seg_channels, d0, d1, d2) int16; nullptr when seg_channels == 0
   int32_t batch = 0;
-  int32_t channels = 0;
-  int32_t seg_channels = 0;   // may change in a stage (convert_segmentation_to_regions); capacity below
+  int32_t channels = 0;       // may grow in a stage (move_seg_as_one_hot_to_data); capacity below
+  int32_t channel_capacity = 0;  // image channels the `image` buffer can hold (>= channels)
+  int32_t seg_channels = 0;   // may change in a stage (convert_segmentation_to_regions, move_seg_as_one_hot_to_data)
   int32_t seg_capacity = 0;   // seg channels the `seg` buffer can hold
   int32_t shape[3] = {0, 0, 0};
   bool seg_is_bool = false;   // set by convert_segmentation_to_regions
+  bool two_d = false;         // 2D samples as (1, X, Y): stages whose CPU form depends on the rank (disk vs ball)
   int64_t voxels() const { return int64_t{shape[0]} * shape[1] * shape[2]; }
 };
 
@@ -105,7 +107,8 @@ class CudaStage {
   // applied to sample b (apply_probability / one-of). `t` describes the scratch at this point of the chain.
   virtual absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
                                ParamArena& arena) = 0;
-  // Launches the kernels for the batch prepared last (may change t.seg_channels / t.seg_is_bool).
+  // Launches the kernels for the batch prepared last (may change t.seg_channels / t.seg_is_bool / t.channels and
+  // t.seg: move_seg_as_one_hot_to_data grows the image within t.channel_capacity).
   virtual absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) = 0;
 };
 

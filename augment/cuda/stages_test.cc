@@ -14,6 +14,7 @@
 #include "augment/engine.h"
 #include "augment/pipeline.h"
 #include "augment/registry.h"
+#include "augment/testing/cascade_pipeline.h"
 #include "augment/testing/example_configs.h"
 #include "augment/transforms/mirror/mirror.h"
 #include "augment/transforms/rot90/rot90.h"
@@ -81,16 +82,9 @@ void ExpectPermutationMatchesCpu(const Transform& t, const int32_t S[3], int sam
 TEST(CudaStages, EveryKindHasARegisteredBackend) {
   const auto configs = testing::ExampleTransformConfigs();
   // Kinds with a CPU implementation only (the CUDA engine refuses a pipeline holding one; the CPU engine runs it).
-  constexpr TransformKind kCpuOnlyKinds[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
-                                             TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
-                                             TransformKind::kShapeCrop,
-                                             TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
+  constexpr TransformKind kCpuOnlyKinds[] = {TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
                                              TransformKind::kElasticDeformation,
-                                             TransformKind::kMoveSegAsOneHotToData,
-                                             TransformKind::kApplyRandomBinaryOperator,
-                                             TransformKind::kRemoveRandomConnectedComponent,
-                                             TransformKind::kAuglabLowResolution,
-                                             TransformKind::kAuglabBiasField};
+                                             TransformKind::kAuglabLowResolution};
   constexpr int kNumCpuOnly = static_cast<int>(std::size(kCpuOnlyKinds));
   ASSERT_EQ(configs.size(), static_cast<size_t>(kNumTransformKinds));
   int available = 0;
@@ -277,6 +271,58 @@ TEST(CudaChain, LayoutEqualsCpuEngine) {
       }
     }
   }
+}
+
+// nnU-Net's cascade (3d_cascade_fullres): the chain's layout grows the image channels C → C + K and drops the seg
+// channel that became one-hot, as the CPU engine (PipelineSpec::OutputChannels); host only.
+TEST(CudaChain, CascadeLayoutEqualsCpuEngine) {
+  for (int64_t C : {1, 2}) {
+    TrainerConfig tc = SmallConfig();
+    tc.num_input_channels = C;
+    auto spec = testing::NnunetCascadePipeline(tc, {1, 2, 3}, 1.0, 1.0);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    auto chain = CudaChain::Create(*spec);
+    ASSERT_TRUE(chain.ok()) << chain.status();
+    const std::vector<int64_t> S = spec->input_patch_size;
+    const int64_t n = S[0] * S[1] * S[2];
+    std::vector<float> img(2 * C * n, 0.5f);
+    std::vector<int16_t> seg(2 * 2 * n, 0);
+    for (int64_t i = 0; i < static_cast<int64_t>(seg.size()); ++i) seg[i] = static_cast<int16_t>((i / 7) % 4);
+    BatchInput in;
+    in.image = {img.data(), {2, C, S[0], S[1], S[2]}, DType::kFloat32};
+    in.seg = {seg.data(), {2, 2, S[0], S[1], S[2]}, DType::kInt16};
+    auto cpu = AugmentBatch(*spec, in, RunOptions{});
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ASSERT_EQ(cpu->image.shape()[1], C + 3);
+    auto lay = (*chain)->OutputLayout(in.image.shape, DType::kFloat32, 2);
+    ASSERT_TRUE(lay.ok()) << lay.status();
+    EXPECT_EQ(lay->image_shape, cpu->image.shape());
+    EXPECT_EQ(lay->image_bytes, static_cast<size_t>(cpu->image.numel()) * 4);
+    ASSERT_EQ(lay->seg_shapes.size(), cpu->seg.size());
+    for (size_t l = 0; l < cpu->seg.size(); ++l) {
+      EXPECT_EQ(lay->seg_shapes[l], cpu->seg[l].shape());
+      EXPECT_EQ(lay->seg_bytes[l], cpu->seg[l].nbytes());
+    }
+    // Without a segmentation the one-hot source is missing: INVALID_ARGUMENT naming the seg, as the CPU refuses.
+    EXPECT_EQ((*chain)->OutputLayout(in.image.shape, DType::kFloat32, 0).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  // Channel growth before a spatial entry is not covered (the spatial steps are sized for the input's channels).
+  nlohmann::json j = testing::NnunetCascadePipeline(SmallConfig(), {1})->ToJson();
+  nlohmann::json& ts = j["transforms"];
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (ts[i]["kind"] == "move_seg_as_one_hot_to_data") {
+      const nlohmann::json m = ts[i];
+      ts.erase(ts.begin() + static_cast<std::ptrdiff_t>(i));
+      ts.insert(ts.begin(), m);
+      break;
+    }
+  }
+  auto early = PipelineSpec::FromJson(j);
+  ASSERT_TRUE(early.ok()) << early.status();
+  const auto st = CudaChain::Create(*early).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+  EXPECT_NE(st.message().find("move_seg_as_one_hot_to_data"), std::string::npos) << st;
 }
 
 }  // namespace

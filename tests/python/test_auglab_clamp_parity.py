@@ -73,7 +73,8 @@ def test_clamp_matches_auglab(capi, auglab_clamp, monkeypatch, shape, channels, 
             tol = 1e-5 * max(float(r.max() - r.min()), 1e-6)
             err = float(np.abs(ours[c].astype(np.float64) - r).max())
             assert err <= tol, f"sample {b} channel {c}: max |err| {err:.3g} > {tol:.3g}"
-        assert (ours[apply[0]] <= batch[b, apply[0]].max()).all()
+        if not retain:  # retain_stats rescales the clamped channel to the old std: it may exceed the old maximum
+            assert (ours[apply[0]] <= batch[b, apply[0]].max()).all()
 
 
 def test_clamp_draws_follow_the_configured_ranges(capi):

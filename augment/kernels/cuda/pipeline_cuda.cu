@@ -88,8 +88,11 @@ cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, u
 // d_io == nullptr: the kernels take io's pointers by value (RunPipeline).
 cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d_params, uint32_t stages,
                                   const PipelineIO& io, const PipelineIO* d_io, void* workspace, cudaStream_t stream) {
-  if (!ValidShape(shape) || d_params == nullptr || workspace == nullptr || io.image == nullptr || io.seg == nullptr ||
-      io.out_image == nullptr || io.out_seg == nullptr) {
+  // Seg only (pipeline_cuda.h): both image pointers null, and nothing but the spatial kernel's direct path.
+  const bool seg_only = io.image == nullptr && io.out_image == nullptr;
+  if (!ValidShape(shape) || d_params == nullptr || workspace == nullptr || io.seg == nullptr ||
+      io.out_seg == nullptr || (!seg_only && (io.image == nullptr || io.out_image == nullptr)) ||
+      (seg_only && (stages & kStagesAfterSpatial) != 0)) {
     return cudaErrorInvalidValue;
   }
   for (int l = 0; l < shape.num_ds; ++l) {

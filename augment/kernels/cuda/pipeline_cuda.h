@@ -131,6 +131,9 @@ enum StageBits : uint32_t {
   kStageElastic = 1u << 8,      // some sample deforms elastically (field generation before the spatial kernel)
   kStageAll = 0x1ffu,
 };
+// The stages that run after the spatial kernel (without them it writes the final outputs itself: the direct path).
+inline constexpr uint32_t kStagesAfterSpatial =
+    kStageBlur | kStageContrast | kStageLowRes | kStageGamma0 | kStageGamma1;
 
 // Which stages the host-side parameters use (host function, reads h_params[0..B)).
 uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape);
@@ -156,6 +159,10 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
 // Runs the whole default pipeline on a batch. `d_params`: B SampleParams in device memory (read by the
 // kernels while they run). `stages`: ActiveStages(...) of the same parameters (a superset is valid, only
 // slower). Returns the first launch error (cudaErrorInvalidValue for a bad shape). Asynchronous.
+// Seg only: io.image == io.out_image == nullptr, with none of the stages after the spatial kernel (blur, contrast,
+// low-res, gammas) in `stages`: the spatial kernel resamples only the seg (same labels, DS targets as usual; noise,
+// brightness and mask touch nothing). The generic chain uses it for its second and later seg channels, whose image
+// the first launch already wrote.
 cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, uint32_t stages, const PipelineIO& io,
                         void* workspace, cudaStream_t stream);
 

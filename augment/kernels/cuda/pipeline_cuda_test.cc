@@ -405,6 +405,40 @@ void RunCase(const Case& cs) {
     out_ds[l].resize(cs.B * ds_n[l]);
     CUDA_OK(cudaMemcpy(out_ds[l].data(), d_ds[l], cs.B * ds_n[l] * 2, cudaMemcpyDeviceToHost));
   }
+  // Seg-only launch (pipeline_cuda.h; the generic chain's later seg channels): where nothing follows the spatial
+  // kernel, the same parameters without the image give the same seg and DS targets, bit for bit (same device, same
+  // kernel arithmetic), and leave the image output alone.
+  if ((stages & kStagesAfterSpatial) == 0) {
+    PipelineIO so;
+    void* d_oseg2;
+    CUDA_OK(cudaMalloc(&d_oseg2, out_seg_bytes));
+    CUDA_OK(cudaMemset(d_oseg2, 0x7f, out_seg_bytes));
+    so.seg = io.seg;
+    so.out_seg = static_cast<int16_t*>(d_oseg2);
+    std::vector<void*> d_ds2(sh.num_ds);
+    for (int l = 0; l < sh.num_ds; ++l) {
+      CUDA_OK(cudaMalloc(&d_ds2[l], cs.B * ds_n[l] * 2));
+      CUDA_OK(cudaMemset(d_ds2[l], 0x7f, cs.B * ds_n[l] * 2));
+      so.out_ds[l] = static_cast<int16_t*>(d_ds2[l]);
+    }
+    CUDA_OK(cudaMemset(d_out, 0x7f, out_img_bytes));
+    CUDA_OK(RunPipeline(sh, static_cast<const SampleParams*>(d_params), stages, so, d_ws, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<int16_t> seg2(cs.B * out_n);
+    CUDA_OK(cudaMemcpy(seg2.data(), d_oseg2, out_seg_bytes, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(seg2, out_seg) << cs.name << ": seg-only seg";
+    for (int l = 0; l < sh.num_ds; ++l) {
+      std::vector<int16_t> ds2(cs.B * ds_n[l]);
+      CUDA_OK(cudaMemcpy(ds2.data(), d_ds2[l], cs.B * ds_n[l] * 2, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(ds2, out_ds[l]) << cs.name << ": seg-only DS level " << l;
+      CUDA_OK(cudaFree(d_ds2[l]));
+    }
+    std::vector<uint8_t> untouched(out_img_bytes);
+    CUDA_OK(cudaMemcpy(untouched.data(), d_out, out_img_bytes, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](uint8_t v) { return v == 0x7f; }))
+        << cs.name << ": a seg-only launch wrote the image output";
+    CUDA_OK(cudaFree(d_oseg2));
+  }
 
   int64_t seg_mismatch = 0, unexplained = 0, ds_mismatch = 0, ds_self_mismatch = 0, float_bad = 0;
   double max_rel = 0.0;
@@ -531,6 +565,32 @@ TEST(CudaKernels, HostRules) {
   EXPECT_EQ(WorkspaceBytes(bad), 0u);
 }
 
+// Seg-only launches (pipeline_cuda.h): both image pointers null, and only with the spatial kernel's direct path. The
+// rejections happen before any device call (the pointers below are never dereferenced).
+TEST(CudaKernels, SegOnlyLaunchRules) {
+  BatchShape sh;
+  sh.batch = 2;
+  sh.channels = 4;
+  for (int d = 0; d < 3; ++d) {
+    sh.in[d] = 20;
+    sh.out[d] = 16;
+  }
+  const auto* params = reinterpret_cast<const SampleParams*>(uintptr_t{4096});
+  void* ws = reinterpret_cast<void*>(uintptr_t{8192});
+  PipelineIO io;
+  io.seg = reinterpret_cast<const int16_t*>(uintptr_t{12288});
+  io.out_seg = reinterpret_cast<int16_t*>(uintptr_t{16384});
+  for (uint32_t stage : {kStageBlur, kStageContrast, kStageLowRes, kStageGamma0, kStageGamma1}) {
+    EXPECT_EQ(RunPipeline(sh, params, stage | kStageNoise, io, ws, nullptr), cudaErrorInvalidValue) << stage;
+  }
+  PipelineIO half = io;
+  half.image = reinterpret_cast<const float*>(uintptr_t{20480});
+  EXPECT_EQ(RunPipeline(sh, params, 0, half, ws, nullptr), cudaErrorInvalidValue);  // image without out_image
+  half = io;
+  half.out_image = reinterpret_cast<void*>(uintptr_t{24576});
+  EXPECT_EQ(RunPipeline(sh, params, 0, half, ws, nullptr), cudaErrorInvalidValue);  // out_image without image
+}
+
 TEST(CudaKernels, SpatialOnly) {
   for (int B : {1, 2, 8})
     for (int C : {1, 4})
@@ -560,6 +620,18 @@ TEST(CudaKernels, EachIntensityStageAlone) {
     for (int B : {1, 8})
       for (int C : {1, 4}) RunCase(Make(names[s], B, C, 2, p));
   }
+}
+
+// Channel counts between the builds (3: the 4-channel build with a channel unused; 8: the largest build, which keeps
+// NormalAt per voxel) with noise on the quad-shared Philox path (P2 % 4 == 0) and off it (P2 odd).
+TEST(CudaKernels, NoiseAcrossChannelBuilds) {
+  Probs p = SpatialOnly();
+  p.noise = 1.0;
+  for (int C : {2, 3, 4, 8}) {
+    RunCase(Make("noise-shared", 2, C, 4, p));
+    RunCase(Make("noise-odd-p2", 2, C, 4, p, {37, 45, 41}, {25, 31, 27}));
+  }
+  RunCase(Make("all-on-c3", 2, 3, 8, Probs::AllOn()));
 }
 
 TEST(CudaKernels, AllOn) {

@@ -120,7 +120,7 @@ template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
   const int b = blockIdx.y;
   const SampleParams& sp = a.params[b];
-  const int C = a.d.c;
+  const int C = a.d.c;  // 0 in a seg-only launch (LaunchSpatial)
   const int P[3] = {a.d.out[0], a.d.out[1], a.d.out[2]};
   const int S[3] = {a.d.in[0], a.d.in[1], a.d.in[2]};
   const int64_t in_n = a.d.in_n;
@@ -173,17 +173,27 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     sh_img_b = image + static_cast<int64_t>(b) * C * in_n;
     sh_seg_b = seg + static_cast<int64_t>(b) * in_n;
   }
+  // The noise keys (substream 1 + c; 0 = parameter draws) are block-uniform. Builds for 4+ channels keep them in
+  // shared memory (read where a Philox block is computed) instead of 4 registers per channel: that is what leaves the
+  // 4-channel build room for the shared noise blocks below (ptxas -v, noise build: 20 spilled bytes with the keys in
+  // registers, 0 / 4 in shared memory). The 1-2 channel builds keep them in registers (shared keys: +0…+24 spilled
+  // bytes there).
+  constexpr bool kKeysShared = kCT >= 4;
+  __shared__ StreamKey sh_keys[kCT];
+  if (threadIdx.x < kCT) {
+    sh_keys[threadIdx.x] = MakeStreamKey(sp.seed, sp.sample_index, sp.noise_transform_index, 1u + threadIdx.x);
+  }
   __syncthreads();
   const float* img_b = sh_img_b;
   const int16_t* seg_b = sh_seg_b;
-  StreamKey keys[kCT];
+  StreamKey reg_keys[kKeysShared ? 1 : kCT];
   float bright[kCT];
   bool stat_ch[kCT];
   bool mask_ch[kCT];
   Partial part[kCT];
 #pragma unroll
   for (int c = 0; c < kCT; ++c) {
-    keys[c] = MakeStreamKey(sp.seed, sp.sample_index, sp.noise_transform_index, 1u + static_cast<uint32_t>(c));  // substream 0 = parameter draws
+    if (!kKeysShared) reg_keys[kKeysShared ? 0 : c] = sh_keys[c];
     bright[c] = c < C ? sp.ch[c].brightness : 1.f;
     stat_ch[c] = a.want_stats && c < C && sp.ch[c].blur_sigma[0] == 0.f;
     mask_ch[c] = c < C && sp.ch[c].mask != 0;
@@ -198,9 +208,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   const int j1 = ((brick / nbx) % nby) * kBrickY + (warp >> 1) * 4 + (lane >> 3);
   const int z_first = (brick / (nbx * nby)) * kBrickZ;
   const bool col_ok = j1 < P[1] && j2 < P[2];
-  // Shared noise blocks (see the loop) for 1-2 channels when rows are whole Philox blocks; bit-identical to
-  // NormalAt (rng.h: NormalAt(key, i) == NormalBlock(key, i / 4)[i % 4]).
-  constexpr bool kShareNoise = kNoise && kCT <= 2;
+  // Shared noise blocks (see the loop) for 1-4 channels when rows are whole Philox blocks; bit-identical to
+  // NormalAt (rng.h: NormalAt(key, i) == NormalBlock(key, i / 4)[i % 4]). Per channel and voxel this is a quarter
+  // of a Philox block + Box–Muller pair (≈ 71 instructions, NOTES.md s4) instead of a whole one (≈ 190 for one
+  // normal out of four): the one per-channel cost of this kernel that was not amortised over the lanes of a quad.
+  // 4 channels: 128 registers, 0 spilled bytes (0.3.5 vote) / 4 (0.3.6 vote) with the keys in shared memory; 8
+  // channels keep NormalAt (nq would be 32 more registers at the 128-register cap).
+  constexpr bool kShareNoise = kNoise && kCT <= 4;
   const bool share_noise = noise_sigma != 0.f && (P[2] & 3) == 0;
   float nq[kCT][4];
   // Loaded once: stores in the loop could alias the parameter array as far as the compiler knows.
@@ -230,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       for (int c = 0; c < kCT; ++c) {
         if (c >= C) continue;
         float nb[4];
-        NormalBlock(keys[c], static_cast<uint64_t>(jq) >> 2, nb);
+        NormalBlock(kKeysShared ? sh_keys[c] : reg_keys[kKeysShared ? 0 : c], static_cast<uint64_t>(jq) >> 2, nb);
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
           const int e = (q - r) & 3;
@@ -389,7 +403,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           const float n01 = (r & 1) ? nq[c][1] : nq[c][0], n23 = (r & 1) ? nq[c][3] : nq[c][2];
           n = (r & 2) ? n23 : n01;
         } else {
-          n = NormalAt(keys[c], static_cast<uint64_t>(j));
+          n = NormalAt(kKeysShared ? sh_keys[c] : reg_keys[kKeysShared ? 0 : c], static_cast<uint64_t>(j));
         }
         val[c] = __fadd_rn(val[c], __fmul_rn(noise_sigma, n));
       }
@@ -509,6 +523,9 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   a.field = f.elastic ? ws.field : nullptr;
   a.estat = f.elastic ? ws.estat : nullptr;
   a.io_dev = d_io;
+  // Seg only (io.image == nullptr, RunPipeline checked the direct path): no image channel is resampled, and the image
+  // base pointer stays null + 0. The kernel's code is the same either way (channel loops bounded by d.c).
+  if (io.image == nullptr) a.d.c = 0;
   for (int d = 0; d < 3; ++d) {
     a.sf[d] = static_cast<float>(shape.in[d]);
     a.half_s[d] = a.sf[d] * 0.5f;  // exact

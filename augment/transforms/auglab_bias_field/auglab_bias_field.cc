@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "augment/json_util.h"
+#include "augment/kernels/common/daext_math.h"
 #include "augment/kernels/cpu_intensity.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/auglab_common.h"
@@ -21,10 +22,7 @@ std::vector<float> TorchLinspace(float start, float end, int64_t n) {
     v[0] = start;
     return v;
   }
-  const float step = (end - start) / static_cast<float>(n - 1);
-  const int64_t half = n / 2;
-  for (int64_t i = 0; i < n; ++i)
-    v[i] = i < half ? start + step * static_cast<float>(i) : end - step * static_cast<float>(n - 1 - i);
+  for (int64_t i = 0; i < n; ++i) v[i] = cuda::daext::LinspaceAt(start, end, n, i);
   return v;
 }
 
@@ -99,14 +97,6 @@ absl::StatusOr<std::unique_ptr<TransformParams>> AuglabBiasFieldTransform::Draw(
   return std::unique_ptr<TransformParams>(std::move(p));
 }
 
-namespace {
-float PowInt(float v, int64_t e) {
-  float r = 1.0f;
-  for (int64_t i = 0; i < e; ++i) r *= v;
-  return r;
-}
-}  // namespace
-
 absl::Status AuglabBiasFieldTransform::Apply(const TransformParams& params, SampleData& s) const {
   ASSIGN_OR_RETURN(const AuglabBiasFieldParams* p, ParamsAs<AuglabBiasFieldParams>(params, "auglab_bias_field"));
   RETURN_IF_ERROR(RequireImage(s, "auglab_bias_field"));
@@ -118,27 +108,14 @@ absl::Status AuglabBiasFieldTransform::Apply(const TransformParams& params, Samp
   // Axis grids (3D: z = axis 0, y = axis 1, x = axis 2; 2D: y = axis 0, x = axis 1).
   const int64_t sz = dims == 3 ? s.shape[0] : 1, sy = s.shape[dims - 2], sx = s.shape[dims - 1];
   const std::vector<float> zs = TorchLinspace(-1, 1, sz), ys = TorchLinspace(-1, 1, sy), xs = TorchLinspace(-1, 1, sx);
-  std::vector<float> bias(n, 0.0f);
-  size_t k = 0;
-  for (int64_t xo = 0; xo <= order; ++xo)
-    for (int64_t yo = 0; yo <= order - xo; ++yo) {
-      const int64_t zmax = dims == 3 ? order - xo - yo : 0;
-      for (int64_t zo = 0; zo <= zmax; ++zo, ++k) {
-        const float c = p->coefficients[k];
-        for (int64_t a = 0; a < sz; ++a)
-          for (int64_t b = 0; b < sy; ++b)
-            for (int64_t e = 0; e < sx; ++e) {
-              // AugLab: term = x_term * y_term * z_term (a missing factor is the Python float 1.0)
-              const float term = PowInt(xs[e], xo) * PowInt(ys[b], yo) * (dims == 3 ? PowInt(zs[a], zo) : 1.0f);
-              float& acc = bias[(a * sy + b) * sx + e];
-              acc = acc + c * term;
-            }
-      }
-    }
-  for (float& v : bias) {
-    v = std::exp(v);
-    if (config_.invert) v = 1.0f / (v + 1e-8f);
-  }
+  // Per voxel the shared math of the CUDA stage (daext_math.h): AugLab's loop order, term = x_term · y_term · z_term
+  // (a missing factor is the Python float 1.0), then exp (and 1 / (field + 1e-8) with invert).
+  std::vector<float> bias(n);
+  for (int64_t a = 0; a < sz; ++a)
+    for (int64_t b = 0; b < sy; ++b)
+      for (int64_t e = 0; e < sx; ++e)
+        bias[(a * sy + b) * sx + e] = cuda::daext::BiasField(
+            cuda::daext::BiasExponent(p->coefficients.data(), order, dims == 3, xs[e], ys[b], zs[a]), config_.invert);
   std::vector<float> out(n);
   for (int64_t ch : config_.apply_to_channel) {
     if (ch >= s.channels) continue;  // AugLab skips invalid channels

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "augment/json_util.h"
+#include "augment/kernels/common/daext_math.h"
 #include "augment/kernels/cpu_intensity.h"
 #include "augment/schema.h"
 #include "augment/status_macros.h"
@@ -64,14 +65,13 @@ absl::StatusOr<std::unique_ptr<TransformParams>> ClampTransform::Draw(DrawContex
 
 float Quantile(std::vector<float>& v, float q) {
   const int64_t n = static_cast<int64_t>(v.size());
-  const float rank = q * static_cast<float>(n - 1);
-  const int64_t lo = std::clamp<int64_t>(static_cast<int64_t>(rank), 0, n - 1);
-  const int64_t hi = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(rank)), 0, n - 1);
+  int64_t lo = 0, hi = 0;
+  float w = 0;
+  cuda::daext::QuantileRank(q, n, lo, hi, w);  // shared with the CUDA stage (daext_math.h)
   std::nth_element(v.begin(), v.begin() + lo, v.end());
   const float a = v[lo];
   const float b = hi == lo ? a : *std::min_element(v.begin() + lo + 1, v.end());  // the next order statistic
-  const float w = rank - static_cast<float>(lo);
-  return w < 0.5f ? a + w * (b - a) : b - (b - a) * (1.0f - w);
+  return cuda::daext::Lerp(a, b, w);
 }
 
 namespace {
@@ -83,7 +83,7 @@ void ClampChannel(float* x, int64_t n, float q_lo, float q_hi, bool retain_stats
   const float lo = Quantile(scratch, q_lo);
   const float hi = Quantile(scratch, q_hi);
   out.resize(n);
-  for (int64_t i = 0; i < n; ++i) out[i] = std::min(std::max(x[i], lo), hi);  // torch.clamp(x, lo, hi)
+  for (int64_t i = 0; i < n; ++i) out[i] = cuda::daext::ClampTo(x[i], lo, hi);  // torch.clamp(x, lo, hi)
   if (retain_stats) auglab_internal::RetainStats(out.data(), n, before);
   for (int64_t i = 0; i < n; ++i)
     if (!std::isfinite(out[i])) return;  // AugLab's guard: the channel stays as it was

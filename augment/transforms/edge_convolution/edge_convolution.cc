@@ -7,6 +7,7 @@
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
 #include "augment/kernels/common/auglab_math.h"
+#include "augment/kernels/common/daext_math.h"
 #include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/auglab_common.h"
@@ -18,23 +19,12 @@ namespace al = cuda::auglab;
 using transforms_internal::RequireImage;
 
 namespace {
-// AugLab's kernels, C order [axis 0][axis 1][axis 2].
+// AugLab's kernels, C order [axis 0][axis 1][axis 2] (daext_math.h EdgeKernels, shared with the CUDA stage).
 std::vector<std::vector<float>> Kernels(const std::string& type) {
-  if (type == "laplace") {
-    std::vector<float> k(27, -1.0f);
-    k[13] = 26.0f;
-    return {k};
-  }
-  const float w[3][3] = {{9, 30, 9}, {30, 100, 30}, {9, 30, 9}};  // the smoothing of the two other axes
-  std::vector<std::vector<float>> out(3, std::vector<float>(27));
-  for (int a = 0; a < 3; ++a)
-    for (int b = 0; b < 3; ++b)
-      for (int c = 0; c < 3; ++c) {
-        const int i = (a * 3 + b) * 3 + c;
-        out[0][i] = (c == 0 ? 1.0f : c == 2 ? -1.0f : 0.0f) * w[a][b];  // kernel_x: derivative along axis 2
-        out[1][i] = (b == 0 ? 1.0f : b == 2 ? -1.0f : 0.0f) * w[a][c];  // kernel_y: along axis 1
-        out[2][i] = (a == 0 ? 1.0f : a == 2 ? -1.0f : 0.0f) * w[b][c];  // kernel_z: along axis 0
-      }
+  float k[3][27];
+  const int count = cuda::daext::EdgeKernels(type == "scharr", k);
+  std::vector<std::vector<float>> out;
+  for (int i = 0; i < count; ++i) out.emplace_back(k[i], k[i] + 27);
   return out;
 }
 }  // namespace
@@ -84,7 +74,7 @@ absl::Status EdgeConvolutionTransform::Apply(const TransformParams&, SampleData&
         for (int i1 = 0; i1 < shape[1]; ++i1)
           for (int i2 = 0; i2 < shape[2]; ++i2, ++v) {
             const float r = al::ConvAt(src.data(), shape.data(), i0, i1, i2, k.data(), 3);
-            y[v] = kernels.size() == 1 ? r : y[v] + (config_.absolute ? std::fabs(r) : r);
+            y[v] = kernels.size() == 1 ? r : cuda::daext::EdgeAccumulate(y[v], r, config_.absolute);
           }
     }
     if (config_.retain_stats) auglab_internal::RetainStats(y.data(), n, before);

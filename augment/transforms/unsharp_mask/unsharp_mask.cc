@@ -7,6 +7,7 @@
 #include "augment/json_util.h"
 #include "augment/kernels/cpu_intensity.h"
 #include "augment/kernels/common/auglab_math.h"
+#include "augment/kernels/common/daext_math.h"
 #include "augment/schema.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/auglab_common.h"
@@ -53,27 +54,10 @@ absl::StatusOr<std::unique_ptr<TransformParams>> UnsharpMaskTransform::Draw(Draw
 }
 
 namespace {
-// AugLab get_gaussian_kernel3d(3, sigma), C order [axis 0][axis 1][axis 2].
+// AugLab get_gaussian_kernel3d(3, sigma), C order [axis 0][axis 1][axis 2] (daext_math.h, shared with the CUDA stage).
 std::vector<float> Kernel(const std::array<float, 3>& sigma) {
-  float g[3][3];
-  for (int d = 0; d < 3; ++d) {
-    float sum = 0.0f;
-    for (int t = 0; t < 3; ++t) {
-      const float r = static_cast<float>(t) / sigma[d];
-      g[d][t] = std::exp(-0.5f * (r * r));
-      sum += g[d][t];
-    }
-    for (float& v : g[d]) v = v / sum;
-  }
   std::vector<float> k(27);
-  float total = 0.0f;
-  for (int a = 0; a < 3; ++a)
-    for (int b = 0; b < 3; ++b)
-      for (int c = 0; c < 3; ++c) {
-        k[(a * 3 + b) * 3 + c] = g[0][a] * g[1][b] * g[2][c];
-        total += k[(a * 3 + b) * 3 + c];
-      }
-  for (float& v : k) v = v / total;
+  cuda::daext::UnsharpKernel(sigma.data(), k.data());
   return k;
 }
 }  // namespace
@@ -96,7 +80,7 @@ absl::Status UnsharpMaskTransform::Apply(const TransformParams& params, SampleDa
       for (int i1 = 0; i1 < shape[1]; ++i1)
         for (int i2 = 0; i2 < shape[2]; ++i2, ++v) {
           const float blurred = al::ConvAt(src.data(), shape.data(), i0, i1, i2, k.data(), 3);
-          y[v] = src[v] + amount * (src[v] - blurred);
+          y[v] = cuda::daext::Unsharp(src[v], blurred, amount);
         }
     if (config_.retain_stats) auglab_internal::RetainStats(y.data(), n, before);
     bool finite = true;

@@ -107,6 +107,15 @@ def test_local_server_args(device, caches, gpu, host, ranks, expected):
     assert args == want
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_local_server_args_raise_max_batch_size_for_large_batches(device):
+    """nnU-Net's 2d plans reach batch sizes above the server's default limit of 64 (88 for a 160² dataset on the
+    H200): the trainer-started server must accept the trainer's batch, on the CPU too; at or below 64 no flag."""
+    assert "--max_batch_size=88" in local_server_args(device, "auto", 141 * 10**9, 10**12, 1, batch_size=88)
+    assert not [a for a in local_server_args(device, "auto", 141 * 10**9, 10**12, 1, batch_size=64)
+                if a.startswith("--max_batch_size")]
+
+
 def test_local_server_args_are_accepted_by_the_server(tmp_path):
     """The flags parse (a typo would make every trainer-started GPU server fail to start); checked with --help,
     which parses every flag first."""
@@ -117,7 +126,7 @@ def test_local_server_args_are_accepted_by_the_server(tmp_path):
         binary = find_binary(None)
     except FileNotFoundError:
         pytest.skip("no augmentd binary")
-    args = local_server_args("cuda:0", "auto", 141 * 10**9, 10**12, 1)
+    args = local_server_args("cuda:0", "auto", 141 * 10**9, 10**12, 1, batch_size=88)
     out = subprocess.run([binary, *args, "--help"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     bad = subprocess.run([binary, "--dataset_gpu_cach=1", "--help"], capture_output=True, text=True, timeout=30)

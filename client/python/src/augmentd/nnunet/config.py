@@ -49,20 +49,25 @@ GPU_CACHE_SHARE = 0.15
 HOST_CACHE_SHARE = 0.10
 
 
+DEFAULT_MAX_BATCH_SIZE = 64  # server/options.h ServerLimitsOptions::max_batch_size
+
+
 def local_server_args(device: str, caches: str = "auto", gpu_total_bytes: int = 0, host_total_bytes: int = 0,
-                      local_ranks: int = 1) -> List[str]:
+                      local_ranks: int = 1, batch_size: int = 0) -> List[str]:
     """Extra flags for a trainer-started local server on ``device``: for a GPU (``cuda:N``, ``GPU-<uuid>``) unless
     ``caches`` is ``"0"`` (AUGMENTD_LOCAL_CACHES), a GPU case cache of min(16 GiB, 15 % of ``gpu_total_bytes``), a
     host one of min(16 GiB, 10 % of ``host_total_bytes`` / ``local_ranks``) (a budget of 0 bytes is left out), 8
-    prefetch threads and 4 GPU workers; none for the CPU. $AUGMENTD_SERVER_ARGS comes after them on the command
-    line, so any of its flags wins."""
+    prefetch threads and 4 GPU workers; none of these for the CPU. On any device, ``--max_batch_size`` is raised to
+    the trainer's ``batch_size`` when that exceeds the server's default of 64 (nnU-Net's 2d plans reach a few
+    hundred). $AUGMENTD_SERVER_ARGS comes after them on the command line, so any of its flags wins."""
+    limits = [f"--max_batch_size={batch_size}"] if batch_size > DEFAULT_MAX_BATCH_SIZE else []
     if caches == "0" or not (device.startswith("cuda") or device.startswith("GPU-")):
-        return []
+        return limits
     gpu = min(CACHE_CAP_BYTES, round(GPU_CACHE_SHARE * max(0, gpu_total_bytes)))
     host = min(CACHE_CAP_BYTES, round(HOST_CACHE_SHARE * max(0, host_total_bytes)) // max(1, local_ranks))
     args = [f"--dataset_gpu_cache={gpu}"] if gpu > 0 else []
     args += [f"--dataset_host_cache={host}"] if host > 0 else []
-    return args + ["--dataset_prefetch_threads=8", "--gpu_workers=4"]
+    return limits + args + ["--dataset_prefetch_threads=8", "--gpu_workers=4"]
 
 
 def delivery_candidates(requested: str, device: str, local: bool) -> List[str]:

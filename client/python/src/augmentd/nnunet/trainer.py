@@ -239,7 +239,7 @@ class nnUNetTrainerAugmentd(nnUNetTrainer):
             host_total = 0
         local_ranks = torch.cuda.device_count() if self.is_ddp and torch.cuda.is_available() else 1
         return local_server_args(device, os.environ.get("AUGMENTD_LOCAL_CACHES", "auto"), gpu_total, host_total,
-                                 local_ranks)
+                                 local_ranks, batch_size=int(self.configuration_manager.batch_size))
 
     # -- lifetime -----------------------------------------------------------------------------------------------
     def _augmentd_close(self) -> None:
