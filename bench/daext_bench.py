@@ -102,10 +102,12 @@ def bench_augmentd(args, params, image, seg, initial):
     from augmentd.sessions import AugmentdError
 
     client, server = connect_or_start(None, device=args.device, start_local="always")
+    refused = ""
     try:
         try:
             session = client.open_session(config)
         except AugmentdError as err:  # the CUDA engine refuses kinds it has no stage for: say so, run on the CPU
+            refused = f"; {args.device} session refused: {str(err)[:200]}"
             print(f"[augmentd] {args.device} session refused ({err}); timing the server's CPU engine instead",
                   file=sys.stderr, flush=True)
             config.device = "cpu"
@@ -125,7 +127,7 @@ def bench_augmentd(args, params, image, seg, initial):
         name = "daext_gpu_ms_per_batch" if on_gpu else "daext_server_cpu_ms_per_batch"
         rows = [(name, float(np.median(compute)) * 1e3, session.device,
                  "server compute_us: inline host input staged to the device, the pipeline, the batch back on the "
-                 "host; median")]
+                 "host; median" + refused)]
         rows.append((name.replace("_ms_per_batch", "_roundtrip_ms_per_batch"), float(np.median(wall)) * 1e3,
                      session.device, "client.augment wall time, inline gRPC transfer of the input included, median"))
         return rows
