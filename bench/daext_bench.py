@@ -14,8 +14,21 @@
                             trainer passes them.)
 
     AUGLAB_PARAMS_GPU_JSON=gpu.json AUGLAB_PARAMS_CPU_JSON=cpu.json AUGMENTD_BIN=build/server/augmentd \\
-        python3 bench/daext_bench.py [--batch 2] [--patch 128 128 128] [--iters 20] [--workers 16] \\
-        [--out bench/results/figures.jsonl] [--skip augmentd,auglab,cpu16]
+        python3 bench/daext_bench.py [--batch 2] [--patch 128 128 128] [--iters 20] [--workers 15] [--cores 16] \\
+        [--out bench/results/figures.jsonl] [--out-dir $OUT] [--skip augmentd,auglab,cpu16]
+
+  On the GPU machine: scripts/gpu-daext.sh (wheels and JSONs from .whl/auglab/, filled by scripts/daext-kit.sh).
+  CPU dry run here (every code path, small sizes; AugLab's "GPU" pipeline on CPU tensors, figure renamed):
+    AUGLAB_PARAMS_GPU_JSON=.whl/auglab/transform_params_gpu.json \\
+    AUGLAB_PARAMS_CPU_JSON=.whl/auglab/transform_params.json \\
+    AUGMENTD_BIN=build/server/augmentd AUGMENTD_BUILD_DIR=build .venv/bin/python bench/daext_bench.py --device cpu \\
+        --patch 32 32 32 --iters 2 --workers 2 --cores 2 --samples 1
+
+Figures: augmentd's is the server's compute_us (BatchTiming: host input staged to the device + pipeline + batch back
+on the host; AugLab's input is already on the GPU, so this favours AugLab by the two copies), its
+client round trip (inline input transfer included) is a second row; AugLab's and the CPU pipeline's are wall times.
+Written to stdout, and with --out-dir ($OUT): daext_table.md, daext_figures.jsonl, <metric>.json. Exit 1 when a
+part failed (the others' figures are still written; the table says FAILED with the error).
 
 The input: N(0.3, 1) image, one channel, blobby labels 0..3, at nnU-Net's initial_patch_size for --patch (default
 rotation ±30°, scale (0.85, 1.25)); AugLab's GPU pipeline gets the centre crop at --patch (its CPU loader's spatial
@@ -54,12 +67,18 @@ def _input(batch, size, seed=0):
 
 
 def _initial_patch_size(patch):
-    """nnU-Net's initial_patch_size for `patch` (its get_patch_size rule, from augmentd's engine: no nnunetv2 needed;
-    build/augment/libaugment_capi.so or $AUGMENTD_BUILD_DIR)."""
-    sys.path.insert(0, str(ROOT / "tests" / "python"))
-    import augment_capi
-    out, _ = augment_capi.run({"op": "initial_patch_size", "trainer_config": {"patch_size": list(patch)}})
-    return [int(v) for v in out["initial_patch_size"]]
+    """nnU-Net's initial_patch_size for `patch` (3D: rotation ±30° on every axis, scale (0.85, 1.25)): nnunetv2's
+    get_patch_size when nnunetv2 is importable (the GPU machine installs it from .whl), else augmentd's engine
+    (the same rule; build/augment/libaugment_capi.so or $AUGMENTD_BUILD_DIR)."""
+    try:
+        from nnunetv2.training.data_augmentation.compute_initial_patch_size import get_patch_size
+    except ImportError:
+        sys.path.insert(0, str(ROOT / "tests" / "python"))
+        import augment_capi
+        out, _ = augment_capi.run({"op": "initial_patch_size", "trainer_config": {"patch_size": list(patch)}})
+        return [int(v) for v in out["initial_patch_size"]]
+    rot = (-30.0 / 360 * 2 * math.pi, 30.0 / 360 * 2 * math.pi)
+    return [int(v) for v in get_patch_size(tuple(patch), rot, rot, rot, (0.85, 1.25))]
 
 
 def _centre(a, patch):
@@ -83,10 +102,12 @@ def bench_augmentd(args, params, image, seg, initial):
     from augmentd.sessions import AugmentdError
 
     client, server = connect_or_start(None, device=args.device, start_local="always")
+    refused = ""
     try:
         try:
             session = client.open_session(config)
         except AugmentdError as err:  # the CUDA engine refuses kinds it has no stage for: say so, run on the CPU
+            refused = f"; {args.device} session refused: {str(err)[:200]}"
             print(f"[augmentd] {args.device} session refused ({err}); timing the server's CPU engine instead",
                   file=sys.stderr, flush=True)
             config.device = "cpu"
@@ -95,13 +116,21 @@ def bench_augmentd(args, params, image, seg, initial):
               f"{'; '.join(pipe.folded)}", file=sys.stderr, flush=True)
         for i in range(3):
             client.augment(session, image, seg, batch_index=i)
-        t0 = time.perf_counter()
+        wall, compute = [], []
         for i in range(args.iters):
-            client.augment(session, image, seg, batch_index=3 + i)
-        ms = (time.perf_counter() - t0) / args.iters * 1e3
+            t0 = time.perf_counter()
+            batch = client.augment(session, image, seg, batch_index=3 + i)  # synchronous: the batch is back
+            wall.append(time.perf_counter() - t0)
+            compute.append(batch.proto.timing.compute_us / 1e6)
         client.close_session(session)
-        name = "daext_gpu_ms_per_batch" if session.device.startswith("cuda") else "daext_server_cpu_ms_per_batch"
-        return name, ms, session.device
+        on_gpu = session.device.startswith("cuda")
+        name = "daext_gpu_ms_per_batch" if on_gpu else "daext_server_cpu_ms_per_batch"
+        rows = [(name, float(np.median(compute)) * 1e3, session.device,
+                 "server compute_us: inline host input staged to the device, the pipeline, the batch back on the "
+                 "host; median" + refused)]
+        rows.append((name.replace("_ms_per_batch", "_roundtrip_ms_per_batch"), float(np.median(wall)) * 1e3,
+                     session.device, "client.augment wall time, inline gRPC transfer of the input included, median"))
+        return rows
     finally:
         if server is not None:
             server.stop()
@@ -112,25 +141,35 @@ def bench_auglab_gpu(args, image, seg):
     import torch
     from auglab.transforms.gpu.transforms import AugTransformsGPU
 
-    dev = torch.device(args.device if args.device.startswith("cuda") else "cuda:0")
+    dev = torch.device(args.device)  # "cpu" only for a dry run of this code path (kornia runs on CPU tensors)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda _d: None)
     aug = AugTransformsGPU(os.environ["AUGLAB_PARAMS_GPU_JSON"]).to(dev)
     data = torch.from_numpy(_centre(image, args.patch).copy()).to(dev)
     target = torch.from_numpy(_centre(seg, args.patch).astype(np.float32)).to(dev)
     for _ in range(3):
         aug(data.clone(), target.clone())
-    torch.cuda.synchronize(dev)
+    sync(dev)
     times = []
     for _ in range(args.iters):
         d, t = data.clone(), target.clone()
-        torch.cuda.synchronize(dev)
+        sync(dev)
         t0 = time.perf_counter()
         aug(d, t)
-        torch.cuda.synchronize(dev)
+        sync(dev)
         times.append(time.perf_counter() - t0)
-    return "auglab_gpu_ms_per_batch", float(np.mean(times)) * 1e3, str(dev)
+    name = "auglab_gpu_ms_per_batch" if dev.type == "cuda" else "auglab_on_cpu_dryrun_ms_per_batch"
+    return [(name, float(np.median(times)) * 1e3, str(dev),
+             "AugTransformsGPU forward, synchronised wall time, median")]
 
 
 def _cpu_worker(q, patch, initial, samples, seed):
+    try:
+        q.put(_cpu_samples(patch, initial, samples, seed))
+    except BaseException as err:  # noqa: BLE001 - reported by the parent
+        q.put(f"{type(err).__name__}: {err}")
+
+
+def _cpu_samples(patch, initial, samples, seed):
     for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[v] = "1"
     import torch
@@ -153,7 +192,7 @@ def _cpu_worker(q, patch, initial, samples, seed):
     t0 = time.perf_counter()
     for _ in range(samples):
         t(image=torch.from_numpy(image[0].copy()), segmentation=torch.from_numpy(seg[0].copy()))
-    q.put((time.perf_counter() - t0) / samples)
+    return (time.perf_counter() - t0) / samples
 
 
 def bench_cpu16(args, initial):
@@ -163,11 +202,20 @@ def bench_cpu16(args, initial):
              for w in range(args.workers)]
     for p in procs:
         p.start()
-    per = [q.get() for _ in procs]
-    for p in procs:
-        p.join()
+    try:
+        per = [q.get(timeout=args.cpu_timeout) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+    errors = [v for v in per if isinstance(v, str)]
+    if errors:
+        raise RuntimeError(f"{len(errors)} CPU worker(s) failed: {errors[0]}")
     throughput = args.workers / float(np.mean(per))  # samples per second
-    return f"daext_cpu{args.workers}_ms_per_batch", args.batch / throughput * 1e3, f"{args.workers} CPU workers"
+    return [(f"daext_cpu{args.cores}_ms_per_batch", args.batch / throughput * 1e3,
+             f"{args.workers} CPU worker processes on {args.cores} cores (machine: {os.cpu_count()})",
+             f"B / (workers / mean s per sample); slowest worker {max(per) * 1e3:.0f} ms per sample")]
 
 
 def main() -> int:
@@ -175,34 +223,70 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--patch", type=int, nargs=3, default=[128, 128, 128])
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--workers", type=int, default=16)
+    ap.add_argument("--workers", type=int, default=15, help="CPU worker processes (nnU-Net: cores - 1)")
+    ap.add_argument("--cores", type=int, default=16, help="the cores those workers run on (the figure's name)")
     ap.add_argument("--samples", type=int, default=3, help="samples per CPU worker after one warm-up")
-    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--cpu-timeout", type=float, default=300, help="seconds to wait for each CPU worker")
+    ap.add_argument("--device", default="cuda:0", help="augmentd's session and AugLab's tensors (cpu: dry run)")
     ap.add_argument("--skip", default="", help="comma list of augmentd,auglab,cpu16")
     ap.add_argument("--out", default="", help="append one JSON line per figure (bench/results/figures.jsonl)")
+    ap.add_argument("--out-dir", default=os.environ.get("OUT", ""),
+                    help="write daext_table.md, daext_figures.jsonl and one <metric>.json per figure there "
+                         "(default $OUT)")
     args = ap.parse_args()
+    for var in ("AUGLAB_PARAMS_GPU_JSON", "AUGLAB_PARAMS_CPU_JSON"):
+        if not os.path.isfile(os.environ.get(var, "")):
+            print(f"{var} must name AugLab's JSON (see scripts/daext-kit.sh); got {os.environ.get(var)!r}",
+                  file=sys.stderr)
+            return 2
     from augmentd.nnunet.auglab_daext import load_auglab_params
 
-    params = load_auglab_params()
+    params = load_auglab_params(os.environ["AUGLAB_PARAMS_GPU_JSON"])
     initial = _initial_patch_size(args.patch)
     image, seg = _input(args.batch, initial)
     skip = set(filter(None, args.skip.split(",")))
-    rows = []
-    if "augmentd" not in skip:
-        rows.append(bench_augmentd(args, params, image, seg, initial))
-    if "auglab" not in skip:
-        rows.append(bench_auglab_gpu(args, image, seg))
-    if "cpu16" not in skip:
-        rows.append(bench_cpu16(args, initial))
-    for name, ms, where in rows:
+    rows, failed = [], []
+    parts = [("augmentd", lambda: bench_augmentd(args, params, image, seg, initial)),
+             ("auglab", lambda: bench_auglab_gpu(args, image, seg)),
+             ("cpu16", lambda: bench_cpu16(args, initial))]
+    for part, fn in parts:
+        if part in skip:
+            continue
+        t0 = time.perf_counter()
+        try:  # one part failing (a missing package on the machine) keeps the others' figures
+            rows.extend(fn())
+        except Exception as err:  # noqa: BLE001
+            import traceback
+            traceback.print_exc()
+            failed.append((part, f"{type(err).__name__}: {err}"))
+        print(f"[daext_bench] {part}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    lines = []
+    for name, ms, where, how in rows:
         line = {"issue": 23, "metric": name, "value": round(ms, 3), "unit": "ms per batch",
-                "date": time.strftime("%Y-%m-%d", time.gmtime()), "machine": where, "batch": args.batch,
-                "patch": args.patch, "initial_patch_size": initial, "bench": "bench/daext_bench.py"}
+                "date": time.strftime("%Y-%m-%d", time.gmtime()), "machine": where, "how": how,
+                "batch": args.batch, "patch": args.patch, "initial_patch_size": initial,
+                "bench": "bench/daext_bench.py"}
+        lines.append(line)
         print(json.dumps(line))
         if args.out:
             with open(args.out, "a") as f:
                 f.write(json.dumps(line) + "\n")
-    return 0
+    table = [f"DAExt on one batch: B={args.batch}, patch {'x'.join(map(str, args.patch))} "
+             f"(input at initial_patch_size {'x'.join(map(str, initial))}), {args.iters} iterations", "",
+             "| figure | ms per batch | where | how |", "|---|---:|---|---|"]
+    table += [f"| {n} | {ms:.1f} | {w} | {h} |" for n, ms, w, h in rows]
+    table += [f"| {part} | FAILED | | {why[:300]} |" for part, why in failed]
+    print("\n".join(table))
+    if args.out_dir:
+        out = Path(args.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "daext_table.md").write_text("\n".join(table) + "\n")
+        with open(out / "daext_figures.jsonl", "a") as f:
+            for line in lines:
+                f.write(json.dumps(line) + "\n")
+        for line in lines:
+            (out / f"{line['metric']}.json").write_text(json.dumps(line) + "\n")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

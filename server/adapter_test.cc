@@ -118,7 +118,7 @@ TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
                              "bias_field", "histogram_equalization"})
       EXPECT_NE(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
     // CPU-only kinds (no CUDA backend registered in augment/cuda/backends.cc) report cuda=false, cpu=true.
-    const std::vector<std::string> cpu_only = {"swap", "redistribute_seg"};
+    const std::vector<std::string> cpu_only = {};  // none today: every kind has a CUDA stage
     for (const std::string& name : cpu_only)
       EXPECT_EQ(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
     EXPECT_GE(cuda, kNumTransformKinds - static_cast<int>(cpu_only.size()) - 3);

@@ -3,9 +3,9 @@
 //
 // A line names the kind's chain stage factory (defined beside its stage class in the stage files), its 2D lift
 // (cuda/chain_2d.cc; nullptr: 2D parameters are used as drawn) and whether 2D samples may run. spatial and
-// downsample_seg_for_ds are run by the chain executor (no stage factory). A kind without a line (today: swap,
-// redistribute_seg) is CPU-only: CudaBackendOf answers nullptr, the CUDA engine refuses it (UNIMPLEMENTED) and
-// GetServerInfo reports cuda=false. Lines are in strictly increasing enum order; the table may skip kinds.
+// downsample_seg_for_ds are run by the chain executor (no stage factory). A kind without a line is CPU-only
+// (none today): CudaBackendOf answers nullptr, the CUDA engine refuses it (UNIMPLEMENTED) and GetServerInfo reports
+// cuda=false. Lines are in strictly increasing enum order; the table may skip kinds.
 #include <cstddef>
 #include <memory>
 
@@ -51,6 +51,8 @@ CudaStageOrError MakeAnisotropyStage(const Transform& t, size_t index);  // tran
 CudaStageOrError MakeTorchioAffineStage(const Transform& t, size_t index);  // transforms/torchio_affine/
 CudaStageOrError MakeElasticDeformationStage(const Transform& t, size_t index);  // transforms/elastic_deformation/
 CudaStageOrError MakeAuglabLowResolutionStage(const Transform& t, size_t index);  // transforms/auglab_low_resolution/
+CudaStageOrError MakeSwapStage(const Transform& t, size_t index);  // transforms/<kind>/
+CudaStageOrError MakeRedistributeSegStage(const Transform& t, size_t index);  // transforms/<kind>/
 
 // 2D lifts (augment/cuda/chain_2d.cc).
 using Lifted = absl::StatusOr<std::unique_ptr<TransformParams>>;
@@ -70,6 +72,7 @@ Lifted Lift2DMotion(const TransformParams& p);
 Lifted Lift2DAnisotropy(const TransformParams& p);  // transforms/anisotropy/anisotropy_cuda.cc
 Lifted Lift2DTorchioAffine(const TransformParams& p);  // transforms/torchio_affine/torchio_affine_cuda.cc
 Lifted Lift2DElasticDeformation(const TransformParams& p);  // transforms/elastic_deformation/elastic_deformation_cuda.cc
+Lifted Lift2DSwap(const TransformParams& p);  // transforms/swap/swap_cuda.cc
 
 namespace {
 using K = TransformKind;
@@ -118,6 +121,8 @@ constexpr CudaBackend kBackends[] = {
     {K::kClamp, &MakeClampStage, nullptr, true},
     {K::kEdgeConvolution, &MakeEdgeConvolutionStage, nullptr, true},
     {K::kUnsharpMask, &MakeUnsharpMaskStage, nullptr, true},
+    // 2D samples: TorchIO's (X, Y, 1) lifted to the scratch's (1, X, Y) (Lift2DSwap, cuda/chain_2d.h).
+    {K::kSwap, &MakeSwapStage, &Lift2DSwap, true},
     {K::kShapeCrop, &MakeShapeCropStage, nullptr, true},
     {K::kAnisotropy, &MakeAnisotropyStage, &Lift2DAnisotropy, true},
     {K::kTorchioAffine, &MakeTorchioAffineStage, &Lift2DTorchioAffine, true},
@@ -129,6 +134,8 @@ constexpr CudaBackend kBackends[] = {
     {K::kRemoveRandomConnectedComponent, &MakeRemoveRandomConnectedComponentStage, nullptr, true},
     // 3D only on both engines: the CPU's Draw refuses 2D samples (AugLab's 5D input), so the chain reports that.
     {K::kAuglabLowResolution, &MakeAuglabLowResolutionStage, nullptr, true},
+    // 2D samples run as drawn: the CPU's own 1 × X × Y view (the ring dilation of the unit axis is the identity).
+    {K::kRedistributeSeg, &MakeRedistributeSegStage, nullptr, true},
     {K::kAuglabBiasField, &MakeAuglabBiasFieldStage, nullptr, true},
 };
 

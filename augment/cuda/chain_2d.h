@@ -50,6 +50,10 @@
 //                            resamples the planes on the CPU's (X, Y, 1) shape with the CPU's maps (2D flags included)
 //   auglab_low_resolution    3D only on both engines: its Draw refuses 2D samples (AugLab's 5D input), so no 2D
 //                            parameters reach the stage
+//   swap                     (transforms/swap/swap_cuda.cc Lift2DSwap; TorchIO's (X, Y, 1)) patch (px, py, 1) →
+//                            (1, px, py), corners (i, j, 0) → (0, i, j): the same voxels, the same C-order copy order
+//   redistribute_seg         (the CPU reads (X, Y) as 1 × X × Y) used as drawn: the 7³ ring dilation of the unit
+//                            axis is the identity on both engines
 // Every kind of today is listed above; a kind added without a verified 2D form is refused for 2D samples with
 // UNIMPLEMENTED naming it (CheckStage2D's default). The spatial entry runs on the generic spatial kernel in 2D
 // (cuda/chain_spatial.h); downsample_seg_for_ds computes its 2D level shapes (the executor prepends the unit axis).

@@ -6,12 +6,14 @@
 #include <cmath>
 
 #include "augment/json_util.h"
+#include "augment/kernels/common/redistribute_seg_math.h"
 #include "augment/status_macros.h"
 #include "augment/transforms/common/auglab_common.h"
 #include "augment/transforms/common/common.h"
 
 namespace augmentd {
 namespace ju = json_util;
+namespace rsm = redistribute_seg_math;
 using transforms_internal::ParamsAs;
 using transforms_internal::RequireImage;
 using transforms_internal::RequireSeg;
@@ -69,12 +71,6 @@ Stats PopulationStats(const float* x, int64_t n) {
   return {static_cast<float>(mean), static_cast<float>(std::sqrt(sq / static_cast<double>(n)))};
 }
 
-float NormalPdf(float x, float mean, float std) {
-  const float inv = 1.0f / (std + 1e-6f);
-  const float sqrt_2pi = std::sqrt(static_cast<float>(2.0 * 3.141592653589793));
-  const float z = (x - mean) * inv;
-  return (inv / sqrt_2pi) * std::exp(-0.5f * (z * z));
-}
 }  // namespace
 
 const ConfigSchema<RedistributeSegConfig>& RedistributeSegTransform::Schema() {
@@ -155,8 +151,8 @@ absl::Status RedistributeSegTransform::Apply(const TransformParams& params, Samp
     for (int64_t i = 0; i < n; ++i) x[i] = std::isfinite(ch[i]) ? ch[i] : 0.0f;  // nan_to_num(nan=0, ±inf=0)
     const Stats before = config_.retain_stats ? PopulationStats(x.data(), n) : Stats{};
     const auto [mn_it, mx_it] = std::minmax_element(x.begin(), x.end());
-    const float mn = *mn_it, denom = std::max(*mx_it - mn, 1e-6f);
-    for (int64_t i = 0; i < n; ++i) x[i] = (x[i] - mn) / denom;
+    const float mn = *mn_it, denom = rsm::Denominator(mn, *mx_it);
+    for (int64_t i = 0; i < n; ++i) x[i] = rsm::Normalize(x[i], mn, denom);
     if (!any_fg) {
       std::copy(x.begin(), x.end(), ch);
       continue;
@@ -164,20 +160,19 @@ absl::Status RedistributeSegTransform::Apply(const TransformParams& params, Samp
     std::fill(add.begin(), add.end(), 0.0f);
     for (int64_t r = 0; r < regions; ++r) {
       const Stats in = MaskedStats(x.data(), masks[r], n), ring = MaskedStats(x.data(), rings[r], n);
-      const float sigma =
-          std::max(p->jitter[k][r] + 0.4f * std::abs((in.mean - ring.mean) * in.std / (ring.std + 1e-6f)), 0.01f);
+      const float sigma = rsm::Sigma(p->jitter[k][r], in.mean, in.std, ring.mean, ring.std);
       const float a = p->amplitude[k][r];
       for (int64_t i = 0; i < n; ++i)
-        if (!p->in_seg[k] || masks[r][i]) add[i] += NormalPdf(x[i], in.mean, sigma) * a;
+        if (!p->in_seg[k] || masks[r][i]) add[i] = RnAdd(add[i], RnMul(rsm::NormalPdf(x[i], in.mean, sigma), a));
     }
     const auto [tmin_it, tmax_it] = std::minmax_element(add.begin(), add.end());
     const float tmin = *tmin_it, tmax = *tmax_it;
     if (tmax - tmin > 1e-8f)
-      for (int64_t i = 0; i < n; ++i) x[i] = x[i] + 2.0f * (add[i] - tmin) / (tmax - tmin + 1e-6f);
+      for (int64_t i = 0; i < n; ++i) x[i] = rsm::Redistribute(x[i], add[i], tmin, tmax);
     if (config_.retain_stats) {
       const Stats now = PopulationStats(x.data(), n);
-      const float sd = std::max(now.std, 1e-7f);
-      for (int64_t i = 0; i < n; ++i) x[i] = (x[i] - now.mean) / sd * before.std + before.mean;
+      const float sd = rsm::Max(now.std, 1e-7f);
+      for (int64_t i = 0; i < n; ++i) x[i] = rsm::Retain(x[i], now.mean, sd, before.std, before.mean);
     }
     bool finite = true;
     for (int64_t i = 0; i < n && finite; ++i) finite = std::isfinite(x[i]);
