@@ -2,9 +2,11 @@
 """AugLab's extensive augmentation, three ways, on the same batch (issue 23): ms per batch of
 
   daext_gpu_ms_per_batch    augmentd's auglab_daext_gpu pipeline (augmentd.nnunet.auglab_daext, from the AugLab GPU
-                            JSON, per_batch=True as AugLab's same_on_batch) in a patch-mode session of a local augmentd server on --device (cuda:0). The figure
-                            is named after the engine the server actually ran (session.device): a CUDA session gives
-                            daext_gpu_ms_per_batch, a CPU fallback daext_server_cpu_ms_per_batch (said so on stderr).
+                            JSON, per_batch=True as AugLab's same_on_batch) in a patch-mode session of a local augmentd
+                            server on --device (cuda:0): a PatchAugmenter call on torch CUDA tensors (CUDA IPC slots
+                            in and out), synchronised, as AugLab's row. Also daext_gpu_inline_compute_ms_per_batch
+                            (the server's compute_us for inline host input) and its client round trip. A session
+                            the server ran on the CPU gives daext_server_cpu_ms_per_batch (said so on stderr).
   auglab_gpu_ms_per_batch   AugLab's own AugTransformsGPU(json) (kornia, same_on_batch=True) on the GPU, data and
                             target already on the device, torch.cuda.synchronize around each call.
   daext_cpu16_ms_per_batch  nnUNetTrainerDAExt's CPU pipeline (nnUNetTrainerDAExt.get_training_transforms with the
@@ -24,9 +26,9 @@
     AUGMENTD_BIN=build/server/augmentd AUGMENTD_BUILD_DIR=build .venv/bin/python bench/daext_bench.py --device cpu \\
         --patch 32 32 32 --iters 2 --workers 2 --cores 2 --samples 1
 
-Figures: augmentd's is the server's compute_us (BatchTiming: host input staged to the device + pipeline + batch back
-on the host; AugLab's input is already on the GPU, so this favours AugLab by the two copies), its
-client round trip (inline input transfer included) is a second row; AugLab's and the CPU pipeline's are wall times.
+Figures: augmentd's headline is the CUDA-IPC call (device tensors both ways, like AugLab's); the inline rows add the
+server's compute_us (host input staged to the device + pipeline + batch back on the host) and the client round trip
+(inline input transfer included); AugLab's and the CPU pipeline's are wall times.
 Written to stdout, and with --out-dir ($OUT): daext_table.md, daext_figures.jsonl, <metric>.json. Exit 1 when a
 part failed (the others' figures are still written; the table says FAILED with the error).
 
@@ -124,17 +126,44 @@ def bench_augmentd(args, params, image, seg, initial):
             compute.append(batch.proto.timing.compute_us / 1e6)
         client.close_session(session)
         on_gpu = session.device.startswith("cuda")
-        name = "daext_gpu_ms_per_batch" if on_gpu else "daext_server_cpu_ms_per_batch"
-        rows = [(name, float(np.median(compute)) * 1e3, session.device,
-                 "server compute_us: inline host input staged to the device, the pipeline, the batch back on the "
-                 "host; median" + refused)]
-        rows.append((name.replace("_ms_per_batch", "_roundtrip_ms_per_batch"), float(np.median(wall)) * 1e3,
-                     session.device, "client.augment wall time, inline gRPC transfer of the input included, median"))
+        rows = []
+        if on_gpu:  # like AugLab's row: torch CUDA tensors in and out (patch mode through CUDA IPC slots)
+            rows.append(("daext_gpu_ms_per_batch", _cuda_ipc_call_ms(client, config, image, seg, args.iters),
+                         session.device, "PatchAugmenter call, torch CUDA tensors in and out (CUDA IPC input and "
+                         "output slots), synchronised before and after; median"))
+        name = "daext_gpu_inline_compute_ms_per_batch" if on_gpu else "daext_server_cpu_ms_per_batch"
+        rows.append((name, float(np.median(compute)) * 1e3, session.device,
+                     "server compute_us: inline host input staged to the device, the pipeline, the batch back on "
+                     "the host; median" + refused))
+        rows.append((name.replace("_ms_per_batch", "_roundtrip_ms_per_batch").replace("_compute", ""),
+                     float(np.median(wall)) * 1e3, session.device,
+                     "client.augment wall time, inline gRPC transfer of the input included, median"))
         return rows
     finally:
         if server is not None:
             server.stop()
         client.close()
+
+
+def _cuda_ipc_call_ms(client, config, image, seg, iters):
+    """Median ms of a PatchAugmenter call on torch CUDA tensors (the session's GPU; CUDA IPC slots both ways),
+    synchronised before and after, after 3 warm-up calls."""
+    import torch
+
+    from augmentd import PatchAugmenter
+
+    ti, ts = torch.from_numpy(image).cuda(), torch.from_numpy(seg).cuda()
+    times = []
+    with PatchAugmenter(client, config) as aug:
+        for i in range(3 + iters):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out, targets = aug(ti, ts, batch_index=i)
+            torch.cuda.synchronize()
+            if i >= 3:
+                times.append(time.perf_counter() - t0)
+            del out, targets
+    return float(np.median(times)) * 1e3
 
 
 def bench_auglab_gpu(args, image, seg):
