@@ -15,6 +15,7 @@
 #include "augment/pipeline.h"
 #include "augment/registry.h"
 #include "augment/testing/example_configs.h"
+#include "augment/testing/kind_list.h"
 #include "augment/transforms/mirror/mirror.h"
 #include "augment/transforms/rot90/rot90.h"
 #include "augment/transforms/spatial/spatial.h"
@@ -72,62 +73,61 @@ void ExpectPermutationMatchesCpu(const Transform& t, const int32_t S[3], int sam
   EXPECT_LT(identities, samples);  // the draws exercised real permutations
 }
 
-// The registry's CUDA side (augment/cuda/backends.cc): every kind has a backend, in enum order, except the CPU-only
-// kinds (kCpuOnlyKinds: no backend at all, MakeCudaStage and CheckStage2D answer UNIMPLEMENTED, GetServerInfo reports
-// cuda=false); the chain executor's own kinds (spatial, downsample_seg_for_ds) have no stage factory and every other
-// kind builds its stage from a valid configuration (no GPU needed: factories only inspect the configuration).
-// HasCudaImplementation — what GetServerInfo reports — is true for every other kind except the k-space stages in
-// builds without cuFFT.
-TEST(CudaStages, EveryKindHasARegisteredBackend) {
+// The registry's CUDA side (augment/cuda/backends.cc) against the one list (augment/transforms/kinds.inc): CPU_ONLY
+// kinds have no backend at all (MakeCudaStage and CheckStage2D answer UNIMPLEMENTED, GetServerInfo reports
+// cuda=false); EXECUTOR kinds (spatial, downsample_seg_for_ds) have no stage factory; every CUDA / CUFFT kind builds
+// its stage from a valid configuration (no GPU needed: factories only inspect the configuration), takes 2D samples
+// unless marked NO_2D, and is reported by HasCudaImplementation (GetServerInfo) unless it needs cuFFT and the build
+// lacks it.
+TEST(CudaStages, EveryKindHasItsListedBackend) {
   const auto configs = testing::ExampleTransformConfigs();
-  // Kinds with a CPU implementation only (the CUDA engine refuses a pipeline holding one; the CPU engine runs it).
-  constexpr TransformKind kCpuOnlyKinds[] = {TransformKind::kZscoreNormalization, TransformKind::kClamp,
-                                             TransformKind::kEdgeConvolution, TransformKind::kUnsharpMask,
-                                             TransformKind::kSwap, TransformKind::kShapeCrop,
-                                             TransformKind::kAnisotropy, TransformKind::kTorchioAffine,
-                                             TransformKind::kElasticDeformation,
-                                             TransformKind::kMoveSegAsOneHotToData,
-                                             TransformKind::kApplyRandomBinaryOperator,
-                                             TransformKind::kRemoveRandomConnectedComponent,
-                                             TransformKind::kAuglabLowResolution, TransformKind::kRedistributeSeg,
-                                             TransformKind::kAuglabBiasField};
-  constexpr int kNumCpuOnly = static_cast<int>(std::size(kCpuOnlyKinds));
   ASSERT_EQ(configs.size(), static_cast<size_t>(kNumTransformKinds));
-  int available = 0;
+  ASSERT_EQ(std::size(testing::kKindRows), static_cast<size_t>(kNumTransformKinds));
+  EXPECT_EQ(testing::kKindRows[static_cast<int>(TransformKind::kSpatial)].cuda, "EXECUTOR");
+  EXPECT_EQ(testing::kKindRows[static_cast<int>(TransformKind::kDownsampleSegForDs)].cuda, "EXECUTOR");
+  int available = 0, with_backend = 0, cufft = 0;
   for (int k = 0; k < kNumTransformKinds; ++k) {
     const auto kind = static_cast<TransformKind>(k);
+    const testing::KindRow& row = testing::kKindRows[k];
+    ASSERT_EQ(row.kind, kind);
+    ASSERT_EQ(row.name, TransformKindName(kind));
     const CudaBackend* b = CudaBackendOf(kind);
     ASSERT_EQ(configs[k].first, TransformKindName(kind));
-    if (std::find(std::begin(kCpuOnlyKinds), std::end(kCpuOnlyKinds), kind) != std::end(kCpuOnlyKinds)) {
-      EXPECT_EQ(b, nullptr) << TransformKindName(kind) << ": listed as CPU-only but has a CUDA backend";
-      EXPECT_FALSE(HasCudaImplementation(kind)) << TransformKindName(kind);
-      auto t = TransformFromJson(configs[k].first, configs[k].second);
-      ASSERT_TRUE(t.ok()) << configs[k].first << ": " << t.status();
-      EXPECT_EQ(MakeCudaStage(**t, 1).status().code(), absl::StatusCode::kUnimplemented) << TransformKindName(kind);
-      EXPECT_EQ(CheckStage2D(kind, 1).code(), absl::StatusCode::kUnimplemented) << TransformKindName(kind);
-      continue;
-    }
-    ASSERT_NE(b, nullptr) << TransformKindName(kind);
-    EXPECT_EQ(b->kind, kind);
-    EXPECT_TRUE(b->runs_2d) << TransformKindName(kind);
-    EXPECT_EQ(HasCudaImplementation(kind), b->available);
-    available += b->available;
     auto t = TransformFromJson(configs[k].first, configs[k].second);
     ASSERT_TRUE(t.ok()) << configs[k].first << ": " << t.status();
-    const bool executor = kind == TransformKind::kSpatial || kind == TransformKind::kDownsampleSegForDs;
-    EXPECT_EQ(b->make_stage == nullptr, executor) << TransformKindName(kind);
+    if (row.cpu_only()) {
+      EXPECT_EQ(b, nullptr) << row.name << ": listed as CPU_ONLY but has a CUDA backend";
+      EXPECT_FALSE(HasCudaImplementation(kind)) << row.name;
+      EXPECT_EQ(MakeCudaStage(**t, 1).status().code(), absl::StatusCode::kUnimplemented) << row.name;
+      EXPECT_EQ(CheckStage2D(kind, 1).code(), absl::StatusCode::kUnimplemented) << row.name;
+      continue;
+    }
+    ASSERT_NE(b, nullptr) << row.name;
+    ++with_backend;
+    cufft += row.cuda == "CUFFT";
+    EXPECT_EQ(b->kind, kind);
+    EXPECT_EQ(b->runs_2d, row.cuda_2d()) << row.name;
+    EXPECT_EQ(b->lift_2d != nullptr, row.lift == "LIFT") << row.name;
+    EXPECT_EQ(HasCudaImplementation(kind), b->available);
+    if (row.cuda != "CUFFT") {
+      EXPECT_TRUE(b->available) << row.name;
+    }
+    available += b->available;
+    const bool executor = row.cuda == "EXECUTOR";
+    EXPECT_EQ(b->make_stage == nullptr, executor) << row.name;
     auto stage = MakeCudaStage(**t, 1);
     if (executor) {
       EXPECT_EQ(stage.status().code(), absl::StatusCode::kUnimplemented);
     } else if (b->available) {
-      ASSERT_TRUE(stage.ok()) << TransformKindName(kind) << ": " << stage.status();
+      ASSERT_TRUE(stage.ok()) << row.name << ": " << stage.status();
       EXPECT_NE(*stage, nullptr);
     } else {
       EXPECT_EQ(stage.status().code(), absl::StatusCode::kUnimplemented);
       EXPECT_NE(stage.status().message().find("cuFFT"), std::string::npos) << stage.status();
     }
   }
-  EXPECT_GE(available, kNumTransformKinds - kNumCpuOnly - 3);
+  EXPECT_GT(with_backend, 0);
+  EXPECT_GE(available, with_backend - cufft);
 }
 
 // The one CUDA status helper (cuda/status.h): out of memory is its own code, every other error names the call and
