@@ -1,6 +1,6 @@
-// augment/testing/kind_list.h — the rows of augment/transforms/kinds.inc as data (test-only, header-only), so the tests
-// that used to pin kind lists (CPU-only kinds, 2D coverage, GetServerInfo's backends) read them from the one list and
-// check the registry, the CUDA backends and the server against it.
+// augment/testing/kind_list.h — the rows of augment/transforms/kinds.inc as data (test-only, header-only), so the
+// tests that used to pin kind lists (CPU-only kinds, 2D coverage, GetServerInfo's backends) read them from the one
+// list and check the registry, the CUDA backends and the server against it.
 //
 //   for (const testing::KindRow& r : testing::kKindRows) if (r.cpu_only()) EXPECT_EQ(CudaBackendOf(r.kind), nullptr);
 #pragma once

@@ -63,7 +63,9 @@ absl::Status AuglabFlipTransform::Apply(const TransformParams& params, SampleDat
   if (!axes[0] && !axes[1] && !axes[2]) return absl::OkStatus();
   const bool flip[3] = {axes[0], axes[1], axes[2]};
   if (s.channels > 0) kernels::Flip<float>(s.image.data(), s.channels, s.shape.data(), 3, flip);
-  if (s.seg_channels > 0 && !s.seg.empty()) kernels::Flip<int16_t>(s.seg.data(), s.seg_channels, s.shape.data(), 3, flip);
+  if (s.seg_channels > 0 && !s.seg.empty()) {
+    kernels::Flip<int16_t>(s.seg.data(), s.seg_channels, s.shape.data(), 3, flip);
+  }
   return absl::OkStatus();
 }
 
