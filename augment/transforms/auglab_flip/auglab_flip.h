@@ -5,6 +5,8 @@
 // u_a > 0.5, for the axes a = 0, 1, 2 whatever `flip_axis` holds; when no flag is set, one axis of `flip_axis` is
 // chosen uniformly and flagged. Then the axes with flag_a = 1 that are in `flip_axis` are flipped (so with
 // flip_axis = [0] axis 0 flips with p = 0.5 + 0.125, and not at all when only a coin of axis 1 or 2 came up).
+// With same_on_batch (AugLab's per-batch draws) augmentd shares the whole draw; AugLab shares the coins but draws the
+// fallback axis per sample (torch.randint inside its per-sample loop) — differs only for flip_axis of 2+ axes.
 //
 //   auto t = AuglabFlipTransform::Create({/*flip_axis=*/{0}});
 //   // params (AugLab's): {"flip": [f0, f1, f2]} with f_a in {0, 1}
