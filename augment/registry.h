@@ -1,13 +1,14 @@
 // augment/registry.h — the table of transform kinds the engine implements: one definition per kind.
 //
-// One explicit list per backend (no static registrars the linker could drop):
+// ONE explicit list (no static registrars the linker could drop): augment/transforms/kinds.inc, one line per kind in
+// enum order (name, capability flags, CUDA backend, 2D lift). It expands into
 //   * augment/registry.cc  kEntries: name, CPU factory (FromJson: bgv2 constructor arguments as JSON, augment/capi.h
-//                          lists them) and capability flags, one line per TransformKind in enum order;
-//   * augment/cuda/backends.cc  the CUDA backend of each kind (its chain stage factory and its 2D parameter lift),
-//                          one line per kind, compiled only in CUDA builds (CudaBackendOf answers nullptr otherwise).
+//                          lists them), capability flags and schema of each kind;
+//   * augment/cuda/backends.cc  the CUDA backend of each kind (its chain stage factory Make<Camel>Stage and its 2D
+//                          lift Lift2D<Camel>), compiled only in CUDA builds (CudaBackendOf answers nullptr otherwise).
 // Everything that used to switch over the kind (names, label / layout checks, CUDA stage dispatch, 2D coverage,
-// GetServerInfo's backends) looks the kind up here. Adding a kind: its folder, its proto message, one line here
-// (and one in backends.cc for its CUDA stage).
+// GetServerInfo's backends) looks the kind up here. Adding a kind: its folder, its proto message (+ enum value + oneof
+// line) and its line in kinds.inc (augment/README.md "Adding a transform").
 //
 //   for (const TransformEntry& e : augmentd::RegisteredTransforms()) ...   // GetServerInfo: e.name, HasCuda(e.kind)
 //   ASSIGN_OR_RETURN(auto t, augmentd::TransformFromJson("gamma", {{"gamma", {{"bg_contrast", {0.7, 1.5}}}}}));

@@ -28,62 +28,19 @@
 
 namespace augmentd {
 
-// Every transform kind of nnU-Net's default trainer (reference §3), then DA5's (§5.1). The lower-case names, the
-// capabilities and the backends of each kind are its entry in augment/registry.cc (one line per kind, same order).
-// A new kind goes at the end; kLastKind names it (the count below and the registry's checks derive from it).
+// Every transform kind, in pipeline order: one line per kind in augment/transforms/kinds.inc (the one list; its name,
+// capabilities and backends are on the same line). k<CamelName>, e.g. kGamma, kConvertSegmentationToRegions.
 enum class TransformKind : uint8_t {
-  kSpatial,
-  kGaussianNoise,
-  kGaussianBlur,
-  kMultiplicativeBrightness,
-  kContrast,
-  kSimulateLowResolution,
-  kGamma,
-  kMirror,
-  kMaskImage,
-  kRemoveLabel,
-  kConvertSegmentationToRegions,
-  kDownsampleSegForDs,
-  // nnUNetTrainerDA5's extra transforms (reference §5.1).
-  kBlankRectangle,
-  kBrightnessAdditive,
-  kSharpening,
-  kMedianFilter,
-  kBrightnessGradientAdditive,
-  kLocalGamma,
-  kRot90,
-  kTransposeAxes,
-  kRicianNoise,
-  // MRI artefacts with TorchIO's definitions (augment/transforms/{bias_field,ghosting,spike,motion}/).
-  kBiasField,
-  kGhosting,
-  kSpike,
-  kMotion,
-  // The extras of AugLab's nnUNetTrainerDAExtGPU (augment/transforms/{histogram_equalization,random_convolution,intensity_function}/).
-  kHistogramEqualization,
-  kRandomConvolution,
-  kIntensityFunction,
-  kZscoreNormalization,  // augment/transforms/zscore_normalization/
-  kClamp,                // augment/transforms/clamp/
-  kEdgeConvolution,      // augment/transforms/edge_convolution/
-  kUnsharpMask,          // augment/transforms/unsharp_mask/
-  // nnUNetTrainerDAExt's CPU transforms: TorchIO's spatial / swap definitions and AugLab's ShapeTransform.
-  kSwap,                 // augment/transforms/swap/
-  kShapeCrop,            // augment/transforms/shape_crop/
-  kAnisotropy,           // augment/transforms/anisotropy/
-  kTorchioAffine,        // augment/transforms/torchio_affine/
-  kElasticDeformation,   // augment/transforms/elastic_deformation/
-  // nnU-Net's cascade (3d_cascade_fullres, reference §3 row 13).
-  kMoveSegAsOneHotToData,            // augment/transforms/move_seg_as_one_hot_to_data/
-  kApplyRandomBinaryOperator,        // augment/transforms/apply_random_binary_operator/
-  kRemoveRandomConnectedComponent,   // augment/transforms/remove_random_connected_component/
-  // AugLab DAExt GPU extras (session 7).
-  kAuglabLowResolution,  // augment/transforms/auglab_low_resolution/
-  kRedistributeSeg,      // augment/transforms/redistribute_seg/
-  kAuglabBiasField,      // augment/transforms/auglab_bias_field/
-  kLastKind = kAuglabBiasField,
+#define AUGMENTD_KIND(camel, snake, caps, cuda, lift) k##camel,
+#include "augment/transforms/kinds.inc"
+#undef AUGMENTD_KIND
 };
-inline constexpr int kNumTransformKinds = static_cast<int>(TransformKind::kLastKind) + 1;
+// The count, derived from the list.
+inline constexpr int kNumTransformKinds = 0
+#define AUGMENTD_KIND(camel, snake, caps, cuda, lift) +1
+#include "augment/transforms/kinds.inc"
+#undef AUGMENTD_KIND
+    ;
 
 // "spatial", "gaussian_noise", ... (the registry entry's name; "unknown" outside the enum).
 std::string_view TransformKindName(TransformKind kind);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of augmentd: installs what is missing (scripts/setup.sh), builds, then
 #   1. ctest  — C++ unit and integration tests (GPU-labelled tests are skipped when no GPU is present);
-#   2. pytest — Python tests: the real server through the generated stubs, parity with batchgeneratorsv2, and the
-#      end-to-end harness's table arithmetic (bench/e2e).
+#   2. pytest — Python tests: the real server through the generated stubs, parity with batchgeneratorsv2, the
+#      transforms' own parity tests (augment/transforms/<name>/*_test.py) and the end-to-end harness's table
+#      arithmetic (bench/e2e).
 # Exits non-zero if anything fails; both runners print their summary lines.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,7 +19,7 @@ if ! nvidia-smi -L >/dev/null 2>&1; then label_args=(-LE gpu); echo "[test] no G
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 600 "${label_args[@]}"
 ctest_rc=$?
 
-.venv/bin/python -m pytest tests/python bench/e2e -q -p no:cacheprovider
+.venv/bin/python -m pytest tests/python augment/transforms bench/e2e -q -p no:cacheprovider
 pytest_rc=$?
 
 echo "[test] ctest exit $ctest_rc, pytest exit $pytest_rc, $(( $(date +%s) - start )) s in all"

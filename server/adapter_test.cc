@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "augment/cuda/engine.h"
 #include "augment/registry.h"
+#include "augment/testing/kind_list.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {
@@ -72,6 +73,21 @@ TEST(AdapterTest, EveryEngineTransformIsAKindOfTheContract) {
   int cpu = 0;
   for (const v1::TransformSupport& t : TransformSupportList(names, EngineCudaTransformNames())) cpu += t.cpu();
   EXPECT_EQ(cpu, static_cast<int>(names.size()));
+  // Both ways: registry == proto TransformKind values == TransformSpec's `params` oneof fields (a kind needs its
+  // enum value and its oneof line; the adapter maps the oneof by field name).
+  const std::set<std::string> registry(names.begin(), names.end());
+  std::set<std::string> enum_names, oneof_names;
+  const google::protobuf::EnumDescriptor* kinds = v1::TransformKind_descriptor();
+  for (int i = 0; i < kinds->value_count(); ++i) {
+    const std::string name = TransformName(static_cast<v1::TransformKind>(kinds->value(i)->number()));
+    if (!name.empty()) enum_names.insert(name);
+  }
+  const google::protobuf::OneofDescriptor* oneof = v1::TransformSpec::descriptor()->FindOneofByName("params");
+  ASSERT_NE(oneof, nullptr);
+  for (int i = 0; i < oneof->field_count(); ++i) oneof_names.insert(oneof->field(i)->name());
+  EXPECT_EQ(enum_names, registry);
+  EXPECT_EQ(oneof_names, registry);
+  EXPECT_EQ(static_cast<int>(registry.size()), kNumTransformKinds);
 }
 
 // GetServerInfo documents each field of a kind's schema (augment/schema.h): type, default as JSON, range, doc.
@@ -117,11 +133,19 @@ TEST(AdapterTest, CudaSupportIsTheRegistrysBackends) {
     for (const char* name : {"spatial", "gaussian_noise", "gamma", "mirror", "downsample_seg_for_ds", "median_filter",
                              "bias_field", "histogram_equalization"})
       EXPECT_NE(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
-    // CPU-only kinds (no CUDA backend registered in augment/cuda/backends.cc) report cuda=false, cpu=true.
-    const std::vector<std::string> cpu_only = {};  // none today: every kind has a CUDA stage
-    for (const std::string& name : cpu_only)
-      EXPECT_EQ(std::find(cuda_names.begin(), cuda_names.end(), name), cuda_names.end()) << name;
-    EXPECT_GE(cuda, kNumTransformKinds - static_cast<int>(cpu_only.size()) - 3);
+    // The one list's CPU_ONLY kinds (augment/transforms/kinds.inc) report cuda=false; every other kind but the
+    // k-space stages (CUFFT: only in builds with cuFFT) reports cuda=true.
+    int listed_cuda = 0;
+    for (const testing::KindRow& row : testing::kKindRows) {
+      const bool reported = std::find(cuda_names.begin(), cuda_names.end(), row.name) != cuda_names.end();
+      if (row.cpu_only()) {
+        EXPECT_FALSE(reported) << row.name;
+      } else if (row.cuda != "CUFFT") {
+        EXPECT_TRUE(reported) << row.name;
+      }
+      listed_cuda += !row.cpu_only();
+    }
+    EXPECT_LE(cuda, listed_cuda);
   } else {
     EXPECT_EQ(cuda, 0);
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "augment/testing/kind_list.h"
 #include "augment/transforms/blank_rectangle/blank_rectangle.h"
 #include "augment/transforms/brightness_gradient_additive/brightness_gradient_additive.h"
 #include "augment/transforms/local_gamma/local_gamma.h"
@@ -33,14 +34,13 @@ TEST(Chain2dDa5, LocalStagesTake2dSamples) {
   // Every kind of today has a 2D form on CUDA (a kind added to the CPU engine without one fails here until it is
   // given one or deliberately refused).
   // CPU-only kinds (no CUDA stage at all: the CUDA engine refuses the pipeline, the CPU engine runs it) are exempt.
-  const std::vector<TransformKind> kCpuOnly = {};  // none today: every kind has a CUDA stage
-  for (int i = 0; i < kNumTransformKinds; ++i) {
-    const auto k = static_cast<TransformKind>(i);
-    if (std::find(std::begin(kCpuOnly), std::end(kCpuOnly), k) != std::end(kCpuOnly)) {
-      EXPECT_EQ(CheckStage2D(k, 7).code(), absl::StatusCode::kUnimplemented) << TransformKindName(k);  // no backend
+  // The list's CPU_ONLY kinds (no backend) and NO_2D kinds answer UNIMPLEMENTED (augment/transforms/kinds.inc).
+  for (const testing::KindRow& row : testing::kKindRows) {
+    if (!row.cuda_2d()) {
+      EXPECT_EQ(CheckStage2D(row.kind, 7).code(), absl::StatusCode::kUnimplemented) << row.name;
       continue;
     }
-    EXPECT_TRUE(CheckStage2D(k, 7).ok()) << TransformKindName(k) << ": " << CheckStage2D(k, 7);
+    EXPECT_TRUE(CheckStage2D(row.kind, 7).ok()) << row.name << ": " << CheckStage2D(row.kind, 7);
   }
 }
 

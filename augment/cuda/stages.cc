@@ -145,7 +145,14 @@ class PermuteStage final : public NamedStage {
 }  // namespace
 
 // The factories of the stages above, one per kind (registered in augment/cuda/backends.cc).
-CudaStageOrError MakePermuteStage(const Transform& t, size_t index) {  // mirror, rot90, transpose_axes
+// mirror, rot90 and transpose_axes share the signed-permutation stage (one thin factory each: Make<Camel>Stage).
+CudaStageOrError MakeMirrorStage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(new PermuteStage(t, index));
+}
+CudaStageOrError MakeRot90Stage(const Transform& t, size_t index) {
+  return std::unique_ptr<CudaStage>(new PermuteStage(t, index));
+}
+CudaStageOrError MakeTransposeAxesStage(const Transform& t, size_t index) {
   return std::unique_ptr<CudaStage>(new PermuteStage(t, index));
 }
 

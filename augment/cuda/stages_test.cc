@@ -14,8 +14,8 @@
 #include "augment/engine.h"
 #include "augment/pipeline.h"
 #include "augment/registry.h"
-#include "augment/testing/cascade_pipeline.h"
 #include "augment/testing/example_configs.h"
+#include "augment/testing/kind_list.h"
 #include "augment/transforms/mirror/mirror.h"
 #include "augment/transforms/rot90/rot90.h"
 #include "augment/transforms/spatial/spatial.h"
@@ -73,53 +73,61 @@ void ExpectPermutationMatchesCpu(const Transform& t, const int32_t S[3], int sam
   EXPECT_LT(identities, samples);  // the draws exercised real permutations
 }
 
-// The registry's CUDA side (augment/cuda/backends.cc): every kind has a backend, in enum order, except the CPU-only
-// kinds (kCpuOnlyKinds: no backend at all, MakeCudaStage and CheckStage2D answer UNIMPLEMENTED, GetServerInfo reports
-// cuda=false); the chain executor's own kinds (spatial, downsample_seg_for_ds) have no stage factory and every other
-// kind builds its stage from a valid configuration (no GPU needed: factories only inspect the configuration).
-// HasCudaImplementation — what GetServerInfo reports — is true for every other kind except the k-space stages in
-// builds without cuFFT.
-TEST(CudaStages, EveryKindHasARegisteredBackend) {
+// The registry's CUDA side (augment/cuda/backends.cc) against the one list (augment/transforms/kinds.inc): CPU_ONLY
+// kinds have no backend at all (MakeCudaStage and CheckStage2D answer UNIMPLEMENTED, GetServerInfo reports
+// cuda=false); EXECUTOR kinds (spatial, downsample_seg_for_ds) have no stage factory; every CUDA / CUFFT kind builds
+// its stage from a valid configuration (no GPU needed: factories only inspect the configuration), takes 2D samples
+// unless marked NO_2D, and is reported by HasCudaImplementation (GetServerInfo) unless it needs cuFFT and the build
+// lacks it.
+TEST(CudaStages, EveryKindHasItsListedBackend) {
   const auto configs = testing::ExampleTransformConfigs();
-  // Kinds with a CPU implementation only (the CUDA engine refuses a pipeline holding one; the CPU engine runs it).
-  const std::vector<TransformKind> kCpuOnlyKinds = {};  // none today: every kind has a CUDA stage
-  const int kNumCpuOnly = static_cast<int>(kCpuOnlyKinds.size());
   ASSERT_EQ(configs.size(), static_cast<size_t>(kNumTransformKinds));
-  int available = 0;
+  ASSERT_EQ(std::size(testing::kKindRows), static_cast<size_t>(kNumTransformKinds));
+  EXPECT_EQ(testing::kKindRows[static_cast<int>(TransformKind::kSpatial)].cuda, "EXECUTOR");
+  EXPECT_EQ(testing::kKindRows[static_cast<int>(TransformKind::kDownsampleSegForDs)].cuda, "EXECUTOR");
+  int available = 0, with_backend = 0, cufft = 0;
   for (int k = 0; k < kNumTransformKinds; ++k) {
     const auto kind = static_cast<TransformKind>(k);
+    const testing::KindRow& row = testing::kKindRows[k];
+    ASSERT_EQ(row.kind, kind);
+    ASSERT_EQ(row.name, TransformKindName(kind));
     const CudaBackend* b = CudaBackendOf(kind);
     ASSERT_EQ(configs[k].first, TransformKindName(kind));
-    if (std::find(std::begin(kCpuOnlyKinds), std::end(kCpuOnlyKinds), kind) != std::end(kCpuOnlyKinds)) {
-      EXPECT_EQ(b, nullptr) << TransformKindName(kind) << ": listed as CPU-only but has a CUDA backend";
-      EXPECT_FALSE(HasCudaImplementation(kind)) << TransformKindName(kind);
-      auto t = TransformFromJson(configs[k].first, configs[k].second);
-      ASSERT_TRUE(t.ok()) << configs[k].first << ": " << t.status();
-      EXPECT_EQ(MakeCudaStage(**t, 1).status().code(), absl::StatusCode::kUnimplemented) << TransformKindName(kind);
-      EXPECT_EQ(CheckStage2D(kind, 1).code(), absl::StatusCode::kUnimplemented) << TransformKindName(kind);
-      continue;
-    }
-    ASSERT_NE(b, nullptr) << TransformKindName(kind);
-    EXPECT_EQ(b->kind, kind);
-    EXPECT_TRUE(b->runs_2d) << TransformKindName(kind);
-    EXPECT_EQ(HasCudaImplementation(kind), b->available);
-    available += b->available;
     auto t = TransformFromJson(configs[k].first, configs[k].second);
     ASSERT_TRUE(t.ok()) << configs[k].first << ": " << t.status();
-    const bool executor = kind == TransformKind::kSpatial || kind == TransformKind::kDownsampleSegForDs;
-    EXPECT_EQ(b->make_stage == nullptr, executor) << TransformKindName(kind);
+    if (row.cpu_only()) {
+      EXPECT_EQ(b, nullptr) << row.name << ": listed as CPU_ONLY but has a CUDA backend";
+      EXPECT_FALSE(HasCudaImplementation(kind)) << row.name;
+      EXPECT_EQ(MakeCudaStage(**t, 1).status().code(), absl::StatusCode::kUnimplemented) << row.name;
+      EXPECT_EQ(CheckStage2D(kind, 1).code(), absl::StatusCode::kUnimplemented) << row.name;
+      continue;
+    }
+    ASSERT_NE(b, nullptr) << row.name;
+    ++with_backend;
+    cufft += row.cuda == "CUFFT";
+    EXPECT_EQ(b->kind, kind);
+    EXPECT_EQ(b->runs_2d, row.cuda_2d()) << row.name;
+    EXPECT_EQ(b->lift_2d != nullptr, row.lift == "LIFT") << row.name;
+    EXPECT_EQ(HasCudaImplementation(kind), b->available);
+    if (row.cuda != "CUFFT") {
+      EXPECT_TRUE(b->available) << row.name;
+    }
+    available += b->available;
+    const bool executor = row.cuda == "EXECUTOR";
+    EXPECT_EQ(b->make_stage == nullptr, executor) << row.name;
     auto stage = MakeCudaStage(**t, 1);
     if (executor) {
       EXPECT_EQ(stage.status().code(), absl::StatusCode::kUnimplemented);
     } else if (b->available) {
-      ASSERT_TRUE(stage.ok()) << TransformKindName(kind) << ": " << stage.status();
+      ASSERT_TRUE(stage.ok()) << row.name << ": " << stage.status();
       EXPECT_NE(*stage, nullptr);
     } else {
       EXPECT_EQ(stage.status().code(), absl::StatusCode::kUnimplemented);
       EXPECT_NE(stage.status().message().find("cuFFT"), std::string::npos) << stage.status();
     }
   }
-  EXPECT_GE(available, kNumTransformKinds - kNumCpuOnly - 3);
+  EXPECT_GT(with_backend, 0);
+  EXPECT_GE(available, with_backend - cufft);
 }
 
 // The one CUDA status helper (cuda/status.h): out of memory is its own code, every other error names the call and
@@ -269,58 +277,6 @@ TEST(CudaChain, LayoutEqualsCpuEngine) {
       }
     }
   }
-}
-
-// nnU-Net's cascade (3d_cascade_fullres): the chain's layout grows the image channels C → C + K and drops the seg
-// channel that became one-hot, as the CPU engine (PipelineSpec::OutputChannels); host only.
-TEST(CudaChain, CascadeLayoutEqualsCpuEngine) {
-  for (int64_t C : {1, 2}) {
-    TrainerConfig tc = SmallConfig();
-    tc.num_input_channels = C;
-    auto spec = testing::NnunetCascadePipeline(tc, {1, 2, 3}, 1.0, 1.0);
-    ASSERT_TRUE(spec.ok()) << spec.status();
-    auto chain = CudaChain::Create(*spec);
-    ASSERT_TRUE(chain.ok()) << chain.status();
-    const std::vector<int64_t> S = spec->input_patch_size;
-    const int64_t n = S[0] * S[1] * S[2];
-    std::vector<float> img(2 * C * n, 0.5f);
-    std::vector<int16_t> seg(2 * 2 * n, 0);
-    for (int64_t i = 0; i < static_cast<int64_t>(seg.size()); ++i) seg[i] = static_cast<int16_t>((i / 7) % 4);
-    BatchInput in;
-    in.image = {img.data(), {2, C, S[0], S[1], S[2]}, DType::kFloat32};
-    in.seg = {seg.data(), {2, 2, S[0], S[1], S[2]}, DType::kInt16};
-    auto cpu = AugmentBatch(*spec, in, RunOptions{});
-    ASSERT_TRUE(cpu.ok()) << cpu.status();
-    ASSERT_EQ(cpu->image.shape()[1], C + 3);
-    auto lay = (*chain)->OutputLayout(in.image.shape, DType::kFloat32, 2);
-    ASSERT_TRUE(lay.ok()) << lay.status();
-    EXPECT_EQ(lay->image_shape, cpu->image.shape());
-    EXPECT_EQ(lay->image_bytes, static_cast<size_t>(cpu->image.numel()) * 4);
-    ASSERT_EQ(lay->seg_shapes.size(), cpu->seg.size());
-    for (size_t l = 0; l < cpu->seg.size(); ++l) {
-      EXPECT_EQ(lay->seg_shapes[l], cpu->seg[l].shape());
-      EXPECT_EQ(lay->seg_bytes[l], cpu->seg[l].nbytes());
-    }
-    // Without a segmentation the one-hot source is missing: INVALID_ARGUMENT naming the seg, as the CPU refuses.
-    EXPECT_EQ((*chain)->OutputLayout(in.image.shape, DType::kFloat32, 0).status().code(),
-              absl::StatusCode::kInvalidArgument);
-  }
-  // Channel growth before a spatial entry is not covered (the spatial steps are sized for the input's channels).
-  nlohmann::json j = testing::NnunetCascadePipeline(SmallConfig(), {1})->ToJson();
-  nlohmann::json& ts = j["transforms"];
-  for (size_t i = 0; i < ts.size(); ++i) {
-    if (ts[i]["kind"] == "move_seg_as_one_hot_to_data") {
-      const nlohmann::json m = ts[i];
-      ts.erase(ts.begin() + static_cast<std::ptrdiff_t>(i));
-      ts.insert(ts.begin(), m);
-      break;
-    }
-  }
-  auto early = PipelineSpec::FromJson(j);
-  ASSERT_TRUE(early.ok()) << early.status();
-  const auto st = CudaChain::Create(*early).status();
-  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
-  EXPECT_NE(st.message().find("move_seg_as_one_hot_to_data"), std::string::npos) << st;
 }
 
 }  // namespace

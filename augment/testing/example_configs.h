@@ -1,20 +1,23 @@
 // augment/testing/example_configs.h — one valid engine JSON configuration per transform kind, in enum order
 // (test-only, header-only). The registry test builds and round-trips every kind from it; the CUDA stage test builds
-// every kind's stage from it. A new kind adds its line here (both tests check the list covers the enum).
+// every kind's stage from it. Kinds not listed below use their schema defaults ({}); a new kind whose defaults are not
+// a valid configuration adds its line here (both tests fail otherwise).
 //
 //   for (const auto& [name, cfg] : testing::ExampleTransformConfigs()) { auto t = TransformFromJson(name, cfg); }
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "augment/registry.h"
 #include "nlohmann/json.hpp"
 
 namespace augmentd::testing {
 
 inline std::vector<std::pair<std::string, nlohmann::json>> ExampleTransformConfigs() {
-  return {
+  const std::map<std::string, nlohmann::json> listed = {
         {"spatial", {{"patch_size", {8, 8, 8}}}},
         {"gaussian_noise", {{"noise_variance", {0, 0.1}}}},
         {"gaussian_blur", {{"blur_sigma", {0.5, 1.0}}}},
@@ -78,6 +81,12 @@ inline std::vector<std::pair<std::string, nlohmann::json>> ExampleTransformConfi
         {"redistribute_seg", nlohmann::json::object()},
         {"auglab_bias_field", nlohmann::json::object()},
   };
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  for (const std::string& name : RegisteredTransformNames()) {
+    auto it = listed.find(name);
+    out.emplace_back(name, it != listed.end() ? it->second : nlohmann::json::object());
+  }
+  return out;
 }
 
 }  // namespace augmentd::testing

@@ -249,7 +249,9 @@ TEST(ProtoContractTest, TransformKindsMatchTheParamsOneof) {
                            "REDISTRIBUTE_SEG", "AUGLAB_BIAS_FIELD"}) {
     EXPECT_NE(kinds->FindValueByName(name), nullptr) << name;
   }
-  EXPECT_EQ(kinds->value_count(), 44);  // UNSPECIFIED + the 43 engine kinds (server/adapter_test.cc checks the names)
+  // UNSPECIFIED + the 43 kinds of session 7 above + later ones (each with its oneof member: `members` above;
+  // server/adapter_test.cc checks both against the engine's registry).
+  EXPECT_GE(kinds->value_count(), 44);
 }
 
 TEST(ProtoContractTest, ServiceDeclaresTheV1Rpcs) {

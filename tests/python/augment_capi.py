@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -42,6 +43,7 @@ import numpy as np
 __all__ = [
     "AugmentdError",
     "REPO_ROOT",
+    "listed_kinds",
     "library_path",
     "library_available",
     "load_library",
@@ -51,6 +53,18 @@ __all__ = [
 
 #: Repository root (this file lives in ``<root>/tests/python``).
 REPO_ROOT: Path = Path(__file__).resolve().parents[2]
+
+
+
+def listed_kinds() -> List[Tuple[str, str, str]]:
+    """(name, cuda, lift) of every line of the one kind list ``augment/transforms/kinds.inc``, in its order."""
+    rows = []
+    for line in (REPO_ROOT / "augment" / "transforms" / "kinds.inc").read_text().splitlines():
+        m = re.match(r"AUGMENTD_KIND\(\s*\w+\s*,\s*(\w+)\s*,[^,]+,\s*(\w+)\s*,\s*(\w+)\s*\)", line)
+        if m:
+            rows.append((m.group(1), m.group(2), m.group(3)))
+    return rows
+
 
 _LIB_NAME = "libaugment_capi.so"
 _DEFAULT_BUILD_DIR = "build"

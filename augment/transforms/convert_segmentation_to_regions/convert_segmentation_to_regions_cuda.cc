@@ -67,7 +67,7 @@ class RegionsStage final : public NamedStage {
 
 }  // namespace
 
-CudaStageOrError MakeRegionsStage(const Transform& t, size_t index) {
+CudaStageOrError MakeConvertSegmentationToRegionsStage(const Transform& t, size_t index) {
   const auto& r = static_cast<const ConvertSegmentationToRegionsTransform&>(t);
   for (const auto& region : r.config().regions)
     for (int64_t l : region)

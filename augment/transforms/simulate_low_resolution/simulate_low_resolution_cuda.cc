@@ -52,7 +52,7 @@ class LowResStage final : public SliceStage<ch::LowResSlice> {
 
 }  // namespace
 
-CudaStageOrError MakeLowResStage(const Transform& t, size_t index) {
+CudaStageOrError MakeSimulateLowResolutionStage(const Transform& t, size_t index) {
   return std::unique_ptr<CudaStage>(new LowResStage(t, index));
 }
 

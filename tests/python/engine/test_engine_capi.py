@@ -21,6 +21,7 @@ from batchgeneratorsv2.transforms.spatial.spatial import SpatialTransform
 from batchgeneratorsv2.transforms.utils.deep_supervision_downsampling import DownsampleSegForDSTransform
 from batchgeneratorsv2.transforms.utils.seg_to_regions import ConvertSegmentationToRegionsTransform
 
+from augment_capi import listed_kinds
 from bgv2_ref import assert_float_parity, assert_label_parity, seed_all
 
 
@@ -35,25 +36,21 @@ def _apply(capi, kind, config, params, image=None, seg=None):
 
 
 def test_registry(capi):
+    # The registry is the one list (augment/transforms/kinds.inc) in its order, each kind with its proto oneof member
+    # (the server maps TransformSpec.params by field name), starting with nnU-Net's default trainer kinds.
     out, _ = capi.run({"op": "registry"})
-    assert out["transforms"] == [
+    listed = [name for name, _, _ in listed_kinds()]
+    assert out["transforms"] == listed
+    assert len(set(listed)) == len(listed)
+    assert listed[:12] == [
         "spatial", "gaussian_noise", "gaussian_blur", "multiplicative_brightness", "contrast",
         "simulate_low_resolution", "gamma", "mirror", "mask_image", "remove_label",
-        "convert_segmentation_to_regions", "downsample_seg_for_ds",
-        # nnUNetTrainerDA5's extra transforms (reference §5.1)
-        "blank_rectangle", "brightness_additive", "sharpening", "median_filter",
-        "brightness_gradient_additive", "local_gamma", "rot90", "transpose_axes", "rician_noise",
-        # MRI artefacts (TorchIO's definitions)
-        "bias_field", "ghosting", "spike", "motion",
-        # AugLab's nnUNetTrainerDAExtGPU extras
-        "histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization", "clamp",
-        "edge_convolution", "unsharp_mask",
-        # nnUNetTrainerDAExt's CPU transforms (TorchIO definitions, AugLab's ShapeTransform)
-        "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation",
-        # nnU-Net's cascade
-        "move_seg_as_one_hot_to_data", "apply_random_binary_operator", "remove_random_connected_component",
-        # AugLab's nnUNetTrainerDAExtGPU extras added in session 7
-        "auglab_low_resolution", "redistribute_seg", "auglab_bias_field"]
+        "convert_segmentation_to_regions", "downsample_seg_for_ds"]
+    pipeline_pb2 = pytest.importorskip("augmentd.v1.pipeline_pb2")
+    oneof = pipeline_pb2.TransformSpec.DESCRIPTOR.oneofs_by_name["params"]
+    assert sorted(f.name for f in oneof.fields) == sorted(listed)
+    kinds = [v.name.lower() for v in pipeline_pb2.TransformKind.DESCRIPTOR.values if v.number != 0]
+    assert sorted(kinds) == sorted(listed)
 
 
 @pytest.mark.parametrize("inv", [False, True])

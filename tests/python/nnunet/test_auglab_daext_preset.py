@@ -2,8 +2,9 @@
 augmentd entries. Checked: the entry list for auglab 20260109's parameters (kinds, order, probabilities — the
 mapping of augment/transforms/AUGLAB_DAEXT.md), that the engine builds and runs the whole pipeline on a batch with
 deep supervision (shapes, finite values, labels stay labels), that every entry is applied at its configured rate
-(binomial bounds over many samples), the wire form of every entry, and the refusals (Flip / Affine with p > 0,
-Acq with a crop < 1). With ``AUGLAB_PARAMS_GPU_JSON`` set, that file is also turned into a pipeline and run.
+(binomial bounds over many samples), the wire form of every entry, FlipTransform → auglab_flip (AugLab's own flip,
+augment/transforms/auglab_flip/) and the refusals (Affine with p > 0, Acq with a crop < 1). With
+``AUGLAB_PARAMS_GPU_JSON`` set, that file is also turned into a pipeline and run.
 """
 from __future__ import annotations
 
@@ -51,9 +52,23 @@ def test_entries_follow_auglab_order_and_probabilities():
         assert entry_proto(e).kind != 0
 
 
+def test_flip_translates_to_auglab_flip(capi):
+    pipe = _pipe(dict(AUGLAB_20260109, FlipTransform={"flip_axis": [0], "probability": 0.5}))
+    kinds = [e.kind for e in pipe.entries]
+    assert kinds.count("auglab_flip") == 1
+    flip = pipe.entries[kinds.index("auglab_flip")]
+    assert flip.config == {"flip_axis": [0]} and flip.apply_probability == 0.5
+    assert kinds.index("auglab_flip") == kinds.index("redistribute_seg") + 1  # AugTransformsGPU's order
+    assert list(entry_proto(flip).auglab_flip.flip_axis) == [0]
+    out, _ = capi.run({"op": "draw_params", "transform": {"kind": "auglab_flip", "config": flip.config},
+                       "apply_probability": 1.0, "seed": 3, "first_sample_index": 0, "count": 4,
+                       "image_shape": [1, 4, 4, 4]})
+    assert len(out) == 4
+
+
 def test_refusals():
-    with pytest.raises(Untranslatable, match="FlipTransform"):
-        _pipe(dict(AUGLAB_20260109, FlipTransform={"flip_axis": [0], "probability": 0.5}))
+    with pytest.raises(Untranslatable, match="AffineTransform"):
+        _pipe(dict(AUGLAB_20260109, AffineTransform={"probability": 0.5}))
     with pytest.raises(Untranslatable, match="AcqTransform"):
         _pipe(dict(AUGLAB_20260109, AcqTransform={"scale": [0.2, 1.0], "crop": [0.5, 1.0], "probability": 0.4}))
     with pytest.raises(Untranslatable):

@@ -7,23 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from augment_capi import listed_kinds
 from bgv2_ref import KIND_TO_CLASS, apply_bgv2, build_bgv2, make_image, make_seg
 
 
 def test_registry_lists_every_transform_kind(capi):
     j, tensors = capi.run({"op": "registry"})
     assert tensors == {}
-    # every batchgeneratorsv2 kind nnU-Net uses, plus the non-bgv2 extras (TorchIO's MRI artefacts, AugLab's extras,
-    # whose references are tests/python/test_mri_*.py and test_auglab_parity.py)
-    extras = {"bias_field", "ghosting", "spike", "motion", "histogram_equalization", "random_convolution",
-              "intensity_function", "zscore_normalization", "clamp", "edge_convolution",
-              "unsharp_mask",  # test_auglab_*_parity.py
-              "swap", "shape_crop", "anisotropy", "torchio_affine", "elastic_deformation",  # test_daext_cpu_parity.py
-              # nnU-Net's cascade: tests/python/parity/test_cascade_parity.py
-              "move_seg_as_one_hot_to_data", "apply_random_binary_operator", "remove_random_connected_component",
-              # AugLab's DAExt GPU extras: tests/python/test_auglab_{lowres,redistribute,bias_field}_parity.py
-              "auglab_low_resolution", "redistribute_seg", "auglab_bias_field"}
-    assert sorted(j["transforms"]) == sorted(set(KIND_TO_CLASS) | extras)
+    # every batchgeneratorsv2 kind nnU-Net uses (each with its bgv2 reference class), and exactly the kinds of the one
+    # list augment/transforms/kinds.inc (the non-bgv2 extras' references are tests/python/test_mri_*.py,
+    # test_auglab_*_parity.py, test_daext_cpu_parity.py, parity/test_cascade_parity.py)
+    assert set(KIND_TO_CLASS) <= set(j["transforms"])
+    assert sorted(j["transforms"]) == sorted(name for name, _, _ in listed_kinds())
 
 
 GAMMA = {"gamma": {"bg_contrast": [0.7, 1.5]}, "p_invert_image": 0, "synchronize_channels": False,

@@ -16,7 +16,7 @@ CPU ZscoreNormalization of channel 0 with the unbiased std), then ``AugTransform
 ``_build_transforms`` order (p = the entry's apply_probability, entries with p = 0 left out), then the DS pyramid
 (``train_step`` builds it after the GPU transforms). Not reproduced, and said so: AugLab's per-batch draws
 (``same_on_batch=True``; augmentd draws per sample), the region modes ``in_seg`` / ``out_seg`` / ``mix_in_out``
-(listed in ``Pipeline.folded``), and entries without an augmentd kind (FlipTransform, AffineTransform): with p > 0
+(listed in ``Pipeline.folded``), and entries without an augmentd kind (AffineTransform): with p > 0
 they raise ``Untranslatable``.
 """
 from __future__ import annotations
@@ -154,10 +154,14 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     if b is not None:
         add("RedistributeSegTransform", "redistribute_seg", {"in_seg": float(b.get("in_seg", 0.2)),
                                                              "retain_stats": bool(b.get("retain_stats", False))}, _p(b))
-    for key in ("FlipTransform", "AffineTransform"):
-        b = params.get(key)
-        if b is not None and _p(b) > 0:
-            raise Untranslatable(f"{key} (p={_p(b):g}): AugLab's definition has no augmentd kind yet")
+    b = params.get("FlipTransform")
+    if b is not None:
+        fa = b.get("flip_axis", [0])
+        add("FlipTransform", "auglab_flip", {"flip_axis": [int(fa)] if isinstance(fa, int) else [int(a) for a in fa]},
+            _p(b))
+    b = params.get("AffineTransform")
+    if b is not None and _p(b) > 0:
+        raise Untranslatable(f"AffineTransform (p={_p(b):g}): AugLab's definition has no augmentd kind yet")
     b = params.get("ScharrTransform")
     if b is not None:
         kt = str(b.get("kernel_type", "Scharr")).lower()

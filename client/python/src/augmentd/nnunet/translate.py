@@ -713,16 +713,11 @@ def _params_proto(kind: str, c: dict, ndim: int):
             channel_idx=c["channel_idx"], fill_with_other_class_p=c["fill_with_other_class_p"],
             dont_do_if_covers_more_than_x_percent=c["dont_do_if_covers_more_than_x_percent"],
             p_per_label=c["p_per_label"])
-    if kind in GENERIC_WIRE_KINDS:
+    if kind in pipeline_pb2.TransformSpec.DESCRIPTOR.fields_by_name:
+        # Every other kind: its Params message uses the engine's JSON keys as field names (scalars, repeated scalars
+        # and Range = [lo, hi] in the config), so a new kind needs no code here.
         return _generic_params_proto(kind, c)
     raise ValueError(f"no wire form for {kind!r}")
-
-
-# AugLab kinds whose Params message uses the engine's JSON keys as field names: scalars, repeated scalars and
-# Range ([lo, hi] in the config).
-GENERIC_WIRE_KINDS = ("histogram_equalization", "random_convolution", "intensity_function", "zscore_normalization",
-                      "clamp", "edge_convolution", "unsharp_mask", "auglab_low_resolution", "redistribute_seg",
-                      "auglab_bias_field")
 
 
 def _generic_params_proto(kind: str, c: dict):
