@@ -57,7 +57,7 @@ if [ "${SKIP_E2E:-0}" != 1 ]; then
     set -- $v
     [ "$(left)" -lt 75 ] && { say "e2e $1 $2 $3: skipped ($(left) s left)"; continue; }
     pin=(); [ "$2" != 16 ] && pin=(taskset -c 0-$(( $2 - 1 )))
-    name=e2e-$1-$2c-${3//,/+}
+    name=e2e-$1-$2c-${3//,/_}
     AUGMENTD_PATCH_WORKERS=${1/-/processes} E2E_STAGES=$3 E2E_BUDGET=$(( $(left) - 15 )) OUT=$OUT/$name \
       "${pin[@]}" scripts/gpu-e2e.sh > "$OUT/$name.txt" 2>&1
     say "e2e $1 $2 cores $3: $(grep -E 'Target \(b\)|FAILED|e2e_[a-z0-9_]*_pct' "$OUT/$name.txt" | cut -c1-200 | tr '\n' ' ')"
