@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "augment/dataset/b2nd_reader.h"
@@ -31,11 +32,18 @@ double ValueAt(int64_t i, int64_t zeros) { return i < zeros ? 0.0 : static_cast<
 
 template <typename T>
 void Store(double v, uint8_t* p) {
-  const T t = static_cast<T>(v);
+  // Integers through int64 (a defined two's-complement wrap: pad -1 in uint8 is 255, dataset/dtype.cc's rule for
+  // values that fit int64); a direct double -> unsigned cast of -1 is undefined (UBSan).
+  T t;
+  if constexpr (std::is_integral_v<T>) {
+    t = static_cast<T>(static_cast<int64_t>(v));
+  } else {
+    t = static_cast<T>(v);
+  }
   std::memcpy(p, &t, sizeof(T));
 }
 
-// Writes `v` as one element of type `t` at `p` (static_cast semantics, independent of dtype.cc).
+// Writes `v` (small integers, -1 or -7.5 pads) as one element of type `t` at `p`, independent of dtype.cc.
 void StoreAs(DType t, double v, uint8_t* p) {
   switch (t) {
     case DType::kInt8: return Store<int8_t>(v, p);
