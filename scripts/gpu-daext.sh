@@ -23,10 +23,6 @@ DEVICE=${DAEXT_DEVICE:-cuda:0}
 SITE=${DAEXT_SITE:-/tmp/daext-site}
 KIT=.whl/auglab
 PY=${DAEXT_PYTHON:-python3}
-for f in "$KIT/transform_params_gpu.json" "$KIT/transform_params.json"; do
-  [ -f "$f" ] || { echo "missing $f: run scripts/daext-kit.sh on the development machine and carry .whl"; exit 1; }
-done
-export AUGLAB_PARAMS_GPU_JSON=$PWD/$KIT/transform_params_gpu.json AUGLAB_PARAMS_CPU_JSON=$PWD/$KIT/transform_params.json
 
 if [ "${DAEXT_STAGE:-}" = sitk ]; then
   ls build-sitk/*.whl >/dev/null 2>&1 || { echo "no build-sitk/*.whl: run scripts/daext-kit.sh and carry build-sitk"; exit 1; }
@@ -36,6 +32,11 @@ if [ "${DAEXT_STAGE:-}" = sitk ]; then
   exit $?
 fi
 [ -d build-daext-sitk/SimpleITK ] && export PYTHONPATH="$PWD/build-daext-sitk:${PYTHONPATH:-}"
+# The sitk stage above carries only build-sitk/; AugLab's JSONs travel in .whl for this stage.
+for f in "$KIT/transform_params_gpu.json" "$KIT/transform_params.json"; do
+  [ -f "$f" ] || { echo "missing $f: run scripts/daext-kit.sh on the development machine and carry .whl"; exit 1; }
+done
+export AUGLAB_PARAMS_GPU_JSON=$PWD/$KIT/transform_params_gpu.json AUGLAB_PARAMS_CPU_JSON=$PWD/$KIT/transform_params.json
 
 # 1. Kit (gRPC/protobuf debs for the build) on the GPU machine; wheels: nnU-Net's (.whl/*.whl) and AugLab's
 #    (.whl/auglab/*.whl; torchvision only when the image has none).
