@@ -196,6 +196,19 @@ def stage_configuration(ctx: Ctx, stage: str) -> None:
         label = f"{stage}-{'compute' if kind == 'c' else 'augmentd'}"
         run_one(ctx, label, driver_cmd(ctx, label, trainer, mode, dev, configuration=configuration), env,
                 stage=stage, kind=kind, configuration=configuration)
+    # Diagnostic variants (where the overhead over compute only comes from): the augmentd trainer again with its
+    # session elsewhere. cpu_session: the session on the CPU engine, batches through host shared memory (no server
+    # work on the GPU, so no context switching between the server's and the trainer's GPU work); host_shm: the
+    # GPU session delivering through host shared memory (the trainer copies the batch to the GPU).
+    variants = {"cpu_session": {"AUGMENTD_DEVICE": "cpu", "AUGMENTD_DELIVERY": "host_shm"},
+                "host_shm": {"AUGMENTD_DELIVERY": "host_shm"}}
+    for v in ctx.args.config_variants:
+        if v not in variants:
+            raise SystemExit(f"--config-variants: unknown variant {v!r} ({', '.join(variants)})")
+        label = f"{stage}-augmentd-{v}"
+        run_one(ctx, label, driver_cmd(ctx, label, "nnUNetTrainerAugmentd", "loader", dev,
+                                       configuration=configuration, delivery=variants[v]["AUGMENTD_DELIVERY"]),
+                dict(env, **variants[v]), stage=stage, kind=f"b-{v}", configuration=configuration)
 
 
 def configuration_figures(results, meta, issue=24):
@@ -565,6 +578,10 @@ def main(argv=None) -> int:
                    help="patch stages: core counts N; each run pinned to N cores, N - 1 loader threads / workers")
     p.add_argument("--patch-compute", choices=("each", "once"), default=env("E2E_PATCH_COMPUTE", "each"),
                    help="patch stages: compute only at every N, or once per augmentation (at the largest N)")
+    p.add_argument("--config-variants", type=lambda v: [x for x in v.split(",") if x],
+                   default=env("E2E_CONFIG_VARIANTS", ""),
+                   help="2d / cascade stages: also run the augmentd trainer with its session on the CPU "
+                        "(cpu_session) or delivering through host shared memory (host_shm), to place the overhead")
     p.add_argument("--quiet", action="store_true", help="do not print the table at the end (table.md only)")
     args = p.parse_args(argv)
     args.n_proc_da = [int(v) for v in args.n_proc_da.split(",") if v]
