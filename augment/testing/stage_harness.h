@@ -66,7 +66,8 @@ BuiltStage BuildStage(const std::string& kind, const nlohmann::json& config, siz
 // How GPU values are held against the CPU's.
 struct Tolerance {
   enum class Kind {
-    kRelative,  // |gpu − cpu| <= rel · (1 + |cpu|) (rel 0: equal values, NaN never matches)
+    kRelative,  // |gpu − cpu| <= rel · (1 + |cpu|) (rel 0: equal values; NaN never matches; an infinite cpu
+                // value accepts any gpu value but NaN, as the tests this replaced did)
     kEqual,     // gpu == cpu
     kSameBits,  // the same float32 bits (0 and −0 differ, NaN matches its own bits)
   };
