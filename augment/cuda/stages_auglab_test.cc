@@ -81,21 +81,18 @@ std::vector<StageCase> AuglabCases() {
 // Every case on each shape (3 dims, or 2: 2D samples, the CPU on (X, Y), the stage on (1, X, Y) with the parameters
 // LiftParams2D gives), batch size and channel count, `reps` times each (testing::SweepCase: labels −1..3 uploaded as
 // the seg scratch, every third sample without params, images within the case's tolerance; labels not compared).
-void CompareCases(const std::vector<StageCase>& cases, const std::vector<std::vector<int64_t>>& shapes,
-                  const std::vector<int>& batches, int reps, uint64_t seed) {
-  testing::TestStream stream;
-  ASSERT_TRUE(stream.ok());
+testing::Sweep AuglabSweep(const std::vector<std::vector<int64_t>>& shapes, const std::vector<int>& batches, int reps) {
   testing::Sweep sweep;
   sweep.shapes = shapes;
   sweep.batches = batches;
   sweep.reps = reps;
   sweep.labels = testing::LabelCheck::kIgnore;
-  for (const StageCase& c : cases) testing::SweepCase(c, sweep, seed, stream.get());
+  return sweep;
 }
 
 TEST(CudaAuglabStages, EqualCpuTransforms) {
   if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
-  CompareCases(AuglabCases(), {{13, 11, 9}, {3, 5, 4}}, {1, 3, 8}, 2, 1);
+  testing::SweepCases(AuglabCases(), AuglabSweep({{13, 11, 9}, {3, 5, 4}}, {1, 3, 8}, 2), 1);
 }
 
 // 2D samples (nnU-Net's "2d" configuration): every case above plus forced-on ones, odd shapes, B = 1 and 2.
@@ -112,7 +109,7 @@ TEST(CudaAuglabStages, TwoDEqualCpu) {
     ASSERT_TRUE(t.ok()) << c.kind << ": " << t.status();
     EXPECT_TRUE(CheckStage2D((*t)->kind(), 2).ok()) << c.kind;
   }
-  CompareCases(cases, {{37, 45}, {5, 3}}, {1, 2}, 1, 1000);
+  testing::SweepCases(cases, AuglabSweep({{37, 45}, {5, 3}}, {1, 2}, 1), 1000);
 }
 
 TEST(CudaAuglabStages, CoverageAndOwnership) {
@@ -136,13 +133,7 @@ TEST(CudaAuglabStages, CoverageAndOwnership) {
     for (int seg_channels : {1, 2}) {
       SampleData s = testing::RandomSample(1, {4, 5, 6}, seg_channels, -1, 3, 1);
       auto params = testing::DrawFor(**t, s.layout(), 1);
-      ChainTensors tensors;
-      tensors.batch = 1;
-      tensors.channels = 1;
-      tensors.seg_channels = tensors.seg_capacity = seg_channels;
-      tensors.shape[0] = 4;
-      tensors.shape[1] = 5;
-      tensors.shape[2] = 6;
+      const ChainTensors tensors = testing::HostTensors(1, 1, seg_channels, {4, 5, 6});
       ParamArena arena;
       const absl::Status st = (*stage)->Prepare({params.get()}, tensors, arena);
       if (seg_channels == 2) {

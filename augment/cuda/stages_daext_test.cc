@@ -57,20 +57,17 @@ std::vector<StageCase> DaextCases() {
 // Every case on each shape (3 dims, or 2: 2D samples, the CPU on (X, Y), the stage on (1, X, Y) with the parameters
 // LiftParams2D gives), batch size and channel count, `reps` times each (testing::SweepCase: labels −1..3, every third
 // sample without params, images within the case's tolerance, labels exactly).
-void CompareCases(const std::vector<StageCase>& cases, const std::vector<std::vector<int64_t>>& shapes,
-                  const std::vector<int>& batches, int reps, uint64_t seed) {
-  testing::TestStream stream;
-  ASSERT_TRUE(stream.ok());
+testing::Sweep DaextSweep(const std::vector<std::vector<int64_t>>& shapes, const std::vector<int>& batches, int reps) {
   testing::Sweep sweep;
   sweep.shapes = shapes;
   sweep.batches = batches;
   sweep.reps = reps;
-  for (const StageCase& c : cases) testing::SweepCase(c, sweep, seed, stream.get());
+  return sweep;
 }
 
 TEST(CudaDaextStages, EqualCpuTransforms) {
   if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
-  CompareCases(DaextCases(), {{13, 11, 9}, {3, 5, 4}, {1, 7, 6}}, {1, 3, 8}, 2, 1);
+  testing::SweepCases(DaextCases(), DaextSweep({{13, 11, 9}, {3, 5, 4}, {1, 7, 6}}, {1, 3, 8}, 2), 1);
 }
 
 // 2D samples (nnU-Net's "2d" configuration): every case above, odd shapes, B = 1 and 2.
@@ -82,7 +79,7 @@ TEST(CudaDaextStages, TwoDEqualCpu) {
     ASSERT_TRUE(t.ok()) << c.kind << ": " << t.status();
     EXPECT_TRUE(CheckStage2D((*t)->kind(), 2).ok()) << c.kind;
   }
-  CompareCases(cases, {{37, 45}, {5, 3}}, {1, 2}, 1, 1000);
+  testing::SweepCases(cases, DaextSweep({{37, 45}, {5, 3}}, {1, 2}, 1), 1000);
 }
 
 // No GPU needed: the factories only inspect the configuration, Prepare only packs host records.
@@ -101,12 +98,7 @@ TEST(CudaDaextStages, CoverageAndPrepare) {
         auto params = testing::DrawFor(**t, s.layout(), 5);
         ASSERT_NE(params, nullptr) << c.kind << " " << c.config.dump();
         EXPECT_TRUE((*t)->Apply(*params, s).ok()) << c.kind << " " << c.config.dump();
-        ChainTensors tensors;
-        tensors.batch = 1;
-        tensors.channels = channels;
-        tensors.seg_channels = tensors.seg_capacity = c.seg_channels;
-        const std::vector<int64_t> shape3 = shape.size() == 2 ? std::vector<int64_t>{1, shape[0], shape[1]} : shape;
-        for (int d = 0; d < 3; ++d) tensors.shape[d] = static_cast<int32_t>(shape3[d]);
+        const ChainTensors tensors = testing::HostTensors(1, channels, c.seg_channels, shape);
         ParamArena arena;
         const absl::Status st = (*stage)->Prepare({params.get()}, tensors, arena);
         EXPECT_TRUE(st.ok()) << c.kind << " " << c.config.dump() << ": " << st;
@@ -125,13 +117,7 @@ TEST(CudaDaextStages, CoverageAndPrepare) {
     SampleData s = testing::RandomSample(1, {4, 5, 6}, 1, -1, 3, 1);
     auto params = testing::DrawFor(**t, s.layout(), 1);
     ASSERT_NE(params, nullptr) << kind;
-    ChainTensors tensors;
-    tensors.batch = 2;
-    tensors.channels = 1;
-    tensors.seg_channels = tensors.seg_capacity = 1;
-    tensors.shape[0] = 4;
-    tensors.shape[1] = 5;
-    tensors.shape[2] = 6;
+    const ChainTensors tensors = testing::HostTensors(2, 1, 1, {4, 5, 6});
     ParamArena arena;
     const absl::Status st = (*stage)->Prepare({params.get(), nullptr}, tensors, arena);
     EXPECT_TRUE(st.ok()) << kind << ": " << st;
@@ -145,12 +131,7 @@ TEST(CudaDaextStages, CoverageAndPrepare) {
     SampleData s = testing::RandomSample(2, {4, 5, 6}, 0, -1, 3, 1);
     auto params = testing::DrawFor(**t, s.layout(), 1);
     ASSERT_NE(params, nullptr) << kind;
-    ChainTensors tensors;
-    tensors.batch = 1;
-    tensors.channels = 1;
-    tensors.shape[0] = 4;
-    tensors.shape[1] = 5;
-    tensors.shape[2] = 6;
+    const ChainTensors tensors = testing::HostTensors(1, 1, 0, {4, 5, 6});
     ParamArena arena;
     const absl::Status st = (*stage)->Prepare({params.get()}, tensors, arena);
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << kind << ": " << st;
@@ -163,12 +144,7 @@ TEST(CudaDaextStages, CoverageAndPrepare) {
   ASSERT_TRUE(stage.ok() && *stage != nullptr);
   AuglabBiasFieldParams bad;
   bad.coefficients.assign(6, 0.1f);  // order 2 in 2D: 6 monomials, but the scratch is 3D (4, 5, 6)
-  ChainTensors tensors;
-  tensors.batch = 1;
-  tensors.channels = 1;
-  tensors.shape[0] = 4;
-  tensors.shape[1] = 5;
-  tensors.shape[2] = 6;
+  ChainTensors tensors = testing::HostTensors(1, 1, 0, {4, 5, 6});
   ParamArena arena;
   EXPECT_EQ((*stage)->Prepare({&bad}, tensors, arena).code(), absl::StatusCode::kInvalidArgument);
   tensors.shape[0] = 1;  // the chain's form of a 2D sample: the 2D polynomial

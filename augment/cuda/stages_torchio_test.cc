@@ -112,13 +112,7 @@ TEST(CudaTorchioStages, CoverageWithoutGpu) {
     SampleData s = testing::RandomSample(1, {6, 5, 4}, 1, 0, 3, 1);
     auto params = testing::DrawFor(**t, s.layout(), 1);
     ASSERT_NE(params, nullptr);
-    ChainTensors tensors;
-    tensors.batch = 2;
-    tensors.channels = 1;
-    tensors.seg_channels = tensors.seg_capacity = 1;
-    tensors.shape[0] = 6;
-    tensors.shape[1] = 5;
-    tensors.shape[2] = 4;
+    const ChainTensors tensors = testing::HostTensors(2, 1, 1, {6, 5, 4});
     ParamArena arena;
     const absl::Status st = (*stage)->Prepare({params.get(), nullptr}, tensors, arena);
     EXPECT_TRUE(st.ok()) << c.kind << ": " << st;

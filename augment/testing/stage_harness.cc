@@ -87,6 +87,16 @@ std::string Tolerance::ToString() const {
   return out.str();
 }
 
+ChainTensors HostTensors(int batch, int channels, int seg_channels, const std::vector<int64_t>& shape) {
+  ChainTensors t;
+  t.batch = batch;
+  t.channels = channels;
+  t.seg_channels = t.seg_capacity = seg_channels;
+  const int lead = 3 - static_cast<int>(shape.size());  // 2D samples run as (1, X, Y)
+  for (int d = 0; d < 3; ++d) t.shape[d] = d < lead ? 1 : static_cast<int32_t>(shape[d - lead]);
+  return t;
+}
+
 HostBatch MakeHostBatch(const Transform& t, const BatchSpec& spec, const std::string& label) {
   HostBatch out;
   out.shape3 = spec.shape.size() == 2 ? std::vector<int64_t>{1, spec.shape[0], spec.shape[1]} : spec.shape;
@@ -125,10 +135,7 @@ HostBatch MakeHostBatch(const Transform& t, const BatchSpec& spec, const std::st
     std::copy(s.image.begin(), s.image.end(), out.want.begin() + b * n);
     std::copy(s.seg.begin(), s.seg.end(), out.want_seg.begin() + b * ns);
   }
-  out.tensors.batch = spec.batch;
-  out.tensors.channels = spec.channels;
-  out.tensors.seg_channels = out.tensors.seg_capacity = spec.upload_seg ? spec.seg_channels : 0;
-  for (int d = 0; d < 3; ++d) out.tensors.shape[d] = static_cast<int32_t>(out.shape3[d]);
+  out.tensors = HostTensors(spec.batch, spec.channels, spec.upload_seg ? spec.seg_channels : 0, out.shape3);
   return out;
 }
 
@@ -299,6 +306,12 @@ SweepTotals SweepCase(const StageCase& c, const Sweep& sweep, uint64_t& seed, cu
             totals.changed += m.changed;
           }
   return totals;
+}
+
+void SweepCases(const std::vector<StageCase>& cases, const Sweep& sweep, uint64_t seed) {
+  TestStream stream;
+  if (!stream.ok()) return;  // the failure is recorded
+  for (const StageCase& c : cases) SweepCase(c, sweep, seed, stream.get());
 }
 
 }  // namespace augmentd::testing

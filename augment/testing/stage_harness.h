@@ -88,6 +88,10 @@ struct Tolerance {
   bool same_specials = false;
 };
 
+// The stage's view of a batch with no device buffers (image / seg null): what Prepare, which only packs host
+// records, needs. `shape`: (d0, d1, d2), or (X, Y) as (1, X, Y). seg_capacity = seg_channels.
+ChainTensors HostTensors(int batch, int channels, int seg_channels, const std::vector<int64_t>& shape);
+
 // The per-sample settings of a random batch.
 struct BatchSpec {
   std::vector<int64_t> shape;  // (d0, d1, d2), or (X, Y): a 2D sample the CPU sees as (X, Y), the stage as (1, X, Y)
@@ -197,6 +201,9 @@ struct SweepTotals {
 // Runs the case's sweep: per batch EXPECT 0 image mismatches, and 0 label mismatches unless labels is kCount
 // (then only totalled). `seed` is the next batch's seed and advances by one per batch.
 SweepTotals SweepCase(const StageCase& c, const Sweep& sweep, uint64_t& seed, cudaStream_t stream);
+
+// SweepCase over every case, one stream (created here), seeds from `seed` on.
+void SweepCases(const std::vector<StageCase>& cases, const Sweep& sweep, uint64_t seed);
 
 // " (13, 11, 9)" / " 2D (37, 45)": a shape as failure labels name it.
 std::string ShapeLabel(const std::vector<int64_t>& shape);

@@ -22,15 +22,6 @@ namespace {
 
 using json = nlohmann::json;
 
-ChainTensors Tensors(float* image, int batch, int channels, const std::vector<int64_t>& shape3) {
-  ChainTensors t;
-  t.image = image;
-  t.batch = batch;
-  t.channels = channels;
-  for (int d = 0; d < 3; ++d) t.shape[d] = static_cast<int32_t>(shape3[d]);
-  return t;
-}
-
 struct SwapCase {
   json config;
   std::vector<std::vector<int64_t>> shapes;  // 2 dims: 2D samples
@@ -71,9 +62,9 @@ TEST(CudaSwapStage, HostPrepareChecksAndLift) {
   SwapParams p;
   p.patch_size = {2, 3, 1};
   p.locations = {{{{0, 0, 0}, {1, 2, 0}}}};
-  ChainTensors ok = Tensors(nullptr, 2, 1, {3, 5, 1});
+  const ChainTensors ok = testing::HostTensors(2, 1, 0, {3, 5, 1});
   EXPECT_TRUE((*stage)->Prepare({&p, nullptr}, ok, arena).ok());
-  ChainTensors small = Tensors(nullptr, 1, 1, {2, 4, 1});  // corner 2 on axis 1 leaves the extent 4
+  const ChainTensors small = testing::HostTensors(1, 1, 0, {2, 4, 1});  // corner 2 on axis 1 leaves the extent 4
   absl::Status st = (*stage)->Prepare({&p}, small, arena);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("transform 4 (swap)"), std::string::npos) << st;
