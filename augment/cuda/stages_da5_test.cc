@@ -5,10 +5,6 @@
 // 2D cases (image (B, C, X, Y), nnU-Net's "2d"): the CPU transform on the 2D sample vs the stage on (B, C, 1, X, Y)
 // with the parameters lifted as the chain does (cuda/chain_2d.h).
 // ctest name: cuda_da5_stages_test (label gpu).
-#include <cuda_runtime.h>
-
-#include <cmath>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,21 +13,14 @@
 #include "augment/cuda/chain_2d.h"
 #include "augment/cuda/stage.h"
 #include "augment/registry.h"
-#include "augment/testing/test_util.h"
+#include "augment/testing/stage_harness.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
 namespace augmentd {
 namespace {
 
-using augmentd::testing::DrawFor;
-using augmentd::testing::RandomSample;
 using json = nlohmann::json;
-
-bool HaveGpu() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 
 struct Case {
   std::string name;  // registry name
@@ -136,145 +125,43 @@ std::vector<Case> Cases2D() {
   };
 }
 
-template <typename T>
-T* DeviceAlloc(size_t n) {
-  void* p = nullptr;
-  EXPECT_EQ(cudaMalloc(&p, n * sizeof(T)), cudaSuccess);
-  return static_cast<T*>(p);
+// DA5's batches: no labels, every fourth sample without params, sample b's values from data seed `seed * 31 + b`.
+testing::BatchSpec Da5Sample() {
+  testing::BatchSpec spec;
+  spec.data_seed_multiplier = 31;
+  spec.label_lo = spec.label_hi = 0;
+  spec.skip = [](int b) { return b % 4 == 3; };
+  return spec;
 }
 
-// A random batch, its params from the CPU transform's Draw (none for every fourth sample) and the CPU result.
-struct Batch {
-  std::vector<float> input, want;
-  std::vector<std::unique_ptr<TransformParams>> owned, lifted;  // lifted: the 3D form of 2D params
-  std::vector<const TransformParams*> params;
-  ChainTensors tensors;  // image not set
-  int64_t sample_len = 0;
-};
-
-Batch MakeBatch(const Transform& t, const Case& c, int batch, int channels, uint64_t seed) {
-  Batch out;
-  out.sample_len = channels;
-  for (int64_t v : c.shape) out.sample_len *= v;
-  out.owned.resize(batch);
-  out.lifted.resize(batch);
-  out.params.assign(batch, nullptr);
-  for (int b = 0; b < batch; ++b) {
-    SampleData s = RandomSample(channels, c.shape, 0, 0, 0, static_cast<uint32_t>(seed * 31 + b));
-    out.input.insert(out.input.end(), s.image.begin(), s.image.end());
-    if (b % 4 != 3) {
-      out.owned[b] = DrawFor(t, s.layout(), seed, static_cast<uint64_t>(b));
-      out.params[b] = out.owned[b].get();
-      EXPECT_TRUE(t.Apply(*out.owned[b], s).ok()) << Label(c);
-      if (c.shape.size() == 2) {  // what the chain hands the stage for a 2D sample
-        auto lifted = LiftParams2D(t.kind(), *out.owned[b]);
-        EXPECT_TRUE(lifted.ok()) << Label(c) << ": " << lifted.status();
-        if (lifted.ok() && *lifted != nullptr) {
-          out.lifted[b] = std::move(*lifted);
-          out.params[b] = out.lifted[b].get();
-        }
-      }
-    }
-    out.want.insert(out.want.end(), s.image.begin(), s.image.end());
+// Every case at its shape, each batch size, 1 and 2 channels, twice (testing::SweepCase; tol 0: bit for bit, else
+// |gpu − cpu| <= tol · (1 + |cpu|)); the CPU transform must change some voxel of each case.
+void CompareCases(const std::vector<Case>& cases, const std::vector<int>& batches, uint64_t seed) {
+  testing::TestStream stream;
+  ASSERT_TRUE(stream.ok());
+  for (const Case& c : cases) {
+    testing::Sweep sweep;
+    sweep.shapes = {c.shape};
+    sweep.batches = batches;
+    sweep.labels = testing::LabelCheck::kIgnore;
+    sweep.sample = Da5Sample();
+    sweep.stage_index = 3;
+    const testing::SweepTotals m =
+        testing::SweepCase({c.name, c.config, testing::Tolerance::BitsOrRelative(c.tol)}, sweep, seed, stream.get());
+    EXPECT_GT(m.changed, 0) << Label(c) << " " << c.config.dump() << ": the CPU transform never changed a voxel";
   }
-  out.tensors.batch = batch;
-  out.tensors.channels = channels;
-  const int lead = 3 - static_cast<int>(c.shape.size());  // 2D samples run as (1, X, Y)
-  for (int d = 0; d < 3; ++d) out.tensors.shape[d] = d < lead ? 1 : static_cast<int32_t>(c.shape[d - lead]);
-  return out;
-}
-
-// One batch through the stage vs the CPU transform; returns the number of mismatching voxels and adds the number
-// of voxels the transform changed to `changed`.
-int64_t RunBatch(const Transform& t, CudaStage& stage, ParamArena& arena, ChainWorkspace& ws, const Case& c, int batch,
-                 int channels, uint64_t seed, cudaStream_t stream, int64_t& changed) {
-  Batch in = MakeBatch(t, c, batch, channels, seed);
-  std::vector<float> host = in.input;
-  float* image = DeviceAlloc<float>(host.size());
-  EXPECT_EQ(cudaMemcpy(image, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-  in.tensors.image = image;
-  arena.Reset();
-  absl::Status st = stage.Prepare(in.params, in.tensors, arena);
-  if (st.ok()) st = arena.Upload(stream);
-  if (st.ok()) st = stage.Enqueue(in.tensors, arena, ws, stream);
-  EXPECT_TRUE(st.ok()) << Label(c) << ": " << st;
-  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess) << Label(c);
-  EXPECT_EQ(cudaMemcpy(host.data(), image, host.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_EQ(cudaFree(image), cudaSuccess);
-  int64_t bad = 0;
-  const std::vector<float>& want = in.want;
-  for (size_t i = 0; i < want.size(); ++i) {
-    changed += want[i] != in.input[i];
-    const bool ok = c.tol == 0 ? std::memcmp(&host[i], &want[i], sizeof(float)) == 0
-                               : std::fabs(host[i] - want[i]) <= c.tol * (1 + std::fabs(want[i]));
-    if (!ok && bad++ < 3)
-      ADD_FAILURE() << Label(c) << " " << c.config.dump() << " B=" << batch << " C=" << channels << " sample "
-                    << i / in.sample_len << " element " << i % in.sample_len << " (channel "
-                    << i % in.sample_len / (in.sample_len / channels) << "): gpu " << host[i] << " cpu " << want[i]
-                    << " input " << in.input[i];
-  }
-  return bad;
-}
-
-// The transform of a case and its stage (stage null, with a failure recorded, when either cannot be built).
-struct Built {
-  std::shared_ptr<const Transform> transform;
-  std::unique_ptr<CudaStage> stage;
-};
-Built Build(const Case& c) {
-  Built out;
-  auto t = TransformFromJson(c.name, c.config);
-  EXPECT_TRUE(t.ok()) << c.name << ": " << t.status();
-  if (!t.ok()) return out;
-  out.transform = *t;
-  auto stage = MakeCudaStage(*out.transform, 3);
-  EXPECT_TRUE(stage.ok()) << stage.status();
-  if (stage.ok()) out.stage = std::move(*stage);
-  return out;
 }
 
 TEST(CudaDa5Stages, EqualCpuTransforms) {
-  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  uint64_t seed = 1;
-  for (const Case& c : Cases()) {
-    Built k = Build(c);
-    ASSERT_NE(k.stage, nullptr) << c.name;
-    ParamArena arena;
-    ChainWorkspace ws;
-    int64_t changed = 0;
-    for (int batch : {1, 2, 8})
-      for (int channels : {1, 2})
-        for (int rep = 0; rep < 2; ++rep)
-          EXPECT_EQ(RunBatch(*k.transform, *k.stage, arena, ws, c, batch, channels, seed++, stream, changed), 0)
-              << c.name << " " << c.config.dump() << " B=" << batch << " C=" << channels;
-    EXPECT_GT(changed, 0) << c.name << " " << c.config.dump() << ": the CPU transform never changed a voxel";
-  }
-  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
+  CompareCases(Cases(), {1, 2, 8}, 1);
 }
 
 // 2D samples (image (B, C, X, Y)) through the stages as (B, C, 1, X, Y) with lifted parameters vs the CPU transform's
-// 2D result: labels of failures name the stage, the shape and "(2D)".
+// 2D result: labels of failures name the stage, the shape and "2D".
 TEST(CudaDa5Stages, EqualCpuTransformsOn2dSamples) {
-  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  uint64_t seed = 500;
-  for (const Case& c : Cases2D()) {
-    Built k = Build(c);
-    ASSERT_NE(k.stage, nullptr) << Label(c);
-    ParamArena arena;
-    ChainWorkspace ws;
-    int64_t changed = 0;
-    for (int batch : {1, 2, 4})
-      for (int channels : {1, 2})
-        for (int rep = 0; rep < 2; ++rep)
-          EXPECT_EQ(RunBatch(*k.transform, *k.stage, arena, ws, c, batch, channels, seed++, stream, changed), 0)
-              << Label(c) << " " << c.config.dump() << " B=" << batch << " C=" << channels;
-    EXPECT_GT(changed, 0) << Label(c) << " " << c.config.dump() << ": the CPU transform never changed a voxel";
-  }
-  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
+  CompareCases(Cases2D(), {1, 2, 4}, 500);
 }
 
 TEST(CudaDa5Stages, PrepareWithoutGpu) {
@@ -283,12 +170,17 @@ TEST(CudaDa5Stages, PrepareWithoutGpu) {
   std::vector<Case> cases = Cases();
   for (Case& c : Cases2D()) cases.push_back(std::move(c));
   for (const Case& c : cases) {
-    Built k = Build(c);
+    const testing::BuiltStage k = testing::BuildStage(c.name, c.config, 3);
     ASSERT_NE(k.stage, nullptr) << c.name;
     ParamArena arena;
     for (int batch : {1, 2, 8})
       for (int channels : {1, 2}) {
-        Batch in = MakeBatch(*k.transform, c, batch, channels, seed++);
+        testing::BatchSpec spec = Da5Sample();
+        spec.shape = c.shape;
+        spec.batch = batch;
+        spec.channels = channels;
+        spec.seed = seed++;
+        const testing::HostBatch in = testing::MakeHostBatch(*k.transform, spec, Label(c));
         arena.Reset();
         const absl::Status st = k.stage->Prepare(in.params, in.tensors, arena);
         EXPECT_TRUE(st.ok()) << Label(c) << ": " << st;

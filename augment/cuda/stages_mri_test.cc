@@ -2,8 +2,6 @@
 // batch with per-sample parameters, one sample not applied (must stay bit-identical), odd / non-power-of-two shapes;
 // and on 2D samples (CudaMriStages.*2d*: the CPU's 2D result vs the stage on (1, X, Y) with lifted parameters).
 // Without a CUDA device every test skips.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -14,15 +12,11 @@
 #include "augment/cuda/chain_2d.h"
 #include "augment/cuda/stage.h"
 #include "augment/registry.h"
+#include "augment/testing/stage_harness.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {
 namespace {
-
-bool HaveDevice() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 
 // False when the build found no cuFFT (the k-space stages are then UNIMPLEMENTED, by design).
 bool HaveCufft() {
@@ -42,78 +36,41 @@ struct Run {
 Run RunBatch(const std::string& kind, const nlohmann::json& config, const std::vector<int32_t>& shape, int batch,
              int channels, uint64_t seed, int skip) {
   Run r;
-  auto t = TransformFromJson(kind, config);
-  if (!t.ok()) {
-    ADD_FAILURE() << t.status();
-    return r;
-  }
-  auto stage = MakeCudaStage(**t, 0);
-  if (!stage.ok() || *stage == nullptr) {
-    ADD_FAILURE() << kind << ": no stage " << stage.status();
-    return r;
-  }
-  const bool two_d = shape.size() == 2;
-  const std::vector<int32_t> shape3 = two_d ? std::vector<int32_t>{1, shape[0], shape[1]} : shape;
-  r.p = int64_t{shape3[0]} * shape3[1] * shape3[2];
-  const int64_t p = r.p;
+  const testing::BuiltStage k = testing::BuildStage(kind, config, 0);
+  if (k.stage == nullptr) return r;  // the failure is recorded
+  testing::BatchSpec spec;
+  spec.shape.assign(shape.begin(), shape.end());
+  spec.batch = batch;
+  spec.channels = channels;
+  spec.seed = seed;
+  spec.skip = [skip](int b) { return b == skip; };  // not applied: must come back unchanged
+  // The batch's values: one N(1, 2) stream over (B, C, spatial), sample after sample.
+  const int64_t p = spec.shape.size() == 2 ? int64_t{shape[0]} * shape[1] : int64_t{shape[0]} * shape[1] * shape[2];
   std::mt19937 g(static_cast<uint32_t>(seed));
   std::normal_distribution<float> n(1.0f, 2.0f);
-  r.host.resize(static_cast<size_t>(batch * channels * p));
-  for (float& v : r.host) v = n(g);
-  std::vector<std::unique_ptr<TransformParams>> owned;
-  std::vector<const TransformParams*> params;
-  r.want = r.host;
-  for (int b = 0; b < batch; ++b) {
-    if (b == skip) {  // not applied: must come back unchanged
-      params.push_back(nullptr);
-      owned.emplace_back();
-      continue;
-    }
+  std::vector<float> values(static_cast<size_t>(batch * channels * p));
+  for (float& v : values) v = n(g);
+  spec.make_sample = [&values, p](const testing::BatchSpec& sp, int b, uint32_t) {
     SampleData s;
-    s.channels = channels;
-    s.shape.assign(shape.begin(), shape.end());
-    s.image.assign(r.host.begin() + b * channels * p, r.host.begin() + (b + 1) * channels * p);
-    RandomStream rng(seed, static_cast<uint64_t>(b), 0);
-    DrawContext ctx{rng, seed, static_cast<uint64_t>(b), 0};
-    auto drawn = (*t)->Draw(ctx, s.layout());
-    EXPECT_TRUE(drawn.ok()) << drawn.status();
-    if (!drawn.ok()) return r;
-    EXPECT_TRUE((*t)->Apply(**drawn, s).ok());
-    std::copy(s.image.begin(), s.image.end(), r.want.begin() + b * channels * p);
-    if (two_d) {
-      auto lifted = LiftParams2D((*t)->kind(), **drawn);
-      EXPECT_TRUE(lifted.ok()) << lifted.status();
-      if (!lifted.ok()) return r;
-      if (*lifted != nullptr) *drawn = std::move(*lifted);
-    }
-    params.push_back(drawn->get());
-    owned.push_back(std::move(*drawn));
-  }
-  float* dev = nullptr;
-  EXPECT_EQ(cudaMalloc(&dev, r.host.size() * sizeof(float)), cudaSuccess);
-  ChainTensors ct;
-  ct.image = dev;
-  ct.batch = batch;
-  ct.channels = channels;
-  std::copy(shape3.begin(), shape3.end(), ct.shape);
+    s.channels = sp.channels;
+    s.shape = sp.shape;
+    s.image.assign(values.begin() + b * sp.channels * p, values.begin() + (b + 1) * sp.channels * p);
+    return s;
+  };
+  const testing::HostBatch in = testing::MakeHostBatch(*k.transform, spec, kind);
+  if (!in.drawn) return r;
+  r.host = in.image;
+  r.want = in.want;
+  r.p = in.voxels;
+  testing::TestStream stream;
+  testing::DeviceBatch dev(in);
   ParamArena arena;
   ChainWorkspace ws;
-  cudaStream_t stream = nullptr;
-  EXPECT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  r.got.resize(r.host.size());
   for (int rep = 0; rep < 2; ++rep) {  // second pass: cached plan and workspace (steady state)
-    EXPECT_EQ(cudaMemcpy(dev, r.host.data(), r.host.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-    arena.Reset();
-    auto st = (*stage)->Prepare(params, ct, arena);
-    EXPECT_TRUE(st.ok()) << kind << ": " << st;
-    EXPECT_TRUE(arena.Upload(stream).ok());
-    st = (*stage)->Enqueue(ct, arena, ws, stream);
-    EXPECT_TRUE(st.ok()) << kind << ": " << st;
-    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(r.got.data(), dev, r.got.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    dev.Upload();
+    dev.Run(*k.stage, arena, ws, stream.get(), kind);
+    r.got = dev.DownloadImage();
   }
-  cudaStreamDestroy(stream);
-  cudaFree(dev);
   if (skip >= 0 && skip < batch) {  // the skipped sample untouched, bit for bit
     for (int64_t i = skip * channels * p; i < (skip + 1) * channels * p; ++i)
       EXPECT_EQ(r.got[static_cast<size_t>(i)], r.host[static_cast<size_t>(i)]) << kind << " voxel " << i;
@@ -163,27 +120,27 @@ void Expect2dEqualsCpu(const std::string& kind, const nlohmann::json& config, do
 }
 
 TEST(CudaMriStages, BiasFieldEqualsCpu) {
-  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
   EXPECT_LT(RelativeError("bias_field", {{"coefficients", 0.5}, {"order", 3}}, {20, 23, 17}, 3, 2, 1), 1e-6);
   EXPECT_LT(RelativeError("bias_field", {{"coefficients", {-0.3, 0.8}}, {"order", 5}}, {16, 16, 16}, 3, 1, 2), 1e-6);
 }
 
 TEST(CudaMriStages, GhostingEqualsCpu) {
-  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
   if (!HaveCufft()) GTEST_SKIP() << "built without cuFFT";
   EXPECT_LT(RelativeError("ghosting", nlohmann::json::object(), {20, 23, 17}, 3, 2, 3), 2e-5);
   EXPECT_LT(RelativeError("ghosting", {{"num_ghosts", {1, 3}}, {"restore", 0.3}}, {32, 30, 41}, 4, 1, 4), 2e-5);
 }
 
 TEST(CudaMriStages, SpikeEqualsCpu) {
-  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
   if (!HaveCufft()) GTEST_SKIP() << "built without cuFFT";
   EXPECT_LT(RelativeError("spike", nlohmann::json::object(), {20, 23, 17}, 3, 2, 5), 2e-5);
   EXPECT_LT(RelativeError("spike", {{"num_spikes", {0, 4}}, {"intensity", 2}}, {32, 30, 41}, 4, 1, 6), 2e-5);
 }
 
 TEST(CudaMriStages, MotionEqualsCpu) {
-  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
   if (!HaveCufft()) GTEST_SKIP() << "built without cuFFT";
   EXPECT_LT(RelativeError("motion", nlohmann::json::object(), {20, 23, 17}, 3, 2, 7), 2e-5);
   EXPECT_LT(RelativeError("motion", {{"degrees", 4}, {"translation", 3}, {"num_transforms", 4}}, {32, 30, 41}, 4, 1, 8),
@@ -192,13 +149,13 @@ TEST(CudaMriStages, MotionEqualsCpu) {
 
 // 2D samples (nnU-Net's "2d" configuration) on the chain's (1, X, Y) form, parameters lifted (cuda/chain_2d.h).
 TEST(CudaMriStages, BiasField2dEqualsCpu) {
-  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
   Expect2dEqualsCpu("bias_field", {{"coefficients", 0.5}, {"order", 3}}, 1e-6, 11);
   Expect2dEqualsCpu("bias_field", {{"coefficients", {-0.3, 0.8}}, {"order", 5}}, 1e-6, 21);
 }
 
 TEST(CudaMriStages, Ghosting2dEqualsCpu) {
-  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
   if (!HaveCufft()) GTEST_SKIP() << "built without cuFFT";
   Expect2dEqualsCpu("ghosting", {{"axes", {0}}}, 2e-5, 31);
   Expect2dEqualsCpu("ghosting", {{"axes", {1}}, {"num_ghosts", {1, 3}}, {"restore", 0.3}}, 2e-5, 41);
@@ -206,14 +163,14 @@ TEST(CudaMriStages, Ghosting2dEqualsCpu) {
 }
 
 TEST(CudaMriStages, Spike2dEqualsCpu) {
-  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
   if (!HaveCufft()) GTEST_SKIP() << "built without cuFFT";
   Expect2dEqualsCpu("spike", nlohmann::json::object(), 2e-5, 61);
   Expect2dEqualsCpu("spike", {{"num_spikes", {1, 4}}, {"intensity", 2}}, 2e-5, 71);
 }
 
 TEST(CudaMriStages, Motion2dEqualsCpu) {
-  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
   if (!HaveCufft()) GTEST_SKIP() << "built without cuFFT";
   Expect2dEqualsCpu("motion", nlohmann::json::object(), 2e-5, 81);
   Expect2dEqualsCpu("motion", {{"degrees", 25}, {"translation", 6}, {"num_transforms", 4}}, 2e-5, 91);

@@ -7,9 +7,6 @@
 // identical; the allowance only keeps the verdict CPU-independent). 2D samples (X, Y): the CPU's 2D result vs the
 // stage on the chain's (1, X, Y) form (parameters through LiftParams2D, cuda/chain_2d.h).
 // Skipped without a GPU. ctest names: cuda_torchio_stages_test (label gpu), cuda_torchio_stages_coverage_test.
-#include <cuda_runtime.h>
-
-#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +14,7 @@
 #include "augment/cuda/chain_2d.h"
 #include "augment/cuda/stage.h"
 #include "augment/registry.h"
+#include "augment/testing/stage_harness.h"
 #include "augment/testing/test_util.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -62,135 +60,36 @@ std::vector<TorchioCase> TorchioCases() {
   };
 }
 
-struct Mismatches {
-  int64_t image = 0, labels = 0, label_voxels = 0;
-};
-
-// One batch through `stage` and through the CPU transform.
-Mismatches CompareBatch(const Transform& t, CudaStage& stage, ParamArena& arena, ChainWorkspace& ws, float tol,
-                        const std::vector<int64_t>& shape, int batch, int channels, int seg_channels, uint64_t seed,
-                        cudaStream_t stream, const std::string& label) {
-  Mismatches m;
-  const std::vector<int64_t> shape3 = shape.size() == 2 ? std::vector<int64_t>{1, shape[0], shape[1]} : shape;
-  const int64_t voxels = shape3[0] * shape3[1] * shape3[2], n = channels * voxels, ns = seg_channels * voxels;
-  std::vector<float> in(static_cast<size_t>(batch * n)), want(in.size()), got(in.size());
-  std::vector<int16_t> seg(static_cast<size_t>(batch * ns)), want_seg(seg.size()), got_seg(seg.size());
-  std::vector<std::unique_ptr<TransformParams>> owned(batch);
-  std::vector<const TransformParams*> params(batch, nullptr);
-  for (int b = 0; b < batch; ++b) {
-    SampleData s = testing::RandomSample(channels, shape, seg_channels, 0, 4, static_cast<uint32_t>(seed * 97 + b));
-    std::copy(s.image.begin(), s.image.end(), in.begin() + b * n);
-    std::copy(s.seg.begin(), s.seg.end(), seg.begin() + b * ns);
-    if (b % 3 != 2) {
-      owned[b] = testing::DrawFor(t, s.layout(), seed, static_cast<uint64_t>(b));
-      if (owned[b] == nullptr) {
-        m.image = 1;
-        return m;
-      }
-      const absl::Status applied = t.Apply(*owned[b], s);
-      EXPECT_TRUE(applied.ok()) << label << ": " << applied;
-      if (shape.size() == 2) {
-        auto lifted = LiftParams2D(t.kind(), *owned[b]);
-        EXPECT_TRUE(lifted.ok()) << label << ": " << lifted.status();
-        if (lifted.ok() && *lifted != nullptr) owned[b] = std::move(*lifted);
-      }
-      params[b] = owned[b].get();
-    }
-    std::copy(s.image.begin(), s.image.end(), want.begin() + b * n);
-    std::copy(s.seg.begin(), s.seg.end(), want_seg.begin() + b * ns);
-  }
-  void* image = nullptr;
-  EXPECT_EQ(cudaMalloc(&image, in.size() * sizeof(float)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(image, in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-  void* labels = nullptr;
-  if (ns > 0) {
-    EXPECT_EQ(cudaMalloc(&labels, seg.size() * sizeof(int16_t)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(labels, seg.data(), seg.size() * sizeof(int16_t), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ChainTensors tensors;
-  tensors.image = static_cast<float*>(image);
-  tensors.seg = static_cast<int16_t*>(labels);
-  tensors.batch = batch;
-  tensors.channels = channels;
-  tensors.seg_channels = seg_channels;
-  tensors.seg_capacity = seg_channels;
-  for (int d = 0; d < 3; ++d) tensors.shape[d] = static_cast<int32_t>(shape3[d]);
-  arena.Reset();
-  absl::Status st = stage.Prepare(params, tensors, arena);
-  if (st.ok()) st = arena.Upload(stream);
-  if (st.ok()) st = stage.Enqueue(tensors, arena, ws, stream);
-  EXPECT_TRUE(st.ok()) << label << ": " << st;
-  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(got.data(), image, got.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
-  if (ns > 0) {
-    EXPECT_EQ(cudaMemcpy(got_seg.data(), labels, got_seg.size() * sizeof(int16_t), cudaMemcpyDeviceToHost),
-              cudaSuccess);
-  }
-  cudaFree(image);
-  if (labels != nullptr) cudaFree(labels);
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (std::fabs(got[i] - want[i]) <= tol * (1 + std::fabs(want[i]))) continue;
-    if (m.image++ < 3)
-      ADD_FAILURE() << label << ": sample " << i / n << " channel " << (i % n) / voxels << " voxel " << i % voxels
-                    << ": gpu " << got[i] << " cpu " << want[i];
-  }
-  m.label_voxels = static_cast<int64_t>(want_seg.size());
-  for (size_t i = 0; i < want_seg.size(); ++i) {
-    if (got_seg[i] == want_seg[i]) continue;
-    if (m.labels++ < 3)
-      std::cerr << label << ": label mismatch at sample " << i / ns << " voxel " << i % ns << ": gpu " << got_seg[i]
-                << " cpu " << want_seg[i] << "\n";
-  }
-  return m;
-}
-
+// Every case on each shape (3 dims, or 2: 2D samples; three_d_only cases skip those), batch size, 1 and 2 channels and
+// 0, 1 or 2 label channels, `reps` times each (testing::SweepCase: labels 0..4, every third sample without params,
+// images within the case's tolerance per batch); per case at most 1e-4 of the label voxels may differ.
 void CompareCases(const std::vector<TorchioCase>& cases, const std::vector<std::vector<int64_t>>& shapes,
                   const std::vector<int>& batches, int reps, uint64_t seed) {
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  testing::TestStream stream;
+  ASSERT_TRUE(stream.ok());
   for (const TorchioCase& c : cases) {
-    auto t = TransformFromJson(c.kind, c.config);
-    ASSERT_TRUE(t.ok()) << c.kind << ": " << t.status();
-    auto stage = MakeCudaStage(**t, 2);
-    ASSERT_TRUE(stage.ok() && *stage != nullptr) << c.kind << ": " << stage.status();
-    ParamArena arena;
-    ChainWorkspace ws;
-    int64_t label_bad = 0, label_all = 0;
-    for (const std::vector<int64_t>& shape : shapes) {
-      if (c.three_d_only && shape.size() != 3) continue;
-      std::string dims = shape.size() == 2 ? " 2D (" : " (";
-      for (size_t d = 0; d < shape.size(); ++d) dims += (d > 0 ? ", " : "") + std::to_string(shape[d]);
-      for (int batch : batches)
-        for (int channels = 1; channels <= 2; ++channels)
-          for (int seg_channels = 0; seg_channels <= 2; ++seg_channels)
-            for (int rep = 0; rep < reps; ++rep) {
-              const std::string label = c.kind + " " + c.config.dump() + dims + ") B=" + std::to_string(batch) +
-                                        " C=" + std::to_string(channels) + " S=" + std::to_string(seg_channels);
-              const Mismatches m = CompareBatch(**t, **stage, arena, ws, c.tol, shape, batch, channels, seg_channels,
-                                                seed++, stream, label);
-              EXPECT_EQ(m.image, 0) << label;
-              label_bad += m.labels;
-              label_all += m.label_voxels;
-            }
-    }
-    EXPECT_LE(static_cast<double>(label_bad), 1e-4 * static_cast<double>(label_all))
-        << c.kind << " " << c.config.dump() << ": " << label_bad << " of " << label_all << " labels differ";
+    testing::Sweep sweep;
+    for (const std::vector<int64_t>& shape : shapes)
+      if (!c.three_d_only || shape.size() == 3) sweep.shapes.push_back(shape);
+    sweep.batches = batches;
+    sweep.seg_channels = {0, 1, 2};
+    sweep.reps = reps;
+    sweep.labels = testing::LabelCheck::kCount;
+    sweep.sample.label_lo = 0;
+    sweep.sample.label_hi = 4;
+    const testing::SweepTotals m = testing::SweepCase({c.kind, c.config, c.tol}, sweep, seed, stream.get());
+    EXPECT_LE(static_cast<double>(m.labels), 1e-4 * static_cast<double>(m.label_voxels))
+        << c.kind << " " << c.config.dump() << ": " << m.labels << " of " << m.label_voxels << " labels differ";
   }
-  cudaStreamDestroy(stream);
-}
-
-bool HaveGpu() {
-  int devices = 0;
-  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
 }
 
 TEST(CudaTorchioStages, EqualCpuTransforms) {
-  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
   CompareCases(TorchioCases(), {{13, 11, 9}, {3, 5, 4}, {1, 7, 6}}, {1, 3}, 2, 1);
 }
 
 TEST(CudaTorchioStages, TwoDEqualCpu) {
-  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  if (!testing::HaveGpu()) GTEST_SKIP() << testing::kNoGpu;
   std::vector<TorchioCase> cases;
   for (const TorchioCase& c : TorchioCases()) {
     if (c.three_d_only) continue;
@@ -213,13 +112,7 @@ TEST(CudaTorchioStages, CoverageWithoutGpu) {
     SampleData s = testing::RandomSample(1, {6, 5, 4}, 1, 0, 3, 1);
     auto params = testing::DrawFor(**t, s.layout(), 1);
     ASSERT_NE(params, nullptr);
-    ChainTensors tensors;
-    tensors.batch = 2;
-    tensors.channels = 1;
-    tensors.seg_channels = tensors.seg_capacity = 1;
-    tensors.shape[0] = 6;
-    tensors.shape[1] = 5;
-    tensors.shape[2] = 4;
+    const ChainTensors tensors = testing::HostTensors(2, 1, 1, {6, 5, 4});
     ParamArena arena;
     const absl::Status st = (*stage)->Prepare({params.get(), nullptr}, tensors, arena);
     EXPECT_TRUE(st.ok()) << c.kind << ": " << st;
