@@ -73,12 +73,15 @@ class RemoveComponentStage final : public NamedStage {
     if (rounds_.empty()) return absl::OkStatus();
     const size_t n = static_cast<size_t>(t.batch) * t.voxels();
     ASSIGN_OR_RETURN(void* mask, ws.Scratch(ChainWorkspace::kSlotStage, n));
-    ASSIGN_OR_RETURN(void* ints, ws.Scratch(ChainWorkspace::kSlotStage + 1, sizeof(int32_t) * (2 * n + t.batch)));
+    const size_t tiles = static_cast<size_t>(t.batch) * ch::CcTiles(t.voxels());
+    ASSIGN_OR_RETURN(void* ints,
+                     ws.Scratch(ChainWorkspace::kSlotStage + 1, sizeof(int32_t) * (2 * n + t.batch + tiles)));
     auto* labels = static_cast<int32_t*>(ints);
     for (size_t off : rounds_) {
       RETURN_IF_ERROR(CudaStatus(
           ch::LaunchRemoveComponentRound(t.batch, t.channels, t.shape, t.image, arena.device_as<ch::CcSample>(off),
-                                         static_cast<uint8_t*>(mask), labels, labels + n, labels + 2 * n, stream),
+                                         static_cast<uint8_t*>(mask), labels, labels + n, labels + 2 * n,
+                                         labels + 2 * n + t.batch, stream),
           name_.c_str()));
     }
     return absl::OkStatus();
