@@ -4,9 +4,10 @@
 // footprint's per-axis costs h (k entries) and the pass input s (m = x[b, a] != 0, or the first pass's result; ¬ of
 // it for an erosion pass),
 //   1. BinopRowKernel (last axis): nearest[i] = the j minimising h[j] over s(i + j − o) = 1 in the row (255: none);
-//   2. BinopColumnKernel (axis 1): partial[i] = min_j h[nearest(i + (j − o)·d2)] + h[j];
-//   3. BinopPlaneKernel (axis 0, none for 2D samples): D = min_j partial(i + (j − o)·d1·d2) + h[j]; out = D ≤ r2
-//      (¬ of it for erosion) — exactly the footprint's own float64 sum (h[j2] + h[j1]) + h[j0], as the CPU;
+//   2. BinopColumnKernel (axis 1): the (j2, j1) minimising h[j2] + h[j1] over j2 = nearest(i + (j1 − o)·d2) into
+//      `pair` (j2 << 8 | j1, 2 bytes a voxel instead of the float64 value: the plane pass reads 4× less);
+//   3. BinopPlaneKernel (axis 0, none for 2D samples): D = min_j0 (h[j2] + h[j1]) + h[j0] over the pairs at
+//      i + (j0 − o)·d1·d2; out = D ≤ r2 (¬ of it for erosion) — exactly the footprint's own float64 sum, as the CPU;
 //   4. BinopApplyKernel: other channels of channel_idx ← 0 where r & ¬m; x[b, a] ← r as 1/0.
 // Work per voxel and pass: 3k loads and adds (k ≈ 2r + 1; r = 8: 51), coalesced along the last axis, instead of the
 // footprint's ~k²·π/4 row tests. Only IEEE float64 additions with round to nearest (__dadd_rn: never contracted) and
@@ -19,7 +20,8 @@
 namespace augmentd::cuda::chain {
 namespace {
 
-constexpr uint8_t kNone = 255;  // no set voxel in the row window (k ≤ 65 < 255 for r ≤ 32)
+constexpr uint8_t kNone = 255;        // no set voxel in the row window (k ≤ 65 < 255 for r ≤ 32)
+constexpr uint16_t kNoPair = 0xffff;  // no set voxel in the column window
 
 __device__ __forceinline__ int32_t PassOp(const BinopSample& r, int32_t pass) { return pass == 0 ? r.pass1 : r.pass2; }
 
@@ -61,7 +63,7 @@ __global__ void BinopRowKernel(const BinopSample* __restrict__ recs, const doubl
 
 __global__ void BinopColumnKernel(const BinopSample* __restrict__ recs, const double* __restrict__ costs,
                                   int32_t pass, int32_t d0, int32_t d1, int32_t d2,
-                                  const uint8_t* __restrict__ nearest, double* __restrict__ partial) {
+                                  const uint8_t* __restrict__ nearest, uint16_t* __restrict__ pair) {
   const int32_t b = static_cast<int32_t>(blockIdx.y);
   const BinopSample r = recs[b];
   if (!r.on || PassOp(r, pass) == kBinopNone) return;
@@ -72,19 +74,28 @@ __global__ void BinopColumnKernel(const BinopSample* __restrict__ recs, const do
   AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
     const int32_t y = static_cast<int32_t>((i / d2) % d1);
     const int32_t j_lo = max(0, o - y), j_hi = min(k, d1 + o - y);
-    double best = __longlong_as_double(0x7ff0000000000000LL);  // +inf
+    double best = 0;
+    uint16_t best_pair = kNoPair;
     for (int32_t j = j_lo; j < j_hi; ++j) {
       const uint8_t v = nb[i + int64_t{j - o} * d2];
       if (v == kNone) continue;
       const double c = __dadd_rn(h[v], h[j]);
-      best = c < best ? c : best;
+      if (best_pair == kNoPair || c < best) {
+        best = c;
+        best_pair = static_cast<uint16_t>((v << 8) | j);
+      }
     }
-    partial[static_cast<int64_t>(b) * n + i] = best;
+    pair[static_cast<int64_t>(b) * n + i] = best_pair;
   }
 }
 
+// The float64 value (h[j2] + h[j1]) of a pair, +inf for none.
+__device__ __forceinline__ double PairCost(const double* h, uint16_t p) {
+  return p == kNoPair ? __longlong_as_double(0x7ff0000000000000LL) : __dadd_rn(h[p >> 8], h[p & 0xff]);
+}
+
 __global__ void BinopPlaneKernel(const BinopSample* __restrict__ recs, const double* __restrict__ costs, int32_t pass,
-                                 int32_t d0, int32_t d1, int32_t d2, const double* __restrict__ partial,
+                                 int32_t d0, int32_t d1, int32_t d2, const uint16_t* __restrict__ pair,
                                  uint8_t* __restrict__ out) {
   const int32_t b = static_cast<int32_t>(blockIdx.y);
   const BinopSample r = recs[b];
@@ -93,17 +104,19 @@ __global__ void BinopPlaneKernel(const BinopSample* __restrict__ recs, const dou
   const int64_t plane = int64_t{d1} * d2, n = plane * d0;
   const double* h = costs + r.costs_offset;
   const int32_t k = r.k, o = (k - 1) / 2;
-  const double* pb = partial + static_cast<int64_t>(b) * n;
+  const uint16_t* pb = pair + static_cast<int64_t>(b) * n;
   AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
     double best;
     if (r.ndim == 2) {
-      best = pb[i];
+      best = PairCost(h, pb[i]);
     } else {
       const int32_t a = static_cast<int32_t>(i / plane);
       const int32_t j_lo = max(0, o - a), j_hi = min(k, d0 + o - a);
-      best = __longlong_as_double(0x7ff0000000000000LL);
+      best = __longlong_as_double(0x7ff0000000000000LL);  // +inf
       for (int32_t j = j_lo; j < j_hi; ++j) {
-        const double c = __dadd_rn(pb[i + int64_t{j - o} * plane], h[j]);
+        const uint16_t p = pb[i + int64_t{j - o} * plane];
+        if (p == kNoPair) continue;
+        const double c = __dadd_rn(PairCost(h, p), h[j]);
         best = c < best ? c : best;
       }
     }
@@ -135,7 +148,7 @@ __global__ void BinopApplyKernel(const BinopSample* __restrict__ recs, int32_t c
 
 cudaError_t LaunchBinaryOperatorRound(int32_t batch, int32_t channels, const int32_t shape[3], float* x,
                                       const BinopSample* recs, const double* costs, bool second_pass, uint8_t* m0,
-                                      uint8_t* r1, uint8_t* r2, uint8_t* nearest, double* partial,
+                                      uint8_t* r1, uint8_t* r2, uint8_t* nearest, uint16_t* pair,
                                       cudaStream_t stream) {
   const int32_t d0 = shape[0], d1 = shape[1], d2 = shape[2];
   const int64_t n = int64_t{d0} * d1 * d2;
@@ -143,8 +156,8 @@ cudaError_t LaunchBinaryOperatorRound(int32_t batch, int32_t channels, const int
   const int threads = internal::kThreads;
   for (int32_t pass = 0; pass < (second_pass ? 2 : 1); ++pass) {
     BinopRowKernel<<<grid, threads, 0, stream>>>(recs, costs, pass, channels, d0, d1, d2, x, r1, m0, nearest);
-    BinopColumnKernel<<<grid, threads, 0, stream>>>(recs, costs, pass, d0, d1, d2, nearest, partial);
-    BinopPlaneKernel<<<grid, threads, 0, stream>>>(recs, costs, pass, d0, d1, d2, partial, pass == 0 ? r1 : r2);
+    BinopColumnKernel<<<grid, threads, 0, stream>>>(recs, costs, pass, d0, d1, d2, nearest, pair);
+    BinopPlaneKernel<<<grid, threads, 0, stream>>>(recs, costs, pass, d0, d1, d2, pair, pass == 0 ? r1 : r2);
   }
   BinopApplyKernel<<<grid, threads, 0, stream>>>(recs, channels, n, m0, r1, r2, x);
   return cudaGetLastError();

@@ -89,14 +89,17 @@ class BinaryOperatorStage final : public NamedStage {
     if (rounds_.empty()) return absl::OkStatus();
     const int64_t n = t.voxels();
     const size_t mask = static_cast<size_t>(t.batch) * n;
-    ASSIGN_OR_RETURN(void* masks, ws.Scratch(ChainWorkspace::kSlotStage, 4 * mask));
-    ASSIGN_OR_RETURN(void* partial, ws.Scratch(ChainWorkspace::kSlotStage + 1, sizeof(double) * mask));
+    // One slot (m0, r1, r2, nearest, then the 256-aligned pairs): 6 bytes a voxel, within what
+    // move_seg_as_one_hot_to_data's image copy left there in the cascade (no regrowth: cudaFree synchronises).
+    const size_t pairs_at = (4 * mask + 255) / 256 * 256;
+    ASSIGN_OR_RETURN(void* masks, ws.Scratch(ChainWorkspace::kSlotStage, pairs_at + sizeof(uint16_t) * mask));
     auto* m0 = static_cast<uint8_t*>(masks);
+    auto* pairs = reinterpret_cast<uint16_t*>(m0 + pairs_at);
     for (const Round& r : rounds_) {
       RETURN_IF_ERROR(CudaStatus(
           ch::LaunchBinaryOperatorRound(t.batch, t.channels, t.shape, t.image, arena.device_as<ch::BinopSample>(r.recs),
                                         arena.device_as<double>(r.costs), r.second_pass, m0, m0 + mask,
-                                        m0 + 2 * mask, m0 + 3 * mask, static_cast<double*>(partial), stream),
+                                        m0 + 2 * mask, m0 + 3 * mask, pairs, stream),
           name_.c_str()));
     }
     return absl::OkStatus();

@@ -1,7 +1,7 @@
 // augment/transforms/apply_random_binary_operator/binop_cuda_types.h — the records apply_random_binary_operator's
 // CUDA stage (apply_random_binary_operator_cuda.cc) packs and its kernels (apply_random_binary_operator.cu) read, and
 // the round launcher. Plain C++ (no device code). Layout: image (B, C, d0, d1, d2) float32; masks (B, n) bytes;
-// partial (B, n) float64.
+// pair (B, n) uint16.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,12 +28,12 @@ struct BinopSample {
   int32_t pad = 0;
 };
 
-// One round on every sample with recs[b].on: `m0`, `r1`, `r2`, `nearest` hold B · n bytes, `partial` B · n float64
+// One round on every sample with recs[b].on: `m0`, `r1`, `r2`, `nearest` hold B · n bytes, `pair` B · n uint16
 // (device scratch); `second_pass` when any sample has pass2. Enqueues only (no host synchronisation); returns the
 // launch error.
 cudaError_t LaunchBinaryOperatorRound(int32_t batch, int32_t channels, const int32_t shape[3], float* x,
                                       const BinopSample* recs, const double* costs, bool second_pass, uint8_t* m0,
-                                      uint8_t* r1, uint8_t* r2, uint8_t* nearest, double* partial,
+                                      uint8_t* r1, uint8_t* r2, uint8_t* nearest, uint16_t* pair,
                                       cudaStream_t stream);
 
 }  // namespace augmentd::cuda::chain
