@@ -75,8 +75,8 @@ std::vector<std::vector<uint8_t>> Masks(const std::vector<int64_t>& shape, std::
   std::fill(m.begin(), m.end(), 0);
   for (int box = 0; box < 6; ++box) {
     int64_t lo[3], hi[3];
-    for (int a = 0; a < 3; ++a) {
-      lo[a] = static_cast<int64_t>(gen() % static_cast<uint32_t>(d[a] + 2)) - 2;  // may start outside: cut by the border
+    for (int a = 0; a < 3; ++a) {  // a box may start outside: cut by the border
+      lo[a] = static_cast<int64_t>(gen() % static_cast<uint32_t>(d[a] + 2)) - 2;
       hi[a] = lo[a] + 1 + static_cast<int64_t>(gen() % static_cast<uint32_t>(std::max<int64_t>(1, d[a] / 2)));
     }
     for (int64_t a = std::max<int64_t>(lo[0], 0); a < std::min(hi[0], d[0]); ++a)
