@@ -82,33 +82,50 @@ std::vector<uint8_t> Footprint(double r, int ndim, std::vector<int64_t>& dims) {
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// One min-plus pass along `axis` of the volume d0 × d1 × d2: out[i] = min over j ∈ [0, k) with
-// q = i + (j − o)·e_axis inside the volume of in[q] + h[j], o = floor((k − 1) / 2) (+inf when none).
-void MinPlusPass(const std::vector<double>& in, const int64_t d[3], int axis, const std::vector<double>& h,
-                 std::vector<double>& out) {
-  const int64_t k = static_cast<int64_t>(h.size()), o = (k - 1) / 2;
-  const int64_t stride = axis == 2 ? 1 : axis == 1 ? d[2] : d[1] * d[2], len = d[axis];
+// The three min-plus passes, each out[i] = min over j ∈ [0, k) with q = i + (j − o)·e_axis inside the volume of
+// in[q] + h[j] (o = floor((k − 1) / 2), +inf when none), written as loops over whole rows of the last axis (the
+// minimum is exact, so any order gives the same bits).
+// Last axis, from the 0/1 mask (in = 0 on the mask: 0 + h[j] = h[j]).
+void RowPass(const std::vector<uint8_t>& m, const int64_t d[3], const std::vector<double>& h, std::vector<double>& out) {
+  const int64_t k = static_cast<int64_t>(h.size()), o = (k - 1) / 2, len = d[2];
+  out.assign(m.size(), kInf);
+  for (int64_t row = 0; row < d[0] * d[1]; ++row) {
+    const uint8_t* src = m.data() + row * len;
+    double* dst = out.data() + row * len;
+    for (int64_t j = 0; j < k; ++j) {  // dst[c] ← min(dst[c], h[j]) where src[c + j − o]
+      const int64_t shift = j - o, c_lo = std::max<int64_t>(0, -shift), c_hi = std::min(len, len - shift);
+      const double hj = h[j];
+      for (int64_t c = c_lo; c < c_hi; ++c) dst[c] = src[c + shift] ? std::min(dst[c], hj) : dst[c];
+    }
+  }
+}
+
+// Axis 0 or 1 (`stride` = d1·d2 or d2 elements between neighbours, `len` = d0 or d1 of them).
+void ColumnPass(const std::vector<double>& in, const int64_t d[3], int axis, const std::vector<double>& h,
+                std::vector<double>& out) {
+  const int64_t k = static_cast<int64_t>(h.size()), o = (k - 1) / 2, len = d[axis];
+  const int64_t stride = axis == 1 ? d[2] : d[1] * d[2];
   out.assign(in.size(), kInf);
   for (int64_t a = 0; a < d[0]; ++a)
-    for (int64_t b = 0; b < d[1]; ++b)
-      for (int64_t c = 0; c < d[2]; ++c) {
-        const int64_t i = (a * d[1] + b) * d[2] + c;
-        const int64_t pos = axis == 0 ? a : axis == 1 ? b : c;
-        const int64_t j_lo = std::max<int64_t>(0, o - pos), j_hi = std::min<int64_t>(k, len + o - pos);
-        double best = kInf;
-        for (int64_t j = j_lo; j < j_hi; ++j) best = std::min(best, in[i + (j - o) * stride] + h[j]);
-        out[i] = best;
+    for (int64_t b = 0; b < d[1]; ++b) {
+      const int64_t pos = axis == 0 ? a : b, row = (a * d[1] + b) * d[2];
+      double* dst = out.data() + row;
+      for (int64_t j = std::max<int64_t>(0, o - pos); j < std::min(k, len + o - pos); ++j) {
+        const double* src = in.data() + row + (j - o) * stride;
+        const double hj = h[j];
+        for (int64_t c = 0; c < d[2]; ++c) dst[c] = std::min(dst[c], src[c] + hj);
       }
+    }
 }
 
 // Dilation of the 0/1 mask m (3D form d0 × d1 × d2; 2D = 1 × X × Y, whose leading axis is no footprint axis) by the
 // footprint of AxisCosts `h`: [D ≤ r2], D = the min-plus passes, last axis first (ApplyOperator's comment).
 std::vector<uint8_t> Dilate3(const std::vector<uint8_t>& m, const int64_t d[3], int ndim,
                              const std::vector<double>& h, double r2) {
-  std::vector<double> x(m.size()), y;
-  for (size_t i = 0; i < m.size(); ++i) x[i] = m[i] ? 0.0 : kInf;  // 0 + h[j] = h[j] exactly
-  for (int axis = 2; axis >= 3 - ndim; --axis) {
-    MinPlusPass(x, d, axis, h, y);
+  std::vector<double> x, y;
+  RowPass(m, d, h, x);
+  for (int axis = 1; axis >= 3 - ndim; --axis) {
+    ColumnPass(x, d, axis, h, y);
     x.swap(y);
   }
   std::vector<uint8_t> out(m.size());
