@@ -694,6 +694,10 @@ TEST(CudaChain, CascadeStagesExact) {
   // Large radii (a fractional ball of up to 12.5) on one label.
   RunCase({"cascade-stages-r12", [] { return CascadeStagesOnly({2}, 1.0, {4, 12.5}, true); }, {24, 20, 22}, 2, 1, 2,
            3, DType::kFloat32, false, 1});
+  // nnU-Net's largest radius exactly (ball(8), 17³) and a volume of 21 tiles of the component count (CcCount / CcPick
+  // across tiles), many components per channel.
+  RunCase({"cascade-stages-r8", [] { return CascadeStagesOnly({1, 2, 3}, 0.5, {8, 8}, false); }, {40, 48, 44}, 2, 1,
+           2, 4, DType::kFloat32, false, 3});
 }
 
 // The end-to-end: nnU-Net's 3d_cascade_fullres training pipeline (its own probabilities, and every entry forced on),

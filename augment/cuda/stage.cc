@@ -1,6 +1,7 @@
 // ParamArena and ChainWorkspace of the generic CUDA chain (cuda/stage.h).
 #include "augment/cuda/stage.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@ namespace augmentd {
 
 namespace {
 constexpr size_t kArenaAlign = 16;
+constexpr size_t kArenaMin = size_t{64} << 10;  // first capacity of the arena's buffers
 size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
@@ -41,20 +43,24 @@ absl::Status ParamArena::Upload(cudaStream_t stream) {
     // The previous upload still reads the pinned buffer until it has executed.
     RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(uploaded_), "cudaEventSynchronize(arena)"));
   }
+  // Growth at least doubles from kArenaMin: the record count varies per batch (stage rounds, radii), and every
+  // reallocation synchronises the device (cudaFree, cudaFreeHost) — a handful in a run, not one per new maximum.
   if (bytes > pinned_bytes_) {
+    const size_t cap = std::max({bytes, 2 * pinned_bytes_, kArenaMin});
     if (pinned_ != nullptr) RETURN_IF_ERROR(CudaStatus(cudaFreeHost(pinned_), "cudaFreeHost(arena)"));
     pinned_ = nullptr;
     pinned_bytes_ = 0;
-    RETURN_IF_ERROR(CudaStatus(cudaMallocHost(&pinned_, bytes), "cudaMallocHost(arena)"));
-    pinned_bytes_ = bytes;
+    RETURN_IF_ERROR(CudaStatus(cudaMallocHost(&pinned_, cap), "cudaMallocHost(arena)"));
+    pinned_bytes_ = cap;
   }
   if (bytes > device_bytes_) {
+    const size_t cap = std::max({bytes, 2 * device_bytes_, kArenaMin});
     // cudaFree synchronises the device: kernels of an earlier batch reading the old buffer have finished.
     if (device_ != nullptr) RETURN_IF_ERROR(CudaStatus(cudaFree(device_), "cudaFree(arena)"));
     device_ = nullptr;
     device_bytes_ = 0;
-    RETURN_IF_ERROR(CudaStatus(cudaMalloc(&device_, bytes), "cudaMalloc(arena)"));
-    device_bytes_ = bytes;
+    RETURN_IF_ERROR(CudaStatus(cudaMalloc(&device_, cap), "cudaMalloc(arena)"));
+    device_bytes_ = cap;
   }
   std::memcpy(pinned_, host_.data(), host_.size());
   RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(device_, pinned_, bytes, cudaMemcpyHostToDevice, stream),

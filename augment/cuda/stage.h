@@ -52,7 +52,7 @@ struct ChainTensors {
 };
 
 // Host-packed per-sample parameters of one batch, uploaded in one copy (pinned host + device buffer, both grown
-// only when a batch needs more). Offsets are 16-byte aligned.
+// only when a batch needs more, then at least doubled from 64 KiB). Offsets are 16-byte aligned.
 class ParamArena {
  public:
   ParamArena() = default;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -41,7 +41,7 @@ namespace binary_operator_internal {
 
 // Why this exact arithmetic: a fractional radius gives an off-centre grid (disk) or a grid of int(2r + 1) points
 // (ball); the footprint is bgv2's only when the same float64 grid is rebuilt.
-std::vector<uint8_t> Footprint(double r, int ndim, std::vector<int64_t>& dims) {
+std::vector<double> AxisCosts(double r, int ndim) {
   std::vector<double> grid;
   if (ndim == 2) {
     // np.arange(-r, r + 1): ceil((stop − start) / 1) values start + i·delta, delta = (start + 1) − start.
@@ -55,83 +55,81 @@ std::vector<uint8_t> Footprint(double r, int ndim, std::vector<int64_t>& dims) {
     const double step = len != 1 ? (r - (-r)) / static_cast<double>(len - 1) : 1.0;
     for (int64_t i = 0; i < len; ++i) grid.push_back(static_cast<double>(i) * step + -r);
   }
-  const int64_t k = static_cast<int64_t>(grid.size());
+  std::vector<double> h(grid.size());
+  for (size_t i = 0; i < grid.size(); ++i) h[i] = grid[i] * grid[i];
+  return h;
+}
+
+std::vector<uint8_t> Footprint(double r, int ndim, std::vector<int64_t>& dims) {
+  const std::vector<double> h = AxisCosts(r, ndim);
+  const int64_t k = static_cast<int64_t>(h.size());
   dims.assign(ndim, k);
   std::vector<uint8_t> fp;
   const double r2 = r * r;
   if (ndim == 2) {
     fp.resize(static_cast<size_t>(k * k));
-    for (int64_t i = 0; i < k; ++i)     // meshgrid(L, L): X varies along axis 1, Y along axis 0
-      for (int64_t j = 0; j < k; ++j) fp[i * k + j] = (grid[j] * grid[j] + grid[i] * grid[i]) <= r2;
+    for (int64_t i = 0; i < k; ++i)     // meshgrid(L, L): X varies along axis 1, Y along axis 0; s = X² + Y²
+      for (int64_t j = 0; j < k; ++j) fp[i * k + j] = (h[j] + h[i]) <= r2;
   } else {
     fp.resize(static_cast<size_t>(k * k * k));
     for (int64_t a = 0; a < k; ++a)     // Z, Y, X = mgrid: Z along axis 0, X along axis 2; s = X² + Y² + Z²
       for (int64_t b = 0; b < k; ++b)
-        for (int64_t c = 0; c < k; ++c)
-          fp[(a * k + b) * k + c] = (grid[c] * grid[c] + grid[b] * grid[b] + grid[a] * grid[a]) <= r2;
+        for (int64_t c = 0; c < k; ++c) fp[(a * k + b) * k + c] = ((h[c] + h[b]) + h[a]) <= r2;
   }
   return fp;
 }
 
 namespace {
-// Dilation of the 0/1 mask m (shape as 3 dims d0 × d1 × d2; 2D = 1 × X × Y) by the footprint (dims f0 × f1 × f2):
-// out[i] = OR_j fp[j] · m[i + j − o], o = floor((f − 1) / 2) per axis, m = 0 outside. The footprint is a union of
-// runs along the last axis; each distinct run [lo, hi] dilates every line once (prefix counts), then every run ORs
-// its shifted line into the output.
-std::vector<uint8_t> Dilate3(const std::vector<uint8_t>& m, const int64_t d[3], const std::vector<uint8_t>& fp,
-                             const int64_t f[3]) {
-  const int64_t n = d[0] * d[1] * d[2];
-  const int64_t o[3] = {(f[0] - 1) / 2, (f[1] - 1) / 2, (f[2] - 1) / 2};
-  struct Run { int64_t d0, d1, lo, hi; };
-  std::vector<Run> runs;
-  for (int64_t a = 0; a < f[0]; ++a)
-    for (int64_t b = 0; b < f[1]; ++b) {
-      int64_t c = 0;
-      while (c < f[2]) {
-        if (!fp[(a * f[1] + b) * f[2] + c]) { ++c; continue; }
-        int64_t e = c;
-        while (e + 1 < f[2] && fp[(a * f[1] + b) * f[2] + e + 1]) ++e;
-        runs.push_back({a - o[0], b - o[1], c - o[2], e - o[2]});
-        c = e + 1;
-      }
-    }
-  std::vector<int32_t> prefix(static_cast<size_t>(d[0] * d[1] * (d[2] + 1)));
-  for (int64_t l = 0; l < d[0] * d[1]; ++l) {
-    int32_t* p = prefix.data() + l * (d[2] + 1);
-    const uint8_t* x = m.data() + l * d[2];
-    p[0] = 0;
-    for (int64_t z = 0; z < d[2]; ++z) p[z + 1] = p[z] + (x[z] != 0);
-  }
-  std::map<std::pair<int64_t, int64_t>, std::vector<uint8_t>> lines;  // (lo, hi) → 1D dilation of every line
-  for (const Run& r : runs) {
-    auto [it, fresh] = lines.try_emplace({r.lo, r.hi});
-    if (!fresh) continue;
-    std::vector<uint8_t>& v = it->second;
-    v.assign(static_cast<size_t>(n), 0);
-    for (int64_t l = 0; l < d[0] * d[1]; ++l) {
-      const int32_t* p = prefix.data() + l * (d[2] + 1);
-      uint8_t* out = v.data() + l * d[2];
-      for (int64_t z = 0; z < d[2]; ++z) {
-        const int64_t a = std::max<int64_t>(z + r.lo, 0), b = std::min<int64_t>(z + r.hi, d[2] - 1);
-        out[z] = a <= b && p[b + 1] - p[a] > 0;
-      }
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The three min-plus passes, each out[i] = min over j ∈ [0, k) with q = i + (j − o)·e_axis inside the volume of
+// in[q] + h[j] (o = floor((k − 1) / 2), +inf when none), written as loops over whole rows of the last axis (the
+// minimum is exact, so any order gives the same bits).
+// Last axis, from the 0/1 mask (in = 0 on the mask: 0 + h[j] = h[j]).
+void RowPass(const std::vector<uint8_t>& m, const int64_t d[3], const std::vector<double>& h, std::vector<double>& out) {
+  const int64_t k = static_cast<int64_t>(h.size()), o = (k - 1) / 2, len = d[2];
+  out.assign(m.size(), kInf);
+  for (int64_t row = 0; row < d[0] * d[1]; ++row) {
+    const uint8_t* src = m.data() + row * len;
+    double* dst = out.data() + row * len;
+    for (int64_t j = 0; j < k; ++j) {  // dst[c] ← min(dst[c], h[j]) where src[c + j − o]
+      const int64_t shift = j - o, c_lo = std::max<int64_t>(0, -shift), c_hi = std::min(len, len - shift);
+      const double hj = h[j];
+      for (int64_t c = c_lo; c < c_hi; ++c) dst[c] = src[c + shift] ? std::min(dst[c], hj) : dst[c];
     }
   }
-  std::vector<uint8_t> out(static_cast<size_t>(n), 0);
-  for (const Run& r : runs) {
-    const std::vector<uint8_t>& v = lines.at({r.lo, r.hi});
-    for (int64_t i0 = 0; i0 < d[0]; ++i0) {
-      const int64_t s0 = i0 + r.d0;
-      if (s0 < 0 || s0 >= d[0]) continue;
-      for (int64_t i1 = 0; i1 < d[1]; ++i1) {
-        const int64_t s1 = i1 + r.d1;
-        if (s1 < 0 || s1 >= d[1]) continue;
-        uint8_t* dst = out.data() + (i0 * d[1] + i1) * d[2];
-        const uint8_t* src = v.data() + (s0 * d[1] + s1) * d[2];
-        for (int64_t z = 0; z < d[2]; ++z) dst[z] |= src[z];
+}
+
+// Axis 0 or 1 (`stride` = d1·d2 or d2 elements between neighbours, `len` = d0 or d1 of them).
+void ColumnPass(const std::vector<double>& in, const int64_t d[3], int axis, const std::vector<double>& h,
+                std::vector<double>& out) {
+  const int64_t k = static_cast<int64_t>(h.size()), o = (k - 1) / 2, len = d[axis];
+  const int64_t stride = axis == 1 ? d[2] : d[1] * d[2];
+  out.assign(in.size(), kInf);
+  for (int64_t a = 0; a < d[0]; ++a)
+    for (int64_t b = 0; b < d[1]; ++b) {
+      const int64_t pos = axis == 0 ? a : b, row = (a * d[1] + b) * d[2];
+      double* dst = out.data() + row;
+      for (int64_t j = std::max<int64_t>(0, o - pos); j < std::min(k, len + o - pos); ++j) {
+        const double* src = in.data() + row + (j - o) * stride;
+        const double hj = h[j];
+        for (int64_t c = 0; c < d[2]; ++c) dst[c] = std::min(dst[c], src[c] + hj);
       }
     }
+}
+
+// Dilation of the 0/1 mask m (3D form d0 × d1 × d2; 2D = 1 × X × Y, whose leading axis is no footprint axis) by the
+// footprint of AxisCosts `h`: [D ≤ r2], D = the min-plus passes, last axis first (ApplyOperator's comment).
+std::vector<uint8_t> Dilate3(const std::vector<uint8_t>& m, const int64_t d[3], int ndim,
+                             const std::vector<double>& h, double r2) {
+  std::vector<double> x, y;
+  RowPass(m, d, h, x);
+  for (int axis = 1; axis >= 3 - ndim; --axis) {
+    ColumnPass(x, d, axis, h, y);
+    x.swap(y);
   }
+  std::vector<uint8_t> out(m.size());
+  for (size_t i = 0; i < m.size(); ++i) out[i] = x[i] <= r2;
   return out;
 }
 
@@ -142,15 +140,15 @@ std::vector<uint8_t> Not(std::vector<uint8_t> m) {
 }  // namespace
 
 std::vector<uint8_t> ApplyOperator(BinaryOperator op, const std::vector<uint8_t>& m, const std::vector<int64_t>& shape,
-                                   const std::vector<uint8_t>& fp, const std::vector<int64_t>& fp_dims) {
-  int64_t d[3] = {1, 1, 1}, f[3] = {1, 1, 1};
+                                   double r) {
+  int64_t d[3] = {1, 1, 1};
   const size_t off = 3 - shape.size();
-  for (size_t i = 0; i < shape.size(); ++i) {
-    d[off + i] = shape[i];
-    f[off + i] = fp_dims[i];
-  }
-  auto dilate = [&](const std::vector<uint8_t>& x) { return Dilate3(x, d, fp, f); };
-  auto erode = [&](const std::vector<uint8_t>& x) { return Not(Dilate3(Not(x), d, fp, f)); };
+  for (size_t i = 0; i < shape.size(); ++i) d[off + i] = shape[i];
+  const int ndim = static_cast<int>(shape.size());
+  const std::vector<double> h = AxisCosts(r, ndim);
+  const double r2 = r * r;
+  auto dilate = [&](const std::vector<uint8_t>& x) { return Dilate3(x, d, ndim, h, r2); };
+  auto erode = [&](const std::vector<uint8_t>& x) { return Not(Dilate3(Not(x), d, ndim, h, r2)); };
   switch (op) {
     case BinaryOperator::kDilation: return dilate(m);
     case BinaryOperator::kErosion: return erode(m);
@@ -241,9 +239,7 @@ absl::Status ApplyRandomBinaryOperatorTransform::Apply(const TransformParams& pa
     ASSIGN_OR_RETURN(const int64_t a, one_hot_channels::Resolve(raw, s.channels, "params.apply_to_channels"));
     float* x = s.image.data() + a * n;
     for (int64_t v = 0; v < n; ++v) m[v] = x[v] != 0.0f;
-    std::vector<int64_t> fd;
-    const std::vector<uint8_t> fp = bo::Footprint(p->strel_size[k], static_cast<int>(s.shape.size()), fd);
-    const std::vector<uint8_t> r = bo::ApplyOperator(p->operators[k], m, s.shape, fp, fd);
+    const std::vector<uint8_t> r = bo::ApplyOperator(p->operators[k], m, s.shape, p->strel_size[k]);
     for (int64_t oc_raw : config_.channel_idx) {  // bgv2: other_ch = [i for i in channel_idx if i != a]
       if (oc_raw == raw) continue;
       ASSIGN_OR_RETURN(const int64_t oc, one_hot_channels::Resolve(oc_raw, s.channels, "apply_random_binary_operator.channel_idx"));

@@ -1,6 +1,8 @@
 #include "augment/transforms/apply_random_binary_operator/apply_random_binary_operator.h"
 
+#include <array>
 #include <cmath>
+#include <random>
 
 #include "augment/testing/test_util.h"
 
@@ -8,22 +10,87 @@ namespace augmentd {
 namespace {
 namespace bo = binary_operator_internal;
 
-// Brute-force cross-correlation dilation, the definition the fast path implements.
+// Brute-force cross-correlation dilation by the footprint itself, the definition the separable path implements:
+// out[i] = OR over footprint elements j of m[i + j − o] (o = floor((f − 1) / 2) per axis, zeros outside). `d`, `f`
+// in 3D form (2D: 1 × X × Y with f = 1 × k × k).
 std::vector<uint8_t> NaiveDilate(const std::vector<uint8_t>& m, const std::vector<int64_t>& d,
                                  const std::vector<uint8_t>& fp, const std::vector<int64_t>& f) {
   std::vector<uint8_t> out(m.size(), 0);
   const int64_t o0 = (f[0] - 1) / 2, o1 = (f[1] - 1) / 2, o2 = (f[2] - 1) / 2;
+  std::vector<std::array<int64_t, 3>> offsets;
+  for (int64_t i = 0; i < f[0]; ++i)
+    for (int64_t j = 0; j < f[1]; ++j)
+      for (int64_t k = 0; k < f[2]; ++k)
+        if (fp[(i * f[1] + j) * f[2] + k]) offsets.push_back({i - o0, j - o1, k - o2});
   for (int64_t a = 0; a < d[0]; ++a)
     for (int64_t b = 0; b < d[1]; ++b)
       for (int64_t c = 0; c < d[2]; ++c)
-        for (int64_t i = 0; i < f[0]; ++i)
-          for (int64_t j = 0; j < f[1]; ++j)
-            for (int64_t k = 0; k < f[2]; ++k) {
-              if (!fp[(i * f[1] + j) * f[2] + k]) continue;
-              const int64_t x = a + i - o0, y = b + j - o1, z = c + k - o2;
-              if (x < 0 || y < 0 || z < 0 || x >= d[0] || y >= d[1] || z >= d[2]) continue;
-              if (m[(x * d[1] + y) * d[2] + z]) out[(a * d[1] + b) * d[2] + c] = 1;
-            }
+        for (const auto& [i, j, k] : offsets) {
+          const int64_t x = a + i, y = b + j, z = c + k;
+          if (x < 0 || y < 0 || z < 0 || x >= d[0] || y >= d[1] || z >= d[2]) continue;
+          if (m[(x * d[1] + y) * d[2] + z]) {
+            out[(a * d[1] + b) * d[2] + c] = 1;
+            break;
+          }
+        }
+  return out;
+}
+
+std::vector<uint8_t> Not(std::vector<uint8_t> m) {
+  for (auto& v : m) v = !v;
+  return m;
+}
+
+// bgv2's four operators from NaiveDilate: erosion = ¬dilation(¬m) (outside counts as foreground), opening =
+// dilation(erosion), closing = erosion(dilation).
+std::vector<uint8_t> NaiveOperator(BinaryOperator op, const std::vector<uint8_t>& m, const std::vector<int64_t>& shape,
+                                   double r) {
+  std::vector<int64_t> fd, d = {1, 1, 1}, f = {1, 1, 1};
+  const auto fp = bo::Footprint(r, static_cast<int>(shape.size()), fd);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    d[3 - shape.size() + i] = shape[i];
+    f[3 - shape.size() + i] = fd[i];
+  }
+  auto dil = [&](const std::vector<uint8_t>& x) { return NaiveDilate(x, d, fp, f); };
+  auto ero = [&](const std::vector<uint8_t>& x) { return Not(NaiveDilate(Not(x), d, fp, f)); };
+  switch (op) {
+    case BinaryOperator::kDilation: return dil(m);
+    case BinaryOperator::kErosion: return ero(m);
+    case BinaryOperator::kOpening: return dil(ero(m));
+    case BinaryOperator::kClosing: return ero(dil(m));
+  }
+  return m;
+}
+
+// Test masks on `shape` (3D form d0 × d1 × d2): sparse noise, blobs (boxes, some cut by the border), a slab filling
+// one face, everything, nothing.
+std::vector<std::vector<uint8_t>> Masks(const std::vector<int64_t>& shape, std::mt19937& gen) {
+  int64_t d[3] = {1, 1, 1};
+  for (size_t i = 0; i < shape.size(); ++i) d[3 - shape.size() + i] = shape[i];
+  const int64_t n = d[0] * d[1] * d[2];
+  std::vector<std::vector<uint8_t>> out;
+  std::vector<uint8_t> m(static_cast<size_t>(n));
+  for (auto& v : m) v = gen() % 9 == 0;
+  out.push_back(m);
+  std::fill(m.begin(), m.end(), 0);
+  for (int box = 0; box < 6; ++box) {
+    int64_t lo[3], hi[3];
+    for (int a = 0; a < 3; ++a) {  // a box may start outside: cut by the border
+      lo[a] = static_cast<int64_t>(gen() % static_cast<uint32_t>(d[a] + 2)) - 2;
+      hi[a] = lo[a] + 1 + static_cast<int64_t>(gen() % static_cast<uint32_t>(std::max<int64_t>(1, d[a] / 2)));
+    }
+    for (int64_t a = std::max<int64_t>(lo[0], 0); a < std::min(hi[0], d[0]); ++a)
+      for (int64_t b = std::max<int64_t>(lo[1], 0); b < std::min(hi[1], d[1]); ++b)
+        for (int64_t c = std::max<int64_t>(lo[2], 0); c < std::min(hi[2], d[2]); ++c) m[(a * d[1] + b) * d[2] + c] = 1;
+  }
+  out.push_back(m);
+  std::fill(m.begin(), m.end(), 0);
+  for (int64_t a = 0; a < d[0]; ++a)
+    for (int64_t b = 0; b < d[1]; ++b)
+      for (int64_t c = 0; c < std::min<int64_t>(3, d[2]); ++c) m[(a * d[1] + b) * d[2] + c] = 1;  // touches 5 faces
+  out.push_back(m);
+  out.emplace_back(static_cast<size_t>(n), 1);
+  out.emplace_back(static_cast<size_t>(n), 0);
   return out;
 }
 
@@ -53,22 +120,60 @@ TEST(ApplyRandomBinaryOperator, FootprintsAreSkimages) {
   EXPECT_EQ(row7, 3);
 }
 
-TEST(ApplyRandomBinaryOperator, FastDilationEqualsTheDefinition) {
+// The separable exact method (min-plus passes of the per-axis costs) against the footprint scan: every operator,
+// every integer radius 1..8 (nnU-Net's strel_size range) and fractional radii (even-sized, off-centre footprints:
+// nnU-Net draws r ~ U(1, 8)), 3D balls and 2D disks, masks touching the border; exact equality.
+TEST(ApplyRandomBinaryOperator, SeparableMethodEqualsTheFootprintScan) {
   std::mt19937 gen(3);
-  const std::vector<int64_t> shape = {9, 11, 13};
-  std::vector<uint8_t> m(9 * 11 * 13);
-  for (auto& v : m) v = gen() % 9 == 0;
-  for (double r : {1.0, 1.6, 2.3, 3.7}) {
-    std::vector<int64_t> f;
-    const auto fp = bo::Footprint(r, 3, f);
-    EXPECT_EQ(bo::ApplyOperator(BinaryOperator::kDilation, m, shape, fp, f), NaiveDilate(m, shape, fp, f)) << r;
-    // erosion = ¬dilation(¬m): outside the image counts as foreground
-    std::vector<uint8_t> nm(m.size());
-    for (size_t i = 0; i < m.size(); ++i) nm[i] = !m[i];
-    auto e = NaiveDilate(nm, shape, fp, f);
-    for (auto& v : e) v = !v;
-    EXPECT_EQ(bo::ApplyOperator(BinaryOperator::kErosion, m, shape, fp, f), e) << r;
+  const std::vector<double> radii = {1, 2, 3, 4, 5, 6, 7, 8, 0.3, 0.5, 1.2, 1.6, 2.3, 2.5, 3.7, 4.49, 5.5, 6.01, 7.99};
+  const BinaryOperator ops[] = {BinaryOperator::kDilation, BinaryOperator::kErosion, BinaryOperator::kOpening,
+                                BinaryOperator::kClosing};
+  const std::vector<std::vector<int64_t>> shapes = {{11, 19, 23}, {37, 29}};
+  for (const auto& shape : shapes) {
+    const auto masks = Masks(shape, gen);
+    for (double r : radii)
+      for (BinaryOperator op : ops)
+        for (size_t k = 0; k < masks.size(); ++k) {
+          const auto got = bo::ApplyOperator(op, masks[k], shape, r);
+          const auto want = NaiveOperator(op, masks[k], shape, r);
+          ASSERT_EQ(got.size(), want.size());
+          int64_t diff = 0;
+          for (size_t i = 0; i < got.size(); ++i) diff += got[i] != want[i];
+          EXPECT_EQ(diff, 0) << BinaryOperatorName(op) << " r=" << r << " mask " << k << " ndim " << shape.size();
+        }
   }
+}
+
+// The tests above would pass for an operator that ignored the radius; pin a few known results of the reference
+// semantics: the dilation of one voxel is the footprint itself; erosion keeps voxels at the border (outside counts
+// as foreground) but removes a cube of side 2r from the inside.
+TEST(ApplyRandomBinaryOperator, OperatorsOnKnownMasks) {
+  const std::vector<int64_t> shape = {21, 21, 21};
+  std::vector<uint8_t> one(21 * 21 * 21, 0);
+  one[(10 * 21 + 10) * 21 + 10] = 1;
+  for (double r : {1.0, 3.0, 8.0}) {
+    std::vector<int64_t> fd;
+    const auto fp = bo::Footprint(r, 3, fd);
+    const int64_t k = fd[0], o = (k - 1) / 2;
+    const auto d = bo::ApplyOperator(BinaryOperator::kDilation, one, shape, r);
+    for (int64_t a = 0; a < 21; ++a)
+      for (int64_t b = 0; b < 21; ++b)
+        for (int64_t c = 0; c < 21; ++c) {
+          // d[i] = fp[10 − i + o] (a cross-correlation): the ball is symmetric for an integer r
+          const int64_t ja = 10 - a + o, jb = 10 - b + o, jc = 10 - c + o;
+          const bool in = ja >= 0 && jb >= 0 && jc >= 0 && ja < k && jb < k && jc < k && fp[(ja * k + jb) * k + jc];
+          ASSERT_EQ(d[(a * 21 + b) * 21 + c], in) << r << " " << a << " " << b << " " << c;
+        }
+  }
+  const std::vector<uint8_t> all(21 * 21 * 21, 1);
+  EXPECT_EQ(bo::ApplyOperator(BinaryOperator::kErosion, all, shape, 8), all);  // the border does not erode
+  std::vector<uint8_t> hole = all;
+  hole[(10 * 21 + 10) * 21 + 10] = 0;
+  const auto e = bo::ApplyOperator(BinaryOperator::kErosion, hole, shape, 8);
+  EXPECT_EQ(e[(10 * 21 + 10) * 21 + 18], 0);  // 8 away along the last axis: inside ball(8)
+  EXPECT_EQ(e[(10 * 21 + 10) * 21 + 19], 1);
+  EXPECT_EQ(e[(10 * 21 + 16) * 21 + 16], 1);  // (6, 6): 72 > 64
+  EXPECT_EQ(e[(10 * 21 + 15) * 21 + 16], 0);  // (5, 6): 61 ≤ 64
 }
 
 TEST(ApplyRandomBinaryOperator, DilationClearsTheAddedVoxelsInTheOtherChannels) {

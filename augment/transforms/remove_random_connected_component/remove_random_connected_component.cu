@@ -1,10 +1,18 @@
 // remove_random_connected_component's kernels (cc_cuda_types.h; the stage: remove_random_connected_component_cuda.cc).
-// Per round: CcInit (mask, labels[i] = i), CcMerge (every foreground voxel unites with its foreground neighbours that
-// precede it in raster order — the 13 of the 26-neighbourhood the CPU's Label visits — by atomicMin union-find: a
-// root only ever links to a smaller index, so a tree's root is its component's smallest voxel index), CcCompress
-// (labels[i] = root, sizes[root] += 1), CcSelect (one block per sample: the valid roots — size < limit — counted per
-// thread chunk in raster order, a block scan, then the k-th of them, k = min(⌊u_c · V⌋, V − 1) in double as the CPU's
-// Pick), CcApply (x[a] ← 0 on the chosen component, x[fill] ← 1 when set).
+// Per round, all enqueued on the stream (no host round trip, a fixed number of launches):
+//   CcInit     mask, labels[i] = i, sizes 0;
+//   CcMerge    every foreground voxel unites with its foreground neighbours that precede it in raster order (the 13
+//              of the 26-neighbourhood the CPU's Label visits; when the voxel before it in the row is foreground,
+//              only that one and the 4 of dc = +1: the others are its neighbours too and it unites with them) by
+//              atomicMin union-find: a root only ever links to a smaller index, so a tree's root is its component's
+//              smallest voxel index. Finds split paths (each visited node ← its grandparent, plain L2 stores, as
+//              ECL-CC): trees stay shallow;
+//   CcCompress labels[i] = root, sizes[root] += 1 (one atomic per warp and root: __match_any_sync);
+//   CcCount    valid roots (size < limit) per tile of kTile voxels, coalesced, one block per tile;
+//   CcPick     one block per sample: scans the tile counts, k = min(⌊u_c · V⌋, V − 1) in double as the CPU's Pick, then
+//              the k-th valid root in raster order inside its tile (valid components in raster order of their first
+//              voxel: the CPU's / skimage's numbering);
+//   CcApply    x[a] ← 0 on the chosen component, x[fill] ← 1 when set.
 #include <cstdint>
 
 #include "augment/kernels/cuda/chain_common.cuh"
@@ -14,15 +22,25 @@ namespace augmentd::cuda::chain {
 namespace {
 
 constexpr int kSelectThreads = 1024;
+constexpr int kTile = kCcTile;  // voxels per tile of CcCount; CcPick scans one tile, 4 per thread
+static_assert(kTile == 4 * kSelectThreads, "CcPick scans a tile with 4 voxels per thread");
+constexpr int kCountThreads = 256;
 
-// Root of x: follows parents (always to smaller indices) until a self-loop. Loads bypass L1 (other blocks relink).
-__device__ int32_t CcFind(const int32_t* labels, int32_t x) {
-  int32_t p = __ldcg(labels + x);
-  while (p != x) {
-    x = p;
-    p = __ldcg(labels + x);
+// Root of x: follows parents (always to smaller indices) until a self-loop, pointing every visited node at its
+// grandparent on the way (path splitting). Safe beside concurrent unions: a node is only re-pointed when it was seen
+// as a non-root, always to one of its ancestors (same tree, smaller index, so the forest stays acyclic); a link it
+// overwrites was made by a stale atomicMin whose thread goes on to unite the same two trees (CcUnion). Loads and
+// stores go to L2 (other blocks relink).
+__device__ int32_t CcFind(int32_t* labels, int32_t x) {
+  int32_t curr = __ldcg(labels + x);
+  if (curr == x) return x;
+  int32_t prev = x, next;
+  while (curr > (next = __ldcg(labels + curr))) {
+    __stcg(labels + prev, next);
+    prev = curr;
+    curr = next;
   }
-  return x;
+  return curr;
 }
 
 __device__ void CcUnion(int32_t* labels, int32_t a, int32_t b) {
@@ -67,10 +85,15 @@ __global__ void CcMergeKernel(const CcSample* __restrict__ recs, int32_t d0, int
     if (!m[i]) continue;
     const int32_t c = static_cast<int32_t>(i % d2);
     const int32_t bb = static_cast<int32_t>((i / d2) % d1), a = static_cast<int32_t>(i / (int64_t{d1} * d2));
+    // The voxel before i in its row: its own preceding neighbours with dc ≤ 0 relative to i are those of i−1 too
+    // (i−1 unites with them, inductively along the row), so i only needs i−1 and the 4 neighbours of dc = +1.
+    const bool left = c > 0 && m[i - 1];
+    if (left) CcUnion(l, static_cast<int32_t>(i), static_cast<int32_t>(i - 1));
     for (int32_t da = -1; da <= 0; ++da)
       for (int32_t db = -1; db <= 1; ++db)
         for (int32_t dc = -1; dc <= 1; ++dc) {
           if (da == 0 && (db > 0 || (db == 0 && dc >= 0))) continue;  // only neighbours before i (as the CPU)
+          if (left && dc <= 0) continue;
           const int32_t xa = a + da, y = bb + db, z = c + dc;
           if (xa < 0 || y < 0 || z < 0 || y >= d1 || z >= d2) continue;
           const int64_t j = (int64_t{xa} * d1 + y) * d2 + z;
@@ -87,10 +110,14 @@ __global__ void CcCompressKernel(const CcSample* __restrict__ recs, int64_t n, c
   int32_t* l = labels + static_cast<int64_t>(b) * n;
   int32_t* s = sizes + static_cast<int64_t>(b) * n;
   AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
-    if (!m[i]) continue;
-    const int32_t root = CcFind(l, static_cast<int32_t>(i));
-    l[i] = root;
-    atomicAdd(s + root, 1);
+    int32_t root = -1;
+    if (m[i]) {
+      root = CcFind(l, static_cast<int32_t>(i));
+      __stcg(l + i, root);
+    }
+    // One atomic per root among the lanes here (a large component otherwise serialises on one address).
+    const unsigned peers = __match_any_sync(__activemask(), root);
+    if (root >= 0 && static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) atomicAdd(s + root, __popc(peers));
   }
 }
 
@@ -98,47 +125,101 @@ __device__ bool CcValidRoot(const uint8_t* m, const int32_t* l, const int32_t* s
   return m[i] && l[i] == i && static_cast<double>(s[i]) < limit;
 }
 
-// One block per sample.
-__global__ void __launch_bounds__(kSelectThreads) CcSelectKernel(const CcSample* __restrict__ recs, int64_t n,
-                                                                 const uint8_t* __restrict__ mask,
-                                                                 const int32_t* __restrict__ labels,
-                                                                 const int32_t* __restrict__ sizes,
-                                                                 int32_t* __restrict__ chosen) {
+// Grid (tiles, B): tile_counts[b · tiles + t] = valid roots among voxels [t · kTile, (t + 1) · kTile).
+__global__ void __launch_bounds__(kCountThreads) CcCountKernel(const CcSample* __restrict__ recs, int64_t n,
+                                                               int32_t tiles, const uint8_t* __restrict__ mask,
+                                                               const int32_t* __restrict__ labels,
+                                                               const int32_t* __restrict__ sizes,
+                                                               int32_t* __restrict__ tile_counts) {
+  __shared__ int32_t warp_sums[kCountThreads / 32];
+  const int32_t b = static_cast<int32_t>(blockIdx.y), t = static_cast<int32_t>(blockIdx.x);
+  const CcSample r = recs[b];
+  if (!r.on) return;
+  const uint8_t* m = mask + static_cast<int64_t>(b) * n;
+  const int32_t* l = labels + static_cast<int64_t>(b) * n;
+  const int32_t* s = sizes + static_cast<int64_t>(b) * n;
+  const int64_t lo = int64_t{t} * kTile, hi = min(n, lo + kTile);
+  int32_t count = 0;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += kCountThreads) count += CcValidRoot(m, l, s, i, r.limit);
+  for (int off = 16; off > 0; off >>= 1) count += __shfl_down_sync(0xffffffffu, count, off);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = count;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t total = 0;
+    for (int w = 0; w < kCountThreads / 32; ++w) total += warp_sums[w];
+    tile_counts[static_cast<int64_t>(b) * tiles + t] = total;
+  }
+}
+
+// Inclusive Hillis–Steele scan of scan[0 .. kSelectThreads) (every thread of the block calls it).
+__device__ void BlockScan(int32_t* scan) {
+  __syncthreads();
+  for (int off = 1; off < kSelectThreads; off <<= 1) {
+    const int32_t v = threadIdx.x >= static_cast<unsigned>(off) ? scan[threadIdx.x - off] : 0;
+    __syncthreads();
+    scan[threadIdx.x] += v;
+    __syncthreads();
+  }
+}
+
+// One block per sample: chosen[b] = the k-th valid root in raster order (−1: none or not on).
+__global__ void __launch_bounds__(kSelectThreads) CcPickKernel(const CcSample* __restrict__ recs, int64_t n,
+                                                               int32_t tiles, const uint8_t* __restrict__ mask,
+                                                               const int32_t* __restrict__ labels,
+                                                               const int32_t* __restrict__ sizes,
+                                                               const int32_t* __restrict__ tile_counts,
+                                                               int32_t* __restrict__ chosen) {
   __shared__ int32_t scan[kSelectThreads];
+  __shared__ int32_t pick_tile, pick_rank;
   const int32_t b = static_cast<int32_t>(blockIdx.x);
   const CcSample r = recs[b];
   if (!r.on) {
     if (threadIdx.x == 0) chosen[b] = -1;
     return;
   }
-  const uint8_t* m = mask + static_cast<int64_t>(b) * n;
-  const int32_t* l = labels + static_cast<int64_t>(b) * n;
-  const int32_t* s = sizes + static_cast<int64_t>(b) * n;
-  const int64_t chunk = (n + kSelectThreads - 1) / kSelectThreads;
-  const int64_t lo = min(n, static_cast<int64_t>(threadIdx.x) * chunk), hi = min(n, lo + chunk);
+  const int32_t* tc = tile_counts + static_cast<int64_t>(b) * tiles;
+  const int32_t chunk = (tiles + kSelectThreads - 1) / kSelectThreads;
+  const int32_t tlo = min(tiles, static_cast<int32_t>(threadIdx.x) * chunk), thi = min(tiles, tlo + chunk);
   int32_t count = 0;
-  for (int64_t i = lo; i < hi; ++i) count += CcValidRoot(m, l, s, i, r.limit);
+  for (int32_t t = tlo; t < thi; ++t) count += tc[t];
   scan[threadIdx.x] = count;
-  __syncthreads();
-  for (int off = 1; off < kSelectThreads; off <<= 1) {  // inclusive Hillis–Steele scan
-    const int32_t v = threadIdx.x >= static_cast<unsigned>(off) ? scan[threadIdx.x - off] : 0;
-    __syncthreads();
-    scan[threadIdx.x] += v;
-    __syncthreads();
-  }
+  BlockScan(scan);
   const int32_t total = scan[kSelectThreads - 1];
-  if (total == 0) {
+  if (total == 0) {  // the same for every thread
     if (threadIdx.x == 0) chosen[b] = -1;
     return;
   }
   const int64_t pick = static_cast<int64_t>(r.component_draw * static_cast<double>(total));
   const int32_t k = static_cast<int32_t>(pick < total - 1 ? pick : int64_t{total} - 1);
   const int32_t before = scan[threadIdx.x] - count;
-  if (k < before || k >= before + count) return;
-  int32_t seen = before;
-  for (int64_t i = lo; i < hi; ++i) {
+  if (k >= before && k < before + count) {  // exactly one thread
+    int32_t seen = before;
+    for (int32_t t = tlo; t < thi; ++t) {
+      if (k < seen + tc[t]) {
+        pick_tile = t;
+        pick_rank = k - seen;
+        break;
+      }
+      seen += tc[t];
+    }
+  }
+  __syncthreads();
+  const int32_t tile = pick_tile, rank = pick_rank;
+  const uint8_t* m = mask + static_cast<int64_t>(b) * n;
+  const int32_t* l = labels + static_cast<int64_t>(b) * n;
+  const int32_t* s = sizes + static_cast<int64_t>(b) * n;
+  const int64_t vlo = min(n, int64_t{tile} * kTile + 4 * static_cast<int64_t>(threadIdx.x)), vhi = min(n, vlo + 4);
+  int32_t cnt = 0;
+  for (int64_t i = vlo; i < vhi; ++i) cnt += CcValidRoot(m, l, s, i, r.limit);
+  __syncthreads();  // every thread has read scan[] above
+  scan[threadIdx.x] = cnt;
+  BlockScan(scan);
+  const int32_t before2 = scan[threadIdx.x] - cnt;
+  if (rank < before2 || rank >= before2 + cnt) return;
+  int32_t seen = before2;
+  for (int64_t i = vlo; i < vhi; ++i) {
     if (!CcValidRoot(m, l, s, i, r.limit)) continue;
-    if (seen == k) {
+    if (seen == rank) {
       chosen[b] = static_cast<int32_t>(i);
       return;
     }
@@ -167,14 +248,17 @@ __global__ void CcApplyKernel(const CcSample* __restrict__ recs, int32_t channel
 
 cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t channels, const int32_t shape[3], float* x,
                                        const CcSample* recs, uint8_t* mask, int32_t* labels, int32_t* sizes,
-                                       int32_t* chosen, cudaStream_t stream) {
+                                       int32_t* chosen, int32_t* tile_counts, cudaStream_t stream) {
   const int64_t n = int64_t{shape[0]} * shape[1] * shape[2];
+  const int32_t tiles = CcTiles(n);
   const dim3 grid = SliceGrid(n, batch);
   const int threads = internal::kThreads;
   CcInitKernel<<<grid, threads, 0, stream>>>(recs, channels, n, x, mask, labels, sizes);
   CcMergeKernel<<<grid, threads, 0, stream>>>(recs, shape[0], shape[1], shape[2], mask, labels);
   CcCompressKernel<<<grid, threads, 0, stream>>>(recs, n, mask, labels, sizes);
-  CcSelectKernel<<<batch, kSelectThreads, 0, stream>>>(recs, n, mask, labels, sizes, chosen);
+  CcCountKernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(batch)), kCountThreads, 0, stream>>>(
+      recs, n, tiles, mask, labels, sizes, tile_counts);
+  CcPickKernel<<<batch, kSelectThreads, 0, stream>>>(recs, n, tiles, mask, labels, sizes, tile_counts, chosen);
   CcApplyKernel<<<grid, threads, 0, stream>>>(recs, channels, n, mask, labels, chosen, x);
   return cudaGetLastError();
 }

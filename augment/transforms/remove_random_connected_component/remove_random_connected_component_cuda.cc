@@ -72,13 +72,20 @@ class RemoveComponentStage final : public NamedStage {
   absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
     if (rounds_.empty()) return absl::OkStatus();
     const size_t n = static_cast<size_t>(t.batch) * t.voxels();
-    ASSIGN_OR_RETURN(void* mask, ws.Scratch(ChainWorkspace::kSlotStage, n));
-    ASSIGN_OR_RETURN(void* ints, ws.Scratch(ChainWorkspace::kSlotStage + 1, sizeof(int32_t) * (2 * n + t.batch)));
+    const size_t tiles = static_cast<size_t>(t.batch) * ch::CcTiles(t.voxels());
+    // Slot kSlotStage: the mask, then (256-aligned) chosen and the tile counts (1 + 1/1024 bytes a voxel: within what
+    // the cascade's earlier stages left in that slot); slot + 1: labels and sizes. Slots are shared along the chain and
+    // only grow (a regrowth's cudaFree synchronises the device: once per run, not per batch).
+    const size_t ints_at = (n + 255) / 256 * 256;
+    ASSIGN_OR_RETURN(void* mask, ws.Scratch(ChainWorkspace::kSlotStage, ints_at + sizeof(int32_t) * (t.batch + tiles)));
+    ASSIGN_OR_RETURN(void* ints, ws.Scratch(ChainWorkspace::kSlotStage + 1, sizeof(int32_t) * 2 * n));
     auto* labels = static_cast<int32_t*>(ints);
+    auto* chosen = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(mask) + ints_at);
     for (size_t off : rounds_) {
       RETURN_IF_ERROR(CudaStatus(
           ch::LaunchRemoveComponentRound(t.batch, t.channels, t.shape, t.image, arena.device_as<ch::CcSample>(off),
-                                         static_cast<uint8_t*>(mask), labels, labels + n, labels + 2 * n, stream),
+                                         static_cast<uint8_t*>(mask), labels, labels + n, chosen, chosen + t.batch,
+                                         stream),
           name_.c_str()));
     }
     return absl::OkStatus();
