@@ -267,11 +267,24 @@ int main(int argc, char** argv) {
     }
     PipelineSpec cas_on = *cas;
     for (TransformSpec& t : cas_on.transforms) t.apply_probability = 1.0;
+    // Where the cascade's time goes: the same pipeline with both perturbations off (the default transforms on the
+    // chain + the one-hot growth), with only the binary operator forced on, with only the component removal on.
+    auto none = augmentd::testing::NnunetCascadePipeline(tc, {1, 2, 3}, 0.0, 0.0);
+    auto binop = augmentd::testing::NnunetCascadePipeline(tc, {1, 2, 3}, 1.0, 0.0);
+    auto comp = augmentd::testing::NnunetCascadePipeline(tc, {1, 2, 3}, 0.0, 1.0);
+    if (!none.ok() || !binop.ok() || !comp.ok()) {
+      std::fprintf(stderr, "pipelines: %s\n", none.status().ToString().c_str());
+      return 1;
+    }
     const DeviceInput d1(B, C, def->input_patch_size), d2(B, C, def->input_patch_size, 2);
     for (int round = 0; round < 2; ++round) {  // interleaved, so that drift hits every row alike
       report("default fused", TimeSpec(*def, d1, B, C, iters, stream), -1);
+      report("default chain", TimeSpec(*def, d1, B, C, iters, stream, /*chain_only=*/true), -1);
       report("cascade", TimeSpec(*cas, d2, B, C, iters, stream, false, 2), -1);
       report("cascade-all-on", TimeSpec(cas_on, d2, B, C, iters, stream, false, 2), -1);
+      report("cascade, perturbations off", TimeSpec(*none, d2, B, C, iters, stream, false, 2), -1);
+      report("cascade, binary operator on", TimeSpec(*binop, d2, B, C, iters, stream, false, 2), -1);
+      report("cascade, component removal on", TimeSpec(*comp, d2, B, C, iters, stream, false, 2), -1);
     }
     if (out != nullptr) std::fclose(out);
     cudaStreamDestroy(stream);
