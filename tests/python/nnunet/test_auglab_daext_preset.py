@@ -48,6 +48,15 @@ def test_entries_follow_auglab_order_and_probabilities():
     fn = next(e for e in pipe.entries if e.kind == "intensity_function")
     assert fn.config["p_function"] == 0.05 and fn.config["p_inverse"] == 0.3
     assert any("in_seg" in f for f in pipe.folded) and any("same_on_batch" in f for f in pipe.folded)
+    # the region modes travel on the entries (augment/region_mode.h), the merged intensity_function excepted
+    assert [f for f in pipe.folded if "in_seg" in f and "intensity_function" not in f] == []
+    clamp = next(e for e in pipe.entries if e.kind == "edge_convolution")  # ScharrTransform
+    assert clamp.region_mode == {"in_seg": 0.5, "out_seg": 0.5, "mix_in_out": True}
+    bias = next(e for e in pipe.entries if e.kind == "auglab_bias_field")
+    assert bias.region_mode == {"in_seg": 0.5, "out_seg": 0.5, "mix_in_out": False}
+    assert clamp.engine_json()["region_mode"] == clamp.region_mode
+    assert entry_proto(clamp).region_mode.in_seg == 0.5 and entry_proto(clamp).region_mode.mix_in_out
+    assert fn.region_mode is None and not entry_proto(fn).HasField("region_mode")
     for e in pipe.entries:  # every entry has a wire form
         assert entry_proto(e).kind != 0
 

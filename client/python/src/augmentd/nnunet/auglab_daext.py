@@ -14,10 +14,12 @@ The pipeline is what nnUNetTrainerDAExtGPU applies to a batch, in order: its CPU
 SpatialTransform with p_rotation 0 / p_scaling 0 and nearest labels, MaskImage, RemoveLabel(−1 → 0), regions, AugLab's
 CPU ZscoreNormalization of channel 0 with the unbiased std), then ``AugTransformsGPU``'s entries in
 ``_build_transforms`` order (p = the entry's apply_probability, entries with p = 0 left out), then the DS pyramid
-(``train_step`` builds it after the GPU transforms). Not reproduced, and said so: AugLab's per-batch draws
-(``same_on_batch=True``; augmentd draws per sample), the region modes ``in_seg`` / ``out_seg`` / ``mix_in_out``
-(listed in ``Pipeline.folded``), and entries without an augmentd kind (AffineTransform): with p > 0
-they raise ``Untranslatable``.
+(``train_step`` builds it after the GPU transforms). The region modes ``in_seg`` / ``out_seg`` / ``mix_in_out``
+become the entry's ``region_mode`` (augment/region_mode.h, AugLab 20260109's blend), except on the merged
+``intensity_function`` entry (AugLab's five functions + inverse draw one region each; listed in
+``Pipeline.folded``). Not reproduced, and said so: AugLab's per-batch draws unless ``per_batch``
+(``same_on_batch=True``; augmentd draws per sample), and entries without an augmentd kind (AffineTransform): with
+p > 0 they raise ``Untranslatable``.
 """
 from __future__ import annotations
 
@@ -56,10 +58,19 @@ def _p(block: Dict[str, Any]) -> float:
     return float(block.get("probability", 0))
 
 
+def _region_mode(block: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The entry's region_mode for AugLab's block (None when both probabilities are 0: off)."""
+    i, o = float(block.get("in_seg", 0)), float(block.get("out_seg", 0))
+    if i <= 0 and o <= 0:
+        return None
+    return {"in_seg": i, "out_seg": o, "mix_in_out": bool(block.get("mix_in_out", False))}
+
+
 def _region_note(name: str, block: Dict[str, Any], folded: List[str]) -> None:
-    if float(block.get("in_seg", 0)) > 0 or float(block.get("out_seg", 0)) > 0:
+    if _region_mode(block) is not None:
         folded.append(f"{name}: in_seg={block.get('in_seg', 0)} out_seg={block.get('out_seg', 0)} "
-                      f"mix_in_out={block.get('mix_in_out', False)} not reproduced (transform applied everywhere)")
+                      f"mix_in_out={block.get('mix_in_out', False)} not reproduced (one intensity_function entry "
+                      "for AugLab's six transforms: their per-transform region draws; applied everywhere)")
 
 
 def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optional[List[str]] = None,
@@ -73,13 +84,12 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     def add(name: str, kind: str, config: Dict[str, Any], p: float, region_block: Optional[dict] = None) -> None:
         if p <= 0:
             return
-        if region_block is not None:
-            _region_note(name, region_block, folded)
         # per_batch: AugLab's same_on_batch=True (one decision + one draw per batch); RandConv kernels and
         # RedistributeSeg draws stay per sample in AugLab, so those entries stay per sample here (their decision too)
         same = per_batch and kind not in ("random_convolution", "redistribute_seg")
         out.append(Entry(source=f"AugTransformsGPU > {name} (p={p:g})", kind=kind, config=config, apply_probability=p,
-                         same_on_batch=same))
+                         same_on_batch=same,
+                         region_mode=_region_mode(region_block) if region_block is not None else None))
 
     b = params.get("ClampTransform")
     if b is not None:
