@@ -1,7 +1,8 @@
 """Parity of augmentd's entry-level region modes (``region_mode``, augment/region_mode.h) with AugLab 20260109's own
 ``in_seg`` / ``out_seg`` / ``mix_in_out`` (``_choose_region_mode`` + ``_apply_region_mode`` in the installed
 ``auglab`` package, GPL-3.0: a test dependency only, run on the CPU; install: see test_auglab_zscore_parity.py), for
-three AugLab GPU transforms (RandomBrightnessGPU, RandomClampGPU, RandomConvTransformGPU "Scharr") × the modes
+five AugLab GPU transforms (RandomBrightnessGPU, RandomClampGPU, RandomConvTransformGPU "Scharr", RandomGammaGPU
+and its invert_image form — DAExt's GammaTransform / InvGammaTransform) × the modes
 in / out / all × mix_in_out off / on, with one label channel (m = the label value 0/1/2) and two 0/1 channels
 (m = their sum). Parameters injected both ways: AugLab's region choice is forced (its ``_choose_region_mode``
 replaced by one returning the mode under test) and its mix draws (``torch.randint(0, 2, (K,))`` per sample) are
@@ -85,13 +86,26 @@ def _clamp(module):
             {"max_clamp_amount": a, "apply_to_channel": [0]}, params)
 
 
+def _gamma(invert):
+    def make(module):
+        lo, hi = 0.7, 1.5
+        def params(u, b):
+            g = float(np.float32(u[b]) * np.float32(hi - lo) + np.float32(lo))
+            return {"apply_to_channel": [0], "retain_stats": [False], "invert_image": [invert], "gamma": [g]}
+        return (module.RandomGammaGPU, {"gamma_range": [lo, hi], "invert_image": invert}, 1, "gamma",
+                {"gamma": [lo, hi], "p_invert_image": float(invert), "synchronize_channels": True,
+                 "p_per_channel": 1.0, "p_retain_stats": 0.0}, params)
+    return make
+
+
 def _scharr(module):
     return (module.RandomConvTransformGPU, {"kernel_type": "Scharr", "absolute": True, "apply_to_channel": [0]}, 2,
             "edge_convolution", {"kernel_type": "scharr", "absolute": True, "apply_to_channel": [0],
                                  "retain_stats": False}, lambda u, b: None)
 
 
-@pytest.mark.parametrize("make", [_brightness, _clamp, _scharr], ids=["brightness", "clamp", "scharr"])
+@pytest.mark.parametrize("make", [_brightness, _clamp, _scharr, _gamma(False), _gamma(True)],
+                         ids=["brightness", "clamp", "scharr", "gamma", "inv_gamma"])
 @pytest.mark.parametrize("mode", ["in", "out", "all"])
 @pytest.mark.parametrize("mix", [False, True])
 @pytest.mark.parametrize("seg_channels", [1, 2])
