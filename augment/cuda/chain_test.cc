@@ -369,7 +369,11 @@ std::vector<TransformSpec> RegionModeEntries(bool mix) {
       {{"kind", "auglab_bias_field"}, {"config", nlohmann::json::object()}, {"same_on_batch", true}},
       {{"kind", "edge_convolution"}, {"config", nlohmann::json::object()}},
       {{"kind", "unsharp_mask"}, {"config", nlohmann::json::object()}},
-      {{"kind", "histogram_equalization"}, {"config", nlohmann::json::object()}}};
+      {{"kind", "histogram_equalization"}, {"config", nlohmann::json::object()}},
+      // the preset's split RandomFunctionGPU / RandomInverseGPU entries (auglab_daext.py)
+      {{"kind", "intensity_function"}, {"config", {{"functions", {"sqrt"}}, {"p_function", 1.0}, {"p_inverse", 0.0}}}},
+      {{"kind", "intensity_function"},
+       {"config", {{"functions", nlohmann::json::array()}, {"p_function", 0.0}, {"p_inverse", 1.0}}}}};
   for (nlohmann::json j : entries) {
     j["apply_probability"] = 0.8;
     j["region_mode"] = region;
