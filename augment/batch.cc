@@ -48,6 +48,11 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
       DrawContext ctx{rng, seed, sample_index, static_cast<uint32_t>(t)};
       tr.CompleteInjected(**p, ctx);
       at.params = std::move(*p);
+      if (ts.region_mode.enabled() && layout.seg_channels > 0 && inj->contains("region")) {
+        auto r = RegionDrawFromJson((*inj)["region"], layout.seg_channels);
+        if (!r.ok()) return WithSampleContext(r.status(), sample_index, t, tr.name());
+        at.region = *r;
+      }
     }
   } else {
     // bgv2 OneOfTransform: only the group member chosen for this sample may fire (TransformSpec::SelectedFor).
@@ -57,6 +62,10 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
       auto p = tr.Draw(ctx, layout);
       if (!p.ok()) return WithSampleContext(p.status(), sample_index, t, tr.name());
       at.params = std::move(*p);
+      if (ts.region_mode.enabled() && layout.seg_channels > 0) {  // AugLab draws its coins only with a mask
+        RandomStream mix(seed, sample_index, static_cast<uint32_t>(t), kRegionMixSubstream);
+        at.region = DrawRegion(ts.region_mode, layout.seg_channels, rng, mix);
+      }
     }
   }
   return absl::OkStatus();
@@ -102,6 +111,7 @@ nlohmann::json BatchResult::ParamsJson(const PipelineSpec& spec) const {
       const AppliedTransform& a = r.transforms[t];
       nlohmann::json e = {{"kind", std::string(TransformKindName(a.kind))}, {"applied", a.applied}};
       e["params"] = a.applied && a.params ? spec.transforms[t].transform->ParamsToJson(*a.params) : nlohmann::json();
+      if (a.applied && spec.transforms[t].region_mode.enabled()) e["region"] = RegionDrawToJson(a.region);
       ts.push_back(e);
     }
     out.push_back({{"sample_index", r.sample_index}, {"transforms", ts}});

@@ -52,6 +52,7 @@ struct AppliedTransform {
   TransformKind kind = TransformKind::kSpatial;
   bool applied = false;
   std::shared_ptr<const TransformParams> params;  // null when not applied
+  RegionDraw region;  // the entry's region mode draw (augment/region_mode.h); mode "all" when off or not applied
 };
 
 struct SampleRecord {
@@ -79,7 +80,8 @@ absl::Status DrawSampleParams(const PipelineSpec& spec, uint64_t seed, uint64_t 
                               uint64_t batch_first_index = kNoBatchIndex);
 
 // One entry's apply decision and parameters for one sample: drawn from RandomStream(seed, sample_index, t) (draw 0 is
-// the apply decision, the transform's own draws follow; OneOf groups honoured) or taken from injected[t]. The draw
+// the apply decision, the transform's own draws follow, then the region mode's (region_mode.h); OneOf groups
+// honoured) or taken from injected[t] ({"applied", "params", "region"}). The draw
 // half of AugmentSample; `layout` is the sample's layout entering entry `t`. Errors carry WithSampleContext.
 absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_t sample_index,
                        const std::vector<nlohmann::json>* injected, const SampleLayout& layout, AppliedTransform& at,

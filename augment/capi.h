@@ -30,7 +30,8 @@
  *                    "trainer_config":{...}
  *                    | "pipeline":{"transforms":[{"kind","apply_probability","config"[,"one_of_group"]}...]},
  *                    "seed":s, "first_sample_index":i, "image":T(B,C,...), "seg":T(B,S,...), "threads":n,
- *                    "params": optional injected [[{"applied":b,"params":{...}} | null per transform] per sample]}
+ *                    "params": optional injected [[{"applied":b,"params":{...}[,"region":{"mode","keep"}]}
+ *                    | null per transform] per sample]} (entries may carry "same_on_batch" / "region_mode", augment/region_mode.h)
  *      Tensors "image", "seg_0".."seg_k" (one "seg_0" without DS). JSON: {"samples": [{"sample_index",
  *      "transforms":[{"kind","applied","params"}...]}...], "pipeline": <spec JSON>}.
  *  initial_patch_size {"op":"initial_patch_size", "trainer_config":{...}, "preset": optional ("nnunet_da5": scale

@@ -145,7 +145,12 @@ absl::Status AugmentSample(const PipelineSpec& spec, uint64_t seed, uint64_t sam
       RETURN_IF_ERROR(DrawEntry(ts, t, seed, sample_index, injected, sample.layout(), at, batch_first_index));
       if (at.applied) {
         if (ts.kind != TransformKind::kSpatial) sample.Materialize();  // only spatial reads borrowed input
+        // Region mode (region_mode.h): the step runs on the whole sample, then is blended with its input.
+        const bool blend = at.region.mode != region_mode::kAll && !sample.seg.empty();
+        std::vector<float> before;
+        if (blend) before = sample.image;
         RETURN_IF_ERROR(WithSampleContext(tr.Apply(*at.params, sample), sample_index, t, tr.name()));
+        if (blend) RETURN_IF_ERROR(WithSampleContext(ApplyRegion(at.region, before, sample), sample_index, t, tr.name()));
       }
       record.transforms.push_back(std::move(at));
     }

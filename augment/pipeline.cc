@@ -46,10 +46,29 @@ absl::StatusOr<TransformSpec> TransformSpec::Make(std::shared_ptr<const Transfor
   return s;
 }
 
+namespace {
+// Region modes blend a step's output with its input voxel by voxel over the labels: only for steps that keep the
+// image's layout and leave the labels alone (redistribute_seg reads them only).
+absl::Status CheckRegionModeKind(const Transform& t) {
+  const std::vector<int64_t> probe = {7, 9, 11};
+  int64_t c = 2, sc = 1;
+  t.OutputChannels(c, sc);
+  const bool reads_labels_only = t.kind() == TransformKind::kRedistributeSeg;
+  if (t.kind() == TransformKind::kSpatial || ChangesOutputLayout(t.kind()) || t.OutputShape(probe) != probe ||
+      c != 2 || sc != 1 || (t.UsesLabels() && !reads_labels_only)) {
+    return ju::Invalid("transform.region_mode",
+                       absl::StrCat("only intensity kinds take a region mode (", std::string(t.name()),
+                                    " changes the layout or the labels)"));
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
 absl::StatusOr<TransformSpec> TransformSpec::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(ju::CheckDepth(j, "transform"));
   RETURN_IF_ERROR(
-      ju::CheckKeys(j, {"kind", "apply_probability", "config", "one_of_group", "same_on_batch"}, "transform"));
+      ju::CheckKeys(j, {"kind", "apply_probability", "config", "one_of_group", "same_on_batch", "region_mode"},
+                    "transform"));
   ASSIGN_OR_RETURN(std::string kind, ju::GetString(j, "kind", std::nullopt, "transform"));
   ASSIGN_OR_RETURN(double p, ju::GetDouble(j, "apply_probability", 1.0, "transform"));
   ASSIGN_OR_RETURN(int64_t group, ju::GetInt(j, "one_of_group", 0, "transform"));
@@ -58,6 +77,10 @@ absl::StatusOr<TransformSpec> TransformSpec::FromJson(const nlohmann::json& j) {
   ASSIGN_OR_RETURN(TransformSpec s, Make(std::move(t), p));
   s.one_of_group = static_cast<uint32_t>(group);
   ASSIGN_OR_RETURN(s.same_on_batch, ju::GetBool(j, "same_on_batch", false, "transform"));
+  if (j.contains("region_mode") && !j["region_mode"].is_null()) {
+    ASSIGN_OR_RETURN(s.region_mode, RegionModeConfig::FromJson(j["region_mode"], "transform.region_mode"));
+    if (s.region_mode.enabled()) RETURN_IF_ERROR(CheckRegionModeKind(*s.transform));
+  }
   return s;
 }
 
@@ -122,7 +145,7 @@ absl::Status PipelineSpec::CheckLayoutStable(const std::vector<int64_t>& input_s
       }
     }
     if (ts.kind == TransformKind::kConvertSegmentationToRegions && regions == SIZE_MAX) regions = i;
-    if (ds != SIZE_MAX && ts.transform->UsesLabels()) {
+    if (ds != SIZE_MAX && (ts.transform->UsesLabels() || ts.region_mode.enabled())) {
       return ju::Invalid(field(), absl::StrCat("(", std::string(TransformKindName(ts.kind)),
                                              ") uses the labels after downsample_seg_for_ds (transform ", ds,
                                              "), whose label pyramid is final: move it before that entry"));
@@ -146,6 +169,7 @@ nlohmann::json TransformSpec::ToJson() const {
                       {"config", transform->ConfigToJson()}};
   if (one_of_group != 0) j["one_of_group"] = one_of_group;
   if (same_on_batch) j["same_on_batch"] = true;
+  if (region_mode.enabled()) j["region_mode"] = region_mode.ToJson();
   return j;
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "augment/region_mode.h"
 #include "augment/transform.h"
 #include "nlohmann/json.hpp"
 
@@ -42,6 +43,11 @@ struct TransformSpec {
   // batch — from RandomStream(seed, first sample of the batch, t) for every sample of the batch (per-voxel fields
   // such as noise stay keyed by the sample). Engines that run one sample alone draw from the sample's own stream.
   bool same_on_batch = false;
+  // AugLab's in_seg / out_seg / mix_in_out (augment/region_mode.h): the engines blend the entry's output with its
+  // input by the drawn region of the labels. Only on intensity kinds (INVALID_ARGUMENT "transform.region_mode"
+  // otherwise: spatial, layout- or shape-changing kinds, kinds that read or write the labels except
+  // redistribute_seg). Default off.
+  RegionModeConfig region_mode;
 
   // Whether this entry is its group's member for (seed, sample): U over RandomStream(seed, sample,
   // kOneOfTransformIndex, one_of_group) picks member ⌊U·size⌋. Always true outside a group.
@@ -53,7 +59,7 @@ struct TransformSpec {
   // INVALID_ARGUMENT for a null transform or p outside [0, 1].
   static absl::StatusOr<TransformSpec> Make(std::shared_ptr<const Transform> transform, double apply_probability);
   // {"kind": "gamma", "apply_probability": 0.3, "config": {...bgv2 constructor args...}, "one_of_group": 0,
-  //  "same_on_batch": false}
+  //  "same_on_batch": false, "region_mode": {"in_seg": 0, "out_seg": 0, "mix_in_out": false}}
   static absl::StatusOr<TransformSpec> FromJson(const nlohmann::json& j);
   nlohmann::json ToJson() const;
 };

@@ -318,6 +318,27 @@ TEST(AdapterTest, LabelTensorsConvertToTheRequestedDType) {
   EXPECT_EQ(ToProto(image, "image", DType::kInt8, &out).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(AdapterTest, RegionModesReachTheEngineEntry) {
+  v1::PipelineSpec spec;
+  v1::TransformSpec* t = spec.add_transforms();
+  t->set_kind(v1::CLAMP);
+  t->mutable_clamp();
+  t->mutable_region_mode()->set_in_seg(0.5);
+  t->mutable_region_mode()->set_out_seg(0.25);
+  t->mutable_region_mode()->set_mix_in_out(true);
+  absl::StatusOr<PipelineSpec> p = PipelineFromProto(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->transforms[0].region_mode.in_seg, 0.5);
+  EXPECT_DOUBLE_EQ(p->transforms[0].region_mode.out_seg, 0.25);
+  EXPECT_TRUE(p->transforms[0].region_mode.mix_in_out);
+  t->set_kind(v1::MIRROR);  // not an intensity kind: refused, naming the field
+  t->mutable_mirror()->add_allowed_axes(0);
+  p = PipelineFromProto(spec);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("region_mode"), std::string::npos) << p.status();
+}
+
 TEST(AdapterTest, ExplicitTransformListsBecomeEnginePipelines) {
   v1::PipelineSpec spec;
   v1::TransformSpec* t = spec.add_transforms();

@@ -126,6 +126,11 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
       c->seg_drop_ += e.seg_drop;
     }
     ASSIGN_OR_RETURN(e.stage, MakeCudaStage(*ts.transform, t));
+    if (ts.region_mode.enabled()) {  // AugLab's in_seg / out_seg around the entry's stage (region_mode.h)
+      auto wrapped = std::make_unique<RegionModeStage>(std::move(e.stage));
+      e.region = wrapped.get();
+      e.stage = std::move(wrapped);
+    }
     c->entries_.push_back(std::move(e));
   }
   if (c->spatial_index_ != SIZE_MAX) {
@@ -316,15 +321,19 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   ChainTensors tp = t0, tp_in = pre_t;
   std::vector<const TransformParams*> params(g.batch);
   std::vector<std::unique_ptr<TransformParams>> lifted(two_d ? g.batch : 0);  // 3D forms of 2D parameters
+  std::vector<RegionDraw> regions;
   for (Entry& e : entries_) {
+    if (e.region != nullptr) regions.assign(static_cast<size_t>(g.batch), RegionDraw{});
     for (int64_t b = 0; b < g.batch; ++b) {
       const AppliedTransform& at = records[b].transforms[e.index];
       params[b] = at.applied ? at.params.get() : nullptr;
+      if (e.region != nullptr && at.applied) regions[b] = at.region;
       if (two_d && params[b] != nullptr) {
         ASSIGN_OR_RETURN(lifted[b], LiftParams2D(e.kind, *params[b]));
         if (lifted[b] != nullptr) params[b] = lifted[b].get();
       }
     }
+    if (e.region != nullptr) e.region->SetRegions(regions);
     if (before_spatial(e)) {  // no regions here (staged otherwise)
       RETURN_IF_ERROR(e.stage->Prepare(params, tp_in, arena_));
       continue;

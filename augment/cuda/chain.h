@@ -41,6 +41,7 @@
 #include "augment/cuda/chain_spatial.h"
 #include "augment/cuda/io.h"
 #include "augment/cuda/fused_params.h"
+#include "augment/cuda/region_mode_stage.h"
 #include "augment/cuda/stage.h"
 #include "augment/batch.h"
 #include "augment/pipeline.h"
@@ -77,6 +78,7 @@ class CudaChain {
     int32_t regions;  // convert_segmentation_to_regions: output channels; else 0
     int32_t image_growth = 0;  // move_seg_as_one_hot_to_data: image channels appended
     int32_t seg_drop = 0;      // move_seg_as_one_hot_to_data with remove_channel_from_source: 1
+    RegionModeStage* region = nullptr;  // the entry's region mode wrapper (owned by `stage`), else null
   };
   CudaChain() = default;
 

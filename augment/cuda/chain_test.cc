@@ -353,6 +353,56 @@ TEST(CudaChainSpatial, DaextKinds) {
   }
 }
 
+// AugLab's region modes (augment/region_mode.h: the chain's RegionModeStage around the entry's stage) on intensity
+// kinds of the default chain, the DAExt stages and the AugLab extras, in / out / all and mix_in_out, per sample and
+// same_on_batch, in front of and after the spatial entry; one and two seg channels (m sums them); 2D samples.
+std::vector<TransformSpec> RegionModeEntries(bool mix) {
+  const nlohmann::json region = {{"in_seg", 0.5}, {"out_seg", 0.5}, {"mix_in_out", mix}};
+  std::vector<TransformSpec> out;
+  const std::vector<nlohmann::json> entries = {
+      {{"kind", "gamma"}, {"config", {{"gamma", {0.7, 1.5}}, {"p_invert_image", 0.0}, {"synchronize_channels", false},
+                                      {"p_per_channel", 1.0}, {"p_retain_stats", 0.0}}}},
+      {{"kind", "multiplicative_brightness"},
+       {"config", {{"multiplier_range", {0.75, 1.25}}, {"synchronize_channels", true}, {"p_per_channel", 1.0}}},
+       {"same_on_batch", true}},
+      {{"kind", "clamp"}, {"config", nlohmann::json::object()}},
+      {{"kind", "auglab_bias_field"}, {"config", nlohmann::json::object()}, {"same_on_batch", true}},
+      {{"kind", "edge_convolution"}, {"config", nlohmann::json::object()}},
+      {{"kind", "unsharp_mask"}, {"config", nlohmann::json::object()}},
+      {{"kind", "histogram_equalization"}, {"config", nlohmann::json::object()}},
+      // the preset's split RandomFunctionGPU / RandomInverseGPU entries (auglab_daext.py)
+      {{"kind", "intensity_function"}, {"config", {{"functions", {"sqrt"}}, {"p_function", 1.0}, {"p_inverse", 0.0}}}},
+      {{"kind", "intensity_function"},
+       {"config", {{"functions", nlohmann::json::array()}, {"p_function", 0.0}, {"p_inverse", 1.0}}}}};
+  for (nlohmann::json j : entries) {
+    j["apply_probability"] = 0.8;
+    j["region_mode"] = region;
+    absl::StatusOr<TransformSpec> t = TransformSpec::FromJson(j);
+    EXPECT_TRUE(t.ok()) << j.dump() << ": " << t.status();
+    if (t.ok()) out.push_back(*std::move(t));
+  }
+  return out;
+}
+
+TEST(CudaChain, RegionModes) {
+  for (bool front : {true, false}) {
+    for (bool mix : {false, true}) {
+      const auto with_regions = [front, mix](PipelineSpec s) {
+        const std::vector<TransformSpec> e = RegionModeEntries(mix);
+        s.transforms.insert(s.transforms.begin() + (front ? 0 : 1), e.begin(), e.end());  // entry 0: spatial
+        return s;
+      };
+      const std::string name = std::string(front ? "regions-front" : "regions-after-spatial") + (mix ? "-mix" : "");
+      RunCase({name, [&] { return with_regions(ForceOn(*NnunetDefaultPipeline(Config({20, 24, 22}, 2)))); }, {}, 3,
+               2});
+      RunCase({name + "-2seg", [&] { return with_regions(ForceOn(*NnunetDefaultPipeline(Config({16, 18, 20}, 1)))); },
+               {}, 2, 1, 2, 3});
+      RunCase({"2d-" + name, [&] { return with_regions(ForceOn(*NnunetDefaultPipeline(Config2D({33, 28}, 1)))); },
+               {}, 2, 1, 1, 4, DType::kFloat32, true});
+    }
+  }
+}
+
 // nnUNetTrainerDAExt's TorchIO spatial transforms and AugLab's low-res (their stages: augment/transforms/{anisotropy,
 // torchio_affine,elastic_deformation,auglab_low_resolution}/*_cuda.cc) ahead of nnU-Net's default pipeline, at the
 // input shape, image and labels: the whole engine on both devices. 2D samples: all but auglab_low_resolution

@@ -114,6 +114,7 @@ absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec) {
     const Transform* tr = ts.transform.get();
     const std::string_view name = TransformKindName(ts.kind);
     int st = -1;
+    if (ts.region_mode.enabled()) return Unimplemented(name, t, "region_mode (the generic chain runs it)");
     switch (ts.kind) {
       case TransformKind::kSpatial: {
         RETURN_IF_ERROR(PlanSpatial(ts, t, plan));

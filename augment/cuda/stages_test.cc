@@ -9,6 +9,7 @@
 #include "augment/cuda/backend.h"
 #include "augment/cuda/chain.h"
 #include "augment/cuda/chain_2d.h"
+#include "augment/cuda/fused_params.h"
 #include "augment/cuda/status.h"
 #include "augment/cuda/stages.h"
 #include "augment/engine.h"
@@ -207,6 +208,21 @@ TEST(CudaChain, Coverage) {
   const absl::Status cpu = AugmentBatch(spec, in, RunOptions{}).status();
   EXPECT_EQ(cpu.code(), absl::StatusCode::kInvalidArgument) << cpu;
   EXPECT_EQ(cpu.message(), s.status().message());
+}
+
+// Region modes (augment/region_mode.h): the fused kernels refuse them (naming region_mode), the chain wraps the
+// entry's stage (GPU parity: CudaChain.RegionModes in cuda/chain_test.cc).
+TEST(CudaChain, RegionModesRunOnTheChain) {
+  PipelineSpec spec = *NnunetDefaultPipeline(SmallConfig());
+  for (TransformSpec& ts : spec.transforms) ts.apply_probability = 1.0;  // the fused kernels' all-on pipeline
+  ASSERT_TRUE(MakeCudaPlan(spec).ok()) << MakeCudaPlan(spec).status();
+  for (TransformSpec& ts : spec.transforms)
+    if (ts.kind == TransformKind::kGamma) ts.region_mode = RegionModeConfig{0.5, 0.5, true};
+  const absl::StatusOr<CudaPlan> plan = MakeCudaPlan(spec);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("region_mode"), std::string::npos) << plan.status();
+  auto chain = CudaChain::Create(spec);
+  EXPECT_TRUE(chain.ok()) << chain.status();
 }
 
 // Pipelines the staged chain / DS-not-last path takes (GPU parity cases in cuda/chain_test.cc).

@@ -5,7 +5,8 @@
 // then x ← clamp(x, quantile(x, q_lo), quantile(x, q_hi)) with torch.quantile's 'linear' rule in float32 (rank
 // q·(n − 1), lerp of the two neighbouring order statistics), and with retain_stats x ← (x − mean)/(std + 1e-8)·σ₀
 // + μ₀ (unbiased std, statistics before the clamp). A result with NaN / Inf leaves the channel as it was (AugLab's
-// guard). Per-sample draws (AugLab's same_on_batch=False branch); not covered: in_seg / out_seg / mix_in_out.
+// guard). Per-sample draws (AugLab's same_on_batch=False branch); in_seg / out_seg / mix_in_out: the
+// pipeline entry's region_mode (augment/region_mode.h).
 //
 //   auto t = ClampTransform::FromJson({{"max_clamp_amount", 0.2}, {"retain_stats", true}});
 #pragma once

@@ -22,7 +22,8 @@
 // classes); augmentd keeps a random half of the label values. AugLab draws the coins once per batch and channel;
 // augmentd per sample. A sample without segmentation is transformed everywhere (AugLab: no mask → "all"). Some
 // AugLab versions rescale the transformed channel to the original's min/max before blending (normalize=True);
-// augmentd does not (the newer default).
+// augmentd does not (the newer default). AugLab 20260109's own rule (rescale, blend by label values) is the pipeline
+// entry's `region_mode` (augment/region_mode.h), which works on any intensity kind.
 #pragma once
 
 #include <cstdint>

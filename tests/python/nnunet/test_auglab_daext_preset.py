@@ -21,7 +21,8 @@ from auglab_params_20260109 import AUGLAB_20260109  # noqa: E402
 
 EXPECTED = [  # (kind, apply_probability) in AugTransformsGPU order, after the CPU part
     ("clamp", 0.4), ("gaussian_noise", 0.1), ("unsharp_mask", 0.1), ("multiplicative_brightness", 0.15),
-    ("gamma", 0.3), ("gamma", 0.1), ("contrast", 0.15), ("intensity_function", 1.0),
+    ("gamma", 0.3), ("gamma", 0.1), ("contrast", 0.15), *[("intensity_function", 0.05)] * 5,
+    ("intensity_function", 0.3),
     ("histogram_equalization", 0.2), ("auglab_low_resolution", 0.25), ("auglab_low_resolution", 0.4),
     ("auglab_bias_field", 0.2), ("redistribute_seg", 0.3), ("edge_convolution", 0.15), ("unsharp_mask", 0.1),
     ("random_convolution", 0.1), ("zscore_normalization", 0.3)]
@@ -45,9 +46,28 @@ def test_entries_follow_auglab_order_and_probabilities():
     assert acq.config == {"mode": "acq", "scale": [0.2, 1.0], "scale_axes": [1]}
     blur = next(e for s, e in by_src.items() if "GaussianBlurTransform" in s)
     assert blur.config["unsharp_amount"] == -1.0 and blur.config["sigma"] == 3.0
-    fn = next(e for e in pipe.entries if e.kind == "intensity_function")
-    assert fn.config["p_function"] == 0.05 and fn.config["p_inverse"] == 0.3
-    assert any("in_seg" in f for f in pipe.folded) and any("same_on_batch" in f for f in pipe.folded)
+    fns = [e for e in pipe.entries if e.kind == "intensity_function"]  # one per AugLab transform (own region each)
+    assert [e.config["functions"] for e in fns] == [["log1p"], ["sqrt"], ["sin"], ["exp"], ["sigmoid"], []]
+    assert [e.config["p_function"] for e in fns] == [1.0] * 5 + [0.0]
+    assert [e.config["p_inverse"] for e in fns] == [0.0] * 5 + [1.0]
+    fn = fns[-1]
+    assert any("same_on_batch" in f for f in pipe.folded)
+    # the region modes travel on the entries (augment/region_mode.h)
+    assert [f for f in pipe.folded if "in_seg" in f] == []
+    clamp = next(e for e in pipe.entries if e.kind == "edge_convolution")  # ScharrTransform
+    assert clamp.region_mode == {"in_seg": 0.5, "out_seg": 0.5, "mix_in_out": True}
+    bias = next(e for e in pipe.entries if e.kind == "auglab_bias_field")
+    assert bias.region_mode == {"in_seg": 0.5, "out_seg": 0.5, "mix_in_out": False}
+    assert clamp.engine_json()["region_mode"] == clamp.region_mode
+    assert entry_proto(clamp).region_mode.in_seg == 0.5 and entry_proto(clamp).region_mode.mix_in_out
+    assert fn.region_mode == {"in_seg": 0.5, "out_seg": 0.5, "mix_in_out": False}
+    assert all(e.region_mode == fn.region_mode for e in fns)
+    # without region modes: AugLab's six transforms stay one merged entry
+    plain = {k: ({kk: vv for kk, vv in v.items() if kk not in ("in_seg", "out_seg", "mix_in_out")}
+                 if isinstance(v, dict) else v) for k, v in AUGLAB_20260109.items()}
+    merged = [e for e in _pipe(plain).entries if e.kind == "intensity_function"]
+    assert len(merged) == 1 and merged[0].config["p_function"] == 0.05 and merged[0].config["p_inverse"] == 0.3
+    assert all(e.region_mode is None for e in _pipe(plain).entries)
     for e in pipe.entries:  # every entry has a wire form
         assert entry_proto(e).kind != 0
 

@@ -14,10 +14,12 @@ The pipeline is what nnUNetTrainerDAExtGPU applies to a batch, in order: its CPU
 SpatialTransform with p_rotation 0 / p_scaling 0 and nearest labels, MaskImage, RemoveLabel(−1 → 0), regions, AugLab's
 CPU ZscoreNormalization of channel 0 with the unbiased std), then ``AugTransformsGPU``'s entries in
 ``_build_transforms`` order (p = the entry's apply_probability, entries with p = 0 left out), then the DS pyramid
-(``train_step`` builds it after the GPU transforms). Not reproduced, and said so: AugLab's per-batch draws
-(``same_on_batch=True``; augmentd draws per sample), the region modes ``in_seg`` / ``out_seg`` / ``mix_in_out``
-(listed in ``Pipeline.folded``), and entries without an augmentd kind (AffineTransform): with p > 0
-they raise ``Untranslatable``.
+(``train_step`` builds it after the GPU transforms). The region modes ``in_seg`` / ``out_seg`` / ``mix_in_out``
+become the entry's ``region_mode`` (augment/region_mode.h, AugLab 20260109's blend); with region modes on, AugLab's
+five RandomFunctionGPU and its RandomInverseGPU become six ``intensity_function`` entries (one region draw each, as
+AugLab), else one merged entry. Not reproduced, and said so: AugLab's per-batch draws unless ``per_batch``
+(``same_on_batch=True``; augmentd draws per sample), and entries without an augmentd kind (AffineTransform): with
+p > 0 they raise ``Untranslatable``.
 """
 from __future__ import annotations
 
@@ -56,10 +58,12 @@ def _p(block: Dict[str, Any]) -> float:
     return float(block.get("probability", 0))
 
 
-def _region_note(name: str, block: Dict[str, Any], folded: List[str]) -> None:
-    if float(block.get("in_seg", 0)) > 0 or float(block.get("out_seg", 0)) > 0:
-        folded.append(f"{name}: in_seg={block.get('in_seg', 0)} out_seg={block.get('out_seg', 0)} "
-                      f"mix_in_out={block.get('mix_in_out', False)} not reproduced (transform applied everywhere)")
+def _region_mode(block: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The entry's region_mode for AugLab's block (None when both probabilities are 0: off)."""
+    i, o = float(block.get("in_seg", 0)), float(block.get("out_seg", 0))
+    if i <= 0 and o <= 0:
+        return None
+    return {"in_seg": i, "out_seg": o, "mix_in_out": bool(block.get("mix_in_out", False))}
 
 
 def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optional[List[str]] = None,
@@ -73,13 +77,12 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     def add(name: str, kind: str, config: Dict[str, Any], p: float, region_block: Optional[dict] = None) -> None:
         if p <= 0:
             return
-        if region_block is not None:
-            _region_note(name, region_block, folded)
         # per_batch: AugLab's same_on_batch=True (one decision + one draw per batch); RandConv kernels and
         # RedistributeSeg draws stay per sample in AugLab, so those entries stay per sample here (their decision too)
         same = per_batch and kind not in ("random_convolution", "redistribute_seg")
         out.append(Entry(source=f"AugTransformsGPU > {name} (p={p:g})", kind=kind, config=config, apply_probability=p,
-                         same_on_batch=same))
+                         same_on_batch=same,
+                         region_mode=_region_mode(region_block) if region_block is not None else None))
 
     b = params.get("ClampTransform")
     if b is not None:
@@ -122,9 +125,20 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
         inv = inv or {}
         cfg = {"p_function": _p(f), "retain_stats": bool(f.get("retain_stats", False)), "p_inverse": _p(inv),
                "inverse_retain_stats": bool(inv.get("retain_stats", False))}
-        if _p(f) > 0 or _p(inv) > 0:
-            for name, blk in (("FunctionTransform", f), ("InverseTransform", inv)):
-                _region_note(name, blk, folded)
+        if (_p(f) > 0 or _p(inv) > 0) and (_region_mode(f) is not None or _region_mode(inv) is not None):
+            # Each of AugLab's six transforms draws its own region: one entry each (log1p, sqrt, sin, exp, sigmoid
+            # in func_list order, then the inverse), so each carries its block's region_mode.
+            for fn in ("log1p", "sqrt", "sin", "exp", "sigmoid"):
+                add(f"FunctionTransform {fn}", "intensity_function",
+                    {"functions": [fn], "p_function": 1.0, "retain_stats": cfg["retain_stats"], "p_inverse": 0.0},
+                    _p(f), f)
+            if per_batch and _region_mode(inv) is not None:
+                folded.append("InverseTransform region coins: AugLab draws them per sample (its loop over the batch); "
+                              "per_batch draws them once per batch")
+            add("InverseTransform", "intensity_function",
+                {"functions": [], "p_function": 0.0, "p_inverse": 1.0,
+                 "inverse_retain_stats": cfg["inverse_retain_stats"]}, _p(inv), inv)
+        elif _p(f) > 0 or _p(inv) > 0:
             out.append(Entry(source="AugTransformsGPU > RandomFunctionGPU ×5 + RandomInverseGPU", kind="intensity_function",
                              config=cfg, same_on_batch=per_batch))
     b = params.get("HistogramEqualizationTransform")

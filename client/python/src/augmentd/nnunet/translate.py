@@ -46,6 +46,8 @@ class Entry:
     apply_probability: float = 1.0
     one_of_group: int = 0
     same_on_batch: bool = False  # AugLab's same_on_batch=True: one decision + one draw per batch
+    # AugLab's in_seg / out_seg / mix_in_out (augment/region_mode.h): {"in_seg", "out_seg", "mix_in_out"} or None
+    region_mode: Optional[Dict[str, Any]] = None
 
     def engine_json(self) -> dict:
         j = {"kind": self.kind, "config": self.config}
@@ -55,6 +57,8 @@ class Entry:
             j["one_of_group"] = self.one_of_group
         if self.same_on_batch:
             j["same_on_batch"] = True
+        if self.region_mode:
+            j["region_mode"] = dict(self.region_mode)
         return j
 
 
@@ -741,5 +745,7 @@ def entry_proto(e: Entry, ndim: int = 3) -> pipeline_pb2.TransformSpec:
     spec = pipeline_pb2.TransformSpec(kind=pipeline_pb2.TransformKind.Value(e.kind.upper()),
                                       apply_probability=e.apply_probability, one_of_group=e.one_of_group,
                                       same_on_batch=e.same_on_batch)
+    if e.region_mode:
+        spec.region_mode.CopyFrom(pipeline_pb2.RegionMode(**e.region_mode))
     getattr(spec, e.kind).CopyFrom(_params_proto(e.kind, e.config, ndim))
     return spec
