@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "augment/rng.h"
 
@@ -153,6 +154,39 @@ struct Window3 {
   }
 };
 
+// Unrolled in device code only (gcc warns on an unknown pragma under -Wall).
+#ifdef __CUDA_ARCH__
+#define AUGMENTD_DA5_UNROLL _Pragma("unroll")
+#else
+#define AUGMENTD_DA5_UNROLL
+#endif
+#ifdef __CUDACC__
+#define AUGMENTD_HD_CONSTEXPR __host__ __device__ constexpr
+#else
+#define AUGMENTD_HD_CONSTEXPR constexpr
+#endif
+
+// Window3 with the size K fixed at compile time (the kernel's DA5 sizes): the two inner loops unroll into K²
+// shared loads at constant offsets when the strides are compile-time constants too (the kernel's tile), with no
+// per-key loop counter; the outer loop stays a loop (code size K² per pass). Same keys in the same order.
+template <int K>
+struct Window3K {
+  const uint32_t* base;
+  int stride_a;
+  int stride_b;
+  template <typename F>
+  AUGMENTD_HD void ForEach(F&& f) const {
+    for (int a = 0; a < K; ++a) {
+      const uint32_t* plane = base + a * stride_a;
+      AUGMENTD_DA5_UNROLL
+      for (int b = 0; b < K; ++b) {
+        AUGMENTD_DA5_UNROLL
+        for (int c = 0; c < K; ++c) f(plane[b * stride_b + c]);
+      }
+    }
+  }
+};
+
 // A k×k window of keys (the planar median of a d0 = 1 slice): element (b, c) at base[b·stride_b + c].
 struct Window2 {
   const uint32_t* base;
@@ -281,6 +315,99 @@ AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist
     if (less <= r && r < leq) return cand[i];
   }
   return lo;  // not reached: the bin holds the answer
+}
+
+// Register selection for the small windows (k = 2, 3: 8 and 27 keys). Batcher's odd–even merge sort on N keys, any
+// N: the network of the next power of two with every comparator that touches a position ≥ N dropped (= padding with
+// +∞ keys, which no comparator moves). Comparator t of the network as positions (i, j), i < j, min to i.
+struct Comparator {
+  int i, j;
+};
+// t < 0: the number of comparators; else comparator t.
+AUGMENTD_HD_CONSTEXPR Comparator BatcherComparator(int n, int t) {
+  int count = 0;
+  for (int p = 1; p < n; p *= 2)
+    for (int k = p; k >= 1; k /= 2)
+      for (int j = k % p; j + k < n; j += 2 * k)
+        for (int i = 0; i < k && i + j + k < n; ++i)
+          if ((i + j) / (2 * p) == (i + j + k) / (2 * p)) {
+            if (count == t) return Comparator{i + j, i + j + k};
+            ++count;
+          }
+  return Comparator{count, -1};
+}
+AUGMENTD_HD_CONSTEXPR int BatcherCount(int n) { return BatcherComparator(n, -1).i; }
+
+template <int N, int T>
+AUGMENTD_HD void CompareSwapAt(uint32_t* v) {
+  constexpr Comparator c = BatcherComparator(N, T);
+  const uint32_t a = v[c.i], b = v[c.j];
+  v[c.i] = a < b ? a : b;
+  v[c.j] = a < b ? b : a;
+}
+template <int N, int... T>
+AUGMENTD_HD void SortNetworkImpl(uint32_t* v, std::integer_sequence<int, T...>) {
+  (void)v;  // N = 1: no comparator
+  (CompareSwapAt<N, T>(v), ...);
+}
+// Sorts v[0, N) ascending; every index is a compile-time constant, so a local array stays in registers and the
+// comparators whose outputs are not used (SelectRankNetwork reads one position) are removed by the compiler.
+template <int N>
+AUGMENTD_HD void SortNetwork(uint32_t* v) {
+  SortNetworkImpl<N>(v, std::make_integer_sequence<int, BatcherCount(N)>{});
+}
+
+// The key of rank R (0-based) of the K³ window w (Window3K<K>): loaded into registers once, sorted by the
+// network, position R read — the same key as SelectRankKey / std::nth_element (a sort is an exact selection).
+template <int K, int R>
+AUGMENTD_HD uint32_t SelectRankNetwork(const Window3K<K>& w) {
+  constexpr int N = K * K * K;
+  static_assert(R >= 0 && R < N, "rank inside the window");
+  uint32_t v[N];
+  AUGMENTD_DA5_UNROLL
+  for (int a = 0; a < K; ++a) {
+    AUGMENTD_DA5_UNROLL
+    for (int b = 0; b < K; ++b) {
+      AUGMENTD_DA5_UNROLL
+      for (int c = 0; c < K; ++c) v[(a * K + b) * K + c] = w.base[a * w.stride_a + b * w.stride_b + c];
+    }
+  }
+  SortNetwork<N>(v);
+  return v[R];
+}
+
+// The median key (rank ⌊K³/2⌋) of the K³ window at `base` (strides as Window3), the per-voxel selection of the
+// median kernel for a compile-time K: K ≤ 3 the register network (≤ 27 keys), else SelectRankKeyHist on the
+// unrolled window (`hist` / `stride` as there). K = 0: k at run time (Window3).
+template <int K>
+AUGMENTD_HD uint32_t MedianKey3(const uint32_t* base, int k, int stride_a, int stride_b, uint32_t* hist,
+                                int stride) {
+  if constexpr (K == 0) {
+    return SelectRankKeyHist(Window3{base, k, stride_a, stride_b}, static_cast<uint32_t>(k * k * k / 2), hist,
+                             stride);
+  } else if constexpr (K <= 3) {
+    return SelectRankNetwork<K, K * K * K / 2>(Window3K<K>{base, stride_a, stride_b});
+  } else {
+    return SelectRankKeyHist(Window3K<K>{base, stride_a, stride_b}, static_cast<uint32_t>(K * K * K / 2), hist,
+                             stride);
+  }
+}
+
+// Largest k with a compile-time build of the median kernel (DA5 draws 2…7); larger k run MedianKey3<0>.
+inline constexpr int kMedianMaxCompiledSize = 7;
+
+// MedianKey3 for a run-time k: the compiled build of k if there is one (what the kernel dispatches to).
+AUGMENTD_HD uint32_t MedianKey3Any(const uint32_t* base, int k, int stride_a, int stride_b, uint32_t* hist,
+                                   int stride) {
+  switch (k) {
+    case 2: return MedianKey3<2>(base, k, stride_a, stride_b, hist, stride);
+    case 3: return MedianKey3<3>(base, k, stride_a, stride_b, hist, stride);
+    case 4: return MedianKey3<4>(base, k, stride_a, stride_b, hist, stride);
+    case 5: return MedianKey3<5>(base, k, stride_a, stride_b, hist, stride);
+    case 6: return MedianKey3<6>(base, k, stride_a, stride_b, hist, stride);
+    case 7: return MedianKey3<7>(base, k, stride_a, stride_b, hist, stride);
+    default: return MedianKey3<0>(base, k, stride_a, stride_b, hist, stride);
+  }
 }
 
 // ------------------------------------------------------------------------------------------------------------

@@ -35,7 +35,8 @@ int64_t BitMismatches(const std::vector<float>& got, const std::vector<float>& w
   return bad;
 }
 
-// The median kernel on the host: the whole channel as one tile, halo by ReflectIndex, SelectRankKeyHist per voxel.
+// The median kernel on the host: the whole channel as one tile, halo by ReflectIndex, the kernel's per-voxel
+// dispatch MedianKey3Any (register network for k ≤ 3, unrolled histogram selection for 4…7, run-time k above).
 std::vector<float> EmulateMedian(const float* x, const int d[3], int k) {
   const int before = k / 2, h0 = d[0] + k - 1, h1 = d[1] + k - 1, h2 = d[2] + k - 1;
   std::vector<uint32_t> keys(static_cast<size_t>(h0) * h1 * h2);
@@ -51,9 +52,8 @@ std::vector<float> EmulateMedian(const float* x, const int d[3], int k) {
   for (int i = 0; i < d[0]; ++i)
     for (int j = 0; j < d[1]; ++j)
       for (int l = 0; l < d[2]; ++l) {
-        const Window3 w{&keys[(static_cast<size_t>(i) * h1 + j) * h2 + l], k, h1 * h2, h2};
         out[(i * d[1] + j) * d[2] + l] =
-            KeyToFloat(SelectRankKeyHist(w, static_cast<uint32_t>(k * k * k / 2), hist, 1));
+            KeyToFloat(MedianKey3Any(&keys[(static_cast<size_t>(i) * h1 + j) * h2 + l], k, h1 * h2, h2, hist, 1));
       }
   return out;
 }
@@ -119,6 +119,73 @@ TEST(Da5Math, HistogramSelectionEqualsSortedRank) {
   EXPECT_EQ(windows, 7 * 8 * 6);
 }
 
+// SortNetwork<N> sorts every 0/1 input (the 0-1 principle: then it sorts every input) for N ≤ 16 exhaustively, and
+// random 0/1 and key inputs for the sizes the median uses (8, 27) and its neighbours.
+template <int N>
+void ExpectSortsAll(std::mt19937& rng) {
+  auto check = [](std::vector<uint32_t> in) {
+    uint32_t v[N] = {};
+    std::copy(in.begin(), in.end(), v);
+    SortNetwork<N>(v);
+    std::sort(in.begin(), in.end());
+    ASSERT_TRUE(std::equal(in.begin(), in.end(), v)) << "N " << N;
+  };
+  std::vector<uint32_t> in(N);
+  if (N <= 16) {
+    for (uint32_t bits = 0; bits < (1u << N); ++bits) {
+      for (int i = 0; i < N; ++i) in[i] = (bits >> i) & 1u;
+      check(in);
+    }
+  }
+  for (int rep = 0; rep < 20000; ++rep) {
+    for (int i = 0; i < N; ++i) in[i] = rep % 2 ? rng() & 1u : rng() % 7u * 0x28F5C28Fu;
+    check(in);
+  }
+}
+
+TEST(Da5Math, BatcherNetworkSortsEverySize) {
+  std::mt19937 rng(7);
+  ExpectSortsAll<1>(rng);
+  ExpectSortsAll<2>(rng);
+  ExpectSortsAll<3>(rng);
+  ExpectSortsAll<5>(rng);
+  ExpectSortsAll<8>(rng);
+  ExpectSortsAll<11>(rng);
+  ExpectSortsAll<16>(rng);
+  ExpectSortsAll<17>(rng);
+  ExpectSortsAll<27>(rng);
+  ExpectSortsAll<32>(rng);
+  EXPECT_EQ(BatcherCount(8), 19);    // Batcher's 8-key network
+  EXPECT_EQ(BatcherCount(16), 63);   // and 16
+  EXPECT_EQ(BatcherCount(32), 191);  // and 32
+}
+
+// MedianKey3Any (the kernel's per-voxel dispatch) = std::nth_element on windows cut out of a larger key block
+// (strides ≠ k), for every compiled size and two run-time ones, on the data kinds of the selection test above.
+TEST(Da5Math, MedianKeyDispatchEqualsSortedRank) {
+  std::mt19937 rng(99);
+  std::normal_distribution<float> normal(0.3f, 1.0f);
+  for (int k = 1; k <= 9; ++k)
+    for (int kind = 0; kind < 3; ++kind)
+      for (int rep = 0; rep < 20; ++rep) {
+        const int sb = k + 3, sa = sb * (k + 2);  // rows of k + 3 keys, planes of k + 2 rows
+        std::vector<uint32_t> block(static_cast<size_t>(sa) * k);
+        for (uint32_t& v : block) {
+          const float g = normal(rng);
+          v = OrderedKey(kind == 0 ? g : kind == 1 ? std::round(g) + 0.0f : (rng() % 5 == 0 ? 1e30f : 0.5f));
+        }
+        const int off = rep % 3;  // window start inside the block
+        std::vector<uint32_t> win;
+        for (int a = 0; a < k; ++a)
+          for (int b = 0; b < k; ++b)
+            for (int c = 0; c < k; ++c) win.push_back(block[off + a * sa + b * sb + c]);
+        std::nth_element(win.begin(), win.begin() + win.size() / 2, win.end());
+        uint32_t hist[kSelectHistBins * 2];
+        ASSERT_EQ(MedianKey3Any(block.data() + off, k, sa, sb, hist + 1, 2), win[win.size() / 2])
+            << "k " << k << " kind " << kind << " rep " << rep;
+      }
+}
+
 // A random 2-channel sample; `quantised`: many ties, so the rank rule matters (+ 0.0f: no −0, whose order against
 // +0 is arbitrary).
 SampleData MedianInput(const std::vector<int64_t>& shape, bool quantised, uint32_t seed) {
@@ -141,7 +208,7 @@ void CpuMedian(SampleData& s, int64_t k) {
 TEST(Da5Math, MedianEqualsCpuTransformBitForBit) {
   const std::vector<std::vector<int64_t>> shapes = {{5, 6, 7}, {2, 3, 9}, {1, 4, 5}, {9, 8, 3}};
   for (const auto& shape : shapes)
-    for (int k = 2; k <= 7; ++k)
+    for (int k = 2; k <= 9; ++k)  // every compiled size (2…7) and the run-time path (8, 9)
       for (bool quantised : {false, true}) {
         SampleData s = MedianInput(shape, quantised, 100 * k + static_cast<uint32_t>(shape[0]));
         const int d[3] = {static_cast<int>(shape[0]), static_cast<int>(shape[1]), static_cast<int>(shape[2])};

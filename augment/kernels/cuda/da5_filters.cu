@@ -23,22 +23,17 @@ static_assert(kPy * kPx == kThreads);
 constexpr int kHistWords = kSelectHistBins * kThreads;  // per-thread histogram columns (SelectRankKeyHist)
 constexpr size_t kDefaultSmem = 48 * 1024;
 
-__global__ void MedianKernel(const float* __restrict__ src, float* __restrict__ dst, const int32_t* __restrict__ ks,
-                             int d0, int d1, int d2, int tiles1, int tiles2) {
-  const int slice = blockIdx.y;
-  const int k = ks[slice];
-  if (k <= 1) return;
-  extern __shared__ uint32_t smem[];  // kSelectHistBins × kThreads histogram columns, then the key tile
+// One 4×8×8 output tile of window size k (K: compile-time, 0 = run-time k): halo keys to shared memory, then
+// MedianKey3<K> per thread (da5_math.h: the register network for K ≤ 3, the histogram selection on the unrolled
+// window above).
+template <int K>
+__device__ __forceinline__ void MedianTile(const float* __restrict__ s, float* __restrict__ o, uint32_t* smem,
+                                           int k_run, int d0, int d1, int d2, int o0, int o1, int o2) {
+  const int k = K == 0 ? k_run : K;
   uint32_t* keys = smem + kSelectHistBins * kThreads;
-  const int tile = blockIdx.x;
-  const int o0 = tile / (tiles1 * tiles2) * kTz;
-  const int o1 = tile / tiles2 % tiles1 * kTy;
-  const int o2 = tile % tiles2 * kTx;
   const int before = k / 2;
   const int h1 = kTy + k - 1, h2 = kTx + k - 1;
   const int halo = (kTz + k - 1) * h1 * h2;
-  const int64_t plane = static_cast<int64_t>(d0) * d1 * d2;
-  const float* s = src + slice * plane;
   for (int m = threadIdx.x; m < halo; m += blockDim.x) {
     const int c = m % h2, b = m / h2 % h1, a = m / (h1 * h2);
     const int i = ReflectIndex(o0 - before + a, d0), j = ReflectIndex(o1 - before + b, d1);
@@ -49,9 +44,33 @@ __global__ void MedianKernel(const float* __restrict__ src, float* __restrict__ 
   const int z = threadIdx.x / (kTy * kTx), y = threadIdx.x / kTx % kTy, x = threadIdx.x % kTx;
   const int i = o0 + z, j = o1 + y, l = o2 + x;
   if (i >= d0 || j >= d1 || l >= d2) return;
-  const Window3 w{keys + (z * h1 + y) * h2 + x, k, h1 * h2, h2};
-  const uint32_t key = SelectRankKeyHist(w, static_cast<uint32_t>(k * k * k / 2), smem + threadIdx.x, kThreads);
-  dst[slice * plane + (static_cast<int64_t>(i) * d1 + j) * d2 + l] = KeyToFloat(key);
+  const uint32_t key = MedianKey3<K>(keys + (z * h1 + y) * h2 + x, k, h1 * h2, h2, smem + threadIdx.x, kThreads);
+  o[(static_cast<int64_t>(i) * d1 + j) * d2 + l] = KeyToFloat(key);
+}
+
+__global__ void MedianKernel(const float* __restrict__ src, float* __restrict__ dst, const int32_t* __restrict__ ks,
+                             int d0, int d1, int d2, int tiles1, int tiles2) {
+  const int slice = blockIdx.y;
+  const int k = ks[slice];
+  if (k <= 1) return;
+  extern __shared__ uint32_t smem[];  // kSelectHistBins × kThreads histogram columns, then the key tile
+  const int tile = blockIdx.x;
+  const int o0 = tile / (tiles1 * tiles2) * kTz;
+  const int o1 = tile / tiles2 % tiles1 * kTy;
+  const int o2 = tile % tiles2 * kTx;
+  const int64_t plane = static_cast<int64_t>(d0) * d1 * d2;
+  const float* s = src + slice * plane;
+  float* o = dst + slice * plane;
+  static_assert(kMedianMaxCompiledSize == 7, "the cases below");
+  switch (k) {  // block-uniform
+    case 2: MedianTile<2>(s, o, smem, k, d0, d1, d2, o0, o1, o2); break;
+    case 3: MedianTile<3>(s, o, smem, k, d0, d1, d2, o0, o1, o2); break;
+    case 4: MedianTile<4>(s, o, smem, k, d0, d1, d2, o0, o1, o2); break;
+    case 5: MedianTile<5>(s, o, smem, k, d0, d1, d2, o0, o1, o2); break;
+    case 6: MedianTile<6>(s, o, smem, k, d0, d1, d2, o0, o1, o2); break;
+    case 7: MedianTile<7>(s, o, smem, k, d0, d1, d2, o0, o1, o2); break;
+    default: MedianTile<0>(s, o, smem, k, d0, d1, d2, o0, o1, o2); break;
+  }
 }
 
 // Planar median: one block per 16×16 output tile of a d0 = 1 slice, the (15 + k)² halo as keys.
