@@ -253,42 +253,55 @@ inline constexpr int kSelectHistBits = 5;
 inline constexpr int kSelectHistBins = (1 << kSelectHistBits) + 1;
 // At most this many keys left in the chosen bin: gathered and ranked directly instead of another level.
 inline constexpr int kSelectMaxCandidates = 16;
+// SelectRankKeyHist16 (windows of < 2^16 keys): 2^6 bins of 16-bit counts packed two to a word — the same
+// kSelectHistBins words per column — and up to 24 gathered candidates.
+inline constexpr int kSelectHist16Bits = 6;
+inline constexpr int kSelectHist16MaxCandidates = 24;
+static_assert(((1 << kSelectHist16Bits) + 2) / 2 <= kSelectHistBins, "packed bins fit the same column");
 
 // The same key as SelectRankKey(w, rank) (exact rank selection over the same total order), with bounded work:
-// one min/max pass, then per level a histogram pass of 2^kSelectHistBits bins over the current key range
+// one min/max pass, then per level a histogram pass of 2^kBits bins over the current key range
 // [lo, hi] (bin = (key − lo) >> shift: monotone, so the answer's bin is the one where the prefix count passes the
-// rank) that narrows the range to one bin — ≥ 5 key bits per pass instead of SelectRankKey's 2 — until the bin
-// is one key (shift 0) or holds ≤ kSelectMaxCandidates keys, which one more pass gathers and ranks by counting.
-// At most 1 + ⌈32/5⌉ + 1 = 9 passes for any window (ties included) against SelectRankKey's ≤ 17; smooth data
-// typically 4 (min/max, 2 levels, gather). `hist` holds kSelectHistBins counts at hist[0], hist[stride], …
-// (device: one column per thread of a shared-memory array, stride = blockDim.x, so no bank conflicts).
-template <typename W>
-AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist, int stride) {
-  uint32_t lo = 0xFFFFFFFFu, hi = 0;
-  w.ForEach([&](uint32_t v) {
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-  });
-  if (lo == hi) return lo;
-  uint32_t r = rank;  // rank among the keys in [lo, hi] (every key below lo is accounted for)
-  for (bool first = true;; first = false) {
+// rank) that narrows the range to one bin — ≥ kBits key bits per pass instead of SelectRankKey's 2 — until the bin
+// is one key (shift 0) or holds ≤ kMaxCand keys, which one more pass gathers and ranks by counting.
+// At most 1 + ⌈32/kBits⌉ + 1 passes for any window (ties included) against SelectRankKey's ≤ 17; smooth data
+// typically 3–4 (min/max, 1–2 levels, gather). `hist` holds the counts at hist[0], hist[stride], … (device: one
+// column per thread of a shared-memory array, stride = blockDim.x, so no bank conflicts): 2^kBits + 1 bins of 32
+// bits, or (kPacked) of 16 bits two to a word (bin b in word b / 2, half b % 2; the window holds < 2^16 keys).
+template <int kBits, int kMaxCand, bool kPacked, typename W>
+AUGMENTD_HD uint32_t SelectInRange(const W& w, uint32_t lo, uint32_t hi, uint32_t r, uint32_t* hist, int stride,
+                                   bool first) {
+  constexpr int kBins = (1 << kBits) + 1;
+  constexpr int kWords = kPacked ? (kBins + 1) / 2 : kBins;
+  auto bump = [&](uint32_t b) {
+    if constexpr (kPacked) {
+      hist[(b >> 1) * stride] += 1u << ((b & 1u) << 4);
+    } else {
+      ++hist[b * stride];
+    }
+  };
+  // r: rank among the keys in [lo, hi] (every key below lo is accounted for); `first`: no key outside [lo, hi].
+  for (;; first = false) {
     const uint32_t span = hi - lo;  // > 0
     const int len = BitLength(span);
-    const int shift = len > kSelectHistBits ? len - kSelectHistBits : 0;  // (span >> shift) < 2^kSelectHistBits
-    for (int b = 0; b < kSelectHistBins; ++b) hist[b * stride] = 0;
+    const int shift = len > kBits ? len - kBits : 0;  // (span >> shift) < 2^kBits
+    for (int b = 0; b < kWords; ++b) hist[b * stride] = 0;
     if (first) {  // [lo, hi] is the window's range: no key outside it
-      w.ForEach([&](uint32_t v) { ++hist[((v - lo) >> shift) * stride]; });
+      w.ForEach([&](uint32_t v) { bump((v - lo) >> shift); });
     } else {
       w.ForEach([&](uint32_t v) {
         const uint32_t d = v - lo;  // wraps for v < lo: > span
-        const uint32_t b = d > span ? static_cast<uint32_t>(kSelectHistBins - 1) : d >> shift;
-        ++hist[b * stride];
+        bump(d > span ? static_cast<uint32_t>(kBins - 1) : d >> shift);
       });
     }
     uint32_t acc = 0, m = 0;
     int b = 0;
     for (;; ++b) {  // terminates: the bins of [lo, hi] hold more than r keys
-      m = hist[b * stride];
+      if constexpr (kPacked) {
+        m = (hist[(b >> 1) * stride] >> ((b & 1) << 4)) & 0xFFFFu;
+      } else {
+        m = hist[b * stride];
+      }
       if (acc + m > r) break;
       acc += m;
     }
@@ -297,14 +310,14 @@ AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist
     lo += static_cast<uint32_t>(b) << shift;
     hi = hi - lo < width ? hi : lo + width;  // the bin's keys: [lo, hi]
     if (shift == 0 || lo == hi) return lo;
-    if (m <= static_cast<uint32_t>(kSelectMaxCandidates)) break;
+    if (m <= static_cast<uint32_t>(kMaxCand)) break;
   }
-  // ≤ kSelectMaxCandidates keys in [lo, hi]: the one with r keys of the bin below it and more than r at or below.
-  uint32_t cand[kSelectMaxCandidates];
+  // ≤ kMaxCand keys in [lo, hi]: the one with r keys of the bin below it and more than r at or below.
+  uint32_t cand[kMaxCand];
   int n = 0;
   const uint32_t span = hi - lo;
   w.ForEach([&](uint32_t v) {
-    if (v - lo <= span && n < kSelectMaxCandidates) cand[n++] = v;
+    if (v - lo <= span && n < kMaxCand) cand[n++] = v;
   });
   for (int i = 0; i < n; ++i) {
     uint32_t less = 0, leq = 0;
@@ -315,6 +328,31 @@ AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist
     if (less <= r && r < leq) return cand[i];
   }
   return lo;  // not reached: the bin holds the answer
+}
+
+template <int kBits, int kMaxCand, bool kPacked, typename W>
+AUGMENTD_HD uint32_t SelectRankKeyHistT(const W& w, uint32_t rank, uint32_t* hist, int stride) {
+  uint32_t lo = 0xFFFFFFFFu, hi = 0;
+  w.ForEach([&](uint32_t v) {
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  });
+  if (lo == hi) return lo;
+  return SelectInRange<kBits, kMaxCand, kPacked>(w, lo, hi, rank, hist, stride, /*first=*/true);
+}
+
+// 32-bit counts, 2^5 bins (≤ 9 passes): any window size (the generic large-window kernel, the planar kernel).
+template <typename W>
+AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist, int stride) {
+  return SelectRankKeyHistT<kSelectHistBits, kSelectMaxCandidates, false>(w, rank, hist, stride);
+}
+
+// 16-bit counts packed two to a word, 2^6 bins in the same kSelectHistBins-word column (≤ 8 passes): windows of
+// < 2^16 keys (the 3D median kernel, k ≤ 15). A level resolves 6 key bits and up to 24 keys are gathered, so a k = 7
+// window of noisy data usually needs one level where SelectRankKeyHist takes two.
+template <typename W>
+AUGMENTD_HD uint32_t SelectRankKeyHist16(const W& w, uint32_t rank, uint32_t* hist, int stride) {
+  return SelectRankKeyHistT<kSelectHist16Bits, kSelectHist16MaxCandidates, true>(w, rank, hist, stride);
 }
 
 // Register selection for the small windows (k = 2, 3: 8 and 27 keys). Batcher's odd–even merge sort on N keys, any
@@ -376,37 +414,150 @@ AUGMENTD_HD uint32_t SelectRankNetwork(const Window3K<K>& w) {
   return v[R];
 }
 
-// The median key (rank ⌊K³/2⌋) of the K³ window at `base` (strides as Window3), the per-voxel selection of the
-// median kernel for a compile-time K: K ≤ 3 the register network (≤ 27 keys), else SelectRankKeyHist on the
-// unrolled window (`hist` / `stride` as there). K = 0: k at run time (Window3).
+// ------------------------------------------------------------------------------------------------------------
+// Tile-binned selection (the 3D median kernel, 2026-12-01 s9): the block's key tile carries one bin byte per key,
+// computed once per tile key from the tile's value range (TileBinScale / TileBin), instead of every window
+// finding its own range. The bin is monotone non-decreasing in the key order (fl(v − lo) and fl(·× s) are
+// monotone, s > 0, then a clamp), so all keys of a lower bin sort below all keys of a higher one and the rank-r
+// key lies in the bin where the window's prefix count passes r. Per output: one histogram pass over the window's
+// bin bytes (no min/max pass: the tile range holds every window), then either (≤ kTileMaxCand keys in that bin)
+// one pass gathering them, ranked by a register sorting network; or (a window much narrower than its tile, e.g.
+// smooth data) one pass for the bin's key range and SelectRankKeyHist16's levels inside it. Exact either way.
+inline constexpr int kTileBins = 64;      // bin bytes 0..63: 16-bit counts packed in kTileBins / 2 words
+inline constexpr int kTileMaxCand = 24;   // gathered and sorted in registers
+static_assert(kTileBins / 2 <= kSelectHistBins, "the histogram column of the other selections");
+
+// The scale s of TileBin for a tile whose keys span [lo_key, hi_key]; 0 = no usable range (one key value,
+// infinities, or a span that overflows): then every key gets bin 0 and the levels do all the work (still exact).
+AUGMENTD_HD float TileBinScale(uint32_t lo_key, uint32_t hi_key) {
+  const float lo = KeyToFloat(lo_key), hi = KeyToFloat(hi_key);
+  const float span = RnSub(hi, lo);
+  if (!(span > 0.0f) || !(span <= 3.0e38f) || !(lo >= -3.0e38f) || !(hi <= 3.0e38f)) return 0.0f;
+  const float s = static_cast<float>(kTileBins) / span;
+  return s <= 3.0e38f ? s : 0.0f;
+}
+// Bin of value v (lo ≤ v ≤ hi of TileBinScale's range) in [0, kTileBins).
+AUGMENTD_HD uint32_t TileBin(float v, float lo, float scale) {
+  const float t = RnMul(RnSub(v, lo), scale);  // ≥ 0 (≥ −0), ≤ ≈ kTileBins
+  return t < static_cast<float>(kTileBins - 1) ? static_cast<uint32_t>(t) : static_cast<uint32_t>(kTileBins - 1);
+}
+
+// A window over a key tile and its bin bytes (same layout): K > 0 compile-time size (inner loops unrolled), K = 0
+// run-time k.
 template <int K>
-AUGMENTD_HD uint32_t MedianKey3(const uint32_t* base, int k, int stride_a, int stride_b, uint32_t* hist,
-                                int stride) {
-  if constexpr (K == 0) {
-    return SelectRankKeyHist(Window3{base, k, stride_a, stride_b}, static_cast<uint32_t>(k * k * k / 2), hist,
-                             stride);
-  } else if constexpr (K <= 3) {
-    return SelectRankNetwork<K, K * K * K / 2>(Window3K<K>{base, stride_a, stride_b});
+struct TileWindow {
+  const uint32_t* keys;
+  const uint8_t* bins;
+  int k;  // == K when K > 0
+  int stride_a;
+  int stride_b;
+  template <typename F>
+  AUGMENTD_HD void ForEachIndex(F&& f) const {
+    const int n = K > 0 ? K : k;
+    for (int a = 0; a < n; ++a) {
+      const int plane = a * stride_a;
+      if constexpr (K > 0) {
+        AUGMENTD_DA5_UNROLL
+        for (int b = 0; b < K; ++b) {
+          AUGMENTD_DA5_UNROLL
+          for (int c = 0; c < K; ++c) f(plane + b * stride_b + c);
+        }
+      } else {
+        for (int b = 0; b < n; ++b)
+          for (int c = 0; c < n; ++c) f(plane + b * stride_b + c);
+      }
+    }
+  }
+  template <typename F>
+  AUGMENTD_HD void ForEach(F&& f) const {  // the keys (a window for SelectRankKeyHistT)
+    ForEachIndex([&](int o) { f(keys[o]); });
+  }
+};
+
+// The key of rank r (0-based) among the n ≤ N keys c[0, n) (c[n, N) ignored): sorted in registers by the network
+// with the unused entries as +∞ (they sort last; r < n reads a real key), then position r picked by a select chain.
+template <int N>
+AUGMENTD_HD uint32_t RankOfFew(const uint32_t* c, int n, uint32_t r) {
+  uint32_t v[N];
+  AUGMENTD_DA5_UNROLL
+  for (int i = 0; i < N; ++i) v[i] = i < n ? c[i] : 0xFFFFFFFFu;
+  SortNetwork<N>(v);
+  uint32_t out = v[0];
+  AUGMENTD_DA5_UNROLL
+  for (int i = 1; i < N; ++i) out = static_cast<uint32_t>(i) == r ? v[i] : out;
+  return out;
+}
+
+// SelectRankKeyHistT's levels from a given key range: the key of rank r among the window's keys in [lo, hi]
+// (lo < hi; every key in [lo, hi] counted by r, keys outside it ignored).
+// The rank-`rank` key of the window (< 2^16 keys) from its bin bytes: see the section comment. `hist` as
+// SelectRankKeyHist's (kTileBins / 2 words used).
+template <int K>
+AUGMENTD_HD uint32_t SelectRankKeyTileBins(const TileWindow<K>& w, uint32_t rank, uint32_t* hist, int stride) {
+  for (int b = 0; b < kTileBins / 2; ++b) hist[b * stride] = 0;
+  w.ForEachIndex([&](int o) {
+    const uint32_t b = w.bins[o];
+    hist[(b >> 1) * stride] += 1u << ((b & 1u) << 4);
+  });
+  uint32_t acc = 0, m = 0;
+  uint32_t bin = 0;
+  for (;; ++bin) {  // terminates: the window holds more than rank keys
+    m = (hist[(bin >> 1) * stride] >> ((bin & 1u) << 4)) & 0xFFFFu;
+    if (acc + m > rank) break;
+    acc += m;
+  }
+  const uint32_t r = rank - acc;  // rank among the window's keys of bin `bin`
+  if (m <= static_cast<uint32_t>(kTileMaxCand)) {
+    uint32_t cand[kTileMaxCand];
+    int n = 0;
+    w.ForEachIndex([&](int o) {
+      if (w.bins[o] == bin && n < kTileMaxCand) cand[n++] = w.keys[o];
+    });
+    return RankOfFew<kTileMaxCand>(cand, n, r);
+  }
+  uint32_t lo = 0xFFFFFFFFu, hi = 0;  // the bin's keys in this window: a contiguous key range (monotone bins)
+  w.ForEachIndex([&](int o) {
+    if (w.bins[o] != bin) return;
+    const uint32_t v = w.keys[o];
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  });
+  if (lo == hi) return lo;
+  return SelectInRange<kSelectHist16Bits, kSelectHist16MaxCandidates, true>(w, lo, hi, r, hist, stride,
+                                                                          /*first=*/false);
+}
+
+// The median key (rank ⌊k³/2⌋) of the k³ window at `keys` / `bins` (a key tile and its TileBin bytes, strides as
+// Window3), the per-voxel selection of the 3D median kernel: K ≤ 3 the register network (≤ 27 keys; `bins`,
+// `hist` unused), else SelectRankKeyTileBins (K = 0: k at run time, k ≤ 40 so the window holds < 2^16 keys).
+template <int K>
+AUGMENTD_HD uint32_t MedianKey3(const uint32_t* keys, const uint8_t* bins, int k, int stride_a, int stride_b,
+                                uint32_t* hist, int stride) {
+  if constexpr (K >= 1 && K <= 3) {
+    return SelectRankNetwork<K, K * K * K / 2>(Window3K<K>{keys, stride_a, stride_b});
   } else {
-    return SelectRankKeyHist(Window3K<K>{base, stride_a, stride_b}, static_cast<uint32_t>(K * K * K / 2), hist,
-                             stride);
+    const int n = K > 0 ? K : k;
+    return SelectRankKeyTileBins(TileWindow<K>{keys, bins, n, stride_a, stride_b},
+                                 static_cast<uint32_t>(n * n * n / 2), hist, stride);
   }
 }
 
 // Largest k with a compile-time build of the median kernel (DA5 draws 2…7); larger k run MedianKey3<0>.
 inline constexpr int kMedianMaxCompiledSize = 7;
+// Smallest k that selects from the tile's bin bytes (below: the register network, which needs no bins).
+inline constexpr int kMedianMinBinnedSize = 4;
 
 // MedianKey3 for a run-time k: the compiled build of k if there is one (what the kernel dispatches to).
-AUGMENTD_HD uint32_t MedianKey3Any(const uint32_t* base, int k, int stride_a, int stride_b, uint32_t* hist,
-                                   int stride) {
+AUGMENTD_HD uint32_t MedianKey3Any(const uint32_t* keys, const uint8_t* bins, int k, int stride_a, int stride_b,
+                                   uint32_t* hist, int stride) {
   switch (k) {
-    case 2: return MedianKey3<2>(base, k, stride_a, stride_b, hist, stride);
-    case 3: return MedianKey3<3>(base, k, stride_a, stride_b, hist, stride);
-    case 4: return MedianKey3<4>(base, k, stride_a, stride_b, hist, stride);
-    case 5: return MedianKey3<5>(base, k, stride_a, stride_b, hist, stride);
-    case 6: return MedianKey3<6>(base, k, stride_a, stride_b, hist, stride);
-    case 7: return MedianKey3<7>(base, k, stride_a, stride_b, hist, stride);
-    default: return MedianKey3<0>(base, k, stride_a, stride_b, hist, stride);
+    case 2: return MedianKey3<2>(keys, bins, k, stride_a, stride_b, hist, stride);
+    case 3: return MedianKey3<3>(keys, bins, k, stride_a, stride_b, hist, stride);
+    case 4: return MedianKey3<4>(keys, bins, k, stride_a, stride_b, hist, stride);
+    case 5: return MedianKey3<5>(keys, bins, k, stride_a, stride_b, hist, stride);
+    case 6: return MedianKey3<6>(keys, bins, k, stride_a, stride_b, hist, stride);
+    case 7: return MedianKey3<7>(keys, bins, k, stride_a, stride_b, hist, stride);
+    default: return MedianKey3<0>(keys, bins, k, stride_a, stride_b, hist, stride);
   }
 }
 

@@ -35,8 +35,17 @@ int64_t BitMismatches(const std::vector<float>& got, const std::vector<float>& w
   return bad;
 }
 
-// The median kernel on the host: the whole channel as one tile, halo by ReflectIndex, the kernel's per-voxel
-// dispatch MedianKey3Any (register network for k ≤ 3, unrolled histogram selection for 4…7, run-time k above).
+// TileBin bytes of a key tile over its own key range (what the kernel writes beside its shared-memory tile).
+std::vector<uint8_t> TileBins(const std::vector<uint32_t>& keys) {
+  const uint32_t lo = *std::min_element(keys.begin(), keys.end()), hi = *std::max_element(keys.begin(), keys.end());
+  const float scale = TileBinScale(lo, hi), lo_f = KeyToFloat(lo);
+  std::vector<uint8_t> bins(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) bins[i] = static_cast<uint8_t>(TileBin(KeyToFloat(keys[i]), lo_f, scale));
+  return bins;
+}
+
+// The median kernel on the host: the whole channel as one tile, halo by ReflectIndex, bin bytes over the tile's
+// range, the kernel's per-voxel dispatch MedianKey3Any (register network for k ≤ 3, tile-binned selection above).
 std::vector<float> EmulateMedian(const float* x, const int d[3], int k) {
   const int before = k / 2, h0 = d[0] + k - 1, h1 = d[1] + k - 1, h2 = d[2] + k - 1;
   std::vector<uint32_t> keys(static_cast<size_t>(h0) * h1 * h2);
@@ -47,13 +56,14 @@ std::vector<float> EmulateMedian(const float* x, const int d[3], int k) {
         const int l = ReflectIndex(c - before, d[2]);
         keys[(static_cast<size_t>(a) * h1 + b) * h2 + c] = OrderedKey(x[(i * d[1] + j) * d[2] + l]);
       }
+  const std::vector<uint8_t> bins = TileBins(keys);
   std::vector<float> out(static_cast<size_t>(d[0]) * d[1] * d[2]);
   uint32_t hist[kSelectHistBins];
   for (int i = 0; i < d[0]; ++i)
     for (int j = 0; j < d[1]; ++j)
       for (int l = 0; l < d[2]; ++l) {
-        out[(i * d[1] + j) * d[2] + l] =
-            KeyToFloat(MedianKey3Any(&keys[(static_cast<size_t>(i) * h1 + j) * h2 + l], k, h1 * h2, h2, hist, 1));
+        const size_t at = (static_cast<size_t>(i) * h1 + j) * h2 + l;
+        out[(i * d[1] + j) * d[2] + l] = KeyToFloat(MedianKey3Any(&keys[at], &bins[at], k, h1 * h2, h2, hist, 1));
       }
   return out;
 }
@@ -113,6 +123,8 @@ TEST(Da5Math, HistogramSelectionEqualsSortedRank) {
           const uint32_t got = SelectRankKeyHist(w, static_cast<uint32_t>(r), hist.data() + 1, 3);
           ASSERT_EQ(got, sorted[r]) << "kind " << kind << " n " << n << " rank " << r;
           ASSERT_EQ(got, SelectRankKey(w, static_cast<uint32_t>(r))) << "kind " << kind << " n " << n;
+          ASSERT_EQ(SelectRankKeyHist16(w, static_cast<uint32_t>(r), hist.data() + 1, 3), sorted[r])
+              << "packed: kind " << kind << " n " << n << " rank " << r;
         }
         ++windows;
       }
@@ -161,19 +173,28 @@ TEST(Da5Math, BatcherNetworkSortsEverySize) {
 }
 
 // MedianKey3Any (the kernel's per-voxel dispatch) = std::nth_element on windows cut out of a larger key block
-// (strides ≠ k), for every compiled size and two run-time ones, on the data kinds of the selection test above.
+// (strides ≠ k) with the block's bin bytes, for every compiled size and two run-time ones: noisy data (most windows
+// gather ≤ 24 keys of one bin), ties, outliers inside the window, outliers outside it (the window sits in one or
+// two tile bins: the fallback levels), an infinity in the block (no usable tile range: every key in bin 0).
 TEST(Da5Math, MedianKeyDispatchEqualsSortedRank) {
   std::mt19937 rng(99);
   std::normal_distribution<float> normal(0.3f, 1.0f);
+  int gathered = 0, fell_back = 0;
   for (int k = 1; k <= 9; ++k)
-    for (int kind = 0; kind < 3; ++kind)
+    for (int kind = 0; kind < 5; ++kind)
       for (int rep = 0; rep < 20; ++rep) {
         const int sb = k + 3, sa = sb * (k + 2);  // rows of k + 3 keys, planes of k + 2 rows
         std::vector<uint32_t> block(static_cast<size_t>(sa) * k);
         for (uint32_t& v : block) {
           const float g = normal(rng);
-          v = OrderedKey(kind == 0 ? g : kind == 1 ? std::round(g) + 0.0f : (rng() % 5 == 0 ? 1e30f : 0.5f));
+          v = OrderedKey(kind == 1 ? std::round(g) + 0.0f : kind == 2 ? (rng() % 5 == 0 ? 1e30f : 0.5f) : g);
         }
+        if (kind == 3) {  // outside every window (the last two positions of the block)
+          block[block.size() - 1] = OrderedKey(1e6f);
+          block[block.size() - 2] = OrderedKey(-1e6f);
+        }
+        if (kind == 4) block[block.size() - 1] = OrderedKey(INFINITY);
+        const std::vector<uint8_t> bins = TileBins(block);
         const int off = rep % 3;  // window start inside the block
         std::vector<uint32_t> win;
         for (int a = 0; a < k; ++a)
@@ -181,9 +202,66 @@ TEST(Da5Math, MedianKeyDispatchEqualsSortedRank) {
             for (int c = 0; c < k; ++c) win.push_back(block[off + a * sa + b * sb + c]);
         std::nth_element(win.begin(), win.begin() + win.size() / 2, win.end());
         uint32_t hist[kSelectHistBins * 2];
-        ASSERT_EQ(MedianKey3Any(block.data() + off, k, sa, sb, hist + 1, 2), win[win.size() / 2])
+        ASSERT_EQ(MedianKey3Any(block.data() + off, bins.data() + off, k, sa, sb, hist + 1, 2), win[win.size() / 2])
             << "k " << k << " kind " << kind << " rep " << rep;
+        if (k >= kMedianMinBinnedSize) {  // which way the binned selection went (both must be exercised)
+          std::vector<int> count(kTileBins, 0);
+          for (int a = 0; a < k; ++a)
+            for (int b = 0; b < k; ++b)
+              for (int c = 0; c < k; ++c) ++count[bins[off + a * sa + b * sb + c]];
+          int acc = 0, bin = 0;
+          while (acc + count[bin] <= k * k * k / 2) acc += count[bin++];
+          (count[bin] <= kTileMaxCand ? gathered : fell_back) += 1;
+        }
       }
+  EXPECT_GT(gathered, 100);
+  EXPECT_GT(fell_back, 100);
+}
+
+// TileBin is monotone in the key order over a tile's range (what makes the binned selection exact), including
+// ±0, denormals and the range ends; TileBinScale refuses ranges it cannot scale.
+TEST(Da5Math, TileBinsAreMonotone) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int rep = 0; rep < 200; ++rep) {
+    std::vector<float> x(500);
+    for (float& v : x) v = rep % 4 == 0 ? normal(rng) * 1e-39f : rep % 4 == 1 ? normal(rng) * 1e30f : normal(rng);
+    x[0] = -0.0f;
+    x[1] = 0.0f;
+    std::vector<uint32_t> keys(x.size());
+    for (size_t i = 0; i < x.size(); ++i) keys[i] = OrderedKey(x[i]);
+    std::sort(keys.begin(), keys.end());
+    const std::vector<uint8_t> bins = TileBins(keys);
+    for (size_t i = 1; i < bins.size(); ++i) ASSERT_LE(bins[i - 1], bins[i]) << rep << " " << i;
+    ASSERT_LT(bins.back(), kTileBins);
+    if (rep % 4 == 2) {
+      EXPECT_GE(bins.back(), 60);  // a usable range spreads over the bins
+    }
+  }
+  EXPECT_EQ(TileBinScale(OrderedKey(1.0f), OrderedKey(1.0f)), 0.0f);
+  EXPECT_EQ(TileBinScale(OrderedKey(-INFINITY), OrderedKey(1.0f)), 0.0f);
+  EXPECT_EQ(TileBinScale(OrderedKey(-3e38f), OrderedKey(3e38f)), 0.0f);
+  EXPECT_GT(TileBinScale(OrderedKey(-1.0f), OrderedKey(1.0f)), 0.0f);
+}
+
+// The packed 16-bit counts hold every window below 2^16 keys: 65535 keys, most of them in one bin (ties, a narrow
+// cluster with two outliers), at the ends and the middle.
+TEST(Da5Math, PackedHistogramSelectionHoldsLargestWindow) {
+  std::mt19937 rng(3);
+  const int n = 65535;
+  for (int kind = 0; kind < 3; ++kind) {
+    std::vector<uint32_t> keys(n);
+    for (int i = 0; i < n; ++i) {
+      const float x = kind == 0 ? 1.0f : kind == 1 ? static_cast<float>(rng() % 3) : 0.5f + 1e-7f * (rng() % 9);
+      keys[i] = OrderedKey(i == 0 && kind == 2 ? -1e30f : i == 1 && kind == 2 ? 1e30f : x);
+    }
+    std::vector<uint32_t> sorted = keys;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<uint32_t> hist(kSelectHistBins);
+    const VecWindow w{&keys};
+    for (int r : {0, 1, n / 2, n - 2, n - 1})
+      EXPECT_EQ(SelectRankKeyHist16(w, static_cast<uint32_t>(r), hist.data(), 1), sorted[r]) << kind << " " << r;
+  }
 }
 
 // A random 2-channel sample; `quantised`: many ties, so the rank rule matters (+ 0.0f: no −0, whose order against

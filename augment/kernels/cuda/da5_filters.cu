@@ -23,28 +23,54 @@ static_assert(kPy * kPx == kThreads);
 constexpr int kHistWords = kSelectHistBins * kThreads;  // per-thread histogram columns (SelectRankKeyHist)
 constexpr size_t kDefaultSmem = 48 * 1024;
 
-// One 4×8×8 output tile of window size k (K: compile-time, 0 = run-time k): halo keys to shared memory, then
-// MedianKey3<K> per thread (da5_math.h: the register network for K ≤ 3, the histogram selection on the unrolled
-// window above).
+// One 4×8×8 output tile of window size k (K: compile-time, 0 = run-time k): halo keys to shared memory (k ≥ 4:
+// with the tile's key range, then one TileBin byte per halo key), then MedianKey3<K> per thread (da5_math.h: the
+// register network for K ≤ 3, the tile-binned selection above).
 template <int K>
 __device__ __forceinline__ void MedianTile(const float* __restrict__ s, float* __restrict__ o, uint32_t* smem,
                                            int k_run, int d0, int d1, int d2, int o0, int o1, int o2) {
+  constexpr bool kBinned = K == 0 || K >= kMedianMinBinnedSize;
   const int k = K == 0 ? k_run : K;
   uint32_t* keys = smem + kSelectHistBins * kThreads;
   const int before = k / 2;
   const int h1 = kTy + k - 1, h2 = kTx + k - 1;
   const int halo = (kTz + k - 1) * h1 * h2;
+  uint8_t* bins = reinterpret_cast<uint8_t*>(keys + halo);
+  uint32_t lo = 0xFFFFFFFFu, hi = 0;
   for (int m = threadIdx.x; m < halo; m += blockDim.x) {
     const int c = m % h2, b = m / h2 % h1, a = m / (h1 * h2);
     const int i = ReflectIndex(o0 - before + a, d0), j = ReflectIndex(o1 - before + b, d1);
     const int l = ReflectIndex(o2 - before + c, d2);
-    keys[m] = OrderedKey(s[(static_cast<int64_t>(i) * d1 + j) * d2 + l]);
+    const uint32_t key = OrderedKey(s[(static_cast<int64_t>(i) * d1 + j) * d2 + l]);
+    keys[m] = key;
+    if constexpr (kBinned) {
+      lo = key < lo ? key : lo;
+      hi = key > hi ? key : hi;
+    }
+  }
+  if constexpr (kBinned) {
+    __shared__ uint32_t warp_lo[kThreads / 32], warp_hi[kThreads / 32];
+    lo = __reduce_min_sync(0xFFFFFFFFu, lo);
+    hi = __reduce_max_sync(0xFFFFFFFFu, hi);
+    if ((threadIdx.x & 31) == 0) {
+      warp_lo[threadIdx.x >> 5] = lo;
+      warp_hi[threadIdx.x >> 5] = hi;
+    }
+    __syncthreads();
+    for (int w = 0; w < kThreads / 32; ++w) {
+      lo = warp_lo[w] < lo ? warp_lo[w] : lo;
+      hi = warp_hi[w] > hi ? warp_hi[w] : hi;
+    }
+    const float scale = TileBinScale(lo, hi), lo_f = KeyToFloat(lo);
+    for (int m = threadIdx.x; m < halo; m += blockDim.x)
+      bins[m] = static_cast<uint8_t>(TileBin(KeyToFloat(keys[m]), lo_f, scale));
   }
   __syncthreads();
   const int z = threadIdx.x / (kTy * kTx), y = threadIdx.x / kTx % kTy, x = threadIdx.x % kTx;
   const int i = o0 + z, j = o1 + y, l = o2 + x;
   if (i >= d0 || j >= d1 || l >= d2) return;
-  const uint32_t key = MedianKey3<K>(keys + (z * h1 + y) * h2 + x, k, h1 * h2, h2, smem + threadIdx.x, kThreads);
+  const int at = (z * h1 + y) * h2 + x;
+  const uint32_t key = MedianKey3<K>(keys + at, bins + at, k, h1 * h2, h2, smem + threadIdx.x, kThreads);
   o[(static_cast<int64_t>(i) * d1 + j) * d2 + l] = KeyToFloat(key);
 }
 
@@ -131,12 +157,15 @@ cudaError_t LaunchMedian(const float* src, float* dst, const int32_t* k, int sli
     return cudaGetLastError();
   }
   const int t0 = (shape[0] + kTz - 1) / kTz, t1 = (shape[1] + kTy - 1) / kTy, t2 = (shape[2] + kTx - 1) / kTx;
-  const size_t smem = sizeof(uint32_t) * (kHistWords + (kTz + max_k - 1) * (kTy + max_k - 1) * (kTx + max_k - 1));
+  // Histogram columns, the key tile and its bin bytes (MedianTile) for the largest window of the batch.
+  auto bytes = [](int k) {
+    const size_t halo = static_cast<size_t>(kTz + k - 1) * (kTy + k - 1) * (kTx + k - 1);
+    return sizeof(uint32_t) * (kHistWords + halo) + halo;
+  };
+  const size_t smem = bytes(max_k);
   if (smem > kDefaultSmem) {  // windows ≥ 10: above the default 48 KiB of dynamic shared memory (once, to the max)
-    static const cudaError_t opt_in = cudaFuncSetAttribute(
-        MedianKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(sizeof(uint32_t) * (kHistWords + (kTz + kMaxMedianSize - 1) * (kTy + kMaxMedianSize - 1) *
-                                                             (kTx + kMaxMedianSize - 1))));
+    static const cudaError_t opt_in = cudaFuncSetAttribute(MedianKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                           static_cast<int>(bytes(kMaxMedianSize)));
     if (opt_in != cudaSuccess) return opt_in;
   }
   MedianKernel<<<dim3(t0 * t1 * t2, slices), kThreads, smem, stream>>>(src, dst, k, shape[0], shape[1], shape[2], t1,
