@@ -1,11 +1,14 @@
 // Median filter and sharpening of the DA5 chain (stencils: they read a copy of the image and write the image).
 //
 // Median: one block per 4×8×8 output tile of one slice; the tile plus its k−1 halo (scipy 'reflect' indices,
-// origin 0: the window starts k/2 voxels before the output) is loaded once into shared memory as ordered keys,
-// then every thread selects the exact rank-⌊k³/2⌋ key of its window (SelectRankKeyHist: a min/max pass, then
-// 32-bin histogram passes over a shrinking key range in a shared-memory column of its own, then the few keys of
-// the last bin ranked directly — ≤ 9 passes over the window, typically 4; SelectRankKey's 2-bit bisection took
-// ≤ 17). Bit-identical to scipy / the CPU transform.
+// origin 0: the window starts k/2 voxels before the output) is loaded once into shared memory as ordered keys, and
+// every thread selects the exact rank-⌊k³/2⌋ key of its window (da5_math.h MedianKey3, one compiled build per DA5
+// size 2…7, a run-time build for 8…15): k ≤ 3 the window's 8 / 27 keys in registers through a Batcher sorting
+// network; k ≥ 4 the tile's key range gives every halo key a bin byte (64 value bins, monotone in the key order),
+// and each output takes one histogram pass over its window's bytes, then gathers the ≤ 24 keys of the median's bin
+// (sorted by a register network) — 2 passes instead of the ≥ 4 of a per-window range — or, where its window is
+// much narrower than the tile, the key-space levels inside that bin (≤ 10 passes for any data). Bit-identical to
+// scipy / the CPU transform.
 // Planar median (d0 = 1: 2D samples, or 3D ones with one slice): ReflectIndex(·, 1) = 0, so the k³ window holds
 // each of the k² values of the plane's k×k window exactly k times; sorted, it is the k² values sorted with every
 // value repeated k times, so its rank ⌊k³/2⌋ is the k×k window's rank ⌊⌊k³/2⌋/k⌋ = ⌊k³/(2k)⌋ = ⌊k²/2⌋ — the CPU's 2D
