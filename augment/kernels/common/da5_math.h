@@ -416,34 +416,47 @@ AUGMENTD_HD uint32_t SelectRankNetwork(const Window3K<K>& w) {
 
 // ------------------------------------------------------------------------------------------------------------
 // Tile-binned selection (the 3D median kernel, 2026-12-01 s9): the block's key tile carries one bin byte per key,
-// computed once per tile key from the tile's value range (TileBinScale / TileBin), instead of every window
-// finding its own range. The bin is monotone non-decreasing in the key order (fl(v − lo) and fl(·× s) are
-// monotone, s > 0, then a clamp), so all keys of a lower bin sort below all keys of a higher one and the rank-r
-// key lies in the bin where the window's prefix count passes r. Per output: one histogram pass over the window's
-// bin bytes (no min/max pass: the tile range holds every window), then either (≤ kTileMaxCand keys in that bin)
-// one pass gathering them, ranked by a register sorting network; or (a window much narrower than its tile, e.g.
-// smooth data) one pass for the bin's key range and SelectRankKeyHist16's levels inside it. Exact either way.
+// computed once per tile key against kTileBins − 1 boundaries taken from the tile itself (TileBounds: a sorted
+// sample of its keys, so the bins hold about equal shares of the tile whatever its distribution — an edge between
+// two intensity levels gets half of the bins on each side), instead of every window finding its own range. The
+// bin (QuantileBin: how many boundaries lie below the key) is monotone non-decreasing in the key order, so all
+// keys of a lower bin sort below all keys of a higher one and the rank-r key lies in the bin where the window's
+// prefix count passes r. Per output: one histogram pass over the window's bin bytes (no min/max pass), then
+// either (≤ TileMaxCand keys in that bin) one pass gathering them, ranked by a register sorting network; or (a
+// bin holding more: ties, or a window much narrower than its tile) one pass for the bin's key range and
+// SelectRankKeyHist16's levels inside it. Exact either way.
 inline constexpr int kTileBins = 64;      // bin bytes 0..63: 16-bit counts packed in kTileBins / 2 words
+inline constexpr int kTileSamples = kTileBins;  // tile keys sampled; the kTileBins − 1 lowest are the boundaries
 inline constexpr int kTileMaxCand = 24;   // most keys gathered and sorted in registers (k ≥ 7, run-time k)
-// The gather's capacity for a compile-time K (0: run-time k): ≥ 1.7× the median bin's expected count on noisy data
-// (≈ k³ · 0.042 for a tile range of ≈ ±3.4σ), so the fallback stays rare there, while the register sort stays small
+// The gather's capacity for a compile-time K (0: run-time k): ≈ 3× a bin's expected share of a window (k³ / 64
+// when the window's keys look like its tile's), so the fallback stays rare, while the register sort stays small
 // (63 / 132 comparators for 16 / 24 keys).
 AUGMENTD_HD_CONSTEXPR int TileMaxCand(int k) { return k >= 4 && k <= 6 ? 16 : kTileMaxCand; }
 static_assert(kTileBins / 2 <= kSelectHistBins, "the histogram column of the other selections");
 
-// The scale s of TileBin for a tile whose keys span [lo_key, hi_key]; 0 = no usable range (one key value,
-// infinities, or a span that overflows): then every key gets bin 0 and the levels do all the work (still exact).
-AUGMENTD_HD float TileBinScale(uint32_t lo_key, uint32_t hi_key) {
-  const float lo = KeyToFloat(lo_key), hi = KeyToFloat(hi_key);
-  const float span = RnSub(hi, lo);
-  if (!(span > 0.0f) || !(span <= 3.0e38f) || !(lo >= -3.0e38f) || !(hi <= 3.0e38f)) return 0.0f;
-  const float s = static_cast<float>(kTileBins) / span;
-  return s <= 3.0e38f ? s : 0.0f;
+// Index of sample t (0 ≤ t < kTileSamples) in a tile of `halo` keys, spread evenly over the tile.
+AUGMENTD_HD int TileSampleIndex(int t, int halo) {
+  return static_cast<int>(static_cast<int64_t>(t) * halo / kTileSamples);
 }
-// Bin of value v (lo ≤ v ≤ hi of TileBinScale's range) in [0, kTileBins).
-AUGMENTD_HD uint32_t TileBin(float v, float lo, float scale) {
-  const float t = RnMul(RnSub(v, lo), scale);  // ≥ 0 (≥ −0), ≤ ≈ kTileBins
-  return t < static_cast<float>(kTileBins - 1) ? static_cast<uint32_t>(t) : static_cast<uint32_t>(kTileBins - 1);
+// The key's bin: the number of boundaries below it, bounds[0, kTileBins − 1) ascending. Branch-free binary search
+// (steps 32 … 1 over 63 entries): monotone non-decreasing in the key.
+AUGMENTD_HD uint32_t QuantileBin(uint32_t key, const uint32_t* bounds) {
+  static_assert(kTileBins == 64, "six steps");
+  int pos = 0;
+  AUGMENTD_DA5_UNROLL
+  for (int step = 32; step >= 1; step >>= 1) pos += bounds[pos + step - 1] < key ? step : 0;
+  return static_cast<uint32_t>(pos);
+}
+// The stable rank of sample t among the kTileSamples samples of the tile `keys` (how many sort before it, ties by
+// sample index): the device sorts the samples by writing each to bounds[rank] (one thread per sample).
+AUGMENTD_HD int TileSampleRank(const uint32_t* keys, int halo, int t) {
+  const uint32_t mine = keys[TileSampleIndex(t, halo)];
+  int rank = 0;
+  for (int u = 0; u < kTileSamples; ++u) {
+    const uint32_t v = keys[TileSampleIndex(u, halo)];
+    rank += v < mine || (v == mine && u < t);
+  }
+  return rank;
 }
 
 // A window over a key tile and its bin bytes (same layout): K > 0 compile-time size (inner loops unrolled), K = 0

@@ -4,11 +4,11 @@
 // origin 0: the window starts k/2 voxels before the output) is loaded once into shared memory as ordered keys, and
 // every thread selects the exact rank-⌊k³/2⌋ key of its window (da5_math.h MedianKey3, one compiled build per DA5
 // size 2…7, a run-time build for 8…15): k ≤ 3 the window's 8 / 27 keys in registers through a Batcher sorting
-// network; k ≥ 4 the tile's key range gives every halo key a bin byte (64 value bins, monotone in the key order),
-// and each output takes one histogram pass over its window's bytes, then gathers the ≤ 24 keys of the median's bin
-// (sorted by a register network) — 2 passes instead of the ≥ 4 of a per-window range — or, where its window is
-// much narrower than the tile, the key-space levels inside that bin (≤ 10 passes for any data). Bit-identical to
-// scipy / the CPU transform.
+// network; k ≥ 4 a sorted sample of the tile's keys gives every halo key a bin byte (64 bins of about equal shares
+// of the tile, monotone in the key order), and each output takes one histogram pass over its window's bytes, then
+// gathers the ≤ 16 / 24 keys of the median's bin (sorted by a register network) — 2 passes instead of the ≥ 4 of a
+// per-window range — or, where that bin holds more, the key-space levels inside it (≤ 10 passes for any data).
+// Bit-identical to scipy / the CPU transform.
 // Planar median (d0 = 1: 2D samples, or 3D ones with one slice): ReflectIndex(·, 1) = 0, so the k³ window holds
 // each of the k² values of the plane's k×k window exactly k times; sorted, it is the k² values sorted with every
 // value repeated k times, so its rank ⌊k³/2⌋ is the k×k window's rank ⌊⌊k³/2⌋/k⌋ = ⌊k³/(2k)⌋ = ⌊k²/2⌋ — the CPU's 2D
@@ -27,8 +27,8 @@ constexpr int kHistWords = kSelectHistBins * kThreads;  // per-thread histogram 
 constexpr size_t kDefaultSmem = 48 * 1024;
 
 // One 4×8×8 output tile of window size k (K: compile-time, 0 = run-time k): halo keys to shared memory (k ≥ 4:
-// with the tile's key range, then one TileBin byte per halo key), then MedianKey3<K> per thread (da5_math.h: the
-// register network for K ≤ 3, the tile-binned selection above).
+// then the tile's 63 bin boundaries, a sample of its keys sorted by rank, and one QuantileBin byte per halo key),
+// then MedianKey3<K> per thread (da5_math.h: the register network for K ≤ 3, the tile-binned selection above).
 template <int K>
 __device__ __forceinline__ void MedianTile(const float* __restrict__ s, float* __restrict__ o, uint32_t* smem,
                                            int k_run, int d0, int d1, int d2, int o0, int o1, int o2) {
@@ -39,36 +39,21 @@ __device__ __forceinline__ void MedianTile(const float* __restrict__ s, float* _
   const int h1 = kTy + k - 1, h2 = kTx + k - 1;
   const int halo = (kTz + k - 1) * h1 * h2;
   uint8_t* bins = reinterpret_cast<uint8_t*>(keys + halo);
-  uint32_t lo = 0xFFFFFFFFu, hi = 0;
   for (int m = threadIdx.x; m < halo; m += blockDim.x) {
     const int c = m % h2, b = m / h2 % h1, a = m / (h1 * h2);
     const int i = ReflectIndex(o0 - before + a, d0), j = ReflectIndex(o1 - before + b, d1);
     const int l = ReflectIndex(o2 - before + c, d2);
-    const uint32_t key = OrderedKey(s[(static_cast<int64_t>(i) * d1 + j) * d2 + l]);
-    keys[m] = key;
-    if constexpr (kBinned) {
-      lo = key < lo ? key : lo;
-      hi = key > hi ? key : hi;
-    }
-  }
-  if constexpr (kBinned) {
-    __shared__ uint32_t warp_lo[kThreads / 32], warp_hi[kThreads / 32];
-    lo = __reduce_min_sync(0xFFFFFFFFu, lo);
-    hi = __reduce_max_sync(0xFFFFFFFFu, hi);
-    if ((threadIdx.x & 31) == 0) {
-      warp_lo[threadIdx.x >> 5] = lo;
-      warp_hi[threadIdx.x >> 5] = hi;
-    }
-    __syncthreads();
-    for (int w = 0; w < kThreads / 32; ++w) {
-      lo = warp_lo[w] < lo ? warp_lo[w] : lo;
-      hi = warp_hi[w] > hi ? warp_hi[w] : hi;
-    }
-    const float scale = TileBinScale(lo, hi), lo_f = KeyToFloat(lo);
-    for (int m = threadIdx.x; m < halo; m += blockDim.x)
-      bins[m] = static_cast<uint8_t>(TileBin(KeyToFloat(keys[m]), lo_f, scale));
+    keys[m] = OrderedKey(s[(static_cast<int64_t>(i) * d1 + j) * d2 + l]);
   }
   __syncthreads();
+  if constexpr (kBinned) {  // the tile's bin boundaries (a sorted sample of its keys), then a bin byte per key
+    __shared__ uint32_t bounds[kTileSamples];
+    if (threadIdx.x < kTileSamples)
+      bounds[TileSampleRank(keys, halo, threadIdx.x)] = keys[TileSampleIndex(threadIdx.x, halo)];
+    __syncthreads();
+    for (int m = threadIdx.x; m < halo; m += blockDim.x) bins[m] = static_cast<uint8_t>(QuantileBin(keys[m], bounds));
+    __syncthreads();
+  }
   const int z = threadIdx.x / (kTy * kTx), y = threadIdx.x / kTx % kTy, x = threadIdx.x % kTx;
   const int i = o0 + z, j = o1 + y, l = o2 + x;
   if (i >= d0 || j >= d1 || l >= d2) return;
