@@ -434,9 +434,10 @@ inline constexpr int kTileMaxCand = 24;   // most keys gathered and sorted in re
 AUGMENTD_HD_CONSTEXPR int TileMaxCand(int k) { return k >= 4 && k <= 6 ? 16 : kTileMaxCand; }
 static_assert(kTileBins / 2 <= kSelectHistBins, "the histogram column of the other selections");
 
-// Index of sample t (0 ≤ t < kTileSamples) in a tile of `halo` keys, spread evenly over the tile.
+// Index of sample t (0 ≤ t < kTileSamples) in a tile of `halo` < 2^26 keys, spread evenly over the tile (unsigned
+// 32-bit: the division is a shift).
 AUGMENTD_HD int TileSampleIndex(int t, int halo) {
-  return static_cast<int>(static_cast<int64_t>(t) * halo / kTileSamples);
+  return static_cast<int>(static_cast<uint32_t>(t) * static_cast<uint32_t>(halo) / kTileSamples);
 }
 // The key's bin: the number of boundaries below it, bounds[0, kTileBins − 1) ascending. Branch-free binary search
 // (steps 32 … 1 over 63 entries): monotone non-decreasing in the key.
