@@ -166,9 +166,9 @@ struct Window3 {
 #define AUGMENTD_HD_CONSTEXPR constexpr
 #endif
 
-// Window3 with the size K fixed at compile time (the kernel's DA5 sizes): the two inner loops unroll into K²
-// shared loads at constant offsets when the strides are compile-time constants too (the kernel's tile), with no
-// per-key loop counter; the outer loop stays a loop (code size K² per pass). Same keys in the same order.
+// Window3 with the size K fixed at compile time (SelectRankNetwork's k = 2, 3): the loops unroll into shared
+// loads at constant offsets when the strides are compile-time constants too (the kernel's tile). Same keys in the
+// same order.
 template <int K>
 struct Window3K {
   const uint32_t* base;
@@ -348,8 +348,7 @@ AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist
 }
 
 // 16-bit counts packed two to a word, 2^6 bins in the same kSelectHistBins-word column (≤ 8 passes): windows of
-// < 2^16 keys (the 3D median kernel, k ≤ 15). A level resolves 6 key bits and up to 24 keys are gathered, so a k = 7
-// window of noisy data usually needs one level where SelectRankKeyHist takes two.
+// < 2^16 keys (the levels inside a crowded tile bin, SelectRankKeyTileBins; k ≤ 40).
 template <typename W>
 AUGMENTD_HD uint32_t SelectRankKeyHist16(const W& w, uint32_t rank, uint32_t* hist, int stride) {
   return SelectRankKeyHistT<kSelectHist16Bits, kSelectHist16MaxCandidates, true>(w, rank, hist, stride);
