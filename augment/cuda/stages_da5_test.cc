@@ -79,8 +79,8 @@ json Gamma(double p_per_channel) {
 
 std::vector<Case> Cases() {
   const RectConfigs rect = Rects({{1, 4}, {1, 3}, {1, 3}}, 2.5, 0.8);
-  const std::vector<int64_t> odd = {13, 11, 9}, tiny = {3, 5, 4};
-  return {
+  const std::vector<int64_t> odd = {13, 11, 9}, tiny = {3, 5, 4}, tiles = {21, 19, 17};
+  std::vector<Case> cases = {
       {"median_filter", {{"filter_size", {2, 8}}, {"p_per_channel", 0.8}}, 0, odd},
       {"median_filter", {{"filter_size", {2, 8}}, {"p_per_channel", 0.8}}, 0, tiny},
       {"median_filter", {{"filter_size", 4}, {"p_same_for_each_channel", 1}}, 0, odd},
@@ -98,6 +98,16 @@ std::vector<Case> Cases() {
       {"brightness_gradient_additive", Gradient(true, 0.8), 0, odd},
       {"local_gamma", Gamma(0.8), 1e-5f, odd},
   };
+  // Every size DA5 draws (2…7) on its own, each compiled build of the 3D kernel (2, 3: register network; 4…7:
+  // tile bins): partial tiles and reflect borders on every face (odd), several whole 4×8×8 tiles (tiles), windows
+  // wider than the volume (tiny); 8…15: the run-time build of the same kernel.
+  for (int k = 2; k <= 7; ++k) {
+    cases.push_back({"median_filter", {{"filter_size", k}}, 0, odd});
+    cases.push_back({"median_filter", {{"filter_size", k}}, 0, tiles});
+  }
+  cases.push_back({"median_filter", {{"filter_size", 7}}, 0, tiny});
+  cases.push_back({"median_filter", {{"filter_size", {8, 16}}}, 0, odd});
+  return cases;
 }
 
 // 2D samples, every sample and channel drawn on (p_per_channel 1); odd sizes.

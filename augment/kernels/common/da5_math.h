@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "augment/rng.h"
 
@@ -153,6 +154,39 @@ struct Window3 {
   }
 };
 
+// Unrolled in device code only (gcc warns on an unknown pragma under -Wall).
+#ifdef __CUDA_ARCH__
+#define AUGMENTD_DA5_UNROLL _Pragma("unroll")
+#else
+#define AUGMENTD_DA5_UNROLL
+#endif
+#ifdef __CUDACC__
+#define AUGMENTD_HD_CONSTEXPR __host__ __device__ constexpr
+#else
+#define AUGMENTD_HD_CONSTEXPR constexpr
+#endif
+
+// Window3 with the size K fixed at compile time (SelectRankNetwork's k = 2, 3): the loops unroll into shared
+// loads at constant offsets when the strides are compile-time constants too (the kernel's tile). Same keys in the
+// same order.
+template <int K>
+struct Window3K {
+  const uint32_t* base;
+  int stride_a;
+  int stride_b;
+  template <typename F>
+  AUGMENTD_HD void ForEach(F&& f) const {
+    for (int a = 0; a < K; ++a) {
+      const uint32_t* plane = base + a * stride_a;
+      AUGMENTD_DA5_UNROLL
+      for (int b = 0; b < K; ++b) {
+        AUGMENTD_DA5_UNROLL
+        for (int c = 0; c < K; ++c) f(plane[b * stride_b + c]);
+      }
+    }
+  }
+};
+
 // A k×k window of keys (the planar median of a d0 = 1 slice): element (b, c) at base[b·stride_b + c].
 struct Window2 {
   const uint32_t* base;
@@ -219,42 +253,55 @@ inline constexpr int kSelectHistBits = 5;
 inline constexpr int kSelectHistBins = (1 << kSelectHistBits) + 1;
 // At most this many keys left in the chosen bin: gathered and ranked directly instead of another level.
 inline constexpr int kSelectMaxCandidates = 16;
+// SelectRankKeyHist16 (windows of < 2^16 keys): 2^6 bins of 16-bit counts packed two to a word — the same
+// kSelectHistBins words per column — and up to 24 gathered candidates.
+inline constexpr int kSelectHist16Bits = 6;
+inline constexpr int kSelectHist16MaxCandidates = 24;
+static_assert(((1 << kSelectHist16Bits) + 2) / 2 <= kSelectHistBins, "packed bins fit the same column");
 
 // The same key as SelectRankKey(w, rank) (exact rank selection over the same total order), with bounded work:
-// one min/max pass, then per level a histogram pass of 2^kSelectHistBits bins over the current key range
+// one min/max pass, then per level a histogram pass of 2^kBits bins over the current key range
 // [lo, hi] (bin = (key − lo) >> shift: monotone, so the answer's bin is the one where the prefix count passes the
-// rank) that narrows the range to one bin — ≥ 5 key bits per pass instead of SelectRankKey's 2 — until the bin
-// is one key (shift 0) or holds ≤ kSelectMaxCandidates keys, which one more pass gathers and ranks by counting.
-// At most 1 + ⌈32/5⌉ + 1 = 9 passes for any window (ties included) against SelectRankKey's ≤ 17; smooth data
-// typically 4 (min/max, 2 levels, gather). `hist` holds kSelectHistBins counts at hist[0], hist[stride], …
-// (device: one column per thread of a shared-memory array, stride = blockDim.x, so no bank conflicts).
-template <typename W>
-AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist, int stride) {
-  uint32_t lo = 0xFFFFFFFFu, hi = 0;
-  w.ForEach([&](uint32_t v) {
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-  });
-  if (lo == hi) return lo;
-  uint32_t r = rank;  // rank among the keys in [lo, hi] (every key below lo is accounted for)
-  for (bool first = true;; first = false) {
+// rank) that narrows the range to one bin — ≥ kBits key bits per pass instead of SelectRankKey's 2 — until the bin
+// is one key (shift 0) or holds ≤ kMaxCand keys, which one more pass gathers and ranks by counting.
+// At most 1 + ⌈32/kBits⌉ + 1 passes for any window (ties included) against SelectRankKey's ≤ 17; smooth data
+// typically 3–4 (min/max, 1–2 levels, gather). `hist` holds the counts at hist[0], hist[stride], … (device: one
+// column per thread of a shared-memory array, stride = blockDim.x, so no bank conflicts): 2^kBits + 1 bins of 32
+// bits, or (kPacked) of 16 bits two to a word (bin b in word b / 2, half b % 2; the window holds < 2^16 keys).
+template <int kBits, int kMaxCand, bool kPacked, typename W>
+AUGMENTD_HD uint32_t SelectInRange(const W& w, uint32_t lo, uint32_t hi, uint32_t r, uint32_t* hist, int stride,
+                                   bool first) {
+  constexpr int kBins = (1 << kBits) + 1;
+  constexpr int kWords = kPacked ? (kBins + 1) / 2 : kBins;
+  auto bump = [&](uint32_t b) {
+    if constexpr (kPacked) {
+      hist[(b >> 1) * stride] += 1u << ((b & 1u) << 4);
+    } else {
+      ++hist[b * stride];
+    }
+  };
+  // r: rank among the keys in [lo, hi] (every key below lo is accounted for); `first`: no key outside [lo, hi].
+  for (;; first = false) {
     const uint32_t span = hi - lo;  // > 0
     const int len = BitLength(span);
-    const int shift = len > kSelectHistBits ? len - kSelectHistBits : 0;  // (span >> shift) < 2^kSelectHistBits
-    for (int b = 0; b < kSelectHistBins; ++b) hist[b * stride] = 0;
+    const int shift = len > kBits ? len - kBits : 0;  // (span >> shift) < 2^kBits
+    for (int b = 0; b < kWords; ++b) hist[b * stride] = 0;
     if (first) {  // [lo, hi] is the window's range: no key outside it
-      w.ForEach([&](uint32_t v) { ++hist[((v - lo) >> shift) * stride]; });
+      w.ForEach([&](uint32_t v) { bump((v - lo) >> shift); });
     } else {
       w.ForEach([&](uint32_t v) {
         const uint32_t d = v - lo;  // wraps for v < lo: > span
-        const uint32_t b = d > span ? static_cast<uint32_t>(kSelectHistBins - 1) : d >> shift;
-        ++hist[b * stride];
+        bump(d > span ? static_cast<uint32_t>(kBins - 1) : d >> shift);
       });
     }
     uint32_t acc = 0, m = 0;
     int b = 0;
     for (;; ++b) {  // terminates: the bins of [lo, hi] hold more than r keys
-      m = hist[b * stride];
+      if constexpr (kPacked) {
+        m = (hist[(b >> 1) * stride] >> ((b & 1) << 4)) & 0xFFFFu;
+      } else {
+        m = hist[b * stride];
+      }
       if (acc + m > r) break;
       acc += m;
     }
@@ -263,14 +310,14 @@ AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist
     lo += static_cast<uint32_t>(b) << shift;
     hi = hi - lo < width ? hi : lo + width;  // the bin's keys: [lo, hi]
     if (shift == 0 || lo == hi) return lo;
-    if (m <= static_cast<uint32_t>(kSelectMaxCandidates)) break;
+    if (m <= static_cast<uint32_t>(kMaxCand)) break;
   }
-  // ≤ kSelectMaxCandidates keys in [lo, hi]: the one with r keys of the bin below it and more than r at or below.
-  uint32_t cand[kSelectMaxCandidates];
+  // ≤ kMaxCand keys in [lo, hi]: the one with r keys of the bin below it and more than r at or below.
+  uint32_t cand[kMaxCand];
   int n = 0;
   const uint32_t span = hi - lo;
   w.ForEach([&](uint32_t v) {
-    if (v - lo <= span && n < kSelectMaxCandidates) cand[n++] = v;
+    if (v - lo <= span && n < kMaxCand) cand[n++] = v;
   });
   for (int i = 0; i < n; ++i) {
     uint32_t less = 0, leq = 0;
@@ -281,6 +328,255 @@ AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist
     if (less <= r && r < leq) return cand[i];
   }
   return lo;  // not reached: the bin holds the answer
+}
+
+template <int kBits, int kMaxCand, bool kPacked, typename W>
+AUGMENTD_HD uint32_t SelectRankKeyHistT(const W& w, uint32_t rank, uint32_t* hist, int stride) {
+  uint32_t lo = 0xFFFFFFFFu, hi = 0;
+  w.ForEach([&](uint32_t v) {
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  });
+  if (lo == hi) return lo;
+  return SelectInRange<kBits, kMaxCand, kPacked>(w, lo, hi, rank, hist, stride, /*first=*/true);
+}
+
+// 32-bit counts, 2^5 bins (≤ 9 passes): any window size (the generic large-window kernel, the planar kernel).
+template <typename W>
+AUGMENTD_HD uint32_t SelectRankKeyHist(const W& w, uint32_t rank, uint32_t* hist, int stride) {
+  return SelectRankKeyHistT<kSelectHistBits, kSelectMaxCandidates, false>(w, rank, hist, stride);
+}
+
+// 16-bit counts packed two to a word, 2^6 bins in the same kSelectHistBins-word column (≤ 8 passes): windows of
+// < 2^16 keys (the levels inside a crowded tile bin, SelectRankKeyTileBins; k ≤ 40).
+template <typename W>
+AUGMENTD_HD uint32_t SelectRankKeyHist16(const W& w, uint32_t rank, uint32_t* hist, int stride) {
+  return SelectRankKeyHistT<kSelectHist16Bits, kSelectHist16MaxCandidates, true>(w, rank, hist, stride);
+}
+
+// Register selection for the small windows (k = 2, 3: 8 and 27 keys). Batcher's odd–even merge sort on N keys, any
+// N: the network of the next power of two with every comparator that touches a position ≥ N dropped (= padding with
+// +∞ keys, which no comparator moves). Comparator t of the network as positions (i, j), i < j, min to i.
+struct Comparator {
+  int i, j;
+};
+// t < 0: the number of comparators; else comparator t.
+AUGMENTD_HD_CONSTEXPR Comparator BatcherComparator(int n, int t) {
+  int count = 0;
+  for (int p = 1; p < n; p *= 2)
+    for (int k = p; k >= 1; k /= 2)
+      for (int j = k % p; j + k < n; j += 2 * k)
+        for (int i = 0; i < k && i + j + k < n; ++i)
+          if ((i + j) / (2 * p) == (i + j + k) / (2 * p)) {
+            if (count == t) return Comparator{i + j, i + j + k};
+            ++count;
+          }
+  return Comparator{count, -1};
+}
+AUGMENTD_HD_CONSTEXPR int BatcherCount(int n) { return BatcherComparator(n, -1).i; }
+
+template <int N, int T>
+AUGMENTD_HD void CompareSwapAt(uint32_t* v) {
+  constexpr Comparator c = BatcherComparator(N, T);
+  const uint32_t a = v[c.i], b = v[c.j];
+  v[c.i] = a < b ? a : b;
+  v[c.j] = a < b ? b : a;
+}
+template <int N, int... T>
+AUGMENTD_HD void SortNetworkImpl(uint32_t* v, std::integer_sequence<int, T...>) {
+  (void)v;  // N = 1: no comparator
+  (CompareSwapAt<N, T>(v), ...);
+}
+// Sorts v[0, N) ascending; every index is a compile-time constant, so a local array stays in registers and the
+// comparators whose outputs are not used (SelectRankNetwork reads one position) are removed by the compiler.
+template <int N>
+AUGMENTD_HD void SortNetwork(uint32_t* v) {
+  SortNetworkImpl<N>(v, std::make_integer_sequence<int, BatcherCount(N)>{});
+}
+
+// The key of rank R (0-based) of the K³ window w (Window3K<K>): loaded into registers once, sorted by the
+// network, position R read — the same key as SelectRankKey / std::nth_element (a sort is an exact selection).
+template <int K, int R>
+AUGMENTD_HD uint32_t SelectRankNetwork(const Window3K<K>& w) {
+  constexpr int N = K * K * K;
+  static_assert(R >= 0 && R < N, "rank inside the window");
+  uint32_t v[N];
+  AUGMENTD_DA5_UNROLL
+  for (int a = 0; a < K; ++a) {
+    AUGMENTD_DA5_UNROLL
+    for (int b = 0; b < K; ++b) {
+      AUGMENTD_DA5_UNROLL
+      for (int c = 0; c < K; ++c) v[(a * K + b) * K + c] = w.base[a * w.stride_a + b * w.stride_b + c];
+    }
+  }
+  SortNetwork<N>(v);
+  return v[R];
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Tile-binned selection (the 3D median kernel, 2026-12-01 s9): the block's key tile carries one bin byte per key,
+// computed once per tile key against kTileBins − 1 boundaries taken from the tile itself (TileBounds: a sorted
+// sample of its keys, so the bins hold about equal shares of the tile whatever its distribution — an edge between
+// two intensity levels gets half of the bins on each side), instead of every window finding its own range. The
+// bin (QuantileBin: how many boundaries lie below the key) is monotone non-decreasing in the key order, so all
+// keys of a lower bin sort below all keys of a higher one and the rank-r key lies in the bin where the window's
+// prefix count passes r. Per output: one histogram pass over the window's bin bytes (no min/max pass), then
+// either (≤ TileMaxCand keys in that bin) one pass gathering them, ranked by a register sorting network; or (a
+// bin holding more: ties, or a window much narrower than its tile) one pass for the bin's key range and
+// SelectRankKeyHist16's levels inside it. Exact either way.
+inline constexpr int kTileBins = 64;      // bin bytes 0..63: 16-bit counts packed in kTileBins / 2 words
+inline constexpr int kTileSamples = kTileBins;  // tile keys sampled; the kTileBins − 1 lowest are the boundaries
+inline constexpr int kTileMaxCand = 24;   // most keys gathered and sorted in registers (k ≥ 7, run-time k)
+// The gather's capacity for a compile-time K (0: run-time k): ≈ 3× a bin's expected share of a window (k³ / 64
+// when the window's keys look like its tile's), so the fallback stays rare, while the register sort stays small
+// (63 / 132 comparators for 16 / 24 keys).
+AUGMENTD_HD_CONSTEXPR int TileMaxCand(int k) { return k >= 4 && k <= 6 ? 16 : kTileMaxCand; }
+static_assert(kTileBins / 2 <= kSelectHistBins, "the histogram column of the other selections");
+
+// Index of sample t (0 ≤ t < kTileSamples) in a tile of `halo` < 2^26 keys, spread evenly over the tile (unsigned
+// 32-bit: the division is a shift).
+AUGMENTD_HD int TileSampleIndex(int t, int halo) {
+  return static_cast<int>(static_cast<uint32_t>(t) * static_cast<uint32_t>(halo) / kTileSamples);
+}
+// The key's bin: the number of boundaries below it, bounds[0, kTileBins − 1) ascending. Branch-free binary search
+// (steps 32 … 1 over 63 entries): monotone non-decreasing in the key.
+AUGMENTD_HD uint32_t QuantileBin(uint32_t key, const uint32_t* bounds) {
+  static_assert(kTileBins == 64, "six steps");
+  int pos = 0;
+  AUGMENTD_DA5_UNROLL
+  for (int step = 32; step >= 1; step >>= 1) pos += bounds[pos + step - 1] < key ? step : 0;
+  return static_cast<uint32_t>(pos);
+}
+// The stable rank of sample t among the kTileSamples samples of the tile `keys` (how many sort before it, ties by
+// sample index): the device sorts the samples by writing each to bounds[rank] (one thread per sample).
+AUGMENTD_HD int TileSampleRank(const uint32_t* keys, int halo, int t) {
+  const uint32_t mine = keys[TileSampleIndex(t, halo)];
+  int rank = 0;
+  for (int u = 0; u < kTileSamples; ++u) {
+    const uint32_t v = keys[TileSampleIndex(u, halo)];
+    rank += v < mine || (v == mine && u < t);
+  }
+  return rank;
+}
+
+// A window over a key tile and its bin bytes (same layout): K > 0 compile-time size (inner loops unrolled), K = 0
+// run-time k.
+template <int K>
+struct TileWindow {
+  const uint32_t* keys;
+  const uint8_t* bins;
+  int k;  // == K when K > 0
+  int stride_a;
+  int stride_b;
+  template <typename F>
+  AUGMENTD_HD void ForEachIndex(F&& f) const {
+    const int n = K > 0 ? K : k;
+    for (int a = 0; a < n; ++a) {
+      const int plane = a * stride_a;
+      if constexpr (K > 0) {
+        AUGMENTD_DA5_UNROLL
+        for (int b = 0; b < K; ++b) {
+          AUGMENTD_DA5_UNROLL
+          for (int c = 0; c < K; ++c) f(plane + b * stride_b + c);
+        }
+      } else {
+        for (int b = 0; b < n; ++b)
+          for (int c = 0; c < n; ++c) f(plane + b * stride_b + c);
+      }
+    }
+  }
+  template <typename F>
+  AUGMENTD_HD void ForEach(F&& f) const {  // the keys (a window for SelectRankKeyHistT)
+    ForEachIndex([&](int o) { f(keys[o]); });
+  }
+};
+
+// The key of rank r (0-based) among the n ≤ N keys c[0, n) (c[n, N) ignored): sorted in registers by the network
+// with the unused entries as +∞ (they sort last; r < n reads a real key), then position r picked by a select chain.
+template <int N>
+AUGMENTD_HD uint32_t RankOfFew(const uint32_t* c, int n, uint32_t r) {
+  uint32_t v[N];
+  AUGMENTD_DA5_UNROLL
+  for (int i = 0; i < N; ++i) v[i] = i < n ? c[i] : 0xFFFFFFFFu;
+  SortNetwork<N>(v);
+  uint32_t out = v[0];
+  AUGMENTD_DA5_UNROLL
+  for (int i = 1; i < N; ++i) out = static_cast<uint32_t>(i) == r ? v[i] : out;
+  return out;
+}
+
+// SelectRankKeyHistT's levels from a given key range: the key of rank r among the window's keys in [lo, hi]
+// (lo < hi; every key in [lo, hi] counted by r, keys outside it ignored).
+// The rank-`rank` key of the window (< 2^16 keys) from its bin bytes: see the section comment. `hist` as
+// SelectRankKeyHist's (kTileBins / 2 words used).
+template <int K>
+AUGMENTD_HD uint32_t SelectRankKeyTileBins(const TileWindow<K>& w, uint32_t rank, uint32_t* hist, int stride) {
+  for (int b = 0; b < kTileBins / 2; ++b) hist[b * stride] = 0;
+  w.ForEachIndex([&](int o) {
+    const uint32_t b = w.bins[o];
+    hist[(b >> 1) * stride] += 1u << ((b & 1u) << 4);
+  });
+  uint32_t acc = 0, m = 0;
+  uint32_t bin = 0;
+  for (;; ++bin) {  // terminates: the window holds more than rank keys
+    m = (hist[(bin >> 1) * stride] >> ((bin & 1u) << 4)) & 0xFFFFu;
+    if (acc + m > rank) break;
+    acc += m;
+  }
+  const uint32_t r = rank - acc;  // rank among the window's keys of bin `bin`
+  constexpr int kCap = TileMaxCand(K);
+  if (m <= static_cast<uint32_t>(kCap)) {
+    uint32_t cand[kCap];
+    int n = 0;  // ends at m ≤ kCap: the pass visits the same keys the histogram counted
+    w.ForEachIndex([&](int o) {
+      if (w.bins[o] == bin) cand[n++] = w.keys[o];
+    });
+    return RankOfFew<kCap>(cand, n, r);
+  }
+  uint32_t lo = 0xFFFFFFFFu, hi = 0;  // the bin's keys in this window: a contiguous key range (monotone bins)
+  w.ForEachIndex([&](int o) {
+    if (w.bins[o] != bin) return;
+    const uint32_t v = w.keys[o];
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  });
+  if (lo == hi) return lo;
+  return SelectInRange<kSelectHist16Bits, kSelectHist16MaxCandidates, true>(w, lo, hi, r, hist, stride,
+                                                                          /*first=*/false);
+}
+
+// The median key (rank ⌊k³/2⌋) of the k³ window at `keys` / `bins` (a key tile and its TileBin bytes, strides as
+// Window3), the per-voxel selection of the 3D median kernel: K ≤ 3 the register network (≤ 27 keys; `bins`,
+// `hist` unused), else SelectRankKeyTileBins (K = 0: k at run time, k ≤ 40 so the window holds < 2^16 keys).
+template <int K>
+AUGMENTD_HD uint32_t MedianKey3(const uint32_t* keys, const uint8_t* bins, int k, int stride_a, int stride_b,
+                                uint32_t* hist, int stride) {
+  if constexpr (K >= 1 && K <= 3) {
+    return SelectRankNetwork<K, K * K * K / 2>(Window3K<K>{keys, stride_a, stride_b});
+  } else {
+    const int n = K > 0 ? K : k;
+    return SelectRankKeyTileBins(TileWindow<K>{keys, bins, n, stride_a, stride_b},
+                                 static_cast<uint32_t>(n * n * n / 2), hist, stride);
+  }
+}
+
+// Largest k with a compile-time build of the median kernel (DA5 draws 2…7); larger k run MedianKey3<0>.
+inline constexpr int kMedianMaxCompiledSize = 7;
+// Smallest k that selects from the tile's bin bytes (below: the register network, which needs no bins).
+inline constexpr int kMedianMinBinnedSize = 4;
+
+// MedianKey3 for a run-time k: the compiled build of k if there is one (what the kernel dispatches to).
+AUGMENTD_HD uint32_t MedianKey3Any(const uint32_t* keys, const uint8_t* bins, int k, int stride_a, int stride_b,
+                                   uint32_t* hist, int stride) {
+  switch (k) {
+    case 2: return MedianKey3<2>(keys, bins, k, stride_a, stride_b, hist, stride);
+    case 3: return MedianKey3<3>(keys, bins, k, stride_a, stride_b, hist, stride);
+    case 4: return MedianKey3<4>(keys, bins, k, stride_a, stride_b, hist, stride);
+    case 5: return MedianKey3<5>(keys, bins, k, stride_a, stride_b, hist, stride);
+    case 6: return MedianKey3<6>(keys, bins, k, stride_a, stride_b, hist, stride);
+    case 7: return MedianKey3<7>(keys, bins, k, stride_a, stride_b, hist, stride);
+    default: return MedianKey3<0>(keys, bins, k, stride_a, stride_b, hist, stride);
+  }
 }
 
 // ------------------------------------------------------------------------------------------------------------

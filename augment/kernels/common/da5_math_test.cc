@@ -35,7 +35,19 @@ int64_t BitMismatches(const std::vector<float>& got, const std::vector<float>& w
   return bad;
 }
 
-// The median kernel on the host: the whole channel as one tile, halo by ReflectIndex, SelectRankKeyHist per voxel.
+// The bin bytes of a key tile as the kernel makes them: the kTileBins − 1 lowest of its kTileSamples samples,
+// sorted by their stable ranks (TileSampleRank, the device's scatter) as boundaries, then QuantileBin per key.
+std::vector<uint8_t> TileBins(const std::vector<uint32_t>& keys) {
+  const int halo = static_cast<int>(keys.size());
+  uint32_t bounds[kTileSamples];
+  for (int t = 0; t < kTileSamples; ++t) bounds[TileSampleRank(keys.data(), halo, t)] = keys[TileSampleIndex(t, halo)];
+  std::vector<uint8_t> bins(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) bins[i] = static_cast<uint8_t>(QuantileBin(keys[i], bounds));
+  return bins;
+}
+
+// The median kernel on the host: the whole channel as one tile, halo by ReflectIndex, bin bytes over the tile's
+// range, the kernel's per-voxel dispatch MedianKey3Any (register network for k ≤ 3, tile-binned selection above).
 std::vector<float> EmulateMedian(const float* x, const int d[3], int k) {
   const int before = k / 2, h0 = d[0] + k - 1, h1 = d[1] + k - 1, h2 = d[2] + k - 1;
   std::vector<uint32_t> keys(static_cast<size_t>(h0) * h1 * h2);
@@ -46,14 +58,14 @@ std::vector<float> EmulateMedian(const float* x, const int d[3], int k) {
         const int l = ReflectIndex(c - before, d[2]);
         keys[(static_cast<size_t>(a) * h1 + b) * h2 + c] = OrderedKey(x[(i * d[1] + j) * d[2] + l]);
       }
+  const std::vector<uint8_t> bins = TileBins(keys);
   std::vector<float> out(static_cast<size_t>(d[0]) * d[1] * d[2]);
   uint32_t hist[kSelectHistBins];
   for (int i = 0; i < d[0]; ++i)
     for (int j = 0; j < d[1]; ++j)
       for (int l = 0; l < d[2]; ++l) {
-        const Window3 w{&keys[(static_cast<size_t>(i) * h1 + j) * h2 + l], k, h1 * h2, h2};
-        out[(i * d[1] + j) * d[2] + l] =
-            KeyToFloat(SelectRankKeyHist(w, static_cast<uint32_t>(k * k * k / 2), hist, 1));
+        const size_t at = (static_cast<size_t>(i) * h1 + j) * h2 + l;
+        out[(i * d[1] + j) * d[2] + l] = KeyToFloat(MedianKey3Any(&keys[at], &bins[at], k, h1 * h2, h2, hist, 1));
       }
   return out;
 }
@@ -113,10 +125,142 @@ TEST(Da5Math, HistogramSelectionEqualsSortedRank) {
           const uint32_t got = SelectRankKeyHist(w, static_cast<uint32_t>(r), hist.data() + 1, 3);
           ASSERT_EQ(got, sorted[r]) << "kind " << kind << " n " << n << " rank " << r;
           ASSERT_EQ(got, SelectRankKey(w, static_cast<uint32_t>(r))) << "kind " << kind << " n " << n;
+          ASSERT_EQ(SelectRankKeyHist16(w, static_cast<uint32_t>(r), hist.data() + 1, 3), sorted[r])
+              << "packed: kind " << kind << " n " << n << " rank " << r;
         }
         ++windows;
       }
   EXPECT_EQ(windows, 7 * 8 * 6);
+}
+
+// SortNetwork<N> sorts every 0/1 input (the 0-1 principle: then it sorts every input) for N ≤ 16 exhaustively, and
+// random 0/1 and key inputs for the sizes the median uses (8, 27) and its neighbours.
+template <int N>
+void ExpectSortsAll(std::mt19937& rng) {
+  auto check = [](std::vector<uint32_t> in) {
+    uint32_t v[N] = {};
+    std::copy(in.begin(), in.end(), v);
+    SortNetwork<N>(v);
+    std::sort(in.begin(), in.end());
+    ASSERT_TRUE(std::equal(in.begin(), in.end(), v)) << "N " << N;
+  };
+  std::vector<uint32_t> in(N);
+  if (N <= 16) {
+    for (uint32_t bits = 0; bits < (1u << N); ++bits) {
+      for (int i = 0; i < N; ++i) in[i] = (bits >> i) & 1u;
+      check(in);
+    }
+  }
+  for (int rep = 0; rep < 20000; ++rep) {
+    for (int i = 0; i < N; ++i) in[i] = rep % 2 ? rng() & 1u : rng() % 7u * 0x28F5C28Fu;
+    check(in);
+  }
+}
+
+TEST(Da5Math, BatcherNetworkSortsEverySize) {
+  std::mt19937 rng(7);
+  ExpectSortsAll<1>(rng);
+  ExpectSortsAll<2>(rng);
+  ExpectSortsAll<3>(rng);
+  ExpectSortsAll<5>(rng);
+  ExpectSortsAll<8>(rng);
+  ExpectSortsAll<11>(rng);
+  ExpectSortsAll<16>(rng);
+  ExpectSortsAll<17>(rng);
+  ExpectSortsAll<27>(rng);
+  ExpectSortsAll<32>(rng);
+  EXPECT_EQ(BatcherCount(8), 19);    // Batcher's 8-key network
+  EXPECT_EQ(BatcherCount(16), 63);   // and 16
+  EXPECT_EQ(BatcherCount(32), 191);  // and 32
+}
+
+// MedianKey3Any (the kernel's per-voxel dispatch) = std::nth_element on windows cut out of a larger key block
+// (strides ≠ k) with the block's bin bytes, for every compiled size and two run-time ones: noisy data (most windows
+// gather ≤ 24 keys of one bin), ties, outliers inside the window, outliers outside it (the window sits in one or
+// two tile bins: the fallback levels), an infinity in the block (no usable tile range: every key in bin 0).
+TEST(Da5Math, MedianKeyDispatchEqualsSortedRank) {
+  std::mt19937 rng(99);
+  std::normal_distribution<float> normal(0.3f, 1.0f);
+  int gathered = 0, fell_back = 0;
+  for (int k = 1; k <= 9; ++k)
+    for (int kind = 0; kind < 5; ++kind)
+      for (int rep = 0; rep < 20; ++rep) {
+        const int sb = k + 3, sa = sb * (k + 2);  // rows of k + 3 keys, planes of k + 2 rows
+        std::vector<uint32_t> block(static_cast<size_t>(sa) * k);
+        for (uint32_t& v : block) {
+          const float g = normal(rng);
+          v = OrderedKey(kind == 1 ? std::round(g) + 0.0f : kind == 2 ? (rng() % 5 == 0 ? 1e30f : 0.5f) : g);
+        }
+        if (kind == 3) {  // outside every window (the last two positions of the block)
+          block[block.size() - 1] = OrderedKey(1e6f);
+          block[block.size() - 2] = OrderedKey(-1e6f);
+        }
+        if (kind == 4) block[block.size() - 1] = OrderedKey(INFINITY);
+        const std::vector<uint8_t> bins = TileBins(block);
+        const int off = rep % 3;  // window start inside the block
+        std::vector<uint32_t> win;
+        for (int a = 0; a < k; ++a)
+          for (int b = 0; b < k; ++b)
+            for (int c = 0; c < k; ++c) win.push_back(block[off + a * sa + b * sb + c]);
+        std::nth_element(win.begin(), win.begin() + win.size() / 2, win.end());
+        uint32_t hist[kSelectHistBins * 2];
+        ASSERT_EQ(MedianKey3Any(block.data() + off, bins.data() + off, k, sa, sb, hist + 1, 2), win[win.size() / 2])
+            << "k " << k << " kind " << kind << " rep " << rep;
+        if (k >= kMedianMinBinnedSize) {  // which way the binned selection went (both must be exercised)
+          std::vector<int> count(kTileBins, 0);
+          for (int a = 0; a < k; ++a)
+            for (int b = 0; b < k; ++b)
+              for (int c = 0; c < k; ++c) ++count[bins[off + a * sa + b * sb + c]];
+          int acc = 0, bin = 0;
+          while (acc + count[bin] <= k * k * k / 2) acc += count[bin++];
+          (count[bin] <= TileMaxCand(k <= kMedianMaxCompiledSize ? k : 0) ? gathered : fell_back) += 1;
+        }
+      }
+  EXPECT_GT(gathered, 50);
+  EXPECT_GT(fell_back, 50);
+}
+
+// The sample ranks sort the samples (a permutation, ties by index), QuantileBin counts the boundaries below a key
+// (= std::lower_bound over them, so monotone in the key order), and the bins split a tile into about equal shares:
+// also a bimodal one (an edge), where bins linear in value would leave one or two bins per mode.
+TEST(Da5Math, QuantileBinsSortAndAreMonotone) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int rep = 0; rep < 300; ++rep) {
+    const int halo = 64 + static_cast<int>(rng() % 3000);
+    std::vector<uint32_t> keys(static_cast<size_t>(halo));
+    for (uint32_t& v : keys) {
+      const float g = normal(rng);
+      v = OrderedKey(rep % 3 == 0 ? std::round(g) + 0.0f : rep % 3 == 1 ? (rng() % 2 ? 3.0f : 0.0f) + 0.05f * g : g);
+    }
+    std::vector<uint32_t> bounds(kTileSamples, 0), samples(kTileSamples);
+    std::vector<int> seen(kTileSamples, 0);
+    for (int t = 0; t < kTileSamples; ++t) {
+      const int r = TileSampleRank(keys.data(), halo, t);
+      ASSERT_TRUE(r >= 0 && r < kTileSamples);
+      ++seen[r];
+      bounds[r] = samples[t] = keys[TileSampleIndex(t, halo)];
+    }
+    std::sort(samples.begin(), samples.end());
+    ASSERT_EQ(bounds, samples) << rep;
+    for (int c : seen) ASSERT_EQ(c, 1);
+    std::vector<uint32_t> sorted = keys;
+    std::sort(sorted.begin(), sorted.end());
+    uint32_t prev = 0;
+    std::vector<int> share(kTileBins, 0);
+    for (uint32_t key : sorted) {
+      const uint32_t b = QuantileBin(key, bounds.data());
+      ASSERT_EQ(b, static_cast<uint32_t>(std::lower_bound(bounds.begin(), bounds.begin() + kTileBins - 1, key) -
+                                         bounds.begin()));
+      ASSERT_GE(b, prev);
+      prev = b;
+      ++share[b];
+    }
+    if (rep % 3 != 0) {  // no heavy ties: no bin holds more than 10 bins' worth of the tile (≈ 16 %; value-linear
+      // bins put ≈ 19 % of the bimodal tiles into each mode's centre bin)
+      for (int c : share) EXPECT_LE(c, 10 * halo / kTileBins + 8) << rep;
+    }
+  }
 }
 
 // A random 2-channel sample; `quantised`: many ties, so the rank rule matters (+ 0.0f: no −0, whose order against
@@ -141,7 +285,7 @@ void CpuMedian(SampleData& s, int64_t k) {
 TEST(Da5Math, MedianEqualsCpuTransformBitForBit) {
   const std::vector<std::vector<int64_t>> shapes = {{5, 6, 7}, {2, 3, 9}, {1, 4, 5}, {9, 8, 3}};
   for (const auto& shape : shapes)
-    for (int k = 2; k <= 7; ++k)
+    for (int k = 2; k <= 9; ++k)  // every compiled size (2…7) and the run-time path (8, 9)
       for (bool quantised : {false, true}) {
         SampleData s = MedianInput(shape, quantised, 100 * k + static_cast<uint32_t>(shape[0]));
         const int d[3] = {static_cast<int>(shape[0]), static_cast<int>(shape[1]), static_cast<int>(shape[2])};

@@ -15,8 +15,9 @@
 
 namespace augmentd::cuda::da5 {
 
-// Largest median window the GPU covers (scipy sizes above it are UNIMPLEMENTED in the stage): the k³ window of a
-// 4×8×8 output tile lives in shared memory ((3+k)(7+k)² keys, 34.8 KB at k = 15).
+// Largest median window of the shared-memory tile kernel (larger ones run da5_median_large.h): the k³ windows of a
+// 4×8×8 output tile live in shared memory ((3+k)(7+k)² keys + as many bin bytes, 42.5 KiB at k = 15, beside the
+// 33 KiB of histogram columns).
 inline constexpr int kMaxMedianSize = 15;
 
 // Partials a moments reduction over `slices` slices of `len` values needs (MomentsBlocks(len) per slice).
