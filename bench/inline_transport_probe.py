@@ -15,7 +15,8 @@ probe measures the parts of that path on their own, all in one run on the same h
   server     the real augmentd (--bin) with an inline PatchAugmenter session, over unix and TCP, calls of the two
              alternating in one process (both see the same load); then on the unix connection alternating calls
              with the client socket's send buffer at the default and at --sndbuf (set on the connected socket
-             found in /proc/self/fd). Phases as patch_bench defines them (PatchFuture.phases).
+             found in /proc/self/fd); then two servers, one with --unix_socket_buffer=0 (the server's send buffer,
+             i.e. the response), calls alternating. Phases as patch_bench defines them (PatchFuture.phases).
 
 Timings are medians of --iters rounds after --warmup. On a shared machine the absolute numbers are noisy; the pairs
 measured alternately (unix vs TCP, default vs wide send buffer) are the comparisons to read.
@@ -279,6 +280,38 @@ def probe_server(args, tmp: str):
                                    calls["wide"])]
     finally:
         proc.stop()
+    # The server's send buffer (the response): a second server with --unix_socket_buffer=0, calls alternating.
+    plain = f"{tmp}/augmentd-probe-plain.sock"
+    wide = ServerProcess([f"--listen=unix://{sock}", f"--device={args.device}", "--max_batch_size=4",
+                          "--batch_workers=2", "--max_request_bytes=1GiB", "--max_response_bytes=1GiB"])
+    narrow = ServerProcess([f"--listen=unix://{plain}", "--unix_socket_buffer=0", f"--device={args.device}",
+                            "--max_batch_size=4", "--batch_workers=2", "--max_request_bytes=1GiB",
+                            "--max_response_bytes=1GiB"])
+    try:
+        wide.wait_for_serving(timeout=60)
+        narrow.wait_for_serving(timeout=60)
+        ns = argparse.Namespace(preset=args.preset)
+        cfg = patch_bench.config(ns, args.patch, 2, args.device, INLINE)
+        with augmentd.Client(f"unix://{sock}") as cw, augmentd.Client(f"unix://{plain}") as cn:
+            with augmentd.PatchAugmenter(cw, cfg, inline=True) as aw, augmentd.PatchAugmenter(cn, cfg, inline=True) as an:
+                image, seg = request_arrays(aw.patch_size)
+                for _ in range(args.warmup):
+                    aw(image, seg)
+                    an(image, seg)
+                calls = {"wide": [], "narrow": []}
+                for i in range(args.iters):
+                    order = (("wide", aw), ("narrow", an)) if i % 2 else (("narrow", an), ("wide", aw))
+                    for name, aug in order:
+                        t0 = time.perf_counter()
+                        future = aug.submit(image, seg)
+                        aug.result(future)
+                        calls[name].append(((time.perf_counter() - t0) * 1e3, future.phases()))
+                rows += [phase_row("unix, server send buffer 8 MiB (default; alternating with the next row)",
+                                   calls["wide"]),
+                         phase_row("unix, server --unix_socket_buffer=0 (another server)", calls["narrow"])]
+    finally:
+        wide.stop()
+        narrow.stop()
     return rows
 
 
