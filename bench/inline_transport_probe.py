@@ -309,6 +309,41 @@ def probe_server(args, tmp: str):
                 rows += [phase_row("unix, server send buffer 8 MiB (default; alternating with the next row)",
                                    calls["wide"]),
                          phase_row("unix, server --unix_socket_buffer=0 (another server)", calls["narrow"])]
+        # Session 9's changes together against none of them, alternating in this process: "before" = the server
+        # with --unix_socket_buffer=0, a client connection left at the default send buffer, b"".join encoding.
+        from augmentd import wire
+
+        direct = wire._DIRECT
+        os.environ["AUGMENTD_UNIX_SNDBUF"] = "0"
+        try:
+            cb = augmentd.Client(f"unix://{plain}")
+            before = augmentd.PatchAugmenter(cb, cfg, inline=True)
+        finally:
+            del os.environ["AUGMENTD_UNIX_SNDBUF"]
+        try:
+            with augmentd.Client(f"unix://{sock}") as ca, augmentd.PatchAugmenter(ca, cfg, inline=True) as after:
+                image, seg = request_arrays(after.patch_size)
+                for _ in range(args.warmup):
+                    after(image, seg)
+                    wire._DIRECT = 1 << 62
+                    before(image, seg)
+                    wire._DIRECT = direct
+                calls = {"after": [], "before": []}
+                for i in range(args.iters):
+                    order = (("after", after), ("before", before)) if i % 2 else (("before", before), ("after", after))
+                    for name, aug in order:
+                        wire._DIRECT = 1 << 62 if name == "before" else direct
+                        t0 = time.perf_counter()
+                        future = aug.submit(image, seg)
+                        aug.result(future)
+                        calls[name].append(((time.perf_counter() - t0) * 1e3, future.phases()))
+                wire._DIRECT = direct
+                rows += [phase_row("before: no widening either side, join encoding (alternating)", calls["before"]),
+                         phase_row("after: session 9's client and server", calls["after"])]
+        finally:
+            wire._DIRECT = direct
+            before.close()
+            cb.close()
     finally:
         wide.stop()
         narrow.stop()
