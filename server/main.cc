@@ -146,6 +146,12 @@ std::vector<Flag> MakeFlags(ServerOptions& o, bool& listen_given) {
                    [&o](const std::string& v) {
                      return ParseBytesAtLeast(v, 64 << 10, &o.limits.max_response_bytes);
                    }});
+  flags.push_back({"unix_socket_buffer", "BYTES",
+                   absl::StrCat("Kernel send / receive buffer asked for on unix-socket connections when a patch "
+                                "stream starts (fewer rounds per inline batch; capped by net.core.wmem_max); 0 = "
+                                "the kernel's default. Suffixes KiB/MiB/GiB. Default: ",
+                                d.unix_socket_buffer_bytes),
+                   [&o](const std::string& v) { return ParseBytes(v, &o.unix_socket_buffer_bytes); }});
   flags.push_back({"max_batch_size", "N",
                    absl::StrCat("Maximum samples per batch a session may ask for. Default: ",
                                 d.limits.max_batch_size),

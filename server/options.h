@@ -34,6 +34,9 @@ struct ServerOptions {
   std::string device = "auto";                     // default device of sessions: cpu, cuda:N, auto, GPU UUID
   ServerLimitsOptions limits;
   std::string metrics_address;                     // /metrics, /healthz, /readyz over HTTP: "PORT" or "HOST:PORT"; "" = off
+  // SO_SNDBUF / SO_RCVBUF asked for on unix-socket connections when a StreamPatches stream starts
+  // (server/socket_buffers.h; capped by net.core.wmem_max / rmem_max); 0 = the kernel's defaults.
+  uint64_t unix_socket_buffer_bytes = 8ull << 20;
   absl::Duration drain_timeout = absl::Seconds(30);  // SIGTERM: how long in-flight calls may finish
   bool enable_reflection = true;                   // grpc.reflection.v1alpha.ServerReflection
   std::vector<std::string> dataset_roots;          // dataset-mode paths must lie inside one; empty: dataset mode off

@@ -1,5 +1,6 @@
 #include "server/patch_stream.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -17,6 +18,7 @@
 #include "server/log.h"
 #include "server/service.h"
 #include "server/session.h"
+#include "server/socket_buffers.h"
 #include "server/status.h"
 #include "server/stream_core.h"
 
@@ -183,6 +185,12 @@ class PatchStream final : public stream::StreamReactor<PatchMode, PatchStream> {
       return s;
     }
     st.inputs = st.session->input_slots();
+    // A same-host client's connection gets larger kernel buffers for its inline batches (server/socket_buffers.h).
+    const ServerOptions& options = st.service->context().options;
+    if (options.unix_socket_buffer_bytes > 0) {
+      WidenUnixConnections(UnixListenPaths(options.listen),
+                           static_cast<int>(std::min<uint64_t>(options.unix_socket_buffer_bytes, INT32_MAX / 2)));
+    }
     stream::WatchSlotsAndClose<PatchMode>(state_);
     if (st.inputs != nullptr) {
       st.control.emplace();

@@ -101,6 +101,63 @@ def test_encoded_requests_are_protobufs_bytes():
     assert encode_stream_request(b"\x0a\x00") == b"\x0a\x00"
 
 
+def _encode_both_ways(image, seg, image_dtype=None):
+    """(augmentd.wire's bytes, protobuf's bytes) of one StreamPatches request carrying image and seg inline."""
+    from augmentd.wire import EncodedRequest, encode_stream_request
+
+    request = batch_pb2.AugmentRequest(session_id="s9-direct", batch_index=2 ** 40 + 3)
+    dtype = image_dtype if image_dtype is not None else from_numpy(image).dtype
+    heads = (tensor_pb2.Tensor(name="image", dtype=dtype, shape=image.shape),
+             tensor_pb2.Tensor(name="segmentation", dtype=from_numpy(seg).dtype, shape=seg.shape))
+    data = encode_stream_request(EncodedRequest(request, heads, (image, seg)))
+    full = batch_pb2.AugmentRequest()
+    full.CopyFrom(request)
+    full.image.CopyFrom(tensor_pb2.Tensor(name="image", dtype=dtype, shape=image.shape, inline_data=image.tobytes()))
+    full.segmentation.CopyFrom(from_numpy(seg, "segmentation"))
+    return data, batch_pb2.StreamBatchesRequest(patches=full).SerializeToString()
+
+
+def test_large_requests_are_written_straight_into_their_bytes(monkeypatch):
+    """Above 1 MiB the request is an uninitialised bytes object filled in place, the arrays in chunks on 4 threads:
+    the same bytes as protobuf's serializer, and protobuf's parser gives the arrays back."""
+    from augmentd import patch, wire
+
+    monkeypatch.setattr(patch, "_copy_threads", lambda: 4)
+    rng = np.random.default_rng(5)
+    image = rng.standard_normal((2, 1, 67, 71, 73)).astype(np.float32)   # 5.6 MB, odd extents: 2 copy tasks
+    seg = rng.integers(-1, 3, (2, 1, 67, 71, 73)).astype(np.int16)
+    assert wire._uninitialised_bytes(8) is not None  # CPython: the direct path runs
+    data, reference = _encode_both_ways(image, seg)
+    assert type(data) is bytes and len(data) > wire._DIRECT
+    assert data == reference
+    parsed = batch_pb2.StreamBatchesRequest.FromString(data).patches
+    assert parsed.session_id == "s9-direct" and parsed.batch_index == 2 ** 40 + 3
+    np.testing.assert_array_equal(np.frombuffer(parsed.image.inline_data, np.float32).reshape(image.shape), image)
+    np.testing.assert_array_equal(np.frombuffer(parsed.segmentation.inline_data, np.int16).reshape(seg.shape), seg)
+    # Two requests in a row do not share their buffers (each call makes its own bytes).
+    again, _ = _encode_both_ways(image + 1, seg)
+    assert again != data and data == reference
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1, 1), (1, 1, 3, 5, 7), (2, 1, 0, 4, 4), (1, 2, 129, 1, 1)])
+def test_direct_encoding_of_odd_and_empty_sizes(monkeypatch, shape):
+    """The in-place path for every size (the 1 MiB cut lowered to 0): odd byte counts, empty tensors, bfloat16
+    (uint16 bit patterns) images, int8 / int16 labels."""
+    from augmentd import wire
+
+    monkeypatch.setattr(wire, "_DIRECT", 0)
+    rng = np.random.default_rng(6)
+    bf16 = rng.integers(0, 2 ** 16, shape).astype(np.uint16)
+    for image, seg, dtype in ((rng.standard_normal(shape).astype(np.float32),
+                               rng.integers(0, 3, (shape[0], 1, *shape[2:])).astype(np.int8), None),
+                              (bf16, rng.integers(0, 3, (shape[0], 1, *shape[2:])).astype(np.int16),
+                               tensor_pb2.DTYPE_BFLOAT16)):
+        data, reference = _encode_both_ways(image, seg, dtype)
+        assert data == reference
+        parsed = batch_pb2.StreamBatchesRequest.FromString(data).patches
+        assert parsed.image.inline_data == image.tobytes() and parsed.segmentation.inline_data == seg.tobytes()
+
+
 def test_encoded_requests_of_the_wrong_size_or_layout_are_refused():
     from augmentd.wire import EncodedRequest, encode_stream_request
 
@@ -172,3 +229,42 @@ def test_parallel_copy_into_a_slot_view(monkeypatch):
     strided = src[:, :, ::-1]
     patch._parallel_copyto(dst, strided)  # not contiguous: one np.copyto
     assert np.array_equal(dst, strided)
+
+
+def test_unix_send_buffer_of_connected_sockets_is_widened(tmp_path, monkeypatch):
+    """widen_unix_send_buffer sets SO_SNDBUF on this process's sockets connected to the path (the kernel gives twice
+    the request, capped at 2 x net.core.wmem_max) and leaves others alone; 0 or AUGMENTD_UNIX_SNDBUF=0: nothing."""
+    import os
+    import socket
+
+    from augmentd.wire import widen_unix_send_buffer
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("no /proc/self/fd")
+    with open("/proc/sys/net/core/wmem_max") as f:
+        wmem_max = int(f.read())
+    path, other = str(tmp_path / "a.sock"), str(tmp_path / "b.sock")
+    listeners = []
+    for p in (path, other):
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(p)
+        listener.listen(2)
+        listeners.append(listener)
+    a, b = socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)
+    a.connect(path)
+    b.connect(other)
+    try:
+        default = b.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+        monkeypatch.setenv("AUGMENTD_UNIX_SNDBUF", "0")
+        assert widen_unix_send_buffer("unix://" + path) == 0
+        assert a.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == default
+        monkeypatch.delenv("AUGMENTD_UNIX_SNDBUF")
+        want = 1 << 20
+        assert widen_unix_send_buffer("unix://" + path, want) == 1
+        assert a.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == max(default, 2 * min(want, wmem_max))
+        assert b.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == default  # connected elsewhere
+        assert widen_unix_send_buffer(path, want) == 1  # a plain path; already wide: left as it is
+        assert widen_unix_send_buffer("unix://" + str(tmp_path / "none.sock"), want) == 0
+    finally:
+        for s in (a, b, *listeners):
+            s.close()

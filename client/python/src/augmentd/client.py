@@ -14,6 +14,7 @@ from .slots import SlotSet
 from .tensors import from_numpy
 from .wire import decode_stream_response, decode_varint, encode_stream_request, encode_varint
 from .wire import tune_malloc as _tune_malloc
+from .wire import widen_unix_send_buffer
 
 
 class HealthStatus(enum.IntEnum):
@@ -62,6 +63,8 @@ class Client:
         self._channel = make_channel(target, [("grpc.max_receive_message_length", -1),
                                               ("grpc.max_send_message_length", -1)], tls=tls, token=token)
         grpc.channel_ready_future(self._channel).result(timeout=connect_timeout)
+        if target.startswith("unix:"):
+            widen_unix_send_buffer(target)  # same-host connection: fewer rounds per large message (wire.py)
         self._tokens = {}  # session id -> session_token of the sessions this client opened
         self.stub = service_pb2_grpc.AugmentServiceStub(self._channel)
         # BatchStream uses this one: inline tensor bytes become views of the received message (augmentd.wire).

@@ -46,7 +46,7 @@ from augmentd.v1 import batch_pb2, server_info_pb2, session_pb2, tensor_pb2
 from .sessions import AugmentdError, Batch, Session
 from .slots import HostShmMemory
 from .tensors import _FROM_NUMPY, from_numpy, numpy_dtype
-from .wire import DecodedResponse, EncodedRequest, encode_stream_request
+from .wire import DecodedResponse, EncodedRequest, encode_stream_request, widen_unix_send_buffer
 
 _END = object()
 _HOST_SHM = server_info_pb2.DELIVERY_KIND_HOST_SHM
@@ -307,6 +307,9 @@ class PatchAugmenter:
         self._reader = threading.Thread(target=self._read, name=f"augmentd-patch-{self.session.session_id}",
                                         daemon=True)
         self._reader.start()
+        target = getattr(self.client, "target", "")
+        if isinstance(target, str) and target.startswith("unix:"):
+            widen_unix_send_buffer(target)  # the channel may have reconnected since the Client made it
 
     # ---- stream plumbing ----
     def _request_iter(self):
