@@ -15,9 +15,9 @@ SpatialTransform with p_rotation 0 / p_scaling 0 and nearest labels, MaskImage, 
 CPU ZscoreNormalization of channel 0 with the unbiased std), then ``AugTransformsGPU``'s entries in
 ``_build_transforms`` order (p = the entry's apply_probability, entries with p = 0 left out), then the DS pyramid
 (``train_step`` builds it after the GPU transforms). Not reproduced, and said so: AugLab's per-batch draws
-(``same_on_batch=True``; augmentd draws per sample), the region modes ``in_seg`` / ``out_seg`` / ``mix_in_out``
-(listed in ``Pipeline.folded``), and entries without an augmentd kind (AffineTransform): with p > 0
-they raise ``Untranslatable``.
+(``same_on_batch=True``; augmentd draws per sample unless ``per_batch``) and the region modes ``in_seg`` /
+``out_seg`` / ``mix_in_out`` (listed in ``Pipeline.folded``). AffineTransform is AugLab's own affine
+(``auglab_affine``, p = 0 in the default JSON: left out).
 """
 from __future__ import annotations
 
@@ -160,8 +160,14 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
         add("FlipTransform", "auglab_flip", {"flip_axis": [int(fa)] if isinstance(fa, int) else [int(a) for a in fa]},
             _p(b))
     b = params.get("AffineTransform")
-    if b is not None and _p(b) > 0:
-        raise Untranslatable(f"AffineTransform (p={_p(b):g}): AugLab's definition has no augmentd kind yet")
+    if b is not None:
+        resample = str(b.get("resample", "bilinear")).lower()
+        if resample not in ("bilinear", "nearest") and _p(b) > 0:
+            raise Untranslatable(f"AffineTransform.resample={resample!r}: kornia knows bilinear / nearest only")
+        cfg = auglab_affine_config(b.get("degrees", 10), b.get("translate", [0.1, 0.1, 0.1]),
+                                   b.get("scale", [0.9, 1.1]), b.get("shear", [-10, 10, -10, 10, -10, 10]))
+        cfg["resample"] = resample
+        add("AffineTransform", "auglab_affine", cfg, _p(b))
     b = params.get("ScharrTransform")
     if b is not None:
         kt = str(b.get("kernel_type", "Scharr")).lower()
@@ -180,6 +186,44 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     if b is not None:
         add("ZscoreNormalizationTransform", "zscore_normalization", {}, _p(b))
     return out
+
+
+def _kornia_ranges(value: Any, n: int, name: str) -> List[List[float]]:
+    """kornia's ``_tuple_range_reader(value, n)``: n (lo, hi) ranges from a number d (±d), one pair (every axis),
+    n numbers s_i (±s_i each) or n pairs; each written sorted (kornia's U(hi, lo) is the same distribution)."""
+    num = (int, float)
+    if isinstance(value, num):
+        if value < 0:
+            raise Untranslatable(f"AffineTransform.{name}: a single number must be >= 0 (kornia)")
+        rs = [[-float(value), float(value)]] * n
+    elif isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, num) for v in value):
+        rs = [[float(value[0]), float(value[1])]] * n
+    elif isinstance(value, (list, tuple)) and len(value) == n and all(isinstance(v, num) for v in value):
+        rs = [[-float(v), float(v)] for v in value]
+    elif isinstance(value, (list, tuple)) and len(value) == n and all(isinstance(v, (list, tuple)) and len(v) == 2
+                                                                      for v in value):
+        rs = [[float(v[0]), float(v[1])] for v in value]
+    else:
+        raise Untranslatable(f"AffineTransform.{name}={value!r}: not a kornia range form for {n} values")
+    return [sorted(r) for r in rs]
+
+
+def auglab_affine_config(degrees: Any = 10, translate: Any = (0.1, 0.1, 0.1), scale: Any = (0.9, 1.1),
+                         shears: Any = (-10, 10, -10, 10, -10, 10)) -> Dict[str, Any]:
+    """The ``auglab_affine`` config of AugLab's ``RandomAffine3DCustom(degrees, translate, scale, shears)`` (kornia's
+    AffineGenerator3D reading of each argument; the defaults are AugLab's ``.get`` defaults)."""
+    flat = lambda rs: [v for r in rs for v in r]  # noqa: E731
+    if isinstance(scale, (list, tuple)) and len(scale) == 2 and all(isinstance(v, (int, float)) for v in scale):
+        sc = [[float(scale[0]), float(scale[1])]] * 3
+    elif isinstance(scale, (list, tuple)) and len(scale) == 3 and all(isinstance(v, (list, tuple)) for v in scale):
+        sc = [[float(v[0]), float(v[1])] for v in scale]
+    else:
+        raise Untranslatable(f"AffineTransform.scale={scale!r}: kornia takes (a, b) or ((a, b), (c, d), (e, f))")
+    tr = [float(v) for v in translate]
+    if len(tr) != 3:
+        raise Untranslatable(f"AffineTransform.translate={translate!r}: three fractions (x, y, z)")
+    return {"degrees": flat(_kornia_ranges(degrees, 3, "degrees")), "translate": tr,
+            "scale": flat(sorted(r) for r in sc), "shear": flat(_kornia_ranges(shears, 6, "shear"))}
 
 
 def daext_gpu_pipeline(params: Dict[str, Any], patch_size: Sequence[int], acq_axis: int = 0,
