@@ -159,7 +159,10 @@ def test_users_json_builds_and_runs(capi):
 def test_per_batch_preset_runs_with_shared_decisions(capi):
     pipe = _pipe(per_batch=True)
     same = [e.same_on_batch for e in pipe.entries]
-    assert any(same) and not any(e.same_on_batch for e in pipe.entries if e.kind in ("spatial", "random_convolution"))
+    assert any(same) and not any(e.same_on_batch for e in pipe.entries if e.kind == "spatial")
+    # every GPU entry, random_convolution and redistribute_seg included (one decision and one draw per batch)
+    assert all(e.same_on_batch for e in pipe.entries if e.kind in ("random_convolution", "redistribute_seg"))
+    assert sum(e.kind in ("random_convolution", "redistribute_seg") for e in pipe.entries) == 2
     assert [p.same_on_batch for p in pipe.protos()] == same
     rng = np.random.default_rng(2)
     batch = (rng.standard_normal((4, 1, 16, 16, 16)) * 10 + 50).astype(np.float32)

@@ -75,9 +75,10 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
             return
         if region_block is not None:
             _region_note(name, region_block, folded)
-        # per_batch: AugLab's same_on_batch=True (one decision + one draw per batch); RandConv kernels and
-        # RedistributeSeg draws stay per sample in AugLab, so those entries stay per sample here (their decision too)
-        same = per_batch and kind not in ("random_convolution", "redistribute_seg")
+        # per_batch: AugLab's same_on_batch=True — one apply decision and one draw per batch for every GPU entry
+        # (AugLab itself draws RandConv kernels and RedistributeSeg's jitter / amplitudes per sample inside the
+        # batch: augmentd shares those draws too, said in Pipeline.folded)
+        same = per_batch
         out.append(Entry(source=f"AugTransformsGPU > {name} (p={p:g})", kind=kind, config=config, apply_probability=p,
                          same_on_batch=same))
 
@@ -235,7 +236,8 @@ def daext_gpu_pipeline(params: Dict[str, Any], patch_size: Sequence[int], acq_ax
     `patch_size` (the loader's initial_patch_size crop): CPU part, AugTransformsGPU, DS. `per_batch`: AugLab's
     same_on_batch=True on the GPU entries."""
     folded: List[str] = ["AugTransformsGPU same_on_batch=True: " + (
-        "per batch except random_convolution / redistribute_seg (decision per sample there)" if per_batch
+        "one decision and one draw per batch for every GPU entry (AugLab draws random_convolution's kernels and "
+        "redistribute_seg's jitter / amplitudes per sample; augmentd shares them)" if per_batch
         else "augmentd draws per sample")]
     ps = [int(v) for v in patch_size]
     if len(ps) != 3:
