@@ -145,7 +145,7 @@ absl::Status AugmentSample(const PipelineSpec& spec, uint64_t seed, uint64_t sam
       RETURN_IF_ERROR(DrawEntry(ts, t, seed, sample_index, injected, sample.layout(), at, batch_first_index));
       if (at.applied) {
         if (ts.kind != TransformKind::kSpatial) sample.Materialize();  // only spatial reads borrowed input
-        RETURN_IF_ERROR(WithSampleContext(tr.Apply(*at.params, sample), sample_index, t, tr.name()));
+        RETURN_IF_ERROR(WithSampleContext(ApplyEntry(ts, *at.params, sample), sample_index, t, tr.name()));
       }
       record.transforms.push_back(std::move(at));
     }

@@ -453,6 +453,7 @@ absl::StatusOr<PipelineSpec> PipelineFromProto(const v1::PipelineSpec& spec) {
     if (t.has_apply_probability()) j["apply_probability"] = t.apply_probability();
     if (t.one_of_group() != 0) j["one_of_group"] = t.one_of_group();  // bgv2 OneOfTransform (engine-checked)
     if (t.same_on_batch()) j["same_on_batch"] = true;                 // AugLab's per-batch draws
+    if (t.channels_size() > 0) j["channels"] = std::vector<int32_t>(t.channels().begin(), t.channels().end());
     absl::StatusOr<TransformSpec> ts = TransformSpec::FromJson(j);
     if (!ts.ok()) {
       return absl::Status(ts.status().code(), absl::StrCat(where, " (", name, "): ", ts.status().message()));

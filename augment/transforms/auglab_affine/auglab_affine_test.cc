@@ -159,7 +159,8 @@ TEST(AuglabAffine, ConfigParamsAndErrors) {
   for (const nlohmann::json& bad :
        {nlohmann::json({{"degrees", {1, 2}}}), nlohmann::json({{"degrees", {10, -10, 0, 0, 0, 0}}}),
         nlohmann::json({{"scale", {0, 1, 1, 1, 1, 1}}}), nlohmann::json({{"translate", {0.1, 0.1}}}),
-        nlohmann::json({{"translate", {1.5, 0, 0}}}), nlohmann::json({{"shear", {-95, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}),
+        nlohmann::json({{"translate", {1.5, 0, 0}}}),
+        nlohmann::json({{"shear", {-95, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}),
         nlohmann::json({{"resample", "bicubic"}}), nlohmann::json({{"degree", 10}})}) {
     EXPECT_EQ(TransformFromJson("auglab_affine", bad).status().code(), absl::StatusCode::kInvalidArgument)
         << bad.dump();

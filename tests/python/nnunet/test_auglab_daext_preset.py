@@ -175,3 +175,29 @@ def test_per_batch_preset_runs_with_shared_decisions(capi):
         for k, flag in enumerate(same):
             if flag:
                 assert len(set(applied[:, k])) == 1, pipe.entries[k].source
+
+
+def test_intensity_entries_act_on_channel_0_only(capi):
+    """AugLab's intensity transforms act on apply_to_channel=[0]: on C = 3 data the bgv2 stand-ins (noise,
+    brightness, gamma, contrast) carry the channel selection [0], AugLab's own kinds their apply_to_channel [0]; run
+    with everything on, channels 1 and 2 leave as the CPU part (spatial crop, z-score of channel 0) left them."""
+    pipe = _pipe()
+    for kind in ("gaussian_noise", "multiplicative_brightness", "gamma", "contrast"):
+        es = [e for e in pipe.entries if e.kind == kind]
+        assert es and all(e.channels == [0] for e in es), kind
+        assert all(list(entry_proto(e).channels) == [0] for e in es)
+        assert all(e.engine_json()["channels"] == [0] for e in es)
+    assert all(e.channels is None for e in pipe.entries if e.kind in ("spatial", "auglab_low_resolution"))
+    rng = np.random.default_rng(12)
+    batch = (rng.standard_normal((2, 3, 16, 16, 16)) * 10 + 50).astype(np.float32)
+    seg = np.zeros((2, 1, 16, 16, 16), np.int16)
+    seg[:, :, 4:12, 4:12, 4:12] = 1
+    on = [dict(e.engine_json(), apply_probability=1.0) for e in pipe.entries
+          if e.kind not in ("auglab_low_resolution", "downsample_seg_for_ds")]  # lowres / acq act on all channels
+    out, t = capi.run({"op": "run_pipeline", "pipeline": {"transforms": on}, "seed": 4, "first_sample_index": 0,
+                       "threads": 2}, image=batch, seg=seg)
+    cpu_part = [e.engine_json() for e in pipe.entries[:3]]
+    _, ref = capi.run({"op": "run_pipeline", "pipeline": {"transforms": cpu_part}, "seed": 4, "first_sample_index": 0,
+                       "threads": 2}, image=batch, seg=seg)
+    np.testing.assert_array_equal(t["image"][:, 1:], ref["image"][:, 1:])
+    assert not np.allclose(t["image"][:, 0], ref["image"][:, 0])

@@ -17,7 +17,9 @@ CPU ZscoreNormalization of channel 0 with the unbiased std), then ``AugTransform
 (``train_step`` builds it after the GPU transforms). Not reproduced, and said so: AugLab's per-batch draws
 (``same_on_batch=True``; augmentd draws per sample unless ``per_batch``) and the region modes ``in_seg`` /
 ``out_seg`` / ``mix_in_out`` (listed in ``Pipeline.folded``). AffineTransform is AugLab's own affine
-(``auglab_affine``, p = 0 in the default JSON: left out).
+(``auglab_affine``, p = 0 in the default JSON: left out). AugLab's intensity transforms act on channel 0 only
+(``apply_to_channel=[0]``): AugLab's own kinds carry that config, the bgv2 stand-ins the entry option
+``channels=[0]`` (the engine's per-entry channel selection).
 """
 from __future__ import annotations
 
@@ -31,6 +33,9 @@ from typing import Any, Dict, List, Optional, Sequence
 from .translate import Entry, Pipeline, Untranslatable
 
 ENV = "AUGLAB_PARAMS_GPU_JSON"
+# AugLab's GPU intensity transforms act on apply_to_channel=[0] (AugTransformsGPU passes no other): the bgv2 kinds that
+# stand in for them (noise, brightness, gamma, contrast) carry the engine's per-entry channel selection [0].
+CHANNEL0 = [0]
 
 
 def auglab_params_path() -> Path:
@@ -70,7 +75,8 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     folded = [] if folded is None else folded
     out: List[Entry] = []
 
-    def add(name: str, kind: str, config: Dict[str, Any], p: float, region_block: Optional[dict] = None) -> None:
+    def add(name: str, kind: str, config: Dict[str, Any], p: float, region_block: Optional[dict] = None,
+            channels: Optional[List[int]] = None) -> None:
         if p <= 0:
             return
         if region_block is not None:
@@ -80,7 +86,7 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
         # batch: augmentd shares those draws too, said in Pipeline.folded)
         same = per_batch
         out.append(Entry(source=f"AugTransformsGPU > {name} (p={p:g})", kind=kind, config=config, apply_probability=p,
-                         same_on_batch=same))
+                         same_on_batch=same, channels=None if channels is None else list(channels)))
 
     b = params.get("ClampTransform")
     if b is not None:
@@ -92,7 +98,7 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
             raise Untranslatable("GaussianNoiseTransform.mean != 0: augmentd's gaussian_noise is zero-mean")
         add("GaussianNoiseTransform", "gaussian_noise",
             {"noise_variance": [0.0, float(b.get("std", 1.0))], "p_per_channel": 1.0, "synchronize_channels": True},
-            _p(b), b)
+            _p(b), b, channels=CHANNEL0)
     b = params.get("GaussianBlurTransform")
     if b is not None:
         # AugLab's GaussianBlur = its UnsharpMask kernel without the sharpening: x + (−1)·(x − K⋆x) = K⋆x
@@ -102,21 +108,24 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     if b is not None:
         lo, hi = b.get("brightness_range", [0.5, 1.5])
         add("BrightnessTransform", "multiplicative_brightness",
-            {"multiplier_range": [float(lo), float(hi)], "synchronize_channels": True, "p_per_channel": 1.0}, _p(b), b)
+            {"multiplier_range": [float(lo), float(hi)], "synchronize_channels": True, "p_per_channel": 1.0}, _p(b), b,
+            channels=CHANNEL0)
     for key, invert in (("GammaTransform", 0.0), ("InvGammaTransform", 1.0)):
         b = params.get(key)
         if b is not None:
             lo, hi = b.get("gamma_range", [0.7, 1.5])
             add(key, "gamma", {"gamma": [float(lo), float(hi)], "p_invert_image": invert,
                                "synchronize_channels": True, "p_per_channel": 1.0,
-                               "p_retain_stats": 1.0 if b.get("retain_stats", False) else 0.0}, _p(b), b)
+                               "p_retain_stats": 1.0 if b.get("retain_stats", False) else 0.0}, _p(b), b,
+                channels=CHANNEL0)
     b = params.get("ContrastTransform")
     if b is not None:
         if b.get("retain_stats", False):
             raise Untranslatable("ContrastTransform.retain_stats: augmentd's contrast has no retain_stats")
         lo, hi = b.get("contrast_range", [0.75, 1.25])
         add("ContrastTransform", "contrast", {"contrast_range": [float(lo), float(hi)], "preserve_range": False,
-                                              "synchronize_channels": True, "p_per_channel": 1.0}, _p(b), b)
+                                              "synchronize_channels": True, "p_per_channel": 1.0}, _p(b), b,
+            channels=CHANNEL0)
     f, inv = params.get("FunctionTransform"), params.get("InverseTransform")
     if f is not None or inv is not None:
         f = f or {}

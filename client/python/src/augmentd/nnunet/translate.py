@@ -46,6 +46,7 @@ class Entry:
     apply_probability: float = 1.0
     one_of_group: int = 0
     same_on_batch: bool = False  # AugLab's same_on_batch=True: one decision + one draw per batch
+    channels: Optional[List[int]] = None  # image channels the entry sees (AugLab's apply_to_channel); None: all
 
     def engine_json(self) -> dict:
         j = {"kind": self.kind, "config": self.config}
@@ -55,6 +56,8 @@ class Entry:
             j["one_of_group"] = self.one_of_group
         if self.same_on_batch:
             j["same_on_batch"] = True
+        if self.channels is not None:
+            j["channels"] = [int(c) for c in self.channels]
         return j
 
 
@@ -740,6 +743,6 @@ def _generic_params_proto(kind: str, c: dict):
 def entry_proto(e: Entry, ndim: int = 3) -> pipeline_pb2.TransformSpec:
     spec = pipeline_pb2.TransformSpec(kind=pipeline_pb2.TransformKind.Value(e.kind.upper()),
                                       apply_probability=e.apply_probability, one_of_group=e.one_of_group,
-                                      same_on_batch=e.same_on_batch)
+                                      same_on_batch=e.same_on_batch, channels=list(e.channels or []))
     getattr(spec, e.kind).CopyFrom(_params_proto(e.kind, e.config, ndim))
     return spec
