@@ -2,6 +2,7 @@
 // the records' JSON.
 #include "augment/batch.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,16 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
   const uint64_t stream_index =
       ts.same_on_batch && batch_first_index != kNoBatchIndex ? batch_first_index : sample_index;
   RandomStream rng(seed, stream_index, static_cast<uint32_t>(t));
+  // A channel selection: the entry draws as for a sample holding only the selected channels.
+  SampleLayout entry_layout = layout;
+  if (!ts.channels.empty()) {
+    for (int64_t c : ts.channels)
+      if (c >= layout.channels)
+        return WithSampleContext(ju::Invalid("transform.channels", absl::StrCat("channel ", c, " >= the sample's ",
+                                                                                layout.channels, " channels")),
+                                 sample_index, t, tr.name());
+    entry_layout.channels = static_cast<int64_t>(ts.channels.size());
+  }
   const nlohmann::json* inj =
       (injected != nullptr && t < injected->size() && !(*injected)[t].is_null()) ? &(*injected)[t] : nullptr;
   if (inj != nullptr) {
@@ -43,7 +54,7 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
     if (at.applied) {
       static const nlohmann::json kNull;
       const nlohmann::json& pj = inj->contains("params") ? (*inj)["params"] : kNull;
-      auto p = tr.ParseParams(pj, layout);
+      auto p = tr.ParseParams(pj, entry_layout);
       if (!p.ok()) return WithSampleContext(p.status(), sample_index, t, tr.name());
       DrawContext ctx{rng, seed, sample_index, static_cast<uint32_t>(t)};
       tr.CompleteInjected(**p, ctx);
@@ -59,7 +70,7 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
     at.applied = rng.Uniform() < ts.apply_probability && ts.SelectedFor(seed, stream_index);
     if (at.applied) {
       DrawContext ctx{rng, seed, sample_index, static_cast<uint32_t>(t)};
-      auto p = tr.Draw(ctx, layout);
+      auto p = tr.Draw(ctx, entry_layout);
       if (!p.ok()) return WithSampleContext(p.status(), sample_index, t, tr.name());
       at.params = std::move(*p);
       if (ts.region_mode.enabled() && layout.seg_channels > 0) {  // AugLab draws its coins only with a mask
@@ -68,6 +79,34 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyEntry(const TransformSpec& ts, const TransformParams& params, SampleData& sample) {
+  const Transform& tr = *ts.transform;
+  if (ts.channels.empty()) return tr.Apply(params, sample);
+  const int64_t n = sample.voxels();
+  SampleData view;
+  view.channels = static_cast<int64_t>(ts.channels.size());
+  view.shape = sample.shape;
+  view.image.resize(static_cast<size_t>(view.channels * n));
+  for (size_t k = 0; k < ts.channels.size(); ++k) {
+    const int64_t c = ts.channels[k];
+    if (c < 0 || c >= sample.channels)
+      return ju::Invalid("transform.channels", absl::StrCat("channel ", c, " >= the sample's ", sample.channels,
+                                                            " channels"));
+    std::copy_n(sample.image.begin() + c * n, n, view.image.begin() + static_cast<int64_t>(k) * n);
+  }
+  view.seg_channels = sample.seg_channels;
+  view.seg.swap(sample.seg);
+  view.seg_is_bool = sample.seg_is_bool;
+  absl::Status st = tr.Apply(params, view);
+  sample.seg.swap(view.seg);
+  RETURN_IF_ERROR(st);
+  if (view.channels != static_cast<int64_t>(ts.channels.size()) || view.voxels() != n)
+    return absl::InternalError(absl::StrCat(std::string(tr.name()), ": changed the layout of a channel selection"));
+  for (size_t k = 0; k < ts.channels.size(); ++k)
+    std::copy_n(view.image.begin() + static_cast<int64_t>(k) * n, n, sample.image.begin() + ts.channels[k] * n);
   return absl::OkStatus();
 }
 

@@ -79,6 +79,11 @@ absl::Status DrawSampleParams(const PipelineSpec& spec, uint64_t seed, uint64_t 
                               const std::vector<nlohmann::json>* injected, SampleLayout layout, SampleRecord& record,
                               uint64_t batch_first_index = kNoBatchIndex);
 
+// Applies entry `ts`'s drawn `params` to `sample` (CPU): Transform::Apply, or — with a channel selection
+// (TransformSpec::channels) — Apply on a sample of the selected channels (gathered in the selection's order, the
+// labels moved in and back), its planes written back; the other channels are untouched. `sample` is materialised.
+absl::Status ApplyEntry(const TransformSpec& ts, const TransformParams& params, SampleData& sample);
+
 // One entry's apply decision and parameters for one sample: drawn from RandomStream(seed, sample_index, t) (draw 0 is
 // the apply decision, the transform's own draws follow, then the region mode's (region_mode.h); OneOf groups
 // honoured) or taken from injected[t] ({"applied", "params", "region"}). The draw

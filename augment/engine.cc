@@ -149,7 +149,7 @@ absl::Status AugmentSample(const PipelineSpec& spec, uint64_t seed, uint64_t sam
         const bool blend = at.region.mode != region_mode::kAll && !sample.seg.empty();
         std::vector<float> before;
         if (blend) before = sample.image;
-        RETURN_IF_ERROR(WithSampleContext(tr.Apply(*at.params, sample), sample_index, t, tr.name()));
+        RETURN_IF_ERROR(WithSampleContext(ApplyEntry(ts, *at.params, sample), sample_index, t, tr.name()));
         if (blend) RETURN_IF_ERROR(WithSampleContext(ApplyRegion(at.region, before, sample), sample_index, t, tr.name()));
       }
       record.transforms.push_back(std::move(at));

@@ -67,7 +67,7 @@ absl::Status CheckRegionModeKind(const Transform& t) {
 absl::StatusOr<TransformSpec> TransformSpec::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(ju::CheckDepth(j, "transform"));
   RETURN_IF_ERROR(
-      ju::CheckKeys(j, {"kind", "apply_probability", "config", "one_of_group", "same_on_batch", "region_mode"},
+      ju::CheckKeys(j, {"kind", "apply_probability", "config", "one_of_group", "same_on_batch", "region_mode", "channels"},
                     "transform"));
   ASSIGN_OR_RETURN(std::string kind, ju::GetString(j, "kind", std::nullopt, "transform"));
   ASSIGN_OR_RETURN(double p, ju::GetDouble(j, "apply_probability", 1.0, "transform"));
@@ -80,6 +80,20 @@ absl::StatusOr<TransformSpec> TransformSpec::FromJson(const nlohmann::json& j) {
   if (j.contains("region_mode") && !j["region_mode"].is_null()) {
     ASSIGN_OR_RETURN(s.region_mode, RegionModeConfig::FromJson(j["region_mode"], "transform.region_mode"));
     if (s.region_mode.enabled()) RETURN_IF_ERROR(CheckRegionModeKind(*s.transform));
+  }
+  if (j.contains("channels") && !j["channels"].is_null()) {
+    ASSIGN_OR_RETURN(s.channels, ju::AsInts(j["channels"], "transform.channels"));
+    if (s.channels.empty()) return ju::Invalid("transform.channels", "must name at least one channel (omit: all)");
+    for (size_t i = 0; i < s.channels.size(); ++i) {
+      if (s.channels[i] < 0 || s.channels[i] > 4095)
+        return ju::Invalid("transform.channels", absl::StrCat("channel ", s.channels[i], " outside [0, 4095]"));
+      for (size_t k = 0; k < i; ++k)
+        if (s.channels[k] == s.channels[i])
+          return ju::Invalid("transform.channels", absl::StrCat("channel ", s.channels[i], " named twice"));
+    }
+    if (s.transform->UsesLabels() || ChangesOutputLayout(s.kind))
+      return ju::Invalid("transform.channels", absl::StrCat(kind, ": a channel selection needs an image-only kind ",
+                                                            "that keeps the layout"));
   }
   return s;
 }
@@ -170,6 +184,7 @@ nlohmann::json TransformSpec::ToJson() const {
   if (one_of_group != 0) j["one_of_group"] = one_of_group;
   if (same_on_batch) j["same_on_batch"] = true;
   if (region_mode.enabled()) j["region_mode"] = region_mode.ToJson();
+  if (!channels.empty()) j["channels"] = channels;
   return j;
 }
 

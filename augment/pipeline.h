@@ -48,6 +48,13 @@ struct TransformSpec {
   // otherwise: spatial, layout- or shape-changing kinds, kinds that read or write the labels except
   // redistribute_seg). Default off.
   RegionModeConfig region_mode;
+  // The image channels this entry sees, in this order (AugLab's `apply_to_channel`, the issue's "noise on selected
+  // channels"); empty: every channel (the default). Only for kinds that neither use the labels nor change the output
+  // layout (FromJson: INVALID_ARGUMENT "transform.channels" otherwise). The entry draws and applies as on a sample
+  // holding only those channels; the other channels pass through unchanged. Indices are checked against the
+  // sample's channels when drawn (INVALID_ARGUMENT "transform.channels"). Both engines (the CUDA one through its
+  // chain: the stage runs on a gathered copy of the selected planes).
+  std::vector<int64_t> channels;
 
   // Whether this entry is its group's member for (seed, sample): U over RandomStream(seed, sample,
   // kOneOfTransformIndex, one_of_group) picks member ⌊U·size⌋. Always true outside a group.
@@ -59,7 +66,7 @@ struct TransformSpec {
   // INVALID_ARGUMENT for a null transform or p outside [0, 1].
   static absl::StatusOr<TransformSpec> Make(std::shared_ptr<const Transform> transform, double apply_probability);
   // {"kind": "gamma", "apply_probability": 0.3, "config": {...bgv2 constructor args...}, "one_of_group": 0,
-  //  "same_on_batch": false, "region_mode": {"in_seg": 0, "out_seg": 0, "mix_in_out": false}}
+  //  "same_on_batch": false, "region_mode": {"in_seg": 0, "out_seg": 0, "mix_in_out": false}, "channels": [0]}
   static absl::StatusOr<TransformSpec> FromJson(const nlohmann::json& j);
   nlohmann::json ToJson() const;
 };

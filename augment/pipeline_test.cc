@@ -157,6 +157,28 @@ TEST(Pipeline, Da5PresetHasTwoOneOfGroupsAndPicksExactlyOneMember) {
 
 namespace augmentd {
 namespace {
+TEST(Pipeline, ChannelSelectionRoundTripsAndIsRefusedForLabelKinds) {
+  const nlohmann::json noise = {{"kind", "gaussian_noise"}, {"channels", {2, 0}}, {"config", nlohmann::json::object()}};
+  auto s = TransformSpec::FromJson(noise);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->channels, (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(s->ToJson()["channels"], nlohmann::json({2, 0}));
+  auto d = TransformSpec::FromJson({{"kind", "gaussian_noise"}, {"config", nlohmann::json::object()}});
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->channels.empty());
+  EXPECT_FALSE(d->ToJson().contains("channels"));
+  for (const nlohmann::json& bad :
+       {nlohmann::json({{"kind", "mirror"}, {"channels", {0}}, {"config", {{"allowed_axes", {0}}}}}),
+        nlohmann::json({{"kind", "gaussian_noise"}, {"channels", nlohmann::json::array()}}),
+        nlohmann::json({{"kind", "gaussian_noise"}, {"channels", {1, 1}}}),
+        nlohmann::json({{"kind", "gaussian_noise"}, {"channels", {-1}}}),
+        nlohmann::json({{"kind", "gaussian_noise"}, {"channels", "0"}})}) {
+    auto r = TransformSpec::FromJson(bad);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad.dump();
+    EXPECT_NE(r.status().message().find("transform.channels"), std::string::npos) << r.status();
+  }
+}
+
 TEST(Pipeline, SameOnBatchRoundTripsAndIsRefusedWhenNotABool) {
   auto s = TransformSpec::FromJson({{"kind", "zscore_normalization"}, {"apply_probability", 0.3}, {"same_on_batch", true},
                                     {"config", nlohmann::json::object()}});

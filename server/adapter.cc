@@ -457,6 +457,7 @@ absl::StatusOr<PipelineSpec> PipelineFromProto(const v1::PipelineSpec& spec) {
       j["region_mode"] = {{"in_seg", t.region_mode().in_seg()}, {"out_seg", t.region_mode().out_seg()},
                           {"mix_in_out", t.region_mode().mix_in_out()}};
     }
+    if (t.channels_size() > 0) j["channels"] = std::vector<int32_t>(t.channels().begin(), t.channels().end());
     absl::StatusOr<TransformSpec> ts = TransformSpec::FromJson(j);
     if (!ts.ok()) {
       return absl::Status(ts.status().code(), absl::StrCat(where, " (", name, "): ", ts.status().message()));

@@ -364,6 +364,35 @@ TEST(AdapterTest, ExplicitTransformListsBecomeEnginePipelines) {
   EXPECT_EQ(PipelineFromProto(spec).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// AugLab's affine (wire number 91) and the per-entry channel selection (TransformSpec.channels, field 4): the proto
+// reaches the engine config / TransformSpec; an unset resample is the engine's default; channels on a label kind are
+// refused with the field named.
+TEST(AdapterTest, AuglabAffineAndChannelSelectionReachTheEngine) {
+  v1::PipelineSpec spec;
+  v1::TransformSpec* t = spec.add_transforms();
+  t->set_kind(v1::AUGLAB_AFFINE);
+  for (double v : {-5.0, 5.0, -15.0, 15.0, -25.0, 25.0}) t->mutable_auglab_affine()->add_degrees(v);
+  for (double v : {0.2, 0.0, 0.05}) t->mutable_auglab_affine()->add_translate(v);
+  t = spec.add_transforms();
+  t->set_kind(v1::GAUSSIAN_NOISE);
+  t->mutable_gaussian_noise();
+  t->add_channels(2);
+  t->add_channels(0);
+  absl::StatusOr<PipelineSpec> p = PipelineFromProto(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->transforms.size(), 2u);
+  const nlohmann::json a = p->transforms[0].transform->ConfigToJson();
+  EXPECT_EQ(a["degrees"], nlohmann::json({-5.0, 5.0, -15.0, 15.0, -25.0, 25.0})) << a.dump();
+  EXPECT_EQ(a["translate"], nlohmann::json({0.2, 0.0, 0.05}));
+  EXPECT_EQ(a["resample"], "bilinear");
+  EXPECT_TRUE(p->transforms[0].channels.empty());
+  EXPECT_EQ(p->transforms[1].channels, (std::vector<int64_t>{2, 0}));
+  spec.mutable_transforms(0)->add_channels(0);  // auglab_affine moves the labels: no selection
+  const absl::Status refused = PipelineFromProto(spec).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("transform.channels"), std::string::npos) << refused;
+}
+
 // nnUNetTrainerDAExt's CPU transforms (wire numbers 80..84): the proto messages reach the engine configs, with the
 // repeated single values ([d]) read as TorchIO's numbers and unset optional fields left to the engine's defaults.
 TEST(AdapterTest, DaextCpuTransformsReachTheEngine) {

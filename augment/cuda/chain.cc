@@ -30,7 +30,42 @@ constexpr int kPreImage = ChainWorkspace::kSlotStage + 32, kPreSeg = kPreImage +
 // Output pairs (image, seg) of a staged chain's spatial stages, alternating (a stage reads its predecessor's).
 constexpr int kStagedSpatial[2] = {kPreSeg + 1, kPreSeg + 3};
 
+// The gathered planes of an entry with a channel selection (TransformSpec::channels).
+constexpr int kChannelView = kPreImage + 16;
+
 #define AUGMENTD_CHAIN_CUDA_OK(expr) RETURN_IF_ERROR(CudaStatus((expr), #expr))
+
+// The tensors an entry with a channel selection sees: `t` with only `channels` image planes per sample (at `image`,
+// null while only preparing). INVALID_ARGUMENT when a selected channel is missing.
+absl::StatusOr<ChainTensors> ChannelView(const ChainTensors& t, const std::vector<int64_t>& channels, float* image) {
+  for (int64_t c : channels)
+    if (c < 0 || c >= t.channels)
+      return ju::Invalid("transform.channels", absl::StrCat("channel ", c, " >= the batch's ", t.channels,
+                                                            " channels"));
+  ChainTensors v = t;
+  v.image = image;
+  v.channels = static_cast<int32_t>(channels.size());
+  v.channel_capacity = v.channels;
+  return v;
+}
+
+// Copies the selected planes of every sample between the chain's image (B, C, P) and the view (B, K, P): one
+// strided 2D copy per selected channel (`to_view`: gather, else scatter back).
+absl::Status CopyChannelView(const ChainTensors& t, const std::vector<int64_t>& channels, float* view, bool to_view,
+                             cudaStream_t stream) {
+  const size_t plane = sizeof(float) * static_cast<size_t>(t.voxels());
+  const size_t k = channels.size();
+  for (size_t i = 0; i < k; ++i) {
+    float* full = t.image + channels[i] * t.voxels();
+    float* part = view + static_cast<int64_t>(i) * t.voxels();
+    const size_t full_pitch = plane * static_cast<size_t>(t.channels), part_pitch = plane * k;
+    AUGMENTD_CHAIN_CUDA_OK(to_view ? cudaMemcpy2DAsync(part, part_pitch, full, full_pitch, plane,
+                                                       static_cast<size_t>(t.batch), cudaMemcpyDeviceToDevice, stream)
+                                   : cudaMemcpy2DAsync(full, full_pitch, part, part_pitch, plane,
+                                                       static_cast<size_t>(t.batch), cudaMemcpyDeviceToDevice, stream));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status NotCovered(const TransformSpec& ts, size_t index, std::string_view why) {
   return absl::UnimplementedError(absl::StrCat("CUDA engine: transform ", index, " (",
@@ -334,14 +369,25 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       }
     }
     if (e.region != nullptr) e.region->SetRegions(regions);
+    const std::vector<int64_t>& sel = spec_.transforms[e.index].channels;
     if (before_spatial(e)) {  // no regions here (staged otherwise)
-      RETURN_IF_ERROR(e.stage->Prepare(params, tp_in, arena_));
+      if (sel.empty()) {
+        RETURN_IF_ERROR(e.stage->Prepare(params, tp_in, arena_));
+      } else {
+        ASSIGN_OR_RETURN(const ChainTensors view, ChannelView(tp_in, sel, nullptr));
+        RETURN_IF_ERROR(e.stage->Prepare(params, view, arena_));
+      }
       continue;
     }
     if (e.index > ds_index_) HideLabels(tp);  // what the enqueue loop will do
     auto* staged_spatial = e.kind == TransformKind::kSpatial ? static_cast<ChainSpatialStage*>(e.stage.get()) : nullptr;
     if (staged_spatial != nullptr) staged_spatial->set_two_d(two_d);
-    RETURN_IF_ERROR(e.stage->Prepare(params, tp, arena_));
+    if (sel.empty()) {
+      RETURN_IF_ERROR(e.stage->Prepare(params, tp, arena_));
+    } else {
+      ASSIGN_OR_RETURN(const ChainTensors view, ChannelView(tp, sel, nullptr));
+      RETURN_IF_ERROR(e.stage->Prepare(params, view, arena_));
+    }
     if (staged_spatial != nullptr)
       for (int d = 0; d < 3; ++d) tp.shape[d] = staged_spatial->out_shape()[d];
     if (e.regions > 0 && tp.seg_channels > 0) {  // what RegionsStage::Enqueue will do
@@ -356,6 +402,18 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   }
   RETURN_IF_ERROR(arena_.Upload(stream));
 
+  // A stage's enqueue, on the gathered planes of its channel selection when it has one.
+  const auto enqueue = [&](Entry& e, ChainTensors& t) -> absl::Status {
+    const std::vector<int64_t>& sel = spec_.transforms[e.index].channels;
+    if (sel.empty()) return e.stage->Enqueue(t, arena_, ws_, stream);
+    const size_t bytes = sizeof(float) * static_cast<size_t>(t.batch) * sel.size() * static_cast<size_t>(t.voxels());
+    ASSIGN_OR_RETURN(void* buf, ws_.Scratch(kChannelView, bytes));
+    ASSIGN_OR_RETURN(ChainTensors view, ChannelView(t, sel, static_cast<float*>(buf)));
+    RETURN_IF_ERROR(CopyChannelView(t, sel, view.image, true, stream));
+    RETURN_IF_ERROR(e.stage->Enqueue(view, arena_, ws_, stream));
+    return CopyChannelView(t, sel, view.image, false, stream);
+  };
+
   // 4. Entries before the spatial one, then spatial (or the input as is).
   const int64_t in_n = g.in_voxels();
   const float* src_image = input.image;
@@ -368,7 +426,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
                                              cudaMemcpyDeviceToDevice, stream));
     }
     for (Entry& e : entries_)
-      if (before_spatial(e)) RETURN_IF_ERROR(e.stage->Enqueue(pre_t, arena_, ws_, stream));
+      if (before_spatial(e)) RETURN_IF_ERROR(enqueue(e, pre_t));
     src_image = pre_t.image;
     src_seg = pre_t.seg;
   }
@@ -465,7 +523,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       labels_stored = true;
       HideLabels(t);
     }
-    RETURN_IF_ERROR(e.stage->Enqueue(t, arena_, ws_, stream));
+    RETURN_IF_ERROR(enqueue(e, t));
   }
   if (!labels_stored) RETURN_IF_ERROR(store_labels(t));
 

@@ -253,6 +253,26 @@ TEST(CudaChain, UserOrder) {
            {15, 19, 17}, 8, 3, 1, 4, DType::kFloat16});
 }
 
+// A channel selection (TransformSpec::channels) runs on gathered planes: C = 3, entries on [2, 0], [1] and all,
+// before and after the spatial entry; the fused kernels refuse such specs, so the chain runs them.
+TEST(CudaChain, EntryChannelsMatchCpu) {
+  for (int B : {1, 3}) {
+    RunCase({"channels", [] {
+               PipelineSpec s = ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 3)));
+               for (TransformSpec& ts : s.transforms) {
+                 if (ts.kind == TransformKind::kGaussianNoise) ts.channels = {2, 0};
+                 if (ts.kind == TransformKind::kGamma) ts.channels = {1};
+               }
+               const auto noise = GaussianNoiseTransform::Create({RandomScalar::Uniform(0, 0.1), 1, false});
+               TransformSpec front = *TransformSpec::Make(*noise, 1.0);
+               front.channels = {1};
+               s.transforms.insert(s.transforms.begin(), front);  // before the spatial entry
+               return s;
+             },
+             {19, 25, 21}, B, 3, 1, 4});
+  }
+}
+
 // ---- The generic spatial kernel: 2D samples, dummy-2D, nearest modes, random_crop, paddings -------------------
 
 TrainerConfig Config2D(std::vector<int64_t> patch, int C) {

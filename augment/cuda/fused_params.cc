@@ -113,6 +113,7 @@ absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec) {
     const TransformSpec& ts = spec.transforms[t];
     const Transform* tr = ts.transform.get();
     const std::string_view name = TransformKindName(ts.kind);
+    if (!ts.channels.empty()) return Unimplemented(name, t, "a channel selection (the generic chain runs it)");
     int st = -1;
     if (ts.region_mode.enabled()) return Unimplemented(name, t, "region_mode (the generic chain runs it)");
     switch (ts.kind) {

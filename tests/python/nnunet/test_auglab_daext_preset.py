@@ -3,7 +3,8 @@ augmentd entries. Checked: the entry list for auglab 20260109's parameters (kind
 mapping of augment/transforms/AUGLAB_DAEXT.md), that the engine builds and runs the whole pipeline on a batch with
 deep supervision (shapes, finite values, labels stay labels), that every entry is applied at its configured rate
 (binomial bounds over many samples), the wire form of every entry, FlipTransform → auglab_flip (AugLab's own flip,
-augment/transforms/auglab_flip/) and the refusals (Affine with p > 0, Acq with a crop < 1). With
+augment/transforms/auglab_flip/), AffineTransform → auglab_affine (kornia's ranges read as AugLab passes them) and the
+refusals (Acq with a crop < 1, an affine resample kornia lacks). With
 ``AUGLAB_PARAMS_GPU_JSON`` set, that file is also turned into a pipeline and run.
 """
 from __future__ import annotations
@@ -86,9 +87,44 @@ def test_flip_translates_to_auglab_flip(capi):
     assert len(out) == 4
 
 
+def test_affine_translates_to_auglab_affine(capi):
+    block = {"degrees": 10, "translate": [0.1, 0.1, 0.1], "scale": [0.7, 1.4], "shear": [-10, 10, -10, 10, -10, 10],
+             "resample": "bilinear", "probability": 0.5}
+    assert "auglab_affine" not in [e.kind for e in _pipe().entries]  # p = 0 in the installed JSON: left out
+    pipe = _pipe(dict(AUGLAB_20260109, AffineTransform=block, FlipTransform={"flip_axis": [0], "probability": 0.5}))
+    kinds = [e.kind for e in pipe.entries]
+    assert kinds.count("auglab_affine") == 1
+    assert kinds.index("auglab_affine") == kinds.index("auglab_flip") + 1  # AugTransformsGPU's order
+    assert kinds.index("auglab_affine") + 1 == kinds.index("edge_convolution")
+    aff = pipe.entries[kinds.index("auglab_affine")]
+    assert aff.apply_probability == 0.5
+    assert aff.config == {"degrees": [-10.0, 10.0] * 3, "translate": [0.1] * 3, "scale": [0.7, 1.4] * 3,
+                          "shear": [-10.0, 10.0] * 6, "resample": "bilinear"}
+    proto = entry_proto(aff).auglab_affine
+    assert list(proto.shear) == [-10.0, 10.0] * 6 and proto.resample == "bilinear"
+    # kornia's other range forms
+    cfg = auglab_daext.auglab_affine_config([5, 15, 25], [0.2, 0, 0.05], [[0.9, 1.1], [0.5, 1.0], [1.0, 2.0]],
+                                            [[-2, 2], [0, 5], [-10, 0], [-1, 1], [3, 4], [-20, 20]])
+    assert cfg["degrees"] == [-5, 5, -15, 15, -25, 25] and cfg["scale"] == [0.9, 1.1, 0.5, 1.0, 1.0, 2.0]
+    assert cfg["shear"][2:4] == [0, 5]
+    out, _ = capi.run({"op": "draw_params", "transform": {"kind": "auglab_affine", "config": aff.config},
+                       "apply_probability": 1.0, "seed": 3, "first_sample_index": 0, "count": 4,
+                       "image_shape": [1, 8, 8, 8]})
+    assert len(out) == 4 and all(len(p["shear"]) == 6 for p in out)
+    # the preset runs with it on (every sample affine-warped, labels stay labels)
+    rng = np.random.default_rng(4)
+    batch = (rng.standard_normal((2, 1, 18, 18, 18)) * 10 + 50).astype(np.float32)
+    seg = np.zeros((2, 1, 18, 18, 18), np.int16)
+    seg[:, :, 4:14, 4:14, 4:14] = 1
+    _, t = _run(capi, _pipe(dict(AUGLAB_20260109, AffineTransform=dict(block, probability=1.0))), batch, seg, 6)
+    assert np.isfinite(t["image"]).all() and set(np.unique(t["seg_0"])) <= {0, 1}
+
+
 def test_refusals():
     with pytest.raises(Untranslatable, match="AffineTransform"):
-        _pipe(dict(AUGLAB_20260109, AffineTransform={"probability": 0.5}))
+        _pipe(dict(AUGLAB_20260109, AffineTransform={"probability": 0.5, "resample": "bicubic"}))
+    with pytest.raises(Untranslatable, match="AffineTransform"):
+        _pipe(dict(AUGLAB_20260109, AffineTransform={"probability": 0.5, "degrees": [1, 2, 3, 4]}))
     with pytest.raises(Untranslatable, match="AcqTransform"):
         _pipe(dict(AUGLAB_20260109, AcqTransform={"scale": [0.2, 1.0], "crop": [0.5, 1.0], "probability": 0.4}))
     with pytest.raises(Untranslatable):
@@ -143,7 +179,10 @@ def test_users_json_builds_and_runs(capi):
 def test_per_batch_preset_runs_with_shared_decisions(capi):
     pipe = _pipe(per_batch=True)
     same = [e.same_on_batch for e in pipe.entries]
-    assert any(same) and not any(e.same_on_batch for e in pipe.entries if e.kind in ("spatial", "random_convolution"))
+    assert any(same) and not any(e.same_on_batch for e in pipe.entries if e.kind == "spatial")
+    # every GPU entry, random_convolution and redistribute_seg included (one decision and one draw per batch)
+    assert all(e.same_on_batch for e in pipe.entries if e.kind in ("random_convolution", "redistribute_seg"))
+    assert sum(e.kind in ("random_convolution", "redistribute_seg") for e in pipe.entries) == 2
     assert [p.same_on_batch for p in pipe.protos()] == same
     rng = np.random.default_rng(2)
     batch = (rng.standard_normal((4, 1, 16, 16, 16)) * 10 + 50).astype(np.float32)
@@ -156,3 +195,29 @@ def test_per_batch_preset_runs_with_shared_decisions(capi):
         for k, flag in enumerate(same):
             if flag:
                 assert len(set(applied[:, k])) == 1, pipe.entries[k].source
+
+
+def test_intensity_entries_act_on_channel_0_only(capi):
+    """AugLab's intensity transforms act on apply_to_channel=[0]: on C = 3 data the bgv2 stand-ins (noise,
+    brightness, gamma, contrast) carry the channel selection [0], AugLab's own kinds their apply_to_channel [0]; run
+    with everything on, channels 1 and 2 leave as the CPU part (spatial crop, z-score of channel 0) left them."""
+    pipe = _pipe()
+    for kind in ("gaussian_noise", "multiplicative_brightness", "gamma", "contrast"):
+        es = [e for e in pipe.entries if e.kind == kind]
+        assert es and all(e.channels == [0] for e in es), kind
+        assert all(list(entry_proto(e).channels) == [0] for e in es)
+        assert all(e.engine_json()["channels"] == [0] for e in es)
+    assert all(e.channels is None for e in pipe.entries if e.kind in ("spatial", "auglab_low_resolution"))
+    rng = np.random.default_rng(12)
+    batch = (rng.standard_normal((2, 3, 16, 16, 16)) * 10 + 50).astype(np.float32)
+    seg = np.zeros((2, 1, 16, 16, 16), np.int16)
+    seg[:, :, 4:12, 4:12, 4:12] = 1
+    on = [dict(e.engine_json(), apply_probability=1.0) for e in pipe.entries
+          if e.kind not in ("auglab_low_resolution", "downsample_seg_for_ds")]  # lowres / acq act on all channels
+    out, t = capi.run({"op": "run_pipeline", "pipeline": {"transforms": on}, "seed": 4, "first_sample_index": 0,
+                       "threads": 2}, image=batch, seg=seg)
+    cpu_part = [e.engine_json() for e in pipe.entries[:3]]
+    _, ref = capi.run({"op": "run_pipeline", "pipeline": {"transforms": cpu_part}, "seed": 4, "first_sample_index": 0,
+                       "threads": 2}, image=batch, seg=seg)
+    np.testing.assert_array_equal(t["image"][:, 1:], ref["image"][:, 1:])
+    assert not np.allclose(t["image"][:, 0], ref["image"][:, 0])

@@ -18,8 +18,10 @@ CPU ZscoreNormalization of channel 0 with the unbiased std), then ``AugTransform
 become the entry's ``region_mode`` (augment/region_mode.h, AugLab 20260109's blend); with region modes on, AugLab's
 five RandomFunctionGPU and its RandomInverseGPU become six ``intensity_function`` entries (one region draw each, as
 AugLab), else one merged entry. Not reproduced, and said so: AugLab's per-batch draws unless ``per_batch``
-(``same_on_batch=True``; augmentd draws per sample), and entries without an augmentd kind (AffineTransform): with
-p > 0 they raise ``Untranslatable``.
+(``same_on_batch=True``; augmentd draws per sample). AffineTransform is AugLab's own affine (``auglab_affine``,
+p = 0 in the default JSON: left out). AugLab's intensity transforms act on channel 0 only (``apply_to_channel=[0]``):
+AugLab's own kinds carry that config, the bgv2 stand-ins the entry option ``channels=[0]`` (the engine's per-entry
+channel selection).
 """
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ from typing import Any, Dict, List, Optional, Sequence
 from .translate import Entry, Pipeline, Untranslatable
 
 ENV = "AUGLAB_PARAMS_GPU_JSON"
+# AugLab's GPU intensity transforms act on apply_to_channel=[0] (AugTransformsGPU passes no other): the bgv2 kinds that
+# stand in for them (noise, brightness, gamma, contrast) carry the engine's per-entry channel selection [0].
+CHANNEL0 = [0]
 
 
 def auglab_params_path() -> Path:
@@ -74,14 +79,16 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     folded = [] if folded is None else folded
     out: List[Entry] = []
 
-    def add(name: str, kind: str, config: Dict[str, Any], p: float, region_block: Optional[dict] = None) -> None:
+    def add(name: str, kind: str, config: Dict[str, Any], p: float, region_block: Optional[dict] = None,
+            channels: Optional[List[int]] = None) -> None:
         if p <= 0:
             return
-        # per_batch: AugLab's same_on_batch=True (one decision + one draw per batch); RandConv kernels and
-        # RedistributeSeg draws stay per sample in AugLab, so those entries stay per sample here (their decision too)
-        same = per_batch and kind not in ("random_convolution", "redistribute_seg")
+        # per_batch: AugLab's same_on_batch=True — one apply decision and one draw per batch for every GPU entry
+        # (AugLab itself draws RandConv kernels and RedistributeSeg's jitter / amplitudes per sample inside the
+        # batch: augmentd shares those draws too, said in Pipeline.folded)
+        same = per_batch
         out.append(Entry(source=f"AugTransformsGPU > {name} (p={p:g})", kind=kind, config=config, apply_probability=p,
-                         same_on_batch=same,
+                         same_on_batch=same, channels=None if channels is None else list(channels),
                          region_mode=_region_mode(region_block) if region_block is not None else None))
 
     b = params.get("ClampTransform")
@@ -94,7 +101,7 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
             raise Untranslatable("GaussianNoiseTransform.mean != 0: augmentd's gaussian_noise is zero-mean")
         add("GaussianNoiseTransform", "gaussian_noise",
             {"noise_variance": [0.0, float(b.get("std", 1.0))], "p_per_channel": 1.0, "synchronize_channels": True},
-            _p(b), b)
+            _p(b), b, channels=CHANNEL0)
     b = params.get("GaussianBlurTransform")
     if b is not None:
         # AugLab's GaussianBlur = its UnsharpMask kernel without the sharpening: x + (−1)·(x − K⋆x) = K⋆x
@@ -104,21 +111,24 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     if b is not None:
         lo, hi = b.get("brightness_range", [0.5, 1.5])
         add("BrightnessTransform", "multiplicative_brightness",
-            {"multiplier_range": [float(lo), float(hi)], "synchronize_channels": True, "p_per_channel": 1.0}, _p(b), b)
+            {"multiplier_range": [float(lo), float(hi)], "synchronize_channels": True, "p_per_channel": 1.0}, _p(b), b,
+            channels=CHANNEL0)
     for key, invert in (("GammaTransform", 0.0), ("InvGammaTransform", 1.0)):
         b = params.get(key)
         if b is not None:
             lo, hi = b.get("gamma_range", [0.7, 1.5])
             add(key, "gamma", {"gamma": [float(lo), float(hi)], "p_invert_image": invert,
                                "synchronize_channels": True, "p_per_channel": 1.0,
-                               "p_retain_stats": 1.0 if b.get("retain_stats", False) else 0.0}, _p(b), b)
+                               "p_retain_stats": 1.0 if b.get("retain_stats", False) else 0.0}, _p(b), b,
+                channels=CHANNEL0)
     b = params.get("ContrastTransform")
     if b is not None:
         if b.get("retain_stats", False):
             raise Untranslatable("ContrastTransform.retain_stats: augmentd's contrast has no retain_stats")
         lo, hi = b.get("contrast_range", [0.75, 1.25])
         add("ContrastTransform", "contrast", {"contrast_range": [float(lo), float(hi)], "preserve_range": False,
-                                              "synchronize_channels": True, "p_per_channel": 1.0}, _p(b), b)
+                                              "synchronize_channels": True, "p_per_channel": 1.0}, _p(b), b,
+            channels=CHANNEL0)
     f, inv = params.get("FunctionTransform"), params.get("InverseTransform")
     if f is not None or inv is not None:
         f = f or {}
@@ -174,8 +184,14 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
         add("FlipTransform", "auglab_flip", {"flip_axis": [int(fa)] if isinstance(fa, int) else [int(a) for a in fa]},
             _p(b))
     b = params.get("AffineTransform")
-    if b is not None and _p(b) > 0:
-        raise Untranslatable(f"AffineTransform (p={_p(b):g}): AugLab's definition has no augmentd kind yet")
+    if b is not None:
+        resample = str(b.get("resample", "bilinear")).lower()
+        if resample not in ("bilinear", "nearest") and _p(b) > 0:
+            raise Untranslatable(f"AffineTransform.resample={resample!r}: kornia knows bilinear / nearest only")
+        cfg = auglab_affine_config(b.get("degrees", 10), b.get("translate", [0.1, 0.1, 0.1]),
+                                   b.get("scale", [0.9, 1.1]), b.get("shear", [-10, 10, -10, 10, -10, 10]))
+        cfg["resample"] = resample
+        add("AffineTransform", "auglab_affine", cfg, _p(b))
     b = params.get("ScharrTransform")
     if b is not None:
         kt = str(b.get("kernel_type", "Scharr")).lower()
@@ -196,6 +212,44 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     return out
 
 
+def _kornia_ranges(value: Any, n: int, name: str) -> List[List[float]]:
+    """kornia's ``_tuple_range_reader(value, n)``: n (lo, hi) ranges from a number d (±d), one pair (every axis),
+    n numbers s_i (±s_i each) or n pairs; each written sorted (kornia's U(hi, lo) is the same distribution)."""
+    num = (int, float)
+    if isinstance(value, num):
+        if value < 0:
+            raise Untranslatable(f"AffineTransform.{name}: a single number must be >= 0 (kornia)")
+        rs = [[-float(value), float(value)]] * n
+    elif isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, num) for v in value):
+        rs = [[float(value[0]), float(value[1])]] * n
+    elif isinstance(value, (list, tuple)) and len(value) == n and all(isinstance(v, num) for v in value):
+        rs = [[-float(v), float(v)] for v in value]
+    elif isinstance(value, (list, tuple)) and len(value) == n and all(isinstance(v, (list, tuple)) and len(v) == 2
+                                                                      for v in value):
+        rs = [[float(v[0]), float(v[1])] for v in value]
+    else:
+        raise Untranslatable(f"AffineTransform.{name}={value!r}: not a kornia range form for {n} values")
+    return [sorted(r) for r in rs]
+
+
+def auglab_affine_config(degrees: Any = 10, translate: Any = (0.1, 0.1, 0.1), scale: Any = (0.9, 1.1),
+                         shears: Any = (-10, 10, -10, 10, -10, 10)) -> Dict[str, Any]:
+    """The ``auglab_affine`` config of AugLab's ``RandomAffine3DCustom(degrees, translate, scale, shears)`` (kornia's
+    AffineGenerator3D reading of each argument; the defaults are AugLab's ``.get`` defaults)."""
+    flat = lambda rs: [v for r in rs for v in r]  # noqa: E731
+    if isinstance(scale, (list, tuple)) and len(scale) == 2 and all(isinstance(v, (int, float)) for v in scale):
+        sc = [[float(scale[0]), float(scale[1])]] * 3
+    elif isinstance(scale, (list, tuple)) and len(scale) == 3 and all(isinstance(v, (list, tuple)) for v in scale):
+        sc = [[float(v[0]), float(v[1])] for v in scale]
+    else:
+        raise Untranslatable(f"AffineTransform.scale={scale!r}: kornia takes (a, b) or ((a, b), (c, d), (e, f))")
+    tr = [float(v) for v in translate]
+    if len(tr) != 3:
+        raise Untranslatable(f"AffineTransform.translate={translate!r}: three fractions (x, y, z)")
+    return {"degrees": flat(_kornia_ranges(degrees, 3, "degrees")), "translate": tr,
+            "scale": flat(sorted(r) for r in sc), "shear": flat(_kornia_ranges(shears, 6, "shear"))}
+
+
 def daext_gpu_pipeline(params: Dict[str, Any], patch_size: Sequence[int], acq_axis: int = 0,
                        use_mask_for_norm: Sequence[bool] = (), regions: Optional[Sequence[Sequence[int]]] = None,
                        ignore_label: Optional[int] = None,
@@ -205,7 +259,8 @@ def daext_gpu_pipeline(params: Dict[str, Any], patch_size: Sequence[int], acq_ax
     `patch_size` (the loader's initial_patch_size crop): CPU part, AugTransformsGPU, DS. `per_batch`: AugLab's
     same_on_batch=True on the GPU entries."""
     folded: List[str] = ["AugTransformsGPU same_on_batch=True: " + (
-        "per batch except random_convolution / redistribute_seg (decision per sample there)" if per_batch
+        "one decision and one draw per batch for every GPU entry (AugLab draws random_convolution's kernels and "
+        "redistribute_seg's jitter / amplitudes per sample; augmentd shares them)" if per_batch
         else "augmentd draws per sample")]
     ps = [int(v) for v in patch_size]
     if len(ps) != 3:

@@ -48,6 +48,7 @@ class Entry:
     same_on_batch: bool = False  # AugLab's same_on_batch=True: one decision + one draw per batch
     # AugLab's in_seg / out_seg / mix_in_out (augment/region_mode.h): {"in_seg", "out_seg", "mix_in_out"} or None
     region_mode: Optional[Dict[str, Any]] = None
+    channels: Optional[List[int]] = None  # image channels the entry sees (AugLab's apply_to_channel); None: all
 
     def engine_json(self) -> dict:
         j = {"kind": self.kind, "config": self.config}
@@ -59,6 +60,8 @@ class Entry:
             j["same_on_batch"] = True
         if self.region_mode:
             j["region_mode"] = dict(self.region_mode)
+        if self.channels is not None:
+            j["channels"] = [int(c) for c in self.channels]
         return j
 
 
@@ -744,7 +747,7 @@ def _generic_params_proto(kind: str, c: dict):
 def entry_proto(e: Entry, ndim: int = 3) -> pipeline_pb2.TransformSpec:
     spec = pipeline_pb2.TransformSpec(kind=pipeline_pb2.TransformKind.Value(e.kind.upper()),
                                       apply_probability=e.apply_probability, one_of_group=e.one_of_group,
-                                      same_on_batch=e.same_on_batch)
+                                      same_on_batch=e.same_on_batch, channels=list(e.channels or []))
     if e.region_mode:
         spec.region_mode.CopyFrom(pipeline_pb2.RegionMode(**e.region_mode))
     getattr(spec, e.kind).CopyFrom(_params_proto(e.kind, e.config, ndim))
