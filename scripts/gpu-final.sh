@@ -32,6 +32,10 @@ if [ "${SKIP_CTEST:-0}" != 1 ]; then
 (cd $BUILD && timeout "${GPU_TEST_TIMEOUT:-420}" ctest -L gpu -R "${GPU_TESTS:-.}" -j4 --output-on-failure --timeout 300) >"$OUT/tests-gpu.log" 2>&1
 GPU_RC=$?
 grep -E "tests passed|tests failed|\(Failed\)|\*\*\*|Not Run|Timeout" "$OUT/tests-gpu.log" | tail -15
+# A failing GPU test's own lines (gtest's [  FAILED  ] cases and the assertion text around them) stay outside
+# logs.tar.gz, which a device call may not bring back.
+grep -B2 -A12 -E "^\[  FAILED  \]|Failure$|: Failure" "$OUT/tests-gpu.log" | head -150 > "$OUT/gpu-test-failures.txt"
+[ -s "$OUT/gpu-test-failures.txt" ] || rm -f "$OUT/gpu-test-failures.txt"
 say "ctest -L gpu exit $GPU_RC"
 fi
 PY_RC=skipped

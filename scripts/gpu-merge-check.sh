@@ -71,10 +71,10 @@ if [ -n "${EXTRA_STEP:-}" ] && [ "$(left)" -gt 40 ]; then  # one more bounded co
 fi
 # A device call returns at most 8 files: everything goes into all.tar.gz; the top level keeps summary.txt and the
 # key tables (the rest moves to rest/, which does not come back).
-for f in final/tests-gpu.log kernels/summary.md patch/patch-gpu.md; do
+for f in final/gpu-test-failures.txt kernels/summary.md patch/patch-gpu.md; do
   [ -f "$OUT/$f" ] && cp "$OUT/$f" "$OUT/$(echo "$f" | tr / -)"
 done
 (cd "$OUT" && tar czf /tmp/all.tar.gz --exclude='*.tar.gz' . && mkdir -p rest && find . -maxdepth 1 -mindepth 1 \
-   ! -name rest ! -name summary.txt ! -name 'final-tests-gpu.log' ! -name 'kernels-summary.md' \
+   ! -name rest ! -name summary.txt ! -name 'final-gpu-test-failures.txt' ! -name 'kernels-summary.md' \
    ! -name 'patch-patch-gpu.md' ! -name extra.txt ! -name 'e2e-*-table.md' -exec mv {} rest/ \; && mv /tmp/all.tar.gz .)
 cat "$OUT/summary.txt"
