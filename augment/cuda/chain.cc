@@ -357,6 +357,13 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   std::vector<const TransformParams*> params(g.batch);
   std::vector<std::unique_ptr<TransformParams>> lifted(two_d ? g.batch : 0);  // 3D forms of 2D parameters
   std::vector<RegionDraw> regions;
+  // A stage's Prepare, on the view of its channel selection when it has one (the enqueue below gathers those planes).
+  const auto prepare = [&](Entry& e, const ChainTensors& t) -> absl::Status {
+    const std::vector<int64_t>& sel = spec_.transforms[e.index].channels;
+    if (sel.empty()) return e.stage->Prepare(params, t, arena_);
+    ASSIGN_OR_RETURN(const ChainTensors view, ChannelView(t, sel, nullptr));
+    return e.stage->Prepare(params, view, arena_);
+  };
   for (Entry& e : entries_) {
     if (e.region != nullptr) regions.assign(static_cast<size_t>(g.batch), RegionDraw{});
     for (int64_t b = 0; b < g.batch; ++b) {
@@ -369,25 +376,14 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       }
     }
     if (e.region != nullptr) e.region->SetRegions(regions);
-    const std::vector<int64_t>& sel = spec_.transforms[e.index].channels;
     if (before_spatial(e)) {  // no regions here (staged otherwise)
-      if (sel.empty()) {
-        RETURN_IF_ERROR(e.stage->Prepare(params, tp_in, arena_));
-      } else {
-        ASSIGN_OR_RETURN(const ChainTensors view, ChannelView(tp_in, sel, nullptr));
-        RETURN_IF_ERROR(e.stage->Prepare(params, view, arena_));
-      }
+      RETURN_IF_ERROR(prepare(e, tp_in));
       continue;
     }
     if (e.index > ds_index_) HideLabels(tp);  // what the enqueue loop will do
     auto* staged_spatial = e.kind == TransformKind::kSpatial ? static_cast<ChainSpatialStage*>(e.stage.get()) : nullptr;
     if (staged_spatial != nullptr) staged_spatial->set_two_d(two_d);
-    if (sel.empty()) {
-      RETURN_IF_ERROR(e.stage->Prepare(params, tp, arena_));
-    } else {
-      ASSIGN_OR_RETURN(const ChainTensors view, ChannelView(tp, sel, nullptr));
-      RETURN_IF_ERROR(e.stage->Prepare(params, view, arena_));
-    }
+    RETURN_IF_ERROR(prepare(e, tp));
     if (staged_spatial != nullptr)
       for (int d = 0; d < 3; ++d) tp.shape[d] = staged_spatial->out_shape()[d];
     if (e.regions > 0 && tp.seg_channels > 0) {  // what RegionsStage::Enqueue will do
