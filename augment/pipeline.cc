@@ -83,7 +83,8 @@ absl::StatusOr<TransformSpec> TransformSpec::FromJson(const nlohmann::json& j) {
     } else if (b.is_string() && b.get<std::string>() == "decision") {
       s.same_on_batch = BatchMode::kPerBatchDecision;
     } else {
-      return ju::Invalid("transform.same_on_batch", absl::StrCat("expected false, true or \"decision\", got ", b.dump()));
+      return ju::Invalid("transform.same_on_batch",
+                         absl::StrCat("expected false, true or \"decision\", got ", b.dump()));
     }
   }
   if (j.contains("region_mode") && !j["region_mode"].is_null()) {
