@@ -87,6 +87,17 @@ def test_flip_translates_to_auglab_flip(capi):
     assert len(out) == 4
 
 
+def test_per_batch_flip_of_several_axes_is_listed_as_folded():
+    """AugLab's flip shares its coins under same_on_batch but draws the fallback axis per sample: identical for one
+    flip axis (the fallback is that axis), listed in folded for several (augmentd shares the whole draw)."""
+    one = _pipe(dict(AUGLAB_20260109, FlipTransform={"flip_axis": [0], "probability": 0.5}), per_batch=True)
+    assert one.folded == []
+    two = _pipe(dict(AUGLAB_20260109, FlipTransform={"flip_axis": [0, 2], "probability": 0.5}), per_batch=True)
+    assert len(two.folded) == 1 and "FlipTransform" in two.folded[0]
+    assert not any("FlipTransform" in f for f in _pipe(dict(AUGLAB_20260109, FlipTransform={
+        "flip_axis": [0, 2], "probability": 0.5})).folded)
+
+
 def test_affine_translates_to_auglab_affine(capi):
     block = {"degrees": 10, "translate": [0.1, 0.1, 0.1], "scale": [0.7, 1.4], "shear": [-10, 10, -10, 10, -10, 10],
              "resample": "bilinear", "probability": 0.5}
