@@ -23,10 +23,21 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
                        uint64_t batch_first_index) {
   const Transform& tr = *ts.transform;
   at.kind = ts.kind;
-  // same_on_batch: every sample of the batch draws from the batch's first sample's stream (one decision, one draw)
-  const uint64_t stream_index =
-      ts.same_on_batch && batch_first_index != kNoBatchIndex ? batch_first_index : sample_index;
-  RandomStream rng(seed, stream_index, static_cast<uint32_t>(t));
+  // TransformSpec::same_on_batch (its contract in pipeline.h): `rng` draws the decision — the batch's first sample's
+  // stream in a batch mode — and, except in decision mode, the parameters and region coins after it. Decision mode
+  // draws the parameters from the sample's own stream past its draw 0 (= the per-sample mode's parameters).
+  using BatchMode = TransformSpec::BatchMode;
+  const uint32_t ti = static_cast<uint32_t>(t);
+  const bool batch = ts.same_on_batch != BatchMode::kPerSample && batch_first_index != kNoBatchIndex;
+  const bool decision_only = batch && ts.same_on_batch == BatchMode::kPerBatchDecision;
+  const uint64_t stream_index = batch ? batch_first_index : sample_index;
+  RandomStream rng(seed, stream_index, ti);
+  RandomStream own(seed, sample_index, ti);
+  if (decision_only) (void)own.Uniform();  // the per-sample decision's draw, not used here
+  RandomStream& prm = decision_only ? own : rng;
+  // The region coins (region_mode.h): after the parameters on `prm`, or on their own substream.
+  const bool coin_substream = batch && (decision_only || ts.region_mode.per_sample_coins);
+  RandomStream coin_sub(seed, ts.region_mode.per_sample_coins ? sample_index : stream_index, ti, kRegionCoinSubstream);
   // A channel selection: the entry draws as for a sample holding only the selected channels.
   SampleLayout entry_layout = layout;
   if (!ts.channels.empty()) {
@@ -56,7 +67,7 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
       const nlohmann::json& pj = inj->contains("params") ? (*inj)["params"] : kNull;
       auto p = tr.ParseParams(pj, entry_layout);
       if (!p.ok()) return WithSampleContext(p.status(), sample_index, t, tr.name());
-      DrawContext ctx{rng, seed, sample_index, static_cast<uint32_t>(t)};
+      DrawContext ctx{prm, seed, sample_index, ti};
       tr.CompleteInjected(**p, ctx);
       at.params = std::move(*p);
       if (ts.region_mode.enabled() && layout.seg_channels > 0 && inj->contains("region")) {
@@ -69,13 +80,13 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
     // bgv2 OneOfTransform: only the group member chosen for this sample may fire (TransformSpec::SelectedFor).
     at.applied = rng.Uniform() < ts.apply_probability && ts.SelectedFor(seed, stream_index);
     if (at.applied) {
-      DrawContext ctx{rng, seed, sample_index, static_cast<uint32_t>(t)};
+      DrawContext ctx{prm, seed, sample_index, ti};
       auto p = tr.Draw(ctx, entry_layout);
       if (!p.ok()) return WithSampleContext(p.status(), sample_index, t, tr.name());
       at.params = std::move(*p);
       if (ts.region_mode.enabled() && layout.seg_channels > 0) {  // AugLab draws its coins only with a mask
-        RandomStream mix(seed, sample_index, static_cast<uint32_t>(t), kRegionMixSubstream);
-        at.region = DrawRegion(ts.region_mode, layout.seg_channels, rng, mix);
+        RandomStream mix(seed, sample_index, ti, kRegionMixSubstream);
+        at.region = DrawRegion(ts.region_mode, layout.seg_channels, coin_substream ? coin_sub : prm, mix);
       }
     }
   }

@@ -86,7 +86,8 @@ absl::Status ApplyEntry(const TransformSpec& ts, const TransformParams& params, 
 
 // One entry's apply decision and parameters for one sample: drawn from RandomStream(seed, sample_index, t) (draw 0 is
 // the apply decision, the transform's own draws follow, then the region mode's (region_mode.h); OneOf groups
-// honoured) or taken from injected[t] ({"applied", "params", "region"}). The draw
+// honoured; TransformSpec::same_on_batch moves the decision, or decision and parameters, to the batch's first sample's
+// stream) or taken from injected[t] ({"applied", "params", "region"}). The draw
 // half of AugmentSample; `layout` is the sample's layout entering entry `t`. Errors carry WithSampleContext.
 absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_t sample_index,
                        const std::vector<nlohmann::json>* injected, const SampleLayout& layout, AppliedTransform& at,

@@ -76,7 +76,17 @@ absl::StatusOr<TransformSpec> TransformSpec::FromJson(const nlohmann::json& j) {
   ASSIGN_OR_RETURN(auto t, TransformFromJson(kind, j.value("config", nlohmann::json::object())));
   ASSIGN_OR_RETURN(TransformSpec s, Make(std::move(t), p));
   s.one_of_group = static_cast<uint32_t>(group);
-  ASSIGN_OR_RETURN(s.same_on_batch, ju::GetBool(j, "same_on_batch", false, "transform"));
+  if (j.contains("same_on_batch") && !j["same_on_batch"].is_null()) {
+    const nlohmann::json& b = j["same_on_batch"];
+    if (b.is_boolean()) {
+      s.same_on_batch = b.get<bool>() ? BatchMode::kPerBatch : BatchMode::kPerSample;
+    } else if (b.is_string() && b.get<std::string>() == "decision") {
+      s.same_on_batch = BatchMode::kPerBatchDecision;
+    } else {
+      return ju::Invalid("transform.same_on_batch",
+                         absl::StrCat("expected false, true or \"decision\", got ", b.dump()));
+    }
+  }
   if (j.contains("region_mode") && !j["region_mode"].is_null()) {
     ASSIGN_OR_RETURN(s.region_mode, RegionModeConfig::FromJson(j["region_mode"], "transform.region_mode"));
     if (s.region_mode.enabled()) RETURN_IF_ERROR(CheckRegionModeKind(*s.transform));
@@ -182,7 +192,8 @@ nlohmann::json TransformSpec::ToJson() const {
                       {"apply_probability", apply_probability},
                       {"config", transform->ConfigToJson()}};
   if (one_of_group != 0) j["one_of_group"] = one_of_group;
-  if (same_on_batch) j["same_on_batch"] = true;
+  if (same_on_batch == BatchMode::kPerBatch) j["same_on_batch"] = true;
+  if (same_on_batch == BatchMode::kPerBatchDecision) j["same_on_batch"] = "decision";
   if (region_mode.enabled()) j["region_mode"] = region_mode.ToJson();
   if (!channels.empty()) j["channels"] = channels;
   return j;

@@ -39,10 +39,22 @@ struct TransformSpec {
   uint32_t one_of_group = 0;
   int32_t one_of_index = 0;
   int32_t one_of_size = 1;
-  // AugLab's same_on_batch=True (kornia): the apply decision and every parameter of this entry are drawn once per
-  // batch — from RandomStream(seed, first sample of the batch, t) for every sample of the batch (per-voxel fields
-  // such as noise stay keyed by the sample). Engines that run one sample alone draw from the sample's own stream.
-  bool same_on_batch = false;
+  // How the entry's draws are shared across a batch (AugLab's same_on_batch=True under kornia;
+  // augment/transforms/AUGLAB_DAEXT.md has AugLab's per-kind table). JSON "same_on_batch": false | true | "decision".
+  //  * kPerSample (false, the default): every draw from RandomStream(seed, sample, t).
+  //  * kPerBatch (true): the apply decision (draw 0, and the OneOf choice), every parameter and the region coins come
+  //    from RandomStream(seed, first sample of the batch, t) for every sample of the batch — one decision, one draw.
+  //  * kPerBatchDecision ("decision"): only the apply decision (and the OneOf choice) comes from the batch's first
+  //    sample's stream; the parameters come from the sample's own stream after its draw 0, i.e. they are exactly the
+  //    parameters kPerSample draws for that sample (AugLab's RandConv kernels and RedistributeSeg jitter, drawn inside
+  //    its per-sample loop). The region coins are still one draw per batch (AugLab's per-call coins), from
+  //    RandomStream(seed, first sample, t, kRegionCoinSubstream).
+  // In both batch modes RegionModeConfig::per_sample_coins draws the region coins per sample instead (region_mode.h).
+  // Per-voxel fields (noise) stay keyed by the sample in every mode. A sample drawn alone (no batch index,
+  // DrawSampleParams' kNoBatchIndex) draws as kPerSample. Both engines draw through DrawEntry (batch.h), so the
+  // CUDA engine shares exactly these draws.
+  enum class BatchMode : uint8_t { kPerSample, kPerBatch, kPerBatchDecision };
+  BatchMode same_on_batch = BatchMode::kPerSample;
   // AugLab's in_seg / out_seg / mix_in_out (augment/region_mode.h): the engines blend the entry's output with its
   // input by the drawn region of the labels. Only on intensity kinds (INVALID_ARGUMENT "transform.region_mode"
   // otherwise: spatial, layout- or shape-changing kinds, kinds that read or write the labels except
@@ -66,7 +78,8 @@ struct TransformSpec {
   // INVALID_ARGUMENT for a null transform or p outside [0, 1].
   static absl::StatusOr<TransformSpec> Make(std::shared_ptr<const Transform> transform, double apply_probability);
   // {"kind": "gamma", "apply_probability": 0.3, "config": {...bgv2 constructor args...}, "one_of_group": 0,
-  //  "same_on_batch": false, "region_mode": {"in_seg": 0, "out_seg": 0, "mix_in_out": false}, "channels": [0]}
+  //  "same_on_batch": false | true | "decision" (INVALID_ARGUMENT "transform.same_on_batch" for anything else),
+  //  "region_mode": {"in_seg": 0, "out_seg": 0, "mix_in_out": false, "per_sample_coins": false}, "channels": [0]}
   static absl::StatusOr<TransformSpec> FromJson(const nlohmann::json& j);
   nlohmann::json ToJson() const;
 };

@@ -179,20 +179,37 @@ TEST(Pipeline, ChannelSelectionRoundTripsAndIsRefusedForLabelKinds) {
   }
 }
 
-TEST(Pipeline, SameOnBatchRoundTripsAndIsRefusedWhenNotABool) {
+TEST(Pipeline, SameOnBatchRoundTripsAndIsRefusedForOtherValues) {
+  using BatchMode = TransformSpec::BatchMode;
   auto s = TransformSpec::FromJson({{"kind", "zscore_normalization"}, {"apply_probability", 0.3}, {"same_on_batch", true},
                                     {"config", nlohmann::json::object()}});
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_TRUE(s->same_on_batch);
-  EXPECT_EQ(s->ToJson().value("same_on_batch", false), true);
+  EXPECT_EQ(s->same_on_batch, BatchMode::kPerBatch);
+  EXPECT_EQ(s->ToJson()["same_on_batch"], true);
   auto d = TransformSpec::FromJson({{"kind", "zscore_normalization"}, {"config", nlohmann::json::object()}});
   ASSERT_TRUE(d.ok());
-  EXPECT_FALSE(d->same_on_batch);
+  EXPECT_EQ(d->same_on_batch, BatchMode::kPerSample);
   EXPECT_FALSE(d->ToJson().contains("same_on_batch"));
-  EXPECT_EQ(TransformSpec::FromJson({{"kind", "zscore_normalization"}, {"same_on_batch", "yes"}, {"config", nlohmann::json::object()}})
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  auto f = TransformSpec::FromJson({{"kind", "zscore_normalization"}, {"same_on_batch", false},
+                                    {"config", nlohmann::json::object()}});
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->same_on_batch, BatchMode::kPerSample);
+  // "decision": AugLab's share-the-decision-only mode (RandConv / RedistributeSeg under same_on_batch=True)
+  auto dec = TransformSpec::FromJson({{"kind", "zscore_normalization"}, {"same_on_batch", "decision"},
+                                      {"config", nlohmann::json::object()}});
+  ASSERT_TRUE(dec.ok()) << dec.status();
+  EXPECT_EQ(dec->same_on_batch, BatchMode::kPerBatchDecision);
+  EXPECT_EQ(dec->ToJson()["same_on_batch"], "decision");
+  auto back = TransformSpec::FromJson(dec->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->same_on_batch, BatchMode::kPerBatchDecision);
+  for (const nlohmann::json& bad : {nlohmann::json("yes"), nlohmann::json(1), nlohmann::json("Decision")}) {
+    auto r = TransformSpec::FromJson({{"kind", "zscore_normalization"}, {"same_on_batch", bad},
+                                      {"config", nlohmann::json::object()}});
+    ASSERT_FALSE(r.ok()) << bad.dump();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("transform.same_on_batch"), std::string::npos) << r.status();
+  }
 }
 }  // namespace
 }  // namespace augmentd

@@ -14,18 +14,21 @@ namespace rm = region_mode;
 
 absl::StatusOr<RegionModeConfig> RegionModeConfig::FromJson(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) return ju::Invalid(where, "expected an object {in_seg, out_seg, mix_in_out}");
-  RETURN_IF_ERROR(ju::CheckKeys(j, {"in_seg", "out_seg", "mix_in_out"}, where));
+  RETURN_IF_ERROR(ju::CheckKeys(j, {"in_seg", "out_seg", "mix_in_out", "per_sample_coins"}, where));
   RegionModeConfig c;
   ASSIGN_OR_RETURN(c.in_seg, ju::GetDouble(j, "in_seg", 0.0, where));
   ASSIGN_OR_RETURN(c.out_seg, ju::GetDouble(j, "out_seg", 0.0, where));
   ASSIGN_OR_RETURN(c.mix_in_out, ju::GetBool(j, "mix_in_out", false, where));
+  ASSIGN_OR_RETURN(c.per_sample_coins, ju::GetBool(j, "per_sample_coins", false, where));
   RETURN_IF_ERROR(ju::CheckProbability(c.in_seg, where + ".in_seg"));
   RETURN_IF_ERROR(ju::CheckProbability(c.out_seg, where + ".out_seg"));
   return c;
 }
 
 nlohmann::json RegionModeConfig::ToJson() const {
-  return {{"in_seg", in_seg}, {"out_seg", out_seg}, {"mix_in_out", mix_in_out}};
+  nlohmann::json j = {{"in_seg", in_seg}, {"out_seg", out_seg}, {"mix_in_out", mix_in_out}};
+  if (per_sample_coins) j["per_sample_coins"] = true;
+  return j;
 }
 
 RegionDraw DrawRegion(const RegionModeConfig& c, int64_t seg_channels, RandomStream& coins, RandomStream& mix) {

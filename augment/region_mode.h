@@ -3,12 +3,17 @@
 // intensity kind instead of inside each transform (semantics: augment/transforms/AUGLAB_DAEXT.md, "Region modes").
 //
 //   {"kind": "gamma", "apply_probability": 0.3, "config": {...},
-//    "region_mode": {"in_seg": 0.5, "out_seg": 0.5, "mix_in_out": true}}
+//    "region_mode": {"in_seg": 0.5, "out_seg": 0.5, "mix_in_out": true, "per_sample_coins": false}}
 //
-// Draw (DrawEntry, augment/batch.h), only for an applied entry whose sample has segmentation channels, after the
-// transform's own draws, from the entry's stream (the batch's first sample's with same_on_batch, as AugLab draws
-// its coins once per call): u_in = U[0, 1), u_out = U[0, 1); mode "in" if only u_in < in_seg, "out" if only
-// u_out < out_seg, else "all". With mix_in_out and mode != "all": one U[0, 1) < 0.5 per seg channel (kept when it
+// Draw (DrawEntry, augment/batch.h), only for an applied entry whose sample has segmentation channels:
+// u_in = U[0, 1), u_out = U[0, 1); mode "in" if only u_in < in_seg, "out" if only u_out < out_seg, else "all".
+// The coins' stream follows the entry's TransformSpec::same_on_batch (AugLab draws them once per call, i.e. per
+// batch, in every GPU class but RandomInverseGPU):
+//   per sample: the entry's stream after the transform's own draws;
+//   true (per batch): the batch's first sample's entry stream after the transform's own draws (shared);
+//   "decision": RandomStream(seed, first sample of the batch, t, kRegionCoinSubstream) (shared);
+//   per_sample_coins with either batch mode: RandomStream(seed, sample, t, kRegionCoinSubstream) — per sample, as
+//   RandomInverseGPU draws them inside its loop over the batch (no effect in per-sample mode: already per sample). With mix_in_out and mode != "all": one U[0, 1) < 0.5 per seg channel (kept when it
 // falls) from the per-sample stream RandomStream(seed, sample, t, kRegionMixSubstream) — per sample even with
 // same_on_batch, as AugLab's torch.randint loop over the batch.
 // Apply (per sample; mode "all" and samples without labels: the step's output unchanged): for every image channel
@@ -37,9 +42,11 @@ struct RegionModeConfig {
   double in_seg = 0;        // probability of the "inside" coin
   double out_seg = 0;       // probability of the "outside" coin
   bool mix_in_out = false;  // keep a random half of the seg channels (per sample) in "in" / "out"
+  bool per_sample_coins = false;  // batch modes: u_in / u_out per sample (AugLab's RandomInverseGPU), see above
   bool enabled() const { return in_seg > 0 || out_seg > 0; }
 
-  // {"in_seg": p, "out_seg": p, "mix_in_out": bool} (absent keys: defaults). INVALID_ARGUMENT "<where>.in_seg" ...
+  // {"in_seg": p, "out_seg": p, "mix_in_out": bool, "per_sample_coins": bool} (absent keys: defaults; ToJson writes
+  // per_sample_coins only when set). INVALID_ARGUMENT "<where>.in_seg" ...
   static absl::StatusOr<RegionModeConfig> FromJson(const nlohmann::json& j, const std::string& where);
   nlohmann::json ToJson() const;
 };
@@ -51,7 +58,8 @@ struct RegionDraw {
   int32_t seg_channels = 0;               // at draw time (the length of "keep" in the JSON)
 };
 
-inline constexpr uint32_t kRegionMixSubstream = 0x52474Du;  // "RGM": the per-sample mix_in_out stream
+inline constexpr uint32_t kRegionMixSubstream = 0x52474Du;   // "RGM": the per-sample mix_in_out stream
+inline constexpr uint32_t kRegionCoinSubstream = 0x524743u;  // "RGC": the coins' own stream (see above)
 
 // The draw above: `coins` is the entry's stream after the transform's draws, `mix` the per-sample stream.
 RegionDraw DrawRegion(const RegionModeConfig& c, int64_t seg_channels, RandomStream& coins, RandomStream& mix);

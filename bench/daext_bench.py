@@ -115,7 +115,7 @@ def bench_augmentd(args, params, image, seg, initial):
             config.device = "cpu"
             session = client.open_session(config)
         print(f"[augmentd] session on {session.device}; {len(pipe.entries)} entries; not reproduced: "
-              f"{'; '.join(pipe.folded)}", file=sys.stderr, flush=True)
+              f"{'; '.join(pipe.folded) or 'nothing listed'}", file=sys.stderr, flush=True)
         for i in range(3):
             client.augment(session, image, seg, batch_index=i)
         wall, compute = [], []

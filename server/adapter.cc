@@ -452,10 +452,16 @@ absl::StatusOr<PipelineSpec> PipelineFromProto(const v1::PipelineSpec& spec) {
     nlohmann::json j = {{"kind", name}, {"config", config}};
     if (t.has_apply_probability()) j["apply_probability"] = t.apply_probability();
     if (t.one_of_group() != 0) j["one_of_group"] = t.one_of_group();  // bgv2 OneOfTransform (engine-checked)
-    if (t.same_on_batch()) j["same_on_batch"] = true;                 // AugLab's per-batch draws
-    if (t.has_region_mode()) {                                        // AugLab's in_seg / out_seg (region_mode.h)
+    if (t.same_on_batch_decision_only() && !t.same_on_batch()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".same_on_batch_decision_only: needs same_on_batch (it shares only the decision)"));
+    }
+    if (t.same_on_batch()) j["same_on_batch"] = t.same_on_batch_decision_only() ? nlohmann::json("decision")
+                                                                                : nlohmann::json(true);
+    if (t.has_region_mode()) {  // AugLab's in_seg / out_seg (region_mode.h)
       j["region_mode"] = {{"in_seg", t.region_mode().in_seg()}, {"out_seg", t.region_mode().out_seg()},
                           {"mix_in_out", t.region_mode().mix_in_out()}};
+      if (t.region_mode().per_sample_coins()) j["region_mode"]["per_sample_coins"] = true;
     }
     if (t.channels_size() > 0) j["channels"] = std::vector<int32_t>(t.channels().begin(), t.channels().end());
     absl::StatusOr<TransformSpec> ts = TransformSpec::FromJson(j);

@@ -339,6 +339,36 @@ TEST(AdapterTest, RegionModesReachTheEngineEntry) {
   EXPECT_NE(p.status().message().find("region_mode"), std::string::npos) << p.status();
 }
 
+// same_on_batch_decision_only (field 78) beside same_on_batch (79), and the region coins' per_sample_coins.
+TEST(AdapterTest, DecisionOnlyBatchModeAndPerSampleCoinsReachTheEngine) {
+  v1::PipelineSpec spec;
+  v1::TransformSpec* t = spec.add_transforms();
+  t->set_kind(v1::RANDOM_CONVOLUTION);
+  t->mutable_random_convolution();
+  t->set_same_on_batch(true);
+  t->set_same_on_batch_decision_only(true);
+  t = spec.add_transforms();
+  t->set_kind(v1::INTENSITY_FUNCTION);
+  t->mutable_intensity_function();
+  t->set_same_on_batch(true);
+  t->mutable_region_mode()->set_in_seg(0.5);
+  t->mutable_region_mode()->set_per_sample_coins(true);
+  absl::StatusOr<PipelineSpec> p = PipelineFromProto(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->transforms[0].same_on_batch, TransformSpec::BatchMode::kPerBatchDecision);
+  EXPECT_EQ(p->transforms[0].ToJson()["same_on_batch"], "decision");
+  EXPECT_EQ(p->transforms[1].same_on_batch, TransformSpec::BatchMode::kPerBatch);
+  EXPECT_TRUE(p->transforms[1].region_mode.per_sample_coins);
+  EXPECT_FALSE(p->transforms[0].region_mode.per_sample_coins);
+  // decision_only without same_on_batch: refused, naming the field
+  spec.mutable_transforms(0)->set_same_on_batch(false);
+  p = PipelineFromProto(spec);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("pipeline.transforms[0].same_on_batch_decision_only"), std::string::npos)
+      << p.status();
+}
+
 TEST(AdapterTest, ExplicitTransformListsBecomeEnginePipelines) {
   v1::PipelineSpec spec;
   v1::TransformSpec* t = spec.add_transforms();
@@ -354,8 +384,8 @@ TEST(AdapterTest, ExplicitTransformListsBecomeEnginePipelines) {
   absl::StatusOr<PipelineSpec> p = PipelineFromProto(spec);
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->transforms.size(), 2u);
-  EXPECT_FALSE(p->transforms[0].same_on_batch);
-  EXPECT_TRUE(p->transforms[1].same_on_batch);
+  EXPECT_EQ(p->transforms[0].same_on_batch, TransformSpec::BatchMode::kPerSample);
+  EXPECT_EQ(p->transforms[1].same_on_batch, TransformSpec::BatchMode::kPerBatch);
   EXPECT_DOUBLE_EQ(p->transforms[0].apply_probability, 0.15);
   EXPECT_DOUBLE_EQ(p->transforms[1].apply_probability, 1.0);
   const nlohmann::json j = p->transforms[0].ToJson();

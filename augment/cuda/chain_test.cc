@@ -438,6 +438,36 @@ TEST(CudaChain, RegionModes) {
   }
 }
 
+// The batch modes (TransformSpec::same_on_batch, pipeline.h) on the CUDA engine, B = 4, in front of nnU-Net's
+// default pipeline: "decision" (random_convolution with a region mode, redistribute_seg: the decision shared, the
+// parameters per sample, the region coins per batch) and same_on_batch with per_sample_coins (the DAExt preset's
+// inverse). The host draws are the CPU engine's (records equal), the outputs agree. One region entry per case (see
+// RegionModes).
+TEST(CudaChain, BatchModes) {
+  const nlohmann::json region = {{"in_seg", 0.5}, {"out_seg", 0.5}, {"mix_in_out", true}};
+  nlohmann::json per_coin = region;
+  per_coin["per_sample_coins"] = true;
+  const std::vector<nlohmann::json> entries = {
+      {{"kind", "random_convolution"}, {"config", {{"kernel_sizes", {1, 3, 5}}, {"mix_prob", 0.5}}},
+       {"same_on_batch", "decision"}, {"region_mode", region}},
+      {{"kind", "redistribute_seg"}, {"config", nlohmann::json::object()}, {"same_on_batch", "decision"}},
+      {{"kind", "intensity_function"},
+       {"config", {{"functions", nlohmann::json::array()}, {"p_function", 0.0}, {"p_inverse", 1.0}}},
+       {"same_on_batch", true}, {"region_mode", per_coin}}};
+  for (nlohmann::json j : entries) {
+    j["apply_probability"] = 0.8;
+    absl::StatusOr<TransformSpec> e = TransformSpec::FromJson(j);
+    ASSERT_TRUE(e.ok()) << j.dump() << ": " << e.status();
+    const std::string name = "batch-modes-" + j["kind"].get<std::string>();
+    RunCase({name, [&] {
+               PipelineSpec s = ForceOn(*NnunetDefaultPipeline(Config({20, 24, 22}, 2)));
+               s.transforms.insert(s.transforms.begin(), *e);
+               return s;
+             },
+             {}, 4, 2});
+  }
+}
+
 // nnUNetTrainerDAExt's TorchIO spatial transforms and AugLab's low-res (their stages: augment/transforms/{anisotropy,
 // torchio_affine,elastic_deformation,auglab_low_resolution}/*_cuda.cc) ahead of nnU-Net's default pipeline, at the
 // input shape, image and labels: the whole engine on both devices. 2D samples: all but auglab_low_resolution

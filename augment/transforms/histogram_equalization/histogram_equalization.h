@@ -9,7 +9,7 @@
 //   retain_stats: x ← (x − mean(x))/(std(x) + 1e-8)·σ₀ + μ₀ (statistics of the channel before, unbiased std).
 // A constant channel is left unchanged (AugLab's arithmetic maps it onto itself). Nothing is random: AugLab's
 // `probability` is the pipeline entry's apply_probability (0.2 in AugLab's config), drawn per sample (AugLab's
-// container uses same_on_batch=True, which may share the coin across the batch; augmentd draws per sample).
+// container uses same_on_batch=True, which shares the coin across the batch: the entry's same_on_batch, pipeline.h).
 // AugLab's in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — one region per applied channel, drawn
 // after nothing else (this transform draws nothing of its own); default off. Not covered: AugLab's NaN/Inf guard.
 // The math is augment/kernels/common/auglab_math.h's (shared with the CUDA stage).

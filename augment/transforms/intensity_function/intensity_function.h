@@ -12,8 +12,8 @@
 // Functions (AugLab's func_list order): "log1p" log(1 + x), "sqrt", "sin", "exp", "sigmoid" 1/(1 + exp(−x)), and
 // "square" (RandomFunctionGPU's default func). Without retain_stats the output stays in f's range (as AugLab).
 // Differences: AugLab normalises with the min/max of all samples the step applies to (x.min() over the batch
-// slice); augmentd uses each sample's own min/max, and draws its coins per sample (AugLab's container may share
-// them: same_on_batch=True). in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — AugLab's function and
+// slice); augmentd uses each sample's own min/max, and draws its coins per sample (AugLab's container shares them
+// with same_on_batch=True: the entry's same_on_batch, pipeline.h). in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — AugLab's function and
 // inverse transforms each draw their own region, so augmentd draws one region per (step, channel), steps in the order
 // above (functions, then the inverse; every step, whether its coin fell or not) × apply_to_channel, after the coins;
 // default off. Not covered: the NaN/Inf guard. Math: augment/kernels/common/auglab_math.h.

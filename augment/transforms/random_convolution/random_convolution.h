@@ -9,11 +9,11 @@
 //   mix ~ U[0, 1) < mix_prob;  if mix: alpha ~ U[0, 1).
 // Apply: y = conv3d(reflect-pad(x, k/2), w)  (cross-correlation, torch "reflect" padding);
 //   mix: y ← alpha·x + (1 − alpha)·y;   retain_stats: y ← (y − mean(y))/(std(y) + 1e-8)·σ₀ + μ₀.
-// AugLab draws its kernels per sample too (a loop over the batch) but its probability coin may be shared by the
-// batch (container same_on_batch=True); augmentd draws everything per sample. AugLab's probability is the pipeline
-// entry's apply_probability (0.1). Axes shorter than k/2 + 1 reflect repeatedly (torch raises there); a 2D sample
-// reads as 1 × d0 × d1. in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — one region per applied
-// channel, drawn after all the draws above (region of the result after mix and retain_stats); default off. Not
+// AugLab draws its kernels per sample too (a loop over the batch) but shares its probability coin across the batch
+// (container same_on_batch=True): the pipeline entry's "same_on_batch": "decision" (pipeline.h). AugLab's probability
+// is the pipeline entry's apply_probability (0.1). Axes shorter than k/2 + 1 reflect repeatedly (torch raises there); a
+// 2D sample reads as 1 × d0 × d1. in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — one region per
+// applied channel, drawn after all the draws above (region of the result after mix and retain_stats); default off. Not
 // covered: the NaN/Inf guard.
 //
 //   auto t = RandomConvolutionTransform::FromJson({{"kernel_sizes", {1, 3, 5, 7}}, {"mix_prob", 0.2}});

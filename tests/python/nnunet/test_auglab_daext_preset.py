@@ -87,6 +87,17 @@ def test_flip_translates_to_auglab_flip(capi):
     assert len(out) == 4
 
 
+def test_per_batch_flip_of_several_axes_is_listed_as_folded():
+    """AugLab's flip shares its coins under same_on_batch but draws the fallback axis per sample: identical for one
+    flip axis (the fallback is that axis), listed in folded for several (augmentd shares the whole draw)."""
+    one = _pipe(dict(AUGLAB_20260109, FlipTransform={"flip_axis": [0], "probability": 0.5}), per_batch=True)
+    assert one.folded == []
+    two = _pipe(dict(AUGLAB_20260109, FlipTransform={"flip_axis": [0, 2], "probability": 0.5}), per_batch=True)
+    assert len(two.folded) == 1 and "FlipTransform" in two.folded[0]
+    assert not any("FlipTransform" in f for f in _pipe(dict(AUGLAB_20260109, FlipTransform={
+        "flip_axis": [0, 2], "probability": 0.5})).folded)
+
+
 def test_affine_translates_to_auglab_affine(capi):
     block = {"degrees": 10, "translate": [0.1, 0.1, 0.1], "scale": [0.7, 1.4], "shear": [-10, 10, -10, 10, -10, 10],
              "resample": "bilinear", "probability": 0.5}
@@ -180,10 +191,23 @@ def test_per_batch_preset_runs_with_shared_decisions(capi):
     pipe = _pipe(per_batch=True)
     same = [e.same_on_batch for e in pipe.entries]
     assert any(same) and not any(e.same_on_batch for e in pipe.entries if e.kind == "spatial")
-    # every GPU entry, random_convolution and redistribute_seg included (one decision and one draw per batch)
-    assert all(e.same_on_batch for e in pipe.entries if e.kind in ("random_convolution", "redistribute_seg"))
-    assert sum(e.kind in ("random_convolution", "redistribute_seg") for e in pipe.entries) == 2
-    assert [p.same_on_batch for p in pipe.protos()] == same
+    # AugLab's same_on_batch=True draw by draw (AUGLAB_DAEXT.md's table): random_convolution and redistribute_seg
+    # share only the decision (kernels / jitter per sample), every other GPU entry decision and parameters
+    assert [e.same_on_batch for e in pipe.entries if e.kind in ("random_convolution", "redistribute_seg")] == \
+        ["decision", "decision"]
+    gpu = [e for e in pipe.entries if e.source.startswith("AugTransformsGPU")]
+    assert gpu and all(e.same_on_batch is True for e in gpu if e.kind not in ("random_convolution", "redistribute_seg"))
+    # the region coins: once per batch, but per sample for RandomInverseGPU (its loop over the batch)
+    inverse = next(e for e in gpu if "InverseTransform" in e.source)
+    assert inverse.region_mode["per_sample_coins"] is True
+    assert all("per_sample_coins" not in (e.region_mode or {}) for e in gpu if e is not inverse)
+    # nothing left to list as not reproduced
+    assert pipe.folded == []
+    protos = pipe.protos()
+    assert [p.same_on_batch for p in protos] == [bool(s) for s in same]
+    assert [p.same_on_batch_decision_only for p in protos] == [s == "decision" for s in same]
+    assert [p.region_mode.per_sample_coins for p in protos] == [e is inverse for e in pipe.entries]
+    assert [e.engine_json().get("same_on_batch", False) for e in pipe.entries] == same
     rng = np.random.default_rng(2)
     batch = (rng.standard_normal((4, 1, 16, 16, 16)) * 10 + 50).astype(np.float32)
     seg = np.zeros((4, 1, 16, 16, 16), np.int16)

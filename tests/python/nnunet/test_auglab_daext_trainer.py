@@ -60,6 +60,9 @@ def test_daext_trainer_configures_like_auglab_and_serves_batches(nnunet_env, aug
         assert "MIRROR" not in kinds
         assert any(t.same_on_batch for t in cfg.transforms)  # AugLab's same_on_batch=True
         assert not cfg.transforms[0].same_on_batch
+        # RandConv / RedistributeSeg share only the decision (AugLab draws their parameters per sample)
+        assert [t.same_on_batch_decision_only for t in cfg.transforms
+                if t.kind in (pipeline_pb2.RANDOM_CONVOLUTION, pipeline_pb2.REDISTRIBUTE_SEG)] == [True, True]
         assert list(train.session.initial_patch_size)[-3:] == list(initial)
         b = take(train, 2)
         assert tuple(b[0]["data"].shape[2:]) == (16, 16, 16) and torch.isfinite(b[0]["data"]).all()

@@ -17,8 +17,11 @@ CPU ZscoreNormalization of channel 0 with the unbiased std), then ``AugTransform
 (``train_step`` builds it after the GPU transforms). The region modes ``in_seg`` / ``out_seg`` / ``mix_in_out``
 become the entry's ``region_mode`` (augment/region_mode.h, AugLab 20260109's blend); with region modes on, AugLab's
 five RandomFunctionGPU and its RandomInverseGPU become six ``intensity_function`` entries (one region draw each, as
-AugLab), else one merged entry. Not reproduced, and said so: AugLab's per-batch draws unless ``per_batch``
-(``same_on_batch=True``; augmentd draws per sample). AffineTransform is AugLab's own affine (``auglab_affine``,
+AugLab), else one merged entry. ``per_batch`` (AugLab's ``same_on_batch=True``, the trainer's default) shares what
+AugLab shares: the apply decision of every GPU entry, the parameters of all but random_convolution and
+redistribute_seg (entry ``same_on_batch: "decision"``: parameters per sample, as AugLab's loop over the batch), the
+region coins of all but the inverse (``per_sample_coins``); without it augmentd draws per sample (listed in
+``folded``). AffineTransform is AugLab's own affine (``auglab_affine``,
 p = 0 in the default JSON: left out). AugLab's intensity transforms act on channel 0 only (``apply_to_channel=[0]``):
 AugLab's own kinds carry that config, the bgv2 stand-ins the entry option ``channels=[0]`` (the engine's per-entry
 channel selection).
@@ -80,16 +83,19 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     out: List[Entry] = []
 
     def add(name: str, kind: str, config: Dict[str, Any], p: float, region_block: Optional[dict] = None,
-            channels: Optional[List[int]] = None) -> None:
+            channels: Optional[List[int]] = None, batch_draws: Any = True, per_sample_coins: bool = False) -> None:
         if p <= 0:
             return
-        # per_batch: AugLab's same_on_batch=True — one apply decision and one draw per batch for every GPU entry
-        # (AugLab itself draws RandConv kernels and RedistributeSeg's jitter / amplitudes per sample inside the
-        # batch: augmentd shares those draws too, said in Pipeline.folded)
-        same = per_batch
+        # per_batch: AugLab's same_on_batch=True — one apply decision per batch for every GPU entry; the parameters
+        # once per batch too (batch_draws True), or per sample where AugLab draws them inside its loop over the batch
+        # (batch_draws "decision": RandConv kernels, RedistributeSeg jitter / amplitudes). AUGLAB_DAEXT.md's table.
+        same = batch_draws if per_batch else False
+        region = _region_mode(region_block) if region_block is not None else None
+        if region is not None and per_sample_coins and per_batch:
+            region["per_sample_coins"] = True  # RandomInverseGPU: its coins inside its loop over the batch
         out.append(Entry(source=f"AugTransformsGPU > {name} (p={p:g})", kind=kind, config=config, apply_probability=p,
                          same_on_batch=same, channels=None if channels is None else list(channels),
-                         region_mode=_region_mode(region_block) if region_block is not None else None))
+                         region_mode=region))
 
     b = params.get("ClampTransform")
     if b is not None:
@@ -142,12 +148,9 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
                 add(f"FunctionTransform {fn}", "intensity_function",
                     {"functions": [fn], "p_function": 1.0, "retain_stats": cfg["retain_stats"], "p_inverse": 0.0},
                     _p(f), f)
-            if per_batch and _region_mode(inv) is not None:
-                folded.append("InverseTransform region coins: AugLab draws them per sample (its loop over the batch); "
-                              "per_batch draws them once per batch")
             add("InverseTransform", "intensity_function",
                 {"functions": [], "p_function": 0.0, "p_inverse": 1.0,
-                 "inverse_retain_stats": cfg["inverse_retain_stats"]}, _p(inv), inv)
+                 "inverse_retain_stats": cfg["inverse_retain_stats"]}, _p(inv), inv, per_sample_coins=True)
         elif _p(f) > 0 or _p(inv) > 0:
             out.append(Entry(source="AugTransformsGPU > RandomFunctionGPU ×5 + RandomInverseGPU", kind="intensity_function",
                              config=cfg, same_on_batch=per_batch))
@@ -177,12 +180,16 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     b = params.get("RedistributeSegTransform")
     if b is not None:
         add("RedistributeSegTransform", "redistribute_seg", {"in_seg": float(b.get("in_seg", 0.2)),
-                                                             "retain_stats": bool(b.get("retain_stats", False))}, _p(b))
+                                                             "retain_stats": bool(b.get("retain_stats", False))}, _p(b),
+            batch_draws="decision")
     b = params.get("FlipTransform")
     if b is not None:
         fa = b.get("flip_axis", [0])
-        add("FlipTransform", "auglab_flip", {"flip_axis": [int(fa)] if isinstance(fa, int) else [int(a) for a in fa]},
-            _p(b))
+        axes = [int(fa)] if isinstance(fa, int) else [int(a) for a in fa]
+        if per_batch and _p(b) > 0 and len(axes) > 1:
+            folded.append("FlipTransform with several flip_axis: AugLab draws the fallback axis (no coin fell) per "
+                          "sample; per_batch shares it")
+        add("FlipTransform", "auglab_flip", {"flip_axis": axes}, _p(b))
     b = params.get("AffineTransform")
     if b is not None:
         resample = str(b.get("resample", "bilinear")).lower()
@@ -205,7 +212,8 @@ def daext_gpu_entries(params: Dict[str, Any], acq_axis: int = 0, folded: Optiona
     if b is not None:
         add("RandomConvTransform", "random_convolution",
             {"kernel_sizes": [int(k) for k in b.get("kernel_sizes", [1, 3, 5, 7])],
-             "mix_prob": float(b.get("mix_prob", 0.0)), "retain_stats": bool(b.get("retain_stats", False))}, _p(b), b)
+             "mix_prob": float(b.get("mix_prob", 0.0)), "retain_stats": bool(b.get("retain_stats", False))}, _p(b), b,
+            batch_draws="decision")
     b = params.get("ZscoreNormalizationTransform")
     if b is not None:
         add("ZscoreNormalizationTransform", "zscore_normalization", {}, _p(b))
@@ -258,10 +266,9 @@ def daext_gpu_pipeline(params: Dict[str, Any], patch_size: Sequence[int], acq_ax
     """nnUNetTrainerDAExtGPU's whole training augmentation (3D, non-cascade) for an input of at least
     `patch_size` (the loader's initial_patch_size crop): CPU part, AugTransformsGPU, DS. `per_batch`: AugLab's
     same_on_batch=True on the GPU entries."""
-    folded: List[str] = ["AugTransformsGPU same_on_batch=True: " + (
-        "one decision and one draw per batch for every GPU entry (AugLab draws random_convolution's kernels and "
-        "redistribute_seg's jitter / amplitudes per sample; augmentd shares them)" if per_batch
-        else "augmentd draws per sample")]
+    # per_batch reproduces AugLab's same_on_batch=True draw by draw (AUGLAB_DAEXT.md, "Per-batch mode"): nothing to
+    # list then; per sample is a difference.
+    folded: List[str] = [] if per_batch else ["AugTransformsGPU same_on_batch=True: augmentd draws per sample"]
     ps = [int(v) for v in patch_size]
     if len(ps) != 3:
         raise Untranslatable("nnUNetTrainerDAExtGPU's GPU transforms take 3D patches (5D batches) only")

@@ -312,7 +312,9 @@ class nnUNetTrainerAugmentdDAExt(nnUNetTrainerAugmentd):
     the AugLab GPU parameter JSON ($AUGLAB_PARAMS_GPU_JSON, else the installed package's file; see
     augmentd/nnunet/auglab_daext.py for the mapping and what is not reproduced) and the DS pyramid after it.
     Validation as nnUNetTrainerDAExtGPU: RemoveLabel, regions, AugLab's CPU z-score of channel 0, DS.
-    ``auglab_per_batch`` (default True, as AugLab's same_on_batch=True): the GPU entries draw once per batch."""
+    ``auglab_per_batch`` (default True, as AugLab's same_on_batch=True): the GPU entries share what AugLab shares
+    per batch (every decision; the parameters of all but RandConv / RedistributeSeg; the region coins of all but the
+    inverse: AUGLAB_DAEXT.md, "Per-batch mode")."""
 
     auglab_per_batch = True
 
@@ -355,7 +357,7 @@ class nnUNetTrainerAugmentdDAExt(nnUNetTrainerAugmentd):
         val = auglab_daext.daext_gpu_validation_pipeline(len(base.patch_size), regions=regions, ignore_label=ignore,
                                                          deep_supervision_scales=ds)
         self.print_to_log_file(f"augmentd: AugLab parameters from {self.auglab_params_path}; AcqTransform axis "
-                               f"{self.auglab_acq_axis}; not reproduced: {'; '.join(train.folded)}")
+                               f"{self.auglab_acq_axis}; not reproduced: {'; '.join(train.folded) or 'nothing listed'}")
         return dataclasses.replace(base, trainer_class=type(self).__name__, train=train, val=val,
                                    train_preset=pipeline_pb2.PRESET_UNSPECIFIED,
                                    val_preset=pipeline_pb2.PRESET_UNSPECIFIED)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -45,7 +45,9 @@ class Entry:
     config: Dict[str, Any]      # engine JSON config (bgv2 argument names)
     apply_probability: float = 1.0
     one_of_group: int = 0
-    same_on_batch: bool = False  # AugLab's same_on_batch=True: one decision + one draw per batch
+    # AugLab's same_on_batch=True: True = one decision + one draw per batch; "decision" = one decision per batch,
+    # parameters per sample (augment/pipeline.h TransformSpec::same_on_batch); False: per sample
+    same_on_batch: Union[bool, str] = False
     # AugLab's in_seg / out_seg / mix_in_out (augment/region_mode.h): {"in_seg", "out_seg", "mix_in_out"} or None
     region_mode: Optional[Dict[str, Any]] = None
     channels: Optional[List[int]] = None  # image channels the entry sees (AugLab's apply_to_channel); None: all
@@ -57,7 +59,7 @@ class Entry:
         if self.one_of_group:
             j["one_of_group"] = self.one_of_group
         if self.same_on_batch:
-            j["same_on_batch"] = True
+            j["same_on_batch"] = "decision" if self.same_on_batch == "decision" else True
         if self.region_mode:
             j["region_mode"] = dict(self.region_mode)
         if self.channels is not None:
@@ -747,7 +749,9 @@ def _generic_params_proto(kind: str, c: dict):
 def entry_proto(e: Entry, ndim: int = 3) -> pipeline_pb2.TransformSpec:
     spec = pipeline_pb2.TransformSpec(kind=pipeline_pb2.TransformKind.Value(e.kind.upper()),
                                       apply_probability=e.apply_probability, one_of_group=e.one_of_group,
-                                      same_on_batch=e.same_on_batch, channels=list(e.channels or []))
+                                      same_on_batch=bool(e.same_on_batch),
+                                      same_on_batch_decision_only=e.same_on_batch == "decision",
+                                      channels=list(e.channels or []))
     if e.region_mode:
         spec.region_mode.CopyFrom(pipeline_pb2.RegionMode(**e.region_mode))
     getattr(spec, e.kind).CopyFrom(_params_proto(e.kind, e.config, ndim))
