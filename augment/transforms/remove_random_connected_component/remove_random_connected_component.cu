@@ -1,6 +1,9 @@
 // remove_random_connected_component's kernels (cc_cuda_types.h; the stage: remove_random_connected_component_cuda.cc).
-// Per round, all enqueued on the stream (no host round trip, a fixed number of launches):
-//   CcInit     mask, labels[i] = i, sizes 0;
+// Per launch set, all enqueued on the stream (no host round trip, a fixed number of launches). A set covers one
+// round or, when the rounds are independent (no fill channel, distinct channels per sample: the stage decides), all
+// of them at once: slot s = round · B + b of the grid's slot axis works on sample s % B with its own scratch.
+//   CcInit     mask; labels[i] = i and sizes 0 on the foreground only (nothing reads them elsewhere: finds start at
+//              foreground voxels and unions link foreground voxels);
 //   CcMerge    every foreground voxel unites with its foreground neighbours that precede it in raster order (the 13
 //              of the 26-neighbourhood the CPU's Label visits; when the voxel before it in the row is foreground,
 //              only that one and the 4 of dc = +1: the others are its neighbours too and it unites with them) by
@@ -60,15 +63,18 @@ __device__ void CcUnion(int32_t* labels, int32_t a, int32_t b) {
   }
 }
 
-__global__ void CcInitKernel(const CcSample* __restrict__ recs, int32_t channels, int64_t n, const float* __restrict__ x,
-                             uint8_t* __restrict__ mask, int32_t* __restrict__ labels, int32_t* __restrict__ sizes) {
-  const int32_t b = static_cast<int32_t>(blockIdx.y);
-  const CcSample r = recs[b];
+__global__ void CcInitKernel(const CcSample* __restrict__ recs, int32_t batch, int32_t channels, int64_t n,
+                             const float* __restrict__ x, uint8_t* __restrict__ mask, int32_t* __restrict__ labels,
+                             int32_t* __restrict__ sizes) {
+  const int32_t slot = static_cast<int32_t>(blockIdx.y), b = slot % batch;
+  const CcSample r = recs[slot];
   if (!r.on) return;
   const float* xa = x + (static_cast<int64_t>(b) * channels + r.channel) * n;
   AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
-    const int64_t o = static_cast<int64_t>(b) * n + i;
-    mask[o] = xa[i] != 0.0f;
+    const int64_t o = static_cast<int64_t>(slot) * n + i;
+    const bool fg = xa[i] != 0.0f;
+    mask[o] = fg;
+    if (!fg) continue;
     labels[o] = static_cast<int32_t>(i);
     sizes[o] = 0;
   }
@@ -76,15 +82,17 @@ __global__ void CcInitKernel(const CcSample* __restrict__ recs, int32_t channels
 
 __global__ void CcMergeKernel(const CcSample* __restrict__ recs, int32_t d0, int32_t d1, int32_t d2,
                               const uint8_t* __restrict__ mask, int32_t* labels) {
-  const int32_t b = static_cast<int32_t>(blockIdx.y);
+  const int32_t b = static_cast<int32_t>(blockIdx.y);  // the slot
   if (!recs[b].on) return;
   const int64_t n = int64_t{d0} * d1 * d2;
   const uint8_t* m = mask + static_cast<int64_t>(b) * n;
   int32_t* l = labels + static_cast<int64_t>(b) * n;
   AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
     if (!m[i]) continue;
-    const int32_t c = static_cast<int32_t>(i % d2);
-    const int32_t bb = static_cast<int32_t>((i / d2) % d1), a = static_cast<int32_t>(i / (int64_t{d1} * d2));
+    const uint32_t ui = static_cast<uint32_t>(i), row = ui / static_cast<uint32_t>(d2);  // n < 2^31 (the stage)
+    const int32_t c = static_cast<int32_t>(ui - row * static_cast<uint32_t>(d2));
+    const uint32_t a32 = row / static_cast<uint32_t>(d1);
+    const int32_t bb = static_cast<int32_t>(row - a32 * static_cast<uint32_t>(d1)), a = static_cast<int32_t>(a32);
     // The voxel before i in its row: its own preceding neighbours with dc ≤ 0 relative to i are those of i−1 too
     // (i−1 unites with them, inductively along the row), so i only needs i−1 and the 4 neighbours of dc = +1.
     const bool left = c > 0 && m[i - 1];
@@ -104,7 +112,7 @@ __global__ void CcMergeKernel(const CcSample* __restrict__ recs, int32_t d0, int
 
 __global__ void CcCompressKernel(const CcSample* __restrict__ recs, int64_t n, const uint8_t* __restrict__ mask,
                                  int32_t* labels, int32_t* sizes) {
-  const int32_t b = static_cast<int32_t>(blockIdx.y);
+  const int32_t b = static_cast<int32_t>(blockIdx.y);  // the slot
   if (!recs[b].on) return;
   const uint8_t* m = mask + static_cast<int64_t>(b) * n;
   int32_t* l = labels + static_cast<int64_t>(b) * n;
@@ -132,7 +140,7 @@ __global__ void __launch_bounds__(kCountThreads) CcCountKernel(const CcSample* _
                                                                const int32_t* __restrict__ sizes,
                                                                int32_t* __restrict__ tile_counts) {
   __shared__ int32_t warp_sums[kCountThreads / 32];
-  const int32_t b = static_cast<int32_t>(blockIdx.y), t = static_cast<int32_t>(blockIdx.x);
+  const int32_t b = static_cast<int32_t>(blockIdx.y), t = static_cast<int32_t>(blockIdx.x);  // b: the slot
   const CcSample r = recs[b];
   if (!r.on) return;
   const uint8_t* m = mask + static_cast<int64_t>(b) * n;
@@ -171,7 +179,7 @@ __global__ void __launch_bounds__(kSelectThreads) CcPickKernel(const CcSample* _
                                                                int32_t* __restrict__ chosen) {
   __shared__ int32_t scan[kSelectThreads];
   __shared__ int32_t pick_tile, pick_rank;
-  const int32_t b = static_cast<int32_t>(blockIdx.x);
+  const int32_t b = static_cast<int32_t>(blockIdx.x);  // the slot
   const CcSample r = recs[b];
   if (!r.on) {
     if (threadIdx.x == 0) chosen[b] = -1;
@@ -227,15 +235,15 @@ __global__ void __launch_bounds__(kSelectThreads) CcPickKernel(const CcSample* _
   }
 }
 
-__global__ void CcApplyKernel(const CcSample* __restrict__ recs, int32_t channels, int64_t n,
+__global__ void CcApplyKernel(const CcSample* __restrict__ recs, int32_t batch, int32_t channels, int64_t n,
                               const uint8_t* __restrict__ mask, const int32_t* __restrict__ labels,
                               const int32_t* __restrict__ chosen, float* __restrict__ x) {
-  const int32_t b = static_cast<int32_t>(blockIdx.y);
-  const CcSample r = recs[b];
-  const int32_t root = chosen[b];
+  const int32_t slot = static_cast<int32_t>(blockIdx.y), b = slot % batch;
+  const CcSample r = recs[slot];
+  const int32_t root = chosen[slot];
   if (!r.on || root < 0) return;
-  const uint8_t* m = mask + static_cast<int64_t>(b) * n;
-  const int32_t* l = labels + static_cast<int64_t>(b) * n;
+  const uint8_t* m = mask + static_cast<int64_t>(slot) * n;
+  const int32_t* l = labels + static_cast<int64_t>(slot) * n;
   float* xb = x + static_cast<int64_t>(b) * channels * n;
   AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
     if (!m[i] || l[i] != root) continue;
@@ -246,20 +254,21 @@ __global__ void CcApplyKernel(const CcSample* __restrict__ recs, int32_t channel
 
 }  // namespace
 
-cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t channels, const int32_t shape[3], float* x,
-                                       const CcSample* recs, uint8_t* mask, int32_t* labels, int32_t* sizes,
+cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t rounds, int32_t channels, const int32_t shape[3],
+                                       float* x, const CcSample* recs, uint8_t* mask, int32_t* labels, int32_t* sizes,
                                        int32_t* chosen, int32_t* tile_counts, cudaStream_t stream) {
   const int64_t n = int64_t{shape[0]} * shape[1] * shape[2];
-  const int32_t tiles = CcTiles(n);
-  const dim3 grid = SliceGrid(n, batch);
+  if (n >= (int64_t{1} << 31) || rounds < 1 || int64_t{batch} * rounds > 65535) return cudaErrorInvalidValue;
+  const int32_t tiles = CcTiles(n), slots = batch * rounds;
+  const dim3 grid = SliceGrid(n, slots);
   const int threads = internal::kThreads;
-  CcInitKernel<<<grid, threads, 0, stream>>>(recs, channels, n, x, mask, labels, sizes);
+  CcInitKernel<<<grid, threads, 0, stream>>>(recs, batch, channels, n, x, mask, labels, sizes);
   CcMergeKernel<<<grid, threads, 0, stream>>>(recs, shape[0], shape[1], shape[2], mask, labels);
   CcCompressKernel<<<grid, threads, 0, stream>>>(recs, n, mask, labels, sizes);
-  CcCountKernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(batch)), kCountThreads, 0, stream>>>(
+  CcCountKernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(slots)), kCountThreads, 0, stream>>>(
       recs, n, tiles, mask, labels, sizes, tile_counts);
-  CcPickKernel<<<batch, kSelectThreads, 0, stream>>>(recs, n, tiles, mask, labels, sizes, tile_counts, chosen);
-  CcApplyKernel<<<grid, threads, 0, stream>>>(recs, channels, n, mask, labels, chosen, x);
+  CcPickKernel<<<slots, kSelectThreads, 0, stream>>>(recs, n, tiles, mask, labels, sizes, tile_counts, chosen);
+  CcApplyKernel<<<grid, threads, 0, stream>>>(recs, batch, channels, n, mask, labels, chosen, x);
   return cudaGetLastError();
 }
 
