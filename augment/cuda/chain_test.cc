@@ -779,6 +779,11 @@ TEST(CudaChain, CascadeStagesExact) {
   // Large radii (a fractional ball of up to 12.5) on one label.
   RunCase({"cascade-stages-r12", [] { return CascadeStagesOnly({2}, 1.0, {4, 12.5}, true); }, {24, 20, 22}, 2, 1, 2,
            3, DType::kFloat32, false, 1});
+  // Several labels, one of them absent from the data (an empty one-hot channel: nothing to dilate, no component), on
+  // objects that touch the border; B = 3 moves two samples' image planes in place (C = 2).
+  for (int B : {1, 3})
+    RunCase({"cascade-stages-absent-label", [] { return CascadeStagesOnly({1, 2, 3, 9}, 0.0, {2, 8}, true); },
+             {18, 21, 16}, B, 2, 2, 4, DType::kFloat32, false, 4});
   // nnU-Net's largest radius exactly (ball(8), 17³) and a volume of 21 tiles of the component count (CcCount / CcPick
   // across tiles), many components per channel.
   RunCase({"cascade-stages-r8", [] { return CascadeStagesOnly({1, 2, 3}, 0.5, {8, 8}, false); }, {40, 48, 44}, 2, 1,
