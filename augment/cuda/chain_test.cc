@@ -198,6 +198,8 @@ TEST(CudaChain, Regions) {
 TEST(CudaChain, TwoSegChannelsAndImageOnly) {
   for (int B : {1, 2, 8})
     RunCase({"seg2", [] { return ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2))); }, {}, B, 2, 2, 4});
+  // Three seg channels behind the fused spatial kernel (one launch per sample and channel, straight from the planes).
+  RunCase({"seg3", [] { return ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))); }, {}, 3, 1, 3, 4});
   RunCase({"image-only", [] { return ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))); }, {}, 2, 1, 0, 4});
 }
 
