@@ -89,15 +89,16 @@ class BinaryOperatorStage final : public NamedStage {
   }
 
   absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
-    if (rounds_.empty()) return absl::OkStatus();
     const int64_t n = t.voxels();
     const size_t mask = static_cast<size_t>(t.batch) * n;
-    // One slot (m0, r1, nearest, then the 256-aligned pairs): 5 bytes a voxel, within what the cascade's earlier
-    // stages left there (no regrowth: cudaFree synchronises).
+    // One slot (m0, r1, nearest, then the 256-aligned pairs): 5 bytes a voxel.
     const size_t pairs_at = (3 * mask + 255) / 256 * 256;
     ASSIGN_OR_RETURN(void* masks, ws.Scratch(ChainWorkspace::kSlotStage, pairs_at + sizeof(uint16_t) * mask));
     auto* m0 = static_cast<uint8_t*>(masks);
     auto* pairs = reinterpret_cast<uint16_t*>(m0 + pairs_at);
+    // Taken above even when no sample applies the entry: allocated in the first batch, not by a later one (a
+    // regrowth synchronises the device).
+    if (rounds_.empty()) return absl::OkStatus();
     for (const Round& r : rounds_) {
       RETURN_IF_ERROR(CudaStatus(
           ch::LaunchBinaryOperatorRound(t.batch, t.channels, t.shape, t.image, arena.device_as<ch::BinopSample>(r.recs),

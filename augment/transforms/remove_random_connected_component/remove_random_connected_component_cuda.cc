@@ -94,7 +94,8 @@ class RemoveComponentStage final : public NamedStage {
   }
 
   absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
-    if (rounds_.empty()) return absl::OkStatus();
+    // The scratch is taken even when no sample applies the entry, so that it is allocated in the first batch (a
+    // later regrowth would synchronise the device in the middle of a run) and only looked up afterwards.
     const size_t slots = static_cast<size_t>(t.batch) * static_cast<size_t>(max_slots_);
     const size_t n = slots * t.voxels();
     const size_t tiles = slots * ch::CcTiles(t.voxels());
@@ -106,6 +107,7 @@ class RemoveComponentStage final : public NamedStage {
     ASSIGN_OR_RETURN(void* ints, ws.Scratch(ChainWorkspace::kSlotStage + 1, sizeof(int32_t) * 2 * n));
     auto* labels = static_cast<int32_t*>(ints);
     auto* chosen = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(mask) + ints_at);
+    if (rounds_.empty()) return absl::OkStatus();
     for (size_t off : rounds_) {
       RETURN_IF_ERROR(CudaStatus(
           ch::LaunchRemoveComponentRound(t.batch, slots_, t.channels, t.shape, t.image,
