@@ -433,56 +433,57 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
                                       arena_.device_as<float>(grids_offset), any_grid, src_image, src_seg, t0.image,
                                       t0.seg, ws_, kSegTemp, stream));
   } else if (fused_spatial) {
-    const size_t fused_bytes = cuda::WorkspaceBytes(sh);
+    // Several seg channels: one launch per sample and channel (a batch of 1) reading the input's plane and writing
+    // the scratch's directly, instead of gathering each whole input channel (B · S voxels) into a contiguous
+    // temporary and scattering the result back.
+    const bool per_plane = g.seg_channels > 1;
+    cuda::BatchShape wsh = sh;
+    if (per_plane) wsh.batch = 1;
+    const size_t fused_bytes = cuda::WorkspaceBytes(wsh);
     if (fused_bytes == 0) {
       return ju::Invalid("image.shape", absl::StrCat("batch shape ", ShapeString(input.image_shape),
                                                      " is outside what the CUDA kernels accept"));
     }
     ASSIGN_OR_RETURN(void* fused, ws_.Scratch(kFused, fused_bytes));
-    if (fused != fused_ws_ || std::memcmp(&fused_shape_, &sh, sizeof(sh)) != 0) {
-      AUGMENTD_CHAIN_CUDA_OK(cuda::InitWorkspace(sh, fused, stream));
+    if (fused != fused_ws_ || std::memcmp(&fused_shape_, &wsh, sizeof(wsh)) != 0) {
+      AUGMENTD_CHAIN_CUDA_OK(cuda::InitWorkspace(wsh, fused, stream));
       fused_ws_ = fused;
-      fused_shape_ = sh;
+      fused_shape_ = wsh;
     }
     const uint32_t stages = cuda::ActiveStages(sp.data(), sh);
     const auto* d_sp = arena_.device_as<cuda::SampleParams>(sp_offset);
     cuda::PipelineIO io;
     io.image = src_image;
     io.out_image = t0.image;
-    if (g.seg_channels == 1) {
+    if (per_plane) {
+      // The image is resampled with each sample's first seg channel; later channels run the spatial kernel seg only
+      // (pipeline_cuda.h) when nothing follows it in the fused launch, instead of resampling the image again.
+      for (int64_t b = 0; b < g.batch; ++b) {
+        const uint32_t stages_b = cuda::ActiveStages(&sp[b], wsh);
+        const bool seg_only_later = (stages_b & cuda::kStagesAfterSpatial) == 0;
+        for (int64_t k = 0; k < g.seg_channels; ++k) {
+          cuda::PipelineIO io_k;
+          if (k == 0 || !seg_only_later) {
+            io_k.image = src_image + b * g.channels * in_n;
+            io_k.out_image = t0.image + b * g.channels * n;
+          }
+          io_k.seg = src_seg + (b * g.seg_channels + k) * in_n;
+          io_k.out_seg = t0.seg + (b * g.seg_channels + k) * n;
+          AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(wsh, d_sp + b, stages_b, io_k, fused, stream));
+        }
+      }
+    } else if (g.seg_channels == 1) {
       io.seg = src_seg;
       io.out_seg = t0.seg;
       AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
     } else {
-      // Per seg channel through contiguous temporaries (B, 1, S) → (B, 1, P); image-only: a zero label map.
+      // Image-only: a zero label map through contiguous temporaries (B, 1, S) → (B, 1, P).
       ASSIGN_OR_RETURN(void* tmp, ws_.Scratch(kSegTemp, sizeof(int16_t) * g.batch * (in_n + n) + 256));
       auto* tin = static_cast<int16_t*>(tmp);
-      int16_t* tout = tin + g.batch * in_n;
       io.seg = tin;
-      io.out_seg = tout;
-      if (g.seg_channels == 0) {
-        AUGMENTD_CHAIN_CUDA_OK(cudaMemsetAsync(tin, 0, sizeof(int16_t) * g.batch * in_n, stream));
-        AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
-      }
-      // The image is resampled with the first seg channel; later channels run the spatial kernel seg only
-      // (pipeline_cuda.h) when nothing follows it in the fused launch, instead of resampling every image channel again.
-      const bool seg_only_later = (stages & cuda::kStagesAfterSpatial) == 0;
-      for (int64_t k = 0; k < g.seg_channels; ++k) {
-        // Gather only reads `planes` (the launcher's pointer is shared with the scatter direction).
-        AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
-                                                        static_cast<int32_t>(g.seg_channels), in_n,
-                                                        static_cast<int32_t>(k), const_cast<int16_t*>(src_seg),
-                                                        tin, false, stream));
-        cuda::PipelineIO io_k = io;
-        if (k > 0 && seg_only_later) {
-          io_k.image = nullptr;
-          io_k.out_image = nullptr;
-        }
-        AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io_k, fused, stream));
-        AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegChannelCopy(static_cast<int32_t>(g.batch),
-                                                        static_cast<int32_t>(g.seg_channels), n,
-                                                        static_cast<int32_t>(k), t0.seg, tout, true, stream));
-      }
+      io.out_seg = tin + g.batch * in_n;
+      AUGMENTD_CHAIN_CUDA_OK(cudaMemsetAsync(tin, 0, sizeof(int16_t) * g.batch * in_n, stream));
+      AUGMENTD_CHAIN_CUDA_OK(cuda::RunPipeline(sh, d_sp, stages, io, fused, stream));
     }
   } else {
     AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(t0.image, input.image, sizeof(float) * g.batch * g.channels * n0,

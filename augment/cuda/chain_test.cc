@@ -198,6 +198,8 @@ TEST(CudaChain, Regions) {
 TEST(CudaChain, TwoSegChannelsAndImageOnly) {
   for (int B : {1, 2, 8})
     RunCase({"seg2", [] { return ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 2))); }, {}, B, 2, 2, 4});
+  // Three seg channels behind the fused spatial kernel (one launch per sample and channel, straight from the planes).
+  RunCase({"seg3", [] { return ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))); }, {}, 3, 1, 3, 4});
   RunCase({"image-only", [] { return ForceOn(*NnunetDefaultPipeline(Config({17, 23, 19}, 1))); }, {}, 2, 1, 0, 4});
 }
 
@@ -809,6 +811,11 @@ TEST(CudaChain, CascadeStagesExact) {
   // Large radii (a fractional ball of up to 12.5) on one label.
   RunCase({"cascade-stages-r12", [] { return CascadeStagesOnly({2}, 1.0, {4, 12.5}, true); }, {24, 20, 22}, 2, 1, 2,
            3, DType::kFloat32, false, 1});
+  // Several labels, one of them absent from the data (an empty one-hot channel: nothing to dilate, no component), on
+  // objects that touch the border; B = 3 moves two samples' image planes in place (C = 2).
+  for (int B : {1, 3})
+    RunCase({"cascade-stages-absent-label", [] { return CascadeStagesOnly({1, 2, 3, 9}, 0.0, {2, 8}, true); },
+             {18, 21, 16}, B, 2, 2, 4, DType::kFloat32, false, 4});
   // nnU-Net's largest radius exactly (ball(8), 17³) and a volume of 21 tiles of the component count (CcCount / CcPick
   // across tiles), many components per channel.
   RunCase({"cascade-stages-r8", [] { return CascadeStagesOnly({1, 2, 3}, 0.5, {8, 8}, false); }, {40, 48, 44}, 2, 1,

@@ -13,6 +13,7 @@
 #include "augment/cuda/slice_stage.h"
 #include "augment/transforms/apply_random_binary_operator/apply_random_binary_operator.h"
 #include "augment/transforms/apply_random_binary_operator/binop_cuda_types.h"
+#include "augment/transforms/apply_random_binary_operator/binop_passes.h"
 #include "augment/transforms/common/one_hot_channels.h"
 
 namespace augmentd {
@@ -38,6 +39,7 @@ class BinaryOperatorStage final : public NamedStage {
                        ParamArena& arena) override {
     rounds_.clear();
     if (t.channels > 64) return Invalid("more than 64 image channels");
+    if (t.voxels() >= (int64_t{1} << 31)) return Invalid("more than 2^31 voxels per sample");
     const int ndim = t.two_d ? 2 : 3;
     std::vector<std::vector<ch::BinopSample>> recs;
     std::vector<std::vector<double>> costs;
@@ -69,6 +71,7 @@ class BinaryOperatorStage final : public NamedStage {
         r.k = static_cast<int32_t>(h.size());
         r.ndim = ndim;
         r.r2 = p->strel_size[k] * p->strel_size[k];
+        r.unimodal = ch::binop::BinopSplit(h.data(), r.k, &r.split) ? 1 : 0;
         r.costs_offset = static_cast<int32_t>(costs[k].size());
         costs[k].insert(costs[k].end(), h.begin(), h.end());
       }
@@ -86,20 +89,21 @@ class BinaryOperatorStage final : public NamedStage {
   }
 
   absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
-    if (rounds_.empty()) return absl::OkStatus();
     const int64_t n = t.voxels();
     const size_t mask = static_cast<size_t>(t.batch) * n;
-    // One slot (m0, r1, r2, nearest, then the 256-aligned pairs): 6 bytes a voxel, within what
-    // move_seg_as_one_hot_to_data's image copy left there in the cascade (no regrowth: cudaFree synchronises).
-    const size_t pairs_at = (4 * mask + 255) / 256 * 256;
+    // One slot (m0, r1, nearest, then the 256-aligned pairs): 5 bytes a voxel.
+    const size_t pairs_at = (3 * mask + 255) / 256 * 256;
     ASSIGN_OR_RETURN(void* masks, ws.Scratch(ChainWorkspace::kSlotStage, pairs_at + sizeof(uint16_t) * mask));
     auto* m0 = static_cast<uint8_t*>(masks);
     auto* pairs = reinterpret_cast<uint16_t*>(m0 + pairs_at);
+    // Taken above even when no sample applies the entry: allocated in the first batch, not by a later one (a
+    // regrowth synchronises the device).
+    if (rounds_.empty()) return absl::OkStatus();
     for (const Round& r : rounds_) {
       RETURN_IF_ERROR(CudaStatus(
           ch::LaunchBinaryOperatorRound(t.batch, t.channels, t.shape, t.image, arena.device_as<ch::BinopSample>(r.recs),
                                         arena.device_as<double>(r.costs), r.second_pass, m0, m0 + mask,
-                                        m0 + 2 * mask, m0 + 3 * mask, pairs, stream),
+                                        m0 + 2 * mask, pairs, stream),
           name_.c_str()));
     }
     return absl::OkStatus();

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "augment/testing/test_util.h"
+#include "augment/transforms/apply_random_binary_operator/binop_passes.h"
 
 namespace augmentd {
 namespace {
@@ -142,6 +143,120 @@ TEST(ApplyRandomBinaryOperator, SeparableMethodEqualsTheFootprintScan) {
           EXPECT_EQ(diff, 0) << BinaryOperatorName(op) << " r=" << r << " mask " << k << " ndim " << shape.size();
         }
   }
+}
+
+namespace cb = cuda::chain::binop;
+
+// Host emulation of one CUDA operator pass (apply_random_binary_operator.cu): the kernels' per-voxel functions
+// (binop_passes.h) over the whole volume, row → column → plane, as BinopRow/Column/PlaneKernel call them. `early`:
+// the outward scans may stop (what the stage sets when BinopSplit accepts the costs); false: every j visited.
+std::vector<uint8_t> EmulatedPass(const std::vector<uint8_t>& s, const int64_t d[3], int ndim,
+                                  const std::vector<double>& h, double r2, bool erode, bool early) {
+  cb::Axis ax;
+  ax.h = h.data();
+  ax.k = static_cast<int32_t>(h.size());
+  ax.r2 = r2;
+  ax.unimodal = cb::BinopSplit(h.data(), ax.k, &ax.split) ? 1 : 0;
+  if (!early) ax.unimodal = ax.split = 0;
+  const int64_t n = d[0] * d[1] * d[2], plane = d[1] * d[2];
+  std::vector<uint8_t> nearest(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+  std::vector<uint16_t> pair(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t z = i % d[2], row = i - z;
+    nearest[i] = cb::RowNearest(ax, static_cast<int32_t>(z), static_cast<int32_t>(d[2]), !erode,
+                                [&](int32_t q) { return s[row + q] != 0; });
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t y = (i / d[2]) % d[1], col = i - y * d[2];
+    pair[i] = cb::ColumnPair(ax, static_cast<int32_t>(y), static_cast<int32_t>(d[1]),
+                             [&](int32_t q) { return nearest[col + int64_t{q} * d[2]]; });
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    bool hit;
+    if (ndim == 2) {
+      hit = cb::PairHit(ax, pair[i]);
+    } else {
+      const int64_t a = i / plane, within = i - a * plane;
+      hit = cb::PlaneHit(ax, static_cast<int32_t>(a), static_cast<int32_t>(d[0]),
+                         [&](int32_t q) { return pair[within + int64_t{q} * plane]; });
+    }
+    out[i] = erode ? !hit : hit;
+  }
+  return out;
+}
+
+std::vector<uint8_t> EmulatedOperator(BinaryOperator op, const std::vector<uint8_t>& m,
+                                      const std::vector<int64_t>& shape, double r, bool early) {
+  int64_t d[3] = {1, 1, 1};
+  for (size_t i = 0; i < shape.size(); ++i) d[3 - shape.size() + i] = shape[i];
+  const int ndim = static_cast<int>(shape.size());
+  const std::vector<double> h = bo::AxisCosts(r, ndim);
+  const double r2 = r * r;
+  const auto pass = [&](const std::vector<uint8_t>& x, bool erode) { return EmulatedPass(x, d, ndim, h, r2, erode, early); };
+  switch (op) {
+    case BinaryOperator::kDilation: return pass(m, false);
+    case BinaryOperator::kErosion: return pass(m, true);
+    case BinaryOperator::kOpening: return pass(pass(m, true), false);
+    case BinaryOperator::kClosing: return pass(pass(m, false), true);
+  }
+  return m;
+}
+
+// AxisCosts is unimodal around its minimum for every radius (the kernels' early stops rely on it; BinopSplit falls
+// back to full scans otherwise), and BinopSplit refuses costs that are not.
+TEST(ApplyRandomBinaryOperator, AxisCostsAreUnimodal) {
+  for (int ndim : {2, 3})
+    for (int i = 1; i <= 3200; ++i) {
+      const double r = i / 100.0;
+      const std::vector<double> h = bo::AxisCosts(r, ndim);
+      int32_t split = -1;
+      EXPECT_TRUE(cb::BinopSplit(h.data(), static_cast<int32_t>(h.size()), &split)) << "r=" << r << " ndim " << ndim;
+      EXPECT_GE(split, 0);
+      EXPECT_LT(split, static_cast<int32_t>(h.size()));
+    }
+  const std::vector<double> bumpy = {4, 1, 2, 0.5, 3};
+  int32_t split = -1;
+  EXPECT_FALSE(cb::BinopSplit(bumpy.data(), 5, &split));
+  EXPECT_EQ(split, 0);
+}
+
+// The CUDA passes' per-voxel logic (early-stopping outward scans, sums above r² dropped, the apply folded into the
+// last pass) emulated on the host equals the CPU's separable method and the brute-force footprint scan, bit for bit:
+// every operator, radii up to 8 (nnU-Net) and 12.5, fractional (even-sized, off-centre) footprints, 2D and 3D,
+// objects cut by the border, a slab on 5 faces, full and empty masks; with and without the early stops.
+TEST(ApplyRandomBinaryOperator, CudaPassLogicEqualsTheCpu) {
+  std::mt19937 gen(11);
+  const std::vector<double> radii = {1, 2, 3, 5, 8, 0.5, 1.2, 2.5, 3.7, 4.49, 6.01, 7.99, 12.5};
+  const BinaryOperator ops[] = {BinaryOperator::kDilation, BinaryOperator::kErosion, BinaryOperator::kOpening,
+                                BinaryOperator::kClosing};
+  const std::vector<std::vector<int64_t>> shapes = {{11, 19, 23}, {21, 9, 30}, {37, 29}, {1, 40}};
+  for (const auto& shape : shapes) {
+    const auto masks = Masks(shape, gen);
+    for (double r : radii)
+      for (BinaryOperator op : ops)
+        for (size_t k = 0; k < masks.size(); ++k) {
+          const auto want = bo::ApplyOperator(op, masks[k], shape, r);
+          for (bool early : {true, false}) {
+            const auto got = EmulatedOperator(op, masks[k], shape, r, early);
+            ASSERT_EQ(got.size(), want.size());
+            int64_t diff = 0;
+            for (size_t i = 0; i < got.size(); ++i) diff += got[i] != want[i];
+            EXPECT_EQ(diff, 0) << BinaryOperatorName(op) << " r=" << r << " mask " << k << " shape "
+                               << shape.size() << "D early " << early;
+          }
+        }
+  }
+  // Against the footprint scan itself (the definition), r = 8 on a volume where the ball fits and overhangs.
+  const std::vector<int64_t> shape = {18, 21, 20};
+  const auto masks = Masks(shape, gen);
+  for (BinaryOperator op : ops)
+    for (size_t k = 0; k < masks.size(); ++k) {
+      const auto want = NaiveOperator(op, masks[k], shape, 8);
+      const auto got = EmulatedOperator(op, masks[k], shape, 8, true);
+      int64_t diff = 0;
+      for (size_t i = 0; i < got.size(); ++i) diff += got[i] != want[i];
+      EXPECT_EQ(diff, 0) << BinaryOperatorName(op) << " mask " << k;
+    }
 }
 
 // The tests above would pass for an operator that ignored the radius; pin a few known results of the reference

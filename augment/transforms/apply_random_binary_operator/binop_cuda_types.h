@@ -25,15 +25,17 @@ struct BinopSample {
   int32_t k = 1;             // footprint size per axis
   int32_t ndim = 3;          // 2: a 2D sample as (1, X, Y), its leading axis is no footprint axis
   int32_t costs_offset = 0;  // into the round's cost array
+  int32_t split = 0;         // binop::BinopSplit of the costs (binop_passes.h): the passes scan outward from it
+  int32_t unimodal = 0;      // 1: the passes may stop early (binop_passes.h); 0: every j is visited
   int32_t pad = 0;
 };
 
-// One round on every sample with recs[b].on: `m0`, `r1`, `r2`, `nearest` hold B · n bytes, `pair` B · n uint16
-// (device scratch); `second_pass` when any sample has pass2. Enqueues only (no host synchronisation); returns the
-// launch error.
+// One round on every sample with recs[b].on: `m0`, `r1`, `nearest` hold B · n bytes, `pair` B · n uint16 (device
+// scratch); `second_pass` when any sample has pass2. The last pass's plane kernel writes the image itself (no separate
+// apply launch). n < 2^31 per sample. Enqueues only (no host synchronisation); returns the launch error.
 cudaError_t LaunchBinaryOperatorRound(int32_t batch, int32_t channels, const int32_t shape[3], float* x,
                                       const BinopSample* recs, const double* costs, bool second_pass, uint8_t* m0,
-                                      uint8_t* r1, uint8_t* r2, uint8_t* nearest, uint16_t* pair,
+                                      uint8_t* r1, uint8_t* nearest, uint16_t* pair,
                                       cudaStream_t stream);
 
 }  // namespace augmentd::cuda::chain

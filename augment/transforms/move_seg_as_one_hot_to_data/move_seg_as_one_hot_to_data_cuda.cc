@@ -1,9 +1,9 @@
 // move_seg_as_one_hot_to_data's CUDA stage on the generic chain (augment/cuda/stage.h): the chain's channel growth
-// C → C + K (K = |all_labels|) and, with remove_channel_from_source, S → S − 1 seg channels. The kernel
-// (move_seg_as_one_hot_to_data.cu) writes the new layouts into stage scratch; two device copies bring them back into
-// the chain's scratch, which the executor sized for the final channel count (ChainTensors::channel_capacity, the
-// layout from PipelineSpec::OutputChannels). The entry is deterministic and cannot be skipped (it changes the output
-// layout), so every sample must carry its params. Registered in augment/cuda/backends.cc.
+// C → C + K (K = |all_labels|) and, with remove_channel_from_source, S → S − 1 seg channels, in place in the chain's
+// scratch, which the executor sized for the final channel count (ChainTensors::channel_capacity, the layout from
+// PipelineSpec::OutputChannels): a few plane moves and one kernel writing the K one-hot planes per sample
+// (move_seg_as_one_hot_to_data.cu). The entry is deterministic and cannot be skipped (it changes the output layout),
+// so every sample must carry its params. Registered in augment/cuda/backends.cc.
 #include <cstdint>
 #include <vector>
 
@@ -13,11 +13,12 @@
 
 namespace augmentd {
 namespace cuda::chain {
-// move_seg_as_one_hot_to_data.cu: image (B, C, n) + seg (B, S, n) → out_image (B, C + k, n) and, when `out_seg` is
-// not null, out_seg (B, S − 1, n) without channel `src`. `labels`: k int16 on the device. Enqueues only.
-cudaError_t LaunchMoveSegAsOneHot(int32_t batch, int32_t channels, int32_t k, int32_t seg_channels, int32_t src,
-                                  int64_t n, const float* image, const int16_t* seg, const int16_t* labels,
-                                  float* out_image, int16_t* out_seg, cudaStream_t stream);
+// move_seg_as_one_hot_to_data.cu: in place, image (B, C, n) → (B, C + k, n) within its buffer (capacity ≥ C + k
+// channels), channel C + i = (seg[b, src] == labels[i]); with `drop`, seg (B, S, n) → (B, S − 1, n) without channel
+// `src`. `labels`: k int16 on the device. Enqueues only.
+cudaError_t LaunchMoveSegAsOneHotInPlace(int32_t batch, int32_t channels, int32_t k, int32_t seg_channels, int32_t src,
+                                         bool drop, int64_t n, float* image, int16_t* seg, const int16_t* labels,
+                                         cudaStream_t stream);
 }  // namespace cuda::chain
 
 namespace {
@@ -42,33 +43,20 @@ class MoveSegAsOneHotStage final : public NamedStage {
     return absl::OkStatus();
   }
 
-  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
+  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& /*ws*/,
+                       cudaStream_t stream) override {
     const int32_t k = static_cast<int32_t>(labels_.size());
     const int32_t c_out = t.channels + k;
     if (c_out > t.channel_capacity)
       return absl::InternalError(absl::StrCat("CUDA chain: ", c_out, " image channels, capacity ", t.channel_capacity));
-    const int64_t n = t.voxels();
     const bool drop = c_.remove_channel_from_source;
     const int32_t s_out = t.seg_channels - (drop ? 1 : 0);
-    const size_t img_bytes = sizeof(float) * t.batch * c_out * n;
-    const size_t seg_bytes = sizeof(int16_t) * t.batch * s_out * n;
-    ASSIGN_OR_RETURN(void* img_tmp, ws.Scratch(ChainWorkspace::kSlotStage, img_bytes));
-    void* seg_tmp = nullptr;
-    if (drop && s_out > 0) {
-      ASSIGN_OR_RETURN(seg_tmp, ws.Scratch(ChainWorkspace::kSlotStage + 1, seg_bytes));
-    }
     RETURN_IF_ERROR(CudaStatus(
-        cuda::chain::LaunchMoveSegAsOneHot(t.batch, t.channels, k, t.seg_channels,
-                                           static_cast<int32_t>(c_.source_channel_idx), n, t.image, t.seg,
-                                           k > 0 ? arena.device_as<int16_t>(labels_offset_) : nullptr,
-                                           static_cast<float*>(img_tmp), static_cast<int16_t*>(seg_tmp), stream),
+        cuda::chain::LaunchMoveSegAsOneHotInPlace(t.batch, t.channels, k, t.seg_channels,
+                                                  static_cast<int32_t>(c_.source_channel_idx), drop, t.voxels(),
+                                                  t.image, t.seg,
+                                                  k > 0 ? arena.device_as<int16_t>(labels_offset_) : nullptr, stream),
         name_.c_str()));
-    RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(t.image, img_tmp, img_bytes, cudaMemcpyDeviceToDevice, stream),
-                               "cudaMemcpyAsync(move_seg_as_one_hot_to_data image)"));
-    if (seg_tmp != nullptr) {
-      RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(t.seg, seg_tmp, seg_bytes, cudaMemcpyDeviceToDevice, stream),
-                                 "cudaMemcpyAsync(move_seg_as_one_hot_to_data seg)"));
-    }
     t.channels = c_out;
     if (drop) {
       t.seg_channels = s_out;

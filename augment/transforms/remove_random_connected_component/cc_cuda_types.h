@@ -24,15 +24,18 @@ struct CcSample {
 inline constexpr int32_t kCcTile = 4096;
 inline int32_t CcTiles(int64_t n) { return static_cast<int32_t>((n + kCcTile - 1) / kCcTile); }
 
-// One round on every sample with recs[b].on, on the image (B, C, d0, d1, d2): labels the components of
-// (x[b, a] != 0) with full connectivity (26 in 3D, 8 on a unit leading axis) by lock-free union-find whose root is a
-// component's smallest voxel index (its first voxel in raster order: the CPU's/skimage's numbering), counts their
-// sizes, picks the component on the device (valid components in raster order of their first voxel, the CPU's
-// selection rule: no host round trip) and removes it. Six launches per round, none waits for the host. Scratch
-// (device): `mask` B · n bytes, `labels` and `sizes` B · n int32 each, `chosen` B int32, `tile_counts`
-// B · CcTiles(n) int32. Enqueues only; returns the launch error.
-cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t channels, const int32_t shape[3], float* x,
-                                       const CcSample* recs, uint8_t* mask, int32_t* labels, int32_t* sizes,
+// `rounds` rounds at once (recs: rounds · B records, round-major: slot s = round · B + b is sample s % B), each on
+// every sample with recs[s].on, on the image (B, C, d0, d1, d2): labels the components of (x[b, a] != 0) with full
+// connectivity (26 in 3D, 8 on a unit leading axis) by lock-free union-find whose root is a component's smallest voxel
+// index (its first voxel in raster order: the CPU's/skimage's numbering), counts their sizes, picks the component on
+// the device (valid components in raster order of their first voxel, the CPU's selection rule: no host round trip)
+// and removes it. Several rounds in one call only when they are independent: no fill channel and distinct channels
+// per sample (the caller checks; the CPU's sequential order then gives the same result). Six launches per call, none
+// waits for the host. Scratch (device), S = rounds · B slots: `mask` S · n bytes, `labels` and `sizes` S · n int32
+// each, `chosen` S int32, `tile_counts` S · CcTiles(n) int32. n < 2^31, S ≤ 65535 (else cudaErrorInvalidValue).
+// Enqueues only; returns the launch error.
+cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t rounds, int32_t channels, const int32_t shape[3],
+                                       float* x, const CcSample* recs, uint8_t* mask, int32_t* labels, int32_t* sizes,
                                        int32_t* chosen, int32_t* tile_counts, cudaStream_t stream);
 
 }  // namespace augmentd::cuda::chain

@@ -1,12 +1,19 @@
 // remove_random_connected_component's kernels (cc_cuda_types.h; the stage: remove_random_connected_component_cuda.cc).
-// Per round, all enqueued on the stream (no host round trip, a fixed number of launches):
-//   CcInit     mask, labels[i] = i, sizes 0;
-//   CcMerge    every foreground voxel unites with its foreground neighbours that precede it in raster order (the 13
-//              of the 26-neighbourhood the CPU's Label visits; when the voxel before it in the row is foreground,
-//              only that one and the 4 of dc = +1: the others are its neighbours too and it unites with them) by
-//              atomicMin union-find: a root only ever links to a smaller index, so a tree's root is its component's
-//              smallest voxel index. Finds split paths (each visited node ← its grandparent, plain L2 stores, as
-//              ECL-CC): trees stay shallow;
+// Per launch set, all enqueued on the stream (no host round trip, a fixed number of launches). A set covers one
+// round or, when the rounds are independent (no fill channel, distinct channels per sample: the stage decides), all
+// of them at once: slot s = round · B + b of the grid's slot axis works on sample s % B with its own scratch.
+//   CcLocal    one block per tile of kLocalVoxels voxels (8 × 8 × 8; 1 × 16 × 32 for a unit leading axis): the mask,
+//              then union-find in shared memory over the tile's own voxel pairs (below), labels[i] = the tile-local
+//              root's voxel index (its smallest: local raster order is global raster order inside a tile), sizes 0
+//              (foreground only: finds start at foreground voxels and unions link foreground voxels);
+//   CcBorder   the pairs that cross a tile border, in global memory by atomicMin union-find: a root only ever links to
+//              a smaller index, so a tree's root is its component's smallest voxel index. Finds split paths (each
+//              visited node ← its grandparent, plain L2 stores, as ECL-CC). Most unions and all the deep chains of a
+//              large component now stay in shared memory; the global trees start one level deep.
+//   The pairs: every foreground voxel unites with its foreground neighbours that precede it in raster order (the 13
+//   of the 26-neighbourhood the CPU's Label visits; when the voxel before it in the row is foreground, only that one
+//   and the 4 of dc = +1: the others are its neighbours too and it unites with them), each pair in CcLocal when both
+//   voxels lie in one tile, else in CcBorder;
 //   CcCompress labels[i] = root, sizes[root] += 1 (one atomic per warp and root: __match_any_sync);
 //   CcCount    valid roots (size < limit) per tile of kTile voxels, coalesced, one block per tile;
 //   CcPick     one block per sample: scans the tile counts, k = min(⌊u_c · V⌋, V − 1) in double as the CPU's Pick, then
@@ -17,6 +24,7 @@
 
 #include "augment/kernels/cuda/chain_common.cuh"
 #include "augment/transforms/remove_random_connected_component/cc_cuda_types.h"
+#include "augment/transforms/remove_random_connected_component/cc_pairs.h"
 
 namespace augmentd::cuda::chain {
 namespace {
@@ -25,6 +33,7 @@ constexpr int kSelectThreads = 1024;
 constexpr int kTile = kCcTile;  // voxels per tile of CcCount; CcPick scans one tile, 4 per thread
 static_assert(kTile == 4 * kSelectThreads, "CcPick scans a tile with 4 voxels per thread");
 constexpr int kCountThreads = 256;
+constexpr int kLocalVoxels = kCcLocalVoxels;
 
 // Root of x: follows parents (always to smaller indices) until a self-loop, pointing every visited node at its
 // grandparent on the way (path splitting). Safe beside concurrent unions: a node is only re-pointed when it was seen
@@ -60,51 +69,112 @@ __device__ void CcUnion(int32_t* labels, int32_t a, int32_t b) {
   }
 }
 
-__global__ void CcInitKernel(const CcSample* __restrict__ recs, int32_t channels, int64_t n, const float* __restrict__ x,
-                             uint8_t* __restrict__ mask, int32_t* __restrict__ labels, int32_t* __restrict__ sizes) {
-  const int32_t b = static_cast<int32_t>(blockIdx.y);
-  const CcSample r = recs[b];
-  if (!r.on) return;
-  const float* xa = x + (static_cast<int64_t>(b) * channels + r.channel) * n;
-  AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
-    const int64_t o = static_cast<int64_t>(b) * n + i;
-    mask[o] = xa[i] != 0.0f;
-    labels[o] = static_cast<int32_t>(i);
-    sizes[o] = 0;
+// Union-find on one tile's parents in shared memory (indices local to the tile), the same lock-free scheme as
+// CcFind / CcUnion below (volatile: other threads of the block relink).
+__device__ int32_t LocalFind(volatile int32_t* p, int32_t x) {
+  int32_t curr = p[x];
+  if (curr == x) return x;
+  int32_t prev = x, next;
+  while (curr > (next = p[curr])) {
+    p[prev] = next;
+    prev = curr;
+    curr = next;
+  }
+  return curr;
+}
+
+__device__ void LocalUnion(int32_t* p, int32_t a, int32_t b) {
+  volatile int32_t* vp = p;
+  while (true) {
+    a = LocalFind(vp, a);
+    b = LocalFind(vp, b);
+    if (a == b) return;
+    if (a > b) {
+      const int32_t s = a;
+      a = b;
+      b = s;
+    }
+    const int32_t old = atomicMin(p + b, a);
+    if (old == b) return;
+    b = old;
   }
 }
 
-__global__ void CcMergeKernel(const CcSample* __restrict__ recs, int32_t d0, int32_t d1, int32_t d2,
-                              const uint8_t* __restrict__ mask, int32_t* labels) {
-  const int32_t b = static_cast<int32_t>(blockIdx.y);
-  if (!recs[b].on) return;
-  const int64_t n = int64_t{d0} * d1 * d2;
-  const uint8_t* m = mask + static_cast<int64_t>(b) * n;
-  int32_t* l = labels + static_cast<int64_t>(b) * n;
+// Grid (tiles of the sample, slots), kLocalVoxels threads: thread t is voxel (la, lb, lc) of the tile.
+__global__ void __launch_bounds__(kLocalVoxels)
+    CcLocalKernel(const CcSample* __restrict__ recs, int32_t batch, int32_t channels, CcTileGeom g,
+                  const float* __restrict__ x, uint8_t* __restrict__ mask, int32_t* __restrict__ labels,
+                  int32_t* __restrict__ sizes) {
+  __shared__ int32_t parent[kLocalVoxels];
+  __shared__ uint8_t fg[kLocalVoxels];
+  const int32_t slot = static_cast<int32_t>(blockIdx.y), b = slot % batch;
+  const CcSample r = recs[slot];
+  if (!r.on) return;  // the whole block
+  const int64_t n = int64_t{g.d[0]} * g.d[1] * g.d[2];
+  const float* xa = x + (static_cast<int64_t>(b) * channels + r.channel) * n;
+  const uint32_t tile = blockIdx.x;
+  const int32_t tc_count = g.tiles[2], tb_count = g.tiles[1];
+  const int32_t t0 = static_cast<int32_t>(tile / static_cast<uint32_t>(tb_count * tc_count));
+  const int32_t t1 = static_cast<int32_t>((tile / static_cast<uint32_t>(tc_count)) % static_cast<uint32_t>(tb_count));
+  const int32_t t2 = static_cast<int32_t>(tile % static_cast<uint32_t>(tc_count));
+  const int32_t t = static_cast<int32_t>(threadIdx.x);
+  const int32_t la = t / (g.t[1] * g.t[2]), lb = (t / g.t[2]) % g.t[1], lc = t % g.t[2];
+  const int32_t a = t0 * g.t[0] + la, y = t1 * g.t[1] + lb, z = t2 * g.t[2] + lc;
+  const bool inside = a < g.d[0] && y < g.d[1] && z < g.d[2];
+  const int64_t i = inside ? (int64_t{a} * g.d[1] + y) * g.d[2] + z : 0;
+  const bool f = inside && xa[i] != 0.0f;
+  fg[t] = f;
+  parent[t] = t;
+  if (inside) mask[static_cast<int64_t>(slot) * n + i] = f;
+  __syncthreads();
+  if (f) {
+    const bool left = z > 0 && (lc > 0 ? fg[t - 1] != 0 : xa[i - 1] != 0.0f);
+    CcForPairs(left, [&](int32_t da, int32_t db, int32_t dc) {
+      if (!CcPairInTile(g, la, lb, lc, da, db, dc)) return;  // another tile's pair (CcBorder)
+      const int32_t u = ((la + da) * g.t[1] + (lb + db)) * g.t[2] + (lc + dc);
+      if (fg[u]) LocalUnion(parent, t, u);  // a voxel outside the volume is not foreground
+    });
+  }
+  __syncthreads();
+  if (!f) return;
+  const int32_t root = LocalFind(parent, t);
+  const int32_t ra = root / (g.t[1] * g.t[2]), rb = (root / g.t[2]) % g.t[1], rc = root % g.t[2];
+  const int64_t gr = (int64_t{t0 * g.t[0] + ra} * g.d[1] + (t1 * g.t[1] + rb)) * g.d[2] + (t2 * g.t[2] + rc);
+  labels[static_cast<int64_t>(slot) * n + i] = static_cast<int32_t>(gr);
+  sizes[static_cast<int64_t>(slot) * n + i] = 0;
+}
+
+// The pairs across tile borders (grid (·, slots), every voxel of the slot).
+__global__ void CcBorderKernel(const CcSample* __restrict__ recs, CcTileGeom g, const uint8_t* __restrict__ mask,
+                               int32_t* labels) {
+  const int32_t slot = static_cast<int32_t>(blockIdx.y);
+  if (!recs[slot].on) return;
+  const int32_t d1 = g.d[1], d2 = g.d[2];
+  const int64_t n = int64_t{g.d[0]} * d1 * d2;
+  const uint8_t* m = mask + static_cast<int64_t>(slot) * n;
+  int32_t* l = labels + static_cast<int64_t>(slot) * n;
   AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
     if (!m[i]) continue;
-    const int32_t c = static_cast<int32_t>(i % d2);
-    const int32_t bb = static_cast<int32_t>((i / d2) % d1), a = static_cast<int32_t>(i / (int64_t{d1} * d2));
-    // The voxel before i in its row: its own preceding neighbours with dc ≤ 0 relative to i are those of i−1 too
-    // (i−1 unites with them, inductively along the row), so i only needs i−1 and the 4 neighbours of dc = +1.
+    const uint32_t ui = static_cast<uint32_t>(i), row = ui / static_cast<uint32_t>(d2);  // n < 2^31 (the stage)
+    const int32_t c = static_cast<int32_t>(ui - row * static_cast<uint32_t>(d2));
+    const uint32_t a32 = row / static_cast<uint32_t>(d1);
+    const int32_t bb = static_cast<int32_t>(row - a32 * static_cast<uint32_t>(d1)), a = static_cast<int32_t>(a32);
+    const int32_t la = a % g.t[0], lb = bb % g.t[1], lc = c % g.t[2];
+    if (!CcOnTileFace(g, la, lb, lc)) continue;  // no pair across a tile border
     const bool left = c > 0 && m[i - 1];
-    if (left) CcUnion(l, static_cast<int32_t>(i), static_cast<int32_t>(i - 1));
-    for (int32_t da = -1; da <= 0; ++da)
-      for (int32_t db = -1; db <= 1; ++db)
-        for (int32_t dc = -1; dc <= 1; ++dc) {
-          if (da == 0 && (db > 0 || (db == 0 && dc >= 0))) continue;  // only neighbours before i (as the CPU)
-          if (left && dc <= 0) continue;
-          const int32_t xa = a + da, y = bb + db, z = c + dc;
-          if (xa < 0 || y < 0 || z < 0 || y >= d1 || z >= d2) continue;
-          const int64_t j = (int64_t{xa} * d1 + y) * d2 + z;
-          if (m[j]) CcUnion(l, static_cast<int32_t>(i), static_cast<int32_t>(j));
-        }
+    CcForPairs(left, [&](int32_t da, int32_t db, int32_t dc) {
+      if (CcPairInTile(g, la, lb, lc, da, db, dc)) return;  // CcLocal's pair
+      const int32_t xa = a + da, y = bb + db, z = c + dc;
+      if (xa < 0 || y < 0 || z < 0 || y >= d1 || z >= d2) return;
+      const int64_t j = (int64_t{xa} * d1 + y) * d2 + z;
+      if (m[j]) CcUnion(l, static_cast<int32_t>(i), static_cast<int32_t>(j));
+    });
   }
 }
 
 __global__ void CcCompressKernel(const CcSample* __restrict__ recs, int64_t n, const uint8_t* __restrict__ mask,
                                  int32_t* labels, int32_t* sizes) {
-  const int32_t b = static_cast<int32_t>(blockIdx.y);
+  const int32_t b = static_cast<int32_t>(blockIdx.y);  // the slot
   if (!recs[b].on) return;
   const uint8_t* m = mask + static_cast<int64_t>(b) * n;
   int32_t* l = labels + static_cast<int64_t>(b) * n;
@@ -132,7 +202,7 @@ __global__ void __launch_bounds__(kCountThreads) CcCountKernel(const CcSample* _
                                                                const int32_t* __restrict__ sizes,
                                                                int32_t* __restrict__ tile_counts) {
   __shared__ int32_t warp_sums[kCountThreads / 32];
-  const int32_t b = static_cast<int32_t>(blockIdx.y), t = static_cast<int32_t>(blockIdx.x);
+  const int32_t b = static_cast<int32_t>(blockIdx.y), t = static_cast<int32_t>(blockIdx.x);  // b: the slot
   const CcSample r = recs[b];
   if (!r.on) return;
   const uint8_t* m = mask + static_cast<int64_t>(b) * n;
@@ -171,7 +241,7 @@ __global__ void __launch_bounds__(kSelectThreads) CcPickKernel(const CcSample* _
                                                                int32_t* __restrict__ chosen) {
   __shared__ int32_t scan[kSelectThreads];
   __shared__ int32_t pick_tile, pick_rank;
-  const int32_t b = static_cast<int32_t>(blockIdx.x);
+  const int32_t b = static_cast<int32_t>(blockIdx.x);  // the slot
   const CcSample r = recs[b];
   if (!r.on) {
     if (threadIdx.x == 0) chosen[b] = -1;
@@ -227,15 +297,15 @@ __global__ void __launch_bounds__(kSelectThreads) CcPickKernel(const CcSample* _
   }
 }
 
-__global__ void CcApplyKernel(const CcSample* __restrict__ recs, int32_t channels, int64_t n,
+__global__ void CcApplyKernel(const CcSample* __restrict__ recs, int32_t batch, int32_t channels, int64_t n,
                               const uint8_t* __restrict__ mask, const int32_t* __restrict__ labels,
                               const int32_t* __restrict__ chosen, float* __restrict__ x) {
-  const int32_t b = static_cast<int32_t>(blockIdx.y);
-  const CcSample r = recs[b];
-  const int32_t root = chosen[b];
+  const int32_t slot = static_cast<int32_t>(blockIdx.y), b = slot % batch;
+  const CcSample r = recs[slot];
+  const int32_t root = chosen[slot];
   if (!r.on || root < 0) return;
-  const uint8_t* m = mask + static_cast<int64_t>(b) * n;
-  const int32_t* l = labels + static_cast<int64_t>(b) * n;
+  const uint8_t* m = mask + static_cast<int64_t>(slot) * n;
+  const int32_t* l = labels + static_cast<int64_t>(slot) * n;
   float* xb = x + static_cast<int64_t>(b) * channels * n;
   AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
     if (!m[i] || l[i] != root) continue;
@@ -246,20 +316,25 @@ __global__ void CcApplyKernel(const CcSample* __restrict__ recs, int32_t channel
 
 }  // namespace
 
-cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t channels, const int32_t shape[3], float* x,
-                                       const CcSample* recs, uint8_t* mask, int32_t* labels, int32_t* sizes,
+cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t rounds, int32_t channels, const int32_t shape[3],
+                                       float* x, const CcSample* recs, uint8_t* mask, int32_t* labels, int32_t* sizes,
                                        int32_t* chosen, int32_t* tile_counts, cudaStream_t stream) {
   const int64_t n = int64_t{shape[0]} * shape[1] * shape[2];
-  const int32_t tiles = CcTiles(n);
-  const dim3 grid = SliceGrid(n, batch);
+  if (n >= (int64_t{1} << 31) || rounds < 1 || int64_t{batch} * rounds > 65535) return cudaErrorInvalidValue;
+  const int32_t tiles = CcTiles(n), slots = batch * rounds;
+  const dim3 grid = SliceGrid(n, slots);
   const int threads = internal::kThreads;
-  CcInitKernel<<<grid, threads, 0, stream>>>(recs, channels, n, x, mask, labels, sizes);
-  CcMergeKernel<<<grid, threads, 0, stream>>>(recs, shape[0], shape[1], shape[2], mask, labels);
+  const CcTileGeom g = MakeCcTileGeom(shape);
+  const int64_t local_tiles = int64_t{g.tiles[0]} * g.tiles[1] * g.tiles[2];
+  if (local_tiles >= (int64_t{1} << 31)) return cudaErrorInvalidValue;
+  CcLocalKernel<<<dim3(static_cast<unsigned>(local_tiles), static_cast<unsigned>(slots)), kLocalVoxels, 0, stream>>>(
+      recs, batch, channels, g, x, mask, labels, sizes);
+  CcBorderKernel<<<grid, threads, 0, stream>>>(recs, g, mask, labels);
   CcCompressKernel<<<grid, threads, 0, stream>>>(recs, n, mask, labels, sizes);
-  CcCountKernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(batch)), kCountThreads, 0, stream>>>(
+  CcCountKernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(slots)), kCountThreads, 0, stream>>>(
       recs, n, tiles, mask, labels, sizes, tile_counts);
-  CcPickKernel<<<batch, kSelectThreads, 0, stream>>>(recs, n, tiles, mask, labels, sizes, tile_counts, chosen);
-  CcApplyKernel<<<grid, threads, 0, stream>>>(recs, channels, n, mask, labels, chosen, x);
+  CcPickKernel<<<slots, kSelectThreads, 0, stream>>>(recs, n, tiles, mask, labels, sizes, tile_counts, chosen);
+  CcApplyKernel<<<grid, threads, 0, stream>>>(recs, batch, channels, n, mask, labels, chosen, x);
   return cudaGetLastError();
 }
 

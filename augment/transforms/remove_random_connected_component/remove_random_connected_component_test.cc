@@ -1,6 +1,12 @@
 #include "augment/transforms/remove_random_connected_component/remove_random_connected_component.h"
 
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+
 #include "augment/testing/test_util.h"
+#include "augment/transforms/remove_random_connected_component/cc_pairs.h"
 
 namespace augmentd {
 namespace {
@@ -26,6 +32,108 @@ TEST(RemoveRandomConnectedComponent, LabelsWithFullConnectivityInRasterOrder) {
   v[13] = 1;
   v[26] = 1;
   EXPECT_EQ(cc::Label(v, {3, 3, 3}, labels), (std::vector<int64_t>{3}));
+}
+
+// Host emulation of the CUDA labelling's pair split (cc_pairs.h, remove_random_connected_component.cu): CcLocal's
+// unions inside each tile (local indices, root → its voxel's global index), then CcBorder's unions across tile borders
+// from the voxels on a tile face, with a min-index union-find (the kernels' roots: a component's smallest voxel index).
+// Returns each voxel's root (−1: background).
+std::vector<int64_t> EmulatedRoots(const std::vector<uint8_t>& m, const int32_t shape[3]) {
+  namespace ch = cuda::chain;
+  const ch::CcTileGeom g = ch::MakeCcTileGeom(shape);
+  const int64_t n = int64_t{shape[0]} * shape[1] * shape[2];
+  std::vector<int64_t> parent(static_cast<size_t>(n), -1);
+  const auto find = [](std::vector<int64_t>& p, int64_t x) {
+    while (p[x] != x) x = p[x];
+    return x;
+  };
+  const auto unite = [&](std::vector<int64_t>& p, int64_t a, int64_t b) {
+    a = find(p, a);
+    b = find(p, b);
+    if (a != b) p[std::max(a, b)] = std::min(a, b);
+  };
+  const auto index = [&](int64_t a, int64_t y, int64_t z) { return (a * shape[1] + y) * shape[2] + z; };
+  const auto fg = [&](int64_t a, int64_t y, int64_t z) {
+    return a >= 0 && y >= 0 && z >= 0 && a < shape[0] && y < shape[1] && z < shape[2] && m[index(a, y, z)] != 0;
+  };
+  // CcLocal, tile by tile.
+  for (int32_t t0 = 0; t0 < g.tiles[0]; ++t0)
+    for (int32_t t1 = 0; t1 < g.tiles[1]; ++t1)
+      for (int32_t t2 = 0; t2 < g.tiles[2]; ++t2) {
+        std::vector<int64_t> local(ch::kCcLocalVoxels);
+        std::iota(local.begin(), local.end(), 0);
+        const auto at = [&](int32_t t, int d) {
+          const int32_t l[3] = {t / (g.t[1] * g.t[2]), (t / g.t[2]) % g.t[1], t % g.t[2]};
+          return int64_t{(d == 0 ? t0 : d == 1 ? t1 : t2) * g.t[d] + l[d]};
+        };
+        for (int32_t t = 0; t < ch::kCcLocalVoxels; ++t) {
+          const int64_t a = at(t, 0), y = at(t, 1), z = at(t, 2);
+          if (!fg(a, y, z)) continue;
+          const int32_t la = t / (g.t[1] * g.t[2]), lb = (t / g.t[2]) % g.t[1], lc = t % g.t[2];
+          ch::CcForPairs(fg(a, y, z - 1), [&](int32_t da, int32_t db, int32_t dc) {
+            if (!ch::CcPairInTile(g, la, lb, lc, da, db, dc)) return;
+            if (fg(a + da, y + db, z + dc)) unite(local, t, ((la + da) * g.t[1] + lb + db) * g.t[2] + lc + dc);
+          });
+        }
+        for (int32_t t = 0; t < ch::kCcLocalVoxels; ++t) {
+          const int64_t a = at(t, 0), y = at(t, 1), z = at(t, 2);
+          if (!fg(a, y, z)) continue;
+          const int32_t r = static_cast<int32_t>(find(local, t));
+          parent[index(a, y, z)] = index(at(r, 0), at(r, 1), at(r, 2));
+        }
+      }
+  // CcBorder, every voxel on a tile face.
+  for (int64_t a = 0; a < shape[0]; ++a)
+    for (int64_t y = 0; y < shape[1]; ++y)
+      for (int64_t z = 0; z < shape[2]; ++z) {
+        if (!fg(a, y, z)) continue;
+        const int32_t la = static_cast<int32_t>(a % g.t[0]), lb = static_cast<int32_t>(y % g.t[1]),
+                      lc = static_cast<int32_t>(z % g.t[2]);
+        if (!ch::CcOnTileFace(g, la, lb, lc)) continue;
+        ch::CcForPairs(fg(a, y, z - 1), [&](int32_t da, int32_t db, int32_t dc) {
+          if (ch::CcPairInTile(g, la, lb, lc, da, db, dc)) return;
+          if (fg(a + da, y + db, z + dc)) unite(parent, index(a, y, z), index(a + da, y + db, z + dc));
+        });
+      }
+  std::vector<int64_t> roots(static_cast<size_t>(n), -1);
+  for (int64_t i = 0; i < n; ++i)
+    if (m[i]) roots[i] = find(parent, i);
+  return roots;
+}
+
+// The CUDA labelling's split of the voxel pairs between CcLocal and CcBorder loses none: emulated on the host, its
+// components equal the CPU's Label, numbered alike (roots in increasing order = labels 1..K in raster order of their
+// first voxel). Shapes that are and are not multiples of the tiles, a unit leading axis (2D), densities around the
+// percolation threshold (one component snaking through many tiles), full and empty masks.
+TEST(RemoveRandomConnectedComponent, CudaTileSplitEqualsTheCpuLabels) {
+  std::mt19937 gen(5);
+  const std::vector<std::vector<int32_t>> shapes = {{16, 16, 16}, {19, 13, 22}, {9, 8, 33}, {1, 37, 70}, {1, 16, 32},
+                                                    {3, 5, 7}};
+  for (const auto& sh : shapes) {
+    const int64_t n = int64_t{sh[0]} * sh[1] * sh[2];
+    for (int density : {0, 5, 12, 25, 50, 100}) {
+      std::vector<uint8_t> m(static_cast<size_t>(n));
+      for (auto& v : m) v = static_cast<int>(gen() % 100) < density;
+      std::vector<int64_t> shape(sh.begin(), sh.end());
+      if (sh[0] == 1) shape.erase(shape.begin());
+      std::vector<int32_t> labels;
+      const auto sizes = cc::Label(m, shape, labels);
+      const std::vector<int64_t> roots = EmulatedRoots(m, sh.data());
+      std::map<int64_t, int32_t> rank;
+      for (int64_t r : roots)
+        if (r >= 0) rank.emplace(r, 0);
+      int32_t k = 0;
+      for (auto& [r, v] : rank) v = ++k;
+      EXPECT_EQ(rank.size(), sizes.size()) << sh[0] << "x" << sh[1] << "x" << sh[2] << " density " << density;
+      int64_t diff = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int32_t got = roots[i] < 0 ? 0 : rank[roots[i]];
+        diff += got != labels[i];
+        if (roots[i] >= 0) diff += roots[roots[i]] != roots[i];  // the root is a voxel of its own component
+      }
+      EXPECT_EQ(diff, 0) << sh[0] << "x" << sh[1] << "x" << sh[2] << " density " << density;
+    }
+  }
 }
 
 TEST(RemoveRandomConnectedComponent, RemovesTheChosenSmallComponentAndFills) {
