@@ -120,8 +120,11 @@ AUGMENTD_KERNEL_HD int TriangularVote035(const int* lab, const float* x1000, int
 //    TriangularVoteCore (order-free); ≈ 60 instead of ≈ 180 instructions;
 //  * three or more labels (a corner of three label regions): TriangularVoteCore.
 // Host test: spatial_math_test.cc (every corner pattern of up to 4 labels, random and tied weights).
-AUGMENTD_KERNEL_HD int LabelVote035(const int* lab, const float* x1000, int lowest) {
-  int lo = INT32_MAX, hi = INT32_MIN;
+// The smallest and largest in-bounds corner label (lab[m] == INT32_MIN: out of bounds); lo = INT32_MAX, hi = INT32_MIN
+// when no corner is in bounds, so `lo == hi` is "one label among the in-bounds corners" (the vote's fast path).
+AUGMENTD_KERNEL_HD void InBoundsLabelRange(const int* lab, int& lo, int& hi) {
+  lo = INT32_MAX;
+  hi = INT32_MIN;
   AUGMENTD_VOTE_UNROLL
   for (int m = 0; m < 8; ++m) {
     const int l = lab[m];
@@ -129,6 +132,11 @@ AUGMENTD_KERNEL_HD int LabelVote035(const int* lab, const float* x1000, int lowe
     lo = l_lo < lo ? l_lo : lo;
     hi = l > hi ? l : hi;
   }
+}
+
+AUGMENTD_KERNEL_HD int LabelVote035(const int* lab, const float* x1000, int lowest) {
+  int lo, hi;
+  InBoundsLabelRange(lab, lo, hi);
   if (lo >= hi) {  // one label (lo == hi) or none in bounds (lo = INT32_MAX > hi = INT32_MIN)
     float v = 0.f;
     AUGMENTD_VOTE_UNROLL

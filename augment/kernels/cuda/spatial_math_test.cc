@@ -135,6 +135,22 @@ TEST(SpatialMath, LabelVote035EqualsTheTriangularVoteOnEveryCornerPattern) {
     int lab[8];
     for (int m = 0, p = pattern; m < 8; ++m, p /= 5) lab[m] = label_of[p % 5];
     const int lowest = lowest_of[pattern % 3];
+    {
+      // The fast-path test of both votes (InBoundsLabelRange) against the s9 kernel's `first` / `uniform` loop.
+      bool uniform = true;
+      int first = INT32_MIN;
+      for (int m = 0; m < 8; ++m) {
+        if (lab[m] == INT32_MIN) continue;
+        if (first == INT32_MIN) first = lab[m];
+        uniform &= lab[m] == first;
+      }
+      int lo, hi;
+      InBoundsLabelRange(lab, lo, hi);
+      ASSERT_EQ(lo == hi, uniform && first != INT32_MIN) << "pattern " << pattern;
+      if (lo == hi) {
+        ASSERT_EQ(lo, first) << "pattern " << pattern;
+      }
+    }
     for (int set = 0; set < 4; ++set) {
       float f[3];
       for (int d = 0; d < 3; ++d) {
