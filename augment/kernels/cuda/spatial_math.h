@@ -4,7 +4,9 @@
 //    `.half()`, so the kernel needs fl16(v) only to compare scores, and the integer form below costs a few integer
 //    operations instead of two conversions (which issue at a quarter of the rate of float arithmetic);
 //  * the IEEE quotient u / d by a per-launch constant d from its reciprocal: 3 instructions instead of the ~10 of a
-//    division (reciprocal, refinement, range check and branch).
+//    division (reciprocal, refinement, range check and branch);
+//  * the 0.3.5 label vote over the 8 corners (LabelVote035: one- and two-label paths before the triangular vote) and
+//    the one-label test both votes share (InBoundsLabelRange); the s9 vote stays as TriangularVote035, the reference.
 #pragma once
 
 #include <cstdint>
@@ -110,16 +112,6 @@ AUGMENTD_KERNEL_HD int TriangularVote035(const int* lab, const float* x1000, int
   return TriangularVoteCore(lab, x1000, lowest);
 }
 
-// The labels of TriangularVote035 with fewer instructions (the kernel's 0.3.5 vote since session 10):
-//  * the one-label test as the smallest and largest in-bounds label (15 min/max and 8 selects; the s9 loop with its
-//    `first` and `uniform` state compiled to ≈ 70 instructions of predicate packing at the 64-register cap);
-//  * two labels lo < hi (a voxel on one label boundary): each score is the corner-order sum over all 8 corners of
-//    (label matches ? x1000 : +0) — lo's terms a = (lab == lo ? x : +0), hi's x − a (exact: x − x = +0, x − 0 = x; the
-//    out-of-bounds corners give +0) — which is the triangular vote's sum from the label's first corner (0 + x and s + 0
-//    are exact for s, x >= +0), then the largest of (0, lowest), (fl16(lo's), lo), (fl16(hi's), hi) as in
-//    TriangularVoteCore (order-free); ≈ 60 instead of ≈ 180 instructions;
-//  * three or more labels (a corner of three label regions): TriangularVoteCore.
-// Host test: spatial_math_test.cc (every corner pattern of up to 4 labels, random and tied weights).
 // The smallest and largest in-bounds corner label (lab[m] == INT32_MIN: out of bounds); lo = INT32_MAX, hi = INT32_MIN
 // when no corner is in bounds, so `lo == hi` is "one label among the in-bounds corners" (the vote's fast path).
 AUGMENTD_KERNEL_HD void InBoundsLabelRange(const int* lab, int& lo, int& hi) {
@@ -134,6 +126,16 @@ AUGMENTD_KERNEL_HD void InBoundsLabelRange(const int* lab, int& lo, int& hi) {
   }
 }
 
+// The labels of TriangularVote035 with fewer instructions (the kernel's 0.3.5 vote since session 10):
+//  * the one-label test as the smallest and largest in-bounds label (15 min/max and 8 selects; the s9 loop with its
+//    `first` and `uniform` state compiled to ≈ 70 instructions of predicate packing at the 64-register cap);
+//  * two labels lo < hi (a voxel on one label boundary): each score is the corner-order sum over all 8 corners of
+//    (label matches ? x1000 : +0) — lo's terms a = (lab == lo ? x : +0), hi's x − a (exact: x − x = +0, x − 0 = x; the
+//    out-of-bounds corners give +0) — which is the triangular vote's sum from the label's first corner (0 + x and s + 0
+//    are exact for s, x >= +0), then the largest of (0, lowest), (fl16(lo's), lo), (fl16(hi's), hi) as in
+//    TriangularVoteCore (order-free); ≈ 60 instead of ≈ 180 instructions;
+//  * three or more labels (a corner of three label regions): TriangularVoteCore.
+// Host test: spatial_math_test.cc (every corner pattern of up to 4 labels, random and tied weights).
 AUGMENTD_KERNEL_HD int LabelVote035(const int* lab, const float* x1000, int lowest) {
   int lo, hi;
   InBoundsLabelRange(lab, lo, hi);
