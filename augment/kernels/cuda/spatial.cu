@@ -342,52 +342,35 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         const int raw = static_cast<int>(__ldg(seg_b + off[m]));
         lab[m] = (vx[m & 1] && vy[(m >> 1) & 1] && vz[(m >> 2) & 1]) ? raw : INT32_MIN;
       }
-      bool uniform = true;
-      int first = INT32_MIN;
-#pragma unroll
-      for (int m = 0; m < 8; ++m) {
-        if (lab[m] == INT32_MIN) continue;  // out of bounds
-        if (first == INT32_MIN) first = lab[m];
-        uniform &= lab[m] == first;
-      }
-      uint32_t best_h = 0;  // fl16 of the best score, as float bits (HalfRoundedBits)
-      int best_l = lowest;
       float x1000[8];  // one-hot x 1000 sampled: the weight each corner gives its label
 #pragma unroll
       for (int m = 0; m < 8; ++m) x1000[m] = __fmul_rn(1000.f, w[m]);
       constexpr bool pad_first = kPadFirst;
-      const bool votes = pad_first && sp.pad_votes != 0;
-      const bool all_in = vx0 && vx1 && vy0 && vy1 && vz0 && vz1;
-      if (uniform && first != INT32_MIN && (!votes || all_in)) {
-        // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as below (out-of-bounds
-        // corners add an exact +0).
-        float v = 0.f;
+      int best_l;
+      if constexpr (pad_first) {
+        // One label among the in-bounds corners: lo == hi (spatial_math.h; the s9 loop over `first` / `uniform` cost
+        // ≈ 70 instructions of predicate packing at the 64-register cap).
+        int lo, hi;
+        InBoundsLabelRange(lab, lo, hi);
+        const bool votes = sp.pad_votes != 0;
+        const bool all_in = vx0 && vx1 && vy0 && vy1 && vz0 && vz1;
+        best_l = lowest;
+        if (lo == hi && (!votes || all_in)) {
+          // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as PadFirstVote
+          // (out-of-bounds corners add an exact +0).
+          float v = 0.f;
 #pragma unroll
-        for (int m = 0; m < 8; ++m) v = __fadd_rn(v, x1000[m]);
-        if (HalfRoundsPositive(v)) best_l = first;
-      } else if (pad_first) {
-        const int nn_m = (rintf(ix[2]) != fx ? 1 : 0) | (rintf(ix[1]) != fy ? 2 : 0) | (rintf(ix[0]) != fz ? 4 : 0);
-        best_l = PadFirstVote(lab, x1000, nn_m, border_m1 ? -1 : 0, votes, sp.seg_tiebreak, lowest);
-      } else {
-        // Triangular vote: corner q sums the corners m >= q of its label in corner order (0 + x is exact, so
-        // starting at x[q] is the sum from 0). For the first corner of a label this is the label's value; a later
-        // corner yields a partial sum <= it (non-negative terms, monotone rounding), which can neither exceed
-        // the running best nor win a tie the label's first corner did not already win: same result as the full
-        // 8 x 8 vote at 28 instead of 64 terms.
-#pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          if (lab[q] == INT32_MIN) continue;  // out of bounds
-          float v = x1000[q];
-#pragma unroll
-          for (int m = q + 1; m < 8; ++m) {
-            if (lab[m] == lab[q]) v = __fadd_rn(v, x1000[m]);
-          }
-          const uint32_t h = HalfRoundedBits(v);
-          if (h > best_h || (h == best_h && lab[q] < best_l)) {
-            best_h = h;
-            best_l = lab[q];
-          }
+          for (int m = 0; m < 8; ++m) v = __fadd_rn(v, x1000[m]);
+          if (HalfRoundsPositive(v)) best_l = lo;
+        } else {
+          const int nn_m =
+              (rintf(ix[2]) != fx ? 1 : 0) | (rintf(ix[1]) != fy ? 2 : 0) | (rintf(ix[0]) != fz ? 4 : 0);
+          best_l = PadFirstVote(lab, x1000, nn_m, border_m1 ? -1 : 0, votes, sp.seg_tiebreak, lowest);
         }
+      } else {
+        // 0.3.5 vote (spatial_math.h): one or two labels among the corners without the triangular vote, which is
+        // kept for corners of three or more label regions; the labels of TriangularVote035 (the s9 kernel's vote).
+        best_l = LabelVote035(lab, x1000, lowest);
       }
       label = (border_m1 && oob && !pad_first) ? -1 : best_l;  // 0.3.5's out-of-bounds fill
     }

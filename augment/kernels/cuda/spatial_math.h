@@ -4,7 +4,9 @@
 //    `.half()`, so the kernel needs fl16(v) only to compare scores, and the integer form below costs a few integer
 //    operations instead of two conversions (which issue at a quarter of the rate of float arithmetic);
 //  * the IEEE quotient u / d by a per-launch constant d from its reciprocal: 3 instructions instead of the ~10 of a
-//    division (reciprocal, refinement, range check and branch).
+//    division (reciprocal, refinement, range check and branch);
+//  * the 0.3.5 label vote over the 8 corners (LabelVote035: one- and two-label paths before the triangular vote) and
+//    the one-label test both votes share (InBoundsLabelRange); the s9 vote stays as TriangularVote035, the reference.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,130 @@ AUGMENTD_KERNEL_HD uint32_t HalfRoundedBits(float v) {
 // fl16(v) > 0 for v >= 0, without rounding: v rounds to a positive half exactly when v > 2^-25 (2^-25 itself is the
 // tie between 0 and the smallest subnormal 2^-24, which goes to the even 0).
 AUGMENTD_KERNEL_HD bool HalfRoundsPositive(float v) { return v > 2.98023223876953125e-08f; }
+
+#if defined(__CUDA_ARCH__)  // device pass only (gcc would warn about the pragma)
+#define AUGMENTD_VOTE_UNROLL _Pragma("unroll")
+#else
+#define AUGMENTD_VOTE_UNROLL
+#endif
+
+// RN(a + b) without contraction on either side (the vote's sums; the host test runs the same code).
+AUGMENTD_KERNEL_HD float VoteAdd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+AUGMENTD_KERNEL_HD float VoteSub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+// The triangular label vote over the 8 trilinear corners: `lab` is a corner's label (INT32_MIN out of bounds), `x1000`
+// the weight it gives its label (1000·w, +0 out of bounds; all >= +0), `lowest` the patch's lowest label. Corner q sums
+// the corners m >= q of its label in corner order (0 + x is exact, so starting at x[q] is the sum from 0). For the
+// first corner of a label this is the label's value; a later corner yields a partial sum <= it (non-negative terms,
+// monotone rounding), which can neither exceed the running best nor win a tie the label's first corner did not
+// already win: the result is the largest (fl16 score, then the lowest label) among (0, `lowest`) and every label's
+// (fl16 of its corner-order sum, label) — a maximum under a total order, so it does not depend on the order in which
+// the labels are visited. 28 instead of 64 terms.
+AUGMENTD_KERNEL_HD int TriangularVoteCore(const int* lab, const float* x1000, int lowest) {
+  uint32_t best_h = 0;
+  int best_l = lowest;
+  AUGMENTD_VOTE_UNROLL
+  for (int q = 0; q < 8; ++q) {
+    if (lab[q] == INT32_MIN) continue;
+    float v = x1000[q];
+    AUGMENTD_VOTE_UNROLL
+    for (int m = q + 1; m < 8; ++m) {
+      if (lab[m] == lab[q]) v = VoteAdd(v, x1000[m]);
+    }
+    const uint32_t h = HalfRoundedBits(v);
+    if (h > best_h || (h == best_h && lab[q] < best_l)) {
+      best_h = h;
+      best_l = lab[q];
+    }
+  }
+  return best_l;
+}
+
+// bgv2 0.3.5's vote of the fused spatial kernel (spatial.cu) as it was computed up to session 9, kept as the reference
+// of LabelVote035 (host test): one label among the in-bounds corners: that label when fl16(Σ x1000) > 0, else
+// `lowest`; otherwise the triangular vote.
+AUGMENTD_KERNEL_HD int TriangularVote035(const int* lab, const float* x1000, int lowest) {
+  bool uniform = true;
+  int first = INT32_MIN;
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) {
+    if (lab[m] == INT32_MIN) continue;
+    if (first == INT32_MIN) first = lab[m];
+    uniform &= lab[m] == first;
+  }
+  if (uniform && first != INT32_MIN) {
+    float v = 0.f;
+    AUGMENTD_VOTE_UNROLL
+    for (int m = 0; m < 8; ++m) v = VoteAdd(v, x1000[m]);
+    return HalfRoundsPositive(v) ? first : lowest;
+  }
+  return TriangularVoteCore(lab, x1000, lowest);
+}
+
+// The smallest and largest in-bounds corner label (lab[m] == INT32_MIN: out of bounds); lo = INT32_MAX, hi = INT32_MIN
+// when no corner is in bounds, so `lo == hi` is "one label among the in-bounds corners" (the vote's fast path).
+AUGMENTD_KERNEL_HD void InBoundsLabelRange(const int* lab, int& lo, int& hi) {
+  lo = INT32_MAX;
+  hi = INT32_MIN;
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) {
+    const int l = lab[m];
+    const int l_lo = l == INT32_MIN ? INT32_MAX : l;
+    lo = l_lo < lo ? l_lo : lo;
+    hi = l > hi ? l : hi;
+  }
+}
+
+// The labels of TriangularVote035 with fewer instructions (the kernel's 0.3.5 vote since session 10):
+//  * the one-label test as the smallest and largest in-bounds label (15 min/max and 8 selects; the s9 loop with its
+//    `first` and `uniform` state compiled to ≈ 70 instructions of predicate packing at the 64-register cap);
+//  * two labels lo < hi (a voxel on one label boundary): each score is the corner-order sum over all 8 corners of
+//    (label matches ? x1000 : +0) — lo's terms a = (lab == lo ? x : +0), hi's x − a (exact: x − x = +0, x − 0 = x; the
+//    out-of-bounds corners give +0) — which is the triangular vote's sum from the label's first corner (0 + x and s + 0
+//    are exact for s, x >= +0), then the largest of (0, lowest), (fl16(lo's), lo), (fl16(hi's), hi) as in
+//    TriangularVoteCore (order-free); ≈ 60 instead of ≈ 180 instructions;
+//  * three or more labels (a corner of three label regions): TriangularVoteCore.
+// Host test: spatial_math_test.cc (every corner pattern of up to 4 labels, random and tied weights).
+AUGMENTD_KERNEL_HD int LabelVote035(const int* lab, const float* x1000, int lowest) {
+  int lo, hi;
+  InBoundsLabelRange(lab, lo, hi);
+  if (lo >= hi) {  // one label (lo == hi) or none in bounds (lo = INT32_MAX > hi = INT32_MIN)
+    float v = 0.f;
+    AUGMENTD_VOTE_UNROLL
+    for (int m = 0; m < 8; ++m) v = VoteAdd(v, x1000[m]);
+    return (lo == hi && HalfRoundsPositive(v)) ? lo : lowest;
+  }
+  bool two = true;
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) two &= lab[m] == INT32_MIN || lab[m] == lo || lab[m] == hi;
+  if (!two) return TriangularVoteCore(lab, x1000, lowest);
+  float va = 0.f, vb = 0.f;
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) {
+    const float a = lab[m] == lo ? x1000[m] : 0.f;
+    va = VoteAdd(va, a);
+    vb = VoteAdd(vb, VoteSub(x1000[m], a));
+  }
+  // (0, lowest) against lo, then the winner against hi. hi never wins a tie: the winner so far is lo < hi, or
+  // `lowest` with fl16(lo's) = 0 and lo >= lowest, so hi > lowest.
+  const uint32_t ha = HalfRoundedBits(va), hb = HalfRoundedBits(vb);
+  const bool lo_wins = ha > 0u || lo < lowest;
+  const uint32_t best_h = lo_wins ? ha : 0u;
+  return hb > best_h ? hi : (lo_wins ? lo : lowest);
+}
 
 // u / d rounded to nearest even, given rcp = RN(1/d) (the float division 1.f / d on the host): q = RN(u·rcp) is within
 // one ulp of u/d, so r = u − d·q is exact in a fused multiply-add and RN(q + r·rcp) is the correctly rounded quotient

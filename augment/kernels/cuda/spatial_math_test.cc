@@ -3,6 +3,7 @@
 // the order property; the division by a reciprocal against IEEE division for every divisor S/2 of the kernel.
 #include "augment/kernels/cuda/spatial_math.h"
 
+#include <climits>
 #include <cmath>
 #include <random>
 
@@ -86,6 +87,103 @@ TEST(SpatialMath, DivByReciprocalIsTheIeeeQuotient) {
   }
   EXPECT_GT(checked, 300000);
   EXPECT_EQ(DivByReciprocal(0.f, 3.f, 1.f / 3.f), 0.f);
+}
+
+// Independent reference of the 0.3.5 vote: per label (in first-corner order) its score summed from 0 in corner order,
+// rounded by the reference conversion; the largest score wins, ties to the lowest label, starting from (0, lowest);
+// one label among the in-bounds corners: that label when fl16(Σ x1000) > 0.
+int ReferenceVote(const int* lab, const float* x1000, int lowest) {
+  int labels[8], n = 0;
+  for (int m = 0; m < 8; ++m) {
+    if (lab[m] == INT32_MIN) continue;
+    bool seen = false;
+    for (int i = 0; i < n; ++i) seen |= labels[i] == lab[m];
+    if (!seen) labels[n++] = lab[m];
+  }
+  if (n == 1) {
+    float v = 0.f;
+    for (int m = 0; m < 8; ++m) v += x1000[m];
+    return kernels::RoundToHalf(v) > 0.f ? labels[0] : lowest;
+  }
+  float best = 0.f;
+  int best_l = lowest;
+  for (int i = 0; i < n; ++i) {
+    float v = 0.f;
+    for (int m = 0; m < 8; ++m) {
+      if (lab[m] == labels[i]) v += x1000[m];
+    }
+    const float h = kernels::RoundToHalf(v);
+    if (h > best || (h == best && labels[i] < best_l)) {
+      best = h;
+      best_l = labels[i];
+    }
+  }
+  return best_l;
+}
+
+TEST(SpatialMath, LabelVote035EqualsTheTriangularVoteOnEveryCornerPattern) {
+  // Every assignment of {out of bounds, 4 labels} to the 8 corners (5^8 patterns), each under trilinear weights from
+  // random fractions, equal weights (ties between labels of equal corner counts), fractions near 0 and 1 (zero and
+  // half-subnormal scores, the fl16(v) > 0 threshold) and one-axis-degenerate weights; the labels include some below
+  // the patch's lowest label.
+  std::mt19937_64 g(std::random_device{}());
+  std::uniform_real_distribution<float> frac(0.f, 1.f);
+  const int label_of[5] = {INT32_MIN, 2, 0, 5, -1};
+  const int lowest_of[3] = {0, -1, 3};
+  int64_t checked = 0, two_label = 0, two_label_equal_w = 0;
+  for (int pattern = 0; pattern < 390625; ++pattern) {
+    int lab[8];
+    for (int m = 0, p = pattern; m < 8; ++m, p /= 5) lab[m] = label_of[p % 5];
+    const int lowest = lowest_of[pattern % 3];
+    {
+      // The fast-path test of both votes (InBoundsLabelRange) against the s9 kernel's `first` / `uniform` loop.
+      bool uniform = true;
+      int first = INT32_MIN;
+      for (int m = 0; m < 8; ++m) {
+        if (lab[m] == INT32_MIN) continue;
+        if (first == INT32_MIN) first = lab[m];
+        uniform &= lab[m] == first;
+      }
+      int lo, hi;
+      InBoundsLabelRange(lab, lo, hi);
+      ASSERT_EQ(lo == hi, uniform && first != INT32_MIN) << "pattern " << pattern;
+      if (lo == hi) {
+        ASSERT_EQ(lo, first) << "pattern " << pattern;
+      }
+    }
+    for (int set = 0; set < 4; ++set) {
+      float f[3];
+      for (int d = 0; d < 3; ++d) {
+        switch (set) {
+          case 0: f[d] = frac(g); break;
+          case 1: f[d] = 0.5f; break;
+          case 2: f[d] = (pattern + d) % 2 ? 3e-7f * frac(g) : 1.f - 6e-8f * static_cast<float>(d + 1); break;
+          default: f[d] = d == pattern % 3 ? 0.f : frac(g); break;
+        }
+      }
+      float x1000[8];
+      for (int m = 0; m < 8; ++m) {
+        const float wx = (m & 1) ? f[2] : 1.f - f[2], wy = (m & 2) ? f[1] : 1.f - f[1], wz = (m & 4) ? f[0] : 1.f - f[0];
+        const volatile float w = (wx * wy) * wz;  // the kernel's product order
+        x1000[m] = lab[m] == INT32_MIN ? 0.f : 1000.f * w;
+      }
+      const int want = TriangularVote035(lab, x1000, lowest);
+      ASSERT_EQ(ReferenceVote(lab, x1000, lowest), want) << "pattern " << pattern << " set " << set;
+      ASSERT_EQ(LabelVote035(lab, x1000, lowest), want) << "pattern " << pattern << " set " << set;
+      int distinct = 0;
+      for (int i = 1; i < 5; ++i) {
+        bool any = false;
+        for (int m = 0; m < 8; ++m) any |= lab[m] == label_of[i];
+        distinct += any;
+      }
+      two_label += distinct == 2;
+      two_label_equal_w += distinct == 2 && set == 1;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4 * 390625);
+  EXPECT_GT(two_label, 10000);
+  EXPECT_GT(two_label_equal_w, 1000);
 }
 
 }  // namespace
