@@ -213,21 +213,21 @@ def test_tune_malloc_keeps_large_buffers_off_mmap():
 
 
 def test_parallel_copy_into_a_slot_view(monkeypatch):
-    from augmentd import patch
+    from augmentd import wire
 
-    monkeypatch.setattr(patch, "_copy_threads", lambda: 4)  # the threaded path whatever this machine's cores
+    monkeypatch.setattr(wire, "_copy_threads", lambda: 4)  # the threaded path whatever this machine's cores
 
     rng = np.random.default_rng(4)
     src = rng.standard_normal((2, 1, 128, 128, 70)).astype(np.float32)  # 18 MB: 4 copy tasks
     dst = np.zeros_like(src)
-    patch._parallel_copyto(dst, src)
+    wire._parallel_copyto(dst, src)
     assert np.array_equal(dst, src)
     labels = rng.integers(-1, 3, src.shape).astype(np.int64)
     dst16 = np.zeros(src.shape, np.int16)
-    patch._parallel_copyto(dst16, labels)  # converted as np.copyto(casting="unsafe")
+    wire._parallel_copyto(dst16, labels)  # converted as np.copyto(casting="unsafe")
     assert np.array_equal(dst16, labels.astype(np.int16))
     strided = src[:, :, ::-1]
-    patch._parallel_copyto(dst, strided)  # not contiguous: one np.copyto
+    wire._parallel_copyto(dst, strided)  # not contiguous: one np.copyto
     assert np.array_equal(dst, strided)
 
 

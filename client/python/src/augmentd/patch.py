@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import os
 import queue
 import threading
 import time
@@ -46,7 +45,8 @@ from augmentd.v1 import batch_pb2, server_info_pb2, session_pb2, tensor_pb2
 from .sessions import AugmentdError, Batch, Session
 from .slots import HostShmMemory
 from .tensors import _FROM_NUMPY, from_numpy, numpy_dtype
-from .wire import DecodedResponse, EncodedRequest, encode_stream_request, widen_unix_send_buffer
+from .wire import (DecodedResponse, EncodedRequest, _copy_threads, _parallel_copyto,  # noqa: F401 (moved to wire)
+                   encode_stream_request, widen_unix_send_buffer)
 
 _END = object()
 _HOST_SHM = server_info_pb2.DELIVERY_KIND_HOST_SHM
@@ -151,46 +151,6 @@ class _InputSlot:
     def close(self) -> None:
         self._views.clear()
         self.memory.close()
-
-
-_COPY_CHUNK = 4 << 20  # bytes per copy task
-_copy_pool = None
-_copy_pool_lock = threading.Lock()
-
-
-_THREADS = max(1, min(8, (os.cpu_count() or 1) // 2))
-
-
-def _copy_threads() -> int:
-    return _THREADS
-
-
-def _parallel_copyto(dst: np.ndarray, src) -> None:
-    """``np.copyto(dst, src, casting="unsafe")`` of a large contiguous array in chunks on a few threads (numpy
-    releases the GIL while copying): one thread moves ~5-10 GB/s, i.e. 10-20 ms for a 128³ B=2 batch (issue 22).
-    Small or strided sources are copied on the calling thread. Threads that block rather than spin, so a loaded
-    host does not make it slower than one copy (torch's intra-op copy does there)."""
-    if dst.nbytes < 2 * _COPY_CHUNK:
-        np.copyto(dst, src, casting="unsafe")
-        return
-    src = np.asarray(src)
-    threads = _copy_threads()
-    if threads == 1 or not src.flags.c_contiguous or src.shape != dst.shape:
-        np.copyto(dst, src, casting="unsafe")
-        return
-    global _copy_pool
-    with _copy_pool_lock:
-        if _copy_pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _copy_pool = ThreadPoolExecutor(threads, thread_name_prefix="augmentd-copy")
-    d, s = dst.reshape(-1), src.reshape(-1)
-    step = max(_COPY_CHUNK // dst.itemsize, -(-d.size // threads))
-    parts = [(i, min(i + step, d.size)) for i in range(0, d.size, step)]
-    futures = [_copy_pool.submit(np.copyto, d[a:b], s[a:b], casting="unsafe") for a, b in parts[1:]]
-    np.copyto(d[parts[0][0]:parts[0][1]], s[parts[0][0]:parts[0][1]], casting="unsafe")
-    for f in futures:
-        f.result()
 
 
 def _inline_views(batch: Batch):
