@@ -268,3 +268,28 @@ def test_unix_send_buffer_of_connected_sockets_is_widened(tmp_path, monkeypatch)
     finally:
         for s in (a, b, *listeners):
             s.close()
+
+
+def test_patch_request_bytes_parse_as_the_protobuf_request():
+    """PatchAugmenter's StreamPatches requests built as bytes (a constant part per input slot and layout + the batch
+    index and lease) parse as the message protobuf builds, and so do its release requests."""
+    from augmentd.patch import patch_request_bytes, release_request_bytes
+
+    template = batch_pb2.AugmentRequest(session_id="s-17")
+    for t, name, off, n in ((template.image, "image", 0, 1000), (template.segmentation, "segmentation", 1024, 500)):
+        t.name, t.dtype = name, tensor_pb2.DTYPE_FLOAT32
+        t.shape.extend([2, 1, 5, 5, 5])
+        t.cuda_ipc.region, t.cuda_ipc.offset, t.cuda_ipc.byte_size = "in-1", off, n
+    for index, lease in ((0, batch_pb2.SlotLease(slot=0, generation=0)),
+                         (2 ** 40 + 3, batch_pb2.SlotLease(slot=3, generation=300))):
+        expected = batch_pb2.AugmentRequest()
+        expected.CopyFrom(template)
+        expected.batch_index = index
+        expected.input_slot.CopyFrom(lease)
+        data = patch_request_bytes(template.SerializeToString(), index, lease.SerializeToString())
+        parsed = batch_pb2.StreamBatchesRequest.FromString(data)
+        assert parsed == batch_pb2.StreamBatchesRequest(patches=expected)
+        assert parsed.patches.HasField("input_slot") and parsed.WhichOneof("msg") == "patches"
+    leases = [batch_pb2.SlotLease(slot=1, generation=7), batch_pb2.SlotLease(slot=0, generation=0)]
+    parsed = batch_pb2.StreamBatchesRequest.FromString(release_request_bytes(leases))
+    assert parsed == batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=leases))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 import queue
 import threading
 import time
@@ -46,7 +47,7 @@ from .sessions import AugmentdError, Batch, Session
 from .slots import HostShmMemory
 from .tensors import _FROM_NUMPY, from_numpy, numpy_dtype
 from .wire import (DecodedResponse, EncodedRequest, _copy_threads, _parallel_copyto,  # noqa: F401 (moved to wire)
-                   encode_stream_request, widen_unix_send_buffer)
+                   encode_stream_request, encode_varint, widen_unix_send_buffer)
 
 _END = object()
 _HOST_SHM = server_info_pb2.DELIVERY_KIND_HOST_SHM
@@ -59,6 +60,36 @@ _ALL_CREDITS = 1 << 31
 
 def _align256(n: int) -> int:
     return (n + 255) & ~255
+
+
+# Wire tags (field number << 3 | wire type) of the StreamPatches requests built as bytes (the encoded stub sends
+# bytes as they are): StreamBatchesRequest.patches = 4 and .release = 3, AugmentRequest.batch_index = 2 (varint) and
+# .input_slot = 6, Release.leases = 1.
+_TAG_PATCHES, _TAG_RELEASE, _TAG_BATCH_INDEX, _TAG_INPUT_SLOT, _TAG_LEASES = b"\x22", b"\x1a", b"\x10", b"\x32", b"\x0a"
+
+
+def _len_field(tag: bytes, body: bytes) -> bytes:
+    return tag + encode_varint(len(body)) + body
+
+
+def patch_request_bytes(constant: bytes, batch_index: int, lease: bytes) -> bytes:
+    """A StreamBatchesRequest{patches} as wire bytes: ``constant`` (a serialized AugmentRequest with the fields that
+    stay the same per input slot and layout: session, image and segmentation tensors) followed by batch_index and
+    input_slot (the serialized SlotLease). Parses as the message with all of them set (protobuf merges fields)."""
+    return _len_field(_TAG_PATCHES, constant + _TAG_BATCH_INDEX + encode_varint(batch_index) +
+                      _len_field(_TAG_INPUT_SLOT, lease))
+
+
+def release_request_bytes(leases) -> bytes:
+    """A StreamBatchesRequest{release: Release{leases}} as wire bytes."""
+    return _len_field(_TAG_RELEASE, b"".join(_len_field(_TAG_LEASES, lease.SerializeToString()) for lease in leases))
+
+
+class _Layout:
+    """What ``_fill`` needs per (input slot, image shape, segmentation shape), made once: offsets, sizes, the
+    slot views and the request's constant part (serialized for the encoded stub, a template message otherwise)."""
+
+    __slots__ = ("ibytes", "soff", "sbytes", "iview", "sview", "ihost", "shost", "template", "constant")
 
 
 class PatchFuture:
@@ -174,6 +205,14 @@ def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "device")
 
 
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 class PatchAugmenter:
     """Patch-mode augmentation through augmentd for a process on the server's host (see the module docstring).
 
@@ -241,7 +280,7 @@ class PatchAugmenter:
         self._label_proto_dtype = _FROM_NUMPY[np.dtype(self.label_dtype)]
         for slot in response.input_slots:
             self._inputs.append(_InputSlot(slot))
-        self._free: "queue.Queue" = queue.Queue()          # (slot index, SlotLease) the client may write
+        self._free: "queue.SimpleQueue" = queue.SimpleQueue()  # (slot index, SlotLease) the client may write
         self._room = threading.Semaphore(self.depth)        # submitted and not yet taken
         self._submit_lock = threading.Lock()                # request order = pending order
         self._take_lock = threading.Lock()                  # hold / credits bookkeeping
@@ -250,6 +289,7 @@ class PatchAugmenter:
         self._indices = itertools.count(start_batch_index)
         self._requests: "queue.SimpleQueue" = queue.SimpleQueue()
         self._copy_streams = {}                             # torch device → CUDA stream for host → slot copies
+        self._layouts = {}                                  # (slot index, ishape, sshape) → _Layout
         self._failure: Optional[BaseException] = None
         self._closed = False
         # Every credit up front: the server only produces submitted batches and at most `depth` are outstanding, so
@@ -263,6 +303,8 @@ class PatchAugmenter:
         stub = self.client.stub
         # The client's StreamPatchesDecoded stub takes pre-encoded requests (augmentd.wire.encode_stream_request).
         self._encoded = hasattr(stub, "StreamPatchesDecoded")
+        # Slot batches' torch views are looked up by the reader thread (cheap, cached per layout) when torch is there.
+        self._prepare = self.session.slots is not None and _torch_available()
         self._call = getattr(stub, "StreamPatchesDecoded", stub.StreamPatches)(self._request_iter(), timeout=timeout)
         self._reader = threading.Thread(target=self._read, name=f"augmentd-patch-{self.session.session_id}",
                                         daemon=True)
@@ -292,6 +334,11 @@ class PatchAugmenter:
                         self._free.put((lease.slot, lease))
                 elif which == "batch":
                     batch = Batch(response.batch, self.session.slots, None, inline)
+                    if self._prepare and response.batch.image.WhichOneof("storage") in ("host_shm", "cuda_ipc"):
+                        try:
+                            batch.torch()  # slot views (made once per layout) here, not on the caller's thread
+                        except Exception:  # noqa: BLE001 (result() makes them again and raises)
+                            pass
                     if response.batch.HasField("input_lease"):
                         lease = response.batch.input_lease
                         self._free.put((lease.slot, lease))
@@ -342,21 +389,21 @@ class PatchAugmenter:
                 if self._failure is not None:
                     raise self._failure
                 index = next(self._indices) if batch_index is None else batch_index
-                request = batch_pb2.AugmentRequest(session_id=self.session.session_id, batch_index=index)
                 if self._inputs:
                     item = self._free.get()
                     if item is None:
                         raise self._failure or RuntimeError("the patch stream ended")
-                    self._fill(item, image, segmentation, ishape, sshape, request)
-                    message = batch_pb2.StreamBatchesRequest(patches=request)
+                    message = self._fill(item, image, segmentation, ishape, sshape, index)
                 elif self._encoded:
                     # Inline bytes, copied once: from the arrays straight into the message (augmentd.wire).
+                    request = batch_pb2.AugmentRequest(session_id=self.session.session_id, batch_index=index)
                     arrays = (self._host(image, self.image_dtype), self._host(segmentation, self.label_dtype))
                     heads = tuple(tensor_pb2.Tensor(name=n, dtype=d, shape=a.shape) for n, d, a in
                                   (("image", self._image_proto_dtype, arrays[0]),
                                    ("segmentation", self._label_proto_dtype, arrays[1])))
                     message = encode_stream_request(EncodedRequest(request, heads, arrays))
                 else:
+                    request = batch_pb2.AugmentRequest(session_id=self.session.session_id, batch_index=index)
                     request.image.CopyFrom(from_numpy(self._host(image, self.image_dtype), "image"))
                     request.segmentation.CopyFrom(from_numpy(self._host(segmentation, self.label_dtype),
                                                              "segmentation"))
@@ -376,56 +423,89 @@ class PatchAugmenter:
             x = x.detach().cpu().numpy()
         return np.ascontiguousarray(x, dtype=dtype)
 
-    def _fill(self, item, image, seg, ishape, sshape, request) -> None:
+    def _layout(self, index: int, slot: _InputSlot, ishape, sshape) -> _Layout:
+        key = (index, ishape, sshape)
+        lay = self._layouts.get(key)
+        if lay is not None:
+            return lay
+        lay = _Layout()
+        lay.ibytes = math.prod(ishape) * np.dtype(self.image_dtype).itemsize
+        lay.soff = _align256(lay.ibytes)
+        lay.sbytes = math.prod(sshape) * np.dtype(self.label_dtype).itemsize
+        if lay.soff + lay.sbytes > slot.byte_size:
+            raise ValueError(f"image/segmentation: {lay.soff + lay.sbytes} bytes do not fit input slot {slot.name!r} "
+                             f"of {slot.byte_size} bytes")
+        lay.iview = slot.view(0, ishape, self.image_dtype)
+        lay.sview = slot.view(lay.soff, sshape, self.label_dtype)
+        lay.ihost = lay.shost = None
+        if slot.kind == "host_shm":
+            lay.ihost = slot.host_tensor(0, ishape, self.image_dtype)
+            lay.shost = slot.host_tensor(lay.soff, sshape, self.label_dtype)
+        ref = "cuda_ipc" if slot.kind == "cuda_ipc" else "host_shm"
+        request = batch_pb2.AugmentRequest(session_id=self.session.session_id)
+        for t, name, shape, dtype, off, nbytes in ((request.image, "image", ishape, self._image_proto_dtype, 0,
+                                                    lay.ibytes),
+                                                   (request.segmentation, "segmentation", sshape,
+                                                    self._label_proto_dtype, lay.soff, lay.sbytes)):
+            t.name, t.dtype = name, dtype
+            t.shape.extend(shape)
+            r = getattr(t, ref)
+            r.region, r.offset, r.byte_size = slot.name, off, nbytes
+        lay.template = request
+        lay.constant = request.SerializeToString()
+        self._layouts[key] = lay
+        return lay
+
+    def _fill(self, item, image, seg, ishape, sshape, batch_index: int):
+        """Copies image and seg into the free input slot ``item`` and returns the StreamPatches request naming it
+        (wire bytes for the encoded stub: the constant part is serialized once per slot and layout)."""
         index, lease = item
         slot = self._inputs[index]
-        ibytes = int(np.prod(ishape)) * np.dtype(self.image_dtype).itemsize
-        soff = _align256(ibytes)
-        sbytes = int(np.prod(sshape)) * np.dtype(self.label_dtype).itemsize
-        if soff + sbytes > slot.byte_size:
+        try:
+            lay = self._layout(index, slot, ishape, sshape)
+        except ValueError:
             self._free.put(item)
-            raise ValueError(f"image/segmentation: {soff + sbytes} bytes do not fit input slot {slot.name!r} of "
-                             f"{slot.byte_size} bytes")
-        iview = slot.view(0, ishape, self.image_dtype)
-        sview = slot.view(soff, sshape, self.label_dtype)
+            raise
         if slot.kind == "cuda_ipc":
             import torch
 
             dev = slot.memory.device
-            if any(_is_torch(x) and x.is_cuda for x in (image, seg)):
-                # Device to device on the caller's stream: after the kernels that produced the tensors.
+            if _is_torch(image) and image.is_cuda and _is_torch(seg) and seg.is_cuda:
+                # Device to device on the caller's current stream of the slot's device (copy_ runs there without a
+                # stream or device context): after the kernels that produced the tensors.
                 stream = torch.cuda.current_stream(dev)
+                lay.iview.copy_(image)
+                lay.sview.copy_(seg)
             else:
-                # Host to device on the augmenter's own stream, not behind the caller's queued work: a training step
-                # on the default stream would otherwise hold every hand-over of a loader thread until it ends.
-                stream = self._copy_streams.get(dev)
-                if stream is None:
-                    stream = self._copy_streams[dev] = torch.cuda.Stream(dev)
-            with torch.cuda.device(dev), torch.cuda.stream(stream):
-                iview.copy_(image if _is_torch(image) else torch.from_numpy(np.ascontiguousarray(image)))
-                sview.copy_(seg if _is_torch(seg) else torch.from_numpy(np.ascontiguousarray(seg)))
+                if any(_is_torch(x) and x.is_cuda for x in (image, seg)):
+                    stream = torch.cuda.current_stream(dev)  # one of them on the device: the caller's stream
+                else:
+                    # Host to device on the augmenter's own stream, not behind the caller's queued work: a training
+                    # step on the default stream would otherwise hold every hand-over of a loader thread until it ends.
+                    stream = self._copy_streams.get(dev)
+                    if stream is None:
+                        stream = self._copy_streams[dev] = torch.cuda.Stream(dev)
+                with torch.cuda.device(dev), torch.cuda.stream(stream):
+                    lay.iview.copy_(image if _is_torch(image) else torch.from_numpy(np.ascontiguousarray(image)))
+                    lay.sview.copy_(seg if _is_torch(seg) else torch.from_numpy(np.ascontiguousarray(seg)))
             # The server reads the slot on its own stream after waiting on the slot's event (CudaIpcRegion.event_handle:
             # the writer records it after each write), so a device-to-device copy need not finish before the lease
             # goes out; without an event the copies must be finished when the lease arrives.
             if not slot.memory.record(stream):
                 stream.synchronize()
-            ref = "cuda_ipc"
         else:
-            for view, src, off, shape, dtype in ((iview, image, 0, ishape, self.image_dtype),
-                                                 (sview, seg, soff, sshape, self.label_dtype)):
+            for view, host, src in ((lay.iview, lay.ihost, image), (lay.sview, lay.shost, seg)):
                 if _is_torch(src) and src.is_cuda:
-                    slot.host_tensor(off, shape, dtype).copy_(src)  # one device-to-host copy into the slot
+                    host.copy_(src)  # one device-to-host copy into the slot
                 else:
                     _parallel_copyto(view, src.detach().numpy() if _is_torch(src) else src)
-            ref = "host_shm"
+        if self._encoded:
+            return patch_request_bytes(lay.constant, batch_index, lease.SerializeToString())
+        request = batch_pb2.AugmentRequest()
+        request.CopyFrom(lay.template)
+        request.batch_index = batch_index
         request.input_slot.CopyFrom(lease)
-        for t, name, shape, dtype, off, nbytes in ((request.image, "image", ishape, self._image_proto_dtype, 0, ibytes),
-                                                   (request.segmentation, "segmentation", sshape,
-                                                    self._label_proto_dtype, soff, sbytes)):
-            t.name, t.dtype = name, dtype
-            t.shape.extend(shape)
-            r = getattr(t, ref)
-            r.region, r.offset, r.byte_size = slot.name, off, nbytes
+        return batch_pb2.StreamBatchesRequest(patches=request)
 
     def result(self, future: PatchFuture, timeout: Optional[float] = None,
                copy: bool = False) -> Tuple[object, List[object]]:
@@ -461,7 +541,8 @@ class PatchAugmenter:
                     old.released = True
                     releases.append(old.lease)
             if releases and not self._closed:
-                self._requests.put(batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=releases)))
+                self._requests.put(release_request_bytes(releases) if self._encoded else
+                                   batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=releases)))
         future.returned_ns = time.time_ns()
         return image, targets
 
