@@ -6,13 +6,15 @@ client code path as CUDA IPC except the copies, which are tiny here).
 
   hops     the CPython thread hand-off alone on this machine: threading.Event set → a waiting thread running
            (one way, median µs), and queue.SimpleQueue put → get.
-  call     `aug(image, seg)` (submit + result, B=1, --patch³ nnunet_default with ``--preset``, default 0: no
-           transforms, so the server's compute is nearly nothing): call median, the server's compute p50 and each
-           phase (PatchFuture.phases()); "fixed" = call - compute.
+  call     `aug(image, seg)` (submit + result, B=1, --patch³, ``--preset`` default 3 = nnunet_validation: a crop,
+           so the server's compute is nearly nothing): call median, the server's compute p50 and each phase
+           (PatchFuture.phases()); "fixed" = call - compute. Also submit() alone and result() of a batch that is
+           already there (the Python of taking it).
   loader   `AugmentdPatchLoader` fed by an in-memory batch source, driven by a fake train step of --gil-ms of Python
            (holding the GIL, like the forward / backward launches) + --wait-ms asleep (the GPU, GIL free): the
-           training thread's time per iteration in `next()` and the step's own time against the step alone; the
-           difference is the loader's cost on the training thread's critical path.
+           training thread's time per iteration in `next()` and the iteration against the step alone (measured
+           after the loader closed); the difference is the loader's cost on the training thread's critical path
+           (on a 2-core machine mostly next() itself: the GIL contention of a 16-core trainer is not reproduced).
 
 --compare DIR runs each case in child processes with the client package from DIR/client/python/src as well
 ("before"; e.g. `git archive <base> client/python/src proto | tar -x -C DIR`), alternating before / after --rounds
@@ -160,11 +162,15 @@ def loader(args, client) -> dict:
         _busy(args.gil_ms)
         time.sleep(args.wait_ms / 1e3)
 
-    alone = []
-    for _ in range(30):
-        t0 = time.perf_counter_ns()
-        step()
-        alone.append((time.perf_counter_ns() - t0) / 1e6)
+    def steps_alone(n):
+        out = []
+        for _ in range(n):
+            t0 = time.perf_counter_ns()
+            step()
+            out.append((time.perf_counter_ns() - t0) / 1e6)
+        return out
+
+    alone = steps_alone(5)  # warm-up
     cfg = augmentd.patch_session_config([args.patch] * 3, batch_size=2, seed=1, preset=args.preset, device="cpu",
                                         deep_supervision_scales=[[1, 1, 1], [.5, .5, .5]])
     aug = augmentd.PatchAugmenter(client, cfg, depth=2, hold=1)
@@ -185,6 +191,7 @@ def loader(args, client) -> dict:
             iters.append((t2 - t0) / 1e6)
     finally:
         ld.close()
+    alone = steps_alone(args.loader_iters // 2)  # the step alone, after the loader is gone (same process, warm)
     base = statistics.median(alone)
     return {"step_alone_ms": base, "next_ms": statistics.median(in_next), "next_mean_ms": statistics.mean(in_next),
             "step_ms": statistics.median(step_ms), "iter_ms": statistics.median(iters),

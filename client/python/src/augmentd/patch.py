@@ -491,7 +491,12 @@ class PatchAugmenter:
             # The server reads the slot on its own stream after waiting on the slot's event (CudaIpcRegion.event_handle:
             # the writer records it after each write), so a device-to-device copy need not finish before the lease
             # goes out; without an event the copies must be finished when the lease arrives.
-            if not slot.memory.record(stream):
+            if stream.cuda_stream == 0 and torch.cuda.current_device() != slot.memory.device_index:
+                with torch.cuda.device(dev):  # the legacy default stream is the current device's
+                    recorded = slot.memory.record(stream)
+            else:
+                recorded = slot.memory.record(stream)
+            if not recorded:
                 stream.synchronize()
         else:
             for view, host, src in ((lay.iview, lay.ihost, image), (lay.sview, lay.shost, seg)):
@@ -565,6 +570,8 @@ class PatchAugmenter:
             self._call = None
         if hasattr(self, "_held"):
             self._held.clear()
+        if hasattr(self, "_layouts"):
+            self._layouts.clear()  # their views of the input slots go first
         for slot in self._inputs:
             slot.close()
         self._inputs = []
