@@ -195,7 +195,7 @@ def loader(args, client) -> dict:
     base = statistics.median(alone)
     return {"step_alone_ms": base, "next_ms": statistics.median(in_next), "next_mean_ms": statistics.mean(in_next),
             "step_ms": statistics.median(step_ms), "iter_ms": statistics.median(iters),
-            "iter_mean_ms": statistics.mean(iters), "overhead_ms": statistics.mean(iters) - statistics.mean(alone)}
+            "iter_mean_ms": statistics.mean(iters), "overhead_ms": statistics.median(iters) - base}
 
 
 def child(args) -> None:
@@ -278,7 +278,7 @@ def main() -> int:
          ("loader: next() mean (ms)", ("loader", "next_mean_ms")),
          ("loader: step with the loader running, median (ms)", ("loader", "step_ms")),
          ("loader: iteration mean (ms)", ("loader", "iter_mean_ms")),
-         ("loader: overhead per iteration = iteration - step alone, mean (ms)", ("loader", "overhead_ms"))]
+         ("loader: overhead per iteration = iteration - step alone, medians (ms)", ("loader", "overhead_ms"))]
     names = [n for n, _ in srcs]
     lines = [f"# Patch mode's fixed costs on the CPU (issue 22) — {platform.processor() or platform.machine()}, "
              f"{os.cpu_count()} cores", "",
