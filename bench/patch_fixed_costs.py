@@ -213,7 +213,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", default=os.environ.get("AUGMENTD_BIN", os.path.join(REPO, "build", "server", "augmentd")))
     ap.add_argument("--patch", type=int, default=16)
-    ap.add_argument("--preset", type=int, default=3, help="default 3: nnunet_validation (a crop: the server's compute is ~0)")
+    ap.add_argument("--preset", type=int, default=3,
+                    help="default 3: nnunet_validation (a crop: the server's compute is ~0)")
     ap.add_argument("--iters", type=int, default=400)
     ap.add_argument("--loader-iters", type=int, default=150)
     ap.add_argument("--gil-ms", type=float, default=3.0)

@@ -121,8 +121,9 @@ class PatchFuture:
         """Where this call's time went, in ms (a taken result of a StreamPatches server that reports the times):
         ``submit`` (copies into the input slot / message building), ``request`` (queued → the server read it: the
         gRPC request path), ``queue`` (server: read → engine start), ``compute`` (the engine), ``delivery``
-        (server: engine done → batch written), ``response`` (written → the client's reader thread has it, with its slot views) and
-        ``result`` (reader → result() returned: wake-up, views, the release). Missing server times give {}."""
+        (server: engine done → batch written), ``response`` (written → the client's reader thread has it, with its
+        slot views) and ``result`` (reader → result() returned: wake-up, the release). Missing server times give
+        {}."""
         t = self._batch.proto.timing if self._batch is not None else None
         if t is None or not t.received_unix_ns or not self.returned_ns:
             return {}
