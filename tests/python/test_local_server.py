@@ -29,6 +29,7 @@ def server():
 @pytest.mark.skipif(not getattr(subprocess, "_USE_POSIX_SPAWN", False), reason="this Python's subprocess has no "
                     "posix_spawn path (it then uses vfork, also without fork handlers)")
 def test_the_child_is_started_with_posix_spawn(monkeypatch):
+    prefix = local_server._die_with_parent_prefix()  # found once per process (it runs `setpriv --help`)
     calls = []
     real = os.posix_spawn
 
@@ -44,8 +45,44 @@ def test_the_child_is_started_with_posix_spawn(monkeypatch):
         assert srv.restarts == 0
     assert len(calls) == 1, "LocalServer did not start its child through os.posix_spawn"
     assert calls[0][-len(srv.args):] == srv.args
-    if local_server.shutil.which("setpriv"):
-        assert calls[0][:4] == [local_server.shutil.which("setpriv"), "--pdeathsig", "TERM", "--"]
+    assert calls[0][:len(prefix)] == prefix
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return any(line.startswith("State:") and "Z" in line.split()[1] for line in f)  # a zombie is gone
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not local_server._die_with_parent_prefix(), reason="no setpriv with --pdeathsig on this host")
+def test_the_server_dies_with_a_killed_parent():
+    """The parent-death signal without a preexec_fn: a process that started a LocalServer and is SIGKILLed takes
+    the server with it (SIGTERM from the kernel)."""
+    import signal
+    import sys
+    import time
+
+    from augmentd_server import client_env
+
+    script = ("import sys, time\n"
+              "from augmentd.local_server import LocalServer\n"
+              "s = LocalServer(device='cpu'); s.wait_serving()\n"
+              "print(s.proc.pid, flush=True); time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=client_env())
+    try:
+        pid = int(parent.stdout.readline())
+        assert not _gone(pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while not _gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(pid), f"the server {pid} outlived its killed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
 
 
 def test_local_servers_start_while_another_thread_streams(server):

@@ -72,10 +72,21 @@ def _die_with_parent_prefix() -> List[str]:
     """``setpriv --pdeathsig TERM --`` (Linux, util-linux): the server gets SIGTERM if the process that started it dies
     without stopping it. [] where setpriv is missing (the server then outlives a killed parent; ``stop`` and atexit
     still end it). setpriv execs the binary: the child's pid is the server's."""
-    if not sys.platform.startswith("linux"):
-        return []
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
+    global _SETPRIV
+    if _SETPRIV is None:
+        _SETPRIV = []
+        setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+        if setpriv:
+            try:  # util-linux >= 2.33 has --pdeathsig; an older setpriv would refuse the flag and the server not start
+                out = subprocess.run([setpriv, "--help"], capture_output=True, text=True, timeout=10, close_fds=False)
+                if "--pdeathsig" in out.stdout + out.stderr:
+                    _SETPRIV = [setpriv, "--pdeathsig", "TERM", "--"]
+            except (OSError, subprocess.SubprocessError):
+                pass
+    return list(_SETPRIV)
+
+
+_SETPRIV: Optional[List[str]] = None
 
 
 def _spawn(args: Sequence[str], env) -> subprocess.Popen:
