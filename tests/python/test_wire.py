@@ -120,9 +120,9 @@ def _encode_both_ways(image, seg, image_dtype=None):
 def test_large_requests_are_written_straight_into_their_bytes(monkeypatch):
     """Above 1 MiB the request is an uninitialised bytes object filled in place, the arrays in chunks on 4 threads:
     the same bytes as protobuf's serializer, and protobuf's parser gives the arrays back."""
-    from augmentd import patch, wire
+    from augmentd import wire
 
-    monkeypatch.setattr(patch, "_copy_threads", lambda: 4)
+    monkeypatch.setattr(wire, "_copy_threads", lambda: 4)
     rng = np.random.default_rng(5)
     image = rng.standard_normal((2, 1, 67, 71, 73)).astype(np.float32)   # 5.6 MB, odd extents: 2 copy tasks
     seg = rng.integers(-1, 3, (2, 1, 67, 71, 73)).astype(np.int16)
