@@ -101,9 +101,7 @@ def probe_encode(args, image, seg):
                 times["copy"].append((t2 - t1) * 1e3)
     finally:
         wire._DIRECT = direct
-    from augmentd import patch
-
-    return [(f"encode_stream_request: written in place ({patch._copy_threads()} copy thread(s))", med(times["direct"])),
+    return [(f"encode_stream_request: written in place ({wire._copy_threads()} copy thread(s))", med(times["direct"])),
             ("encode_stream_request: b\"\".join of the parts (alternating)", med(times["join"])),
             ("np.copyto into a reused buffer (one thread)", med(times["copy"]))]
 

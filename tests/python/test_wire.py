@@ -120,9 +120,9 @@ def _encode_both_ways(image, seg, image_dtype=None):
 def test_large_requests_are_written_straight_into_their_bytes(monkeypatch):
     """Above 1 MiB the request is an uninitialised bytes object filled in place, the arrays in chunks on 4 threads:
     the same bytes as protobuf's serializer, and protobuf's parser gives the arrays back."""
-    from augmentd import patch, wire
+    from augmentd import wire
 
-    monkeypatch.setattr(patch, "_copy_threads", lambda: 4)
+    monkeypatch.setattr(wire, "_copy_threads", lambda: 4)
     rng = np.random.default_rng(5)
     image = rng.standard_normal((2, 1, 67, 71, 73)).astype(np.float32)   # 5.6 MB, odd extents: 2 copy tasks
     seg = rng.integers(-1, 3, (2, 1, 67, 71, 73)).astype(np.int16)
@@ -213,21 +213,21 @@ def test_tune_malloc_keeps_large_buffers_off_mmap():
 
 
 def test_parallel_copy_into_a_slot_view(monkeypatch):
-    from augmentd import patch
+    from augmentd import wire
 
-    monkeypatch.setattr(patch, "_copy_threads", lambda: 4)  # the threaded path whatever this machine's cores
+    monkeypatch.setattr(wire, "_copy_threads", lambda: 4)  # the threaded path whatever this machine's cores
 
     rng = np.random.default_rng(4)
     src = rng.standard_normal((2, 1, 128, 128, 70)).astype(np.float32)  # 18 MB: 4 copy tasks
     dst = np.zeros_like(src)
-    patch._parallel_copyto(dst, src)
+    wire._parallel_copyto(dst, src)
     assert np.array_equal(dst, src)
     labels = rng.integers(-1, 3, src.shape).astype(np.int64)
     dst16 = np.zeros(src.shape, np.int16)
-    patch._parallel_copyto(dst16, labels)  # converted as np.copyto(casting="unsafe")
+    wire._parallel_copyto(dst16, labels)  # converted as np.copyto(casting="unsafe")
     assert np.array_equal(dst16, labels.astype(np.int16))
     strided = src[:, :, ::-1]
-    patch._parallel_copyto(dst, strided)  # not contiguous: one np.copyto
+    wire._parallel_copyto(dst, strided)  # not contiguous: one np.copyto
     assert np.array_equal(dst, strided)
 
 
@@ -268,3 +268,28 @@ def test_unix_send_buffer_of_connected_sockets_is_widened(tmp_path, monkeypatch)
     finally:
         for s in (a, b, *listeners):
             s.close()
+
+
+def test_patch_request_bytes_parse_as_the_protobuf_request():
+    """PatchAugmenter's StreamPatches requests built as bytes (a constant part per input slot and layout + the batch
+    index and lease) parse as the message protobuf builds, and so do its release requests."""
+    from augmentd.patch import patch_request_bytes, release_request_bytes
+
+    template = batch_pb2.AugmentRequest(session_id="s-17")
+    for t, name, off, n in ((template.image, "image", 0, 1000), (template.segmentation, "segmentation", 1024, 500)):
+        t.name, t.dtype = name, tensor_pb2.DTYPE_FLOAT32
+        t.shape.extend([2, 1, 5, 5, 5])
+        t.cuda_ipc.region, t.cuda_ipc.offset, t.cuda_ipc.byte_size = "in-1", off, n
+    for index, lease in ((0, batch_pb2.SlotLease(slot=0, generation=0)),
+                         (2 ** 40 + 3, batch_pb2.SlotLease(slot=3, generation=300))):
+        expected = batch_pb2.AugmentRequest()
+        expected.CopyFrom(template)
+        expected.batch_index = index
+        expected.input_slot.CopyFrom(lease)
+        data = patch_request_bytes(template.SerializeToString(), index, lease.SerializeToString())
+        parsed = batch_pb2.StreamBatchesRequest.FromString(data)
+        assert parsed == batch_pb2.StreamBatchesRequest(patches=expected)
+        assert parsed.patches.HasField("input_slot") and parsed.WhichOneof("msg") == "patches"
+    leases = [batch_pb2.SlotLease(slot=1, generation=7), batch_pb2.SlotLease(slot=0, generation=0)]
+    parsed = batch_pb2.StreamBatchesRequest.FromString(release_request_bytes(leases))
+    assert parsed == batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=leases))

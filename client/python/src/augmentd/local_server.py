@@ -12,11 +12,17 @@ The binary is found by ``find_binary``: an explicit path, ``$AUGMENTD_BIN``, the
 wheel (``augmentd.packaged``), ``augmentd`` on ``$PATH``, then ``build/server/augmentd`` of the source checkout this
 package lives in. ``$AUGMENTD_SERVER_ARGS`` adds flags to every server started here (shell syntax),
 e.g. ``--dataset_gpu_cache=17179869184 --gpu_workers=4``.
+
+The child is started without ``fork()`` (``subprocess`` takes ``posix_spawn``: no ``preexec_fn``, ``close_fds=False``;
+Python's own descriptors are not inheritable). A forked child runs grpcio's fork handlers, and when other threads of
+this process are inside gRPC (a live channel streaming), grpcio skips its prepare handler and the child can abort
+(SIGABRT, "epoll_wait error: Bad file descriptor") before it execs — grpc/grpc#43055. The parent-death signal is
+therefore set by ``setpriv --pdeathsig TERM`` (util-linux) in front of the binary where it exists, not by a Python
+``preexec_fn``. A child that still dies by a signal before "serving on" is started once more.
 """
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import re
 import shlex
@@ -62,12 +68,32 @@ def find_binary(explicit: Optional[str] = None) -> str:
                             "). Build it (scripts/build.sh) or set AUGMENTD_BIN=/path/to/augmentd")
 
 
-def _die_with_parent() -> None:
-    # Linux: SIGTERM the server if the process that started it dies without stopping it.
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+def _die_with_parent_prefix() -> List[str]:
+    """``setpriv --pdeathsig TERM --`` (Linux, util-linux): the server gets SIGTERM if the process that started it dies
+    without stopping it. [] where setpriv is missing (the server then outlives a killed parent; ``stop`` and atexit
+    still end it). setpriv execs the binary: the child's pid is the server's."""
+    global _SETPRIV
+    if _SETPRIV is None:
+        _SETPRIV = []
+        setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+        if setpriv:
+            try:  # util-linux >= 2.33 has --pdeathsig; an older setpriv would refuse the flag and the server not start
+                out = subprocess.run([setpriv, "--help"], capture_output=True, text=True, timeout=10, close_fds=False)
+                if "--pdeathsig" in out.stdout + out.stderr:
+                    _SETPRIV = [setpriv, "--pdeathsig", "TERM", "--"]
+            except (OSError, subprocess.SubprocessError):
+                pass
+    return list(_SETPRIV)
+
+
+_SETPRIV: Optional[List[str]] = None
+
+
+def _spawn(args: Sequence[str], env) -> subprocess.Popen:
+    """The child without fork(): with no preexec_fn, close_fds=False and an absolute executable, CPython's subprocess
+    starts it with os.posix_spawn (elsewhere with vfork), which runs no fork handlers (see the module docstring)."""
+    return subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            close_fds=False)
 
 
 class LocalServer:
@@ -88,23 +114,27 @@ class LocalServer:
         self.args = args
         self.lines: List[str] = []
         self._echo, self._prefix = echo, log_prefix
-        self._serving = threading.Event()
         # The packaged server finds the CUDA wheels' libraries through LD_LIBRARY_PATH where they are not beside it.
-        env = packaged.environ() if self.binary == packaged.binary() else None
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-        self._reader = threading.Thread(target=self._read, name="augmentd-local-log", daemon=True)
-        self._reader.start()
+        self._env = packaged.environ() if self.binary == packaged.binary() else None
+        self.restarts = 0  # children started again after dying by a signal before serving
+        self._start()
         atexit.register(self.stop)
 
-    def _read(self) -> None:
-        for line in self.proc.stdout:
+    def _start(self) -> None:
+        self._serving = threading.Event()
+        self.proc = _spawn(_die_with_parent_prefix() + self.args, self._env)
+        self._reader = threading.Thread(target=self._read, args=(self.proc, self._serving),
+                                        name="augmentd-local-log", daemon=True)
+        self._reader.start()
+
+    def _read(self, proc: subprocess.Popen, serving: threading.Event) -> None:
+        for line in proc.stdout:
             self.lines.append(line)
             if self._echo:
                 print(f"{self._prefix}{line.rstrip()}", file=sys.stderr, flush=True)
             if _SERVING.search(line):
-                self._serving.set()
-        self._serving.set()
+                serving.set()
+        serving.set()
 
     @property
     def output(self) -> str:
@@ -115,6 +145,19 @@ class LocalServer:
         self._serving.wait(timeout)
         if not any(_SERVING.search(line) for line in self.lines):
             rc = self.proc.poll()
+            if rc is None and not self._reader.is_alive():
+                try:
+                    rc = self.proc.wait(timeout=5)  # the log ended: the child is exiting
+                except subprocess.TimeoutExpired:
+                    pass
+            if rc is not None and rc < 0 and self.restarts == 0:
+                # Killed by a signal before serving (e.g. a fork-time abort of an older start, see the module
+                # docstring): once more, its log kept above the new one's.
+                self.restarts += 1
+                self._reader.join(timeout=5)
+                self.lines.append(f"[local_server] the child died by signal {-rc} before serving; starting it again\n")
+                self._start()
+                return self.wait_serving(timeout)
             self.stop()
             state = f"exited with status {rc}" if rc is not None else f"did not start within {timeout:g} s"
             raise RuntimeError(f"local augmentd ({' '.join(self.args)}) {state}:\n{self.output[-4000:]}")

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import collections
 import itertools
-import os
+import math
 import queue
 import threading
 import time
@@ -46,7 +46,8 @@ from augmentd.v1 import batch_pb2, server_info_pb2, session_pb2, tensor_pb2
 from .sessions import AugmentdError, Batch, Session
 from .slots import HostShmMemory
 from .tensors import _FROM_NUMPY, from_numpy, numpy_dtype
-from .wire import DecodedResponse, EncodedRequest, encode_stream_request, widen_unix_send_buffer
+from .wire import (DecodedResponse, EncodedRequest, _copy_threads, _parallel_copyto,  # noqa: F401 (moved to wire)
+                   encode_stream_request, encode_varint, widen_unix_send_buffer)
 
 _END = object()
 _HOST_SHM = server_info_pb2.DELIVERY_KIND_HOST_SHM
@@ -59,6 +60,36 @@ _ALL_CREDITS = 1 << 31
 
 def _align256(n: int) -> int:
     return (n + 255) & ~255
+
+
+# Wire tags (field number << 3 | wire type) of the StreamPatches requests built as bytes (the encoded stub sends
+# bytes as they are): StreamBatchesRequest.patches = 4 and .release = 3, AugmentRequest.batch_index = 2 (varint) and
+# .input_slot = 6, Release.leases = 1.
+_TAG_PATCHES, _TAG_RELEASE, _TAG_BATCH_INDEX, _TAG_INPUT_SLOT, _TAG_LEASES = b"\x22", b"\x1a", b"\x10", b"\x32", b"\x0a"
+
+
+def _len_field(tag: bytes, body: bytes) -> bytes:
+    return tag + encode_varint(len(body)) + body
+
+
+def patch_request_bytes(constant: bytes, batch_index: int, lease: bytes) -> bytes:
+    """A StreamBatchesRequest{patches} as wire bytes: ``constant`` (a serialized AugmentRequest with the fields that
+    stay the same per input slot and layout: session, image and segmentation tensors) followed by batch_index and
+    input_slot (the serialized SlotLease). Parses as the message with all of them set (protobuf merges fields)."""
+    return _len_field(_TAG_PATCHES, constant + _TAG_BATCH_INDEX + encode_varint(batch_index) +
+                      _len_field(_TAG_INPUT_SLOT, lease))
+
+
+def release_request_bytes(leases) -> bytes:
+    """A StreamBatchesRequest{release: Release{leases}} as wire bytes."""
+    return _len_field(_TAG_RELEASE, b"".join(_len_field(_TAG_LEASES, lease.SerializeToString()) for lease in leases))
+
+
+class _Layout:
+    """What ``_fill`` needs per (input slot, image shape, segmentation shape), made once: offsets, sizes, the
+    slot views and the request's constant part (serialized for the encoded stub, a template message otherwise)."""
+
+    __slots__ = ("ibytes", "soff", "sbytes", "iview", "sview", "ihost", "shost", "template", "constant")
 
 
 class PatchFuture:
@@ -90,8 +121,9 @@ class PatchFuture:
         """Where this call's time went, in ms (a taken result of a StreamPatches server that reports the times):
         ``submit`` (copies into the input slot / message building), ``request`` (queued → the server read it: the
         gRPC request path), ``queue`` (server: read → engine start), ``compute`` (the engine), ``delivery``
-        (server: engine done → batch written), ``response`` (written → the client's reader thread has it) and
-        ``result`` (reader → result() returned: wake-up, views, the release). Missing server times give {}."""
+        (server: engine done → batch written), ``response`` (written → the client's reader thread has it, with its
+        slot views) and ``result`` (reader → result() returned: wake-up, the release). Missing server times give
+        {}."""
         t = self._batch.proto.timing if self._batch is not None else None
         if t is None or not t.received_unix_ns or not self.returned_ns:
             return {}
@@ -153,46 +185,6 @@ class _InputSlot:
         self.memory.close()
 
 
-_COPY_CHUNK = 4 << 20  # bytes per copy task
-_copy_pool = None
-_copy_pool_lock = threading.Lock()
-
-
-_THREADS = max(1, min(8, (os.cpu_count() or 1) // 2))
-
-
-def _copy_threads() -> int:
-    return _THREADS
-
-
-def _parallel_copyto(dst: np.ndarray, src) -> None:
-    """``np.copyto(dst, src, casting="unsafe")`` of a large contiguous array in chunks on a few threads (numpy
-    releases the GIL while copying): one thread moves ~5-10 GB/s, i.e. 10-20 ms for a 128³ B=2 batch (issue 22).
-    Small or strided sources are copied on the calling thread. Threads that block rather than spin, so a loaded
-    host does not make it slower than one copy (torch's intra-op copy does there)."""
-    if dst.nbytes < 2 * _COPY_CHUNK:
-        np.copyto(dst, src, casting="unsafe")
-        return
-    src = np.asarray(src)
-    threads = _copy_threads()
-    if threads == 1 or not src.flags.c_contiguous or src.shape != dst.shape:
-        np.copyto(dst, src, casting="unsafe")
-        return
-    global _copy_pool
-    with _copy_pool_lock:
-        if _copy_pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _copy_pool = ThreadPoolExecutor(threads, thread_name_prefix="augmentd-copy")
-    d, s = dst.reshape(-1), src.reshape(-1)
-    step = max(_COPY_CHUNK // dst.itemsize, -(-d.size // threads))
-    parts = [(i, min(i + step, d.size)) for i in range(0, d.size, step)]
-    futures = [_copy_pool.submit(np.copyto, d[a:b], s[a:b], casting="unsafe") for a, b in parts[1:]]
-    np.copyto(d[parts[0][0]:parts[0][1]], s[parts[0][0]:parts[0][1]], casting="unsafe")
-    for f in futures:
-        f.result()
-
-
 def _inline_views(batch: Batch):
     """(image, [targets]) of an inline batch as torch CPU tensors viewing the received message's bytes (no copy;
     the batch owns them, nobody else holds a reference: writable in practice, so torch's warning is silenced)."""
@@ -212,6 +204,14 @@ def _inline_views(batch: Batch):
 
 def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "device")
+
+
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class PatchAugmenter:
@@ -281,7 +281,7 @@ class PatchAugmenter:
         self._label_proto_dtype = _FROM_NUMPY[np.dtype(self.label_dtype)]
         for slot in response.input_slots:
             self._inputs.append(_InputSlot(slot))
-        self._free: "queue.Queue" = queue.Queue()          # (slot index, SlotLease) the client may write
+        self._free: "queue.SimpleQueue" = queue.SimpleQueue()  # (slot index, SlotLease) the client may write
         self._room = threading.Semaphore(self.depth)        # submitted and not yet taken
         self._submit_lock = threading.Lock()                # request order = pending order
         self._take_lock = threading.Lock()                  # hold / credits bookkeeping
@@ -290,6 +290,7 @@ class PatchAugmenter:
         self._indices = itertools.count(start_batch_index)
         self._requests: "queue.SimpleQueue" = queue.SimpleQueue()
         self._copy_streams = {}                             # torch device → CUDA stream for host → slot copies
+        self._layouts = {}                                  # (slot index, ishape, sshape) → _Layout
         self._failure: Optional[BaseException] = None
         self._closed = False
         # Every credit up front: the server only produces submitted batches and at most `depth` are outstanding, so
@@ -303,6 +304,8 @@ class PatchAugmenter:
         stub = self.client.stub
         # The client's StreamPatchesDecoded stub takes pre-encoded requests (augmentd.wire.encode_stream_request).
         self._encoded = hasattr(stub, "StreamPatchesDecoded")
+        # Slot batches' torch views are looked up by the reader thread (cheap, cached per layout) when torch is there.
+        self._prepare = self.session.slots is not None and _torch_available()
         self._call = getattr(stub, "StreamPatchesDecoded", stub.StreamPatches)(self._request_iter(), timeout=timeout)
         self._reader = threading.Thread(target=self._read, name=f"augmentd-patch-{self.session.session_id}",
                                         daemon=True)
@@ -332,6 +335,11 @@ class PatchAugmenter:
                         self._free.put((lease.slot, lease))
                 elif which == "batch":
                     batch = Batch(response.batch, self.session.slots, None, inline)
+                    if self._prepare and response.batch.image.WhichOneof("storage") in ("host_shm", "cuda_ipc"):
+                        try:
+                            batch.torch()  # slot views (made once per layout) here, not on the caller's thread
+                        except Exception:  # noqa: BLE001 (result() makes them again and raises)
+                            pass
                     if response.batch.HasField("input_lease"):
                         lease = response.batch.input_lease
                         self._free.put((lease.slot, lease))
@@ -382,21 +390,21 @@ class PatchAugmenter:
                 if self._failure is not None:
                     raise self._failure
                 index = next(self._indices) if batch_index is None else batch_index
-                request = batch_pb2.AugmentRequest(session_id=self.session.session_id, batch_index=index)
                 if self._inputs:
                     item = self._free.get()
                     if item is None:
                         raise self._failure or RuntimeError("the patch stream ended")
-                    self._fill(item, image, segmentation, ishape, sshape, request)
-                    message = batch_pb2.StreamBatchesRequest(patches=request)
+                    message = self._fill(item, image, segmentation, ishape, sshape, index)
                 elif self._encoded:
                     # Inline bytes, copied once: from the arrays straight into the message (augmentd.wire).
+                    request = batch_pb2.AugmentRequest(session_id=self.session.session_id, batch_index=index)
                     arrays = (self._host(image, self.image_dtype), self._host(segmentation, self.label_dtype))
                     heads = tuple(tensor_pb2.Tensor(name=n, dtype=d, shape=a.shape) for n, d, a in
                                   (("image", self._image_proto_dtype, arrays[0]),
                                    ("segmentation", self._label_proto_dtype, arrays[1])))
                     message = encode_stream_request(EncodedRequest(request, heads, arrays))
                 else:
+                    request = batch_pb2.AugmentRequest(session_id=self.session.session_id, batch_index=index)
                     request.image.CopyFrom(from_numpy(self._host(image, self.image_dtype), "image"))
                     request.segmentation.CopyFrom(from_numpy(self._host(segmentation, self.label_dtype),
                                                              "segmentation"))
@@ -416,56 +424,94 @@ class PatchAugmenter:
             x = x.detach().cpu().numpy()
         return np.ascontiguousarray(x, dtype=dtype)
 
-    def _fill(self, item, image, seg, ishape, sshape, request) -> None:
-        index, lease = item
-        slot = self._inputs[index]
-        ibytes = int(np.prod(ishape)) * np.dtype(self.image_dtype).itemsize
-        soff = _align256(ibytes)
-        sbytes = int(np.prod(sshape)) * np.dtype(self.label_dtype).itemsize
-        if soff + sbytes > slot.byte_size:
-            self._free.put(item)
-            raise ValueError(f"image/segmentation: {soff + sbytes} bytes do not fit input slot {slot.name!r} of "
-                             f"{slot.byte_size} bytes")
-        iview = slot.view(0, ishape, self.image_dtype)
-        sview = slot.view(soff, sshape, self.label_dtype)
-        if slot.kind == "cuda_ipc":
-            import torch
-
-            dev = slot.memory.device
-            if any(_is_torch(x) and x.is_cuda for x in (image, seg)):
-                # Device to device on the caller's stream: after the kernels that produced the tensors.
-                stream = torch.cuda.current_stream(dev)
-            else:
-                # Host to device on the augmenter's own stream, not behind the caller's queued work: a training step
-                # on the default stream would otherwise hold every hand-over of a loader thread until it ends.
-                stream = self._copy_streams.get(dev)
-                if stream is None:
-                    stream = self._copy_streams[dev] = torch.cuda.Stream(dev)
-            with torch.cuda.device(dev), torch.cuda.stream(stream):
-                iview.copy_(image if _is_torch(image) else torch.from_numpy(np.ascontiguousarray(image)))
-                sview.copy_(seg if _is_torch(seg) else torch.from_numpy(np.ascontiguousarray(seg)))
-            # The server reads the slot on its own stream after waiting on the slot's event (CudaIpcRegion.event_handle:
-            # the writer records it after each write), so a device-to-device copy need not finish before the lease
-            # goes out; without an event the copies must be finished when the lease arrives.
-            if not slot.memory.record(stream):
-                stream.synchronize()
-            ref = "cuda_ipc"
-        else:
-            for view, src, off, shape, dtype in ((iview, image, 0, ishape, self.image_dtype),
-                                                 (sview, seg, soff, sshape, self.label_dtype)):
-                if _is_torch(src) and src.is_cuda:
-                    slot.host_tensor(off, shape, dtype).copy_(src)  # one device-to-host copy into the slot
-                else:
-                    _parallel_copyto(view, src.detach().numpy() if _is_torch(src) else src)
-            ref = "host_shm"
-        request.input_slot.CopyFrom(lease)
-        for t, name, shape, dtype, off, nbytes in ((request.image, "image", ishape, self._image_proto_dtype, 0, ibytes),
+    def _layout(self, index: int, slot: _InputSlot, ishape, sshape) -> _Layout:
+        key = (index, ishape, sshape)
+        lay = self._layouts.get(key)
+        if lay is not None:
+            return lay
+        lay = _Layout()
+        lay.ibytes = math.prod(ishape) * np.dtype(self.image_dtype).itemsize
+        lay.soff = _align256(lay.ibytes)
+        lay.sbytes = math.prod(sshape) * np.dtype(self.label_dtype).itemsize
+        if lay.soff + lay.sbytes > slot.byte_size:
+            raise ValueError(f"image/segmentation: {lay.soff + lay.sbytes} bytes do not fit input slot {slot.name!r} "
+                             f"of {slot.byte_size} bytes")
+        lay.iview = slot.view(0, ishape, self.image_dtype)
+        lay.sview = slot.view(lay.soff, sshape, self.label_dtype)
+        lay.ihost = lay.shost = None
+        if slot.kind == "host_shm":
+            lay.ihost = slot.host_tensor(0, ishape, self.image_dtype)
+            lay.shost = slot.host_tensor(lay.soff, sshape, self.label_dtype)
+        ref = "cuda_ipc" if slot.kind == "cuda_ipc" else "host_shm"
+        request = batch_pb2.AugmentRequest(session_id=self.session.session_id)
+        for t, name, shape, dtype, off, nbytes in ((request.image, "image", ishape, self._image_proto_dtype, 0,
+                                                    lay.ibytes),
                                                    (request.segmentation, "segmentation", sshape,
-                                                    self._label_proto_dtype, soff, sbytes)):
+                                                    self._label_proto_dtype, lay.soff, lay.sbytes)):
             t.name, t.dtype = name, dtype
             t.shape.extend(shape)
             r = getattr(t, ref)
             r.region, r.offset, r.byte_size = slot.name, off, nbytes
+        lay.template = request
+        lay.constant = request.SerializeToString()
+        self._layouts[key] = lay
+        return lay
+
+    def _fill(self, item, image, seg, ishape, sshape, batch_index: int):
+        """Copies image and seg into the free input slot ``item`` and returns the StreamPatches request naming it
+        (wire bytes for the encoded stub: the constant part is serialized once per slot and layout)."""
+        index, lease = item
+        slot = self._inputs[index]
+        try:
+            lay = self._layout(index, slot, ishape, sshape)
+        except ValueError:
+            self._free.put(item)
+            raise
+        if slot.kind == "cuda_ipc":
+            import torch
+
+            dev = slot.memory.device
+            if _is_torch(image) and image.is_cuda and _is_torch(seg) and seg.is_cuda:
+                # Device to device on the caller's current stream of the slot's device (copy_ runs there without a
+                # stream or device context): after the kernels that produced the tensors.
+                stream = torch.cuda.current_stream(dev)
+                lay.iview.copy_(image)
+                lay.sview.copy_(seg)
+            else:
+                if any(_is_torch(x) and x.is_cuda for x in (image, seg)):
+                    stream = torch.cuda.current_stream(dev)  # one of them on the device: the caller's stream
+                else:
+                    # Host to device on the augmenter's own stream, not behind the caller's queued work: a training
+                    # step on the default stream would otherwise hold every hand-over of a loader thread until it ends.
+                    stream = self._copy_streams.get(dev)
+                    if stream is None:
+                        stream = self._copy_streams[dev] = torch.cuda.Stream(dev)
+                with torch.cuda.device(dev), torch.cuda.stream(stream):
+                    lay.iview.copy_(image if _is_torch(image) else torch.from_numpy(np.ascontiguousarray(image)))
+                    lay.sview.copy_(seg if _is_torch(seg) else torch.from_numpy(np.ascontiguousarray(seg)))
+            # The server reads the slot on its own stream after waiting on the slot's event (CudaIpcRegion.event_handle:
+            # the writer records it after each write), so a device-to-device copy need not finish before the lease
+            # goes out; without an event the copies must be finished when the lease arrives.
+            if stream.cuda_stream == 0 and torch.cuda.current_device() != slot.memory.device_index:
+                with torch.cuda.device(dev):  # the legacy default stream is the current device's
+                    recorded = slot.memory.record(stream)
+            else:
+                recorded = slot.memory.record(stream)
+            if not recorded:
+                stream.synchronize()
+        else:
+            for view, host, src in ((lay.iview, lay.ihost, image), (lay.sview, lay.shost, seg)):
+                if _is_torch(src) and src.is_cuda:
+                    host.copy_(src)  # one device-to-host copy into the slot
+                else:
+                    _parallel_copyto(view, src.detach().numpy() if _is_torch(src) else src)
+        if self._encoded:
+            return patch_request_bytes(lay.constant, batch_index, lease.SerializeToString())
+        request = batch_pb2.AugmentRequest()
+        request.CopyFrom(lay.template)
+        request.batch_index = batch_index
+        request.input_slot.CopyFrom(lease)
+        return batch_pb2.StreamBatchesRequest(patches=request)
 
     def result(self, future: PatchFuture, timeout: Optional[float] = None,
                copy: bool = False) -> Tuple[object, List[object]]:
@@ -501,7 +547,8 @@ class PatchAugmenter:
                     old.released = True
                     releases.append(old.lease)
             if releases and not self._closed:
-                self._requests.put(batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=releases)))
+                self._requests.put(release_request_bytes(releases) if self._encoded else
+                                   batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=releases)))
         future.returned_ns = time.time_ns()
         return image, targets
 
@@ -524,6 +571,8 @@ class PatchAugmenter:
             self._call = None
         if hasattr(self, "_held"):
             self._held.clear()
+        if hasattr(self, "_layouts"):
+            self._layouts.clear()  # their views of the input slots go first
         for slot in self._inputs:
             slot.close()
         self._inputs = []

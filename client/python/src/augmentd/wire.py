@@ -10,7 +10,11 @@ says ``"inline_data"``) and returns ``memoryview`` slices of the received bytes 
 """
 from __future__ import annotations
 
+import os
+import threading
 from typing import List, Optional, Tuple
+
+import numpy as np
 
 from augmentd.v1 import batch_pb2
 
@@ -167,7 +171,7 @@ def encode_stream_request(message) -> bytes:
     → Tensor.inline_data = 4), but its tensor data is copied once, straight from the arrays into the message,
     instead of tobytes → CopyFrom → the oneof's copy → SerializeToString (four passes over a 100 MB batch). On
     CPython the message is an uninitialised ``bytes`` of its final size that the framing and the arrays are
-    written into, the large arrays in chunks on a few threads (``augmentd.patch._parallel_copyto``: one thread
+    written into, the large arrays in chunks on a few threads (``_parallel_copyto``: one thread
     moves ~5-10 GB/s, 10-20 ms for a 128³ B=2 request); elsewhere the parts are joined."""
     if isinstance(message, (bytes, bytearray)):  # already encoded (PatchAugmenter.submit encodes on its thread)
         return message
@@ -195,8 +199,6 @@ def encode_stream_request(message) -> bytes:
     message_bytes, dst = out
     import numpy as np
 
-    from .patch import _parallel_copyto
-
     at = 0
     for p in parts:
         n = len(p) if isinstance(p, bytes) else p.nbytes
@@ -204,6 +206,46 @@ def encode_stream_request(message) -> bytes:
             _parallel_copyto(dst[at:at + n], np.frombuffer(p, np.uint8))
         at += n
     return message_bytes
+
+
+_COPY_CHUNK = 4 << 20  # bytes per copy task
+_copy_pool = None
+_copy_pool_lock = threading.Lock()
+
+
+_THREADS = max(1, min(8, (os.cpu_count() or 1) // 2))
+
+
+def _copy_threads() -> int:
+    return _THREADS
+
+
+def _parallel_copyto(dst: np.ndarray, src) -> None:
+    """``np.copyto(dst, src, casting="unsafe")`` of a large contiguous array in chunks on a few threads (numpy
+    releases the GIL while copying): one thread moves ~5-10 GB/s, i.e. 10-20 ms for a 128³ B=2 batch (issue 22).
+    Small or strided sources are copied on the calling thread. Threads that block rather than spin, so a loaded
+    host does not make it slower than one copy (torch's intra-op copy does there)."""
+    if dst.nbytes < 2 * _COPY_CHUNK:
+        np.copyto(dst, src, casting="unsafe")
+        return
+    src = np.asarray(src)
+    threads = _copy_threads()
+    if threads == 1 or not src.flags.c_contiguous or src.shape != dst.shape:
+        np.copyto(dst, src, casting="unsafe")
+        return
+    global _copy_pool
+    with _copy_pool_lock:
+        if _copy_pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _copy_pool = ThreadPoolExecutor(threads, thread_name_prefix="augmentd-copy")
+    d, s = dst.reshape(-1), src.reshape(-1)
+    step = max(_COPY_CHUNK // dst.itemsize, -(-d.size // threads))
+    parts = [(i, min(i + step, d.size)) for i in range(0, d.size, step)]
+    futures = [_copy_pool.submit(np.copyto, d[a:b], s[a:b], casting="unsafe") for a, b in parts[1:]]
+    np.copyto(d[parts[0][0]:parts[0][1]], s[parts[0][0]:parts[0][1]], casting="unsafe")
+    for f in futures:
+        f.result()
 
 
 _DIRECT = 1 << 20  # below this, b"".join is as fast

@@ -140,7 +140,7 @@ class AugmentdPatchLoader:
         self.session = augmenter.session
         self.batches_taken = 0
         self._credits = threading.Semaphore(max(1, min(ahead, augmenter.depth)))  # submitted, not yet taken
-        self._submitted: "queue.Queue" = queue.Queue()
+        self._submitted: "queue.SimpleQueue" = queue.SimpleQueue()  # C-level put / get: less on next()'s path
         self._stop = threading.Event()
         self._feeder = threading.Thread(target=self._feed, name=f"augmentd-{name}-feed", daemon=True)
         self._feeder.start()
