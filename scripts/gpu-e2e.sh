@@ -42,6 +42,10 @@
 #   E2E_Q_PARALLEL=8 (trainings at once on the GPU) E2E_Q_N_PROC_DA=2 E2E_Q_CASES=24 E2E_Q_TEST_CASES=8
 #   E2E_Q_PATCH=32,64,64 E2E_Q_BATCH=2 E2E_Q_TTA=1 E2E_Q_DATASET_ARGS= (quality_dataset.py difficulty flags)
 #   E2E_Q_WORK=$E2E_WORK-quality
+#   E2E_MPS=1: every run (compute only and augmentd alike) under one CUDA MPS daemon started here and stopped at the
+#   end (nvidia-cuda-mps-control -d; pipes in /tmp/e2e-mps): the trainer's and the server's kernels share the GPU
+#   through MPS instead of time-slicing two contexts. The figures'
+#   machine says ", MPS".
 set -uo pipefail
 START=$(date +%s)
 # the command as called (its E2E_* / AUGMENTD_* settings), for the tables' headers
@@ -168,6 +172,15 @@ if [ -z "${E2E_MACHINE:-}" ]; then
     E2E_MACHINE="$(hostname) (no GPU)"
   fi
   E2E_MACHINE="$E2E_MACHINE, $NPROC cores"
+fi
+if [ "${E2E_MPS:-0}" = 1 ]; then
+  command -v nvidia-cuda-mps-control >/dev/null || { say "E2E_MPS=1 but no nvidia-cuda-mps-control"; exit 1; }
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/e2e-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/e2e-mps/log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || { say "the MPS daemon did not start"; exit 1; }
+  trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  E2E_MACHINE="$E2E_MACHINE, MPS"
+  say "MPS daemon started ($CUDA_MPS_PIPE_DIRECTORY)"
 fi
 RC=0
 if [ -n "$E2E_OTHER_STAGES" ]; then
