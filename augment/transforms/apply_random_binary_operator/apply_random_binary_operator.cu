@@ -125,17 +125,26 @@ __global__ void BinopPlaneKernel(const BinopSample* __restrict__ recs, const dou
 
 cudaError_t LaunchBinaryOperatorRound(int32_t batch, int32_t channels, const int32_t shape[3], float* x,
                                       const BinopSample* recs, const double* costs, bool second_pass, uint8_t* m0,
-                                      uint8_t* r1, uint8_t* nearest, uint16_t* pair, cudaStream_t stream) {
+                                      uint8_t* r1, uint8_t* nearest, uint16_t* pair, cudaStream_t stream,
+                                      const cudaEvent_t* kernel_marks) {
   const int32_t d0 = shape[0], d1 = shape[1], d2 = shape[2];
   const int64_t n = int64_t{d0} * d1 * d2;
   if (n >= (int64_t{1} << 31)) return cudaErrorInvalidValue;
   const dim3 grid = SliceGrid(n, batch);
   const int threads = internal::kThreads;
+  int marks = 0;
+  const auto mark = [&] {
+    if (kernel_marks != nullptr) cudaEventRecord(kernel_marks[marks++], stream);
+  };
   for (int32_t pass = 0; pass < (second_pass ? 2 : 1); ++pass) {
+    mark();
     BinopRowKernel<<<grid, threads, 0, stream>>>(recs, costs, pass, channels, d0, d1, d2, x, r1, m0, nearest);
+    mark();
     BinopColumnKernel<<<grid, threads, 0, stream>>>(recs, costs, pass, d0, d1, d2, nearest, pair);
+    mark();
     BinopPlaneKernel<<<grid, threads, 0, stream>>>(recs, costs, pass, channels, d0, d1, d2, pair, m0, r1, x);
   }
+  mark();
   return cudaGetLastError();
 }
 

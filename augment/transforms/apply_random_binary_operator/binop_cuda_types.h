@@ -33,9 +33,12 @@ struct BinopSample {
 // One round on every sample with recs[b].on: `m0`, `r1`, `nearest` hold B · n bytes, `pair` B · n uint16 (device
 // scratch); `second_pass` when any sample has pass2. The last pass's plane kernel writes the image itself (no separate
 // apply launch). n < 2^31 per sample. Enqueues only (no host synchronisation); returns the launch error.
+// Diagnostics (bench/cuda_chain_bench --kernel-times; the stage passes nullptr): with `kernel_marks`, event
+// kernel_marks[k] is recorded before the k-th launch and kernel_marks[launches] after the last (4 events for one
+// pass, 7 for two).
 cudaError_t LaunchBinaryOperatorRound(int32_t batch, int32_t channels, const int32_t shape[3], float* x,
                                       const BinopSample* recs, const double* costs, bool second_pass, uint8_t* m0,
                                       uint8_t* r1, uint8_t* nearest, uint16_t* pair,
-                                      cudaStream_t stream);
+                                      cudaStream_t stream, const cudaEvent_t* kernel_marks = nullptr);
 
 }  // namespace augmentd::cuda::chain

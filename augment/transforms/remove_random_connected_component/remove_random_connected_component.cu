@@ -318,7 +318,8 @@ __global__ void CcApplyKernel(const CcSample* __restrict__ recs, int32_t batch, 
 
 cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t rounds, int32_t channels, const int32_t shape[3],
                                        float* x, const CcSample* recs, uint8_t* mask, int32_t* labels, int32_t* sizes,
-                                       int32_t* chosen, int32_t* tile_counts, cudaStream_t stream) {
+                                       int32_t* chosen, int32_t* tile_counts, cudaStream_t stream,
+                                       const cudaEvent_t* kernel_marks) {
   const int64_t n = int64_t{shape[0]} * shape[1] * shape[2];
   if (n >= (int64_t{1} << 31) || rounds < 1 || int64_t{batch} * rounds > 65535) return cudaErrorInvalidValue;
   const int32_t tiles = CcTiles(n), slots = batch * rounds;
@@ -327,14 +328,25 @@ cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t rounds, int32_t ch
   const CcTileGeom g = MakeCcTileGeom(shape);
   const int64_t local_tiles = int64_t{g.tiles[0]} * g.tiles[1] * g.tiles[2];
   if (local_tiles >= (int64_t{1} << 31)) return cudaErrorInvalidValue;
+  int marks = 0;
+  const auto mark = [&] {
+    if (kernel_marks != nullptr) cudaEventRecord(kernel_marks[marks++], stream);
+  };
+  mark();
   CcLocalKernel<<<dim3(static_cast<unsigned>(local_tiles), static_cast<unsigned>(slots)), kLocalVoxels, 0, stream>>>(
       recs, batch, channels, g, x, mask, labels, sizes);
+  mark();
   CcBorderKernel<<<grid, threads, 0, stream>>>(recs, g, mask, labels);
+  mark();
   CcCompressKernel<<<grid, threads, 0, stream>>>(recs, n, mask, labels, sizes);
+  mark();
   CcCountKernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(slots)), kCountThreads, 0, stream>>>(
       recs, n, tiles, mask, labels, sizes, tile_counts);
+  mark();
   CcPickKernel<<<slots, kSelectThreads, 0, stream>>>(recs, n, tiles, mask, labels, sizes, tile_counts, chosen);
+  mark();
   CcApplyKernel<<<grid, threads, 0, stream>>>(recs, batch, channels, n, mask, labels, chosen, x);
+  mark();
   return cudaGetLastError();
 }
 
