@@ -230,12 +230,13 @@ int KernelTimes(int64_t B, const std::vector<int64_t>& P, int iters, cudaStream_
   float *pristine = nullptr, *x = nullptr;
   uint8_t *m0 = nullptr, *ccmask = nullptr;
   uint16_t* pair = nullptr;
-  int32_t *labels = nullptr, *ints = nullptr;
+  int32_t *labels = nullptr, *ints = nullptr, *boxes = nullptr;
   CHECK_CUDA(cudaMalloc(&pristine, img.size() * sizeof(float)));
   CHECK_CUDA(cudaMalloc(&x, img.size() * sizeof(float)));
   CHECK_CUDA(cudaMemcpy(pristine, img.data(), img.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMalloc(&m0, 3 * B * n));
   CHECK_CUDA(cudaMalloc(&pair, sizeof(uint16_t) * B * n));
+  CHECK_CUDA(cudaMalloc(&boxes, sizeof(int32_t) * 12 * B));
   CHECK_CUDA(cudaMalloc(&ccmask, S * n));
   CHECK_CUDA(cudaMalloc(&labels, sizeof(int32_t) * 2 * S * n));
   CHECK_CUDA(cudaMalloc(&ints, sizeof(int32_t) * (S + S * ch::CcTiles(n))));
@@ -264,8 +265,8 @@ int KernelTimes(int64_t B, const std::vector<int64_t>& P, int iters, cudaStream_
     }
     return med;
   };
-  std::printf("| binary operator round (B samples, channel 1) | r | k | row | column | plane | row 2 | column 2 | plane 2 |"
-              " round |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| binary operator round (B samples, channel 1) | r | k | box | row | column | plane | row 2 | column 2 |"
+              " plane 2 | round |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const std::pair<const char*, augmentd::BinaryOperator> ops[] = {{"dilation", augmentd::BinaryOperator::kDilation},
                                                                   {"erosion", augmentd::BinaryOperator::kErosion},
                                                                   {"opening", augmentd::BinaryOperator::kOpening},
@@ -299,13 +300,13 @@ int KernelTimes(int64_t B, const std::vector<int64_t>& P, int iters, cudaStream_
       CHECK_CUDA(cudaMemcpy(d_recs, recs.data(), sizeof(ch::BinopSample) * B, cudaMemcpyHostToDevice));
       CHECK_CUDA(cudaMemcpy(d_costs, costs.data(), sizeof(double) * costs.size(), cudaMemcpyHostToDevice));
       const bool two = recs[0].pass2 != ch::kBinopNone;
-      const int kernels = two ? 6 : 3;
+      const int kernels = two ? 7 : 4;  // box (memset + box kernel), then row, column, plane per pass
       const std::vector<double> med = time(kernels, [&] {
         return ch::LaunchBinaryOperatorRound(static_cast<int32_t>(B), static_cast<int32_t>(C), shape, x, d_recs,
-                                             d_costs, two, m0, m0 + B * n, m0 + 2 * B * n, pair, stream, ev);
+                                             d_costs, two, m0, m0 + B * n, m0 + 2 * B * n, pair, boxes, stream, ev);
       });
       std::printf("| %s | %.1f | %zu |", name, r, h.size());
-      for (int k = 0; k < 6; ++k) {
+      for (int k = 0; k < 7; ++k) {
         if (k < kernels) std::printf(" %.3f |", med[k]); else std::printf(" – |");
       }
       std::printf(" %.3f |\n", med[kernels]);
@@ -350,6 +351,7 @@ int KernelTimes(int64_t B, const std::vector<int64_t>& P, int iters, cudaStream_
   cudaFree(x);
   cudaFree(m0);
   cudaFree(pair);
+  cudaFree(boxes);
   cudaFree(ccmask);
   cudaFree(labels);
   cudaFree(ints);

@@ -150,4 +150,55 @@ AUGMENTD_BINOP_HD bool PlaneHit(const Axis& ax, int32_t a, int32_t len, Pair pai
 // 2D samples (1, X, Y): no plane axis, D = the column pass's value.
 AUGMENTD_BINOP_HD bool PairHit(const Axis& ax, uint16_t p) { return p != kNoPair && PairCost(ax.h, p) <= ax.r2; }
 
+// The box of a pass's input set (every voxel where the pass input equals `want`): per axis d the smallest
+// coordinate v[d] and the negated largest v[3 + d], so that all six are minima (atomicMin on the device) starting
+// from kBoxInit (the bytes of cudaMemsetAsync(0x7f)); an empty set keeps them, and every test below then fails.
+// A voxel whose footprint window misses the box along some axis reads no voxel of the set in that kernel, so its
+// result is known without a scan: kNone (row), kNoPair (column), no hit (plane) — exactly what the scan returns.
+// Only voxels near the set are scanned: on a sparse set (an eroded mask, the complement of a dilated one, the
+// previous stage's small lesions) most voxels skip every scan.
+inline constexpr int32_t kBoxInit = 0x7f7f7f7f;
+
+struct Box {
+  int32_t v[6];
+};
+
+AUGMENTD_BINOP_HD void BoxReset(Box& b) {
+  for (int32_t& x : b.v) x = kBoxInit;
+}
+
+// Adds voxel (a, y, z) to the box.
+AUGMENTD_BINOP_HD void BoxAdd(Box& b, int32_t a, int32_t y, int32_t z) {
+  const int32_t c[3] = {a, y, z};
+  for (int d = 0; d < 3; ++d) {
+    b.v[d] = c[d] < b.v[d] ? c[d] : b.v[d];
+    b.v[3 + d] = -c[d] < b.v[3 + d] ? -c[d] : b.v[3 + d];
+  }
+}
+
+// Whether coordinate c's window c + j − o (j ∈ [0, k), o = (k − 1) / 2) meets [v[d], −v[3 + d]] along axis d.
+AUGMENTD_BINOP_HD bool WindowMeets(const Box& b, int d, int32_t c, int32_t k) {
+  const int32_t o = (k - 1) / 2;
+  return c - o <= -b.v[3 + d] && c - o + k - 1 >= b.v[d];
+}
+
+// Whether coordinate c lies in the box along axis d.
+AUGMENTD_BINOP_HD bool InsideAlong(const Box& b, int d, int32_t c) { return c >= b.v[d] && c <= -b.v[3 + d]; }
+
+// Row pass at (a, y, z): only its own row along the last axis.
+AUGMENTD_BINOP_HD bool RowMayHit(const Box& b, int32_t a, int32_t y, int32_t z, int32_t k) {
+  return InsideAlong(b, 0, a) && InsideAlong(b, 1, y) && WindowMeets(b, 2, z, k);
+}
+
+// Column pass at (a, y, z): the rows at y + j − o of plane a.
+AUGMENTD_BINOP_HD bool ColumnMayHit(const Box& b, int32_t a, int32_t y, int32_t z, int32_t k) {
+  return InsideAlong(b, 0, a) && WindowMeets(b, 1, y, k) && WindowMeets(b, 2, z, k);
+}
+
+// Plane pass at (a, y, z) (3D: the columns at a + j − o; 2D samples, ndim 2: the column pass's own value).
+AUGMENTD_BINOP_HD bool PlaneMayHit(const Box& b, int32_t a, int32_t y, int32_t z, int32_t k, int32_t ndim) {
+  return (ndim == 2 ? InsideAlong(b, 0, a) : WindowMeets(b, 0, a, k)) && WindowMeets(b, 1, y, k) &&
+         WindowMeets(b, 2, z, k);
+}
+
 }  // namespace augmentd::cuda::chain::binop
