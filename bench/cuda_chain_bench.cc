@@ -24,10 +24,12 @@
 // --stage-times (with --cascade): each cascade row once more through CudaChain directly with a ChainStageTimer
 // (augment/cuda/chain.h: one event per step of Run), a table of each step's median ms per row: where the time goes
 // (the first step, "host: …", is the GPU's idle time while the host draws and packs the batch).
-// --kernel-times: the binary operator's round (per operator and radius) and the component removal's launch set (1
-// and 3 rounds) called directly on B samples of 4 channels at the patch (channel 0 N(0.3, 1), 1..3 the one-hot of
-// labels 0..3 in 4³ blobs, as the cascade's after the growth, without the spatial resampling), each kernel between
-// two events (the launchers' kernel_marks), the image restored before every launch; median ms per kernel.
+// --kernel-times: the binary operator's round (per operator, radius and channel) and the component removal's launch
+// set (1 round per channel, 3 rounds) called directly on B samples of 4 channels at the patch: channel 0 N(0.3, 1);
+// 1 "blobs": label 1 of labels 0..3 in 4³ blobs (the --cascade rows' data, 25 % dense, percolating, without the
+// spatial resampling); 2 "balls": three balls of radius P/10…P/5 (a previous stage's prediction: a few compact
+// objects); 3 "empty" (an absent label). Each kernel between two events (the launchers' kernel_marks), the image
+// restored before every launch; median ms per kernel.
 // Timing: CUDA events around CudaAugmenter::Run on one stream; median and p90 of --iters batches after 3 warm-up
 // batches, each batch with fresh draws (first_sample_index advances). Inputs: N(0.3, 1) image, labels 0..3 in 4³
 // blobs. Exit status 2 without a CUDA device (prints why), 1 on any engine error.
@@ -214,18 +216,34 @@ int KernelTimes(int64_t B, const std::vector<int64_t>& P, int iters, cudaStream_
   std::vector<float> img(B * C * n);
   std::vector<float> noise(n);
   std::vector<int16_t> lab(n);
-  int64_t fg = 0;
+  int64_t fg[4] = {0, 0, 0, 0};
   for (int64_t b = 0; b < B; ++b) {
     augmentd::testing::FillNormal(g, noise);
     augmentd::testing::FillBlobbyLabels(g, P, 4, lab.data());
     float* x = img.data() + b * C * n;
     std::copy(noise.begin(), noise.end(), x);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t k = 1; k < C; ++k) {
-        x[k * n + i] = lab[i] == k ? 1.0f : 0.0f;
-        fg += lab[i] == k && k == 1;
+    std::uniform_real_distribution<double> u(0, 1);
+    double ball[3][4];
+    for (auto& bl : ball) {
+      for (int d = 0; d < 3; ++d) bl[d] = P[d] * (0.25 + 0.5 * u(g));
+      bl[3] = std::min({P[0], P[1], P[2]}) * (0.1 + 0.1 * u(g));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c[3] = {i / (P[1] * P[2]), (i / P[2]) % P[1], i % P[2]};
+      bool in = false;
+      for (const auto& bl : ball) {
+        double d2 = 0;
+        for (int d = 0; d < 3; ++d) d2 += (c[d] - bl[d]) * (c[d] - bl[d]);
+        in = in || d2 <= bl[3] * bl[3];
       }
+      x[n + i] = lab[i] == 1 ? 1.0f : 0.0f;
+      x[2 * n + i] = in ? 1.0f : 0.0f;
+      x[3 * n + i] = 0.0f;
+      fg[1] += lab[i] == 1;
+      fg[2] += in;
+    }
   }
+  const char* const channel_name[4] = {"", "blobs", "balls", "empty"};
   const int64_t S = 3 * B;  // component slots: 3 rounds
   float *pristine = nullptr, *x = nullptr;
   uint8_t *m0 = nullptr, *ccmask = nullptr;
@@ -242,8 +260,9 @@ int KernelTimes(int64_t B, const std::vector<int64_t>& P, int iters, cudaStream_
   CHECK_CUDA(cudaMalloc(&ints, sizeof(int32_t) * (S + S * ch::CcTiles(n))));
   cudaEvent_t ev[8];
   for (cudaEvent_t& e : ev) CHECK_CUDA(cudaEventCreate(&e));
-  std::printf("# kernel times — B=%lld, %lldx%lldx%lld, channel 1 foreground %.1f %%, median of %d\n\n", (long long)B,
-              (long long)P[0], (long long)P[1], (long long)P[2], 100.0 * fg / (B * n), iters);
+  std::printf("# kernel times — B=%lld, %lldx%lldx%lld, foreground: blobs %.1f %%, balls %.1f %%, empty 0 %%; median of "
+              "%d\n\n", (long long)B, (long long)P[0], (long long)P[1], (long long)P[2], 100.0 * fg[1] / (B * n),
+              100.0 * fg[2] / (B * n), iters);
   // Runs `launch` (recording ev[0 .. kernels]) iters + 2 times on a fresh image; medians per kernel and of the whole.
   const auto time = [&](int kernels, const auto& launch) {
     std::vector<std::vector<double>> ms(kernels + 1);
@@ -265,67 +284,71 @@ int KernelTimes(int64_t B, const std::vector<int64_t>& P, int iters, cudaStream_
     }
     return med;
   };
-  std::printf("| binary operator round (B samples, channel 1) | r | k | box | row | column | plane | row 2 | column 2 |"
-              " plane 2 | round |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| binary operator round (B samples) | channel | r | k | box | row | column | plane | row 2 | column 2 |"
+              " plane 2 | round |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   const std::pair<const char*, augmentd::BinaryOperator> ops[] = {{"dilation", augmentd::BinaryOperator::kDilation},
                                                                   {"erosion", augmentd::BinaryOperator::kErosion},
                                                                   {"opening", augmentd::BinaryOperator::kOpening},
                                                                   {"closing", augmentd::BinaryOperator::kClosing}};
-  for (const auto& [name, op] : ops) {
-    for (double r : {1.0, 2.5, 4.0, 6.0, 8.0}) {
-      const std::vector<double> h = augmentd::binary_operator_internal::AxisCosts(r, 3);
-      std::vector<ch::BinopSample> recs(B);
-      std::vector<double> costs;
-      for (int64_t b = 0; b < B; ++b) {
-        ch::BinopSample& s = recs[b];
-        s.on = 1;
-        s.channel = 1;
-        s.others = (uint64_t{1} << 2) | (uint64_t{1} << 3);
-        const bool dil_first = op == augmentd::BinaryOperator::kDilation || op == augmentd::BinaryOperator::kClosing;
-        s.pass1 = dil_first ? ch::kBinopDilate : ch::kBinopErode;
-        s.pass2 = op == augmentd::BinaryOperator::kOpening   ? ch::kBinopDilate
-                  : op == augmentd::BinaryOperator::kClosing ? ch::kBinopErode
-                                                             : ch::kBinopNone;
-        s.k = static_cast<int32_t>(h.size());
-        s.ndim = 3;
-        s.r2 = r * r;
-        s.unimodal = ch::binop::BinopSplit(h.data(), s.k, &s.split) ? 1 : 0;
-        s.costs_offset = static_cast<int32_t>(costs.size());
-        costs.insert(costs.end(), h.begin(), h.end());
+  for (int32_t channel = 1; channel < C; ++channel) {
+    for (const auto& [name, op] : ops) {
+      for (double r : {1.0, 2.5, 4.0, 6.0, 8.0}) {
+        const std::vector<double> h = augmentd::binary_operator_internal::AxisCosts(r, 3);
+        std::vector<ch::BinopSample> recs(B);
+        std::vector<double> costs;
+        for (int64_t b = 0; b < B; ++b) {
+          ch::BinopSample& s = recs[b];
+          s.on = 1;
+          s.channel = channel;
+          s.others = uint64_t{14} & ~(uint64_t{1} << channel);  // the other one-hot channels
+          const bool dil_first = op == augmentd::BinaryOperator::kDilation || op == augmentd::BinaryOperator::kClosing;
+          s.pass1 = dil_first ? ch::kBinopDilate : ch::kBinopErode;
+          s.pass2 = op == augmentd::BinaryOperator::kOpening   ? ch::kBinopDilate
+                    : op == augmentd::BinaryOperator::kClosing ? ch::kBinopErode
+                                                               : ch::kBinopNone;
+          s.k = static_cast<int32_t>(h.size());
+          s.ndim = 3;
+          s.r2 = r * r;
+          s.unimodal = ch::binop::BinopSplit(h.data(), s.k, &s.split) ? 1 : 0;
+          s.costs_offset = static_cast<int32_t>(costs.size());
+          costs.insert(costs.end(), h.begin(), h.end());
+        }
+        ch::BinopSample* d_recs = nullptr;
+        double* d_costs = nullptr;
+        CHECK_CUDA(cudaMalloc(&d_recs, sizeof(ch::BinopSample) * B));
+        CHECK_CUDA(cudaMalloc(&d_costs, sizeof(double) * costs.size()));
+        CHECK_CUDA(cudaMemcpy(d_recs, recs.data(), sizeof(ch::BinopSample) * B, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(d_costs, costs.data(), sizeof(double) * costs.size(), cudaMemcpyHostToDevice));
+        const bool two = recs[0].pass2 != ch::kBinopNone;
+        const int kernels = two ? 7 : 4;  // box (memset + box kernel), then row, column, plane per pass
+        const std::vector<double> med = time(kernels, [&] {
+          return ch::LaunchBinaryOperatorRound(static_cast<int32_t>(B), static_cast<int32_t>(C), shape, x, d_recs,
+                                               d_costs, two, m0, m0 + B * n, m0 + 2 * B * n, pair, boxes, stream, ev);
+        });
+        std::printf("| %s | %s | %.1f | %zu |", name, channel_name[channel], r, h.size());
+        for (int k = 0; k < 7; ++k) {
+          if (k < kernels) std::printf(" %.3f |", med[k]); else std::printf(" – |");
+        }
+        std::printf(" %.3f |\n", med[kernels]);
+        if (out != nullptr)
+          std::fprintf(out, "{\"row\": \"kernel binop %s %s r=%.1f\", \"B\": %lld, \"median_ms\": %.4f}\n", name,
+                       channel_name[channel], r, (long long)B, med[kernels]);
+        cudaFree(d_recs);
+        cudaFree(d_costs);
       }
-      ch::BinopSample* d_recs = nullptr;
-      double* d_costs = nullptr;
-      CHECK_CUDA(cudaMalloc(&d_recs, sizeof(ch::BinopSample) * B));
-      CHECK_CUDA(cudaMalloc(&d_costs, sizeof(double) * costs.size()));
-      CHECK_CUDA(cudaMemcpy(d_recs, recs.data(), sizeof(ch::BinopSample) * B, cudaMemcpyHostToDevice));
-      CHECK_CUDA(cudaMemcpy(d_costs, costs.data(), sizeof(double) * costs.size(), cudaMemcpyHostToDevice));
-      const bool two = recs[0].pass2 != ch::kBinopNone;
-      const int kernels = two ? 7 : 4;  // box (memset + box kernel), then row, column, plane per pass
-      const std::vector<double> med = time(kernels, [&] {
-        return ch::LaunchBinaryOperatorRound(static_cast<int32_t>(B), static_cast<int32_t>(C), shape, x, d_recs,
-                                             d_costs, two, m0, m0 + B * n, m0 + 2 * B * n, pair, boxes, stream, ev);
-      });
-      std::printf("| %s | %.1f | %zu |", name, r, h.size());
-      for (int k = 0; k < 7; ++k) {
-        if (k < kernels) std::printf(" %.3f |", med[k]); else std::printf(" – |");
-      }
-      std::printf(" %.3f |\n", med[kernels]);
-      if (out != nullptr)
-        std::fprintf(out, "{\"row\": \"kernel binop %s r=%.1f\", \"B\": %lld, \"median_ms\": %.4f}\n", name, r,
-                     (long long)B, med[kernels]);
-      cudaFree(d_recs);
-      cudaFree(d_costs);
     }
   }
   std::printf("\n| component removal launch set | local | border | compress | count | pick | apply | set |\n"
               "|---|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (int32_t rounds : {1, 3}) {
+  // (rounds, first channel): one round on each channel, then the three channels as one set (the cascade's).
+  for (const std::pair<int32_t, int32_t>& rf : std::vector<std::pair<int32_t, int32_t>>{{1, 1}, {1, 2}, {1, 3}, {3, 1}}) {
+    const int32_t rounds = rf.first, first = rf.second;
     std::vector<ch::CcSample> recs(rounds * B);
     for (int32_t rd = 0; rd < rounds; ++rd)
       for (int64_t b = 0; b < B; ++b) {
         ch::CcSample& s = recs[rd * B + b];
         s.on = 1;
-        s.channel = 1 + rd;
+        s.channel = first + rd;
         s.limit = static_cast<double>(n) * 0.15;
         s.component_draw = 0.37;
         s.fill_channel = -1;
@@ -338,12 +361,13 @@ int KernelTimes(int64_t B, const std::vector<int64_t>& P, int iters, cudaStream_
       return ch::LaunchRemoveComponentRound(static_cast<int32_t>(B), rounds, static_cast<int32_t>(C), shape, x,
                                             d_recs, ccmask, labels, labels + slots * n, ints, ints + slots, stream, ev);
     });
-    std::printf("| %d round(s) × B |", rounds);
+    if (rounds == 1) std::printf("| 1 round × B, %s |", channel_name[first]);
+    else std::printf("| %d rounds × B (blobs, balls, empty) |", rounds);
     for (int k = 0; k <= 6; ++k) std::printf(" %.3f |", med[k]);
     std::printf("\n");
     if (out != nullptr)
-      std::fprintf(out, "{\"row\": \"kernel components %d rounds\", \"B\": %lld, \"median_ms\": %.4f}\n", rounds,
-                   (long long)B, med[6]);
+      std::fprintf(out, "{\"row\": \"kernel components %d rounds from %s\", \"B\": %lld, \"median_ms\": %.4f}\n",
+                   rounds, channel_name[first], (long long)B, med[6]);
     cudaFree(d_recs);
   }
   for (cudaEvent_t e : ev) cudaEventDestroy(e);
