@@ -341,7 +341,8 @@ int KernelTimes(int64_t B, const std::vector<int64_t>& P, int iters, cudaStream_
   std::printf("\n| component removal launch set | local | border | compress | count | pick | apply | set |\n"
               "|---|---:|---:|---:|---:|---:|---:|---:|\n");
   // (rounds, first channel): one round on each channel, then the three channels as one set (the cascade's).
-  for (const std::pair<int32_t, int32_t>& rf : std::vector<std::pair<int32_t, int32_t>>{{1, 1}, {1, 2}, {1, 3}, {3, 1}}) {
+  const std::vector<std::pair<int32_t, int32_t>> sets = {{1, 1}, {1, 2}, {1, 3}, {3, 1}};
+  for (const std::pair<int32_t, int32_t>& rf : sets) {
     const int32_t rounds = rf.first, first = rf.second;
     std::vector<ch::CcSample> recs(rounds * B);
     for (int32_t rd = 0; rd < rounds; ++rd)

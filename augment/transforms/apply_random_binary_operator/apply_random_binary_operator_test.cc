@@ -229,7 +229,9 @@ std::vector<uint8_t> EmulatedOperator(BinaryOperator op, const std::vector<uint8
   const int ndim = static_cast<int>(shape.size());
   const std::vector<double> h = bo::AxisCosts(r, ndim);
   const double r2 = r * r;
-  const auto pass = [&](const std::vector<uint8_t>& x, bool erode) { return EmulatedPass(x, d, ndim, h, r2, erode, early, boxed); };
+  const auto pass = [&](const std::vector<uint8_t>& x, bool erode) {
+    return EmulatedPass(x, d, ndim, h, r2, erode, early, boxed);
+  };
   switch (op) {
     case BinaryOperator::kDilation: return pass(m, false);
     case BinaryOperator::kErosion: return pass(m, true);
