@@ -5,6 +5,8 @@
 //   cuda_chain_bench [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json out.jsonl]
 //   cuda_chain_bench --default [...]   nnU-Net's default pipeline, fused kernels vs the generic chain (issue 21)
 //   cuda_chain_bench --cascade [...]   nnU-Net's 3d_cascade_fullres pipeline vs the default one (issue 24)
+//   cuda_chain_bench --cascade --stage-times [...]   also each cascade row's GPU time per chain step (below)
+//   cuda_chain_bench --kernel-times [...]   the cascade perturbations' kernels alone, per launch (below)
 //
 // Rows (B × C at the preset's initial patch size → patch):
 //   da5          nnunet_da5 with DA5's probabilities (one-of groups included);
@@ -19,6 +21,15 @@
 // labels and the previous stage's prediction) with its probabilities and all on, beside nnunet_default (fused) on the
 // same patch: `cascade − default` is what the cascade's transforms (one-hot growth, binary operators, connected
 // components on the chain) cost per batch.
+// --stage-times (with --cascade): each cascade row once more through CudaChain directly with a ChainStageTimer
+// (augment/cuda/chain.h: one event per step of Run), a table of each step's median ms per row: where the time goes
+// (the first step, "host: …", is the GPU's idle time while the host draws and packs the batch).
+// --kernel-times: the binary operator's round (per operator, radius and channel) and the component removal's launch
+// set (1 round per channel, 3 rounds) called directly on B samples of 4 channels at the patch: channel 0 N(0.3, 1);
+// 1 "blobs": label 1 of labels 0..3 in 4³ blobs (the --cascade rows' data, 25 % dense, percolating, without the
+// spatial resampling); 2 "balls": three balls of radius P/10…P/5 (a previous stage's prediction: a few compact
+// objects); 3 "empty" (an absent label). Each kernel between two events (the launchers' kernel_marks), the image
+// restored before every launch; median ms per kernel.
 // Timing: CUDA events around CudaAugmenter::Run on one stream; median and p90 of --iters batches after 3 warm-up
 // batches, each batch with fresh draws (first_sample_index advances). Inputs: N(0.3, 1) image, labels 0..3 in 4³
 // blobs. Exit status 2 without a CUDA device (prints why), 1 on any engine error.
@@ -30,6 +41,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "augment/cuda/chain.h"
@@ -37,6 +49,10 @@
 #include "augment/pipeline.h"
 #include "augment/testing/cascade_pipeline.h"
 #include "augment/testing/random_volume.h"
+#include "augment/transforms/apply_random_binary_operator/apply_random_binary_operator.h"
+#include "augment/transforms/apply_random_binary_operator/binop_cuda_types.h"
+#include "augment/transforms/apply_random_binary_operator/binop_passes.h"
+#include "augment/transforms/remove_random_connected_component/cc_cuda_types.h"
 
 namespace {
 
@@ -46,6 +62,27 @@ using augmentd::TransformSpec;
 
 struct Timing {
   double median_ms = 0, p90_ms = 0;
+};
+
+// Per-step times of the timed batches (--stage-times), steps in order of first appearance.
+struct StageTimes {
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> ms;
+  void Add(const std::string& name, double v) {
+    size_t i = std::find(names.begin(), names.end(), name) - names.begin();
+    if (i == names.size()) {
+      names.push_back(name);
+      ms.emplace_back();
+    }
+    ms[i].push_back(v);
+  }
+  double Median(const std::string& name) const {
+    size_t i = std::find(names.begin(), names.end(), name) - names.begin();
+    if (i == names.size() || ms[i].empty()) return -1;
+    std::vector<double> v = ms[i];
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  }
 };
 
 #define CHECK_CUDA(expr)                                                                   \
@@ -92,13 +129,16 @@ struct DeviceInput {
 // `chain_only` through CudaChain directly (the generic chain even where the fused kernels cover the spec); exits 1
 // on an engine error.
 Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int64_t C, int iters,
-                cudaStream_t stream, bool chain_only = false, int64_t seg_channels = 1) {
+                cudaStream_t stream, bool chain_only = false, int64_t seg_channels = 1,
+                StageTimes* stage_times = nullptr) {
   std::unique_ptr<augmentd::CudaAugmenter> aug;
   std::unique_ptr<augmentd::CudaChain> chain;
+  augmentd::ChainStageTimer timer;
   absl::Status created;
   if (chain_only) {
     auto c = augmentd::CudaChain::Create(spec);
     if (c.ok()) chain = std::move(*c); else created = c.status();
+    if (chain && stage_times != nullptr) chain->set_stage_timer(&timer);
   } else {
     auto a = augmentd::CudaAugmenter::Create(spec, 0);
     if (a.ok()) aug = std::move(*a); else created = a.status();
@@ -142,6 +182,22 @@ Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int6
     float t = 0;
     CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
     if (i >= 3) ms.push_back(t);
+    if (chain && stage_times != nullptr) {
+      auto steps = timer.Collect();
+      if (!steps.ok()) {
+        std::fprintf(stderr, "stage timer: %s\n", steps.status().ToString().c_str());
+        std::exit(1);
+      }
+      // A step may occur several times in a batch (never in today's chains): summed.
+      StageTimes batch;
+      for (const auto& [name, v] : *steps) batch.Add(name, v);
+      if (i >= 3)
+        for (size_t k = 0; k < batch.names.size(); ++k) {
+          double sum = 0;
+          for (double v : batch.ms[k]) sum += v;
+          stage_times->Add(batch.names[k], sum);
+        }
+    }
   }
   std::sort(ms.begin(), ms.end());
   cudaEventDestroy(start);
@@ -149,6 +205,182 @@ Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int6
   cudaFree(out.image);
   for (int16_t* p : out.seg) cudaFree(p);
   return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)]};
+}
+
+// --kernel-times (header comment). Returns the exit status.
+int KernelTimes(int64_t B, const std::vector<int64_t>& P, int iters, cudaStream_t stream, FILE* out) {
+  namespace ch = augmentd::cuda::chain;
+  const int64_t C = 4, n = P[0] * P[1] * P[2];
+  const int32_t shape[3] = {static_cast<int32_t>(P[0]), static_cast<int32_t>(P[1]), static_cast<int32_t>(P[2])};
+  std::mt19937_64 g(42);
+  std::vector<float> img(B * C * n);
+  std::vector<float> noise(n);
+  std::vector<int16_t> lab(n);
+  int64_t fg[4] = {0, 0, 0, 0};
+  for (int64_t b = 0; b < B; ++b) {
+    augmentd::testing::FillNormal(g, noise);
+    augmentd::testing::FillBlobbyLabels(g, P, 4, lab.data());
+    float* x = img.data() + b * C * n;
+    std::copy(noise.begin(), noise.end(), x);
+    std::uniform_real_distribution<double> u(0, 1);
+    double ball[3][4];
+    for (auto& bl : ball) {
+      for (int d = 0; d < 3; ++d) bl[d] = P[d] * (0.25 + 0.5 * u(g));
+      bl[3] = std::min({P[0], P[1], P[2]}) * (0.1 + 0.1 * u(g));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c[3] = {i / (P[1] * P[2]), (i / P[2]) % P[1], i % P[2]};
+      bool in = false;
+      for (const auto& bl : ball) {
+        double d2 = 0;
+        for (int d = 0; d < 3; ++d) d2 += (c[d] - bl[d]) * (c[d] - bl[d]);
+        in = in || d2 <= bl[3] * bl[3];
+      }
+      x[n + i] = lab[i] == 1 ? 1.0f : 0.0f;
+      x[2 * n + i] = in ? 1.0f : 0.0f;
+      x[3 * n + i] = 0.0f;
+      fg[1] += lab[i] == 1;
+      fg[2] += in;
+    }
+  }
+  const char* const channel_name[4] = {"", "blobs", "balls", "empty"};
+  const int64_t S = 3 * B;  // component slots: 3 rounds
+  float *pristine = nullptr, *x = nullptr;
+  uint8_t *m0 = nullptr, *ccmask = nullptr;
+  uint16_t* pair = nullptr;
+  int32_t *labels = nullptr, *ints = nullptr, *boxes = nullptr;
+  CHECK_CUDA(cudaMalloc(&pristine, img.size() * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&x, img.size() * sizeof(float)));
+  CHECK_CUDA(cudaMemcpy(pristine, img.data(), img.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMalloc(&m0, 3 * B * n));
+  CHECK_CUDA(cudaMalloc(&pair, sizeof(uint16_t) * B * n));
+  CHECK_CUDA(cudaMalloc(&boxes, sizeof(int32_t) * 12 * B));
+  CHECK_CUDA(cudaMalloc(&ccmask, S * n));
+  CHECK_CUDA(cudaMalloc(&labels, sizeof(int32_t) * 2 * S * n));
+  CHECK_CUDA(cudaMalloc(&ints, sizeof(int32_t) * (S + S * ch::CcTiles(n))));
+  cudaEvent_t ev[8];
+  for (cudaEvent_t& e : ev) CHECK_CUDA(cudaEventCreate(&e));
+  std::printf("# kernel times — B=%lld, %lldx%lldx%lld, foreground: blobs %.1f %%, balls %.1f %%, empty 0 %%; median of "
+              "%d\n\n", (long long)B, (long long)P[0], (long long)P[1], (long long)P[2], 100.0 * fg[1] / (B * n),
+              100.0 * fg[2] / (B * n), iters);
+  // Runs `launch` (recording ev[0 .. kernels]) iters + 2 times on a fresh image; medians per kernel and of the whole.
+  const auto time = [&](int kernels, const auto& launch) {
+    std::vector<std::vector<double>> ms(kernels + 1);
+    for (int it = 0; it < iters + 2; ++it) {
+      CHECK_CUDA(cudaMemcpyAsync(x, pristine, img.size() * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      CHECK_CUDA(launch());
+      CHECK_CUDA(cudaEventSynchronize(ev[kernels]));
+      if (it < 2) continue;
+      for (int k = 0; k <= kernels; ++k) {
+        float t = 0;
+        CHECK_CUDA(cudaEventElapsedTime(&t, ev[k < kernels ? k : 0], ev[k < kernels ? k + 1 : kernels]));
+        ms[k].push_back(t);
+      }
+    }
+    std::vector<double> med;
+    for (auto& v : ms) {
+      std::sort(v.begin(), v.end());
+      med.push_back(v[v.size() / 2]);
+    }
+    return med;
+  };
+  std::printf("| binary operator round (B samples) | channel | r | k | box | row | column | plane | row 2 | column 2 |"
+              " plane 2 | round |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  const std::pair<const char*, augmentd::BinaryOperator> ops[] = {{"dilation", augmentd::BinaryOperator::kDilation},
+                                                                  {"erosion", augmentd::BinaryOperator::kErosion},
+                                                                  {"opening", augmentd::BinaryOperator::kOpening},
+                                                                  {"closing", augmentd::BinaryOperator::kClosing}};
+  for (int32_t channel = 1; channel < C; ++channel) {
+    for (const auto& [name, op] : ops) {
+      for (double r : {1.0, 2.5, 4.0, 6.0, 8.0}) {
+        const std::vector<double> h = augmentd::binary_operator_internal::AxisCosts(r, 3);
+        std::vector<ch::BinopSample> recs(B);
+        std::vector<double> costs;
+        for (int64_t b = 0; b < B; ++b) {
+          ch::BinopSample& s = recs[b];
+          s.on = 1;
+          s.channel = channel;
+          s.others = uint64_t{14} & ~(uint64_t{1} << channel);  // the other one-hot channels
+          const bool dil_first = op == augmentd::BinaryOperator::kDilation || op == augmentd::BinaryOperator::kClosing;
+          s.pass1 = dil_first ? ch::kBinopDilate : ch::kBinopErode;
+          s.pass2 = op == augmentd::BinaryOperator::kOpening   ? ch::kBinopDilate
+                    : op == augmentd::BinaryOperator::kClosing ? ch::kBinopErode
+                                                               : ch::kBinopNone;
+          s.k = static_cast<int32_t>(h.size());
+          s.ndim = 3;
+          s.r2 = r * r;
+          s.unimodal = ch::binop::BinopSplit(h.data(), s.k, &s.split) ? 1 : 0;
+          s.costs_offset = static_cast<int32_t>(costs.size());
+          costs.insert(costs.end(), h.begin(), h.end());
+        }
+        ch::BinopSample* d_recs = nullptr;
+        double* d_costs = nullptr;
+        CHECK_CUDA(cudaMalloc(&d_recs, sizeof(ch::BinopSample) * B));
+        CHECK_CUDA(cudaMalloc(&d_costs, sizeof(double) * costs.size()));
+        CHECK_CUDA(cudaMemcpy(d_recs, recs.data(), sizeof(ch::BinopSample) * B, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(d_costs, costs.data(), sizeof(double) * costs.size(), cudaMemcpyHostToDevice));
+        const bool two = recs[0].pass2 != ch::kBinopNone;
+        const int kernels = two ? 7 : 4;  // box (memset + box kernel), then row, column, plane per pass
+        const std::vector<double> med = time(kernels, [&] {
+          return ch::LaunchBinaryOperatorRound(static_cast<int32_t>(B), static_cast<int32_t>(C), shape, x, d_recs,
+                                               d_costs, two, m0, m0 + B * n, m0 + 2 * B * n, pair, boxes, stream, ev);
+        });
+        std::printf("| %s | %s | %.1f | %zu |", name, channel_name[channel], r, h.size());
+        for (int k = 0; k < 7; ++k) {
+          if (k < kernels) std::printf(" %.3f |", med[k]); else std::printf(" – |");
+        }
+        std::printf(" %.3f |\n", med[kernels]);
+        if (out != nullptr)
+          std::fprintf(out, "{\"row\": \"kernel binop %s %s r=%.1f\", \"B\": %lld, \"median_ms\": %.4f}\n", name,
+                       channel_name[channel], r, (long long)B, med[kernels]);
+        cudaFree(d_recs);
+        cudaFree(d_costs);
+      }
+    }
+  }
+  std::printf("\n| component removal launch set | local | border | compress | count | pick | apply | set |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  // (rounds, first channel): one round on each channel, then the three channels as one set (the cascade's).
+  const std::vector<std::pair<int32_t, int32_t>> sets = {{1, 1}, {1, 2}, {1, 3}, {3, 1}};
+  for (const std::pair<int32_t, int32_t>& rf : sets) {
+    const int32_t rounds = rf.first, first = rf.second;
+    std::vector<ch::CcSample> recs(rounds * B);
+    for (int32_t rd = 0; rd < rounds; ++rd)
+      for (int64_t b = 0; b < B; ++b) {
+        ch::CcSample& s = recs[rd * B + b];
+        s.on = 1;
+        s.channel = first + rd;
+        s.limit = static_cast<double>(n) * 0.15;
+        s.component_draw = 0.37;
+        s.fill_channel = -1;
+      }
+    ch::CcSample* d_recs = nullptr;
+    CHECK_CUDA(cudaMalloc(&d_recs, sizeof(ch::CcSample) * recs.size()));
+    CHECK_CUDA(cudaMemcpy(d_recs, recs.data(), sizeof(ch::CcSample) * recs.size(), cudaMemcpyHostToDevice));
+    const int64_t slots = rounds * B;
+    const std::vector<double> med = time(6, [&] {
+      return ch::LaunchRemoveComponentRound(static_cast<int32_t>(B), rounds, static_cast<int32_t>(C), shape, x,
+                                            d_recs, ccmask, labels, labels + slots * n, ints, ints + slots, stream, ev);
+    });
+    if (rounds == 1) std::printf("| 1 round × B, %s |", channel_name[first]);
+    else std::printf("| %d rounds × B (blobs, balls, empty) |", rounds);
+    for (int k = 0; k <= 6; ++k) std::printf(" %.3f |", med[k]);
+    std::printf("\n");
+    if (out != nullptr)
+      std::fprintf(out, "{\"row\": \"kernel components %d rounds from %s\", \"B\": %lld, \"median_ms\": %.4f}\n",
+                   rounds, channel_name[first], (long long)B, med[6]);
+    cudaFree(d_recs);
+  }
+  for (cudaEvent_t e : ev) cudaEventDestroy(e);
+  cudaFree(pristine);
+  cudaFree(x);
+  cudaFree(m0);
+  cudaFree(pair);
+  cudaFree(boxes);
+  cudaFree(ccmask);
+  cudaFree(labels);
+  cudaFree(ints);
+  return 0;
 }
 
 PipelineSpec Subset(const PipelineSpec& full, const std::vector<size_t>& keep, size_t forced) {
@@ -174,7 +406,7 @@ int main(int argc, char** argv) {
   int64_t B = 2, C = 1;
   int iters = 20;
   const char* json = nullptr;
-  bool default_pipeline = false, cascade = false;
+  bool default_pipeline = false, cascade = false, stage_times = false, kernel_times = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has = i + 1 < argc;
@@ -185,9 +417,11 @@ int main(int argc, char** argv) {
     else if (a == "--json" && has) json = argv[++i];
     else if (a == "--default") default_pipeline = true;
     else if (a == "--cascade") cascade = true;
+    else if (a == "--stage-times") stage_times = true;
+    else if (a == "--kernel-times") kernel_times = true;
     else {
       std::fprintf(stderr,
-                   "usage: %s [--default | --cascade] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
+                   "usage: %s [--default | --cascade [--stage-times] | --kernel-times] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
                    argv[0]);
       return a == "--help" || a == "-h" ? 0 : 1;
     }
@@ -237,6 +471,12 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   };
+  if (kernel_times) {
+    const int rc = KernelTimes(B, patch, iters, stream, out);
+    if (out != nullptr) std::fclose(out);
+    cudaStreamDestroy(stream);
+    return rc;
+  }
   if (default_pipeline) {  // issue 21: the fused intensity path vs the generic chain, same pipeline, same run
     auto def = augmentd::NnunetDefaultPipeline(tc);
     if (!def.ok()) {
@@ -285,6 +525,39 @@ int main(int argc, char** argv) {
       report("cascade, perturbations off", TimeSpec(*none, d2, B, C, iters, stream, false, 2), -1);
       report("cascade, binary operator on", TimeSpec(*binop, d2, B, C, iters, stream, false, 2), -1);
       report("cascade, component removal on", TimeSpec(*comp, d2, B, C, iters, stream, false, 2), -1);
+    }
+    if (stage_times) {  // each row once more on CudaChain with per-step events: median ms of each step
+      const std::vector<std::pair<std::string, const PipelineSpec*>> rows = {
+          {"cascade", &*cas}, {"all on", &cas_on}, {"perturbations off", &*none}, {"binary operator on", &*binop},
+          {"component removal on", &*comp}};
+      std::vector<StageTimes> st(rows.size());
+      std::vector<Timing> whole(rows.size());
+      std::vector<std::string> steps;
+      for (size_t r = 0; r < rows.size(); ++r) {
+        whole[r] = TimeSpec(*rows[r].second, d2, B, C, iters, stream, /*chain_only=*/true, 2, &st[r]);
+        for (const std::string& s : st[r].names)
+          if (std::find(steps.begin(), steps.end(), s) == steps.end()) steps.push_back(s);
+      }
+      std::printf("\n## per-step GPU time (CudaChain with a ChainStageTimer), median ms of %d batches\n\n| step |",
+                  iters);
+      for (const auto& row : rows) std::printf(" %s |", row.first.c_str());
+      std::printf("\n|---|");
+      for (size_t r = 0; r < rows.size(); ++r) std::printf("---:|");
+      std::printf("\n");
+      for (const std::string& s : steps) {
+        std::printf("| %s |", s.c_str());
+        for (size_t r = 0; r < rows.size(); ++r) {
+          const double m = st[r].Median(s);
+          if (m < 0) std::printf(" – |"); else std::printf(" %.3f |", m);
+          if (out != nullptr && m >= 0)
+            std::fprintf(out, "{\"row\": \"stage %s: %s\", \"B\": %lld, \"C\": %lld, \"median_ms\": %.4f}\n",
+                         rows[r].first.c_str(), s.c_str(), (long long)B, (long long)C, m);
+        }
+        std::printf("\n");
+      }
+      std::printf("| (whole batch, same runs) |");
+      for (size_t r = 0; r < rows.size(); ++r) std::printf(" %.3f |", whole[r].median_ms);
+      std::printf("\n");
     }
     if (out != nullptr) std::fclose(out);
     cudaStreamDestroy(stream);

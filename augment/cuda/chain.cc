@@ -97,6 +97,38 @@ void Internal3(const std::vector<int64_t>& s, int32_t out[3]) {
 
 CudaChain::~CudaChain() = default;
 
+ChainStageTimer::~ChainStageTimer() {
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+}
+
+absl::Status ChainStageTimer::Mark(std::string name, cudaStream_t stream) {
+  if (used_ == events_.size()) {
+    cudaEvent_t e = nullptr;
+    RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&e), "cudaEventCreate(stage timer)"));
+    events_.push_back(e);
+  }
+  if (names_.size() <= used_) names_.resize(used_ + 1);
+  names_[used_] = std::move(name);
+  RETURN_IF_ERROR(CudaStatus(cudaEventRecord(events_[used_], stream), "cudaEventRecord(stage timer)"));
+  ++used_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, double>>> ChainStageTimer::Collect() {
+  std::vector<std::pair<std::string, double>> steps;
+  const size_t used = used_;
+  used_ = 0;
+  if (used == 0) return steps;
+  RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(events_[used - 1]), "cudaEventSynchronize(stage timer)"));
+  for (size_t i = 0; i + 1 < used; ++i) {
+    if (names_[i].empty()) continue;
+    float ms = 0;
+    RETURN_IF_ERROR(CudaStatus(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]), "cudaEventElapsedTime"));
+    steps.emplace_back(names_[i], static_cast<double>(ms));
+  }
+  return steps;
+}
+
 absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec& spec) {
   std::unique_ptr<CudaChain> c(new CudaChain());
   c->spec_ = spec;
@@ -262,6 +294,15 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
                                               " samples, batch has ", g.batch));
   }
 
+  // Diagnostics (set_stage_timer): a step starts at each mark; no-op without a timer.
+  const auto mark = [&](std::string name) -> absl::Status {
+    return timer_ != nullptr ? timer_->Mark(std::move(name), stream) : absl::OkStatus();
+  };
+  const auto entry_name = [&](const Entry& e) {
+    return absl::StrCat(std::string(TransformKindName(e.kind)), "#", e.index);
+  };
+  RETURN_IF_ERROR(mark("host: draws, prepare, upload"));
+
   // 1. Draws (the CPU engine's) and the spatial kernel's parameters.
   records.assign(g.batch, SampleRecord{});
   const SampleLayout layout{g.channels, sample, g.seg_channels};
@@ -421,11 +462,16 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(pre_t.seg, input.seg, sizeof(int16_t) * g.batch * g.seg_channels * in_n,
                                              cudaMemcpyDeviceToDevice, stream));
     }
-    for (Entry& e : entries_)
-      if (before_spatial(e)) RETURN_IF_ERROR(enqueue(e, pre_t));
+    for (Entry& e : entries_) {
+      if (!before_spatial(e)) continue;
+      RETURN_IF_ERROR(mark(entry_name(e)));
+      RETURN_IF_ERROR(enqueue(e, pre_t));
+    }
     src_image = pre_t.image;
     src_seg = pre_t.seg;
   }
+  RETURN_IF_ERROR(mark(spatial ? (fused_spatial ? "spatial (fused kernel)" : "spatial (generic kernel)")
+                                : "input copy"));
   if (spatial && !fused_spatial) {
     const bool any_grid =
         std::any_of(recs.begin(), recs.end(), [](const ch::SpatialSampleRec& r) { return r.grid >= 0; });
@@ -516,13 +562,18 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   for (Entry& e : entries_) {
     if (before_spatial(e)) continue;
     if (e.index > ds_index_ && !labels_stored) {
+      RETURN_IF_ERROR(mark("label pyramid"));
       RETURN_IF_ERROR(store_labels(t));
       labels_stored = true;
       HideLabels(t);
     }
+    RETURN_IF_ERROR(mark(entry_name(e)));
     RETURN_IF_ERROR(enqueue(e, t));
   }
-  if (!labels_stored) RETURN_IF_ERROR(store_labels(t));
+  if (!labels_stored) {
+    RETURN_IF_ERROR(mark("label pyramid"));
+    RETURN_IF_ERROR(store_labels(t));
+  }
 
   // 6. The image in the output dtype.
   for (int d = 0; d < 3; ++d)
@@ -533,8 +584,9 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   const cuda::OutDType odt = options.image_dtype == DType::kFloat16    ? cuda::OutDType::kFloat16
                              : options.image_dtype == DType::kBFloat16 ? cuda::OutDType::kBFloat16
                                                                        : cuda::OutDType::kFloat32;
+  RETURN_IF_ERROR(mark("image store"));
   AUGMENTD_CHAIN_CUDA_OK(ch::LaunchStoreImage(g.batch * t.channels * n, t.image, output.image, odt, stream));
-  return absl::OkStatus();
+  return mark("");
 }
 
 }  // namespace augmentd

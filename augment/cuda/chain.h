@@ -35,6 +35,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -49,6 +51,34 @@
 namespace augmentd {
 
 class DownsampleSegForDsTransform;
+
+// Diagnostics only (bench/cuda_chain_bench --stage-times; never set by the engine): where a batch's GPU time goes.
+// While a timer is set on a CudaChain, Run records a CUDA event on its stream at the start of each step (the host
+// draws and packing, the spatial step, each entry "<kind>#<index>", the label pyramid, the image store) and one at
+// its end; a step's time is the event interval: its kernels' GPU time, or the GPU's idle time while the host was
+// still preparing (the first step). Costs one event record per step; a chain without a timer records nothing.
+//
+//   ChainStageTimer timer;
+//   chain->set_stage_timer(&timer);
+//   chain->Run(...);  cudaStreamSynchronize(stream);
+//   ASSIGN_OR_RETURN(auto steps, timer.Collect());  // {"apply_random_binary_operator#12", 0.41}, ...
+class ChainStageTimer {
+ public:
+  ChainStageTimer() = default;
+  ~ChainStageTimer();
+  ChainStageTimer(const ChainStageTimer&) = delete;
+  ChainStageTimer& operator=(const ChainStageTimer&) = delete;
+  // Ends the previous step and starts `name` (an empty name: only ends it). Called by CudaChain::Run.
+  absl::Status Mark(std::string name, cudaStream_t stream);
+  // Once the marked work has finished (it synchronises on the last event): each step's name and milliseconds, in
+  // order; forgets the marks (the events are reused by the next batch).
+  absl::StatusOr<std::vector<std::pair<std::string, double>>> Collect();
+
+ private:
+  std::vector<cudaEvent_t> events_;
+  std::vector<std::string> names_;  // names_[i]: the step starting at events_[i] ("" for the final mark)
+  size_t used_ = 0;
+};
 
 class CudaChain {
  public:
@@ -69,6 +99,10 @@ class CudaChain {
   // Draws (records[b], exactly the CPU engine's draws) and enqueues the batch on `stream` (the device is current).
   absl::Status Run(const CudaBatchInput& input, const CudaBatchOutput& output, const RunOptions& options,
                    cudaStream_t stream, std::vector<SampleRecord>& records);
+
+  // Diagnostics: per-step events of every later Run (ChainStageTimer); nullptr (the default) turns them off. The
+  // timer must outlive the runs that use it.
+  void set_stage_timer(ChainStageTimer* timer) { timer_ = timer; }
 
  private:
   struct Entry {
@@ -107,6 +141,7 @@ class CudaChain {
   ChainWorkspace ws_;
   void* fused_ws_ = nullptr;  // ws_ slot of the spatial kernel's workspace, initialised for fused_shape_
   cuda::BatchShape fused_shape_{};
+  ChainStageTimer* timer_ = nullptr;
 };
 
 }  // namespace augmentd

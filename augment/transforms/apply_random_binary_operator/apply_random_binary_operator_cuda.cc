@@ -91,11 +91,15 @@ class BinaryOperatorStage final : public NamedStage {
   absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
     const int64_t n = t.voxels();
     const size_t mask = static_cast<size_t>(t.batch) * n;
-    // One slot (m0, r1, nearest, then the 256-aligned pairs): 5 bytes a voxel.
+    // One slot (m0, r1, nearest, then the 256-aligned pairs, then the 256-aligned boxes): 5 bytes a voxel + 48 a
+    // sample.
     const size_t pairs_at = (3 * mask + 255) / 256 * 256;
-    ASSIGN_OR_RETURN(void* masks, ws.Scratch(ChainWorkspace::kSlotStage, pairs_at + sizeof(uint16_t) * mask));
+    const size_t boxes_at = (pairs_at + sizeof(uint16_t) * mask + 255) / 256 * 256;
+    ASSIGN_OR_RETURN(void* masks, ws.Scratch(ChainWorkspace::kSlotStage,
+                                             boxes_at + sizeof(int32_t) * 12 * static_cast<size_t>(t.batch)));
     auto* m0 = static_cast<uint8_t*>(masks);
     auto* pairs = reinterpret_cast<uint16_t*>(m0 + pairs_at);
+    auto* boxes = reinterpret_cast<int32_t*>(m0 + boxes_at);
     // Taken above even when no sample applies the entry: allocated in the first batch, not by a later one (a
     // regrowth synchronises the device).
     if (rounds_.empty()) return absl::OkStatus();
@@ -103,7 +107,7 @@ class BinaryOperatorStage final : public NamedStage {
       RETURN_IF_ERROR(CudaStatus(
           ch::LaunchBinaryOperatorRound(t.batch, t.channels, t.shape, t.image, arena.device_as<ch::BinopSample>(r.recs),
                                         arena.device_as<double>(r.costs), r.second_pass, m0, m0 + mask,
-                                        m0 + 2 * mask, pairs, stream),
+                                        m0 + 2 * mask, pairs, boxes, stream),
           name_.c_str()));
     }
     return absl::OkStatus();

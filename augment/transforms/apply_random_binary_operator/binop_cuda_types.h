@@ -30,12 +30,17 @@ struct BinopSample {
   int32_t pad = 0;
 };
 
-// One round on every sample with recs[b].on: `m0`, `r1`, `nearest` hold B · n bytes, `pair` B · n uint16 (device
-// scratch); `second_pass` when any sample has pass2. The last pass's plane kernel writes the image itself (no separate
-// apply launch). n < 2^31 per sample. Enqueues only (no host synchronisation); returns the launch error.
+// One round on every sample with recs[b].on: `m0`, `r1`, `nearest` hold B · n bytes, `pair` B · n uint16, `boxes`
+// 2 · B · 6 int32 (the passes' input boxes, binop_passes.h; device scratch); `second_pass` when any sample has
+// pass2. Launches: a memset of the boxes and the first pass's box kernel, then row, column and plane kernels per
+// pass; the last pass's plane kernel writes the image itself (no separate apply launch). n < 2^31 per sample.
+// Enqueues only (no host synchronisation); returns the launch error.
+// Diagnostics (bench/cuda_chain_bench --kernel-times; the stage passes nullptr): with `kernel_marks`, event
+// kernel_marks[0] is recorded before the box memset, kernel_marks[1 + 3p + j] before kernel j (row, column, plane)
+// of pass p, and one after the last (5 events for one pass, 8 for two).
 cudaError_t LaunchBinaryOperatorRound(int32_t batch, int32_t channels, const int32_t shape[3], float* x,
                                       const BinopSample* recs, const double* costs, bool second_pass, uint8_t* m0,
-                                      uint8_t* r1, uint8_t* nearest, uint16_t* pair,
-                                      cudaStream_t stream);
+                                      uint8_t* r1, uint8_t* nearest, uint16_t* pair, int32_t* boxes,
+                                      cudaStream_t stream, const cudaEvent_t* kernel_marks = nullptr);
 
 }  // namespace augmentd::cuda::chain

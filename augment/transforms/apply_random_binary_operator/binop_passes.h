@@ -61,6 +61,40 @@ inline bool BinopSplit(const double* h, int32_t k, int32_t* split) {
   return ok;
 }
 
+// Visits j = from, from + step, … (step ±1) while j ∈ [lo, hi), calling visit(j, load(j)) in order until it
+// returns false. The loads are issued kScanGroup at a time before their visits (a far voxel's scan otherwise waits
+// one memory round trip per j behind the previous visit's branch); a group's loads past the stopping j are
+// discarded, and every load stays inside [lo, hi) (the caller's window inside the volume). stop(j): whether visit(j,
+// ·) would return false whatever it loads (checked before a group's loads, so that a side that ends at once — a
+// voxel inside the set — costs none). The visits, and so the result, are exactly the one-at-a-time loop's.
+inline constexpr int32_t kScanGroup = 4;
+
+#if defined(__CUDA_ARCH__)  // the device pass only (the host compilers do not know the pragma)
+#define AUGMENTD_BINOP_UNROLL _Pragma("unroll")
+#else
+#define AUGMENTD_BINOP_UNROLL
+#endif
+
+template <typename Stop, typename Load, typename Visit>
+AUGMENTD_BINOP_HD void ScanGroups(int32_t from, int32_t step, int32_t lo, int32_t hi, Stop stop, Load load,
+                                  Visit visit) {
+  using V = decltype(load(from));
+  for (int32_t j = from; j >= lo && j < hi; j += kScanGroup * step) {
+    if (stop(j)) return;
+    V v[kScanGroup];
+    AUGMENTD_BINOP_UNROLL
+    for (int32_t u = 0; u < kScanGroup; ++u) {
+      const int32_t ju = j + u * step;
+      v[u] = ju >= lo && ju < hi ? load(ju) : V{};
+    }
+    AUGMENTD_BINOP_UNROLL
+    for (int32_t u = 0; u < kScanGroup; ++u) {
+      const int32_t ju = j + u * step;
+      if (ju < lo || ju >= hi || !visit(ju, v[u])) return;
+    }
+  }
+}
+
 // Row pass (last axis) at position z of a row of length len: the window index j (q = z + j − o inside the row)
 // minimising h[j] over q with in(q) == want and h[j] ≤ r2, kNone when there is none. in(q): the pass input at row
 // position q.
@@ -69,27 +103,31 @@ AUGMENTD_BINOP_HD uint8_t RowNearest(const Axis& ax, int32_t z, int32_t len, boo
   const int32_t o = (ax.k - 1) / 2;
   const int32_t j_lo = o - z > 0 ? o - z : 0, j_hi = ax.k < len + o - z ? ax.k : len + o - z;
   int32_t best = kNone;
-  for (int32_t j = ax.split > j_lo ? ax.split : j_lo; j < j_hi; ++j) {  // costs non-decreasing
-    if (ax.h[j] > ax.r2) {
-      if (ax.unimodal) break;
-      continue;
-    }
-    if (in(z + j - o) == want && (best == kNone || ax.h[j] < ax.h[best])) {
+  const auto load = [&](int32_t j) -> bool { return in(z + j - o); };
+  const auto up_stop = [&](int32_t j) { return ax.unimodal && ax.h[j] > ax.r2; };
+  const auto down_stop = [&](int32_t j) {
+    return ax.unimodal && (ax.h[j] > ax.r2 || (best != kNone && ax.h[j] >= ax.h[best]));
+  };
+  // Costs non-decreasing from split upward: the first hit is the side's best.
+  ScanGroups(ax.split > j_lo ? ax.split : j_lo, 1, j_lo, j_hi, up_stop, load, [&](int32_t j, bool set) -> bool {
+    if (ax.h[j] > ax.r2) return !ax.unimodal;
+    if (set == want && (best == kNone || ax.h[j] < ax.h[best])) {
       best = j;
-      if (ax.unimodal) break;
+      if (ax.unimodal) return false;
     }
-  }
-  for (int32_t j = (ax.split - 1 < j_hi - 1 ? ax.split - 1 : j_hi - 1); j >= j_lo; --j) {  // non-decreasing too
+    return true;
+  });
+  // Non-decreasing downward too: stop at the first hit or once h[j] ≥ the best.
+  ScanGroups(ax.split - 1 < j_hi - 1 ? ax.split - 1 : j_hi - 1, -1, j_lo, j_hi, down_stop, load,
+             [&](int32_t j, bool set) -> bool {
     const double hj = ax.h[j];
-    if (hj > ax.r2 || (ax.unimodal && best != kNone && hj >= ax.h[best])) {
-      if (ax.unimodal) break;
-      continue;
-    }
-    if (in(z + j - o) == want && (best == kNone || hj < ax.h[best])) {
+    if (hj > ax.r2 || (ax.unimodal && best != kNone && hj >= ax.h[best])) return !ax.unimodal;
+    if (set == want && (best == kNone || hj < ax.h[best])) {
       best = j;
-      if (ax.unimodal) break;
+      if (ax.unimodal) return false;
     }
-  }
+    return true;
+  });
   return static_cast<uint8_t>(best);
 }
 
@@ -101,10 +139,9 @@ AUGMENTD_BINOP_HD uint16_t ColumnPair(const Axis& ax, int32_t y, int32_t len, Ne
   const int32_t j_lo = o - y > 0 ? o - y : 0, j_hi = ax.k < len + o - y ? ax.k : len + o - y;
   double best = 0;
   uint16_t pair = kNoPair;
-  const auto visit = [&](int32_t j) -> bool {  // false: stop this side
+  const auto visit = [&](int32_t j, uint8_t v) -> bool {  // false: stop this side
     const double hj = ax.h[j];
     if (hj > ax.r2 || (ax.unimodal && pair != kNoPair && hj >= best)) return !ax.unimodal;
-    const uint8_t v = nearest(y + j - o);
     if (v == kNone) return true;
     const double c = Add(ax.h[v], hj);
     if (c <= ax.r2 && (pair == kNoPair || c < best)) {
@@ -113,10 +150,12 @@ AUGMENTD_BINOP_HD uint16_t ColumnPair(const Axis& ax, int32_t y, int32_t len, Ne
     }
     return true;
   };
-  for (int32_t j = ax.split > j_lo ? ax.split : j_lo; j < j_hi; ++j)
-    if (!visit(j)) break;
-  for (int32_t j = (ax.split - 1 < j_hi - 1 ? ax.split - 1 : j_hi - 1); j >= j_lo; --j)
-    if (!visit(j)) break;
+  const auto load = [&](int32_t j) -> uint8_t { return nearest(y + j - o); };
+  const auto stop = [&](int32_t j) {
+    return ax.unimodal && (ax.h[j] > ax.r2 || (pair != kNoPair && ax.h[j] >= best));
+  };
+  ScanGroups(ax.split > j_lo ? ax.split : j_lo, 1, j_lo, j_hi, stop, load, visit);
+  ScanGroups(ax.split - 1 < j_hi - 1 ? ax.split - 1 : j_hi - 1, -1, j_lo, j_hi, stop, load, visit);
   return pair;
 }
 
@@ -129,25 +168,76 @@ template <typename Pair>
 AUGMENTD_BINOP_HD bool PlaneHit(const Axis& ax, int32_t a, int32_t len, Pair pair) {
   const int32_t o = (ax.k - 1) / 2;
   const int32_t j_lo = o - a > 0 ? o - a : 0, j_hi = ax.k < len + o - a ? ax.k : len + o - a;
-  const auto hit = [&](int32_t j, bool& stop) -> bool {
+  bool found = false;
+  const auto visit = [&](int32_t j, uint16_t p) -> bool {  // false: stop this side
     const double hj = ax.h[j];
-    if (hj > ax.r2) {
-      stop = ax.unimodal != 0;
+    if (hj > ax.r2) return !ax.unimodal;
+    if (p != kNoPair && Add(PairCost(ax.h, p), hj) <= ax.r2) {
+      found = true;
       return false;
     }
-    const uint16_t p = pair(a + j - o);
-    return p != kNoPair && Add(PairCost(ax.h, p), hj) <= ax.r2;
+    return true;
   };
-  bool stop = false;
-  for (int32_t j = ax.split > j_lo ? ax.split : j_lo; j < j_hi && !stop; ++j)
-    if (hit(j, stop)) return true;
-  stop = false;
-  for (int32_t j = (ax.split - 1 < j_hi - 1 ? ax.split - 1 : j_hi - 1); j >= j_lo && !stop; --j)
-    if (hit(j, stop)) return true;
-  return false;
+  const auto load = [&](int32_t j) -> uint16_t { return pair(a + j - o); };
+  const auto stop = [&](int32_t j) { return ax.unimodal && ax.h[j] > ax.r2; };
+  ScanGroups(ax.split > j_lo ? ax.split : j_lo, 1, j_lo, j_hi, stop, load, visit);
+  if (found) return true;
+  ScanGroups(ax.split - 1 < j_hi - 1 ? ax.split - 1 : j_hi - 1, -1, j_lo, j_hi, stop, load, visit);
+  return found;
 }
 
 // 2D samples (1, X, Y): no plane axis, D = the column pass's value.
 AUGMENTD_BINOP_HD bool PairHit(const Axis& ax, uint16_t p) { return p != kNoPair && PairCost(ax.h, p) <= ax.r2; }
+
+// The box of a pass's input set (every voxel where the pass input equals `want`): per axis d the smallest
+// coordinate v[d] and the negated largest v[3 + d], so that all six are minima (atomicMin on the device) starting
+// from kBoxInit (the bytes of cudaMemsetAsync(0x7f)); an empty set keeps them, and every test below then fails.
+// A voxel whose footprint window misses the box along some axis reads no voxel of the set in that kernel, so its
+// result is known without a scan: kNone (row), kNoPair (column), no hit (plane) — exactly what the scan returns.
+// Only voxels near the set are scanned: on a sparse set (an eroded mask, the complement of a dilated one, the
+// previous stage's small lesions) most voxels skip every scan.
+inline constexpr int32_t kBoxInit = 0x7f7f7f7f;
+
+struct Box {
+  int32_t v[6];
+};
+
+AUGMENTD_BINOP_HD void BoxReset(Box& b) {
+  for (int32_t& x : b.v) x = kBoxInit;
+}
+
+// Adds voxel (a, y, z) to the box.
+AUGMENTD_BINOP_HD void BoxAdd(Box& b, int32_t a, int32_t y, int32_t z) {
+  const int32_t c[3] = {a, y, z};
+  for (int d = 0; d < 3; ++d) {
+    b.v[d] = c[d] < b.v[d] ? c[d] : b.v[d];
+    b.v[3 + d] = -c[d] < b.v[3 + d] ? -c[d] : b.v[3 + d];
+  }
+}
+
+// Whether coordinate c's window c + j − o (j ∈ [0, k), o = (k − 1) / 2) meets [v[d], −v[3 + d]] along axis d.
+AUGMENTD_BINOP_HD bool WindowMeets(const Box& b, int d, int32_t c, int32_t k) {
+  const int32_t o = (k - 1) / 2;
+  return c - o <= -b.v[3 + d] && c - o + k - 1 >= b.v[d];
+}
+
+// Whether coordinate c lies in the box along axis d.
+AUGMENTD_BINOP_HD bool InsideAlong(const Box& b, int d, int32_t c) { return c >= b.v[d] && c <= -b.v[3 + d]; }
+
+// Row pass at (a, y, z): only its own row along the last axis.
+AUGMENTD_BINOP_HD bool RowMayHit(const Box& b, int32_t a, int32_t y, int32_t z, int32_t k) {
+  return InsideAlong(b, 0, a) && InsideAlong(b, 1, y) && WindowMeets(b, 2, z, k);
+}
+
+// Column pass at (a, y, z): the rows at y + j − o of plane a.
+AUGMENTD_BINOP_HD bool ColumnMayHit(const Box& b, int32_t a, int32_t y, int32_t z, int32_t k) {
+  return InsideAlong(b, 0, a) && WindowMeets(b, 1, y, k) && WindowMeets(b, 2, z, k);
+}
+
+// Plane pass at (a, y, z) (3D: the columns at a + j − o; 2D samples, ndim 2: the column pass's own value).
+AUGMENTD_BINOP_HD bool PlaneMayHit(const Box& b, int32_t a, int32_t y, int32_t z, int32_t k, int32_t ndim) {
+  return (ndim == 2 ? InsideAlong(b, 0, a) : WindowMeets(b, 0, a, k)) && WindowMeets(b, 1, y, k) &&
+         WindowMeets(b, 2, z, k);
+}
 
 }  // namespace augmentd::cuda::chain::binop

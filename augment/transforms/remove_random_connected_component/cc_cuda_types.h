@@ -33,9 +33,12 @@ inline int32_t CcTiles(int64_t n) { return static_cast<int32_t>((n + kCcTile - 1
 // per sample (the caller checks; the CPU's sequential order then gives the same result). Six launches per call, none
 // waits for the host. Scratch (device), S = rounds · B slots: `mask` S · n bytes, `labels` and `sizes` S · n int32
 // each, `chosen` S int32, `tile_counts` S · CcTiles(n) int32. n < 2^31, S ≤ 65535 (else cudaErrorInvalidValue).
-// Enqueues only; returns the launch error.
+// Enqueues only; returns the launch error. Diagnostics (bench/cuda_chain_bench --kernel-times; the stage passes
+// nullptr): with `kernel_marks`, event kernel_marks[k] is recorded before the k-th of the six launches and
+// kernel_marks[6] after the last.
 cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t rounds, int32_t channels, const int32_t shape[3],
                                        float* x, const CcSample* recs, uint8_t* mask, int32_t* labels, int32_t* sizes,
-                                       int32_t* chosen, int32_t* tile_counts, cudaStream_t stream);
+                                       int32_t* chosen, int32_t* tile_counts, cudaStream_t stream,
+                                       const cudaEvent_t* kernel_marks = nullptr);
 
 }  // namespace augmentd::cuda::chain

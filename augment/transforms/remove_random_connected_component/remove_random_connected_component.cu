@@ -14,7 +14,8 @@
 //   of the 26-neighbourhood the CPU's Label visits; when the voxel before it in the row is foreground, only that one
 //   and the 4 of dc = +1: the others are its neighbours too and it unites with them), each pair in CcLocal when both
 //   voxels lie in one tile, else in CcBorder;
-//   CcCompress labels[i] = root, sizes[root] += 1 (one atomic per warp and root: __match_any_sync);
+//   CcCompress labels[i] = root, sizes[root] += 1 (one add per warp and root: __match_any_sync; the block's first
+//              root summed in shared memory, one global atomic per block for it);
 //   CcCount    valid roots (size < limit) per tile of kTile voxels, coalesced, one block per tile;
 //   CcPick     one block per sample: scans the tile counts, k = min(⌊u_c · V⌋, V − 1) in double as the CPU's Pick, then
 //              the k-th valid root in raster order inside its tile (valid components in raster order of their first
@@ -174,8 +175,16 @@ __global__ void CcBorderKernel(const CcSample* __restrict__ recs, CcTileGeom g, 
 
 __global__ void CcCompressKernel(const CcSample* __restrict__ recs, int64_t n, const uint8_t* __restrict__ mask,
                                  int32_t* labels, int32_t* sizes) {
+  // The first root a block meets (in a large component, the one most of its voxels share) is counted in shared
+  // memory and added to sizes once at the end; other roots go to sizes directly.
+  __shared__ int32_t block_root, block_count;
   const int32_t b = static_cast<int32_t>(blockIdx.y);  // the slot
-  if (!recs[b].on) return;
+  if (!recs[b].on) return;                             // the whole block
+  if (threadIdx.x == 0) {
+    block_root = -1;
+    block_count = 0;
+  }
+  __syncthreads();
   const uint8_t* m = mask + static_cast<int64_t>(b) * n;
   int32_t* l = labels + static_cast<int64_t>(b) * n;
   int32_t* s = sizes + static_cast<int64_t>(b) * n;
@@ -185,10 +194,21 @@ __global__ void CcCompressKernel(const CcSample* __restrict__ recs, int64_t n, c
       root = CcFind(l, static_cast<int32_t>(i));
       __stcg(l + i, root);
     }
-    // One atomic per root among the lanes here (a large component otherwise serialises on one address).
+    // One add per root among the lanes here, and the block's own root in shared memory: the giant component of a
+    // dense channel otherwise serialises ≈ one global atomic per warp on one address.
     const unsigned peers = __match_any_sync(__activemask(), root);
-    if (root >= 0 && static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) atomicAdd(s + root, __popc(peers));
+    if (root >= 0 && static_cast<int>(threadIdx.x % 32) == __ffs(peers) - 1) {
+      int32_t mine = *static_cast<volatile int32_t*>(&block_root);
+      if (mine < 0) {
+        mine = atomicCAS(&block_root, -1, root);
+        if (mine < 0) mine = root;
+      }
+      if (mine == root) atomicAdd(&block_count, __popc(peers));
+      else atomicAdd(s + root, __popc(peers));
+    }
   }
+  __syncthreads();
+  if (threadIdx.x == 0 && block_count > 0) atomicAdd(s + block_root, block_count);
 }
 
 __device__ bool CcValidRoot(const uint8_t* m, const int32_t* l, const int32_t* s, int64_t i, double limit) {
@@ -318,7 +338,8 @@ __global__ void CcApplyKernel(const CcSample* __restrict__ recs, int32_t batch, 
 
 cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t rounds, int32_t channels, const int32_t shape[3],
                                        float* x, const CcSample* recs, uint8_t* mask, int32_t* labels, int32_t* sizes,
-                                       int32_t* chosen, int32_t* tile_counts, cudaStream_t stream) {
+                                       int32_t* chosen, int32_t* tile_counts, cudaStream_t stream,
+                                       const cudaEvent_t* kernel_marks) {
   const int64_t n = int64_t{shape[0]} * shape[1] * shape[2];
   if (n >= (int64_t{1} << 31) || rounds < 1 || int64_t{batch} * rounds > 65535) return cudaErrorInvalidValue;
   const int32_t tiles = CcTiles(n), slots = batch * rounds;
@@ -327,14 +348,25 @@ cudaError_t LaunchRemoveComponentRound(int32_t batch, int32_t rounds, int32_t ch
   const CcTileGeom g = MakeCcTileGeom(shape);
   const int64_t local_tiles = int64_t{g.tiles[0]} * g.tiles[1] * g.tiles[2];
   if (local_tiles >= (int64_t{1} << 31)) return cudaErrorInvalidValue;
+  int marks = 0;
+  const auto mark = [&] {
+    if (kernel_marks != nullptr) cudaEventRecord(kernel_marks[marks++], stream);
+  };
+  mark();
   CcLocalKernel<<<dim3(static_cast<unsigned>(local_tiles), static_cast<unsigned>(slots)), kLocalVoxels, 0, stream>>>(
       recs, batch, channels, g, x, mask, labels, sizes);
+  mark();
   CcBorderKernel<<<grid, threads, 0, stream>>>(recs, g, mask, labels);
+  mark();
   CcCompressKernel<<<grid, threads, 0, stream>>>(recs, n, mask, labels, sizes);
+  mark();
   CcCountKernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(slots)), kCountThreads, 0, stream>>>(
       recs, n, tiles, mask, labels, sizes, tile_counts);
+  mark();
   CcPickKernel<<<slots, kSelectThreads, 0, stream>>>(recs, n, tiles, mask, labels, sizes, tile_counts, chosen);
+  mark();
   CcApplyKernel<<<grid, threads, 0, stream>>>(recs, batch, channels, n, mask, labels, chosen, x);
+  mark();
   return cudaGetLastError();
 }
 
