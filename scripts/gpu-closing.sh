@@ -10,7 +10,8 @@
 # Session 10's run of it: the cold /tmp/build took ~130 s of the DAExt step, which then ran out inside the CPU row.
 # So it reuses build-gpu/ when an earlier call on the same warm machine left one (scripts/gpu-merge-check.sh builds
 # it): run it right after such a call (and the sitk stage) instead of on a fresh machine.
-# Knobs: CLOSING_BUILD (build-gpu if it holds server/augmentd, else /tmp/build), T_DAEXT (200 s), T_CHAIN (60 s), T_E2E (120 s). Results in $OUT: summary.txt, daext_table.md, chain.txt,
+# Knobs: CLOSING_BUILD (build-gpu if it holds server/augmentd, else /tmp/build), T_DAEXT (200 s), T_CHAIN (60 s),
+# T_E2E (120 s). Results in $OUT: summary.txt, daext_table.md, chain.txt,
 # mps-table.md, all.tar.gz (the rest).
 set -u
 cd "$(dirname "$0")/.." || exit 1
