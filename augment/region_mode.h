@@ -13,9 +13,10 @@
 //   true (per batch): the batch's first sample's entry stream after the transform's own draws (shared);
 //   "decision": RandomStream(seed, first sample of the batch, t, kRegionCoinSubstream) (shared);
 //   per_sample_coins with either batch mode: RandomStream(seed, sample, t, kRegionCoinSubstream) — per sample, as
-//   RandomInverseGPU draws them inside its loop over the batch (no effect in per-sample mode: already per sample). With mix_in_out and mode != "all": one U[0, 1) < 0.5 per seg channel (kept when it
-// falls) from the per-sample stream RandomStream(seed, sample, t, kRegionMixSubstream) — per sample even with
-// same_on_batch, as AugLab's torch.randint loop over the batch.
+//   RandomInverseGPU draws them inside its loop over the batch (no effect in per-sample mode: already per sample).
+// With mix_in_out and mode != "all": one U[0, 1) < 0.5 per seg channel (kept when it falls) from the per-sample
+// stream RandomStream(seed, sample, t, kRegionMixSubstream) — per sample even with same_on_batch, as AugLab's
+// torch.randint loop over the batch.
 // Apply (per sample; mode "all" and samples without labels: the step's output unchanged): for every image channel
 // the step changed (a channel left bit-identical stays as it was), t' = the step's output rescaled onto the original
 // channel's [min, max] (region_mode_math.h RegionRescale), then out = m·t' + (1 − m)·x, with m = Σ over the kept

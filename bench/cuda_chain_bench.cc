@@ -426,6 +426,12 @@ int main(int argc, char** argv) {
       return a == "--help" || a == "-h" ? 0 : 1;
     }
   }
+  // The modes exclude each other and --stage-times only times the --cascade rows: refuse what would be ignored.
+  if (int{default_pipeline} + int{cascade} + int{kernel_times} > 1 || (stage_times && !cascade)) {
+    std::fprintf(stderr, "%s: --default, --cascade and --kernel-times exclude each other; --stage-times needs "
+                 "--cascade\n", argv[0]);
+    return 1;
+  }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "cuda_chain_bench: no CUDA device\n");

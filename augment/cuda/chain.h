@@ -7,10 +7,11 @@
 // the stream:
 //   0. entries before the spatial one (if any) on a copy of the input (input shape);
 //   1. spatial (when present): the fused RunPipeline with every intensity stage off, no mirroring, no −1
-//      removal, no DS → float32 image + int16 label scratch of the patch shape (several seg channels: one run per
-//      channel through contiguous temporaries); the options the fused kernel lacks (2D samples, dummy-2D, nearest
-//      modes, random_crop, other paddings: ChainSpatial::Needed) run on the generic spatial kernel instead
-//      (cuda/chain_spatial.h); no spatial entry: the input is copied into the scratch;
+//      removal, no DS → float32 image + int16 label scratch of the patch shape (several seg channels: one launch
+//      per sample and channel, a batch of 1, from the input's planes into the scratch's); the options the fused
+//      kernel lacks (2D samples, dummy-2D, nearest modes, random_crop, other paddings: ChainSpatial::Needed) run on
+//      the generic spatial kernel instead (cuda/chain_spatial.h); no spatial entry: the input is copied into the
+//      scratch;
 //   2. one CudaStage per later entry, in spec order (MakeCudaStage);
 //   (move_seg_as_one_hot_to_data grows the image channels C → C + K and drops its seg channel: the output layout's
 //   channels come from the pipeline, as PipelineSpec::OutputChannels says, and the scratch is sized for them; such an

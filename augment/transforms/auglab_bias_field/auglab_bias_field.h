@@ -11,7 +11,7 @@
 //   field = exp(B) (invert: 1/(field + 1e-8)).
 // Each channel of `apply_to_channel` (default [0]) is multiplied by the field; retain_stats then
 // x ← (x − mean)/(std + 1e-8)·σ₀ + μ₀ (unbiased std, statistics before). NaN / Inf leaves the channel as it was.
-// Not covered: in_seg / out_seg / mix_in_out.
+// in_seg / out_seg / mix_in_out: the entry's region_mode (augment/region_mode.h).
 //
 //   auto t = AuglabBiasFieldTransform::FromJson({{"coefficients", 0.5}, {"order", 3}});
 #pragma once

@@ -6,8 +6,9 @@
 //            2, 1, 0 in AugLab's order (kernel_x, kernel_y, kernel_z), abs only with `absolute`;
 // (⋆: reflect-padded cross-correlation, torch's F.pad(mode="reflect") + conv3d), then with retain_stats
 // x ← (x − mean)/(std + 1e-8)·σ₀ + μ₀ (unbiased std, statistics before). NaN / Inf leaves the channel as it was.
-// Nothing is drawn (the entry's apply_probability is AugLab's p). Not covered: in_seg / out_seg / mix_in_out, and
-// the CPU trainer's zero-padded ConvTransform (this is the GPU definition).
+// Nothing is drawn (the entry's apply_probability is AugLab's p). in_seg / out_seg / mix_in_out: the entry's
+// region_mode (augment/region_mode.h). Not covered: the CPU trainer's zero-padded ConvTransform (this is the GPU
+// definition).
 //
 //   auto t = EdgeConvolutionTransform::FromJson({{"kernel_type", "scharr"}, {"absolute", true}});
 #pragma once

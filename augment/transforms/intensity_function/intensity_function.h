@@ -13,10 +13,10 @@
 // "square" (RandomFunctionGPU's default func). Without retain_stats the output stays in f's range (as AugLab).
 // Differences: AugLab normalises with the min/max of all samples the step applies to (x.min() over the batch
 // slice); augmentd uses each sample's own min/max, and draws its coins per sample (AugLab's container shares them
-// with same_on_batch=True: the entry's same_on_batch, pipeline.h). in_seg / out_seg / mix_in_out (+ seg_channel): auglab_region.h — AugLab's function and
-// inverse transforms each draw their own region, so augmentd draws one region per (step, channel), steps in the order
-// above (functions, then the inverse; every step, whether its coin fell or not) × apply_to_channel, after the coins;
-// default off. Not covered: the NaN/Inf guard. Math: augment/kernels/common/auglab_math.h.
+// with same_on_batch=True: the entry's same_on_batch, pipeline.h). in_seg / out_seg / mix_in_out (+ seg_channel):
+// auglab_region.h — AugLab's function and inverse transforms each draw their own region, so augmentd draws one region
+// per (step, channel), steps in the order above (functions, then the inverse; every step, whether its coin fell or
+// not) × apply_to_channel, after the coins; default off. Not covered: the NaN/Inf guard. Math: augment/kernels/common/auglab_math.h.
 //
 //   auto t = IntensityFunctionTransform::FromJson({{"p_function", 0.05}, {"p_inverse", 0.3}});
 #pragma once

@@ -5,8 +5,8 @@
 //   K = g_0 ⊗ g_1 ⊗ g_2 / ΣK,
 // and for each channel c of `apply_to_channel`: x ← x + amount·(x − K ⋆ x) (reflect-padded cross-correlation), then
 // with retain_stats x ← (x − mean)/(std + 1e-8)·σ₀ + μ₀ (unbiased std). NaN / Inf (e.g. σ = 0) leaves the channel as
-// it was (AugLab's guard). AugLab draws one kernel per batch call; augmentd draws per sample. Not covered: in_seg /
-// out_seg / mix_in_out.
+// it was (AugLab's guard). AugLab draws one kernel per batch call: the entry's same_on_batch (pipeline.h; per sample
+// without it). in_seg / out_seg / mix_in_out: the entry's region_mode (augment/region_mode.h).
 //
 //   auto t = UnsharpMaskTransform::FromJson({{"sigma", 1.0}, {"unsharp_amount", 1.5}});
 #pragma once

@@ -5,8 +5,8 @@
 // With `unbiased` the std is torch.std's (n − 1): AugLab's CPU-side ZscoreNormalization, which nnUNetTrainerDAExtGPU
 // runs in its CPU loader (`auglab/transforms/cpu/contrast.py`, channel 0, no guard needed there).
 // Channels outside the sample are skipped, as AugLab does; a result with NaN / Inf leaves the channel as it was
-// (AugLab's guard). Nothing is drawn: the entry's apply_probability is AugLab's p. Not covered: in_seg / out_seg
-// (AugLab's region modes; with nnU-Net's single-channel targets they select nothing, reference §8.3).
+// (AugLab's guard). Nothing is drawn: the entry's apply_probability is AugLab's p. in_seg / out_seg / mix_in_out:
+// the entry's region_mode (augment/region_mode.h).
 //
 //   auto t = ZscoreNormalizationTransform::FromJson({{"apply_to_channel", {0}}});
 #pragma once

@@ -98,6 +98,18 @@ def test_per_batch_flip_of_several_axes_is_listed_as_folded():
         "flip_axis": [0, 2], "probability": 0.5})).folded)
 
 
+def test_entry_batch_mode_strings_other_than_decision_are_refused():
+    """Entry.same_on_batch is False, True or "decision"; another string (a typo) would be truthy and go out as
+    same_on_batch=True (decision and parameters shared) instead of being refused."""
+    from augmentd.nnunet.translate import Entry
+    for mode, wire in ((False, (False, False)), (True, (True, False)), ("decision", (True, True))):
+        p = entry_proto(Entry(source="t", kind="zscore_normalization", config={}, same_on_batch=mode))
+        assert (p.same_on_batch, p.same_on_batch_decision_only) == wire
+    for bad in ("Decision", "true", "batch"):
+        with pytest.raises(ValueError, match="same_on_batch"):
+            Entry(source="t", kind="zscore_normalization", config={}, same_on_batch=bad)
+
+
 def test_affine_translates_to_auglab_affine(capi):
     block = {"degrees": 10, "translate": [0.1, 0.1, 0.1], "scale": [0.7, 1.4], "shear": [-10, 10, -10, 10, -10, 10],
              "resample": "bilinear", "probability": 0.5}

@@ -48,9 +48,16 @@ class Entry:
     # AugLab's same_on_batch=True: True = one decision + one draw per batch; "decision" = one decision per batch,
     # parameters per sample (augment/pipeline.h TransformSpec::same_on_batch); False: per sample
     same_on_batch: Union[bool, str] = False
-    # AugLab's in_seg / out_seg / mix_in_out (augment/region_mode.h): {"in_seg", "out_seg", "mix_in_out"} or None
+    # AugLab's in_seg / out_seg / mix_in_out (augment/region_mode.h): {"in_seg", "out_seg", "mix_in_out",
+    # optionally "per_sample_coins"} or None
     region_mode: Optional[Dict[str, Any]] = None
     channels: Optional[List[int]] = None  # image channels the entry sees (AugLab's apply_to_channel); None: all
+
+    def __post_init__(self) -> None:
+        # Any other string would be truthy and reach the server as same_on_batch=True (the engine JSON and the wire
+        # form both test `if self.same_on_batch`), silently sharing the parameters too.
+        if isinstance(self.same_on_batch, str) and self.same_on_batch != "decision":
+            raise ValueError(f"Entry.same_on_batch: expected False, True or \"decision\", got {self.same_on_batch!r}")
 
     def engine_json(self) -> dict:
         j = {"kind": self.kind, "config": self.config}
