@@ -500,6 +500,10 @@ def test_chunk_errors_get_precise_codes(client):
         C.INVALID_ARGUMENT, f"patches.chunked_bytes: {total - 1}, but image ({image.nbytes}) and segmentation")
     run("inline data and chunks", [{"patches": _chunk_header(session, image, seg, image_data=image.tobytes())}],
         C.INVALID_ARGUMENT, "patches.image: must be inline and empty")
+    big = (1, 1, 1024, 1024, 100)  # 600 MB announced (broadcast views: no memory) > the default 256 MiB limit
+    run("past max_request_bytes", [{"patches": _chunk_header(session, np.broadcast_to(np.float32(0), big),
+                                                             np.broadcast_to(np.int16(0), big))}],
+        C.RESOURCE_EXHAUSTED, "max_request_bytes: patches.chunked_bytes 629145600 exceeds")
     slot = _chunk_header(session, image, seg)
     slot.input_slot.slot = 0
     run("chunks and an input slot", [{"patches": slot}], C.INVALID_ARGUMENT, "exclude each other")
