@@ -17,6 +17,9 @@ probe measures the parts of that path on their own, all in one run on the same h
              with the client socket's send buffer at the default and at --sndbuf (set on the connected socket
              found in /proc/self/fd); then two servers, one with --unix_socket_buffer=0 (the server's send buffer,
              i.e. the response), calls alternating. Phases as patch_bench defines them (PatchFuture.phases).
+             One message per batch (AUGMENTD_PATCH_CHUNK=0), as in session 9.
+  chunks     one message per batch against PatchChunk messages of the --chunks sizes (AugmentRequest.chunked_bytes),
+             one PatchAugmenter per size on one server, calls rotating.
 
 Timings are medians of --iters rounds after --warmup. On a shared machine the absolute numbers are noisy; the pairs
 measured alternately (unix vs TCP, default vs wide send buffer) are the comparisons to read.
@@ -234,6 +237,20 @@ def phase_row(name, calls):
 
 
 def probe_server(args, tmp: str):
+    """Session 9's rows (the connection and socket buffers), with one message per batch as then (the chunks part
+    compares that with PatchChunk messages)."""
+    saved = os.environ.get("AUGMENTD_PATCH_CHUNK")
+    os.environ["AUGMENTD_PATCH_CHUNK"] = "0"
+    try:
+        return _probe_server(args, tmp)
+    finally:
+        if saved is None:
+            del os.environ["AUGMENTD_PATCH_CHUNK"]
+        else:
+            os.environ["AUGMENTD_PATCH_CHUNK"] = saved
+
+
+def _probe_server(args, tmp: str):
     import patch_bench
     from augmentd_server import ServerProcess
 
