@@ -17,6 +17,9 @@ probe measures the parts of that path on their own, all in one run on the same h
              with the client socket's send buffer at the default and at --sndbuf (set on the connected socket
              found in /proc/self/fd); then two servers, one with --unix_socket_buffer=0 (the server's send buffer,
              i.e. the response), calls alternating. Phases as patch_bench defines them (PatchFuture.phases).
+             One message per batch (AUGMENTD_PATCH_CHUNK=0), as in session 9.
+  chunks     one message per batch against PatchChunk messages of the --chunks sizes (AugmentRequest.chunked_bytes),
+             one PatchAugmenter per size on one server, calls rotating.
 
 Timings are medians of --iters rounds after --warmup. On a shared machine the absolute numbers are noisy; the pairs
 measured alternately (unix vs TCP, default vs wide send buffer) are the comparisons to read.
@@ -234,6 +237,20 @@ def phase_row(name, calls):
 
 
 def probe_server(args, tmp: str):
+    """Session 9's rows (the connection and socket buffers), with one message per batch as then (the chunks part
+    compares that with PatchChunk messages)."""
+    saved = os.environ.get("AUGMENTD_PATCH_CHUNK")
+    os.environ["AUGMENTD_PATCH_CHUNK"] = "0"
+    try:
+        return _probe_server(args, tmp)
+    finally:
+        if saved is None:
+            del os.environ["AUGMENTD_PATCH_CHUNK"]
+        else:
+            os.environ["AUGMENTD_PATCH_CHUNK"] = saved
+
+
+def _probe_server(args, tmp: str):
     import patch_bench
     from augmentd_server import ServerProcess
 
@@ -348,6 +365,54 @@ def probe_server(args, tmp: str):
     return rows
 
 
+def probe_chunks(args, tmp: str):
+    """Inline batches as one StreamPatches message against PatchChunk messages of --chunks sizes (issue 22), one
+    PatchAugmenter per size on one server and one connection, calls rotating between them (all see the same load)."""
+    import patch_bench
+    from augmentd_server import ServerProcess
+
+    sock = f"{tmp}/augmentd-chunks.sock"
+    proc = ServerProcess([f"--listen=unix://{sock}", f"--device={args.device}", "--max_batch_size=4",
+                          "--batch_workers=2", "--max_request_bytes=1GiB", "--max_response_bytes=1GiB"])
+    sizes = [int(x) for x in args.chunks.split(",")]
+    rows = []
+    augs = []
+    try:
+        proc.wait_for_serving(timeout=60)
+        ns = argparse.Namespace(preset=args.preset)
+        cfg = patch_bench.config(ns, args.patch, 2, args.device, INLINE)
+        with augmentd.Client(f"unix://{sock}") as client:
+          try:
+            for size in sizes:
+                os.environ["AUGMENTD_PATCH_CHUNK"] = str(size)
+                try:
+                    augs.append(augmentd.PatchAugmenter(client, cfg, inline=True))
+                finally:
+                    del os.environ["AUGMENTD_PATCH_CHUNK"]
+                assert augs[-1]._chunk == size, "the server does not list patch_chunks"
+            image, seg = request_arrays(augs[0].patch_size)
+            for _ in range(args.warmup):
+                for aug in augs:
+                    aug(image, seg)
+            calls = {size: [] for size in sizes}
+            for i in range(args.iters):
+                for k in range(len(sizes)):
+                    j = (i + k) % len(sizes)
+                    t0 = time.perf_counter()
+                    future = augs[j].submit(image, seg)
+                    augs[j].result(future)
+                    calls[sizes[j]].append(((time.perf_counter() - t0) * 1e3, future.phases()))
+            for size in sizes:
+                name = "one message per batch (AUGMENTD_PATCH_CHUNK=0)" if size == 0 else f"chunks of {size >> 10} KiB"
+                rows.append(phase_row(name + " (rotating)", calls[size]))
+          finally:
+            for aug in augs:
+                aug.close()
+    finally:
+        proc.stop()
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", default=os.environ.get("AUGMENTD_BIN", os.path.join(REPO, "build", "server", "augmentd")))
@@ -358,7 +423,9 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--sndbuf", type=int, default=8 << 20)
-    ap.add_argument("--parts", default="encode,socket,grpc-py,server")
+    ap.add_argument("--parts", default="encode,socket,grpc-py,server,chunks")
+    ap.add_argument("--chunks", default=f"0,{1 << 20},{4 << 20},{16 << 20}",
+                    help="PatchChunk sizes of the chunks part (0: one message per batch)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     os.environ["AUGMENTD_BIN"] = args.bin
@@ -393,6 +460,13 @@ def main() -> int:
             lines += [f"## augmentd, inline PatchAugmenter (session on {args.device}), phases in ms", "",
                       "| connection | call | " + " | ".join(PHASES) + " |", "|---|---|" + "---|" * len(PHASES)]
             for name, call_ms, ph in probe_server(args, tmp):
+                lines.append(f"| {name} | {call_ms:.1f} | " + " | ".join(f"{ph[p]:.1f}" for p in PHASES) + " |")
+            lines.append("")
+        if "chunks" in parts:
+            lines += [f"## augmentd, inline batches in one message or in PatchChunk messages (session on {args.device}), "
+                      "phases in ms", "", "| request | call | " + " | ".join(PHASES) + " |",
+                      "|---|---|" + "---|" * len(PHASES)]
+            for name, call_ms, ph in probe_chunks(args, tmp):
                 lines.append(f"| {name} | {call_ms:.1f} | " + " | ".join(f"{ph[p]:.1f}" for p in PHASES) + " |")
             lines.append("")
     text = "\n".join(lines) + "\n"

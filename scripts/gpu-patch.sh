@@ -7,7 +7,8 @@
 # Writes $OUT/patch-gpu.md (the table), $OUT/figures.jsonl (issue 22's metric names) and $OUT/logs.tar.gz.
 # Knobs: BUILD_TIMEOUT (300 s), ITERS (100), SKIP_TESTS=1, SKIP_CPU_PATCH_TESTS=1 (GPU pytest only), SKIP_BENCH=1,
 #   BENCH_CASES (all), BENCH_ARGS (more patch_bench flags, e.g. --inline-baseline: the inline case without malloc
-#   tuning first, same call), PROBE=1 (bench/inline_transport_probe.py after the bench: $OUT/inline-probe.md). Carry .device-kit and .whl (grpcio-tools for the stubs, installed into /tmp/gpu-patch-site when
+#   tuning first, same call), PROBE=1 (bench/inline_transport_probe.py after the bench: $OUT/inline-probe.md; PROBE_ARGS more flags, e.g.
+#   --parts chunks: one message against PatchChunk messages only). Carry .device-kit and .whl (grpcio-tools for the stubs, installed into /tmp/gpu-patch-site when
 #   python3 lacks it).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -56,7 +57,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
 fi
 PROBE_RC=skipped
 if [ "${PROBE:-0}" = 1 ]; then  # the inline request path part by part (bench/inline_transport_probe.py)
-  timeout 300 python3 bench/inline_transport_probe.py --bin "$AUGMENTD_BIN" --device cuda:0 \
+  timeout 300 python3 bench/inline_transport_probe.py --bin "$AUGMENTD_BIN" --device cuda:0 ${PROBE_ARGS:-} \
     --out "$OUT/inline-probe.md" >"$OUT/probe.log" 2>&1
   PROBE_RC=$?
   say "probe exit $PROBE_RC"

@@ -33,6 +33,7 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::GetServerInfo(grpc::CallbackServer
   }
   for (v1::Preset preset : EnginePresets()) info->add_presets(preset);
   for (const std::string& v : EngineBgv2Versions()) info->add_bgv2_versions(v);
+  info->add_features("patch_chunks");  // StreamPatches: AugmentRequest.chunked_bytes + PatchChunk (server/patch_stream.cc)
   // The union over the devices.
   info->add_deliveries(v1::DELIVERY_KIND_INLINE);
   info->add_deliveries(v1::DELIVERY_KIND_HOST_SHM);

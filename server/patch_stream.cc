@@ -1,6 +1,7 @@
 #include "server/patch_stream.h"
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "server/adapter.h"
 #include "server/delivery.h"
 #include "server/input_slots.h"
 #include "server/log.h"
@@ -47,6 +49,9 @@ struct PatchState : stream::StreamCore {
   std::shared_ptr<InputSlots> inputs;     // server input slots; null when the session has none
   uint64_t next_seq = 0;
   std::deque<PendingPtr> pending;         // waiting for a production place / an output slot
+  // A chunked inline batch (AugmentRequest.chunked_bytes) whose PatchChunk messages are still arriving.
+  PendingPtr assembling;
+  uint64_t chunk_total = 0, chunk_received = 0, chunk_image_bytes = 0;
 };
 
 struct PatchMode {
@@ -135,7 +140,7 @@ void PatchMode::Perform(const std::shared_ptr<PatchState>& state, Action a) {
     for (auto& [p, lease] : a.produce) {
       // Weighted fair queuing on the session's device pool; bounded by the prefetch depth, so never refused.
       state->service->executor().Submit(
-          state->service->BatchTask(*session, p->request->ByteSizeLong()),
+          state->service->BatchTask(*session, p->request->ByteSizeLong() + p->request->chunked_bytes()),
           [state, p = p, lease = lease](const WorkerInfo& w) { ProduceTask(state, p, lease, w); });
     }
   }
@@ -159,8 +164,10 @@ class PatchStream final : public stream::StreamReactor<PatchMode, PatchStream> {
         return ReleaseLeases(r.release().leases(), "release.leases");
       case Request::kPatches:
         return Patches(r.mutable_patches());
+      case Request::kChunk:
+        return Chunk(r.chunk());
       default:
-        return absl::InvalidArgumentError("msg: empty request (set start, patches, credit or release)");
+        return absl::InvalidArgumentError("msg: empty request (set start, patches, chunk, credit or release)");
     }
   }
 
@@ -169,6 +176,7 @@ class PatchStream final : public stream::StreamReactor<PatchMode, PatchStream> {
     PatchState& st = *state_;
     for (const PendingPtr& p : st.pending) ReturnInput(st, *p);
     st.pending.clear();
+    st.assembling.reset();  // a chunked batch whose last chunk never came
     if (st.inputs != nullptr) st.inputs->ReclaimOwner(st.stream_id);  // in-use ones are freed by their task
   }
 
@@ -207,6 +215,11 @@ class PatchStream final : public stream::StreamReactor<PatchMode, PatchStream> {
   absl::Status Patches(v1::AugmentRequest* message) {
     PatchState& st = *state_;
     if (!st.started) return absl::InvalidArgumentError("patches: the first message must be start");
+    if (st.assembling != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("patches: batch ", st.assembling->request->batch_index(),
+                                                     " is still incomplete (", st.chunk_received, " of ",
+                                                     st.chunk_total, " chunked bytes arrived): send its chunks first"));
+    }
     const uint32_t limit = st.service->context().options.limits.max_inflight_batches_per_session;
     const size_t outstanding = st.pending.size() + st.in_production + st.ready.size();
     if (limit > 0 && outstanding >= limit) {
@@ -223,6 +236,7 @@ class PatchStream final : public stream::StreamReactor<PatchMode, PatchStream> {
       return absl::InvalidArgumentError(absl::StrCat("patches.session_id: '", r.session_id(),
                                                      "' is not this stream's session"));
     }
+    if (r.chunked_bytes() > 0) return StartChunked(std::move(p));
     if (r.has_input_slot()) {
       if (st.inputs == nullptr) {
         return absl::FailedPreconditionError(
@@ -253,6 +267,97 @@ class PatchStream final : public stream::StreamReactor<PatchMode, PatchStream> {
     }
     p->seq = st.next_seq++;
     st.pending.push_back(std::move(p));
+    return absl::OkStatus();
+  }
+
+  // A patches message with chunked_bytes: both tensors inline and empty, their bytes come in PatchChunk messages
+  // into buffers of their exact sizes (no zero fill); the batch is queued when the last byte arrived.
+  absl::Status StartChunked(PendingPtr p) {
+    PatchState& st = *state_;
+    const v1::AugmentRequest& r = *p->request;
+    if (r.has_input_slot()) {
+      return absl::InvalidArgumentError(
+          "patches.chunked_bytes: chunked inline bytes and patches.input_slot exclude each other");
+    }
+    uint64_t sizes[2] = {0, 0};
+    InputTensor* dst[2] = {&p->image, &p->seg};
+    const v1::Tensor* tensors[2] = {&r.image(), &r.segmentation()};
+    const char* fields[2] = {"patches.image", "patches.segmentation"};
+    for (int i = 0; i < 2; ++i) {
+      const v1::Tensor& t = *tensors[i];
+      if (t.storage_case() == v1::Tensor::kHostShm || t.storage_case() == v1::Tensor::kCudaIpc ||
+          (t.storage_case() == v1::Tensor::kInlineData && !t.inline_data().empty())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            fields[i], ": must be inline and empty when patches.chunked_bytes is set (its bytes come in chunk messages)"));
+      }
+      absl::StatusOr<TensorView> view = TensorLayoutFromProto(t, fields[i], &sizes[i]);
+      if (!view.ok()) return view.status();
+      dst[i]->view = *view;
+    }
+    const uint64_t total = sizes[0] + sizes[1];
+    if (r.chunked_bytes() != total) {
+      return absl::InvalidArgumentError(absl::StrCat("patches.chunked_bytes: ", r.chunked_bytes(), ", but image (",
+                                                     sizes[0], ") and segmentation (", sizes[1], ") take ", total,
+                                                     " bytes"));
+    }
+    // Chunks bypass gRPC's per-message receive limit: the batch as a whole stays under it, as one message would.
+    const uint64_t limit = st.service->context().options.limits.max_request_bytes;
+    if (limit > 0 && total > limit) {
+      return absl::ResourceExhaustedError(absl::StrCat("max_request_bytes: patches.chunked_bytes ", total,
+                                                       " exceeds the server's limit of ", limit, " bytes"));
+    }
+    for (int i = 0; i < 2; ++i) {
+      dst[i]->owned.reset(new (std::nothrow) uint8_t[sizes[i] == 0 ? 1 : sizes[i]]);
+      if (dst[i]->owned == nullptr) {
+        return absl::ResourceExhaustedError(absl::StrCat(fields[i], ": cannot allocate ", sizes[i], " bytes"));
+      }
+      dst[i]->view.data = dst[i]->owned.get();
+    }
+    st.assembling = std::move(p);
+    st.chunk_total = total;
+    st.chunk_received = 0;
+    st.chunk_image_bytes = sizes[0];
+    return absl::OkStatus();
+  }
+
+  // One PatchChunk: copied straight into the assembling batch's buffers (image bytes, then segmentation bytes).
+  absl::Status Chunk(const v1::PatchChunk& c) {
+    PatchState& st = *state_;
+    if (!st.started) return absl::InvalidArgumentError("chunk: the first message must be start");
+    if (st.assembling == nullptr) {
+      return absl::InvalidArgumentError(
+          "chunk: no batch is waiting for chunks (send patches with chunked_bytes first; or this chunk is one too many)");
+    }
+    if (c.offset() != st.chunk_received) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk.offset: ", c.offset(), ", but ", st.chunk_received,
+                                                     " bytes of batch ", st.assembling->request->batch_index(),
+                                                     " arrived (chunks come in order: one is missing or repeated)"));
+    }
+    const uint64_t n = c.data().size();
+    if (n == 0) return absl::InvalidArgumentError("chunk.data: empty");
+    if (n > st.chunk_total - st.chunk_received) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk.data: ", n, " bytes at offset ", c.offset(),
+                                                     " run past patches.chunked_bytes ", st.chunk_total));
+    }
+    PendingPatch& p = *st.assembling;
+    const uint64_t image_bytes = st.chunk_image_bytes;
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(c.data().data());
+    uint64_t at = c.offset();
+    const uint64_t end = at + n;
+    if (at < image_bytes) {
+      const uint64_t k = std::min(end, image_bytes) - at;
+      std::memcpy(p.image.owned.get() + at, src, k);
+      src += k;
+      at += k;
+    }
+    if (at < end) std::memcpy(p.seg.owned.get() + (at - image_bytes), src, end - at);
+    st.chunk_received = end;
+    if (st.chunk_received < st.chunk_total) return absl::OkStatus();
+    PendingPtr done = std::move(st.assembling);
+    st.assembling.reset();
+    done->received_unix_ns = absl::ToUnixNanos(absl::Now());  // the batch is complete only now
+    done->seq = st.next_seq++;
+    st.pending.push_back(std::move(done));
     return absl::OkStatus();
   }
 

@@ -10,11 +10,15 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <string>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "augment/device.h"
 #include "augmentd/v1/service.pb.h"
 #include "server/auth.h"
@@ -104,6 +108,14 @@ absl::StatusOr<std::unique_ptr<AugmentdServer>> AugmentdServer::Start(const Serv
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(ClampToInt(options.limits.max_request_bytes));
   builder.SetMaxSendMessageSize(ClampToInt(options.limits.max_response_bytes));
+  // Experiments: AUGMENTD_GRPC_SERVER_ARGS="name=int,name=int" adds integer channel arguments (gRPC core names).
+  if (const char* extra = std::getenv("AUGMENTD_GRPC_SERVER_ARGS"); extra != nullptr && *extra != '\0') {
+    for (absl::string_view item : absl::StrSplit(extra, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+      int value = 0;
+      if (absl::SimpleAtoi(kv.second, &value)) builder.AddChannelArgument(kv.first, value);
+    }
+  }
   std::vector<int> selected_ports(addresses.size(), 0);
   for (size_t i = 0; i < addresses.size(); ++i) {
     builder.AddListeningPort(addresses[i].uri,

@@ -399,3 +399,121 @@ def test_inline_patches_of_a_large_batch_and_the_phases_of_a_call(client):
                 assert phases["compute"] == future._batch.proto.timing.compute_us / 1e3
                 span = (future.returned_ns - future.submit_ns) / 1e6
                 assert abs(sum(phases.values()) - span) < 1e-6 and span > 0
+
+
+def _chunk_header(session, image, seg, index=0, chunked_bytes=None, image_data=b""):
+    """A patches request announcing chunked inline bytes (AugmentRequest.chunked_bytes; inline_data left empty)."""
+    req = batch_pb2.AugmentRequest(session_id=session.session_id, session_token=session.session_token,
+                                   batch_index=index,
+                                   chunked_bytes=image.nbytes + seg.nbytes if chunked_bytes is None else chunked_bytes)
+    for t, a, name in ((req.image, image, "image"), (req.segmentation, seg, "segmentation")):
+        t.name, t.dtype = name, (tensor_pb2.DTYPE_FLOAT32 if a.dtype == np.float32 else tensor_pb2.DTYPE_INT16)
+        t.shape.extend(a.shape)
+        t.inline_data = b""
+    req.image.inline_data = image_data
+    return req
+
+
+def _chunk(offset, data):
+    return batch_pb2.PatchChunk(offset=offset, data=bytes(data))
+
+
+@pytest.mark.parametrize("chunk", [4099, 65536, 1 << 30], ids=["odd_4099", "64KiB", "one_chunk"])
+def test_chunked_inline_patches_equal_the_unary_call_bit_for_bit(client, monkeypatch, chunk):
+    """PatchAugmenter sends inline batches as PatchChunk messages where the server lists "patch_chunks": odd chunk
+    sizes (chunks across the image / segmentation boundary), one chunk for everything; results equal unary Augment."""
+    import augmentd.patch as patch_mod
+
+    assert "patch_chunks" in client.server_info().features
+    monkeypatch.setenv("AUGMENTD_PATCH_CHUNK", str(chunk))
+    monkeypatch.setattr(patch_mod, "_CHUNK_MIN", 1)
+    calls = []
+    real = patch_mod.encode_chunked_request
+    monkeypatch.setattr(patch_mod, "encode_chunked_request", lambda m, c: calls.append(c) or real(m, c))
+    config = _config(delivery=INLINE, seed=11)
+    probe = client.open_session(config)
+    initial = probe.initial_patch_size
+    client.close_session(probe)
+    inputs = [(3, *_patches(initial, 2, 31)), (4, *_patches(initial, 1, 32)), (7, *_patches(initial, 2, 33))]
+    expected = _reference(client, config, inputs)
+    with augmentd.PatchAugmenter(client, config, depth=3, inline=True) as aug:
+        assert aug._chunk == chunk
+        futures = [aug.submit(image, seg, batch_index=index) for index, image, seg in inputs]
+        for future, (eimage, etargets) in zip(futures, expected):
+            image, targets = aug.result(future)
+            assert np.array_equal(image.numpy(), eimage)
+            assert all(np.array_equal(t.numpy(), e) for t, e in zip(targets, etargets))
+    assert calls == [chunk] * 3
+
+
+def test_chunks_with_credits_between_them_make_one_batch(client):
+    config = _config(delivery=INLINE, seed=12)
+    session = client.open_session(config)
+    image, seg = _patches(session.initial_patch_size, 2, 40)
+    (expected_image, expected_targets), = _reference(client, config, [(5, image, seg)])
+    data = image.tobytes() + seg.tobytes()
+    cut = image.nbytes + 7  # a chunk across the image / segmentation boundary
+    s = RawPatchStream(client)
+    _start(s, session, credits=0)
+    s.send(patches=_chunk_header(session, image, seg, index=5))
+    s.send(chunk=_chunk(0, data[:1000]))
+    s.send(credit=batch_pb2.Credit(credits=1))
+    s.send(chunk=_chunk(1000, data[1000:cut]))
+    s.send(release=batch_pb2.Release())
+    s.send(chunk=_chunk(cut, data[cut:]))
+    batch = s.recv().batch
+    assert batch.batch_index == 5
+    got = augmentd.Batch(batch, None)
+    assert np.array_equal(got.image, expected_image)
+    assert all(np.array_equal(t, e) for t, e in zip(got.targets, expected_targets))
+    assert s.status() == (grpc.StatusCode.OK, "")
+    client.close_session(session)
+
+
+def test_chunk_errors_get_precise_codes(client):
+    C = grpc.StatusCode
+    session = client.open_session(_config(delivery=INLINE))
+    image, seg = _patches(session.initial_patch_size, 2, 41)
+    data = image.tobytes() + seg.tobytes()
+    total = len(data)
+    cases = []
+
+    def run(name, messages, code, needle):
+        s = RawPatchStream(client)
+        _start(s, session)
+        for m in messages:
+            s.send(**m)
+        cases.append((name, s.status(), code, needle))
+
+    header = {"patches": _chunk_header(session, image, seg)}
+    run("chunk without a header", [{"chunk": _chunk(0, data[:10])}], C.INVALID_ARGUMENT, "chunk: no batch is waiting")
+    run("chunk missing", [header, {"chunk": _chunk(0, data[:100])}, {"chunk": _chunk(200, data[200:300])}],
+        C.INVALID_ARGUMENT, "chunk.offset: 200, but 100 bytes of batch 0 arrived")
+    run("chunk duplicated", [header, {"chunk": _chunk(0, data[:100])}, {"chunk": _chunk(0, data[:100])}],
+        C.INVALID_ARGUMENT, "chunk.offset: 0, but 100 bytes")
+    run("chunk past the end", [header, {"chunk": _chunk(0, data + b"x")}], C.INVALID_ARGUMENT,
+        f"chunk.data: {total + 1} bytes at offset 0 run past patches.chunked_bytes {total}")
+    run("one chunk too many", [header, {"chunk": _chunk(0, data)}, {"chunk": _chunk(total, b"x")}],
+        C.INVALID_ARGUMENT, "chunk: no batch is waiting")
+    run("empty chunk", [header, {"chunk": _chunk(0, b"")}], C.INVALID_ARGUMENT, "chunk.data: empty")
+    run("wrong total", [{"patches": _chunk_header(session, image, seg, chunked_bytes=total - 1)}],
+        C.INVALID_ARGUMENT, f"patches.chunked_bytes: {total - 1}, but image ({image.nbytes}) and segmentation")
+    run("inline data and chunks", [{"patches": _chunk_header(session, image, seg, image_data=image.tobytes())}],
+        C.INVALID_ARGUMENT, "patches.image: must be inline and empty")
+    big = (1, 1, 1024, 1024, 100)  # 600 MB announced (broadcast views: no memory) > the default 256 MiB limit
+    run("past max_request_bytes", [{"patches": _chunk_header(session, np.broadcast_to(np.float32(0), big),
+                                                             np.broadcast_to(np.int16(0), big))}],
+        C.RESOURCE_EXHAUSTED, "max_request_bytes: patches.chunked_bytes 629145600 exceeds")
+    slot = _chunk_header(session, image, seg)
+    slot.input_slot.slot = 0
+    run("chunks and an input slot", [{"patches": slot}], C.INVALID_ARGUMENT, "exclude each other")
+    run("patches before the chunks are complete", [header, {"chunk": _chunk(0, data[:100])}, header],
+        C.INVALID_ARGUMENT, f"patches: batch 0 is still incomplete (100 of {total} chunked bytes arrived)")
+    s = RawPatchStream(client)
+    s.send(chunk=_chunk(0, b"x"))
+    cases.append(("chunk before start", s.status(), C.INVALID_ARGUMENT, "chunk: the first message must be start"))
+    for name, (code, details), want_code, needle in cases:
+        assert code == want_code, (name, code, details)
+        assert needle in details, (name, details)
+    client.close_session(session)
+    assert client.health() == augmentd.HealthStatus.SERVING

@@ -66,6 +66,7 @@ def test_server_info(server, which):
         assert name in names
     assert pipeline_pb2.PRESET_NNUNET_DEFAULT in info.presets
     assert list(info.bgv2_versions) == ["0.3.5", "0.3.6"]  # SpatialTransform semantics (issue 23)
+    assert list(info.features) == ["patch_chunks"]  # StreamPatches chunked inline batches (issue 22)
     implemented = [t.name for t in info.transforms if t.cpu]
     for name in DEFAULT_TRAINER_TRANSFORMS:  # the engine implements the whole default trainer chain
         assert name in implemented

@@ -293,3 +293,54 @@ def test_patch_request_bytes_parse_as_the_protobuf_request():
     leases = [batch_pb2.SlotLease(slot=1, generation=7), batch_pb2.SlotLease(slot=0, generation=0)]
     parsed = batch_pb2.StreamBatchesRequest.FromString(release_request_bytes(leases))
     assert parsed == batch_pb2.StreamBatchesRequest(release=batch_pb2.Release(leases=leases))
+
+
+@pytest.mark.parametrize("chunk", [1, 4099, 65536, 1 << 30])
+@pytest.mark.parametrize("direct", [True, False], ids=["in_place", "joined"])
+def test_chunked_requests_are_protobufs_bytes_in_order(monkeypatch, chunk, direct):
+    """encode_chunked_request: a patches header (chunked_bytes = the total, inline_data empty but set) and chunks
+    that protobuf parses back into offsets without gaps and the arrays' bytes, at chunk sizes of 1 byte, odd, and
+    larger than everything; written in place (4 copy threads) or joined (off CPython)."""
+    from augmentd import wire
+    from augmentd.wire import EncodedRequest, encode_chunked_request
+
+    monkeypatch.setattr(wire, "_copy_threads", lambda: 4)
+    if not direct:
+        monkeypatch.setattr(wire, "_uninitialised_bytes", lambda n: None)
+    rng = np.random.default_rng(7)
+    image = rng.standard_normal((2, 1, 9, 11, 13)).astype(np.float32)
+    seg = rng.integers(-1, 3, (2, 1, 9, 11, 13)).astype(np.int16)
+    if chunk == 1:
+        image, seg = image[:, :, :2, :3, :3].copy(), seg[:, :, :2, :3, :3].copy()
+    request = batch_pb2.AugmentRequest(session_id="s10", batch_index=12)
+    heads = (tensor_pb2.Tensor(name="image", dtype=tensor_pb2.DTYPE_FLOAT32, shape=image.shape),
+             tensor_pb2.Tensor(name="segmentation", dtype=tensor_pb2.DTYPE_INT16, shape=seg.shape))
+    messages = encode_chunked_request(EncodedRequest(request, heads, (image, seg)), chunk)
+    assert all(type(m) is bytes for m in messages)
+    header = batch_pb2.StreamBatchesRequest.FromString(messages[0])
+    assert header.WhichOneof("msg") == "patches"
+    p = header.patches
+    total = image.nbytes + seg.nbytes
+    assert (p.session_id, p.batch_index, p.chunked_bytes) == ("s10", 12, total)
+    for t, a in ((p.image, image), (p.segmentation, seg)):
+        assert t.WhichOneof("storage") == "inline_data" and t.inline_data == b"" and list(t.shape) == list(a.shape)
+    chunks = [batch_pb2.StreamBatchesRequest.FromString(m) for m in messages[1:]]
+    assert all(c.WhichOneof("msg") == "chunk" for c in chunks)
+    assert len(chunks) == -(-total // chunk)
+    offsets = [c.chunk.offset for c in chunks]
+    assert offsets == list(range(0, total, chunk))
+    assert all(len(c.chunk.data) == min(chunk, total - c.chunk.offset) for c in chunks)
+    assert b"".join(c.chunk.data for c in chunks) == image.tobytes() + seg.tobytes()
+
+
+def test_chunked_requests_of_the_wrong_size_are_refused():
+    from augmentd.wire import EncodedRequest, encode_chunked_request
+
+    image = np.zeros((1, 1, 2, 2, 2), np.float32)
+    seg = np.zeros((1, 1, 2, 2, 2), np.int16)
+    heads = (tensor_pb2.Tensor(name="image", dtype=tensor_pb2.DTYPE_FLOAT32, shape=(1, 1, 2, 2, 3)),
+             tensor_pb2.Tensor(name="segmentation", dtype=tensor_pb2.DTYPE_INT16, shape=seg.shape))
+    with pytest.raises(ValueError, match=r"image.inline_data: 32 bytes, but shape \[1, 1, 2, 2, 3\]"):
+        encode_chunked_request(EncodedRequest(batch_pb2.AugmentRequest(), heads, (image, seg)), 16)
+    with pytest.raises(ValueError, match="chunk must be > 0"):
+        encode_chunked_request(EncodedRequest(batch_pb2.AugmentRequest(), heads, (image, seg)), 0)

@@ -46,8 +46,9 @@ from augmentd.v1 import batch_pb2, server_info_pb2, session_pb2, tensor_pb2
 from .sessions import AugmentdError, Batch, Session
 from .slots import HostShmMemory
 from .tensors import _FROM_NUMPY, from_numpy, numpy_dtype
-from .wire import (DecodedResponse, EncodedRequest, _copy_threads, _parallel_copyto,  # noqa: F401 (moved to wire)
-                   encode_stream_request, encode_varint, widen_unix_send_buffer)
+from .wire import (_CHUNK_MIN, DecodedResponse, EncodedRequest, _copy_threads,  # noqa: F401 (moved to wire)
+                   _parallel_copyto, encode_chunked_request, encode_stream_request, encode_varint, patch_chunk_bytes,
+                   widen_unix_send_buffer)
 
 _END = object()
 _HOST_SHM = server_info_pb2.DELIVERY_KIND_HOST_SHM
@@ -304,6 +305,14 @@ class PatchAugmenter:
         stub = self.client.stub
         # The client's StreamPatchesDecoded stub takes pre-encoded requests (augmentd.wire.encode_stream_request).
         self._encoded = hasattr(stub, "StreamPatchesDecoded")
+        # Inline batches go in PatchChunk messages of a few MB where the server takes them (issue 22).
+        self._chunk = 0
+        if self._encoded and not self._inputs and patch_chunk_bytes() > 0:
+            try:
+                if "patch_chunks" in self.client.server_info().features:
+                    self._chunk = patch_chunk_bytes()
+            except (grpc.RpcError, AugmentdError, AttributeError):
+                pass  # an older server: one message per batch
         # Slot batches' torch views are looked up by the reader thread (cheap, cached per layout) when torch is there.
         self._prepare = self.session.slots is not None and _torch_available()
         self._call = getattr(stub, "StreamPatchesDecoded", stub.StreamPatches)(self._request_iter(), timeout=timeout)
@@ -402,7 +411,11 @@ class PatchAugmenter:
                     heads = tuple(tensor_pb2.Tensor(name=n, dtype=d, shape=a.shape) for n, d, a in
                                   (("image", self._image_proto_dtype, arrays[0]),
                                    ("segmentation", self._label_proto_dtype, arrays[1])))
-                    message = encode_stream_request(EncodedRequest(request, heads, arrays))
+                    encoded = EncodedRequest(request, heads, arrays)
+                    if self._chunk and arrays[0].nbytes + arrays[1].nbytes >= _CHUNK_MIN:
+                        message = encode_chunked_request(encoded, self._chunk)
+                    else:
+                        message = encode_stream_request(encoded)
                 else:
                     request = batch_pb2.AugmentRequest(session_id=self.session.session_id, batch_index=index)
                     request.image.CopyFrom(from_numpy(self._host(image, self.image_dtype), "image"))
@@ -412,7 +425,11 @@ class PatchAugmenter:
                 future = PatchFuture(self, index, submit_ns)
                 self._pending.append(future)
                 future.sent_ns = time.time_ns()
-                self._requests.put(message)
+                if isinstance(message, list):  # a chunked batch: its messages in order (we hold the submit lock)
+                    for m in message:
+                        self._requests.put(m)
+                else:
+                    self._requests.put(message)
                 return future
         except BaseException:
             self._room.release()

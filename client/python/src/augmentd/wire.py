@@ -208,6 +208,87 @@ def encode_stream_request(message) -> bytes:
     return message_bytes
 
 
+PATCH_CHUNK = 4 << 20  # bytes of inline data per PatchChunk message (AUGMENTD_PATCH_CHUNK overrides; 0: one message)
+_CHUNK_MIN = 8 << 20   # below this much inline data one message is as fast
+
+
+def patch_chunk_bytes() -> int:
+    """Inline bytes per StreamPatches chunk message: ``AUGMENTD_PATCH_CHUNK`` (0 = never chunk) or PATCH_CHUNK."""
+    return int(os.environ.get("AUGMENTD_PATCH_CHUNK", PATCH_CHUNK))
+
+
+def _array_bytes(tensor, array) -> memoryview:
+    data = memoryview(array)
+    if not data.c_contiguous:
+        raise ValueError(f"{tensor.name}: the array is not C-contiguous (np.ascontiguousarray it)")
+    data = data.cast("B") if data.nbytes else memoryview(b"")  # cast refuses shapes with a zero
+    expected = _expected_bytes(tensor)
+    if data.nbytes != expected:
+        raise ValueError(f"{tensor.name}.inline_data: {data.nbytes} bytes, but shape {list(tensor.shape)} of "
+                         f"dtype {tensor.dtype} takes {expected}")
+    return data
+
+
+def encode_chunked_request(message: "EncodedRequest", chunk: int) -> List[bytes]:
+    """The wire bytes of a StreamPatches batch sent in pieces (issue 22): first ``patches`` with
+    ``AugmentRequest.chunked_bytes`` and empty ``inline_data``, then ``StreamBatchesRequest.chunk`` = 5 messages
+    (PatchChunk: offset = 1, data = 2) of ``chunk`` bytes each (the last one shorter) of the image's bytes followed
+    by the segmentation's. gRPC then moves many messages of a few MB instead of one of ~100 MB, and the server copies
+    each into the batch's buffer as it arrives, while the next is in flight. The data is copied once, from the
+    arrays straight into the messages (written in place on CPython, chunks on the copy threads as
+    ``encode_stream_request`` does). Needs a server with ServerInfo.features "patch_chunks"."""
+    if chunk <= 0:
+        raise ValueError("chunk must be > 0")
+    datas = [_array_bytes(t, a) for t, a in zip(message.tensors, message.arrays)]
+    total = sum(d.nbytes for d in datas)
+    request = batch_pb2.AugmentRequest()
+    request.CopyFrom(message.request)
+    request.chunked_bytes = total
+    for field, tensor in zip((request.image, request.segmentation), message.tensors):
+        field.CopyFrom(tensor)
+        field.inline_data = b""
+    out = [batch_pb2.StreamBatchesRequest(patches=request).SerializeToString()]
+    import numpy as np
+
+    flat = [np.frombuffer(d, np.uint8) for d in datas]
+    bounds = [0, datas[0].nbytes, total]
+    copies = []
+    for offset in range(0, total, chunk):
+        n = min(chunk, total - offset)
+        body = b"\x08" + encode_varint(offset) + _len_field(2, n)
+        head = _len_field(5, len(body) + n) + body
+        made = _uninitialised_bytes(len(head) + n)
+        pieces = []  # (destination start in the chunk's data, source array, source start, length)
+        for k in range(2):
+            lo, hi = max(offset, bounds[k]), min(offset + n, bounds[k + 1])
+            if lo < hi:
+                pieces.append((lo - offset, flat[k], lo - bounds[k], hi - lo))
+        if made is None:
+            out.append(head + b"".join(bytes(src[s:s + m]) for _, src, s, m in pieces))
+            continue
+        data, view = made
+        view[:len(head)] = np.frombuffer(head, np.uint8)
+        for at, src, s, m in pieces:
+            copies.append((view[len(head) + at:len(head) + at + m], src[s:s + m]))
+        out.append(data)
+    _copy_all(copies)
+    return out
+
+
+def _copy_all(copies) -> None:
+    """np.copyto of each (dst, src) pair, on the copy threads when there are several (numpy releases the GIL)."""
+    if _copy_threads() == 1 or len(copies) < 2:
+        for d, s in copies:
+            np.copyto(d, s)
+        return
+    pool = _pool()
+    for f in [pool.submit(np.copyto, d, s) for d, s in copies[1:]] + [None]:
+        if f is None:
+            np.copyto(*copies[0])
+        else:
+            f.result()
+
+
 _COPY_CHUNK = 4 << 20  # bytes per copy task
 _copy_pool = None
 _copy_pool_lock = threading.Lock()
@@ -218,6 +299,16 @@ _THREADS = max(1, min(8, (os.cpu_count() or 1) // 2))
 
 def _copy_threads() -> int:
     return _THREADS
+
+
+def _pool():
+    global _copy_pool
+    with _copy_pool_lock:
+        if _copy_pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _copy_pool = ThreadPoolExecutor(_copy_threads(), thread_name_prefix="augmentd-copy")
+    return _copy_pool
 
 
 def _parallel_copyto(dst: np.ndarray, src) -> None:
@@ -233,12 +324,7 @@ def _parallel_copyto(dst: np.ndarray, src) -> None:
     if threads == 1 or not src.flags.c_contiguous or src.shape != dst.shape:
         np.copyto(dst, src, casting="unsafe")
         return
-    global _copy_pool
-    with _copy_pool_lock:
-        if _copy_pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _copy_pool = ThreadPoolExecutor(threads, thread_name_prefix="augmentd-copy")
+    _pool()
     d, s = dst.reshape(-1), src.reshape(-1)
     step = max(_COPY_CHUNK // dst.itemsize, -(-d.size // threads))
     parts = [(i, min(i + step, d.size)) for i in range(0, d.size, step)]
