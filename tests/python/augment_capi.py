@@ -34,6 +34,7 @@ import ctypes
 import json
 import os
 import re
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -43,6 +44,8 @@ import numpy as np
 __all__ = [
     "AugmentdError",
     "REPO_ROOT",
+    "AUGLAB_DIR",
+    "require_auglab",
     "listed_kinds",
     "library_path",
     "library_available",
@@ -54,6 +57,18 @@ __all__ = [
 #: Repository root (this file lives in ``<root>/tests/python``).
 REPO_ROOT: Path = Path(__file__).resolve().parents[2]
 
+#: The auglab package, a test reference only (GPL-3.0; scripts/setup.sh installs it ``--no-deps`` here).
+AUGLAB_DIR: Path = Path(os.environ.get("AUGMENTD_AUGLAB_DIR", REPO_ROOT / ".venv" / "auglab"))
+
+
+def require_auglab() -> None:
+    """Puts AUGLAB_DIR on ``sys.path`` for ``import auglab…``, or skips the calling test when auglab is not there."""
+    import pytest
+
+    if not (AUGLAB_DIR / "auglab").is_dir():
+        pytest.skip(f"auglab not installed at {AUGLAB_DIR} (scripts/setup.sh installs it; or set AUGMENTD_AUGLAB_DIR)")
+    if str(AUGLAB_DIR) not in sys.path:
+        sys.path.insert(0, str(AUGLAB_DIR))
 
 
 def listed_kinds() -> List[Tuple[str, str, str]]:

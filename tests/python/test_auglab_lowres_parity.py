@@ -9,25 +9,17 @@ of the channel's range (float32 weights, the summation order may differ by an ul
 """
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from augment_capi import REPO_ROOT
+from augment_capi import require_auglab
 
 torch = pytest.importorskip("torch")
-
-AUGLAB_DIR = Path(os.environ.get("AUGMENTD_AUGLAB_DIR", REPO_ROOT / ".venv" / "auglab"))
 
 
 @pytest.fixture(scope="module")
 def auglab_spatial():
-    if not (AUGLAB_DIR / "auglab").is_dir():
-        pytest.skip(f"auglab not installed at {AUGLAB_DIR} (scripts/setup.sh installs it; or set AUGMENTD_AUGLAB_DIR)")
-    sys.path.insert(0, str(AUGLAB_DIR))
+    require_auglab()
     from auglab.transforms.gpu import spatial
     return spatial
 

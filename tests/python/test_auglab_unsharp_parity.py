@@ -5,25 +5,17 @@ injects it (``{"sigma": [...]}``). Tolerance: 1e-5 of each channel's range (torc
 """
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from augment_capi import REPO_ROOT
+from augment_capi import require_auglab
 
 torch = pytest.importorskip("torch")
-
-AUGLAB_DIR = Path(os.environ.get("AUGMENTD_AUGLAB_DIR", REPO_ROOT / ".venv" / "auglab"))
 
 
 @pytest.fixture(scope="module")
 def auglab_conv():
-    if not (AUGLAB_DIR / "auglab").is_dir():
-        pytest.skip(f"auglab not installed at {AUGLAB_DIR} (scripts/setup.sh installs it; or set AUGMENTD_AUGLAB_DIR)")
-    sys.path.insert(0, str(AUGLAB_DIR))
+    require_auglab()
     from auglab.transforms.gpu.contrast import RandomConvTransformGPU
     return RandomConvTransformGPU
 

@@ -18,20 +18,16 @@ Tolerances:
 """
 from __future__ import annotations
 
-import os
 import random
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from augment_capi import REPO_ROOT
+from augment_capi import require_auglab
 
 tio = pytest.importorskip("torchio")
 torch = pytest.importorskip("torch")
 
-AUGLAB_DIR = Path(os.environ.get("AUGMENTD_AUGLAB_DIR", REPO_ROOT / ".venv" / "auglab"))
 SHAPES = [(1, 20, 23, 17), (2, 32, 30, 41), (1, 24, 26, 1)]
 
 
@@ -240,9 +236,7 @@ def test_elastic_deformation_draws_follow_torchio(capi):
 # ---- shape_crop (AugLab's CPU ShapeTransform) -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def auglab_shape():
-    if not (AUGLAB_DIR / "auglab").is_dir():
-        pytest.skip(f"auglab not installed at {AUGLAB_DIR} (scripts/setup.sh installs it; or set AUGMENTD_AUGLAB_DIR)")
-    sys.path.insert(0, str(AUGLAB_DIR))
+    require_auglab()
     from auglab.transforms.cpu.spatial import ShapeTransform
     return ShapeTransform
 

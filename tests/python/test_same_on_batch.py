@@ -78,7 +78,6 @@ def _identical_batch(capi, entry, first, seed=5):
     return out["samples"], t["image"], image
 
 
-
 @pytest.mark.parametrize("entry", PER_BATCH_KINDS, ids=lambda e: e["kind"])
 def test_per_batch_draw_covers_convolution_redistribution_and_affine(capi, entry):
     applied = 0
@@ -110,17 +109,11 @@ torch = None  # imported by the auglab fixture (only the AugLab tests need it)
 @pytest.fixture(scope="module")
 def auglab():
     """AugLab 20260109's GPU transforms (GPL-3.0, a test reference only, run on the CPU) and its container."""
-    import os
-    import sys
-    from pathlib import Path
+    from augment_capi import require_auglab
 
-    from augment_capi import REPO_ROOT
     global torch
     torch = pytest.importorskip("torch")
-    d = Path(os.environ.get("AUGMENTD_AUGLAB_DIR", REPO_ROOT / ".venv" / "auglab"))
-    if not (d / "auglab").is_dir():
-        pytest.skip(f"auglab not installed at {d} (scripts/setup.sh installs it; or set AUGMENTD_AUGLAB_DIR)")
-    sys.path.insert(0, str(d))
+    require_auglab()
     import auglab.transforms.gpu.contrast as contrast
     from auglab.transforms.gpu.base import AugmentationSequentialCustom
     from auglab.transforms.gpu.fromSeg import RandomRedistributeSegGPU
