@@ -164,6 +164,19 @@ def _expected_bytes(tensor) -> int:
     return n * np.dtype(numpy_dtype(tensor.dtype)).itemsize
 
 
+def _array_bytes(tensor, array) -> memoryview:
+    """The array's bytes as a flat view, checked: C-contiguous, exactly the size `tensor`'s shape and dtype take."""
+    data = memoryview(array)
+    if not data.c_contiguous:
+        raise ValueError(f"{tensor.name}: the array is not C-contiguous (np.ascontiguousarray it)")
+    data = data.cast("B") if data.nbytes else memoryview(b"")  # cast refuses shapes with a zero
+    expected = _expected_bytes(tensor)
+    if data.nbytes != expected:
+        raise ValueError(f"{tensor.name}.inline_data: {data.nbytes} bytes, but shape {list(tensor.shape)} of "
+                         f"dtype {tensor.dtype} takes {expected}")
+    return data
+
+
 def encode_stream_request(message) -> bytes:
     """gRPC request serializer of StreamPatches: protobuf messages as usual, bytes as they are; an
     ``EncodedRequest`` as the same
@@ -180,14 +193,7 @@ def encode_stream_request(message) -> bytes:
     parts = [message.request.SerializeToString()]
     for field, tensor, array in zip((3, 4), message.tensors, message.arrays):
         head = tensor.SerializeToString()  # name, dtype, shape; inline_data follows (fields may come in any order)
-        data = memoryview(array)
-        if not data.c_contiguous:
-            raise ValueError(f"{tensor.name}: the array is not C-contiguous (np.ascontiguousarray it)")
-        data = data.cast("B") if data.nbytes else memoryview(b"")  # cast refuses shapes with a zero
-        expected = _expected_bytes(tensor)
-        if data.nbytes != expected:
-            raise ValueError(f"{tensor.name}.inline_data: {data.nbytes} bytes, but shape {list(tensor.shape)} of "
-                             f"dtype {tensor.dtype} takes {expected}")
+        data = _array_bytes(tensor, array)
         body_head = head + _len_field(4, data.nbytes)
         parts += [_len_field(field, len(body_head) + data.nbytes), body_head, data]
     body = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
@@ -215,18 +221,6 @@ _CHUNK_MIN = 8 << 20   # below this much inline data one message is as fast
 def patch_chunk_bytes() -> int:
     """Inline bytes per StreamPatches chunk message: ``AUGMENTD_PATCH_CHUNK`` (0 = never chunk) or PATCH_CHUNK."""
     return int(os.environ.get("AUGMENTD_PATCH_CHUNK", PATCH_CHUNK))
-
-
-def _array_bytes(tensor, array) -> memoryview:
-    data = memoryview(array)
-    if not data.c_contiguous:
-        raise ValueError(f"{tensor.name}: the array is not C-contiguous (np.ascontiguousarray it)")
-    data = data.cast("B") if data.nbytes else memoryview(b"")  # cast refuses shapes with a zero
-    expected = _expected_bytes(tensor)
-    if data.nbytes != expected:
-        raise ValueError(f"{tensor.name}.inline_data: {data.nbytes} bytes, but shape {list(tensor.shape)} of "
-                         f"dtype {tensor.dtype} takes {expected}")
-    return data
 
 
 def encode_chunked_request(message: "EncodedRequest", chunk: int) -> List[bytes]:
