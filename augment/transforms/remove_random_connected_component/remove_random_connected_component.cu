@@ -71,7 +71,7 @@ __device__ void CcUnion(int32_t* labels, int32_t a, int32_t b) {
 }
 
 // Union-find on one tile's parents in shared memory (indices local to the tile), the same lock-free scheme as
-// CcFind / CcUnion below (volatile: other threads of the block relink).
+// CcFind / CcUnion above (volatile: other threads of the block relink).
 __device__ int32_t LocalFind(volatile int32_t* p, int32_t x) {
   int32_t curr = p[x];
   if (curr == x) return x;
