@@ -74,7 +74,8 @@ struct BlurSink {
 template <int kR>
 __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
                                          float (*tile)[kBlurHaloX], float (*xb)[kBlurTX], float* wpad,
-                                         const float* s, const BlurSink& sink, const int* Q, Partial& part) {
+                                         const float* s, const BlurSink& sink, const int* Q, const int* qz_of,
+                                         Partial& part) {
   constexpr int kW = 2 * kR + 1, kHY = kBlurTY + 2 * kR, kHX = kBlurTX + 2 * kR;
   constexpr int kRows = (kHY + 7) / 8, kCols = (kHX + 31) / 32;
   if (threadIdx.x < 3 * kW) {
@@ -167,7 +168,7 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
     zwin[1][kW - 1] = v1;
     const int zo = p - kR;
     if (zo >= zs) {
-      const int qz = sink.low ? NearestExactInverse(zo, P0, Q[0]) : -1;
+      const int qz = qz_of[zo - zs];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float acc = 0.f;
@@ -184,7 +185,7 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
 __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
                                             float (*tile)[kBlurHaloX], float (*xb)[kBlurTX],
                                             float (*ring)[kBlurTY][kBlurTX], const float* s, const BlurSink& sink,
-                                            const int* Q, Partial& part) {
+                                            const int* Q, const int* qz_of, Partial& part) {
   const int r0 = rad[0], r1 = rad[1], r2 = rad[2];
   const int P0 = a.d.out[0], P1 = a.d.out[1], P2 = a.d.out[2];
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
@@ -240,7 +241,7 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
     if (zo >= zs) {
       // The window of zo occupies every ring slot, oldest first at slot + 1.
       const int first = slot + 1 == nring ? 0 : slot + 1;
-      const int qz = sink.low ? NearestExactInverse(zo, P0, Q[0]) : -1;
+      const int qz = qz_of[zo - zs];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int yy = ty + 8 * h, y = y0 + yy;
@@ -267,6 +268,15 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   __shared__ float tile[kBlurHaloY][kBlurHaloX];
   __shared__ float xb[kBlurHaloY][kBlurTX];
   __shared__ float ring[kBlurRing][kBlurTY][kBlurTX];
+  __shared__ int qz_of[kBlurTZ];  // low-res pick row of each output plane of this block (-1: none)
+  const bool pick = a.low != nullptr && LowResOn(cp, a.d);
+  const int Q[3] = {cp.lowres_shape[0], cp.lowres_shape[1], cp.lowres_shape[2]};
+  // Block-uniform, so computed once here instead of by every thread for every plane (a 64-bit division and up to
+  // three NearestExactSrc: ≈ 55 of the ≈ 450 instructions a thread spent per plane).
+  if (threadIdx.x >= 32 && threadIdx.x < 32 + kBlurTZ) {
+    const int zo = blockIdx.y * kBlurTZ + (threadIdx.x - 32);
+    qz_of[threadIdx.x - 32] = pick && zo < a.d.out[0] ? NearestExactInverse(zo, a.d.out[0], Q[0]) : -1;
+  }
   if (threadIdx.x < 3) {
     const int axis = threadIdx.x;
     const double sigma = cp.blur_sigma[axis];
@@ -286,8 +296,6 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
     rad[axis] = r;
   }
   __syncthreads();
-  const bool pick = a.low != nullptr && LowResOn(cp, a.d);
-  const int Q[3] = {cp.lowres_shape[0], cp.lowres_shape[1], cp.lowres_shape[2]};
   BlurSink sink;
   sink.o = a.dst + static_cast<int64_t>(slice) * a.d.out_n;
   sink.low = pick ? a.low + static_cast<int64_t>(slice) * a.d.out_n : nullptr;
@@ -300,13 +308,13 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   Partial part = EmptyPartial();
   const int rmax = max(rad[0], max(rad[1], rad[2]));
   if (rmax <= 1) {
-    BlurFast<1>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, part);
+    BlurFast<1>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, qz_of, part);
   } else if (rmax <= 2) {
-    BlurFast<2>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, part);
+    BlurFast<2>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, qz_of, part);
   } else if (rmax <= 3) {
-    BlurFast<3>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, part);
+    BlurFast<3>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, qz_of, part);
   } else {
-    BlurGeneral(a, w, rad, tile, xb, ring, s, sink, Q, part);
+    BlurGeneral(a, w, rad, tile, xb, ring, s, sink, Q, qz_of, part);
   }
   if (sink.stats) {
     const Partial red = BlockReduce(part);
