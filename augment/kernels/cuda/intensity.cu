@@ -3,7 +3,7 @@
 //
 //  low-res   down: brightness/contrast(V1) at the nearest-exact picks (src = floor((i + 0.5)·P/Q)) into `low`
 //            (blurred slices: in place over the blur kernel's raw picks); mid: trilinear up (align_corners=False)
-//            or brightness/contrast, stats of V3.
+//            and stats of V3; slices without low-res only reduce the stats of BC(V1) (read-only, and only for a gamma).
 //  gamma     per slot: (maybe −x) → ((x − min)/max(r, 1e-7))^γ·r + min → retain mean and unbiased std
 //            (stats passes), → (maybe −x). Statistics are deterministic per-slice reductions; slot 1's input
 //            statistics follow from slot 0's (GammaOutStats), so two stats passes serve both slots.
@@ -102,15 +102,19 @@ __device__ __forceinline__ void UpSampleRow(const float* low, const int* Q, cons
   }
 }
 
+// Low-res slices: cur becomes V3 (the up-sampled low-res image) and V3's statistics are reduced. Other slices keep V1
+// in cur (the later passes apply brightness/contrast themselves: Chain::V3) and only reduce V3 = BC(V1)'s statistics,
+// which only a gamma slot reads: a slice with neither returns at once.
 __global__ void __launch_bounds__(kThreads) MidKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
   const int slice = blockIdx.y;
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
+  const bool lowres_on = LowResOn(cp, d);
+  if (!lowres_on && cp.gamma[0] == 0.f && cp.gamma[1] == 0.f) return;  // slice-uniform
   float* cur = CurBuffer(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
   const int P[3] = {d.out[0], d.out[1], d.out[2]};
   const int out_n = static_cast<int>(d.out_n);
   Partial part = EmptyPartial();
-  const bool lowres_on = LowResOn(cp, d);
   const BCConsts bc = lowres_on ? BCConsts{} : MakeBC(cp, ws.slot[kSlotV1].result + slice);
   // The slice's low-res base pointer through shared memory: opaque to the compiler, it stays in one register pair
   // (UpSampleRow's gathers are then one wide multiply-add each).
@@ -128,17 +132,14 @@ __global__ void __launch_bounds__(kThreads) MidKernel(Dims d, const SampleParams
       UpSampleRow(low, Q, P, ratio, row / P[1], row % P[1], cur + static_cast<int64_t>(row) * P[2], part);
     }
   }
-  for (int chunk = blockIdx.x; chunk < d.nchunks && !lowres_on; chunk += gridDim.x) {  // brightness/contrast only
+  for (int chunk = blockIdx.x; chunk < d.nchunks && !lowres_on; chunk += gridDim.x) {  // statistics of BC(V1) only
     const int base = chunk * kChunk + threadIdx.x;
     float v[kVoxPerThread];
 #pragma unroll
     for (int k = 0; k < kVoxPerThread; ++k) v[k] = base + k * kThreads < out_n ? cur[base + k * kThreads] : 0.f;
 #pragma unroll
     for (int k = 0; k < kVoxPerThread; ++k) {
-      if (base + k * kThreads >= out_n) continue;
-      const float r = ApplyBC(v[k], bc);
-      cur[base + k * kThreads] = r;
-      Accumulate(part, r);
+      if (base + k * kThreads < out_n) Accumulate(part, ApplyBC(v[k], bc));
     }
   }
   const Partial red = BlockReduce(part);
@@ -147,7 +148,7 @@ __global__ void __launch_bounds__(kThreads) MidKernel(Dims d, const SampleParams
 
 // The pointwise chain of one slice from its current buffer value to V5, with the statistics known so far.
 struct Chain {
-  bool mid_done;
+  bool mid_done;  // this slice's buffer holds V3 (the mid pass up-sampled its low-res image)
   BCConsts bc;
   GammaConsts g0, g1;
   __device__ __forceinline__ float V3(float cur) const { return mid_done ? cur : ApplyBC(cur, bc); }
@@ -174,12 +175,12 @@ __device__ __forceinline__ Stats GammaOutStats(const GammaConsts& g, const Stats
   return r;
 }
 
-__device__ __forceinline__ Chain MakeChain(const Workspace& ws, const ChannelParams& cp, int slice,
+__device__ __forceinline__ Chain MakeChain(const Workspace& ws, const ChannelParams& cp, const Dims& d, int slice,
                                            const ChainState& st, bool with_g0_retain, bool with_g1,
                                            bool with_g1_retain) {
   Chain ch;
-  ch.mid_done = st.mid_done;
-  ch.bc = st.mid_done ? BCConsts{} : MakeBC(cp, ws.slot[kSlotV1].result + slice);
+  ch.mid_done = st.mid_done && LowResOn(cp, d);  // the mid pass writes only low-res slices (MidKernel)
+  ch.bc = ch.mid_done ? BCConsts{} : MakeBC(cp, ws.slot[kSlotV1].result + slice);
   ch.g0 = MakeGammaCore(cp, 0, ws.slot[kSlotV3].result + slice);
   if (with_g0_retain) AddRetain(ch.g0, ws.slot[kSlotY0].result + slice);
   ch.g1 = GammaConsts{};
@@ -240,7 +241,7 @@ __global__ void __launch_bounds__(kThreads)
   if (mode == 0 && (cp.gamma[0] == 0.f || (!cp.gamma_retain[0] && cp.gamma[1] == 0.f))) return;  // slice-uniform
   if (mode == 2 && (cp.gamma[1] == 0.f || !cp.gamma_retain[1])) return;
   const float* cur = CurBuffer(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
-  const Chain ch = MakeChain(ws, cp, slice, st, mode == 2, mode == 2, false);
+  const Chain ch = MakeChain(ws, cp, d, slice, st, mode == 2, mode == 2, false);
   Partial part = EmptyPartial();
   if (mode == 0) {
     ForSliceValues(cur, d, [&](float v) { Accumulate(part, GammaCore(ch.V3(v), ch.g0)); });
@@ -336,7 +337,7 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
   const SampleParams& sp = params[b];
   const ChannelParams& cp = sp.ch[c];
   const float* cur = CurBuffer(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
-  const Chain ch = MakeChain(ws, cp, slice, st, true, true, true);
+  const Chain ch = MakeChain(ws, cp, d, slice, st, true, true, true);
   const bool do_mask = mask != nullptr && cp.mask != 0;
   const int mirror = sp.mirror_mask;
   const int P[3] = {d.out[0], d.out[1], d.out[2]};

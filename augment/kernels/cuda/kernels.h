@@ -39,7 +39,7 @@ cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, co
 // State of the intensity chain passed to the later passes.
 struct ChainState {
   bool blur_active;  // blurred slices live in x2
-  bool mid_done;     // cur holds V3 (brightness, contrast and low-res applied)
+  bool mid_done;     // the mid pass ran: low-res slices hold V3 (others keep V1; the later passes apply BC)
   bool gamma0_active;
 };
 
