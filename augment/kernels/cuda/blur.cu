@@ -69,8 +69,10 @@ struct BlurSink {
 // Fast path, every radius <= kR: the taps are compile-time (weights zero-padded to radius kR: a zero tap adds an
 // exact 0), fused multiply-adds, and the axis-0 window lives in registers (shifted one plane per step). A thread
 // owns output rows 2·ty and 2·ty + 1 of the tile (they share 2·kR of their 2·kR + 2 axis-1 taps).
-// The axis-0 taps stay in registers; the axis-1/2 taps (zero-padded, in `wpad`) are re-read from shared memory
-// each plane (broadcast loads) so that they are live only in their pass (register pressure: 4 blocks per SM).
+// The taps of all three axes (zero-padded, in `wpad`) are re-read from shared memory each plane (broadcast loads) so
+// that they are live only in their pass, and the halo loads use 32-bit offsets from the slice base (register pressure
+// at 64 registers, 4 blocks per SM: with the axis-0 taps in registers and 64-bit plane pointers the kR = 3 loop
+// spilled and re-derived threadIdx-based addresses every plane, s11 in NOTES.md).
 template <int kR>
 __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
                                          float (*tile)[kBlurHaloX], float (*xb)[kBlurTX], float* wpad,
@@ -83,9 +85,7 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
     wpad[threadIdx.x] = (off >= -rad[axis] && off <= rad[axis]) ? w[axis][off + rad[axis]] : 0.f;
   }
   __syncthreads();
-  float wz[kW];
-#pragma unroll
-  for (int t = 0; t < kW; ++t) wz[t] = wpad[t];
+  const float* wz = wpad;
   const float* wy = wpad + kW;
   const float* wx = wpad + 2 * kW;
   const int P0 = a.d.out[0], P1 = a.d.out[1], P2 = a.d.out[2];
@@ -105,12 +105,12 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   }
   float pre[kRows][kCols];
   auto load = [&](int p) {
-    const float* sp = s + static_cast<int64_t>(Reflect(p, P0)) * P1 * P2;
+    const int plane = Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels): one IMAD.WIDE a load
 #pragma unroll
     for (int ri = 0; ri < kRows; ++ri) {
 #pragma unroll
       for (int ci = 0; ci < kCols; ++ci) {
-        pre[ri][ci] = (row_off[ri] >= 0 && col_off[ci] >= 0) ? __ldg(sp + row_off[ri] + col_off[ci]) : 0.f;
+        pre[ri][ci] = (row_off[ri] >= 0 && col_off[ci] >= 0) ? __ldg(s + (plane + row_off[ri] + col_off[ci])) : 0.f;
       }
     }
   };
