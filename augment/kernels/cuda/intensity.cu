@@ -184,7 +184,7 @@ __device__ __forceinline__ Chain MakeChain(const Workspace& ws, const ChannelPar
   ch.g0 = MakeGammaCore(cp, 0, ws.slot[kSlotV3].result + slice);
   if (with_g0_retain) AddRetain(ch.g0, ws.slot[kSlotY0].result + slice);
   ch.g1 = GammaConsts{};
-  if (with_g1) {
+  if (with_g1 && cp.gamma[1] != 0.f) {  // off: nothing to read (MidKernel skips slices without a gamma slot)
     // Input of slot 1: V4, whose statistics follow from those of slot 0's core output (or V3 when slot 0 is off).
     const Stats s4 = ch.g0.on ? GammaOutStats(ch.g0, ws.slot[kSlotY0].result[slice]) : ws.slot[kSlotV3].result[slice];
     ch.g1 = MakeGammaCore(cp, 1, &s4);
