@@ -77,7 +77,8 @@ class Ctx:
         self.results.append(result)
         with open(self.out / "results.jsonl", "a") as f:
             f.write(json.dumps(result) + "\n")
-        brief = {k: v for k, v in result.items() if k not in ("wait_ms", "step_ms", "t_s", "sessions", "profile")}
+        brief = {k: v for k, v in result.items()
+                 if k not in ("wait_ms", "step_ms", "t_s", "sessions", "profile", "c_ms", "b_ms")}
         self.key(f"E2E-RESULT {json.dumps(brief)}")
         for name, table in (result.get("profile") or {}).items():
             self.key(f"E2E-PROFILE {result['label']} {name}\n{table}")

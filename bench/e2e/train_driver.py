@@ -13,7 +13,9 @@ to ``--iters`` timed iterations (stopping early after ``--max-seconds``) of::
 
 Modes: ``loader`` (the trainer's own data loaders: nnU-Net's NonDetMultiThreadedAugmenter with
 ``nnUNet_n_proc_DA=--n-proc-da`` workers, or augmentd's for an augmentd trainer) and ``compute`` (one batch taken
-once, moved to the device, reused for every step: no data loading at all).
+once, moved to the device, reused for every step: no data loading at all) and ``paired`` (an augmentd trainer only:
+``--pairs`` pairs of a compute-only phase on one cloned augmentd batch and a loader phase, ``--iters`` timed
+iterations each after ``--settle`` untimed ones; ``paired.py`` says why and how the figure is formed).
 
 Multi-tenant runs (``--ready-file``/``--go-file``): after the warm-up the driver creates ``--ready-file``, waits
 for ``--go-file`` (written by the orchestrator once every process is ready; its content is the common start time,
@@ -210,6 +212,51 @@ def wait_for_go(ready_file, go_file, timeout):
     raise TimeoutError(f"no go file {go_file} within {timeout} s")
 
 
+def run_paired(args, trainer, device, result, one_b):
+    """``--mode paired`` (paired.py): c / b phases alternating in this process; returns the result object."""
+    import numpy as np
+    import torch
+    from paired import clone_batch, run_phases, summarize_pairs
+
+    fixed = clone_batch(next(trainer.dataloader_train))
+
+    def one_c():
+        a = time.perf_counter()
+        out = trainer.train_step(fixed)
+        return 0.0, time.perf_counter() - a, float(out["loss"])
+
+    util = {"c": [], "b": []}
+    samplers = {}
+
+    def on_phase(kind, k):
+        samplers[kind] = GpuSampler(device).start()
+
+    def after_phase(kind, k):
+        mean = samplers.pop(kind).stop()["gpu_util_mean"]
+        if mean is not None:
+            util[kind].append(mean)
+
+    w0 = time.perf_counter()
+    phases = run_phases(one_c, one_b, args.pairs, args.iters, args.settle, on_phase, after_phase)
+    window = time.perf_counter() - w0
+    b_iters = [t for p in phases["b"] for t in p]
+    b_waits = [w for p in phases["b_wait"] for w in p]
+    result.update(summarize(b_waits, [t - w for t, w in zip(b_iters, b_waits)], result["batch_size"], window))
+    paired = summarize_pairs(phases)
+    paired.update({"gpu_util_c": round(sum(util["c"]) / len(util["c"]), 1) if util["c"] else None,
+                   "gpu_util_b": round(sum(util["b"]) / len(util["b"]), 1) if util["b"] else None,
+                   "settle": args.settle, "window_s": round(window, 2)})
+    result.update({
+        "paired": paired, "gpu_util_mean": paired["gpu_util_b"],
+        "loss_finite": bool(np.all(np.isfinite(phases["losses"]))),
+        "max_mem_allocated_mib": round(torch.cuda.max_memory_allocated(device) / 2 ** 20) if device.type == "cuda"
+        else None,
+        "c_ms": [[round(1000 * v, 3) for v in p] for p in phases["c"]],
+        "b_ms": [[round(1000 * v, 3) for v in p] for p in phases["b"]],
+    })
+    return result
+
+
 def run(args):
     setup_env(args)
     import numpy as np
@@ -219,11 +266,13 @@ def run(args):
     t0 = time.monotonic()
     trainer = make_trainer(args, device)
     delivery, delivery_errors = start_trainer(trainer, args.delivery.split(","))
+    if args.mode == "paired" and delivery == "nnunet":
+        raise SystemExit(f"--mode paired measures an augmentd trainer; {args.trainer} is not one")
     trainer.on_train_epoch_start()
     startup_s = time.monotonic() - t0
     result = {"label": args.label, "trainer": args.trainer, "mode": args.mode, "device": str(device),
               "n_proc_da": args.n_proc_da if args.mode == "loader" and delivery == "nnunet" else None,
-              "delivery": delivery if args.mode == "loader" else "none (fixed GPU batch)" if device.type == "cuda"
+              "delivery": delivery if args.mode != "compute" else "none (fixed GPU batch)" if device.type == "cuda"
               else "none (fixed batch)",
               "batch_size": int(trainer.batch_size), "patch_size": [int(p) for p in
                                                                       trainer.configuration_manager.patch_size],
@@ -252,6 +301,8 @@ def run(args):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
             torch.cuda.reset_peak_memory_stats(device)
+        if args.mode == "paired":
+            return run_paired(args, trainer, device, result, one), trainer
         if args.go_file:
             start = wait_for_go(args.ready_file, args.go_file, args.go_timeout)
             while time.time() < start:
@@ -298,7 +349,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", required=True, help="folder holding raw/ preprocessed/ results/ (make_dataset.py)")
     p.add_argument("--trainer", default="nnUNetTrainer", help="trainer class name, looked up like nnUNetv2_train")
-    p.add_argument("--mode", choices=("loader", "compute"), default="loader")
+    p.add_argument("--mode", choices=("loader", "compute", "paired"), default="loader",
+                   help="paired: an augmentd trainer's compute-only and loader phases alternating (paired.py)")
+    p.add_argument("--pairs", type=int, default=6, help="paired: c / b phase pairs")
+    p.add_argument("--settle", type=int, default=5, help="paired: untimed iterations at the start of each phase")
     p.add_argument("--configuration", default="3d_fullres",
                    help="nnU-Net configuration (2d, 3d_cascade_fullres: make_dataset.py --configurations / --cascade)")
     p.add_argument("--n-proc-da", type=int, default=12, help="nnUNet_n_proc_DA for nnU-Net's own loader")
@@ -322,7 +376,7 @@ def main(argv=None) -> int:
     text = json.dumps(result)
     if args.json:
         Path(args.json).write_text(text)
-    brief = {k: v for k, v in result.items() if k not in ("wait_ms", "step_ms", "t_s", "profile")}
+    brief = {k: v for k, v in result.items() if k not in ("wait_ms", "step_ms", "t_s", "profile", "c_ms", "b_ms")}
     print("E2E-RESULT " + json.dumps(brief), flush=True)
     # The result is written: shut the loaders down (closes augmentd sessions, stops nnU-Net's workers), bounded in
     # time, then leave without waiting for gRPC / loader threads at interpreter exit.

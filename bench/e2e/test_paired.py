@@ -1,0 +1,82 @@
+"""paired.py: the phase order, what is timed, the pair arithmetic, the table and the figures (train_driver.py
+--mode paired and stage ``paired`` of run_e2e.py use them)."""
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from paired import parse_runs, paired_figures, render_paired, run_phases, summarize_pairs  # noqa: E402
+
+
+def test_phases_alternate_c_first_and_time_only_after_settling():
+    calls = []
+
+    def step(kind, wait, dur):
+        def one():
+            calls.append(kind)
+            return wait, dur, 1.0
+        return one
+
+    marks = []
+    out = run_phases(step("c", 0.0, 0.010), step("b", 0.001, 0.011), pairs=3, iters=4, settle=2,
+                     on_phase=lambda kind, k: marks.append(("on", kind, k)),
+                     after_phase=lambda kind, k: marks.append(("after", kind, k)))
+    assert calls == (["c"] * 6 + ["b"] * 6) * 3  # settle 2 + 4 timed, c then b, three times
+    assert marks[:4] == [("on", "c", 0), ("after", "c", 0), ("on", "b", 0), ("after", "b", 0)]
+    assert len(out["c"]) == len(out["b"]) == len(out["b_wait"]) == 3
+    assert all(len(p) == 4 for p in out["c"] + out["b"])  # settling iterations are not in the phases
+    assert out["c"][0][0] == pytest.approx(0.010) and out["b"][0][0] == pytest.approx(0.012)  # wait + step
+    assert out["b_wait"][0] == [0.001] * 4 and len(out["losses"]) == 3 * 2 * 4
+
+
+def test_pairs_figure_is_the_median_of_the_pairs():
+    phases = {"c": [[0.100, 0.100, 0.300], [0.110, 0.110, 0.110], [0.100, 0.100, 0.100]],
+              "b": [[0.102, 0.102, 0.0], [0.121, 0.121, 0.121], [0.103, 0.103, 0.103]],
+              "b_wait": [[0.0, 0.001, 0.0], [0.0, 0.0, 0.0], [0.002, 0.0, 0.0]]}
+    s = summarize_pairs(phases)
+    assert s["pairs"] == 3 and s["iters_per_phase"] == 3
+    assert s["c_ms_per_phase"] == [100.0, 110.0, 100.0] and s["b_ms_per_phase"] == [102.0, 121.0, 103.0]
+    assert s["pct_per_pair"] == pytest.approx([2.0, 10.0, 3.0], abs=1e-3)
+    assert s["pct_median"] == pytest.approx(3.0, abs=1e-3)  # not the mean (5.0), not the best pair (2.0)
+    assert s["pct_min"] == pytest.approx(2.0, abs=1e-3) and s["pct_max"] == pytest.approx(10.0, abs=1e-3)
+    assert s["c_ms_median"] == 100.0 and s["b_ms_median"] == 103.0
+    assert math.isclose(s["pct_pooled"], 3.0, abs_tol=1e-3)
+    assert s["b_wait_ms_max"] == 2.0
+
+
+def test_even_number_of_pairs_takes_the_middle_two():
+    phases = {"c": [[1.0], [1.0], [1.0], [1.0]], "b": [[1.01], [1.02], [1.04], [1.10]], "b_wait": []}
+    assert summarize_pairs(phases)["pct_median"] == pytest.approx(3.0, abs=1e-3)
+
+
+def _record(run, pct_pairs, cores=16):
+    phases = {"c": [[0.1]] * len(pct_pairs), "b": [[0.1 * (1 + p / 100)] for p in pct_pairs], "b_wait": [[0.0]]}
+    return {"stage": "paired", "run": run, "trainer": "T", "configuration": "3d_fullres", "cores": cores,
+            "delivery": "cuda_ipc", "paired": summarize_pairs(phases)}
+
+
+def test_table_and_figures():
+    meta = {"date": "2026-12-02 07:00 UTC", "machine": "test machine", "command": "E2E_STAGES=paired x"}
+    rows = [_record("patch", [2.0, 4.0, 2.5]), _record("cascade", [3.5, 3.4, 3.6]),
+            {"stage": "paired", "run": "patch_da5", "trainer": "T", "configuration": "3d_fullres", "cores": 16,
+             "skipped": "not enough time left (20 s)"},
+            {"stage": "patch", "kind": "b"}]  # another stage's record: ignored
+    table = render_paired(rows, meta)
+    assert "test machine" in table and "E2E_STAGES=paired x" in table
+    assert "**+2.50 %** [+2.00, +4.00]" in table and "≤ 3 %: met" in table
+    assert "**+3.50 %**" in table and "≤ 3 %: **missed**" in table
+    assert "not enough time left (20 s)" in table
+    figs = {f["metric"]: f for f in paired_figures(rows, meta)}
+    assert set(figs) == {"e2e_patch_pct_default_16c", "e2e_cascade_pct"}
+    assert figs["e2e_patch_pct_default_16c"]["value"] == 2.5 and figs["e2e_patch_pct_default_16c"]["issue"] == 22
+    assert figs["e2e_cascade_pct"]["issue"] == 24 and figs["e2e_cascade_pct"]["pct_per_pair"] == [3.5, 3.4, 3.6]
+    assert "paired" in figs["e2e_cascade_pct"]["method"] and figs["e2e_cascade_pct"]["date"] == "2026-12-02"
+
+
+def test_parse_runs_refuses_unknown_names():
+    assert parse_runs("patch,cascade,") == ["patch", "cascade"]
+    with pytest.raises(ValueError, match="unknown cascadee"):
+        parse_runs("patch,cascadee")
