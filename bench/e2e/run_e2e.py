@@ -28,6 +28,15 @@ Stages (each run is a separate training process, bounded by a timeout; the whole
   (``AUGMENTD_DEVICE`` = GPU 0's UUID for every trainer; a trainer that cannot see GPU 0 falls back from CUDA IPC
   to the next of ``--one-gpu-delivery``) — variant ``augmentd-one-gpu``.
 
+Repeats (``--repeats N``, ``E2E_REPEATS``; stages ``patch``, ``patch_da5``, ``2d``, ``cascade``): two compute-only
+processes differ by ~1.5 % on the H200, so one pair cannot resolve a 3 % target. The runs of each N / configuration
+go c, b, c, b, … (with ``--patch-variants``: c, b, b-<variant>…, c, b, …), each record with ``rep`` and, for N > 1,
+labels ending in ``-r<rep>``; a repeat starts only if all of its runs fit the time left, else it and the later ones
+are recorded as skipped. Figures and tables: per kind the median over repeats of the per-run ms/iter medians
+(repeats.py), every run listed (``runs_c``, ``runs_b``). ``--patch-variants switch50,threads2,ahead1``: the patch
+trainer again after each of its runs with ``sys.setswitchinterval(0.05)`` / ``AUGMENTD_PATCH_THREADS=2`` /
+``AUGMENTD_PATCH_AHEAD=1`` (kind ``b-<variant>``, extra table columns, no figure).
+
 Outputs in --out: ``results.jsonl`` (one object per run, per-iteration times included), ``table.md`` (rewritten
 after every run, so a timeout still leaves a table), ``key-lines.txt`` (the raw result/error lines), and
 ``logs/`` (every process's full log). The table is printed last.
