@@ -33,7 +33,7 @@ def patch_grid(results):
     for per_n in grid.values():
         for runs in per_n.values():
             for kind, records in runs.items():
-                runs[kind] = aggregate(records) or records[-1]
+                runs[kind] = aggregate(records) or dict(records[-1], n_planned=len(records))
         measured = [n for n in sorted(per_n, reverse=True) if _ok(per_n[n].get("c"))]
         for runs in per_n.values():
             if not _ok(runs.get("c")) and measured and _ok(runs.get("b")):
@@ -57,6 +57,8 @@ def pct_median(r, compute):
 def _cell(run, compute, with_pct):
     """One run's cell (cores_table's), followed by each repeat's ms/iter median when the kind ran more than once."""
     text, extra = _run_cell(run, compute, with_pct), runs_text(run) if _ok(run) and "runs" in run else ""
+    if run is not None and not _ok(run) and run.get("n_planned", 1) > 1:
+        return f"none of {run['n_planned']} repeats measured; the last: {text}"
     return f"{text}; {extra}" if extra else text
 
 

@@ -83,6 +83,8 @@ def test_patch_table_shows_the_aggregate_every_repeat_and_the_variant_columns():
     assert "67.5 / 68.5 ms (+2.3 % / +2.2 %)" in table and "median of 2: 67.0, 68.0 ms |" in table
     assert "65.5 / 66.5 ms (-0.8 % / -0.7 %)" in table and "median of 2: 66.0, 65.0 ms |" in table
     assert "≤ 3 %: met" in table and "switch50 = `sys.setswitchinterval(0.05)`" in table
+    failed = [dict(stage="patch", kind="b-ahead1", rep=r, error=f"exit {r + 1}", **kw) for r in (0, 1)]
+    assert "| none of 2 repeats measured; the last: FAILED: exit 2 |" in render_patch(rows + failed, {"dataset": {}})
     one = render_patch([_rec("c", 0, 65.0, **kw), _rec("b", 0, 67.0, **kw)], {"dataset": {}})
     assert "Repeats" not in one and "median of" not in one and "Variant columns" not in one  # today's table
 
