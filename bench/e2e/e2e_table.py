@@ -98,9 +98,10 @@ def _single(rows, stage):
     b = aggregate([r for r in rows if r.get("kind") == "b"])
     several = {k: a for k, a in (("c", compute), ("b", b)) if runs_text(a)}
     if several:
-        out += ["", f"Repeats, run alternately (c, b, c, b, …); (b) and (c) below are the {HOW} (vs (c) above: "
-                    "against that median): " + "; ".join(f"({k}) {a['ms_per_iter_median']:.1f} ms, {runs_text(a)}"
-                                                        for k, a in several.items()) + "."]
+        out += ["", f"Repeats, run alternately (c, b, c, b, …); the target below and the figure use the {HOW} "
+                    "(each row's vs (c): against that median): "
+                    + "; ".join(f"({k}) {a['ms_per_iter_median']:.1f} ms, {runs_text(a)}" for k, a in several.items())
+                    + "."]
     if b and compute:
         # The target is on the median iteration; the mean shows a loader whose tail still stalls the trainer.
         d = 100 * (b["ms_per_iter_median"] / compute["ms_per_iter_median"] - 1)

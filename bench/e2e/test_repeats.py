@@ -94,6 +94,7 @@ def test_configuration_table_reports_the_aggregate_and_each_repeat():
             _rec("b", 1, 69.0, stage="2d")]
     table = render(rows, {"dataset": {}})
     assert "(c) 66.6 ms, median of 2: 65.9, 67.3 ms; (b) 68.0 ms, median of 2: 67.0, 69.0 ms." in table
+    assert "the target below and the figure use the median over repeats of the per-run ms/iter medians" in table
     d = 100 * (68.0 / 66.6 - 1)
     assert f"Target (b) within 3 % of (c): {d:+.1f} % → met" in table
     assert table.count("`2d-c-r") == 2 and table.count("`2d-b-r") == 2  # every repeat has its row
