@@ -13,6 +13,10 @@
 #   issue 22, patch mode (nnUNetTrainerAugmentdPatch vs compute only, pinned to 16 and 4 cores; ~6-7 min):
 #   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=patch,patch_da5 E2E_PATCH_CORES=16,4 E2E_CASES=12
 #       E2E_WARMUP=8 E2E_ITERS=60 E2E_RUN_SECONDS=8 E2E_BUDGET=540 scripts/gpu-e2e.sh")
+#   issue 22 with repeats (2 x (compute only, patch trainer, switch50) at 16 cores, both augmentations; ~6-7 min):
+#   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=patch,patch_da5 E2E_PATCH_CORES=16 E2E_REPEATS=2
+#       E2E_PATCH_VARIANTS=switch50 E2E_CASES=12 E2E_WARMUP=8 E2E_ITERS=60 E2E_RUN_SECONDS=8 E2E_BUDGET=560
+#       scripts/gpu-e2e.sh")
 #   issue 26, training quality (~5-7 min; 8 trainings at once on the GPU):
 #   run(carry=[".device-kit", ".whl"], command="E2E_STAGES=quality E2E_BUDGET=540 scripts/gpu-e2e.sh")
 # CPU dry run (here):  E2E_DEVICE=cpu E2E_TINY=1 AUGMENTD_BIN=build/server/augmentd scripts/gpu-e2e.sh
@@ -37,6 +41,12 @@
 #   E2E_CORES_AUG=default,da5  E2E_CORES_COMPUTE=each|once (compute only at every N / once per augmentation)
 #   Stages patch, patch_da5 (issue 22): E2E_PATCH_CORES=4,16 (each run pinned to N cores with taskset,
 #   nnUNet_n_proc_DA = N - 1 = AUGMENTD_PATCH_THREADS)  E2E_PATCH_COMPUTE=each|once (once: at the largest N)
+#   E2E_PATCH_VARIANTS= (comma list; after each patch trainer run the same again as kind b-<variant>, a table column,
+#   no figure: switch50 = sys.setswitchinterval(0.05) in the trainer (E2E_SWITCH_INTERVAL=0.05, read by
+#   train_driver.py), threads2 = AUGMENTD_PATCH_THREADS=2, ahead1 = AUGMENTD_PATCH_AHEAD=1; unknown → refused at start)
+#   E2E_REPEATS=1 (stages patch, patch_da5, 2d, cascade: N repeats run c, b, c, b, …; figures = median over repeats
+#   of the per-run ms/iter medians, every run in runs_c / runs_b; a repeat that does not fit the time left is skipped
+#   whole with the later ones, and the tables say how many were measured)
 #   Stage quality (issue 26, bench/e2e/run_quality.py): E2E_Q_EPOCHS=20 E2E_Q_ITERS=50 E2E_Q_VAL_ITERS=10
 #   E2E_Q_SEEDS=1,2 E2E_Q_TRAINERS=nnUNetTrainer,nnUNetTrainerAugmentd,nnUNetTrainerDA5,nnUNetTrainerAugmentdDA5
 #   E2E_Q_PARALLEL=8 (trainings at once on the GPU) E2E_Q_N_PROC_DA=2 E2E_Q_CASES=24 E2E_Q_TEST_CASES=8

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import statistics
 
+from repeats import HOW, aggregate, runs_text
+
 KIND = {"a": "(a) nnU-Net loader", "b": "(b) augmentd", "c": "(c) compute only"}
 
 
@@ -68,7 +70,9 @@ def _single(rows, stage):
     title = {"default": "default augmentation (nnUNetTrainer)", "da5": "DA5 augmentation (nnUNetTrainerDA5)",
              "2d": "configuration 2d (nnUNetTrainer)",
              "cascade": "configuration 3d_cascade_fullres (nnUNetTrainer)"}.get(stage, stage)
-    compute = next((r for r in rows if r.get("kind") == "c" and "ms_per_iter_median" in r), None)
+    # With --repeats a kind has several rows (``rep`` 0, 1, …): each is shown; "vs (c)" and the target use the
+    # aggregate (repeats.py: the median over repeats of the per-run medians). One run: the aggregate is that run.
+    compute = aggregate([r for r in rows if r.get("kind") == "c"])
     out = [f"### {title}", "",
            "| run | loader / delivery | ms/iter median / mean | vs (c) median / mean | wait ms median / p99 | "
            "wait % of time | step ms (median) | samples/s | GPU util % | iters |",
@@ -85,13 +89,19 @@ def _single(rows, stage):
         else:
             loader = r["delivery"]
         vs = "–"
-        if compute and r is not compute:
+        if compute and not (r["kind"] == "c" and compute["n"] == 1):
             vs = f"{_rel(r, compute, 'median')} / {_rel(r, compute, 'mean')}"
         out.append(f"| {name} | {loader} | {r['ms_per_iter_median']:.1f} / {_f(r.get('ms_per_iter_mean'))} | {vs} | "
                    f"{r['wait_ms_median']:.2f} / {r['wait_ms_p99']:.2f} | {100 * r['wait_fraction']:.1f} | "
                    f"{r['step_ms_median']:.1f} | {r['samples_per_s']:.2f} | {_f(r.get('gpu_util_mean'))} | "
                    f"{r['iters']} |")
-    b = next((r for r in rows if r.get("kind") == "b" and "ms_per_iter_median" in r), None)
+    b = aggregate([r for r in rows if r.get("kind") == "b"])
+    several = {k: a for k, a in (("c", compute), ("b", b)) if runs_text(a)}
+    if several:
+        out += ["", f"Repeats, run alternately (c, b, c, b, …); the target below and the figure use the {HOW} "
+                    "(each row's vs (c): against that median): "
+                    + "; ".join(f"({k}) {a['ms_per_iter_median']:.1f} ms, {runs_text(a)}" for k, a in several.items())
+                    + "."]
     if b and compute:
         # The target is on the median iteration; the mean shows a loader whose tail still stalls the trainer.
         d = 100 * (b["ms_per_iter_median"] / compute["ms_per_iter_median"] - 1)

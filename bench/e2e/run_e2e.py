@@ -28,6 +28,15 @@ Stages (each run is a separate training process, bounded by a timeout; the whole
   (``AUGMENTD_DEVICE`` = GPU 0's UUID for every trainer; a trainer that cannot see GPU 0 falls back from CUDA IPC
   to the next of ``--one-gpu-delivery``) — variant ``augmentd-one-gpu``.
 
+Repeats (``--repeats N``, ``E2E_REPEATS``; stages ``patch``, ``patch_da5``, ``2d``, ``cascade``): two compute-only
+processes differ by ~1.5 % on the H200, so one pair cannot resolve a 3 % target. The runs of each N / configuration
+go c, b, c, b, … (with ``--patch-variants``: c, b, b-<variant>…, c, b, …), each record with ``rep`` and, for N > 1,
+labels ending in ``-r<rep>``; a repeat starts only if all of its runs fit the time left, else it and the later ones
+are recorded as skipped. Figures and tables: per kind the median over repeats of the per-run ms/iter medians
+(repeats.py), every run listed (``runs_c``, ``runs_b``). ``--patch-variants switch50,threads2,ahead1``: the patch
+trainer again after each of its runs with ``sys.setswitchinterval(0.05)`` / ``AUGMENTD_PATCH_THREADS=2`` /
+``AUGMENTD_PATCH_AHEAD=1`` (kind ``b-<variant>``, extra table columns, no figure).
+
 Outputs in --out: ``results.jsonl`` (one object per run, per-iteration times included), ``table.md`` (rewritten
 after every run, so a timeout still leaves a table), ``key-lines.txt`` (the raw result/error lines), and
 ``logs/`` (every process's full log). The table is printed last.
@@ -52,6 +61,7 @@ sys.path.insert(0, str(HERE))
 from cores_table import cores_figures, render_cores  # noqa: E402
 from e2e_table import multi_row, render  # noqa: E402
 from patch_table import patch_figures, render_patch  # noqa: E402
+from repeats import HOW, aggregate  # noqa: E402
 
 T0 = time.monotonic()
 
@@ -132,13 +142,13 @@ def _failure(label: str, why: str, logfile: Path, **fields) -> dict:
     return dict(label=label, error=f"{why}: {cause[:400]}" if cause else why, log_tail=lines[-15:], **fields)
 
 
-def run_one(ctx: Ctx, label: str, cmd, env=None, **fields) -> None:
-    """Runs one driver command (``cmd``, possibly behind a ``taskset`` prefix) and records its result."""
+def run_one(ctx: Ctx, label: str, cmd, env=None, **fields) -> dict:
+    """Runs one driver command (``cmd``, possibly behind a ``taskset`` prefix), records its result and returns it."""
     budget = min(ctx.args.run_timeout, ctx.remaining() - 5)
     if budget < ctx.args.min_run_seconds:
         ctx.record(dict(label=label, skipped=f"not enough time left ({ctx.remaining():.0f} s)", **fields))
         log(f"{label}: skipped (time)")
-        return
+        return ctx.results[-1]
     logfile = ctx.logs / f"{label}.log"
     result_file = ctx.logs / f"{label}.json"
     result_file.unlink(missing_ok=True)
@@ -166,6 +176,34 @@ def run_one(ctx: Ctx, label: str, cmd, env=None, **fields) -> None:
         log(f"{label}: FAILED (exit {rc}); see logs/{label}.log")
         for line in ctx.results[-1]["log_tail"]:
             ctx.key(f"  {label}| {line}")
+    return ctx.results[-1]
+
+
+def run_repeats(ctx: Ctx, repeats: int, plan) -> None:
+    """Runs ``plan(rep, tag)`` — the runs of one repeat, a list of (label, cmd, env, fields), e.g. compute only then
+    augmentd, each label ending in ``tag`` — for rep = 0 … repeats − 1, one repeat after the other (c, b, c, b, …:
+    drift hits both kinds). ``tag`` is "" with one repeat (today's labels), else ``-r<rep>``; every record gets
+    ``rep``. Time: with one repeat each run is bounded as before (run_one); with several, a repeat starts only if the
+    whole of it fits the time left (each run taken as long as the longest run so far here, at least
+    --min-run-seconds); otherwise it and every later repeat are recorded as skipped, so no compute only is left
+    without its augmentd run by the budget."""
+    longest = 0.0
+    for rep in range(repeats):
+        tag = f"-r{rep}" if repeats > 1 else ""
+        runs = plan(rep, tag)
+        need = len(runs) * max(ctx.args.min_run_seconds, longest) + 5
+        if repeats > 1 and ctx.remaining() < need:
+            why = (f"not enough time left for repeat {rep + 1} of {repeats} ({ctx.remaining():.0f} s left, "
+                   f"~{need:.0f} s needed)")
+            for r in range(rep, repeats):
+                for label, _, _, fields in plan(r, f"-r{r}"):
+                    ctx.record(dict(label=label, skipped=why, rep=r, **fields))
+            log(f"repeats {rep + 1}-{repeats} of {repeats}: skipped (time)")
+            return
+        for label, cmd, env, fields in runs:
+            t = time.monotonic()
+            run_one(ctx, label, cmd, env, rep=rep, **fields)
+            longest = max(longest, time.monotonic() - t)
 
 
 def stage_single(ctx: Ctx, da: str) -> None:
@@ -193,10 +231,6 @@ def stage_configuration(ctx: Ctx, stage: str) -> None:
     dev = ctx.args.device
     env = dict(os.environ, AUGMENTD_SEED="1234")
     env.pop("AUGMENTD_ADDRESS", None)
-    for kind, trainer, mode in (("c", "nnUNetTrainer", "compute"), ("b", "nnUNetTrainerAugmentd", "loader")):
-        label = f"{stage}-{'compute' if kind == 'c' else 'augmentd'}"
-        run_one(ctx, label, driver_cmd(ctx, label, trainer, mode, dev, configuration=configuration), env,
-                stage=stage, kind=kind, configuration=configuration)
     # Diagnostic variants (where the overhead over compute only comes from): the augmentd trainer again with its
     # session elsewhere. cpu_session: the session on the CPU engine, batches through host shared memory (no server
     # work on the GPU, so no context switching between the server's and the trainer's GPU work); host_shm: the
@@ -206,27 +240,44 @@ def stage_configuration(ctx: Ctx, stage: str) -> None:
     for v in ctx.args.config_variants:
         if v not in variants:
             raise SystemExit(f"--config-variants: unknown variant {v!r} ({', '.join(variants)})")
-        label = f"{stage}-augmentd-{v}"
-        run_one(ctx, label, driver_cmd(ctx, label, "nnUNetTrainerAugmentd", "loader", dev,
-                                       configuration=configuration, delivery=variants[v]["AUGMENTD_DELIVERY"]),
-                dict(env, **variants[v]), stage=stage, kind=f"b-{v}", configuration=configuration)
+
+    def plan(rep, tag):
+        runs = []
+        for kind, trainer, mode in (("c", "nnUNetTrainer", "compute"), ("b", "nnUNetTrainerAugmentd", "loader")):
+            label = f"{stage}-{'compute' if kind == 'c' else 'augmentd'}{tag}"
+            runs.append((label, driver_cmd(ctx, label, trainer, mode, dev, configuration=configuration), env,
+                         dict(stage=stage, kind=kind, configuration=configuration)))
+        if rep == 0:  # the variants once, after the first pair (they are not part of the aggregate)
+            for v in ctx.args.config_variants:
+                label = f"{stage}-augmentd-{v}{tag}"
+                runs.append((label, driver_cmd(ctx, label, "nnUNetTrainerAugmentd", "loader", dev,
+                                               configuration=configuration,
+                                               delivery=variants[v]["AUGMENTD_DELIVERY"]),
+                             dict(env, **variants[v]), dict(stage=stage, kind=f"b-{v}", configuration=configuration)))
+        return runs
+
+    run_repeats(ctx, ctx.args.repeats, plan)
 
 
 def configuration_figures(results, meta, issue=24):
-    """figures.jsonl objects of the configuration stages: augmentd's ms/iter median over compute only's, in %."""
+    """figures.jsonl objects of the configuration stages: augmentd's ms/iter median over compute only's, in %; with
+    repeats each kind's value is the median over repeats of the per-run medians (``runs_c`` / ``runs_b`` list them)."""
     date = str(meta.get("date", ""))[:10]
     machine = meta.get("machine") or meta.get("device", "")
     out = []
     for stage, (configuration, metric) in CONFIGURATION_STAGES.items():
-        runs = {r.get("kind"): r for r in results if r.get("stage") == stage and "ms_per_iter_median" in r}
-        if "b" not in runs or "c" not in runs or not runs["c"]["ms_per_iter_median"]:
+        mine = [r for r in results if r.get("stage") == stage]
+        c, b = (aggregate([r for r in mine if r.get("kind") == k]) for k in ("c", "b"))
+        if b is None or c is None or not c["ms_per_iter_median"]:
             continue
-        c, b = runs["c"]["ms_per_iter_median"], runs["b"]["ms_per_iter_median"]
-        out.append({"issue": issue, "metric": metric, "value": round(100.0 * (b / c - 1.0), 2), "unit": "%",
+        out.append({"issue": issue, "metric": metric,
+                    "value": round(100.0 * (b["ms_per_iter_median"] / c["ms_per_iter_median"] - 1.0), 2), "unit": "%",
                     "date": date, "machine": machine, "configuration": configuration,
-                    "baseline": {"what": "compute only, ms/iter median, same run", "value": c},
-                    "ms_per_iter_median": b, "delivery": runs["b"].get("delivery"),
-                    "gpu_busy_pct": runs["b"].get("gpu_util_mean")})
+                    "baseline": {"what": "compute only, ms/iter median, same run" + (f"; {HOW}" if c["n"] > 1 else ""),
+                                 "value": c["ms_per_iter_median"]},
+                    "ms_per_iter_median": b["ms_per_iter_median"], "delivery": b.get("delivery"),
+                    "gpu_busy_pct": b.get("gpu_util_mean"), "aggregate": HOW,
+                    "repeats": {"c": c["n"], "b": b["n"]}, "runs_c": c["runs"], "runs_b": b["runs"]})
     return out
 
 
@@ -282,13 +333,23 @@ def stage_cores(ctx: Ctx) -> None:
                 run_one(ctx, label, cmd, env, kind=kind, **fields)
 
 
+# --patch-variants: the patch trainer run again after each of its runs, with this environment (diagnostics).
+PATCH_VARIANTS = {
+    "switch50": {"E2E_SWITCH_INTERVAL": "0.05"},  # train_driver.py: sys.setswitchinterval(0.05) (Python: 0.005)
+    "threads2": {"AUGMENTD_PATCH_THREADS": "2"},  # two crop-and-pad workers whatever N
+    "ahead1": {"AUGMENTD_PATCH_AHEAD": "1"},      # one batch submitted ahead of the trainer (default 2)
+}
+
+
 def stage_patch(ctx: Ctx, da: str) -> None:
     """Issue 22: nnUNetTrainerAugmentdPatch (nnU-Net's loader, crop and pad in threads → augmentd patch mode on the
     trainer's GPU) against compute only, each run pinned to N cores (``--patch-cores``) with ``taskset -c`` as in the
     ``cores`` stage: nnUNet_n_proc_DA = N - 1 and min(N - 1, E2E_PATCH_WORKERS_MAX = 4) crop workers
     (AUGMENTD_PATCH_THREADS, at least 1; processes or threads as AUGMENTD_PATCH_WORKERS says); the
     trainer's local augmentd starts inside the same cores. Largest N first (the 16-core figures are the headline);
-    compute only at every N, or (``--patch-compute once``) at the largest N only. Records: stage "patch"."""
+    compute only at every N, or (``--patch-compute once``) at the largest N only. Per N, ``--repeats`` repeats of
+    compute only, the patch trainer and then each ``--patch-variants`` variant of it (kind ``b-<variant>``), in that
+    order (run_repeats). Records: stage "patch"."""
     a = ctx.args
     nn, aug = ("nnUNetTrainer", "nnUNetTrainerAugmentdPatch") if da == "default" else \
         ("nnUNetTrainerDA5", "nnUNetTrainerAugmentdPatchDA5")
@@ -308,14 +369,22 @@ def stage_patch(ctx: Ctx, da: str) -> None:
         workers = max(1, min(n - 1, int(os.environ.get("E2E_PATCH_WORKERS_MAX", "4"))))
         env = dict(os.environ, AUGMENTD_SEED="1234", AUGMENTD_PATCH_THREADS=str(workers))
         env.pop("AUGMENTD_ADDRESS", None)  # the trainer starts its own server, inside the same core set
-        runs = [("b", aug, "loader")]
-        if a.patch_compute == "each" or not have_compute:
-            runs.insert(0, ("c", nn, "compute"))
-            have_compute = True
-        for kind, trainer, mode in runs:
-            label = f"patch{n}-{da}-" + ("compute" if kind == "c" else "augmentd-patch")
-            cmd = pin + driver_cmd(ctx, label, trainer, mode, a.device) + ["--n-proc-da", str(n - 1)]
-            run_one(ctx, label, cmd, env, kind=kind, **fields)
+        with_compute = a.patch_compute == "each" or not have_compute
+        have_compute = True
+
+        def plan(rep, tag, n=n, pin=pin, env=env, fields=fields, with_compute=with_compute):
+            runs = [("c", nn, "compute", "compute", env)] if with_compute else []
+            runs.append(("b", aug, "loader", "augmentd-patch", env))
+            runs += [(f"b-{v}", aug, "loader", f"augmentd-patch-{v}", dict(env, **PATCH_VARIANTS[v]))
+                     for v in a.patch_variants]
+            out = []
+            for kind, trainer, mode, what, run_env in runs:
+                label = f"patch{n}-{da}-{what}{tag}"
+                cmd = pin + driver_cmd(ctx, label, trainer, mode, a.device) + ["--n-proc-da", str(n - 1)]
+                out.append((label, cmd, run_env, dict(fields, kind=kind)))
+            return out
+
+        run_repeats(ctx, a.repeats, plan)
 
 
 def start_server(ctx: Ctx):
@@ -583,6 +652,13 @@ def main(argv=None) -> int:
                    default=env("E2E_CONFIG_VARIANTS", ""),
                    help="2d / cascade stages: also run the augmentd trainer with its session on the CPU "
                         "(cpu_session) or delivering through host shared memory (host_shm), to place the overhead")
+    p.add_argument("--repeats", type=int, default=int(env("E2E_REPEATS", "1")),
+                   help="stages patch, patch_da5, 2d, cascade: run compute only and augmentd this many times, "
+                        "alternately; figures: median over repeats of the per-run ms/iter medians")
+    p.add_argument("--patch-variants", type=lambda v: [x for x in v.split(",") if x],
+                   default=env("E2E_PATCH_VARIANTS", ""),
+                   help="patch stages: after each patch trainer run, the same again with a variant's environment: "
+                        + ", ".join(PATCH_VARIANTS) + " (kind b-<variant>, no figure)")
     p.add_argument("--quiet", action="store_true", help="do not print the table at the end (table.md only)")
     args = p.parse_args(argv)
     args.n_proc_da = [int(v) for v in args.n_proc_da.split(",") if v]
@@ -590,6 +666,12 @@ def main(argv=None) -> int:
     args.cores = [int(v) for v in args.cores.split(",") if v]
     args.cores_aug = [v for v in args.cores_aug.split(",") if v]
     args.patch_cores = [int(v) for v in args.patch_cores.split(",") if v]
+    if args.repeats < 1:
+        p.error(f"--repeats {args.repeats}: at least 1")
+    unknown = [v for v in args.patch_variants if v not in PATCH_VARIANTS]
+    if unknown or len(set(args.patch_variants)) != len(args.patch_variants):
+        p.error(f"--patch-variants {','.join(args.patch_variants)}: unknown or repeated variant "
+                f"({', '.join(unknown) or 'repeated'}); known: {', '.join(PATCH_VARIANTS)}")
     if any(n < 1 for n in args.patch_cores):
         p.error(f"--patch-cores {args.patch_cores}: positive counts")
     if any(n < 1 for n in args.cores) or any(v not in ("default", "da5") for v in args.cores_aug):
@@ -601,7 +683,8 @@ def main(argv=None) -> int:
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": args.device,
                 "gpus": args.gpus, "warmup": args.warmup, "iters": args.iters, "run_seconds": args.run_seconds,
                 "multi_seconds": args.multi_seconds, "machine": os.environ.get("E2E_MACHINE", ""),
-                "cores_compute": args.cores_compute, "command": os.environ.get("E2E_COMMAND", "")}
+                "cores_compute": args.cores_compute, "command": os.environ.get("E2E_COMMAND", ""),
+                "repeats": args.repeats, "patch_variants": args.patch_variants}
     stages = [s for s in args.stages.split(",") if s]
     for s in stages:
         if s not in ("single", "da5", "cores", "multi", "patch", "patch_da5", *CONFIGURATION_STAGES):

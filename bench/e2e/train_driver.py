@@ -263,6 +263,10 @@ def run(args):
     import torch
 
     device = torch.device(args.device)
+    if args.switch_interval:
+        # How long a Python thread may hold the GIL before another may take it: the trainer's loop, its loader
+        # threads and gRPC's all contend for it (a diagnostic of the patch stages).
+        sys.setswitchinterval(args.switch_interval)
     t0 = time.monotonic()
     trainer = make_trainer(args, device)
     delivery, delivery_errors = start_trainer(trainer, args.delivery.split(","))
@@ -276,7 +280,8 @@ def run(args):
               else "none (fixed batch)",
               "batch_size": int(trainer.batch_size), "patch_size": [int(p) for p in
                                                                       trainer.configuration_manager.patch_size],
-              "delivery_errors": delivery_errors, "startup_s": round(startup_s, 2), "pid": os.getpid()}
+              "delivery_errors": delivery_errors, "startup_s": round(startup_s, 2), "pid": os.getpid(),
+              "switch_interval_s": sys.getswitchinterval()}
     losses, wait_s, step_s, stamps = [], [], [], []
     try:
         fixed = None
@@ -367,9 +372,14 @@ def main(argv=None) -> int:
     p.add_argument("--go-file", default="")
     p.add_argument("--go-timeout", type=float, default=300.0)
     p.add_argument("--profile", type=int, default=0, help="profile this many extra iterations (torch.profiler)")
+    p.add_argument("--switch-interval", type=float, default=float(os.environ.get("E2E_SWITCH_INTERVAL") or 0),
+                   help="sys.setswitchinterval(S) before the trainer is created (0: Python's default, 5 ms; env "
+                        "E2E_SWITCH_INTERVAL; run_e2e.py's patch variant switch50 sets 0.05)")
     p.add_argument("--label", default="")
     p.add_argument("--json", default="")
     args = p.parse_args(argv)
+    if args.switch_interval < 0:
+        p.error(f"--switch-interval {args.switch_interval}: not negative")
     if args.go_file and not args.ready_file:
         p.error("--go-file needs --ready-file")
     result, trainer = run(args)
