@@ -47,6 +47,9 @@
 #   E2E_REPEATS=1 (stages patch, patch_da5, 2d, cascade: N repeats run c, b, c, b, …; figures = median over repeats
 #   of the per-run ms/iter medians, every run in runs_c / runs_b; a repeat that does not fit the time left is skipped
 #   whole with the later ones, and the tables say how many were measured)
+#   Stage paired (issues 22, 24; bench/e2e/paired.py): E2E_PAIRED_RUNS=patch,patch_da5,cascade (also default, da5, 2d:
+#   one augmentd-trainer process each, compute-only and augmentd phases alternating) E2E_PAIRED_CORES=16 (taskset;
+#   0: unpinned) E2E_PAIRED_PAIRS=6 E2E_PAIRED_ITERS=20 (timed per phase) E2E_PAIRED_SETTLE=5 (untimed per phase)
 #   Stage quality (issue 26, bench/e2e/run_quality.py): E2E_Q_EPOCHS=20 E2E_Q_ITERS=50 E2E_Q_VAL_ITERS=10
 #   E2E_Q_SEEDS=1,2 E2E_Q_TRAINERS=nnUNetTrainer,nnUNetTrainerAugmentd,nnUNetTrainerDA5,nnUNetTrainerAugmentdDA5
 #   E2E_Q_PARALLEL=8 (trainings at once on the GPU) E2E_Q_N_PROC_DA=2 E2E_Q_CASES=24 E2E_Q_TEST_CASES=8
@@ -161,8 +164,10 @@ if [ -n "$E2E_OTHER_STAGES" ]; then
 PATCH_ARGS=()
 [ -n "${E2E_PATCH:-}" ] && PATCH_ARGS=(--patch "$E2E_PATCH")
 # issue 24's stages: 2d needs the 2d preprocessing, cascade the 3d_lowres → 3d_cascade_fullres plans and predictions
-case ",${E2E_STAGES:-single,da5,multi}," in *,2d,*) PATCH_ARGS+=(--configurations 3d_fullres,2d) ;; esac
-case ",${E2E_STAGES:-single,da5,multi}," in *,cascade,*) PATCH_ARGS+=(--cascade) ;; esac
+# (stage paired: as its E2E_PAIRED_RUNS name them)
+PAIRED=""; case ",${E2E_STAGES:-}," in *,paired,*) PAIRED=",${E2E_PAIRED_RUNS:-patch,patch_da5,cascade}," ;; esac
+case ",${E2E_STAGES:-single,da5,multi},$PAIRED" in *,2d,*) PATCH_ARGS+=(--configurations 3d_fullres,2d) ;; esac
+case ",${E2E_STAGES:-single,da5,multi},$PAIRED" in *,cascade,*) PATCH_ARGS+=(--cascade) ;; esac
 say "dataset: $E2E_CASES cases of ~${E2E_SHAPE}^3 in $E2E_WORK"
 mkdir -p "$E2E_WORK"
 timeout "${E2E_PREP_TIMEOUT:-300}" python3 bench/e2e/make_dataset.py --work "$E2E_WORK" --cases "$E2E_CASES" \

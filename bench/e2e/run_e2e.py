@@ -21,6 +21,10 @@ Stages (each run is a separate training process, bounded by a timeout; the whole
   N cores of ``--patch-cores`` (``E2E_PATCH_CORES``, default 4,16) with ``taskset -c`` and nnUNet_n_proc_DA = N - 1
   (so many loader threads). Table and figures (``figures-patch.jsonl``, ``e2e_patch_pct_{aug}_{N}c``):
   ``patch_table.py``.
+* ``paired`` (issues 22, 24): one process per entry of ``--paired-runs`` (``E2E_PAIRED_RUNS``: patch, patch_da5,
+  default, da5, cascade, 2d) whose compute-only phases (one cloned augmentd batch) and augmentd phases alternate
+  (``train_driver.py --mode paired``, ``paired.py``: why, and how the figure is formed), pinned to
+  ``--paired-cores`` like the patch stages. Figures ``figures-paired.jsonl`` under the issues' metric names.
 * ``multi``: for each N in ``--tenants``: one augmentd serves N concurrent nnUNetTrainerAugmentd processes (on
   cuda:i mod --gpus), all timed over the same ``--multi-seconds`` window; with ``--multi-baseline`` also N
   concurrent compute-only processes (the GPU's share without any data loading) for the largest N. With
@@ -61,6 +65,7 @@ sys.path.insert(0, str(HERE))
 from cores_table import cores_figures, render_cores  # noqa: E402
 from e2e_table import multi_row, render  # noqa: E402
 from patch_table import patch_figures, render_patch  # noqa: E402
+from paired import RUNS as PAIRED_RUNS, paired_figures, parse_runs, render_paired  # noqa: E402
 from repeats import HOW, aggregate  # noqa: E402
 
 T0 = time.monotonic()
@@ -95,12 +100,14 @@ class Ctx:
         self.write_tables()
 
     def write_tables(self) -> str:
-        others = [r for r in self.results if r.get("stage") not in ("cores", "patch")]
+        others = [r for r in self.results if r.get("stage") not in ("cores", "patch", "paired")]
         table = (render(others, self.meta) if others or not self.results else "") + \
-            render_cores(self.results, self.meta) + render_patch(self.results, self.meta)
+            render_cores(self.results, self.meta) + render_patch(self.results, self.meta) + \
+            render_paired(self.results, self.meta)
         (self.out / "table.md").write_text(table)
         for name, figures in (("cores", cores_figures(self.results, self.meta)),
                               ("patch", patch_figures(self.results, self.meta)),
+                              ("paired", paired_figures(self.results, self.meta)),
                               ("configurations", configuration_figures(self.results, self.meta))):
             if figures:
                 (self.out / f"figures-{name}.jsonl").write_text("".join(json.dumps(f) + "\n" for f in figures))
@@ -387,6 +394,37 @@ def stage_patch(ctx: Ctx, da: str) -> None:
         run_repeats(ctx, a.repeats, plan)
 
 
+def stage_paired(ctx: Ctx) -> None:
+    """One process per entry of ``--paired-runs`` (paired.py): the augmentd trainer's compute-only and loader phases
+    alternating, ``--paired-pairs`` × ``--paired-iters``. With ``--paired-cores N`` every run is pinned to N cores
+    (``taskset -c``; nnUNet_n_proc_DA = N − 1, patch runs with min(N − 1, E2E_PATCH_WORKERS_MAX = 4) crop workers, as
+    stage ``patch``), 0: unpinned. Records: stage "paired"."""
+    a = ctx.args
+    n = a.paired_cores
+    pin, fields = [], {}
+    if n:
+        cpus, taskset = pinned_cpus(n), shutil.which("taskset")
+        if cpus is None or taskset is None:
+            why = "no taskset on PATH" if taskset is None else f"only {len(os.sched_getaffinity(0))} cores available"
+            for name in a.paired_runs:
+                ctx.record(dict(label=f"paired-{name}", stage="paired", run=name, cores=n, skipped=why))
+            return
+        pin, fields = [taskset, "-c", cpu_list(cpus)], {"cpus": cpu_list(cpus)}
+    for name in a.paired_runs:
+        trainer, configuration, patch_mode, _, _ = PAIRED_RUNS[name]
+        env = dict(os.environ, AUGMENTD_SEED="1234")
+        env.pop("AUGMENTD_ADDRESS", None)  # the trainer starts its own server, inside the same core set
+        if patch_mode:
+            cap = int(os.environ.get("E2E_PATCH_WORKERS_MAX", "4"))
+            env["AUGMENTD_PATCH_THREADS"] = str(max(1, min((n - 1) if n else cap, cap)))
+        label = f"paired-{name}" + (f"-{n}c" if n else "")
+        extra = ["--pairs", str(a.paired_pairs), "--settle", str(a.paired_settle), "--iters", str(a.paired_iters)]
+        cmd = pin + driver_cmd(ctx, label, trainer, "paired", a.device, extra=extra, configuration=configuration) + \
+            (["--n-proc-da", str(n - 1)] if n else [])
+        run_one(ctx, label, cmd, env, stage="paired", run=name, trainer=trainer, configuration=configuration,
+                cores=n or None, **fields)
+
+
 def start_server(ctx: Ctx):
     """One augmentd for all tenants (augmentd.local_server: private unix socket, stopped with SIGTERM)."""
     sys.path.insert(0, str(REPO / "client" / "python" / "src"))
@@ -659,6 +697,16 @@ def main(argv=None) -> int:
                    default=env("E2E_PATCH_VARIANTS", ""),
                    help="patch stages: after each patch trainer run, the same again with a variant's environment: "
                         + ", ".join(PATCH_VARIANTS) + " (kind b-<variant>, no figure)")
+    p.add_argument("--paired-runs", default=env("E2E_PAIRED_RUNS", "patch,patch_da5,cascade"),
+                   help=f"paired stage: runs among {', '.join(PAIRED_RUNS)} (paired.py)")
+    p.add_argument("--paired-cores", type=int, default=int(env("E2E_PAIRED_CORES", "16")),
+                   help="paired stage: pin each run to this many cores (0: unpinned)")
+    p.add_argument("--paired-pairs", type=int, default=int(env("E2E_PAIRED_PAIRS", "6")),
+                   help="paired stage: compute-only / augmentd phase pairs per run")
+    p.add_argument("--paired-iters", type=int, default=int(env("E2E_PAIRED_ITERS", "20")),
+                   help="paired stage: timed iterations per phase")
+    p.add_argument("--paired-settle", type=int, default=int(env("E2E_PAIRED_SETTLE", "5")),
+                   help="paired stage: untimed iterations at the start of each phase")
     p.add_argument("--quiet", action="store_true", help="do not print the table at the end (table.md only)")
     args = p.parse_args(argv)
     args.n_proc_da = [int(v) for v in args.n_proc_da.split(",") if v]
@@ -666,6 +714,12 @@ def main(argv=None) -> int:
     args.cores = [int(v) for v in args.cores.split(",") if v]
     args.cores_aug = [v for v in args.cores_aug.split(",") if v]
     args.patch_cores = [int(v) for v in args.patch_cores.split(",") if v]
+    try:
+        args.paired_runs = parse_runs(args.paired_runs)
+    except ValueError as err:
+        p.error(str(err))
+    if args.paired_pairs < 1 or args.paired_iters < 1 or args.paired_settle < 0 or args.paired_cores < 0:
+        p.error("--paired-pairs / --paired-iters: at least 1; --paired-settle / --paired-cores: at least 0")
     if args.repeats < 1:
         p.error(f"--repeats {args.repeats}: at least 1")
     unknown = [v for v in args.patch_variants if v not in PATCH_VARIANTS]
@@ -687,8 +741,8 @@ def main(argv=None) -> int:
                 "repeats": args.repeats, "patch_variants": args.patch_variants}
     stages = [s for s in args.stages.split(",") if s]
     for s in stages:
-        if s not in ("single", "da5", "cores", "multi", "patch", "patch_da5", *CONFIGURATION_STAGES):
-            p.error(f"unknown stage {s!r} (single, da5, cores, multi, patch, patch_da5, 2d, cascade)")
+        if s not in ("single", "da5", "cores", "multi", "patch", "patch_da5", "paired", *CONFIGURATION_STAGES):
+            p.error(f"unknown stage {s!r} (single, da5, cores, multi, patch, patch_da5, paired, 2d, cascade)")
     for pl in args.placements:
         if pl not in ("every", "one"):
             p.error(f"unknown placement {pl!r} (every, one)")
@@ -704,6 +758,8 @@ def main(argv=None) -> int:
             stage_configuration(ctx, s)
         elif s in ("patch", "patch_da5"):
             stage_patch(ctx, "default" if s == "patch" else "da5")
+        elif s == "paired":
+            stage_paired(ctx)
         else:
             stage_multi(ctx)
     table = ctx.write_tables()
