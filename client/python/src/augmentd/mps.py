@@ -2,8 +2,9 @@
 
 Without MPS, the trainer's and augmentd's CUDA contexts time-slice the GPU: while one has kernels in flight the
 other's wait, and each switch idles the GPU. Under one MPS daemon both processes' kernels share the GPU as streams of
-one context do. Measured on the H200 (``bench/results/``, same runs with and without): the patch trainer at 16 cores
-+4.9 % → +3.5 % over compute only; 2d +1.9 % → −4.3 %.
+one context do. Measured on the H200 (``bench/results/2026-12-02-h200-s11-calls5-7.md``, the e2e harness's paired
+stage with and without MPS, 16 cores): over compute only, the patch trainer +2.67 % → +1.40 %, its DA5 variant
++2.96 % → +1.96 %, the 3d_cascade_fullres training +3.17 % → +1.49 %.
 
     with MpsDaemon.for_training() as mps:   # before this process (or any child) touches CUDA
         ...                                 # the trainer; a local augmentd started now joins the same daemon
