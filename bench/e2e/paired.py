@@ -1,9 +1,10 @@
 """Paired measurement of an augmentd trainer's overhead in ONE training process (``train_driver.py --mode paired``,
 stage ``paired`` of ``run_e2e.py``).
 
-Why: the other stages compare a compute-only process against an augmentd process. Two processes training the same
-network on the same fixed batch already differ by about ±1 % (H200, session 11: 65.9 / 66.2 / 66.9 / 67.3 ms/iter;
-cudnn's autotuning picks its algorithms per process), which is a third of the 3 % target. Here one process of the
+Why: the other stages compare a compute-only process against an augmentd process. Two compute-only processes
+training the same network on a fixed batch, same machine and MPS setting, already differ by 1.5–1.7 % (H200, session
+11: 65.9 vs 66.9 ms/iter without MPS, 66.2 vs 67.3 with; cudnn's autotuning picks its algorithms per process, a
+plausible cause), half of the 3 % target. Here one process of the
 augmentd trainer alternates phases::
 
     c: trainer.train_step(fixed)          the batch taken once from augmentd and cloned: no data loading at all
@@ -67,7 +68,7 @@ def summarize_pairs(phases: Dict[str, list]) -> dict:
         "c_ms_median": ms(statistics.median(all_c)) if all_c else None,
         "b_ms_median": ms(statistics.median(all_b)) if all_b else None,
         "pct_pooled": round(100.0 * (statistics.median(all_b) / statistics.median(all_c) - 1.0), 3)
-        if all_c and all_b else None,
+        if all_c and all_b and statistics.median(all_c) > 0 else None,
         "b_wait_ms_median": ms(statistics.median(waits)) if waits else None,
         "b_wait_ms_max": ms(max(waits)) if waits else None,
     }
@@ -91,7 +92,26 @@ RUNS = {
     "cascade": ("nnUNetTrainerAugmentd", "3d_cascade_fullres", False, "e2e_cascade_pct", 24),
     "2d": ("nnUNetTrainerAugmentd", "2d", False, "e2e_2d_pct", 24),
 }
-TARGETS = {"patch": 3.0, "patch_da5": 3.0, "default": 3.0, "da5": 3.0, "cascade": 3.0, "2d": 3.0}
+PATCH_TARGETS = {16: 3.0, 4: 5.0}  # issue 22: within 3 % of compute only with 16 cores, 5 % with 4
+
+
+def target_of(run: str, cores) -> float | None:
+    """The issue's target for this run (%), None where it names none (patch runs at other core counts)."""
+    if RUNS[run][2]:
+        return PATCH_TARGETS.get(cores)
+    return 3.0
+
+
+def verdict(p: dict, target) -> str:
+    """met only if every pair is within the target, missed only if none is; otherwise not resolved."""
+    if target is None or p.get("pct_median") is None:
+        return "–"
+    if p["pct_max"] <= target:
+        return f"≤ {target:g} %: met (every pair)"
+    if p["pct_min"] > target:
+        return f"≤ {target:g} %: **missed** (every pair)"
+    above = sum(v > target for v in p["pct_per_pair"])
+    return f"≤ {target:g} %: not resolved ({above} of {len(p['pct_per_pair'])} pairs above)"
 
 
 def parse_runs(text: str) -> List[str]:
@@ -112,23 +132,22 @@ def render_paired(results, meta) -> str:
            "One process of the augmentd trainer: phases c (train_step on one batch taken from augmentd and cloned: no "
            "data loading) and b (next(loader) + train_step) alternate, c first; each phase times its iterations after "
            "a few untimed ones. Overhead of a pair = b's median / c's median − 1; **figure = the median over the "
-           "pairs** (all pairs listed). Target: within 3 % of compute only.", "",
+           "pairs** (all pairs listed). Target: within 3 % of compute only (patch runs at 4 cores: 5 %); met only "
+           "if every pair is within it, missed only if none is, else not resolved.", "",
            "| run | trainer, configuration | cores | pairs × iterations | c ms/iter (median) | b ms/iter (median) | "
            "overhead, median of pairs [min, max] | every pair (%) | b wait ms median / max | target |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         p = r.get("paired")
         head = f"| {r.get('run')} | `{r.get('trainer')}`, {r.get('configuration')} | {r.get('cores') or '–'} |"
-        if not p:
-            out.append(head + f" {r.get('skipped') or r.get('error') or 'no result'} |||||||")
+        if not p or p.get("pct_median") is None:
+            out.append(head + f" {r.get('skipped') or r.get('error') or 'no complete pair'} |||||||")
             continue
-        target = TARGETS.get(r.get("run"))
-        verdict = "–" if p["pct_median"] is None or target is None else \
-            f"≤ {target:g} %: {'met' if p['pct_median'] <= target else '**missed**'}"
         out.append(head + f" {p['pairs']} × {p['iters_per_phase']} | {p['c_ms_median']:.1f} | {p['b_ms_median']:.1f} | "
                    f"**{p['pct_median']:+.2f} %** [{p['pct_min']:+.2f}, {p['pct_max']:+.2f}] | "
                    f"{', '.join(f'{v:+.1f}' for v in p['pct_per_pair'])} | "
-                   f"{p['b_wait_ms_median']:.2f} / {p['b_wait_ms_max']:.2f} | {verdict} |")
+                   f"{p['b_wait_ms_median']:.2f} / {p['b_wait_ms_max']:.2f} | "
+                   f"{verdict(p, target_of(r['run'], r.get('cores')))} |")
     return "\n".join(out) + "\n\n"
 
 
@@ -141,11 +160,14 @@ def paired_figures(results, meta) -> List[dict]:
         if r.get("stage") != "paired" or not p or p.get("pct_median") is None:
             continue
         _, configuration, _, metric, issue = RUNS[r["run"]]
+        if "{n}" in metric and not r.get("cores"):
+            continue  # the metric names a core count: an unpinned run has none
         figures.append({
             "issue": issue, "metric": metric.format(n=r.get("cores")), "value": round(p["pct_median"], 2), "unit": "%",
             "date": date, "machine": machine, "method": "paired in one process (train_driver.py --mode paired)",
             "baseline": {"what": "compute-only phases of the same process (one cloned augmentd batch), ms/iter "
                                  "median; figure = median over pairs of b/c - 1", "value": p["c_ms_median"]},
             "ms_per_iter_median": p["b_ms_median"], "pct_per_pair": p["pct_per_pair"], "pairs": p["pairs"],
+            "pct_pooled": p.get("pct_pooled"), "verdict": verdict(p, target_of(r["run"], r.get("cores"))),
             "configuration": configuration, "delivery": r.get("delivery")})
     return figures

@@ -1,7 +1,7 @@
 """Repeated runs of one kind (``--repeats``, run_e2e.py): their aggregate, as the tables and figures use it.
 
-Two compute-only processes with the same workload differ by ~1.5 % on the H200 (cudnn autotuning per process, among
-others), so a single compute-only / augmentd pair cannot resolve a 3 % target. A stage then runs c, b, c, b, …
+Two compute-only processes with the same workload differ by 1.5–1.7 % on the H200 (session 11; cudnn autotuning per
+process is a plausible cause), so a single compute-only / augmentd pair cannot resolve a 3 % target. A stage then runs c, b, c, b, …
 (alternating, so drift hits both kinds) and reports, per kind, the median over the repeats of each run's ms/iter
 median. Nothing is dropped or chosen as best; every run's value is listed beside the aggregate.
 
@@ -43,7 +43,7 @@ def aggregate(records):
 
 
 def runs_text(agg, fmt="{:.1f}") -> str:
-    """", repeats: 65.9, 67.3 ms (median of 2)" for an aggregate of several runs; "" for one run (today's cells)."""
+    """"median of 2: 65.9, 67.3 ms" (and what was not measured) for an aggregate of several runs; "" for one run (today's cells)."""
     if agg is None or agg["n"] <= 1 and agg["n_planned"] <= 1:
         return ""
     text = f"median of {agg['n']}: " + ", ".join(fmt.format(v) for v in agg["runs"]) + " ms"

@@ -33,7 +33,7 @@ Stages (each run is a separate training process, bounded by a timeout; the whole
   to the next of ``--one-gpu-delivery``) — variant ``augmentd-one-gpu``.
 
 Repeats (``--repeats N``, ``E2E_REPEATS``; stages ``patch``, ``patch_da5``, ``2d``, ``cascade``): two compute-only
-processes differ by ~1.5 % on the H200, so one pair cannot resolve a 3 % target. The runs of each N / configuration
+processes differ by 1.5–1.7 % on the H200, so one pair cannot resolve a 3 % target. The runs of each N / configuration
 go c, b, c, b, … (with ``--patch-variants``: c, b, b-<variant>…, c, b, …), each record with ``rep`` and, for N > 1,
 labels ending in ``-r<rep>``; a repeat starts only if all of its runs fit the time left, else it and the later ones
 are recorded as skipped. Figures and tables: per kind the median over repeats of the per-run ms/iter medians

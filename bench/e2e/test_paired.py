@@ -8,7 +8,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from paired import parse_runs, paired_figures, render_paired, run_phases, summarize_pairs  # noqa: E402
+from paired import parse_runs, paired_figures, render_paired, run_phases, summarize_pairs, verdict  # noqa: E402
 
 
 def test_phases_alternate_c_first_and_time_only_after_settling():
@@ -66,8 +66,8 @@ def test_table_and_figures():
             {"stage": "patch", "kind": "b"}]  # another stage's record: ignored
     table = render_paired(rows, meta)
     assert "test machine" in table and "E2E_STAGES=paired x" in table
-    assert "**+2.50 %** [+2.00, +4.00]" in table and "≤ 3 %: met" in table
-    assert "**+3.50 %**" in table and "≤ 3 %: **missed**" in table
+    assert "**+2.50 %** [+2.00, +4.00]" in table and "≤ 3 %: not resolved (1 of 3 pairs above)" in table
+    assert "**+3.50 %**" in table and "≤ 3 %: **missed** (every pair)" in table
     assert "not enough time left (20 s)" in table
     figs = {f["metric"]: f for f in paired_figures(rows, meta)}
     assert set(figs) == {"e2e_patch_pct_default_16c", "e2e_cascade_pct"}
@@ -80,3 +80,30 @@ def test_parse_runs_refuses_unknown_names():
     assert parse_runs("patch,cascade,") == ["patch", "cascade"]
     with pytest.raises(ValueError, match="unknown cascadee"):
         parse_runs("patch,cascadee")
+
+
+def test_verdict_needs_every_pair():
+    p = summarize_pairs({"c": [[1.0]] * 3, "b": [[1.01], [1.02], [1.029]], "b_wait": []})
+    assert verdict(p, 3.0) == "≤ 3 %: met (every pair)"
+    p = summarize_pairs({"c": [[1.0]] * 3, "b": [[1.01], [1.02], [1.031]], "b_wait": []})
+    assert verdict(p, 3.0).startswith("≤ 3 %: not resolved (1 of 3")  # median 2 % but one pair above
+    assert verdict(p, None) == "–"
+
+
+def test_patch_runs_take_the_target_of_their_core_count():
+    rows = [_record("patch", [4.0, 4.5, 4.2], cores=4), _record("patch", [4.0, 4.5, 4.2], cores=8)]
+    table = render_paired(rows, {})
+    assert "≤ 5 %: met (every pair)" in table  # issue 22: 5 % at 4 cores
+    assert table.rstrip().splitlines()[-1].endswith("| – |")  # no target named for 8 cores
+
+
+def test_incomplete_records_and_unpinned_runs():
+    empty = summarize_pairs({"c": [], "b": [], "b_wait": []})
+    assert empty["pct_median"] is None and empty["pct_pooled"] is None
+    zero_c = summarize_pairs({"c": [[0.0]], "b": [[0.1]], "b_wait": []})  # no ZeroDivisionError
+    assert zero_c["pct_pooled"] is None and zero_c["pairs"] == 0
+    rows = [{"stage": "paired", "run": "patch", "trainer": "T", "configuration": "3d_fullres", "cores": 16,
+             "paired": empty},
+            _record("patch", [1.0, 2.0, 1.5], cores=None), _record("cascade", [1.0, 2.0, 1.5], cores=None)]
+    assert "no complete pair" in render_paired(rows, {})
+    assert [f["metric"] for f in paired_figures(rows, {})] == ["e2e_cascade_pct"]  # no "..._Nonec"

@@ -241,7 +241,8 @@ def run_paired(args, trainer, device, result, one_b):
     window = time.perf_counter() - w0
     b_iters = [t for p in phases["b"] for t in p]
     b_waits = [w for p in phases["b_wait"] for w in p]
-    result.update(summarize(b_waits, [t - w for t, w in zip(b_iters, b_waits)], result["batch_size"], window))
+    # samples/s over the b phases' own time (the whole window also holds c phases and untimed iterations)
+    result.update(summarize(b_waits, [t - w for t, w in zip(b_iters, b_waits)], result["batch_size"], sum(b_iters)))
     paired = summarize_pairs(phases)
     paired.update({"gpu_util_c": round(sum(util["c"]) / len(util["c"]), 1) if util["c"] else None,
                    "gpu_util_b": round(sum(util["b"]) / len(util["b"]), 1) if util["b"] else None,

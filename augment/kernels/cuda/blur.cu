@@ -269,6 +269,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   __shared__ float xb[kBlurHaloY][kBlurTX];
   __shared__ float ring[kBlurRing][kBlurTY][kBlurTX];
   __shared__ int qz_of[kBlurTZ];  // low-res pick row of each output plane of this block (-1: none)
+  static_assert(kBlurTZ <= kThreads - 32, "qz_of is filled by threads 32 .. 32 + kBlurTZ - 1");
   const bool pick = a.low != nullptr && LowResOn(cp, a.d);
   const int Q[3] = {cp.lowres_shape[0], cp.lowres_shape[1], cp.lowres_shape[2]};
   // Block-uniform, so computed once here instead of by every thread for every plane (a 64-bit division and up to

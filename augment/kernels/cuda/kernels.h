@@ -47,6 +47,9 @@ struct ChainState {
 // raw picks for blurred slices, gathered from V1 for the others).
 cudaError_t LaunchLowResDown(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, cudaStream_t stream);
+// Mid pass, per slice: with low-res, cur ← V3 (trilinear up from `low`) and V3's statistics; without low-res but with
+// a gamma slot, only V3 = BC(V1)'s statistics (cur keeps V1, the later passes apply BC through Chain::V3); with
+// neither, nothing (that slice's kSlotV3 result stays stale: it is read only under gamma[k] != 0).
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
                       bool lowres_active, cudaStream_t stream);
 // mode: 0 = stats of gamma-0 core output (slot Y0), 2 = stats of gamma-1 core output (slot Y1). The statistics

@@ -651,6 +651,21 @@ TEST(CudaKernels, WideBlurAndGammaWithoutRetain) {
   RunCase(Make("wide-blur-aniso", 2, 4, 8, p, {31, 64, 50}, {17, 40, 33}));
 }
 
+// s11: the mid pass keeps V1 in the buffer of a slice without low-res (the later passes apply brightness/contrast),
+// skips a slice with no gamma slot, and gamma slot 1 may be on without slot 0: fixed probabilities for each path,
+// which the default-probability draws reach only by chance.
+TEST(CudaKernels, MidPassPartialLowRes) {
+  Probs p = Probs::AllOn();
+  p.lowres_ch = 0.5;
+  p.g0 = 0.0;
+  for (int C : {1, 4}) RunCase(Make("lowres-half-g1-only", 2, C, 8, p));
+  p.g1 = 0.0;
+  RunCase(Make("lowres-half-no-gamma", 2, 4, 8, p));
+  p.g0 = p.g1 = 1.0;
+  p.retain = 0.5;
+  RunCase(Make("lowres-half-both", 8, 4, 8, p));
+}
+
 TEST(CudaKernels, DefaultProbabilities) {
   for (int B : {2, 8})
     for (int C : {1, 4}) RunCase(Make("default-p", B, C, 8, Probs()));

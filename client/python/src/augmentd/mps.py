@@ -14,7 +14,11 @@ default a fresh temporary directory), so it serves exactly the processes that in
 (``CUDA_MPS_PIPE_DIRECTORY`` / ``CUDA_MPS_LOG_DIRECTORY``): the trainer, its DDP workers and the local server, nobody
 else's. It is stopped (``quit``) on exit unless it was already running there. MPS needs the GPU in the DEFAULT or
 EXCLUSIVE_PROCESS compute mode and ``nvidia-cuda-mps-control`` on PATH (part of the NVIDIA driver utilities).
-Not thread-safe: start and stop it from the main thread.
+Trainings that share one ``$AUGMENTD_MPS_DIR`` share its daemon, and the one that started it quits it when it ends
+(the daemon then takes no new clients): give concurrent trainings their own directories (the default). The
+directory, with the daemon's logs, is left in place. Not thread-safe: start and stop it from the main thread.
+Verified against a stand-in control program (tests/python/test_mps.py); on the H200 the harness's own shell-started
+daemon (``E2E_MPS=1``) measured the figures above, this class has not yet run against the real daemon.
 """
 from __future__ import annotations
 
@@ -85,6 +89,10 @@ class MpsDaemon:
             return False
 
     def start(self) -> "MpsDaemon":
+        """Starts (or joins) the daemon and points this process's environment at it. Raises MpsError, with the
+        environment restored and no daemon left behind, when that is not possible. A second call is a no-op."""
+        if self.running:
+            return self
         if self.control is None:
             raise MpsError(f"--mps: {CONTROL} is not on PATH (it comes with the NVIDIA driver utilities); "
                            "run without --mps or install them")
@@ -98,30 +106,38 @@ class MpsDaemon:
         if self.answers():
             self.running = True  # someone else's daemon on this directory: use it, leave it running
             return self
-        result = self._run(["-d"])
+        try:
+            result = self._run(["-d"])
+        except (OSError, subprocess.TimeoutExpired) as err:
+            self._restore()
+            raise MpsError(f"--mps: could not run '{self.control} -d': {err}") from err
         if result.returncode != 0:
             self._restore()
             raise MpsError(f"--mps: '{CONTROL} -d' failed (exit {result.returncode}): "
                            f"{(result.stderr or result.stdout).strip() or 'no message'}; the GPU's compute mode must be "
                            f"DEFAULT or EXCLUSIVE_PROCESS (nvidia-smi -q | grep 'Compute Mode'); log: {self.log_dir}")
         deadline = time.monotonic() + self.timeout
-        while not os.path.exists(os.path.join(self.pipe_dir, "control")):
+        while not self.answers():  # the control pipe exists AND the daemon behind it answers
             if time.monotonic() > deadline:
+                self._quit()  # `-d` forked a daemon: do not leave it behind
                 self._restore()
-                raise MpsError(f"--mps: the daemon did not create {self.pipe_dir}/control in {self.timeout:.0f} s; "
+                raise MpsError(f"--mps: the daemon in {self.pipe_dir} did not answer within {self.timeout:.0f} s; "
                                f"log: {self.log_dir}")
             time.sleep(0.05)
         self.started = self.running = True
         return self
 
+    def _quit(self) -> None:
+        try:
+            self._run([], stdin="quit\n")
+        except (OSError, subprocess.TimeoutExpired) as err:
+            print(f"augmentd: stopping the MPS daemon in {self.pipe_dir} failed: {err}", file=sys.stderr)
+
     def stop(self) -> None:
         """Quits the daemon if this object started it (its MPS server exits once its clients are gone); restores the
         environment. Idempotent."""
         if self.started:
-            try:
-                self._run([], stdin="quit\n")
-            except (OSError, subprocess.TimeoutExpired) as err:
-                print(f"augmentd: stopping the MPS daemon in {self.pipe_dir} failed: {err}", file=sys.stderr)
+            self._quit()
             self.started = False
         self.running = False
         self._restore()
