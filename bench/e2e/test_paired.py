@@ -107,3 +107,30 @@ def test_incomplete_records_and_unpinned_runs():
             _record("patch", [1.0, 2.0, 1.5], cores=None), _record("cascade", [1.0, 2.0, 1.5], cores=None)]
     assert "no complete pair" in render_paired(rows, {})
     assert [f["metric"] for f in paired_figures(rows, {})] == ["e2e_cascade_pct"]  # no "..._Nonec"
+
+
+def test_stage_paired_builds_pinned_paired_runs(tmp_path, monkeypatch):
+    """stage_paired: one --mode paired driver per run, pinned with taskset, patch runs with the crop-worker cap, the
+    cascade on its configuration; records under stage "paired" (run_one faked: no training)."""
+    import argparse
+    import run_e2e
+
+    calls = []
+    monkeypatch.setattr(run_e2e, "run_one", lambda ctx, label, cmd, env=None, **f: calls.append((label, cmd, env, f)))
+    monkeypatch.setattr(run_e2e, "pinned_cpus", lambda n: list(range(n)))
+    monkeypatch.setattr(run_e2e.shutil, "which", lambda name: "/usr/bin/taskset")
+    monkeypatch.setenv("AUGMENTD_ADDRESS", "unix:///elsewhere")  # the trainer must start its own server
+    args = argparse.Namespace(work=str(tmp_path / "w"), out=str(tmp_path / "o"), paired_runs=["patch", "cascade"],
+                              paired_cores=16, paired_pairs=4, paired_iters=15, paired_settle=3, device="cuda:0",
+                              warmup=8, iters=50, run_seconds=7.0, delivery="cuda_ipc,auto", cpu_threads=0, profile=0)
+    run_e2e.stage_paired(run_e2e.Ctx(args))
+    assert [c[0] for c in calls] == ["paired-patch-16c", "paired-cascade-16c"]
+    (_, cmd_p, env_p, f_p), (_, cmd_c, env_c, f_c) = calls
+    assert cmd_p[:3] == ["/usr/bin/taskset", "-c", "0-15"] and f_p["cpus"] == "0-15"
+    value = lambda cmd, flag: cmd[len(cmd) - 1 - cmd[::-1].index(flag) + 1]  # noqa: E731 (argparse: last wins)
+    assert value(cmd_p, "--mode") == "paired" and value(cmd_p, "--pairs") == "4" and value(cmd_p, "--iters") == "15"
+    assert value(cmd_p, "--settle") == "3" and value(cmd_p, "--n-proc-da") == "15"
+    assert value(cmd_p, "--trainer") == "nnUNetTrainerAugmentdPatch" and env_p["AUGMENTD_PATCH_THREADS"] == "4"
+    assert value(cmd_c, "--configuration") == "3d_cascade_fullres" and "AUGMENTD_PATCH_THREADS" not in env_c
+    assert "AUGMENTD_ADDRESS" not in env_p and "AUGMENTD_ADDRESS" not in env_c
+    assert f_p["stage"] == f_c["stage"] == "paired" and f_c["run"] == "cascade" and f_c["cores"] == 16
