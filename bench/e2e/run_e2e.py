@@ -306,29 +306,42 @@ def cpu_list(cpus) -> str:
     return ",".join(parts)
 
 
+def pin_to(n: int):
+    """(``taskset -c`` prefix, core list text, None) to pin a run to this process's first n cores, or
+    (None, None, why not) when taskset is missing or fewer cores are available."""
+    cpus, taskset = pinned_cpus(n), shutil.which("taskset")
+    if cpus is None or taskset is None:
+        return None, None, "no taskset on PATH" if taskset is None else \
+            f"only {len(os.sched_getaffinity(0))} cores available"
+    return [taskset, "-c", cpu_list(cpus)], cpu_list(cpus), None
+
+
+def crop_workers(n: int) -> int:
+    """Patch trainers' crop workers (AUGMENTD_PATCH_THREADS) on n cores: min(n − 1, E2E_PATCH_WORKERS_MAX = 4), at least
+    1; n = 0 (unpinned): the cap."""
+    cap = int(os.environ.get("E2E_PATCH_WORKERS_MAX", "4"))
+    return max(1, min(n - 1 if n else cap, cap))
+
+
 def stage_cores(ctx: Ctx) -> None:
     """Issue 26: each run pinned to N cores (``taskset -c``) with nnUNet_n_proc_DA = N - 1. Smallest N first (a
     run out of time drops the largest N, the case nnU-Net's maintainers already cover), both augmentations per N."""
     a = ctx.args
-    taskset = shutil.which("taskset")
     env = dict(os.environ, AUGMENTD_SEED="1234")
     env.pop("AUGMENTD_ADDRESS", None)  # the augmentd trainer starts its own server, inside the same core set
     have_compute = set()
     for n in sorted(a.cores):
-        cpus = pinned_cpus(n)
+        pin, cpus, why = pin_to(n)
         for da in a.cores_aug:
             nn, aug = ("nnUNetTrainer", "nnUNetTrainerAugmentd") if da == "default" else \
                 ("nnUNetTrainerDA5", "nnUNetTrainerAugmentdDA5")
             fields = dict(stage="cores", aug=da, cores=n, n_proc_da=n - 1)
-            if cpus is None or taskset is None:
-                why = "no taskset on PATH" if taskset is None else \
-                    f"only {len(os.sched_getaffinity(0))} cores available"
+            if why:
                 for kind in ("c", "b", "a"):
                     ctx.record(dict(label=f"cores{n}-{da}-{kind}", kind=kind, skipped=why, **fields))
                 log(f"cores {n} {da}: skipped ({why})")
                 continue
-            fields["cpus"] = cpu_list(cpus)
-            pin = [taskset, "-c", fields["cpus"]]
+            fields["cpus"] = cpus
             runs = [("b", aug, "loader"), ("a", nn, "loader")]
             if a.cores_compute == "each" or da not in have_compute:
                 runs.insert(0, ("c", nn, "compute"))
@@ -360,21 +373,17 @@ def stage_patch(ctx: Ctx, da: str) -> None:
     a = ctx.args
     nn, aug = ("nnUNetTrainer", "nnUNetTrainerAugmentdPatch") if da == "default" else \
         ("nnUNetTrainerDA5", "nnUNetTrainerAugmentdPatchDA5")
-    taskset = shutil.which("taskset")
     have_compute = False
     for n in sorted(a.patch_cores, reverse=True):
-        cpus = pinned_cpus(n)
+        pin, cpus, why = pin_to(n)
         fields = dict(stage="patch", aug=da, cores=n, n_proc_da=n - 1)
-        if cpus is None or taskset is None:
-            why = "no taskset on PATH" if taskset is None else f"only {len(os.sched_getaffinity(0))} cores available"
+        if why:
             for kind in ("c", "b"):
                 ctx.record(dict(label=f"patch{n}-{da}-{kind}", kind=kind, skipped=why, **fields))
             log(f"patch {n} {da}: skipped ({why})")
             continue
-        fields["cpus"] = cpu_list(cpus)
-        pin = [taskset, "-c", fields["cpus"]]
-        workers = max(1, min(n - 1, int(os.environ.get("E2E_PATCH_WORKERS_MAX", "4"))))
-        env = dict(os.environ, AUGMENTD_SEED="1234", AUGMENTD_PATCH_THREADS=str(workers))
+        fields["cpus"] = cpus
+        env = dict(os.environ, AUGMENTD_SEED="1234", AUGMENTD_PATCH_THREADS=str(crop_workers(n)))
         env.pop("AUGMENTD_ADDRESS", None)  # the trainer starts its own server, inside the same core set
         with_compute = a.patch_compute == "each" or not have_compute
         have_compute = True
@@ -403,20 +412,18 @@ def stage_paired(ctx: Ctx) -> None:
     n = a.paired_cores
     pin, fields = [], {}
     if n:
-        cpus, taskset = pinned_cpus(n), shutil.which("taskset")
-        if cpus is None or taskset is None:
-            why = "no taskset on PATH" if taskset is None else f"only {len(os.sched_getaffinity(0))} cores available"
+        pin, cpus, why = pin_to(n)
+        if why:
             for name in a.paired_runs:
                 ctx.record(dict(label=f"paired-{name}", stage="paired", run=name, cores=n, skipped=why))
             return
-        pin, fields = [taskset, "-c", cpu_list(cpus)], {"cpus": cpu_list(cpus)}
+        fields = {"cpus": cpus}
     for name in a.paired_runs:
         trainer, configuration, patch_mode, _, _ = PAIRED_RUNS[name]
         env = dict(os.environ, AUGMENTD_SEED="1234")
         env.pop("AUGMENTD_ADDRESS", None)  # the trainer starts its own server, inside the same core set
         if patch_mode:
-            cap = int(os.environ.get("E2E_PATCH_WORKERS_MAX", "4"))
-            env["AUGMENTD_PATCH_THREADS"] = str(max(1, min((n - 1) if n else cap, cap)))
+            env["AUGMENTD_PATCH_THREADS"] = str(crop_workers(n))
         label = f"paired-{name}" + (f"-{n}c" if n else "")
         extra = ["--pairs", str(a.paired_pairs), "--settle", str(a.paired_settle), "--iters", str(a.paired_iters)]
         cmd = pin + driver_cmd(ctx, label, trainer, "paired", a.device, extra=extra, configuration=configuration) + \
