@@ -73,6 +73,7 @@ struct StreamCore {
   bool session_closed = false;
   bool end_written = false;    // the StreamEnd message was written
   bool write_is_batch = false;
+  bool counted = false;        // holds one of the session's active_streams (AttachSession) until Finish is called
   std::optional<grpc::Status> error;  // finish with this once no write is outstanding
   std::shared_ptr<Session> session;
   std::shared_ptr<SlotRing> slots;  // the session's output slots (HOST_SHM / CUDA_IPC); null for inline
@@ -99,6 +100,20 @@ inline void EndMessage(StreamCore& st, const std::string& reason) {
   st.writing = true;
 }
 
+// Marks the stream finished and asks the Action's holder to Finish with `status`. The stream stops counting against
+// max_streams_per_session here, before the client can see the status, not in OnDone (which gRPC runs later): a
+// client that starts a new stream the moment one ended is never refused for the one that ended.
+template <typename A>
+void FinishWith(StreamCore& st, A& a, grpc::Status status) {
+  st.finished = true;
+  a.finish = true;
+  a.status = std::move(status);
+  if (st.counted) {
+    st.session->active_streams.fetch_sub(1);
+    st.counted = false;
+  }
+}
+
 // Pump's first part: a finished stream does nothing; an error finishes once no write is outstanding; before the
 // start message only a client that left is finished (INVALID_ARGUMENT). True when Pump must return `a` now.
 template <typename A>
@@ -106,18 +121,13 @@ bool PumpPreamble(StreamCore& st, A& a) {
   a.reactor = st.reactor;
   if (st.finished) return true;
   if (st.error.has_value()) {
-    if (!st.writing) {
-      st.finished = true;
-      a.finish = true;
-      a.status = *st.error;
-    }
+    if (!st.writing) FinishWith(st, a, *st.error);
     return true;
   }
   if (!st.started) {
     if (st.reads_done && !st.writing) {  // the client left without starting
-      st.finished = true;
-      a.finish = true;
-      a.status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "start: the stream ended before a start message");
+      FinishWith(st, a,
+                 grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "start: the stream ended before a start message"));
     }
     return true;
   }
@@ -133,9 +143,7 @@ void PumpWrite(StreamCore& st, A& a, uint64_t queued, EndReason end_reason) {
   if (!st.writing) {
     auto next = st.ready.find(st.next_send);
     if (st.end_written) {
-      st.finished = true;
-      a.finish = true;
-      a.status = grpc::Status::OK;
+      FinishWith(st, a, grpc::Status::OK);
     } else if (st.control.has_value()) {
       st.write_msg = *std::move(st.control);
       st.control.reset();
@@ -198,6 +206,7 @@ inline absl::Status AttachSession(StreamCore& st, const v1::StreamStart& start,
                                                      " already has ", max_streams, " streams"));
   }
   st.session = *session;
+  st.counted = true;
   st.slots = st.session->slots();
   st.started = true;
   st.credits = start.initial_credits();
@@ -345,7 +354,8 @@ class StreamReactor : public Reactor {
       }
       st.ready.clear();
       if (st.session != nullptr) {
-        st.session->active_streams.fetch_sub(1);
+        if (st.counted) st.session->active_streams.fetch_sub(1);  // gRPC ended the call without our Finish
+        st.counted = false;
         st.session->credits.store(0);
         LogInfo("session=", st.session->id(), " ", M::kName, " done: next_batch=", st.next_send,
                 st.end_reason.empty() ? "" : " reason='" + st.end_reason + "'",

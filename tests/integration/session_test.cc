@@ -4,6 +4,7 @@
 //     case ids; same (config, seed, batch index) → identical bytes, also across sessions and on resume;
 //   - concurrent sessions each receive only their own batches;
 //   - credits: never more batches sent than granted; half-close ends the stream with `end`;
+//   - an ended stream stops counting against max_streams_per_session before its client sees the status;
 //   - CloseSession frees the session (slot reusable, streams end, later calls FAILED_PRECONDITION);
 //   - patch mode: unary Augment with inline tensors, deterministic per batch index;
 //   - a table of bad requests gets the expected codes and the server stays healthy.
@@ -288,6 +289,51 @@ TEST_F(SessionTest, CreditsAreRespected) {
   EXPECT_EQ(response.end().next_batch_index(), 5u);
   EXPECT_FALSE(stream->Read(&response));
   EXPECT_TRUE(stream->Finish().ok());
+}
+
+// A stream stops counting against max_streams_per_session before its client sees the final status: a client that
+// starts the next stream the moment one ended (a trainer's loop, a retry after DATA_LOSS) is never refused with
+// RESOURCE_EXHAUSTED for the stream that ended. With a limit of 1 every back-to-back pair tests it.
+TEST_F(SessionTest, AnEndedStreamNoLongerCountsAgainstTheStreamLimit) {
+  const std::string uds = absl::StrCat("unix://", scratch_.path(), "/one-stream.sock");
+  std::unique_ptr<Subprocess> server =
+      Subprocess::Start({kAugmentd, "--listen=" + uds, "--device=cpu", "--dataset_root=" + scratch_.path(),
+                         "--max_streams_per_session=1", "--batch_workers=2"});
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(server->WaitForOutput("serving on", kStartTimeout)) << server->Output();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(uds);
+  ASSERT_TRUE(client.ok()) << client.status();
+  const std::string id = OpenOrDie(**client, DatasetConfig(5, /*batch_size=*/1));
+  for (uint64_t i = 0; i < 60; ++i) {
+    const StreamResult r = Stream(**client, id, i, 1);  // one batch, then `end` and OK
+    ASSERT_TRUE(r.status.ok()) << "stream " << i << ": " << r.status.error_message();
+    ASSERT_EQ(r.batches.size(), 1u) << "stream " << i;
+  }
+  // The limit still holds for streams that are open at once (a scope: the client's call objects go before the
+  // drain below, which otherwise waits for them).
+  {
+    auto ctx = Ctx();
+    auto open = (*client)->stub().StreamBatches(ctx.get());
+    v1::StreamBatchesRequest req;
+    req.mutable_start()->set_session_id(id);
+    req.mutable_start()->set_session_token(TokenOf(id));
+    req.mutable_start()->set_initial_credits(1);
+    ASSERT_TRUE(open->Write(req));
+    v1::StreamBatchesResponse response;
+    ASSERT_TRUE(open->Read(&response));
+    ASSERT_TRUE(response.has_batch());
+    const StreamResult second = Stream(**client, id, 0, 1);
+    EXPECT_EQ(second.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << second.status.error_message();
+    EXPECT_TRUE(absl::StrContains(second.status.error_message(), "max_streams_per_session"))
+        << second.status.error_message();
+    open->WritesDone();
+    while (open->Read(&response)) {
+    }
+    EXPECT_TRUE(open->Finish().ok());
+  }
+  client->reset();
+  server->Signal(SIGTERM);
+  EXPECT_EQ(server->WaitForExit(absl::Seconds(30)), 0) << server->Output();
 }
 
 TEST_F(SessionTest, CloseFreesTheSessionAndEndsItsStreams) {
