@@ -9,7 +9,9 @@
 # Output: $OUT/summary.md and the JSON lines of every run ($OUT/*.jsonl); logs in $OUT/logs.tar.gz.
 # Knobs: PIPE_MODES=none skips the pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
 # TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
-# BUILD_TIMEOUT (200 s per build).
+# BUILD_TIMEOUT (200 s per build), SIDES ("old new"; "new" benches this tree alone, with SKIP_OLD=1), PROFILE=1 (ncu
+# per kernel of PROFILE_CONFIGS, default all-on:2:1:0,all-on:2:4:0: speed of light, occupancy, warp states, issue
+# slots; $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -50,7 +52,7 @@ fi
 {
   echo "# issue 27 before/after, $(head -1 "$OUT/gpu.txt"), $(date -u +%F), old = $OLD, new = this tree"
   for r in $(seq "${ROUNDS:-1}"); do
-    for side in old new; do
+    for side in ${SIDES:-old new}; do
       dir=$OLD_BUILD; [ "$side" = new ] && dir=$NEW_BUILD
       echo; echo "## round $r: $side — cuda_chain_bench --iters ${CHAIN_ITERS:-100}"
       timeout 150 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" --json "$OUT/chain-$side-$r.jsonl" 2>&1 \
@@ -61,6 +63,22 @@ fi
         --iters "${PIPE_ITERS:-100}" --json "$OUT/pipe-$side-$r.jsonl" 2>&1 | tail -40
     done
   done
+  if [ "${PROFILE:-0}" = 1 ]; then
+    for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
+      f="$OUT/ncu-${cfg//:/-}.txt"
+      echo; echo "## ncu, one batch of $cfg (after 5 untimed), new build"
+      # Kernels of the 7th batch on: skip the warm-up batches' launches (≤ 12 kernels a batch in all-on).
+      timeout 240 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+        --section WarpStateStats --section ComputeWorkloadAnalysis --launch-skip 84 --launch-count 12 \
+        "$NEW_BUILD"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters 8 >"$f" 2>&1 \
+        || echo "ncu exit $? (see $(basename "$f"))"
+      awk '/^  [A-Za-z_].*\(/{name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}
+           /Duration/{d=$NF" "$(NF-1)} /Compute \(SM\) Throughput/{sm=$NF}
+           /^ +Memory Throughput/{mem=$NF} /Achieved Occupancy/{occ=$NF}
+           /Issue Slots Busy/{iss=$NF}
+           /Registers Per Thread/{print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "$NF}' "$f"
+    done
+  fi
 } >"$OUT/summary.md" 2>&1
 say "benchmarks done"
 cat "$OUT/summary.md"
