@@ -148,10 +148,10 @@ __global__ void __launch_bounds__(kThreads) MidKernel(Dims d, const SampleParams
 
 // The pointwise chain of one slice from its current buffer value to V5, with the statistics known so far.
 struct Chain {
-  bool mid_done;  // this slice's buffer holds V3 (the mid pass up-sampled its low-res image)
+  bool cur_is_v3;  // this slice's buffer holds V3 (the mid pass up-sampled its low-res image)
   BCConsts bc;
   GammaConsts g0, g1;
-  __device__ __forceinline__ float V3(float cur) const { return mid_done ? cur : ApplyBC(cur, bc); }
+  __device__ __forceinline__ float V3(float cur) const { return cur_is_v3 ? cur : ApplyBC(cur, bc); }
 };
 
 // Statistics of a gamma slot's output from those of its core output y, without a pass over the output: the slot
@@ -179,8 +179,8 @@ __device__ __forceinline__ Chain MakeChain(const Workspace& ws, const ChannelPar
                                            const ChainState& st, bool with_g0_retain, bool with_g1,
                                            bool with_g1_retain) {
   Chain ch;
-  ch.mid_done = st.mid_done && LowResOn(cp, d);  // the mid pass writes only low-res slices (MidKernel)
-  ch.bc = ch.mid_done ? BCConsts{} : MakeBC(cp, ws.slot[kSlotV1].result + slice);
+  ch.cur_is_v3 = st.mid_done && LowResOn(cp, d);  // the mid pass writes only low-res slices (MidKernel)
+  ch.bc = ch.cur_is_v3 ? BCConsts{} : MakeBC(cp, ws.slot[kSlotV1].result + slice);
   ch.g0 = MakeGammaCore(cp, 0, ws.slot[kSlotV3].result + slice);
   if (with_g0_retain) AddRetain(ch.g0, ws.slot[kSlotY0].result + slice);
   ch.g1 = GammaConsts{};
