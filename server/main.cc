@@ -164,7 +164,8 @@ std::vector<Flag> MakeFlags(ServerOptions& o, bool& listen_given) {
                    "Device memory one session may hold (slots and staging); 0 = no limit. Default: 0",
                    [&o](const std::string& v) { return ParseBytes(v, &o.limits.max_session_memory_bytes); }});
   flags.push_back({"max_streams_per_session", "N",
-                   absl::StrCat("Concurrent StreamBatches calls per session. Default: ",
+                   absl::StrCat("Concurrent StreamBatches / StreamPatches calls per session; a stream stops counting "
+                                "as soon as the server ends it (before the client sees its status). Default: ",
                                 d.limits.max_streams_per_session),
                    [&o](const std::string& v) { return ParseUint32(v, 1, &o.limits.max_streams_per_session); }});
   flags.push_back({"allow_client_shm", "BOOL",

@@ -18,7 +18,7 @@ struct ServerLimitsOptions {
   uint32_t max_batch_size = 64;                     // samples per batch
   uint32_t max_prefetch_depth = 16;                 // output slots / batches in flight per session
   uint64_t max_session_memory_bytes = 0;            // device memory per session; 0 = no limit
-  uint32_t max_streams_per_session = 4;             // concurrent StreamBatches calls per session
+  uint32_t max_streams_per_session = 4;             // concurrent StreamBatches / StreamPatches calls per session
   bool allow_client_shared_memory = false;          // sessions may register client shm / CUDA IPC regions
   uint64_t device_memory_budget_bytes = 0;          // output slots + staging of all sessions; 0 = no limit
   // Per-session executor admission (server/executor.h): patch-mode Augment calls beyond these get
