@@ -222,9 +222,17 @@ def seed_all(seed: int) -> None:
 
 
 def draw_bgv2_params(transform: BasicTransform, image: np.ndarray, seed: int, **extra) -> dict:
-    """bgv2's own ``get_parameters`` with numpy and torch seeded (bgv2 mixes both generators)."""
+    """bgv2's own ``get_parameters`` with numpy and torch seeded (bgv2 mixes both generators). A SpatialTransform's
+    grid without elastic offsets is then rebuilt by ``spatial_grid_from_params``: the same statements without the
+    BLAS call, so the reference is the same on every CPU (bgv2's float32 ``torch.matmul`` rounds by the CPU's
+    MKL / SIMD path: CI on another machine would compare against other bits)."""
     seed_all(seed)
-    return transform.get_parameters(image=torch.from_numpy(image), **extra)
+    params = transform.get_parameters(image=torch.from_numpy(image), **extra)
+    if isinstance(transform, SpatialTransform) and params.get("grid") is not None \
+            and params.get("elastic_offsets") is None:
+        params = dict(params, grid=spatial_grid_from_params(transform, params["affine"],
+                                                            params["center_location_in_pixels"], image.shape[1:]))
+    return params
 
 
 def apply_bgv2(transform: BasicTransform, params: dict, image: Optional[np.ndarray] = None,
@@ -507,13 +515,22 @@ def assert_labels_equal_up_to_grid_rounding(transform: SpatialTransform, params:
 # --------------------------------------------------------------------------------------------------------------
 
 def spatial_grid_from_params(transform: SpatialTransform, affine, center, input_shape: Sequence[int]):
-    """bgv2's grid for given ``affine`` / ``center_location_in_pixels`` (no elastic offsets): the same statements
-    as ``SpatialTransform.get_parameters`` (0.3.5) after the draws."""
+    """bgv2's grid for given ``affine`` / ``center_location_in_pixels`` (no elastic offsets): the statements of
+    ``SpatialTransform.get_parameters`` after the draws, except that ``grid @ affine.T`` is written out as float32
+    products summed left to right (each op correctly rounded: the same bits on every x86-64 CPU, where bgv2's
+    ``torch.matmul`` goes through MKL / SIMD paths that round differently, FMA or not)."""
     from batchgeneratorsv2.transforms.spatial.spatial import _convert_my_grid_to_grid_sample_grid
     if affine is None:
         return None
-    grid = transform._get_base_grid_clone()
-    grid = torch.matmul(grid, torch.from_numpy(np.asarray(affine, dtype=np.float64).T).float())
+    base = transform._get_base_grid_clone()
+    a = torch.from_numpy(np.asarray(affine, dtype=np.float64)).float()
+    rows = []
+    for r in range(a.shape[0]):
+        acc = base[..., 0] * a[r, 0]
+        for k in range(1, a.shape[1]):
+            acc = acc + base[..., k] * a[r, k]
+        rows.append(acc)
+    grid = torch.stack(rows, -1)
     new_center = torch.Tensor([c - s / 2 for c, s in zip(center, input_shape)])
     grid += new_center
     return _convert_my_grid_to_grid_sample_grid(grid, input_shape)

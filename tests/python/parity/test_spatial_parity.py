@@ -365,6 +365,20 @@ def test_grid_tie_helper_accepts_ties_and_rejects_defects():
     assert ties > 0, "no grid tie in these cases: the acceptance half of the check was not exercised"
 
 
+def test_reference_grid_is_bgv2s_grid_without_blas():
+    """draw_bgv2_params rebuilds a spatial grid without BLAS (the reference must not depend on the CPU's MKL path):
+    it must stay bgv2's grid, within a few float32 ulps of bgv2's own torch.matmul on any CPU."""
+    S, p = (21, 57, 50), (16, 40, 36)
+    image, _ = _inputs(6100, 1, S, 2)
+    t = build_bgv2(KIND, nnunet_spatial_config(p, p_rotation=1.0, p_scaling=1.0))
+    for seed in range(71, 74):
+        rebuilt = draw_bgv2_params(t, image, seed)
+        seed_all(seed)
+        own = t.get_parameters(image=torch.from_numpy(image))
+        assert rebuilt["affine"] is not None and rebuilt["grid"].dtype == own["grid"].dtype == torch.float32
+        np.testing.assert_allclose(rebuilt["grid"].numpy(), own["grid"].numpy(), rtol=0, atol=1e-6)
+
+
 @pytest.mark.parametrize("affine", [False, True])
 def test_spatial_random_crop_centres(capi, affine):
     """random_crop=True: bgv2 draws the centre in [border, S − border]; the crop path floors it (and pads)."""
