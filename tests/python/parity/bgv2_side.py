@@ -184,8 +184,7 @@ def _dummy_2d(channels, n_labels, seed):
     image, seg = _inputs(4000 + channels, channels, S3, n_labels)
     config = nnunet_spatial_config(p3[1:], rotation=ROT_DUMMY_2D, p_rotation=1.0, p_scaling=1.0)
     dd = Convert3DTo2DTransform()(image=torch.from_numpy(image.copy()), segmentation=torch.from_numpy(seg.copy()))
-    seed_all(seed)
-    params = build_bgv2(KIND, config).get_parameters(**dd)
+    params = draw_bgv2_params(build_bgv2(KIND, config), dd["image"].numpy(), seed, segmentation=dd["segmentation"])
     return config, image, seg, params, True
 
 

@@ -257,8 +257,7 @@ def test_spatial_dummy_2d(capi, channels, n_labels):
     for seed in (41, 42, 43):
         dd = {"image": torch.from_numpy(image.copy()), "segmentation": torch.from_numpy(seg.copy())}
         dd = to2d(**dd)
-        seed_all(seed)
-        params = sp.get_parameters(**dd)
+        params = draw_bgv2_params(sp, dd["image"].numpy(), seed, segmentation=dd["segmentation"])
         assert params["affine"].shape == (2, 2)
         dd = sp.apply(dd, **params)
         dd = to3d(**dd)
