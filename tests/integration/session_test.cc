@@ -44,6 +44,18 @@ std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration deadline = absl::Seconds
   return ctx;
 }
 
+// A StreamBatches start message for session `id` with its owner's token (0: the field's default).
+v1::StreamBatchesRequest StartRequest(const std::string& id, uint32_t credits, uint64_t start = 0,
+                                      uint32_t max_batches = 0) {
+  v1::StreamBatchesRequest req;
+  req.mutable_start()->set_session_id(id);
+  req.mutable_start()->set_session_token(TokenOf(id));
+  req.mutable_start()->set_start_batch_index(start);
+  req.mutable_start()->set_initial_credits(credits);
+  req.mutable_start()->set_max_batches(max_batches);
+  return req;
+}
+
 // A server over a tiny dataset: TCP and unix socket, --dataset_root the scratch dir.
 class SessionTest : public ::testing::Test {
  protected:
@@ -124,13 +136,7 @@ class SessionTest : public ::testing::Test {
     StreamResult r;
     auto ctx = Ctx();
     auto stream = client.stub().StreamBatches(ctx.get());
-    v1::StreamBatchesRequest req;
-    req.mutable_start()->set_session_id(id);
-    req.mutable_start()->set_session_token(TokenOf(id));
-    req.mutable_start()->set_start_batch_index(start);
-    req.mutable_start()->set_initial_credits(count);
-    req.mutable_start()->set_max_batches(count);
-    stream->Write(req);
+    stream->Write(StartRequest(id, count, start, count));
     v1::StreamBatchesResponse response;
     while (stream->Read(&response)) {
       if (response.has_batch()) r.batches.push_back(response.batch());
@@ -250,10 +256,7 @@ TEST_F(SessionTest, CreditsAreRespected) {
   const std::string id = OpenOrDie(*uds_client_, config);
   auto ctx = Ctx();
   auto stream = uds_client_->stub().StreamBatches(ctx.get());
-  v1::StreamBatchesRequest req;
-  req.mutable_start()->set_session_id(id);
-  req.mutable_start()->set_session_token(TokenOf(id));
-  req.mutable_start()->set_initial_credits(2);
+  v1::StreamBatchesRequest req = StartRequest(id, 2);
   ASSERT_TRUE(stream->Write(req));
   v1::StreamBatchesResponse response;
   for (uint64_t i = 0; i < 2; ++i) {
@@ -314,11 +317,7 @@ TEST_F(SessionTest, AnEndedStreamNoLongerCountsAgainstTheStreamLimit) {
   {
     auto ctx = Ctx();
     auto open = (*client)->stub().StreamBatches(ctx.get());
-    v1::StreamBatchesRequest req;
-    req.mutable_start()->set_session_id(id);
-    req.mutable_start()->set_session_token(TokenOf(id));
-    req.mutable_start()->set_initial_credits(1);
-    ASSERT_TRUE(open->Write(req));
+    ASSERT_TRUE(open->Write(StartRequest(id, 1)));
     v1::StreamBatchesResponse response;
     ASSERT_TRUE(open->Read(&response));
     ASSERT_TRUE(response.has_batch());
@@ -350,11 +349,7 @@ TEST_F(SessionTest, CloseFreesTheSessionAndEndsItsStreams) {
   // A stream waiting for credit ends with `end` when its session is closed.
   auto ctx = Ctx();
   auto stream = uds_client_->stub().StreamBatches(ctx.get());
-  v1::StreamBatchesRequest req;
-  req.mutable_start()->set_session_id(ids[0]);
-  req.mutable_start()->set_session_token(TokenOf(ids[0]));
-  req.mutable_start()->set_initial_credits(1);
-  ASSERT_TRUE(stream->Write(req));
+  ASSERT_TRUE(stream->Write(StartRequest(ids[0], 1)));
   v1::StreamBatchesResponse response;
   ASSERT_TRUE(stream->Read(&response));
   ASSERT_TRUE(response.has_batch());
@@ -675,15 +670,9 @@ TEST_F(SessionTest, BadRequestsGetPreciseCodesAndTheServerStaysHealthy) {
   };
   v1::StreamBatchesRequest credit;
   credit.mutable_credit()->set_credits(1);
-  v1::StreamBatchesRequest start_unknown;
-  start_unknown.mutable_start()->set_session_id("s5-unknown");
-  start_unknown.mutable_start()->set_session_token(TokenOf("s5-unknown"));
-  v1::StreamBatchesRequest start_patch;
-  start_patch.mutable_start()->set_session_id(patch_id);
-  start_patch.mutable_start()->set_session_token(TokenOf(patch_id));
-  v1::StreamBatchesRequest start_ok;
-  start_ok.mutable_start()->set_session_id(dataset_id);
-  start_ok.mutable_start()->set_session_token(TokenOf(dataset_id));
+  const v1::StreamBatchesRequest start_unknown = StartRequest("s5-unknown", 0);
+  const v1::StreamBatchesRequest start_patch = StartRequest(patch_id, 0);
+  const v1::StreamBatchesRequest start_ok = StartRequest(dataset_id, 0);
   EXPECT_EQ(stream_status({credit}).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(stream_status({start_unknown}).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(stream_status({start_patch}).error_code(), grpc::StatusCode::UNIMPLEMENTED);
