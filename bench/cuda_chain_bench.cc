@@ -5,7 +5,7 @@
 //   cuda_chain_bench [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json out.jsonl]
 //   cuda_chain_bench --default [...]   nnU-Net's default pipeline, fused kernels vs the generic chain (issue 21)
 //   cuda_chain_bench --cascade [...]   nnU-Net's 3d_cascade_fullres pipeline vs the default one (issue 24)
-//   cuda_chain_bench --cascade --stage-times [...]   also each cascade row's GPU time per chain step (below)
+//   cuda_chain_bench [--cascade] --stage-times [...]  also each DA5 (or cascade) row's GPU time per chain step (below)
 //   cuda_chain_bench --kernel-times [...]   the cascade perturbations' kernels alone, per launch (below)
 //
 // Rows (B × C at the preset's initial patch size → patch):
@@ -21,9 +21,10 @@
 // labels and the previous stage's prediction) with its probabilities and all on, beside nnunet_default (fused) on the
 // same patch: `cascade − default` is what the cascade's transforms (one-hot growth, binary operators, connected
 // components on the chain) cost per batch.
-// --stage-times (with --cascade): each cascade row once more through CudaChain directly with a ChainStageTimer
-// (augment/cuda/chain.h: one event per step of Run), a table of each step's median ms per row: where the time goes
-// (the first step, "host: …", is the GPU's idle time while the host draws and packs the batch).
+// --stage-times: the da5 and da5-all-on rows (with --cascade: each cascade row) once more through CudaChain directly
+// with a ChainStageTimer (augment/cuda/chain.h: one event per step of Run), a table of each step's median ms per
+// row: where the time goes (the first step, "host: …", is the GPU's idle time while the host draws and packs the
+// batch).
 // --kernel-times: the binary operator's round (per operator, radius and channel) and the component removal's launch
 // set (1 round per channel, 3 rounds) called directly on B samples of 4 channels at the patch: channel 0 N(0.3, 1);
 // 1 "blobs": label 1 of labels 0..3 in 4³ blobs (the --cascade rows' data, 25 % dense, percolating, without the
@@ -205,6 +206,39 @@ Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int6
   cudaFree(out.image);
   for (int16_t* p : out.seg) cudaFree(p);
   return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)]};
+}
+
+// --stage-times: each row once more through CudaChain directly with per-step events; prints a table of each step's
+// median ms per row (and writes "stage <row>: <step>" JSON lines to `out`).
+void StageTimeTable(const std::vector<std::pair<std::string, const PipelineSpec*>>& rows, const DeviceInput& in,
+                    int64_t B, int64_t C, int iters, cudaStream_t stream, int64_t seg_channels, FILE* out) {
+  std::vector<StageTimes> st(rows.size());
+  std::vector<Timing> whole(rows.size());
+  std::vector<std::string> steps;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    whole[r] = TimeSpec(*rows[r].second, in, B, C, iters, stream, /*chain_only=*/true, seg_channels, &st[r]);
+    for (const std::string& s : st[r].names)
+      if (std::find(steps.begin(), steps.end(), s) == steps.end()) steps.push_back(s);
+  }
+  std::printf("\n## per-step GPU time (CudaChain with a ChainStageTimer), median ms of %d batches\n\n| step |", iters);
+  for (const auto& row : rows) std::printf(" %s |", row.first.c_str());
+  std::printf("\n|---|");
+  for (size_t r = 0; r < rows.size(); ++r) std::printf("---:|");
+  std::printf("\n");
+  for (const std::string& s : steps) {
+    std::printf("| %s |", s.c_str());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const double m = st[r].Median(s);
+      if (m < 0) std::printf(" – |"); else std::printf(" %.3f |", m);
+      if (out != nullptr && m >= 0)
+        std::fprintf(out, "{\"row\": \"stage %s: %s\", \"B\": %lld, \"C\": %lld, \"median_ms\": %.4f}\n",
+                     rows[r].first.c_str(), s.c_str(), (long long)B, (long long)C, m);
+    }
+    std::printf("\n");
+  }
+  std::printf("| (whole batch, same runs) |");
+  for (size_t r = 0; r < rows.size(); ++r) std::printf(" %.3f |", whole[r].median_ms);
+  std::printf("\n");
 }
 
 // --kernel-times (header comment). Returns the exit status.
@@ -421,15 +455,16 @@ int main(int argc, char** argv) {
     else if (a == "--kernel-times") kernel_times = true;
     else {
       std::fprintf(stderr,
-                   "usage: %s [--default | --cascade [--stage-times] | --kernel-times] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
+                   "usage: %s [--default | [--cascade] [--stage-times] | --kernel-times] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
                    argv[0]);
       return a == "--help" || a == "-h" ? 0 : 1;
     }
   }
-  // The modes exclude each other and --stage-times only times the --cascade rows: refuse what would be ignored.
-  if (int{default_pipeline} + int{cascade} + int{kernel_times} > 1 || (stage_times && !cascade)) {
-    std::fprintf(stderr, "%s: --default, --cascade and --kernel-times exclude each other; --stage-times needs "
-                 "--cascade\n", argv[0]);
+  // The modes exclude each other and --stage-times only times the DA5 or --cascade rows: refuse what would be ignored.
+  if (int{default_pipeline} + int{cascade} + int{kernel_times} > 1 ||
+      (stage_times && (default_pipeline || kernel_times))) {
+    std::fprintf(stderr, "%s: --default, --cascade and --kernel-times exclude each other; --stage-times times the "
+                 "DA5 or --cascade rows\n", argv[0]);
     return 1;
   }
   int devices = 0;
@@ -532,39 +567,10 @@ int main(int argc, char** argv) {
       report("cascade, binary operator on", TimeSpec(*binop, d2, B, C, iters, stream, false, 2), -1);
       report("cascade, component removal on", TimeSpec(*comp, d2, B, C, iters, stream, false, 2), -1);
     }
-    if (stage_times) {  // each row once more on CudaChain with per-step events: median ms of each step
-      const std::vector<std::pair<std::string, const PipelineSpec*>> rows = {
-          {"cascade", &*cas}, {"all on", &cas_on}, {"perturbations off", &*none}, {"binary operator on", &*binop},
-          {"component removal on", &*comp}};
-      std::vector<StageTimes> st(rows.size());
-      std::vector<Timing> whole(rows.size());
-      std::vector<std::string> steps;
-      for (size_t r = 0; r < rows.size(); ++r) {
-        whole[r] = TimeSpec(*rows[r].second, d2, B, C, iters, stream, /*chain_only=*/true, 2, &st[r]);
-        for (const std::string& s : st[r].names)
-          if (std::find(steps.begin(), steps.end(), s) == steps.end()) steps.push_back(s);
-      }
-      std::printf("\n## per-step GPU time (CudaChain with a ChainStageTimer), median ms of %d batches\n\n| step |",
-                  iters);
-      for (const auto& row : rows) std::printf(" %s |", row.first.c_str());
-      std::printf("\n|---|");
-      for (size_t r = 0; r < rows.size(); ++r) std::printf("---:|");
-      std::printf("\n");
-      for (const std::string& s : steps) {
-        std::printf("| %s |", s.c_str());
-        for (size_t r = 0; r < rows.size(); ++r) {
-          const double m = st[r].Median(s);
-          if (m < 0) std::printf(" – |"); else std::printf(" %.3f |", m);
-          if (out != nullptr && m >= 0)
-            std::fprintf(out, "{\"row\": \"stage %s: %s\", \"B\": %lld, \"C\": %lld, \"median_ms\": %.4f}\n",
-                         rows[r].first.c_str(), s.c_str(), (long long)B, (long long)C, m);
-        }
-        std::printf("\n");
-      }
-      std::printf("| (whole batch, same runs) |");
-      for (size_t r = 0; r < rows.size(); ++r) std::printf(" %.3f |", whole[r].median_ms);
-      std::printf("\n");
-    }
+    if (stage_times)
+      StageTimeTable({{"cascade", &*cas}, {"all on", &cas_on}, {"perturbations off", &*none},
+                      {"binary operator on", &*binop}, {"component removal on", &*comp}},
+                     d2, B, C, iters, stream, 2, out);
     if (out != nullptr) std::fclose(out);
     cudaStreamDestroy(stream);
     return 0;
@@ -582,6 +588,7 @@ int main(int argc, char** argv) {
                              std::to_string(i);
     report(name, TimeSpec(Subset(full, {0, i, n - 1}, i), in, B, C, iters, stream), base.median_ms);
   }
+  if (stage_times) StageTimeTable({{"da5", &full}, {"da5 all on", &on}}, in, B, C, iters, stream, 1, out);
   if (out != nullptr) std::fclose(out);
   cudaStreamDestroy(stream);
   return 0;

@@ -8,7 +8,7 @@
 #   cuda_pipeline_bench --modes PIPE_MODES             the fused kernels: B ∈ {2, 8}, C ∈ {1, 4}, 128³ and 80×160²
 # Output: $OUT/summary.md and the JSON lines of every run ($OUT/*.jsonl); logs in $OUT/logs.tar.gz.
 # Knobs: PIPE_MODES=none skips the pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
-# TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
+# TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), CHAIN_ARGS (e.g. --stage-times), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
 # BUILD_TIMEOUT (200 s per build), SIDES ("old new"; "new" benches this tree alone, with SKIP_OLD=1), PROFILE=1 (ncu
 # per kernel of PROFILE_CONFIGS, default all-on:2:1:0,all-on:2:4:0: speed of light, occupancy, warp states, issue
 # slots; $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
@@ -55,8 +55,8 @@ fi
     for side in ${SIDES:-old new}; do
       dir=$OLD_BUILD; [ "$side" = new ] && dir=$NEW_BUILD
       echo; echo "## round $r: $side — cuda_chain_bench --iters ${CHAIN_ITERS:-100}"
-      timeout 150 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" --json "$OUT/chain-$side-$r.jsonl" 2>&1 \
-        | tail -30
+      timeout 240 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" ${CHAIN_ARGS:-} \
+        --json "$OUT/chain-$side-$r.jsonl" 2>&1 | tail -60
       [ "${PIPE_MODES:-all-on,default-p}" = none ] && continue
       echo; echo "## round $r: $side — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}"
       timeout 150 "$dir"/augment/kernels/cuda/cuda_pipeline_bench --modes "${PIPE_MODES:-all-on,default-p}" \
@@ -69,14 +69,16 @@ fi
       echo; echo "## ncu, one batch of $cfg (after 5 untimed), new build"
       # Kernels of the 7th batch on: skip the warm-up batches' launches (≤ 12 kernels a batch in all-on).
       timeout 240 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
-        --section WarpStateStats --section ComputeWorkloadAnalysis --launch-skip 84 --launch-count 12 \
+        --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats --launch-skip 84 --launch-count 12 \
         "$NEW_BUILD"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters 8 >"$f" 2>&1 \
         || echo "ncu exit $? (see $(basename "$f"))"
-      awk '/^  [A-Za-z_].*\(/{name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}
+      awk 'function flush() { if (name != "") print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "regs", warp instructions "ins; name="" }
+           /^  [A-Za-z_].*\(/{flush(); name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}
            /Duration/{d=$NF" "$(NF-1)} /Compute \(SM\) Throughput/{sm=$NF}
            /^ +Memory Throughput/{mem=$NF} /Achieved Occupancy/{occ=$NF}
-           /Issue Slots Busy/{iss=$NF}
-           /Registers Per Thread/{print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "$NF}' "$f"
+           /Issue Slots Busy/{iss=$NF} /Executed Instructions  /{ins=$NF} /Registers Per Thread/{regs=$NF}
+           END{flush()}' "$f"
+
     done
   fi
 } >"$OUT/summary.md" 2>&1
