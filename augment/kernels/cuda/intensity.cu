@@ -379,8 +379,10 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
 
 
 namespace {
-// Blocks per slice for the grid-stride slice kernels: one full wave of `kKernel` at its occupancy (queried once),
-// shared by the slices of the batch, at most one block per chunk.
+// Blocks per slice for the grid-stride slice kernels: one wave of `kKernel` at its occupancy (queried once), shared by
+// the slices of the batch, at most one block per chunk. Rounded down: a block each grid-strides over a fixed share of
+// its slice, so blocks beyond the wave would run their whole share after it (the s13 profile: 5 blocks per SM × 132
+// SMs over 8 slices rounded up to 83 per slice put 4 blocks in a second wave and doubled the mid pass at B·C = 8).
 template <auto kKernel>
 int WaveGrid(const Dims& d) {
   static const int per_sm = [] {
@@ -392,7 +394,7 @@ int WaveGrid(const Dims& d) {
     return n;
   }();
   const int slices = d.b * d.c;
-  return std::max(1, std::min(d.nchunks, (per_sm * DeviceSmCount() + slices - 1) / slices));
+  return std::max(1, std::min(d.nchunks, per_sm * DeviceSmCount() / slices));
 }
 }  // namespace
 
