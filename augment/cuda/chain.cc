@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "augment/cuda/chain_2d.h"
+#include "augment/cuda/slice_stage.h"
 #include "augment/json_util.h"
 #include "augment/kernels/cuda/chain_kernels.h"
 #include "augment/kernels/cuda/pipeline_cuda.h"
@@ -199,6 +200,14 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
       e.stage = std::move(wrapped);
     }
     c->entries_.push_back(std::move(e));
+  }
+  // Consecutive signed permutations (DA5's rot90 then transpose_axes) gather the batch once, through their
+  // composition: adjacent in the spec (no spatial step or label store between them), on every channel.
+  for (size_t i = 0; i + 1 < c->entries_.size(); ++i) {
+    const Entry &a = c->entries_[i], &b = c->entries_[i + 1];
+    if (b.index == a.index + 1 && spec.transforms[a.index].channels.empty() &&
+        spec.transforms[b.index].channels.empty())
+      stage_internal::LinkPermutations(*a.stage, *b.stage);
   }
   if (c->spatial_index_ != SIZE_MAX) {
     const TransformSpec& ts = spec.transforms[c->spatial_index_];
@@ -545,16 +554,18 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   const auto store_labels = [&](const ChainTensors& t) -> absl::Status {
     for (int d = 0; d < 3; ++d)
       if (t.shape[d] != g.out[d]) return absl::InternalError("CUDA chain: labels stored before the final shape");
+    std::vector<ch::SegLevel> levels(lay.seg_shapes.size());
     for (size_t l = 0; l < lay.seg_shapes.size(); ++l) {
       if (lay.seg_shapes[l][1] != t.seg_channels) {
         return absl::InternalError(absl::StrCat("CUDA chain: ", t.seg_channels, " seg channels, layout says ",
                                                 lay.seg_shapes[l][1]));
       }
-      int32_t q[3];
-      Internal3(std::vector<int64_t>(lay.seg_shapes[l].begin() + 2, lay.seg_shapes[l].end()), q);
-      AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegLevel(static_cast<int32_t>(g.batch) * t.seg_channels, t.shape, t.seg, q,
-                                                output.seg[l], t.seg_is_bool, stream));
+      Internal3(std::vector<int64_t>(lay.seg_shapes[l].begin() + 2, lay.seg_shapes[l].end()), levels[l].shape);
+      levels[l].dst = output.seg[l];
     }
+    AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegLevels(static_cast<int32_t>(g.batch) * t.seg_channels, t.shape, t.seg,
+                                               levels.data(), static_cast<int32_t>(levels.size()), t.seg_is_bool,
+                                               stream));
     return absl::OkStatus();
   };
   ChainTensors t = t0;

@@ -32,6 +32,9 @@
 #include "augment/transforms/gamma/gamma.h"
 #include "augment/transforms/gaussian_blur/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise/gaussian_noise.h"
+#include "augment/transforms/mirror/mirror.h"
+#include "augment/transforms/rot90/rot90.h"
+#include "augment/transforms/transpose_axes/transpose_axes.h"
 #include "augment/transforms/spatial/spatial.h"
 #include "gtest/gtest.h"
 
@@ -272,6 +275,35 @@ TEST(CudaChain, EntryChannelsMatchCpu) {
                return s;
              },
              {19, 25, 21}, B, 3, 1, 4});
+  }
+}
+
+// Signed permutations on the chain (slice_stage.h PermuteStage): a mirror before the spatial entry (input-shaped
+// scratch), then rot90, transpose_axes and mirror in a row (linked: one gather through their composition, buffers
+// exchanged with the chain's slots) and a mirror of channel 1 only (gathered planes: not linked, copied back), with
+// the pyramid after them. Every entry at p = 1 with random draws; B = 1 and 3 (samples whose composition is the
+// identity are copied through). A patch of equal axes (every permutation) and one with a short axis 0 (permutations
+// of axes 1 and 2 only; tiles cut by the 13 planes and the 18-voxel rows).
+TEST(CudaChain, PermutationRunsMatchCpu) {
+  const auto spec = [](std::vector<int64_t> patch, std::vector<int64_t> axes) {
+    const PipelineSpec d = *NnunetDefaultPipeline(Config(std::move(patch), 2));
+    const auto on = [](const absl::StatusOr<std::shared_ptr<const Transform>>& t) {
+      return *TransformSpec::Make(*t, 1.0);
+    };
+    Rot90Config r;
+    r.num_rot_per_combination = {0, 1, 2, 3};
+    r.num_axis_combinations = RandomScalar::Uniform(1, 3);
+    r.allowed_axes = axes;
+    PipelineSpec s = d;
+    s.transforms = {on(MirrorTransform::Create({{0, 1, 2}})), d.transforms.front(), on(Rot90Transform::Create(r)),
+                    on(TransposeAxesTransform::Create({axes})), on(MirrorTransform::Create({{0, 1, 2}})),
+                    on(MirrorTransform::Create({{0, 2}})), d.transforms.back()};
+    s.transforms[5].channels = {1};
+    return s;
+  };
+  for (int B : {1, 3}) {
+    RunCase({"permutations", [&] { return spec({16, 16, 16}, {0, 1, 2}); }, {}, B, 2, 1, 4});
+    RunCase({"permutations-aniso", [&] { return spec({13, 18, 18}, {1, 2}); }, {}, B, 2, 1, 4});
   }
 }
 

@@ -4,6 +4,7 @@
 //   SliceStage<S>  one record S per image slice (b·C + c) with an `on` flag: Fill() writes sample b's records,
 //                  Launch() runs the kernel once per batch when any record is on.
 //   FlagStage      one "applied" flag per sample (deterministic label entries: mask_image, remove_label).
+//   PermuteStage   one signed axis permutation per sample (mirror, rot90, transpose_axes, auglab_flip).
 //   NotCovered     the UNIMPLEMENTED wording for an option the GPU chain does not cover.
 // Internal to the CUDA engine. Thread-safety: as CudaStage (one augmenter, one stream).
 #pragma once
@@ -122,5 +123,45 @@ class FlagStage : public NamedStage {
   std::vector<int32_t> on_;
   size_t offset_ = 0;
 };
+
+// One signed axis permutation per sample (chain_kernels.h PermuteSample): the image and labels are gathered into
+// the stage's own slots, whose buffers then become the tensors (ChainWorkspace::Exchange; a copy back only when the
+// tensors do not start a slot of the same capacity). Two consecutive permutation entries compose (ForwardTo): the
+// first launches nothing and the second gathers once through the composition, so rot90 then transpose_axes move the
+// batch once.
+class PermuteStage : public NamedStage {
+ public:
+  using NamedStage::NamedStage;
+  static constexpr int kSlotImage = ChainWorkspace::kSlotStage + 42, kSlotSeg = kSlotImage + 1;
+  absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
+                       ParamArena& arena) final;
+  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) final;
+  // `next` gathers through this stage's permutations followed by its own; this stage launches nothing. The caller
+  // guarantees that `next` is the chain's next entry, on the same tensors (no channel selection on either, no label
+  // store between them), and that this stage is prepared first.
+  void ForwardTo(PermuteStage& next) {
+    forward_ = true;
+    next.prev_ = this;
+  }
+
+ protected:
+  // Sample b's permutation for its drawn parameters (`on` = 0 for the identity).
+  virtual absl::StatusOr<cuda::chain::PermuteSample> SampleOf(const TransformParams& p,
+                                                              const ChainTensors& t) const = 0;
+
+ private:
+  PermuteStage* prev_ = nullptr;
+  bool forward_ = false;
+  std::vector<cuda::chain::PermuteSample> host_;
+  bool any_ = false;
+  size_t offset_ = 0;
+};
+
+// `second` applied after `first` (either may be off: the identity).
+cuda::chain::PermuteSample ComposePermutations(const cuda::chain::PermuteSample& first,
+                                               const cuda::chain::PermuteSample& second);
+
+// first.ForwardTo(second) when both are permutation stages; returns whether it linked them.
+bool LinkPermutations(CudaStage& first, CudaStage& second);
 
 }  // namespace augmentd::stage_internal

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "augment/status_macros.h"
@@ -74,6 +75,25 @@ ChainWorkspace::~ChainWorkspace() {
   for (auto& [p, bytes] : slots_)
     if (p != nullptr) cudaFree(p);
   cudaGetLastError();
+}
+
+size_t ChainWorkspace::CapacityOf(const void* p) const {
+  for (const auto& [buf, cap] : slots_)
+    if (buf != nullptr && buf == p) return cap;
+  return 0;
+}
+
+void* ChainWorkspace::Exchange(int slot, const void* held) {
+  if (slot < 0 || static_cast<size_t>(slot) >= slots_.size() || held == nullptr) return nullptr;
+  auto& mine = slots_[static_cast<size_t>(slot)];
+  if (mine.first == nullptr || mine.first == held) return nullptr;
+  for (auto& other : slots_) {
+    if (other.first != held) continue;
+    if (other.second != mine.second) return nullptr;
+    std::swap(other.first, mine.first);
+    return other.first;
+  }
+  return nullptr;
 }
 
 absl::StatusOr<void*> ChainWorkspace::Scratch(int slot, size_t bytes) {

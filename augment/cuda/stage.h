@@ -83,8 +83,8 @@ class ParamArena {
 };
 
 // Device scratch shared by the stages of one chain: `slot` names an independent buffer (a stage uses its own slot
-// numbers from kSlotStage.. upward; slots below are the executor's). Grows only when a larger size is requested;
-// contents are not preserved across a grow.
+// numbers from kSlotStage.. upward; slots below are the executor's). A stage may give a tensor a new buffer only by
+// exchanging slots (Exchange). Grows only when a larger size is requested; contents are not preserved across a grow.
 class ChainWorkspace {
  public:
   static constexpr int kSlotStage = 4;
@@ -94,6 +94,13 @@ class ChainWorkspace {
   ChainWorkspace& operator=(const ChainWorkspace&) = delete;
   // At least `bytes` of device memory, 256-byte aligned. RESOURCE_EXHAUSTED when it cannot be allocated.
   absl::StatusOr<void*> Scratch(int slot, size_t bytes);
+  // The capacity of the slot whose buffer starts at `p`; 0 when no slot's does.
+  size_t CapacityOf(const void* p) const;
+  // Swaps the buffers of `slot` and of the slot whose buffer starts at `held`, when both are of one capacity: the
+  // tensor at `held` then lives in `slot`'s old buffer, still in its own slot (so what held it keeps a slot's base
+  // pointer), and `slot` holds `held`'s old buffer. Returns the held slot's new buffer, or nullptr (nothing swapped)
+  // when no other slot's buffer starts at `held` or the capacities differ: the caller copies instead.
+  void* Exchange(int slot, const void* held);
 
  private:
   std::vector<std::pair<void*, size_t>> slots_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -28,35 +29,93 @@ using stage_internal::NamedStage;
 using stage_internal::SegDims;
 using stage_internal::SliceStage;
 
+}  // namespace
 
-// ---- mirror / rot90 / transpose_axes: one signed permutation per sample -----------------------------------------
-struct SignedPerm {
-  std::array<int, 3> perm{0, 1, 2};
-  std::array<bool, 3> flip{false, false, false};
-};
-// `second` applied after `first`: src(o)[d] = first.flip[d] XOR second.flip[e] applied to o[second.perm[e]],
-// e = first.perm[d] (exchanged axes have equal sizes, so the flips compose).
-SignedPerm Compose(const SignedPerm& first, const SignedPerm& second) {
-  SignedPerm r;
+// ---- Signed permutations: the shared stage (slice_stage.h) ----------------------------------------------------------
+namespace stage_internal {
+
+ch::PermuteSample ComposePermutations(const ch::PermuteSample& first, const ch::PermuteSample& second) {
+  // src(o)[d] = first.flip[d] XOR second.flip[e] applied to o[second.perm[e]], e = first.perm[d] (exchanged axes have
+  // equal sizes, so the flips compose). An off record is the identity whatever its fields hold.
+  const ch::PermuteSample id{};
+  const ch::PermuteSample& f = first.on ? first : id;
+  const ch::PermuteSample& g = second.on ? second : id;
+  ch::PermuteSample r;
   for (int d = 0; d < 3; ++d) {
-    const int e = first.perm[d];
-    r.perm[d] = second.perm[e];
-    r.flip[d] = first.flip[d] != second.flip[e];
+    const int e = f.perm[d];
+    r.perm[d] = g.perm[e];
+    r.flip[d] = (f.flip[d] != 0) != (g.flip[e] != 0) ? 1 : 0;
+    r.on |= (r.perm[d] != d || r.flip[d] != 0) ? 1 : 0;
   }
   return r;
 }
 
-}  // namespace
+absl::Status PermuteStage::Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
+                                   ParamArena& arena) {
+  host_.assign(static_cast<size_t>(t.batch), ch::PermuteSample{});
+  for (size_t b = 0; b < params.size() && b < host_.size(); ++b) {
+    if (params[b] == nullptr) continue;
+    absl::StatusOr<ch::PermuteSample> p = SampleOf(*params[b], t);
+    if (!p.ok()) return Invalid(std::string(p.status().message()));
+    host_[b] = *p;
+  }
+  if (prev_ != nullptr) {
+    if (prev_->host_.size() != host_.size()) return absl::InternalError("CUDA chain: linked permutations differ in batch");
+    for (size_t b = 0; b < host_.size(); ++b) host_[b] = ComposePermutations(prev_->host_[b], host_[b]);
+  }
+  any_ = !forward_ && std::any_of(host_.begin(), host_.end(), [](const ch::PermuteSample& s) { return s.on != 0; });
+  if (any_) offset_ = arena.AppendArray(host_);
+  return absl::OkStatus();
+}
+
+absl::Status PermuteStage::Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) {
+  if (!any_) return absl::OkStatus();
+  const ch::Dims img = ImageDims(t), seg = SegDims(t);
+  const bool with_seg = t.seg != nullptr && seg.slices() > 0;
+  const size_t ibytes = sizeof(float) * img.slices() * img.voxels();
+  const size_t sbytes = with_seg ? sizeof(int16_t) * seg.slices() * seg.voxels() : 0;
+  // Scratch of the tensors' own capacity, so that the slots can exchange buffers.
+  ASSIGN_OR_RETURN(void* itmp, ws.Scratch(kSlotImage, std::max(ibytes, ws.CapacityOf(t.image))));
+  void* stmp = nullptr;
+  if (with_seg) {
+    ASSIGN_OR_RETURN(stmp, ws.Scratch(kSlotSeg, std::max(sbytes, ws.CapacityOf(t.seg))));
+  }
+  RETURN_IF_ERROR(CudaStatus(ch::LaunchPermute(img, t.image, static_cast<float*>(itmp), seg, with_seg ? t.seg : nullptr,
+                                               static_cast<int16_t*>(stmp), arena.device_as<ch::PermuteSample>(offset_),
+                                               stream),
+                             name_.c_str()));
+  // The gathered copies become the tensors.
+  const auto adopt = [&](auto*& tensor, void* gathered, int slot, size_t bytes) -> absl::Status {
+    if (void* now = ws.Exchange(slot, tensor); now != nullptr) {
+      tensor = static_cast<std::remove_reference_t<decltype(tensor)>>(now);
+      return absl::OkStatus();
+    }
+    return CudaStatus(cudaMemcpyAsync(tensor, gathered, bytes, cudaMemcpyDeviceToDevice, stream), name_.c_str());
+  };
+  RETURN_IF_ERROR(adopt(t.image, itmp, kSlotImage, ibytes));
+  if (with_seg) RETURN_IF_ERROR(adopt(t.seg, stmp, kSlotSeg, sbytes));
+  return absl::OkStatus();
+}
+
+bool LinkPermutations(CudaStage& first, CudaStage& second) {
+  auto* a = dynamic_cast<PermuteStage*>(&first);
+  auto* b = dynamic_cast<PermuteStage*>(&second);
+  if (a == nullptr || b == nullptr) return false;
+  a->ForwardTo(*b);
+  return true;
+}
+
+}  // namespace stage_internal
 
 absl::StatusOr<ch::PermuteSample> PermuteOf(const Transform& t, const TransformParams& params, const int32_t shape[3]) {
   const auto invalid = [&](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(t.name()), ": ", why));
   };
-  SignedPerm sp;
+  ch::PermuteSample sp;
   if (t.kind() == TransformKind::kMirror) {
     for (int64_t a : static_cast<const MirrorParams&>(params).axes) {
       if (a < 0 || a > 2) return invalid(absl::StrCat("params.axes: axis ", a, " out of range"));
-      sp.flip[a] = true;
+      sp.flip[a] = 1;
     }
   } else if (t.kind() == TransformKind::kTransposeAxes) {
     const auto& order = static_cast<const TransposeAxesParams&>(params).axis_order;
@@ -78,15 +137,16 @@ absl::StatusOr<ch::PermuteSample> PermuteOf(const Transform& t, const TransformP
       if (a < 0 || b < 0 || a > 2 || b > 2 || a == b) return invalid("params.axis_combinations: bad dims");
       if (k == 0) continue;
       // torch.rot90 as the CPU transform: k=1 src[a]=o[b], src[b]=S−1−o[a]; k=3 mirrored; k=2 flips both.
-      SignedPerm step;
+      ch::PermuteSample step;
+      step.on = 1;
       if (k == 2) {
-        step.flip[a] = step.flip[b] = true;
+        step.flip[a] = step.flip[b] = 1;
       } else {
         step.perm[a] = static_cast<int>(b);
         step.perm[b] = static_cast<int>(a);
-        step.flip[k == 1 ? b : a] = true;
+        step.flip[k == 1 ? b : a] = 1;
       }
-      sp = Compose(sp, step);
+      sp = stage_internal::ComposePermutations(sp, step);
     }
   } else {
     return invalid("not a permutation transform");
@@ -105,41 +165,16 @@ absl::StatusOr<ch::PermuteSample> PermuteOf(const Transform& t, const TransformP
 
 namespace {
 
-class PermuteStage final : public NamedStage {
+// mirror, rot90 and transpose_axes: PermuteOf of the entry's parameters.
+class EntryPermuteStage final : public stage_internal::PermuteStage {
  public:
-  PermuteStage(const Transform& t, size_t index) : NamedStage(t, index), t_(t) {}
-  absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
-                       ParamArena& arena) override {
-    host_.assign(static_cast<size_t>(t.batch), ch::PermuteSample{});
-    for (size_t b = 0; b < params.size(); ++b) {
-      if (params[b] == nullptr) continue;
-      absl::StatusOr<ch::PermuteSample> p = PermuteOf(t_, *params[b], t.shape);
-      if (!p.ok()) return Invalid(std::string(p.status().message()));
-      host_[b] = *p;
-    }
-    any_ = std::any_of(host_.begin(), host_.end(), [](const ch::PermuteSample& s) { return s.on != 0; });
-    offset_ = arena.AppendArray(host_);
-    return absl::OkStatus();
-  }
-  absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) override {
-    if (!any_) return absl::OkStatus();
-    const ch::Dims img = ImageDims(t), seg = SegDims(t);
-    ASSIGN_OR_RETURN(void* itmp, ws.Scratch(ChainWorkspace::kSlotStage, sizeof(float) * img.slices() * img.voxels()));
-    void* stmp = nullptr;
-    if (t.seg != nullptr && seg.slices() > 0) {
-      ASSIGN_OR_RETURN(stmp, ws.Scratch(ChainWorkspace::kSlotStage + 1, sizeof(int16_t) * seg.slices() * seg.voxels()));
-    }
-    return CudaStatus(ch::LaunchPermute(img, t.image, static_cast<float*>(itmp), seg, t.seg,
-                                             static_cast<int16_t*>(stmp), arena.device_as<ch::PermuteSample>(offset_),
-                                             stream),
-                           name_.c_str());
-  }
+  EntryPermuteStage(const Transform& t, size_t index) : PermuteStage(t, index), t_(t) {}
 
  private:
+  absl::StatusOr<ch::PermuteSample> SampleOf(const TransformParams& p, const ChainTensors& t) const override {
+    return PermuteOf(t_, p, t.shape);
+  }
   const Transform& t_;
-  std::vector<ch::PermuteSample> host_;
-  bool any_ = false;
-  size_t offset_ = 0;
 };
 
 }  // namespace
@@ -147,13 +182,13 @@ class PermuteStage final : public NamedStage {
 // The factories of the stages above, one per kind (registered in augment/cuda/backends.cc).
 // mirror, rot90 and transpose_axes share the signed-permutation stage (one thin factory each: Make<Camel>Stage).
 CudaStageOrError MakeMirrorStage(const Transform& t, size_t index) {
-  return std::unique_ptr<CudaStage>(new PermuteStage(t, index));
+  return std::unique_ptr<CudaStage>(new EntryPermuteStage(t, index));
 }
 CudaStageOrError MakeRot90Stage(const Transform& t, size_t index) {
-  return std::unique_ptr<CudaStage>(new PermuteStage(t, index));
+  return std::unique_ptr<CudaStage>(new EntryPermuteStage(t, index));
 }
 CudaStageOrError MakeTransposeAxesStage(const Transform& t, size_t index) {
-  return std::unique_ptr<CudaStage>(new PermuteStage(t, index));
+  return std::unique_ptr<CudaStage>(new EntryPermuteStage(t, index));
 }
 
 CudaStageOrError MakeCudaStage(const Transform& t, size_t index) {

@@ -10,6 +10,7 @@
 #include "augment/cuda/chain.h"
 #include "augment/cuda/chain_2d.h"
 #include "augment/cuda/fused_params.h"
+#include "augment/cuda/slice_stage.h"
 #include "augment/cuda/status.h"
 #include "augment/cuda/stages.h"
 #include "augment/engine.h"
@@ -156,6 +157,51 @@ TEST(CudaStages, PermutationsEqualCpuTransforms) {
   ExpectPermutationMatchesCpu(**TransposeAxesTransform::Create({{0, 1, 2}}), cube, 20);
   ExpectPermutationMatchesCpu(**TransposeAxesTransform::Create({{1, 2}}), slab, 10);
   ExpectPermutationMatchesCpu(**MirrorTransform::Create({{0, 1, 2}}), slab, 10);
+}
+
+// Linked permutation stages gather once through ComposePermutations(first, second): equal to gathering through
+// `first`, then `second`, for every pair of drawn rot90 / transpose_axes / mirror records (off ones included: the
+// identity), and to the CPU transforms applied in that order.
+TEST(CudaStages, ComposedPermutationsEqualTheirSequence) {
+  const int32_t S[3] = {4, 4, 4};
+  Rot90Config r;
+  r.num_rot_per_combination = {0, 1, 2, 3};
+  r.num_axis_combinations = RandomScalar::Uniform(1, 3);
+  const std::vector<std::shared_ptr<const Transform>> kinds = {*Rot90Transform::Create(r),
+                                                               *TransposeAxesTransform::Create({{0, 1, 2}}),
+                                                               *MirrorTransform::Create({{0, 1, 2}})};
+  std::mt19937 g(3);
+  std::vector<float> x(2 * 64);
+  for (float& v : x) v = std::uniform_real_distribution<float>(-1, 1)(g);
+  int non_trivial = 0;
+  for (int s = 0; s < 300; ++s) {
+    const Transform& a = *kinds[s % 3];
+    const Transform& b = *kinds[(s / 3) % 3];
+    SampleData d;
+    d.channels = 2;
+    d.shape = {S[0], S[1], S[2]};
+    d.image = x;
+    RandomStream ra(5, s, 1), rb(5, s, 2);
+    DrawContext ca{ra, 5, static_cast<uint64_t>(s), 1}, cb{rb, 5, static_cast<uint64_t>(s), 2};
+    auto pa = a.Draw(ca, d.layout());
+    auto pb = b.Draw(cb, d.layout());
+    ASSERT_TRUE(pa.ok() && pb.ok());
+    cuda::chain::PermuteSample fa = *PermuteOf(a, **pa, S), fb = *PermuteOf(b, **pb, S);
+    if (s % 7 == 0) fa.on = 0;  // an off record (entry not applied) is the identity, whatever its fields
+    if (s % 11 == 0) fb.on = 0;
+    const cuda::chain::PermuteSample ab = stage_internal::ComposePermutations(fa, fb);
+    const auto apply = [&](const std::vector<float>& v, const cuda::chain::PermuteSample& p) {
+      return p.on ? Gather(v, 2, S, p) : v;
+    };
+    ASSERT_EQ(apply(x, ab), apply(apply(x, fa), fb)) << "draw " << s;
+    non_trivial += ab.on;
+    if (fa.on && fb.on) {  // the CPU transforms in the chain's order
+      ASSERT_TRUE(a.Apply(**pa, d).ok());
+      ASSERT_TRUE(b.Apply(**pb, d).ok());
+      ASSERT_EQ(apply(x, ab), d.image) << "draw " << s;
+    }
+  }
+  EXPECT_GT(non_trivial, 200);
 }
 
 TEST(CudaStages, PermutationOfUnequalAxesIsInvalid) {

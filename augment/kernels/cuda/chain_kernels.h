@@ -76,10 +76,11 @@ cudaError_t LaunchBlur(const Dims& d, float* x, const BlurSlice* p, const float*
                        cudaStream_t stream);
 // `tmp`: batch · channels · voxels floats.
 cudaError_t LaunchLowRes(const Dims& d, float* x, const LowResSlice* p, float* tmp, cudaStream_t stream);
-// Image and labels permuted per sample (`seg` may be null when seg.channels == 0); `img_tmp` / `seg_tmp` hold a
-// full copy of each. Every axis exchanged by a permutation must have equal sizes (the caller checks).
-cudaError_t LaunchPermute(const Dims& img, float* x, float* img_tmp, const Dims& seg, int16_t* s, int16_t* seg_tmp,
-                          const PermuteSample* p, cudaStream_t stream);
+// Image and labels gathered per sample through its permutation into `x_out` / `s_out` (other buffers of the same
+// sizes; samples whose record is off are copied; `s` may be null when seg.channels == 0). Every axis exchanged by a
+// permutation must have equal sizes (the caller checks).
+cudaError_t LaunchPermute(const Dims& img, const float* x, float* x_out, const Dims& seg, const int16_t* s,
+                          int16_t* s_out, const PermuteSample* p, cudaStream_t stream);
 // mask_image: for each sample with on[b] and each channel c with bit c of `channel_bits`:
 // x[b, c] ← value where seg[b, seg_channel] < 0.
 cudaError_t LaunchMaskImage(const Dims& img, float* x, const Dims& seg, const int16_t* s, int32_t seg_channel,
@@ -147,9 +148,16 @@ cudaError_t LaunchSpatialGeneric(const SpatialGeom& g, const SpatialSampleRec* r
 // ---- Outputs -------------------------------------------------------------------------------------------
 // float32 (n values) → out in `dtype`.
 cudaError_t LaunchStoreImage(int64_t n, const float* x, void* out, OutDType dtype, cudaStream_t stream);
-// Labels (B·channels planes of `in` voxels) → one DS level of `out` voxels per plane, nearest-exact (torch index
-// rule; `out` == `in` shape copies), as int16 or, with `as_bool`, as 0/1 bytes.
-cudaError_t LaunchSegLevel(int32_t planes, const int32_t in[3], const int16_t* s, const int32_t out[3], void* dst,
-                           bool as_bool, cudaStream_t stream);
+// One deep-supervision level: its spatial shape and its output (planes × shape values).
+struct SegLevel {
+  int32_t shape[3] = {0, 0, 0};
+  void* dst = nullptr;
+};
+// Labels (`planes` planes of `in` voxels) → every level (nearest-exact, torch's index rule), as int16 or, with
+// `as_bool`, as 0/1 bytes. An int16 level of the input's shape is a copy; the other levels share one launch per
+// kMaxSegLevelsPerLaunch.
+inline constexpr int kMaxSegLevelsPerLaunch = 8;
+cudaError_t LaunchSegLevels(int32_t planes, const int32_t in[3], const int16_t* s, const SegLevel* levels,
+                            int32_t num_levels, bool as_bool, cudaStream_t stream);
 
 }  // namespace augmentd::cuda::chain

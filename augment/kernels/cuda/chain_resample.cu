@@ -118,19 +118,23 @@ __global__ void __launch_bounds__(kThreads) LowResUpKernel(Shape3 sh, float* x, 
 }
 
 // Gathers one (sample, channel) plane of `src` into `dst` through the sample's signed permutation, by 32 × 32
-// tiles of an output plane: output axis 2 by the tile's other axis qa, at one position of the remaining axis ra.
-// Input axis 2 (contiguous) takes its index from output axis q = perm[2]. q == 2 (axis 2 kept, maybe reversed;
-// the identity too): rows map onto rows, read and written directly (qa = 1). Otherwise qa = q: the tile is read
-// along input axis 2 (thread x walks output axis q), transposed in shared memory and written along output axis 2
-// — both sides coalesced, where one output voxel per thread read with a stride of a plane or a row. No 64-bit
-// divisions: one tile index unravelled per block.
-constexpr int kTile = 32, kTileRows = 8;  // a block of 32 × 8 threads, 4 tile rows per thread
+// tiles of an output plane: output axis 2 by the tile's other axis qa, at kTilesPerBlock consecutive positions r of
+// the remaining axis ra. Input axis 2 (contiguous) takes its index from output axis q = perm[2]. q == 2 (axis 2 kept,
+// maybe reversed; the identity too): rows map onto rows, read and written directly (qa = 1). Otherwise qa = q: the
+// tile is read along input axis 2 (thread x walks output axis q), transposed in shared memory and written along
+// output axis 2 — both sides coalesced, where one output voxel per thread read with a stride of a plane or a row.
+// Every load of the block's tiles is issued before the first store (16 values a thread in flight: a block of one
+// tile kept too few bytes in flight to reach the copy bandwidth, s13). No 64-bit divisions: one tile index
+// unravelled per block.
+constexpr int kTile = 32, kTileRows = 8;  // a block of 32 × 8 threads, 4 tile rows per thread and tile
+constexpr int kTilesPerBlock = 4;
 static_assert(kTile * kTileRows == kThreads);
 
-// Tiles of one slice whose tile axes are 2 and qa (ra = the third axis).
+// Blocks of one slice whose tile axes are 2 and qa (ra = the third axis, kTilesPerBlock positions of it a block).
 __host__ __device__ __forceinline__ int64_t PermuteTiles(const Shape3& sh, int qa) {
-  const int ra = qa == 0 ? 1 : 0;
-  return int64_t{(sh.s[2] + kTile - 1) / kTile} * ((sh.s[qa] + kTile - 1) / kTile) * sh.s[ra];
+  const int sq = qa == 0 ? sh.s[0] : sh.s[1], sr = qa == 0 ? sh.s[1] : sh.s[0];  // selects: no indexed local copy
+  return int64_t{(sh.s[2] + kTile - 1) / kTile} * ((sq + kTile - 1) / kTile) *
+         ((sr + kTilesPerBlock - 1) / kTilesPerBlock);
 }
 
 template <typename T>
@@ -146,13 +150,13 @@ __global__ void __launch_bounds__(kThreads) PermuteKernel(Shape3 sh, int channel
   const bool direct = p2 == 2;
   const int qa = direct ? 1 : p2;  // the remaining axis ra = qa == 0 ? 1 : 0 holds r
   if (static_cast<int64_t>(blockIdx.x) >= PermuteTiles(sh, qa)) return;  // block-uniform
-  const int n2 = (sh.s[2] + kTile - 1) / kTile, nq = (sh.s[qa] + kTile - 1) / kTile;
+  const int lx = sh.s[2], ly = qa == 0 ? sh.s[0] : sh.s[1], lr = qa == 0 ? sh.s[1] : sh.s[0];
+  const int n2 = (lx + kTile - 1) / kTile, nq = (ly + kTile - 1) / kTile;
   const int t2 = static_cast<int>(blockIdx.x % n2);
   const int rest = static_cast<int>(blockIdx.x / n2);
-  const int x0 = t2 * kTile, y0 = rest % nq * kTile, r = rest / nq;
-  const int lx = sh.s[2], ly = sh.s[qa];
+  const int x0 = t2 * kTile, y0 = rest % nq * kTile, r0 = rest / nq * kTilesPerBlock;
   // Input offset of output voxel (o[2] = x, o[qa] = y, o[ra] = r): src[d] = flip[d] ? S_d − 1 − o[perm[d]] : o[perm[d]].
-  auto in_offset = [&](int x, int y) {
+  auto in_offset = [&](int r, int x, int y) {
     const int o0 = qa == 0 ? y : r, o1 = qa == 1 ? y : r;
     auto pick = [&](int pd) { return pd == 0 ? o0 : (pd == 1 ? o1 : x); };
     const int i0 = f0 ? sh.s[0] - 1 - pick(p0) : pick(p0);
@@ -160,46 +164,73 @@ __global__ void __launch_bounds__(kThreads) PermuteKernel(Shape3 sh, int channel
     const int i2 = f2 ? sh.s[2] - 1 - pick(p2) : pick(p2);
     return (i0 * sh.s[1] + i1) * sh.s[2] + i2;
   };
-  auto out_offset = [&](int x, int y) {
+  auto out_offset = [&](int r, int x, int y) {
     const int o0 = qa == 0 ? y : r, o1 = qa == 1 ? y : r;
     return (o0 * sh.s[1] + o1) * sh.s[2] + x;
   };
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
+  constexpr int kRows = kTile / kTileRows;
+  T v[kTilesPerBlock][kRows] = {};
   if (direct) {
 #pragma unroll
-    for (int k = 0; k < kTile; k += kTileRows) {
-      const int x = x0 + tx, y = y0 + ty + k;
-      if (x < lx && y < ly) o[out_offset(x, y)] = s[in_offset(x, y)];
-    }
+    for (int t = 0; t < kTilesPerBlock; ++t)
+#pragma unroll
+      for (int k = 0; k < kRows; ++k) {
+        const int r = r0 + t, x = x0 + tx, y = y0 + ty + k * kTileRows;
+        if (r < lr && x < lx && y < ly) v[t][k] = s[in_offset(r, x, y)];
+      }
+#pragma unroll
+    for (int t = 0; t < kTilesPerBlock; ++t)
+#pragma unroll
+      for (int k = 0; k < kRows; ++k) {
+        const int r = r0 + t, x = x0 + tx, y = y0 + ty + k * kTileRows;
+        if (r < lr && x < lx && y < ly) o[out_offset(r, x, y)] = v[t][k];
+      }
     return;
   }
-  __shared__ T tile[kTile][kTile + 1];
+  __shared__ T tile[kTilesPerBlock][kTile][kTile + 1];
 #pragma unroll
-  for (int k = 0; k < kTile; k += kTileRows) {  // thread x walks output axis q: input axis 2
-    const int x = x0 + ty + k, y = y0 + tx;
-    if (x < lx && y < ly) tile[ty + k][tx] = s[in_offset(x, y)];
-  }
+  for (int t = 0; t < kTilesPerBlock; ++t)
+#pragma unroll
+    for (int k = 0; k < kRows; ++k) {  // thread x walks output axis q: input axis 2
+      const int r = r0 + t, x = x0 + ty + k * kTileRows, y = y0 + tx;
+      if (r < lr && x < lx && y < ly) v[t][k] = s[in_offset(r, x, y)];
+    }
+#pragma unroll
+  for (int t = 0; t < kTilesPerBlock; ++t)
+#pragma unroll
+    for (int k = 0; k < kRows; ++k) tile[t][ty + k * kTileRows][tx] = v[t][k];
   __syncthreads();
 #pragma unroll
-  for (int k = 0; k < kTile; k += kTileRows) {  // thread x walks output axis 2
-    const int x = x0 + tx, y = y0 + ty + k;
-    if (x < lx && y < ly) o[out_offset(x, y)] = tile[tx][ty + k];
-  }
+  for (int t = 0; t < kTilesPerBlock; ++t)
+#pragma unroll
+    for (int k = 0; k < kRows; ++k) {  // thread x walks output axis 2
+      const int r = r0 + t, x = x0 + tx, y = y0 + ty + k * kTileRows;
+      if (r < lr && x < lx && y < ly) o[out_offset(r, x, y)] = tile[t][tx][ty + k * kTileRows];
+    }
 }
 
-__global__ void __launch_bounds__(kThreads) SegLevelKernel(Shape3 in, Shape3 out, const int16_t* s, void* dst,
-                                                           int as_bool) {
+// Up to kMaxSegLevelsPerLaunch levels of one launch (blockIdx.z), each grid-striding over its planes' voxels.
+struct SegLevelSet {
+  Shape3 out[kMaxSegLevelsPerLaunch];
+  void* dst[kMaxSegLevelsPerLaunch];
+};
+
+__global__ void __launch_bounds__(kThreads) SegLevelsKernel(Shape3 in, const SegLevelSet set, const int16_t* s,
+                                                            int as_bool) {
+  const Shape3 out = set.out[blockIdx.z];
   const int64_t in_n = int64_t{in.s[0]} * in.s[1] * in.s[2], out_n = int64_t{out.s[0]} * out.s[1] * out.s[2];
   const int16_t* v = s + blockIdx.y * in_n;
+  void* dst = set.dst[blockIdx.z];
   AUGMENTD_CHAIN_FOR_VOXELS(i, out_n) {
     int a, b, c;
     Unravel3(i, out, a, b, c);
-    const int64_t src = NearestExactOffset(a, b, c, in, out);
+    const int16_t label = __ldg(v + NearestExactOffset(a, b, c, in, out));
     const int64_t o = blockIdx.y * out_n + i;
     if (as_bool) {
-      static_cast<uint8_t*>(dst)[o] = v[src] != 0 ? 1 : 0;
+      static_cast<uint8_t*>(dst)[o] = label != 0 ? 1 : 0;
     } else {
-      static_cast<int16_t*>(dst)[o] = v[src];
+      static_cast<int16_t*>(dst)[o] = label;
     }
   }
 }
@@ -231,8 +262,8 @@ cudaError_t LaunchLowRes(const Dims& d, float* x, const LowResSlice* p, float* t
   return cudaGetLastError();
 }
 
-cudaError_t LaunchPermute(const Dims& img, float* x, float* img_tmp, const Dims& seg, int16_t* s, int16_t* seg_tmp,
-                          const PermuteSample* p, cudaStream_t stream) {
+cudaError_t LaunchPermute(const Dims& img, const float* x, float* x_out, const Dims& seg, const int16_t* s,
+                          int16_t* s_out, const PermuteSample* p, cudaStream_t stream) {
   // Blocks: the larger tile count of the two tile planes a sample may use (qa = 0 or 1); the others return.
   auto grid = [](const Dims& d) {
     const Shape3 sh = ShapeOf(d);
@@ -241,26 +272,45 @@ cudaError_t LaunchPermute(const Dims& img, float* x, float* img_tmp, const Dims&
   };
   if (img.voxels() > INT32_MAX || seg.voxels() > INT32_MAX) return cudaErrorInvalidValue;  // 32-bit offsets
   if (img.slices() > 0) {
-    PermuteKernel<float><<<grid(img), kThreads, 0, stream>>>(ShapeOf(img), img.channels, x, img_tmp, p);
+    PermuteKernel<float><<<grid(img), kThreads, 0, stream>>>(ShapeOf(img), img.channels, x, x_out, p);
     AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-    AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(x, img_tmp, sizeof(float) * img.slices() * img.voxels(),
-                                                  cudaMemcpyDeviceToDevice, stream));
   }
   if (s != nullptr && seg.slices() > 0) {
-    PermuteKernel<int16_t><<<grid(seg), kThreads, 0, stream>>>(ShapeOf(seg), seg.channels, s, seg_tmp, p);
+    PermuteKernel<int16_t><<<grid(seg), kThreads, 0, stream>>>(ShapeOf(seg), seg.channels, s, s_out, p);
     AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-    AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s, seg_tmp, sizeof(int16_t) * seg.slices() * seg.voxels(),
-                                                  cudaMemcpyDeviceToDevice, stream));
   }
   return cudaSuccess;
 }
 
-cudaError_t LaunchSegLevel(int32_t planes, const int32_t in[3], const int16_t* s, const int32_t out[3], void* dst,
-                           bool as_bool, cudaStream_t stream) {
-  const Shape3 a{{in[0], in[1], in[2]}}, b{{out[0], out[1], out[2]}};
-  SegLevelKernel<<<SliceGrid(int64_t{out[0]} * out[1] * out[2], planes), kThreads, 0, stream>>>(a, b, s, dst,
-                                                                                                as_bool ? 1 : 0);
-  return cudaGetLastError();
+cudaError_t LaunchSegLevels(int32_t planes, const int32_t in[3], const int16_t* s, const SegLevel* levels,
+                            int32_t num_levels, bool as_bool, cudaStream_t stream) {
+  const Shape3 a{{in[0], in[1], in[2]}};
+  const int64_t in_n = int64_t{in[0]} * in[1] * in[2];
+  SegLevelSet set{};
+  int pending = 0;
+  int64_t widest = 0;
+  const auto flush = [&]() -> cudaError_t {
+    if (pending == 0) return cudaSuccess;
+    SegLevelsKernel<<<dim3(static_cast<unsigned>(BlocksPerSlice(widest, planes)), static_cast<unsigned>(planes),
+                           static_cast<unsigned>(pending)),
+                      kThreads, 0, stream>>>(a, set, s, as_bool ? 1 : 0);
+    pending = 0;
+    widest = 0;
+    return cudaGetLastError();
+  };
+  for (int32_t l = 0; l < num_levels; ++l) {
+    const int32_t* q = levels[l].shape;
+    if (!as_bool && q[0] == in[0] && q[1] == in[1] && q[2] == in[2]) {  // the full-resolution level
+      AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(levels[l].dst, s, sizeof(int16_t) * planes * in_n,
+                                                    cudaMemcpyDeviceToDevice, stream));
+      continue;
+    }
+    set.out[pending] = Shape3{{q[0], q[1], q[2]}};
+    set.dst[pending] = levels[l].dst;
+    widest = std::max(widest, int64_t{q[0]} * q[1] * q[2]);
+    if (++pending == kMaxSegLevelsPerLaunch) AUGMENTD_CUDA_RETURN_IF_ERROR(flush());
+  }
+  return flush();
 }
 
 }  // namespace augmentd::cuda::chain
