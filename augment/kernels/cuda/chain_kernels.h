@@ -77,9 +77,8 @@ cudaError_t LaunchBlur(const Dims& d, float* x, const BlurSlice* p, const float*
 // `tmp`: batch · channels · voxels floats.
 cudaError_t LaunchLowRes(const Dims& d, float* x, const LowResSlice* p, float* tmp, cudaStream_t stream);
 // Image and labels gathered per sample through its permutation into `x_out` / `s_out` (other buffers of the same
-// sizes; samples whose record is off are copied; `s` may be null when seg.channels == 0), both in one launch (one
-// spatial shape: cudaErrorInvalidValue otherwise). Every axis exchanged by a permutation must have equal sizes (the
-// caller checks).
+// sizes; samples whose record is off are copied; `s` may be null when seg.channels == 0). Every axis exchanged by a
+// permutation must have equal sizes (the caller checks).
 cudaError_t LaunchPermute(const Dims& img, const float* x, float* x_out, const Dims& seg, const int16_t* s,
                           int16_t* s_out, const PermuteSample* p, cudaStream_t stream);
 // mask_image: for each sample with on[b] and each channel c with bit c of `channel_bits`:

@@ -137,15 +137,14 @@ __host__ __device__ __forceinline__ int64_t PermuteTiles(const Shape3& sh, int q
          ((sr + kTilesPerBlock - 1) / kTilesPerBlock);
 }
 
-// One block of PermuteKernel on slice `slice` of a (slices, sh) tensor of T; `smem` holds kTilesPerBlock tiles of T.
 template <typename T>
-__device__ __forceinline__ void PermuteBlock(const Shape3& sh, int channels, const T* __restrict__ src,
-                                             T* __restrict__ dst, const PermuteSample* p, int slice, void* smem) {
-  const int b = slice / channels;
+__global__ void __launch_bounds__(kThreads) PermuteKernel(Shape3 sh, int channels, const T* __restrict__ src,
+                                                          T* __restrict__ dst, const PermuteSample* p) {
+  const int b = blockIdx.y / channels;
   const PermuteSample q = p[b];
   const int n = sh.s[0] * sh.s[1] * sh.s[2];
-  const T* s = src + static_cast<int64_t>(slice) * n;
-  T* o = dst + static_cast<int64_t>(slice) * n;
+  const T* s = src + static_cast<int64_t>(blockIdx.y) * n;
+  T* o = dst + static_cast<int64_t>(blockIdx.y) * n;
   const int p0 = q.on ? q.perm[0] : 0, p1 = q.on ? q.perm[1] : 1, p2 = q.on ? q.perm[2] : 2;
   const bool f0 = q.on && q.flip[0], f1 = q.on && q.flip[1], f2 = q.on && q.flip[2];
   const bool direct = p2 == 2;
@@ -189,7 +188,7 @@ __device__ __forceinline__ void PermuteBlock(const Shape3& sh, int channels, con
       }
     return;
   }
-  auto* tile = static_cast<T(*)[kTile][kTile + 1]>(smem);  // [kTilesPerBlock][kTile][kTile + 1]
+  __shared__ T tile[kTilesPerBlock][kTile][kTile + 1];
 #pragma unroll
   for (int t = 0; t < kTilesPerBlock; ++t)
 #pragma unroll
@@ -209,21 +208,6 @@ __device__ __forceinline__ void PermuteBlock(const Shape3& sh, int channels, con
       const int r = r0 + t, x = x0 + tx, y = y0 + ty + k * kTileRows;
       if (r < lr && x < lx && y < ly) o[out_offset(r, x, y)] = tile[t][tx][ty + k * kTileRows];
     }
-}
-
-// The image's slices (blockIdx.y < image_slices), then the labels': both tensors in one launch, their blocks sharing
-// the machine (each alone kept too few bytes in flight, s13: 13 µs each for 34 and 17 MB).
-__global__ void __launch_bounds__(kThreads) PermuteKernel(Shape3 sh, int image_channels, int image_slices,
-                                                          const float* __restrict__ x, float* __restrict__ x_out,
-                                                          int seg_channels, const int16_t* __restrict__ s,
-                                                          int16_t* __restrict__ s_out, const PermuteSample* p) {
-  __shared__ __align__(16) unsigned char smem[sizeof(float) * kTilesPerBlock * kTile * (kTile + 1)];
-  const int y = static_cast<int>(blockIdx.y);
-  if (y < image_slices) {
-    PermuteBlock<float>(sh, image_channels, x, x_out, p, y, smem);
-  } else {
-    PermuteBlock<int16_t>(sh, seg_channels, s, s_out, p, y - image_slices, smem);
-  }
 }
 
 // Up to kMaxSegLevelsPerLaunch levels of one launch (blockIdx.z), each grid-striding over its planes' voxels.
@@ -280,18 +264,21 @@ cudaError_t LaunchLowRes(const Dims& d, float* x, const LowResSlice* p, float* t
 
 cudaError_t LaunchPermute(const Dims& img, const float* x, float* x_out, const Dims& seg, const int16_t* s,
                           int16_t* s_out, const PermuteSample* p, cudaStream_t stream) {
-  if (img.voxels() > INT32_MAX || seg.voxels() > INT32_MAX) return cudaErrorInvalidValue;  // 32-bit offsets
-  const int image_slices = img.slices(), seg_slices = s != nullptr ? seg.slices() : 0;
-  if (image_slices + seg_slices == 0) return cudaSuccess;
-  if (image_slices > 0 && seg_slices > 0 &&
-      (img.shape[0] != seg.shape[0] || img.shape[1] != seg.shape[1] || img.shape[2] != seg.shape[2]))
-    return cudaErrorInvalidValue;  // one launch: one spatial shape
-  const Shape3 sh = ShapeOf(image_slices > 0 ? img : seg);
   // Blocks: the larger tile count of the two tile planes a sample may use (qa = 0 or 1); the others return.
-  const dim3 grid(static_cast<unsigned>(std::max(PermuteTiles(sh, 0), PermuteTiles(sh, 1))),
-                  static_cast<unsigned>(image_slices + seg_slices));
-  PermuteKernel<<<grid, kThreads, 0, stream>>>(sh, img.channels, image_slices, x, x_out, seg.channels, s, s_out, p);
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  auto grid = [](const Dims& d) {
+    const Shape3 sh = ShapeOf(d);
+    return dim3(static_cast<unsigned>(std::max(PermuteTiles(sh, 0), PermuteTiles(sh, 1))),
+                static_cast<unsigned>(d.slices()));
+  };
+  if (img.voxels() > INT32_MAX || seg.voxels() > INT32_MAX) return cudaErrorInvalidValue;  // 32-bit offsets
+  if (img.slices() > 0) {
+    PermuteKernel<float><<<grid(img), kThreads, 0, stream>>>(ShapeOf(img), img.channels, x, x_out, p);
+    AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  }
+  if (s != nullptr && seg.slices() > 0) {
+    PermuteKernel<int16_t><<<grid(seg), kThreads, 0, stream>>>(ShapeOf(seg), seg.channels, s, s_out, p);
+    AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  }
   return cudaSuccess;
 }
 
