@@ -457,6 +457,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
     ASSIGN_OR_RETURN(ChainTensors view, ChannelView(t, sel, static_cast<float*>(buf)));
     RETURN_IF_ERROR(CopyChannelView(t, sel, view.image, true, stream));
     RETURN_IF_ERROR(e.stage->Enqueue(view, arena_, ws_, stream));
+    t.seg = view.seg;  // the view shares the labels: a stage may have moved them to another buffer (PermuteStage)
     return CopyChannelView(t, sel, view.image, false, stream);
   };
 
