@@ -283,7 +283,8 @@ TEST(CudaChain, EntryChannelsMatchCpu) {
 // exchanged with the chain's slots) and a mirror of channel 1 only (gathered planes: not linked, copied back), with
 // the pyramid after them. Every entry at p = 1 with random draws; B = 1 and 3 (samples whose composition is the
 // identity are copied through). A patch of equal axes (every permutation) and one with a short axis 0 (permutations
-// of axes 1 and 2 only; tiles cut by the 13 planes and the 18-voxel rows).
+// of axes 1 and 2 only; tiles cut by the 13 planes and the 18-voxel rows); and the first without the pre-spatial
+// mirror.
 TEST(CudaChain, PermutationRunsMatchCpu) {
   const auto spec = [](std::vector<int64_t> patch, std::vector<int64_t> axes) {
     const PipelineSpec d = *NnunetDefaultPipeline(Config(std::move(patch), 2));
@@ -304,6 +305,14 @@ TEST(CudaChain, PermutationRunsMatchCpu) {
   for (int B : {1, 3}) {
     RunCase({"permutations", [&] { return spec({16, 16, 16}, {0, 1, 2}); }, {}, B, 2, 1, 4});
     RunCase({"permutations-aniso", [&] { return spec({13, 18, 18}, {1, 2}); }, {}, B, 2, 1, 4});
+    // Without the pre-spatial mirror the label slots are of one capacity from the first batch on, so every
+    // permutation exchanges buffers, the channel view's too (its labels must come back to the chain: 9655a9c).
+    RunCase({"permutations-no-pre", [&] {
+               PipelineSpec s = spec({16, 16, 16}, {0, 1, 2});
+               s.transforms.erase(s.transforms.begin());
+               return s;
+             },
+             {}, B, 2, 1, 4});
   }
 }
 
