@@ -78,7 +78,6 @@ fi
            /^ +Memory Throughput/{mem=$NF} /Achieved Occupancy/{occ=$NF}
            /Issue Slots Busy/{iss=$NF} /Executed Instructions  /{ins=$NF} /Registers Per Thread/{regs=$NF}
            END{flush()}' "$f"
-
     done
   fi
 } >"$OUT/summary.md" 2>&1

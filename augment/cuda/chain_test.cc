@@ -34,8 +34,8 @@
 #include "augment/transforms/gaussian_noise/gaussian_noise.h"
 #include "augment/transforms/mirror/mirror.h"
 #include "augment/transforms/rot90/rot90.h"
-#include "augment/transforms/transpose_axes/transpose_axes.h"
 #include "augment/transforms/spatial/spatial.h"
+#include "augment/transforms/transpose_axes/transpose_axes.h"
 #include "gtest/gtest.h"
 
 namespace augmentd {

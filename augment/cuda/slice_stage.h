@@ -161,7 +161,7 @@ class PermuteStage : public NamedStage {
 cuda::chain::PermuteSample ComposePermutations(const cuda::chain::PermuteSample& first,
                                                const cuda::chain::PermuteSample& second);
 
-// first.ForwardTo(second) when both are permutation stages; returns whether it linked them.
-bool LinkPermutations(CudaStage& first, CudaStage& second);
+// first.ForwardTo(second) when both are permutation stages; nothing otherwise.
+void LinkPermutations(CudaStage& first, CudaStage& second);
 
 }  // namespace augmentd::stage_internal

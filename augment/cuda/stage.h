@@ -115,7 +115,8 @@ class CudaStage {
   virtual absl::Status Prepare(const std::vector<const TransformParams*>& params, const ChainTensors& t,
                                ParamArena& arena) = 0;
   // Launches the kernels for the batch prepared last (may change t.seg_channels / t.seg_is_bool / t.channels and
-  // t.seg: move_seg_as_one_hot_to_data grows the image within t.channel_capacity).
+  // t.seg: move_seg_as_one_hot_to_data grows the image within t.channel_capacity; t.image / t.seg may move to another
+  // buffer of their slot, ChainWorkspace::Exchange: the caller reads them from `t` afterwards, never from a copy).
   virtual absl::Status Enqueue(ChainTensors& t, const ParamArena& arena, ChainWorkspace& ws, cudaStream_t stream) = 0;
 };
 

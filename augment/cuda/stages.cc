@@ -97,12 +97,10 @@ absl::Status PermuteStage::Enqueue(ChainTensors& t, const ParamArena& arena, Cha
   return absl::OkStatus();
 }
 
-bool LinkPermutations(CudaStage& first, CudaStage& second) {
+void LinkPermutations(CudaStage& first, CudaStage& second) {
   auto* a = dynamic_cast<PermuteStage*>(&first);
   auto* b = dynamic_cast<PermuteStage*>(&second);
-  if (a == nullptr || b == nullptr) return false;
-  a->ForwardTo(*b);
-  return true;
+  if (a != nullptr && b != nullptr) a->ForwardTo(*b);
 }
 
 }  // namespace stage_internal
