@@ -45,6 +45,8 @@ absl::StatusOr<ChainTensors> ChannelView(const ChainTensors& t, const std::vecto
                                                             " channels"));
   ChainTensors v = t;
   v.image = image;
+  v.final_image = nullptr;  // the view's planes are not the output's layout
+  v.final_seg = nullptr;
   v.channels = static_cast<int32_t>(channels.size());
   v.channel_capacity = v.channels;
   return v;
@@ -85,6 +87,7 @@ struct Geometry {
 // The scratch as the entries after downsample_seg_for_ds see it: no labels (the CPU engine emptied them).
 void HideLabels(ChainTensors& t) {
   t.seg = nullptr;
+  t.final_seg = nullptr;
   t.seg_channels = 0;
 }
 
@@ -208,6 +211,18 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
     if (b.index == a.index + 1 && spec.transforms[a.index].channels.empty() &&
         spec.transforms[b.index].channels.empty())
       stage_internal::LinkPermutations(*a.stage, *b.stage);
+  }
+  // The run of permutation entries directly after the spatial entry (no channel selection: linked above), by its
+  // last entry, whose composition the fused spatial kernel can store through.
+  if (c->spatial_index_ != SIZE_MAX && (c->ds_index_ == SIZE_MAX || c->ds_index_ > c->spatial_index_)) {
+    size_t next = c->spatial_index_ + 1;
+    for (Entry& e : c->entries_) {
+      if (e.index < next) continue;
+      auto* p = dynamic_cast<stage_internal::PermuteStage*>(e.stage.get());
+      if (e.index != next || p == nullptr || !spec.transforms[e.index].channels.empty()) break;
+      c->leading_permute_ = p;
+      ++next;
+    }
   }
   if (c->spatial_index_ != SIZE_MAX) {
     const TransformSpec& ts = spec.transforms[c->spatial_index_];
@@ -400,7 +415,6 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
 
   // 3. Every stage's parameters into the arena, one upload.
   arena_.Reset();
-  const size_t sp_offset = arena_.AppendArray(sp);
   const size_t recs_offset = arena_.AppendArray(recs);
   const size_t grids_offset = arena_.AppendArray(grids);
   ChainTensors tp = t0, tp_in = pre_t;
@@ -446,6 +460,24 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       if (tp.seg_channels == 0) tp.seg = nullptr;
     }
   }
+  // The permutations right after the spatial entry go into the fused kernel's store (SampleParams::out_axis and its
+  // mirror bits, which the chain's spatial plan leaves 0): o[perm[d]] = flip[d] ? P_d − 1 − j_d : j_d is the inverse
+  // of the stage's gather src(o)[d] = flip[d] ? S − 1 − o[perm[d]] : o[perm[d]].
+  if (fused_spatial && leading_permute_ != nullptr && g.channels <= cuda::kMaxPermutedChannels) {
+    std::vector<ch::PermuteSample> perms;
+    if (leading_permute_->TakePermutations(perms)) {
+      for (int64_t b = 0; b < g.batch; ++b) {
+        const ch::PermuteSample& p = perms[static_cast<size_t>(b)];
+        if (!p.on) continue;
+        sp[b].mirror_mask = 0;
+        for (int d = 0; d < 3; ++d) {
+          sp[b].out_axis[d] = p.perm[d];
+          sp[b].mirror_mask |= p.flip[d] != 0 ? 1 << d : 0;
+        }
+      }
+    }
+  }
+  const size_t sp_offset = arena_.AppendArray(sp);
   RETURN_IF_ERROR(arena_.Upload(stream));
 
   // A stage's enqueue, on the gathered planes of its channel selection when it has one.
@@ -570,6 +602,16 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
     return absl::OkStatus();
   };
   ChainTensors t = t0;
+  // The caller's outputs as the tensors' final homes (ChainTensors::final_image / final_seg), where the layout can no
+  // longer change: one spatial step (or none), no channel growth, float32 output; int16 labels without regions or a
+  // dropped channel, and a full-resolution first level.
+  if (!staged_ && image_growth_ == 0 && options.image_dtype == DType::kFloat32 && t.channels == lay.image_shape[1])
+    t.final_image = static_cast<float*>(output.image);
+  std::vector<int64_t> full_labels = lay.image_shape;  // (B, K, patch)
+  full_labels[1] = t.seg_channels;
+  if (!staged_ && t.seg != nullptr && !bool_seg_ && max_regions_ == 0 && seg_drop_ == 0 && !lay.seg_shapes.empty() &&
+      lay.seg_shapes[0] == full_labels)
+    t.final_seg = static_cast<int16_t*>(output.seg[0]);
   bool labels_stored = false;
   for (Entry& e : entries_) {
     if (before_spatial(e)) continue;
@@ -597,7 +639,8 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
                              : options.image_dtype == DType::kBFloat16 ? cuda::OutDType::kBFloat16
                                                                        : cuda::OutDType::kFloat32;
   RETURN_IF_ERROR(mark("image store"));
-  AUGMENTD_CHAIN_CUDA_OK(ch::LaunchStoreImage(g.batch * t.channels * n, t.image, output.image, odt, stream));
+  if (t.image != output.image)  // else a stage wrote it there (ChainTensors::final_image)
+    AUGMENTD_CHAIN_CUDA_OK(ch::LaunchStoreImage(g.batch * t.channels * n, t.image, output.image, odt, stream));
   return mark("");
 }
 

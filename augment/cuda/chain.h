@@ -6,8 +6,9 @@
 // (the spatial kernel's SampleParams and each stage's records) into one ParamArena, upload it in one copy, then on
 // the stream:
 //   0. entries before the spatial one (if any) on a copy of the input (input shape);
-//   1. spatial (when present): the fused RunPipeline with every intensity stage off, no mirroring, no −1
-//      removal, no DS → float32 image + int16 label scratch of the patch shape (several seg channels: one launch
+//   1. spatial (when present): the fused RunPipeline with every intensity stage off, no −1 removal, no DS, storing
+//      through the permutation entries that directly follow it (rot90, transpose_axes, mirror: ≤ 4 channels)
+//      → float32 image + int16 label scratch of the patch shape (several seg channels: one launch
 //      per sample and channel, a batch of 1, from the input's planes into the scratch's); the options the fused
 //      kernel lacks (2D samples, dummy-2D, nearest modes, random_crop, other paddings: ChainSpatial::Needed) run on
 //      the generic spatial kernel instead (cuda/chain_spatial.h); no spatial entry: the input is copied into the
@@ -52,6 +53,9 @@
 namespace augmentd {
 
 class DownsampleSegForDsTransform;
+namespace stage_internal {
+class PermuteStage;
+}  // namespace stage_internal
 
 // Diagnostics only (bench/cuda_chain_bench --stage-times; never set by the engine): where a batch's GPU time goes.
 // While a timer is set on a CudaChain, Run records a CUDA event on its stream at the start of each step (the host
@@ -128,6 +132,10 @@ class CudaChain {
   // a ChainSpatialStage in entries_ (the scratch starts at the input shape; spatial_index_ stays SIZE_MAX).
   bool staged_ = false;
   std::vector<ChainSpatialStage*> staged_spatial_;  // owned by entries_, in spec order
+  // The permutation entries right after the spatial one (rot90, transpose_axes, mirror; linked into one), by the
+  // last of them: when the fused spatial kernel runs a batch of ≤ 4 channels, it stores its outputs through their
+  // composition and they launch nothing (DA5's rot90 + transpose_axes cost a gather of the batch before).
+  stage_internal::PermuteStage* leading_permute_ = nullptr;
   const DownsampleSegForDsTransform* ds_ = nullptr;
   size_t ds_index_ = SIZE_MAX;  // the label pyramid is stored there; later entries see no labels
   int32_t max_regions_ = 0;  // seg scratch capacity needed by convert_segmentation_to_regions

@@ -284,10 +284,10 @@ TEST(CudaChain, EntryChannelsMatchCpu) {
 // the pyramid after them. Every entry at p = 1 with random draws; B = 1 and 3 (samples whose composition is the
 // identity are copied through). A patch of equal axes (every permutation) and one with a short axis 0 (permutations
 // of axes 1 and 2 only; tiles cut by the 13 planes and the 18-voxel rows); and the first without the pre-spatial
-// mirror.
+// mirror. The channel-selected mirror takes the last channel.
 TEST(CudaChain, PermutationRunsMatchCpu) {
-  const auto spec = [](std::vector<int64_t> patch, std::vector<int64_t> axes) {
-    const PipelineSpec d = *NnunetDefaultPipeline(Config(std::move(patch), 2));
+  const auto spec = [](std::vector<int64_t> patch, std::vector<int64_t> axes, int C = 2) {
+    const PipelineSpec d = *NnunetDefaultPipeline(Config(std::move(patch), C));
     const auto on = [](const absl::StatusOr<std::shared_ptr<const Transform>>& t) {
       return *TransformSpec::Make(*t, 1.0);
     };
@@ -299,7 +299,7 @@ TEST(CudaChain, PermutationRunsMatchCpu) {
     s.transforms = {on(MirrorTransform::Create({{0, 1, 2}})), d.transforms.front(), on(Rot90Transform::Create(r)),
                     on(TransposeAxesTransform::Create({axes})), on(MirrorTransform::Create({{0, 1, 2}})),
                     on(MirrorTransform::Create({{0, 2}})), d.transforms.back()};
-    s.transforms[5].channels = {1};
+    s.transforms[5].channels = {C - 1};
     return s;
   };
   for (int B : {1, 3}) {
@@ -314,6 +314,12 @@ TEST(CudaChain, PermutationRunsMatchCpu) {
              },
              {}, B, 2, 1, 4});
   }
+  // The run after the spatial entry is stored by the fused kernel through its composition (SampleParams::out_axis,
+  // ≤ 4 channels: each channel build of the permuted store, and per-seg-channel launches), or gathered by the
+  // stages (5 channels); brick-partial shapes (20 = 16 + 4 rows, 13 = 8 + 5 planes) with every axis exchangeable.
+  RunCase({"permutations-c1", [&] { return spec({20, 20, 20}, {0, 1, 2}, 1); }, {}, 3, 1, 1, 4});
+  RunCase({"permutations-c4-seg2", [&] { return spec({13, 13, 13}, {0, 1, 2}, 4); }, {}, 2, 4, 2, 4});
+  RunCase({"permutations-c5", [&] { return spec({16, 16, 16}, {0, 1, 2}, 5); }, {}, 2, 5, 1, 4});
 }
 
 // ---- The generic spatial kernel: 2D samples, dummy-2D, nearest modes, random_crop, paddings -------------------

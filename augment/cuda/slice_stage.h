@@ -143,6 +143,16 @@ class PermuteStage : public NamedStage {
     forward_ = true;
     next.prev_ = this;
   }
+  // After Prepare: this batch's per-sample permutations (composed with the linked entries before this one) for a
+  // caller that applies them itself — the chain's fused spatial kernel stores through them (SampleParams::out_axis)
+  // when they directly follow the spatial entry; this stage then launches nothing in this batch. False (nothing
+  // taken, nothing changed) when this stage forwards to a later one.
+  bool TakePermutations(std::vector<cuda::chain::PermuteSample>& out) {
+    if (forward_) return false;
+    out = host_;
+    any_ = false;
+    return true;
+  }
 
  protected:
   // Sample b's permutation for its drawn parameters (`on` = 0 for the identity).

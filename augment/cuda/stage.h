@@ -48,6 +48,12 @@ struct ChainTensors {
   int32_t shape[3] = {0, 0, 0};
   bool seg_is_bool = false;   // set by convert_segmentation_to_regions
   bool two_d = false;         // 2D samples as (1, X, Y): stages whose CPU form depends on the rank (disk vs ball)
+  // The caller's outputs when the tensors already have their final layout (the executor sets them, or leaves them
+  // null): a float32 image buffer of the output's size and the full-resolution int16 label level. A stage that writes
+  // a whole new tensor (PermuteStage) may write it there instead of a slot and point `image` / `seg` at it; the
+  // executor then skips its final copy. Null in channel views.
+  float* final_image = nullptr;
+  int16_t* final_seg = nullptr;
   int64_t voxels() const { return int64_t{shape[0]} * shape[1] * shape[2]; }
 };
 

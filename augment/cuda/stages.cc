@@ -80,20 +80,31 @@ absl::Status PermuteStage::Enqueue(ChainTensors& t, const ParamArena& arena, Cha
   if (with_seg) {
     ASSIGN_OR_RETURN(stmp, ws.Scratch(kSlotSeg, std::max(sbytes, ws.CapacityOf(t.seg))));
   }
-  RETURN_IF_ERROR(CudaStatus(ch::LaunchPermute(img, t.image, static_cast<float*>(itmp), seg, with_seg ? t.seg : nullptr,
-                                               static_cast<int16_t*>(stmp), arena.device_as<ch::PermuteSample>(offset_),
-                                               stream),
+  // Straight into the caller's output when the tensor is not there yet (ChainTensors::final_image / final_seg).
+  float* idst = t.final_image != nullptr && t.image != t.final_image ? t.final_image : static_cast<float*>(itmp);
+  int16_t* sdst = with_seg && t.final_seg != nullptr && t.seg != t.final_seg ? t.final_seg
+                                                                             : static_cast<int16_t*>(stmp);
+  const bool rows_kept =
+      std::all_of(host_.begin(), host_.end(), [](const ch::PermuteSample& p) { return !p.on || p.perm[2] == 2; });
+  RETURN_IF_ERROR(CudaStatus(ch::LaunchPermute(img, t.image, idst, seg, with_seg ? t.seg : nullptr, sdst,
+                                               arena.device_as<ch::PermuteSample>(offset_), rows_kept, stream),
                              name_.c_str()));
   // The gathered copies become the tensors.
-  const auto adopt = [&](auto*& tensor, void* gathered, int slot, size_t bytes) -> absl::Status {
+  const auto adopt = [&](auto*& tensor, auto* gathered, const void* slot_buffer, int slot,
+                         size_t bytes) -> absl::Status {
+    using Ptr = std::remove_reference_t<decltype(tensor)>;
+    if (gathered != slot_buffer) {  // the caller's output
+      tensor = gathered;
+      return absl::OkStatus();
+    }
     if (void* now = ws.Exchange(slot, tensor); now != nullptr) {
-      tensor = static_cast<std::remove_reference_t<decltype(tensor)>>(now);
+      tensor = static_cast<Ptr>(now);
       return absl::OkStatus();
     }
     return CudaStatus(cudaMemcpyAsync(tensor, gathered, bytes, cudaMemcpyDeviceToDevice, stream), name_.c_str());
   };
-  RETURN_IF_ERROR(adopt(t.image, itmp, kSlotImage, ibytes));
-  if (with_seg) RETURN_IF_ERROR(adopt(t.seg, stmp, kSlotSeg, sbytes));
+  RETURN_IF_ERROR(adopt(t.image, idst, itmp, kSlotImage, ibytes));
+  if (with_seg) RETURN_IF_ERROR(adopt(t.seg, sdst, stmp, kSlotSeg, sbytes));
   return absl::OkStatus();
 }
 

@@ -78,9 +78,10 @@ cudaError_t LaunchBlur(const Dims& d, float* x, const BlurSlice* p, const float*
 cudaError_t LaunchLowRes(const Dims& d, float* x, const LowResSlice* p, float* tmp, cudaStream_t stream);
 // Image and labels gathered per sample through its permutation into `x_out` / `s_out` (other buffers of the same
 // sizes; samples whose record is off are copied; `s` may be null when seg.channels == 0). Every axis exchanged by a
-// permutation must have equal sizes (the caller checks).
+// permutation must have equal sizes (the caller checks). `rows_kept`: every sample's perm[2] is 2 (whole rows move:
+// 16-byte vectors where the row length and the buffers allow).
 cudaError_t LaunchPermute(const Dims& img, const float* x, float* x_out, const Dims& seg, const int16_t* s,
-                          int16_t* s_out, const PermuteSample* p, cudaStream_t stream);
+                          int16_t* s_out, const PermuteSample* p, bool rows_kept, cudaStream_t stream);
 // mask_image: for each sample with on[b] and each channel c with bit c of `channel_bits`:
 // x[b, c] ← value where seg[b, seg_channel] < 0.
 cudaError_t LaunchMaskImage(const Dims& img, float* x, const Dims& seg, const int16_t* s, int32_t seg_channel,
@@ -154,8 +155,8 @@ struct SegLevel {
   void* dst = nullptr;
 };
 // Labels (`planes` planes of `in` voxels) → every level (nearest-exact, torch's index rule), as int16 or, with
-// `as_bool`, as 0/1 bytes. An int16 level of the input's shape is a copy; the other levels share one launch per
-// kMaxSegLevelsPerLaunch.
+// `as_bool`, as 0/1 bytes. An int16 level of the input's shape is a copy (none when its dst is `s` itself); the
+// other levels share one launch per kMaxSegLevelsPerLaunch.
 inline constexpr int kMaxSegLevelsPerLaunch = 8;
 cudaError_t LaunchSegLevels(int32_t planes, const int32_t in[3], const int16_t* s, const SegLevel* levels,
                             int32_t num_levels, bool as_bool, cudaStream_t stream);

@@ -44,14 +44,37 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// kVector: 8 labels a 16-byte access (n % 8 == 0, `s` 16-byte aligned: the launcher checks), written back only when
+// one of them changed; else one label an access.
+template <bool kVector>
 __global__ void __launch_bounds__(kThreads)
     ReplaceLabelKernel(int64_t n, int seg_channels, int16_t* s, uint64_t bits, int16_t label, int16_t set_to,
                        const int32_t* on) {
   const int b = blockIdx.y / seg_channels, k = blockIdx.y % seg_channels;
   if (!on[b] || !((bits >> k) & 1u)) return;
   int16_t* v = s + static_cast<int64_t>(blockIdx.y) * n;
-  AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
-    if (v[i] == label) v[i] = set_to;
+  if constexpr (kVector) {
+    uint4* v8 = reinterpret_cast<uint4*>(v);
+    const uint32_t from = static_cast<uint16_t>(label), to = static_cast<uint16_t>(set_to);
+    AUGMENTD_CHAIN_FOR_VOXELS(i, n / 8) {
+      uint4 w = v8[i];
+      bool changed = false;
+      const auto word = [&](uint32_t& x) {  // two labels: the low and the high half
+        const uint32_t lo = x & 0xffffu, hi = x >> 16;
+        const uint32_t nlo = lo == from ? to : lo, nhi = hi == from ? to : hi;
+        changed |= nlo != lo || nhi != hi;
+        x = nlo | (nhi << 16);
+      };
+      word(w.x);
+      word(w.y);
+      word(w.z);
+      word(w.w);
+      if (changed) v8[i] = w;
+    }
+  } else {
+    AUGMENTD_CHAIN_FOR_VOXELS(i, n) {
+      if (v[i] == label) v[i] = set_to;
+    }
   }
 }
 
@@ -95,8 +118,13 @@ cudaError_t LaunchMaskImage(const Dims& img, float* x, const Dims& seg, const in
 
 cudaError_t LaunchReplaceLabel(const Dims& seg, int16_t* s, uint64_t channel_bits, int16_t label, int16_t set_to,
                                const int32_t* on, cudaStream_t stream) {
-  ReplaceLabelKernel<<<SliceGrid(seg.voxels(), seg.slices()), kThreads, 0, stream>>>(seg.voxels(), seg.channels, s,
-                                                                                      channel_bits, label, set_to, on);
+  if (seg.voxels() % 8 == 0 && reinterpret_cast<uintptr_t>(s) % 16 == 0) {
+    ReplaceLabelKernel<true><<<SliceGrid(seg.voxels() / 8, seg.slices()), kThreads, 0, stream>>>(
+        seg.voxels(), seg.channels, s, channel_bits, label, set_to, on);
+  } else {
+    ReplaceLabelKernel<false><<<SliceGrid(seg.voxels(), seg.slices()), kThreads, 0, stream>>>(
+        seg.voxels(), seg.channels, s, channel_bits, label, set_to, on);
+  }
   return cudaGetLastError();
 }
 

@@ -31,6 +31,7 @@ uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
     if (p.noise_sigma != 0.f) st |= kStageNoise;
     if (!p.seg_border_minus_one && !p.use_crop && !shape.seg_pad_first) st |= kStageLowestLabel;
     if (p.elastic) st |= kStageElastic;
+    if (p.out_axis[0] != 0 || p.out_axis[1] != 1 || p.out_axis[2] != 2) st |= kStagePermute;
     for (int c = 0; c < shape.channels; ++c) {
       const ChannelParams& cp = p.ch[c];
       if (cp.blur_sigma[0] != 0.f) st |= kStageBlur;
@@ -105,12 +106,15 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
   const bool elastic = stages & kStageElastic;
   if (elastic && !shape.elastic) return cudaErrorInvalidValue;
   const bool direct = !(blur || contrast || lowres || g0 || g1);
+  const bool permute = stages & kStagePermute;
+  if (permute && (!direct || shape.channels > kMaxPermutedChannels)) return cudaErrorInvalidValue;
 
   if (lowest) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowestLabels(shape, io.seg, d_io, ws.lowest, stream));
   if (elastic) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchElasticField(shape, d_params, ws, stream));
   AUGMENTD_CUDA_RETURN_IF_ERROR(
       internal::LaunchSpatial(shape, d_params, io, d_io, ws,
-                              {lowest, direct, mask, contrast, elastic, (stages & kStageNoise) != 0}, stream));
+                              {lowest, direct, mask, contrast, elastic, (stages & kStageNoise) != 0, permute},
+                              stream));
   if (direct) return cudaSuccess;
 
   ChainState st{blur, false, g0};

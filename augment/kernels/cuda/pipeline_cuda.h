@@ -45,6 +45,7 @@
 namespace augmentd::cuda {
 
 inline constexpr int kMaxChannels = 8;    // image channels per sample supported by the kernels
+inline constexpr int kMaxPermutedChannels = 4;  // with kStagePermute (the output brick is staged in shared memory)
 inline constexpr int kMaxDsLevels = 8;    // deep-supervision levels (full resolution excluded)
 inline constexpr int kMaxBlurRadius = 8;  // blur kernel size <= 17 (sigma <= ~2.75)
 inline constexpr int kMaxElasticAxis = 512;  // elastic deformation: patch axes <= 512 (the smoothing tiles a line)
@@ -86,6 +87,11 @@ struct SampleParams {
   float shift[3] = {0.f, 0.f, 0.f};
   int32_t use_crop = 1;              // 1: no rotation/scale drawn -> integer crop at floor(S/2) − floor(P/2)
   int32_t mirror_mask = 0;           // bit d set: flip spatial axis d (MirrorTransform, folded into indexing)
+  // Output axis of patch axis d (the identity, or a permutation whose exchanged axes have equal sizes): with
+  // mirror_mask, patch voxel j is stored at o with o[out_axis[d]] = (bit d ? P_d − 1 − j_d : j_d) — a signed
+  // permutation of the output (the chain folds the rot90 / transpose_axes / mirror entries that follow its spatial
+  // entry into it). Not the identity: kStagePermute (ActiveStages), direct path only, ≤ 4 channels.
+  int32_t out_axis[3] = {0, 1, 2};
   int32_t seg_border_minus_one = 1;  // 1: border_mode_seg='constant', padding -1 (nnU-Net >= 2.7)
   int32_t lowest_label = 0;          // lowest label in this sample's input seg (only read when the border
                                      // is not -1: see ComputeLowestLabels)
@@ -129,7 +135,8 @@ enum StageBits : uint32_t {
   kStageMask = 1u << 6,
   kStageLowestLabel = 1u << 7,  // some sample needs its lowest label computed on the device
   kStageElastic = 1u << 8,      // some sample deforms elastically (field generation before the spatial kernel)
-  kStageAll = 0x1ffu,
+  kStagePermute = 1u << 9,      // some sample's out_axis is not the identity (the spatial kernel's permuted store)
+  kStageAll = 0x3ffu,
 };
 // The stages that run after the spatial kernel (without them it writes the final outputs itself: the direct path).
 inline constexpr uint32_t kStagesAfterSpatial =
@@ -158,7 +165,9 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
 
 // Runs the whole default pipeline on a batch. `d_params`: B SampleParams in device memory (read by the
 // kernels while they run). `stages`: ActiveStages(...) of the same parameters (a superset is valid, only
-// slower). Returns the first launch error (cudaErrorInvalidValue for a bad shape). Asynchronous.
+// slower; without kStagePermute, out_axis is read as the identity). Returns the first launch error
+// (cudaErrorInvalidValue for a bad shape, or kStagePermute with a stage after the spatial kernel or more than 4
+// channels). Asynchronous.
 // Seg only: io.image == io.out_image == nullptr, with none of the stages after the spatial kernel (blur, contrast,
 // low-res, gammas) in `stages`: the spatial kernel resamples only the seg (same labels, DS targets as usual; noise,
 // brightness and mask touch nothing). The generic chain uses it for its second and later seg channels, whose image

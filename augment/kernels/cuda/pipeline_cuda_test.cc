@@ -591,6 +591,37 @@ TEST(CudaKernels, SegOnlyLaunchRules) {
   EXPECT_EQ(RunPipeline(sh, params, 0, half, ws, nullptr), cudaErrorInvalidValue);  // out_image without image
 }
 
+// The permuted store (SampleParams::out_axis): ActiveStages reports it per sample, and RunPipeline takes it only on
+// the spatial kernel's direct path with at most kMaxPermutedChannels channels (rejected before any device call).
+TEST(CudaKernels, PermutedStoreRules) {
+  BatchShape sh;
+  sh.batch = 2;
+  sh.channels = 1;
+  for (int d = 0; d < 3; ++d) {
+    sh.in[d] = 20;
+    sh.out[d] = 16;
+  }
+  SampleParams h[2];
+  EXPECT_EQ(ActiveStages(h, sh) & kStagePermute, 0u);
+  h[0].mirror_mask = 5;  // flips alone are the plain build's mirroring
+  EXPECT_EQ(ActiveStages(h, sh) & kStagePermute, 0u);
+  h[1].out_axis[0] = 2;
+  h[1].out_axis[2] = 0;
+  EXPECT_EQ(ActiveStages(h, sh) & kStagePermute, kStagePermute);
+  const auto* params = reinterpret_cast<const SampleParams*>(uintptr_t{4096});
+  void* ws = reinterpret_cast<void*>(uintptr_t{8192});
+  PipelineIO io;
+  io.image = reinterpret_cast<const float*>(uintptr_t{12288});
+  io.out_image = reinterpret_cast<void*>(uintptr_t{16384});
+  io.seg = reinterpret_cast<const int16_t*>(uintptr_t{20480});
+  io.out_seg = reinterpret_cast<int16_t*>(uintptr_t{24576});
+  for (uint32_t stage : {kStageBlur, kStageContrast, kStageLowRes, kStageGamma0, kStageGamma1}) {
+    EXPECT_EQ(RunPipeline(sh, params, stage | kStagePermute, io, ws, nullptr), cudaErrorInvalidValue) << stage;
+  }
+  sh.channels = kMaxPermutedChannels + 1;
+  EXPECT_EQ(RunPipeline(sh, params, kStagePermute, io, ws, nullptr), cudaErrorInvalidValue);
+}
+
 TEST(CudaKernels, SpatialOnly) {
   for (int B : {1, 2, 8})
     for (int C : {1, 4})

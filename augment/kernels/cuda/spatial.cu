@@ -114,9 +114,64 @@ __device__ __forceinline__ int PadFirstVote(const int* lab, const float* x1000, 
   return best_l;
 }
 
+// The permuted build's staging of one brick in shared memory (kStagePermute): padded strides, so that a warp reading
+// 8 or 16 voxels along any brick axis (the output's contiguous axis) hits distinct banks.
+constexpr int kPermStride1 = kBrickX + 1, kPermStride0 = kBrickY * kPermStride1 + 1;
+constexpr int kPermBrickVox = kBrickZ * kPermStride0;
+
+// Stores a block's staged brick (origin org, extents ext ≤ the brick: partial at the patch's far faces) through the
+// sample's signed permutation (SampleParams::out_axis, mirror bits): patch voxel j goes to o with
+// o[axis[d]] = flip_d ? P_d − 1 − j_d : j_d. The brick maps onto a box of the output whose contiguous axis the
+// threads walk, so the stores coalesce whatever axis the permutation moves there (a store per voxel from the
+// sampling loop would scatter: the warp's 4 × 8 tile lies across it).
+template <int kCT>
+__device__ void StorePermutedBrick(const float* sh_img, const int16_t* sh_lab, const int org[3], const int P[3],
+                                   const int axis[3], int mirror, int b, int C, int out_n, int16_t* out_seg,
+                                   void* out_image, OutDType dtype) {
+  const int bstride[3] = {kPermStride0, kPermStride1, 1};
+  int oext[3], omin[3], ss[3];
+  int base = 0;
+#pragma unroll
+  for (int d = 0; d < 3; ++d) {
+    const int ext = min(d == 0 ? kBrickZ : (d == 1 ? kBrickY : kBrickX), P[d] - org[d]);
+    const bool flip = (mirror >> d) & 1;
+    const int e = axis[d];
+    oext[e] = ext;
+    // Output offset t along e: j_d = org_d + t unflipped; flipped, o_e = omin_e + t and j_d = P_d − 1 − o_e, i.e.
+    // the brick's local coordinate ext − 1 − t.
+    omin[e] = flip ? P[d] - org[d] - ext : org[d];
+    ss[e] = flip ? -bstride[d] : bstride[d];
+    if (flip) base += (ext - 1) * bstride[d];
+  }
+  const int cw = oext[2] <= 8 ? 8 : 16;  // threads along the output's contiguous axis
+  const int col = threadIdx.x & (cw - 1), row = threadIdx.x / cw, rows_per_pass = kThreads / cw;
+  const int rows = oext[0] * oext[1];
+  int t0 = row / oext[1], t1 = row % oext[1];
+  const int64_t seg_base = static_cast<int64_t>(b) * out_n;
+  for (int r = row; r < rows; r += rows_per_pass) {
+    if (col < oext[2]) {
+      const int sidx = base + t0 * ss[0] + t1 * ss[1] + col * ss[2];
+      const int o = ((omin[0] + t0) * P[1] + omin[1] + t1) * P[2] + omin[2] + col;
+      out_seg[seg_base + o] = sh_lab[sidx];
+#pragma unroll
+      for (int c = 0; c < kCT; ++c) {
+        if (c >= C) continue;
+        StoreOut(out_image, dtype, (static_cast<int64_t>(b) * C + c) * out_n + o, sh_img[c * kPermBrickVox + sidx]);
+      }
+    }
+    t1 += rows_per_pass;
+    while (t1 >= oext[1]) {
+      t1 -= oext[1];
+      ++t0;
+    }
+  }
+}
+
 // kNoise = false: built without the noise epilogue (no sample of the batch draws noise: fewer registers).
 // kPadFirst: BatchShape::seg_pad_first, the bgv2 0.3.6 vote (each build holds one vote: registers as the 0.3.5 one).
-template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst>
+// kPermute: kStagePermute, direct path only — the outputs are staged per brick in shared memory and stored through
+// the sample's signed permutation (StorePermutedBrick); the sampling itself is the same code.
+template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
   const int b = blockIdx.y;
   const SampleParams& sp = a.params[b];
@@ -208,6 +263,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   const int j1 = ((brick / nbx) % nby) * kBrickY + (warp >> 1) * 4 + (lane >> 3);
   const int z_first = (brick / (nbx * nby)) * kBrickZ;
   const bool col_ok = j1 < P[1] && j2 < P[2];
+  // kPermute: this thread's slot in the staged brick (brick-local j1, j2; axis 0 is the loop step).
+  __shared__ float sh_pimg[kPermute ? kCT * kPermBrickVox : 1];
+  __shared__ int16_t sh_plab[kPermute ? kPermBrickVox : 2];
+  const int pslot = ((warp >> 1) * 4 + (lane >> 3)) * kPermStride1 + (warp & 1) * 8 + (lane & 7);
   // Shared noise blocks (see the loop) for 1-4 channels when rows are whole Philox blocks; bit-identical to
   // NormalAt (rng.h: NormalAt(key, i) == NormalBlock(key, i / 4)[i % 4]). Per channel and voxel this is a quarter
   // of a Philox block + Box–Muller pair (≈ 71 instructions, NOTES.md s4) instead of a whole one (≈ 190 for one
@@ -391,6 +450,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         val[c] = __fadd_rn(val[c], __fmul_rn(noise_sigma, n));
       }
     }
+    if constexpr (kPermute) {  // direct path: staged, stored through the permutation after the loop
+      const int sl = k * kPermStride0 + pslot;
+      sh_plab[sl] = static_cast<int16_t>((a.remove_minus_one && label == -1) ? 0 : label);
+#pragma unroll
+      for (int c = 0; c < kCT; ++c) {
+        if (c >= C) continue;
+        float v = __fmul_rn(val[c], bright[c]);
+        if (mask_ch[c] && label < 0) v = 0.f;
+        sh_pimg[c * kPermBrickVox + sl] = v;
+      }
+      continue;
+    }
     // Seg, mask and DS at the mirrored position.
     int o0 = j0, o1 = j1, o2 = j2;
     if (mirror & 1) o0 = P[0] - 1 - j0;
@@ -415,6 +486,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         StoreOut(out_image, a.out_dtype, slice * out_n + o, v);
       }
     }
+  }
+  if constexpr (kPermute) {
+    __syncthreads();
+    const int org[3] = {z_first, ((brick / nbx) % nby) * kBrickY, (brick % nbx) * kBrickX};
+    const int axis[3] = {sp.out_axis[0], sp.out_axis[1], sp.out_axis[2]};
+    StorePermutedBrick<kCT>(sh_pimg, sh_plab, org, P, axis, mirror, b, C, out_n, out_seg, out_image, a.out_dtype);
+    return;
   }
   if (a.want_stats) {
 #pragma unroll
@@ -467,21 +545,21 @@ SpatialVariant ReadSpatialVariant() {
   return SpatialVariant::kDefault;
 }
 
-template <int kCT, int kMinBlocks, bool kPadFirst>
+template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute>
 void LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
   if (noise) {
-    SpatialKernel<kCT, kMinBlocks, true, kPadFirst><<<grid, kThreads, 0, stream>>>(a);
+    SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute><<<grid, kThreads, 0, stream>>>(a);
   } else {
-    SpatialKernel<kCT, kMinBlocks, false, kPadFirst><<<grid, kThreads, 0, stream>>>(a);
+    SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute><<<grid, kThreads, 0, stream>>>(a);
   }
 }
 
-template <int kCT, int kMinBlocks>
+template <int kCT, int kMinBlocks, bool kPermute = false>
 void LaunchSpatialBuild(bool noise, bool pad_first, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
   if (pad_first) {
-    LaunchSpatialBuild<kCT, kMinBlocks, true>(noise, grid, stream, a);
+    LaunchSpatialBuild<kCT, kMinBlocks, true, kPermute>(noise, grid, stream, a);
   } else {
-    LaunchSpatialBuild<kCT, kMinBlocks, false>(noise, grid, stream, a);
+    LaunchSpatialBuild<kCT, kMinBlocks, false, kPermute>(noise, grid, stream, a);
   }
 }
 }  // namespace
@@ -522,18 +600,28 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   // 2 channels for 3 (80), 3-8 channels for 2 (128).
   static const SpatialVariant variant = ReadSpatialVariant();
   const bool noise = f.noise || variant == SpatialVariant::kV5;
-  if (shape.channels <= 1) {
-    if (variant == SpatialVariant::kThreeBlocks) {
-      LaunchSpatialBuild<1, 3>(noise, shape.seg_pad_first != 0, grid, stream, a);
+  const bool pad_first = shape.seg_pad_first != 0;
+  if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels
+    if (!direct || shape.channels > kMaxPermutedChannels) return cudaErrorInvalidValue;
+    if (shape.channels <= 1) {
+      LaunchSpatialBuild<1, 4, true>(noise, pad_first, grid, stream, a);
+    } else if (shape.channels <= 2) {
+      LaunchSpatialBuild<2, 3, true>(noise, pad_first, grid, stream, a);
     } else {
-      LaunchSpatialBuild<1, 4>(noise, shape.seg_pad_first != 0, grid, stream, a);
+      LaunchSpatialBuild<4, 2, true>(noise, pad_first, grid, stream, a);
+    }
+  } else if (shape.channels <= 1) {
+    if (variant == SpatialVariant::kThreeBlocks) {
+      LaunchSpatialBuild<1, 3>(noise, pad_first, grid, stream, a);
+    } else {
+      LaunchSpatialBuild<1, 4>(noise, pad_first, grid, stream, a);
     }
   } else if (shape.channels <= 2) {
-    LaunchSpatialBuild<2, 3>(noise, shape.seg_pad_first != 0, grid, stream, a);
+    LaunchSpatialBuild<2, 3>(noise, pad_first, grid, stream, a);
   } else if (shape.channels <= 4) {
-    LaunchSpatialBuild<4, 2>(noise, shape.seg_pad_first != 0, grid, stream, a);
+    LaunchSpatialBuild<4, 2>(noise, pad_first, grid, stream, a);
   } else {
-    LaunchSpatialBuild<8, 2>(noise, shape.seg_pad_first != 0, grid, stream, a);
+    LaunchSpatialBuild<8, 2>(noise, pad_first, grid, stream, a);
   }
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   if (shape.num_ds > 0 && direct) {
