@@ -99,7 +99,15 @@ void Internal3(const std::vector<int64_t>& s, int32_t out[3]) {
 
 }  // namespace
 
-CudaChain::~CudaChain() = default;
+CudaChain::~CudaChain() {
+  if (upload_stream_ != nullptr) {
+    cudaStreamSynchronize(upload_stream_);
+    cudaStreamDestroy(upload_stream_);
+  }
+  if (batch_start_ != nullptr) cudaEventDestroy(batch_start_);
+  if (late_uploaded_ != nullptr) cudaEventDestroy(late_uploaded_);
+  cudaGetLastError();
+}
 
 ChainStageTimer::~ChainStageTimer() {
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
@@ -214,6 +222,8 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
   }
   // The run of permutation entries directly after the spatial entry (no channel selection: linked above), by its
   // last entry, whose composition the fused spatial kernel can store through.
+  // The entries prepared before the spatial launch (Run, step 3) are those before it and that run.
+  if (c->spatial_index_ != SIZE_MAX) c->early_last_index_ = c->spatial_index_;
   if (c->spatial_index_ != SIZE_MAX && (c->ds_index_ == SIZE_MAX || c->ds_index_ > c->spatial_index_)) {
     size_t next = c->spatial_index_ + 1;
     for (Entry& e : c->entries_) {
@@ -221,6 +231,7 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
       auto* p = dynamic_cast<stage_internal::PermuteStage*>(e.stage.get());
       if (e.index != next || p == nullptr || !spec.transforms[e.index].channels.empty()) break;
       c->leading_permute_ = p;
+      c->early_last_index_ = e.index;
       ++next;
     }
   }
@@ -325,7 +336,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   const auto entry_name = [&](const Entry& e) {
     return absl::StrCat(std::string(TransformKindName(e.kind)), "#", e.index);
   };
-  RETURN_IF_ERROR(mark("host: draws, prepare, upload"));
+  RETURN_IF_ERROR(mark("host: draws, spatial parameters, upload"));
 
   // 1. Draws (the CPU engine's) and the spatial kernel's parameters.
   records.assign(g.batch, SampleRecord{});
@@ -413,22 +424,33 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   }
   const auto before_spatial = [&](const Entry& e) { return pre && e.index < spatial_index_; };
 
-  // 3. Every stage's parameters into the arena, one upload.
+  // 3. Parameters into two arenas, one upload each: the spatial step's and those of the entries up to it (the entries
+  // before it, the permutations it stores through) into arena_, uploaded before the spatial launch; the later
+  // entries' into late_arena_ after it, so that their host work overlaps the spatial kernel.
   arena_.Reset();
+  late_arena_.Reset();
   const size_t recs_offset = arena_.AppendArray(recs);
   const size_t grids_offset = arena_.AppendArray(grids);
+  size_t early = 0;  // entries_[0, early) use arena_
+  if (spatial_index_ != SIZE_MAX) {
+    while (early < entries_.size() && entries_[early].index <= early_last_index_) ++early;
+  }
+  const auto arena_of = [&](size_t i) -> ParamArena& { return i < early ? arena_ : late_arena_; };
   ChainTensors tp = t0, tp_in = pre_t;
   std::vector<const TransformParams*> params(g.batch);
   std::vector<std::unique_ptr<TransformParams>> lifted(two_d ? g.batch : 0);  // 3D forms of 2D parameters
   std::vector<RegionDraw> regions;
-  // A stage's Prepare, on the view of its channel selection when it has one (the enqueue below gathers those planes).
-  const auto prepare = [&](Entry& e, const ChainTensors& t) -> absl::Status {
-    const std::vector<int64_t>& sel = spec_.transforms[e.index].channels;
-    if (sel.empty()) return e.stage->Prepare(params, t, arena_);
-    ASSIGN_OR_RETURN(const ChainTensors view, ChannelView(t, sel, nullptr));
-    return e.stage->Prepare(params, view, arena_);
-  };
-  for (Entry& e : entries_) {
+  // Entry i's Prepare, on the view of its channel selection when it has one (the enqueue below gathers those planes),
+  // with the shape changes its Enqueue will make applied to `tp`.
+  const auto prepare_entry = [&](size_t i) -> absl::Status {
+    Entry& e = entries_[i];
+    ParamArena& arena = arena_of(i);
+    const auto prepare = [&](const ChainTensors& t) -> absl::Status {
+      const std::vector<int64_t>& sel = spec_.transforms[e.index].channels;
+      if (sel.empty()) return e.stage->Prepare(params, t, arena);
+      ASSIGN_OR_RETURN(const ChainTensors view, ChannelView(t, sel, nullptr));
+      return e.stage->Prepare(params, view, arena);
+    };
     if (e.region != nullptr) regions.assign(static_cast<size_t>(g.batch), RegionDraw{});
     for (int64_t b = 0; b < g.batch; ++b) {
       const AppliedTransform& at = records[b].transforms[e.index];
@@ -440,14 +462,11 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       }
     }
     if (e.region != nullptr) e.region->SetRegions(regions);
-    if (before_spatial(e)) {  // no regions here (staged otherwise)
-      RETURN_IF_ERROR(prepare(e, tp_in));
-      continue;
-    }
+    if (before_spatial(e)) return prepare(tp_in);  // no regions here (staged otherwise)
     if (e.index > ds_index_) HideLabels(tp);  // what the enqueue loop will do
     auto* staged_spatial = e.kind == TransformKind::kSpatial ? static_cast<ChainSpatialStage*>(e.stage.get()) : nullptr;
     if (staged_spatial != nullptr) staged_spatial->set_two_d(two_d);
-    RETURN_IF_ERROR(prepare(e, tp));
+    RETURN_IF_ERROR(prepare(tp));
     if (staged_spatial != nullptr)
       for (int d = 0; d < 3; ++d) tp.shape[d] = staged_spatial->out_shape()[d];
     if (e.regions > 0 && tp.seg_channels > 0) {  // what RegionsStage::Enqueue will do
@@ -459,7 +478,9 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       tp.seg_channels -= e.seg_drop;
       if (tp.seg_channels == 0) tp.seg = nullptr;
     }
-  }
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < early; ++i) RETURN_IF_ERROR(prepare_entry(i));
   // The permutations right after the spatial entry go into the fused kernel's store (SampleParams::out_axis and its
   // mirror bits, which the chain's spatial plan leaves 0): o[perm[d]] = flip[d] ? P_d − 1 − j_d : j_d is the inverse
   // of the stage's gather src(o)[d] = flip[d] ? S − 1 − o[perm[d]] : o[perm[d]].
@@ -479,16 +500,24 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   }
   const size_t sp_offset = arena_.AppendArray(sp);
   RETURN_IF_ERROR(arena_.Upload(stream));
+  if (upload_stream_ == nullptr) {
+    AUGMENTD_CHAIN_CUDA_OK(cudaStreamCreateWithFlags(&upload_stream_, cudaStreamNonBlocking));
+    AUGMENTD_CHAIN_CUDA_OK(cudaEventCreateWithFlags(&batch_start_, cudaEventDisableTiming));
+    AUGMENTD_CHAIN_CUDA_OK(cudaEventCreateWithFlags(&late_uploaded_, cudaEventDisableTiming));
+  }
+  AUGMENTD_CHAIN_CUDA_OK(cudaEventRecord(batch_start_, stream));
 
   // A stage's enqueue, on the gathered planes of its channel selection when it has one.
-  const auto enqueue = [&](Entry& e, ChainTensors& t) -> absl::Status {
+  const auto enqueue = [&](size_t i, ChainTensors& t) -> absl::Status {
+    Entry& e = entries_[i];
+    const ParamArena& arena = arena_of(i);
     const std::vector<int64_t>& sel = spec_.transforms[e.index].channels;
-    if (sel.empty()) return e.stage->Enqueue(t, arena_, ws_, stream);
+    if (sel.empty()) return e.stage->Enqueue(t, arena, ws_, stream);
     const size_t bytes = sizeof(float) * static_cast<size_t>(t.batch) * sel.size() * static_cast<size_t>(t.voxels());
     ASSIGN_OR_RETURN(void* buf, ws_.Scratch(kChannelView, bytes));
     ASSIGN_OR_RETURN(ChainTensors view, ChannelView(t, sel, static_cast<float*>(buf)));
     RETURN_IF_ERROR(CopyChannelView(t, sel, view.image, true, stream));
-    RETURN_IF_ERROR(e.stage->Enqueue(view, arena_, ws_, stream));
+    RETURN_IF_ERROR(e.stage->Enqueue(view, arena, ws_, stream));
     t.seg = view.seg;  // the view shares the labels: a stage may have moved them to another buffer (PermuteStage)
     return CopyChannelView(t, sel, view.image, false, stream);
   };
@@ -504,10 +533,10 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       AUGMENTD_CHAIN_CUDA_OK(cudaMemcpyAsync(pre_t.seg, input.seg, sizeof(int16_t) * g.batch * g.seg_channels * in_n,
                                              cudaMemcpyDeviceToDevice, stream));
     }
-    for (Entry& e : entries_) {
-      if (!before_spatial(e)) continue;
-      RETURN_IF_ERROR(mark(entry_name(e)));
-      RETURN_IF_ERROR(enqueue(e, pre_t));
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (!before_spatial(entries_[i])) continue;
+      RETURN_IF_ERROR(mark(entry_name(entries_[i])));
+      RETURN_IF_ERROR(enqueue(i, pre_t));
     }
     src_image = pre_t.image;
     src_seg = pre_t.seg;
@@ -582,6 +611,15 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
     }
   }
 
+  // The later entries' parameters, while the spatial kernel runs (a step of its own in the timer: the GPU's idle time
+  // if this host work outlasts the kernel).
+  RETURN_IF_ERROR(mark("host: later entries' parameters"));
+  for (size_t i = early; i < entries_.size(); ++i) RETURN_IF_ERROR(prepare_entry(i));
+  AUGMENTD_CHAIN_CUDA_OK(cudaStreamWaitEvent(upload_stream_, batch_start_, 0));
+  RETURN_IF_ERROR(late_arena_.Upload(upload_stream_));
+  AUGMENTD_CHAIN_CUDA_OK(cudaEventRecord(late_uploaded_, upload_stream_));
+  AUGMENTD_CHAIN_CUDA_OK(cudaStreamWaitEvent(stream, late_uploaded_, 0));
+
   // 5. The stages, in spec order; the label pyramid where downsample_seg_for_ds stands (the entries after it are
   // image-only: PipelineSpec::CheckLayoutStable).
   const auto store_labels = [&](const ChainTensors& t) -> absl::Status {
@@ -613,7 +651,8 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       lay.seg_shapes[0] == full_labels)
     t.final_seg = static_cast<int16_t*>(output.seg[0]);
   bool labels_stored = false;
-  for (Entry& e : entries_) {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
     if (before_spatial(e)) continue;
     if (e.index > ds_index_ && !labels_stored) {
       RETURN_IF_ERROR(mark("label pyramid"));
@@ -622,7 +661,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       HideLabels(t);
     }
     RETURN_IF_ERROR(mark(entry_name(e)));
-    RETURN_IF_ERROR(enqueue(e, t));
+    RETURN_IF_ERROR(enqueue(i, t));
   }
   if (!labels_stored) {
     RETURN_IF_ERROR(mark("label pyramid"));

@@ -3,8 +3,9 @@
 // batches, apply_probability < 1 on any entry, user orders.
 //
 // Per batch: draw every sample's parameters on the host (DrawSampleParams, the CPU engine's own draws), pack them
-// (the spatial kernel's SampleParams and each stage's records) into one ParamArena, upload it in one copy, then on
-// the stream:
+// (the spatial kernel's SampleParams and each stage's records) into two ParamArenas — the spatial step's and the
+// entries' up to it, uploaded before the spatial launch; the later entries', packed and uploaded while the spatial
+// kernel runs — then on the stream:
 //   0. entries before the spatial one (if any) on a copy of the input (input shape);
 //   1. spatial (when present): the fused RunPipeline with every intensity stage off, no −1 removal, no DS, storing
 //      through the permutation entries that directly follow it (rot90, transpose_axes, mirror: ≤ 4 channels)
@@ -136,6 +137,9 @@ class CudaChain {
   // last of them: when the fused spatial kernel runs a batch of ≤ 4 channels, it stores its outputs through their
   // composition and they launch nothing (DA5's rot90 + transpose_axes cost a gather of the batch before).
   stage_internal::PermuteStage* leading_permute_ = nullptr;
+  // Entries up to this spec index are prepared into arena_ before the spatial launch (those before it and the run
+  // above); the later ones into late_arena_ while the spatial kernel runs. 0 without an executor spatial step.
+  size_t early_last_index_ = 0;
   const DownsampleSegForDsTransform* ds_ = nullptr;
   size_t ds_index_ = SIZE_MAX;  // the label pyramid is stored there; later entries see no labels
   int32_t max_regions_ = 0;  // seg scratch capacity needed by convert_segmentation_to_regions
@@ -146,7 +150,12 @@ class CudaChain {
   int32_t seg_drop_ = 0;
   bool bool_seg_ = false;
 
-  ParamArena arena_;
+  ParamArena arena_, late_arena_;
+  // late_arena_ is copied on its own stream, concurrently with the spatial kernel (in the batch's stream the copy of
+  // a few KiB cost ≈ 4 µs of GPU time between two kernels): after batch_start_ (the previous batch's kernels, which
+  // read its device buffer, are done), and the batch's stream waits for late_uploaded_. Created at the first Run.
+  cudaStream_t upload_stream_ = nullptr;
+  cudaEvent_t batch_start_ = nullptr, late_uploaded_ = nullptr;
   ChainWorkspace ws_;
   void* fused_ws_ = nullptr;  // ws_ slot of the spatial kernel's workspace, initialised for fused_shape_
   cuda::BatchShape fused_shape_{};

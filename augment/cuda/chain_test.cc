@@ -320,6 +320,22 @@ TEST(CudaChain, PermutationRunsMatchCpu) {
   RunCase({"permutations-c1", [&] { return spec({20, 20, 20}, {0, 1, 2}, 1); }, {}, 3, 1, 1, 4});
   RunCase({"permutations-c4-seg2", [&] { return spec({13, 13, 13}, {0, 1, 2}, 4); }, {}, 2, 4, 2, 4});
   RunCase({"permutations-c5", [&] { return spec({16, 16, 16}, {0, 1, 2}, 5); }, {}, 2, 5, 1, 4});
+  // Permutations that do not follow the spatial entry gather into the caller's outputs (ChainTensors::final_image /
+  // final_seg); a second one gathers from there into a slot and copies back (the output is no slot to exchange).
+  RunCase({"permutations-into-output", [] {
+             const PipelineSpec d = *NnunetDefaultPipeline(Config({16, 16, 16}, 2));
+             const auto on = [](const absl::StatusOr<std::shared_ptr<const Transform>>& t) {
+               return *TransformSpec::Make(*t, 1.0);
+             };
+             const auto noise = [&] {
+               return on(GaussianNoiseTransform::Create({RandomScalar::Uniform(0, 0.1), 1, true}));
+             };
+             PipelineSpec s = d;
+             s.transforms = {d.transforms.front(), noise(), on(MirrorTransform::Create({{0, 1, 2}})), noise(),
+                             on(TransposeAxesTransform::Create({{0, 1, 2}})), d.transforms.back()};
+             return s;
+           },
+           {}, 2, 2, 1, 4});
 }
 
 // ---- The generic spatial kernel: 2D samples, dummy-2D, nearest modes, random_crop, paddings -------------------
