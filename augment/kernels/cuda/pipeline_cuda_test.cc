@@ -565,16 +565,22 @@ TEST(CudaKernels, HostRules) {
   EXPECT_EQ(WorkspaceBytes(bad), 0u);
 }
 
-// Seg-only launches (pipeline_cuda.h): both image pointers null, and only with the spatial kernel's direct path. The
-// rejections happen before any device call (the pointers below are never dereferenced).
-TEST(CudaKernels, SegOnlyLaunchRules) {
+// A batch of 2 samples, 20³ → 16³, for the launch-rule tests below (rejected before any device call).
+BatchShape RuleShape(int channels) {
   BatchShape sh;
   sh.batch = 2;
-  sh.channels = 4;
+  sh.channels = channels;
   for (int d = 0; d < 3; ++d) {
     sh.in[d] = 20;
     sh.out[d] = 16;
   }
+  return sh;
+}
+
+// Seg-only launches (pipeline_cuda.h): both image pointers null, and only with the spatial kernel's direct path. The
+// rejections happen before any device call (the pointers below are never dereferenced).
+TEST(CudaKernels, SegOnlyLaunchRules) {
+  const BatchShape sh = RuleShape(4);
   const auto* params = reinterpret_cast<const SampleParams*>(uintptr_t{4096});
   void* ws = reinterpret_cast<void*>(uintptr_t{8192});
   PipelineIO io;
@@ -594,13 +600,7 @@ TEST(CudaKernels, SegOnlyLaunchRules) {
 // The permuted store (SampleParams::out_axis): ActiveStages reports it per sample, and RunPipeline takes it only on
 // the spatial kernel's direct path with at most kMaxPermutedChannels channels (rejected before any device call).
 TEST(CudaKernels, PermutedStoreRules) {
-  BatchShape sh;
-  sh.batch = 2;
-  sh.channels = 1;
-  for (int d = 0; d < 3; ++d) {
-    sh.in[d] = 20;
-    sh.out[d] = 16;
-  }
+  BatchShape sh = RuleShape(1);
   SampleParams h[2];
   EXPECT_EQ(ActiveStages(h, sh) & kStagePermute, 0u);
   h[0].mirror_mask = 5;  // flips alone are the plain build's mirroring
