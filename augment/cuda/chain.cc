@@ -221,8 +221,8 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
       stage_internal::LinkPermutations(*a.stage, *b.stage);
   }
   // The run of permutation entries directly after the spatial entry (no channel selection: linked above), by its
-  // last entry, whose composition the fused spatial kernel can store through.
-  // The entries prepared before the spatial launch (Run, step 3) are those before it and that run.
+  // last entry, whose composition the fused spatial kernel can store through. The entries prepared before the spatial
+  // launch (Run, step 3) are those before it and that run.
   if (c->spatial_index_ != SIZE_MAX) c->early_last_index_ = c->spatial_index_;
   if (c->spatial_index_ != SIZE_MAX && (c->ds_index_ == SIZE_MAX || c->ds_index_ > c->spatial_index_)) {
     size_t next = c->spatial_index_ + 1;
@@ -485,10 +485,9 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   // mirror bits, which the chain's spatial plan leaves 0): o[perm[d]] = flip[d] ? P_d − 1 − j_d : j_d is the inverse
   // of the stage's gather src(o)[d] = flip[d] ? S − 1 − o[perm[d]] : o[perm[d]].
   if (fused_spatial && leading_permute_ != nullptr && g.channels <= cuda::kMaxPermutedChannels) {
-    std::vector<ch::PermuteSample> perms;
-    if (leading_permute_->TakePermutations(perms)) {
+    if (const std::vector<ch::PermuteSample>* perms = leading_permute_->TakePermutations(); perms != nullptr) {
       for (int64_t b = 0; b < g.batch; ++b) {
-        const ch::PermuteSample& p = perms[static_cast<size_t>(b)];
+        const ch::PermuteSample& p = (*perms)[static_cast<size_t>(b)];
         if (!p.on) continue;
         sp[b].mirror_mask = 0;
         for (int d = 0; d < 3; ++d) {

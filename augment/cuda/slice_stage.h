@@ -145,13 +145,12 @@ class PermuteStage : public NamedStage {
   }
   // After Prepare: this batch's per-sample permutations (composed with the linked entries before this one) for a
   // caller that applies them itself — the chain's fused spatial kernel stores through them (SampleParams::out_axis)
-  // when they directly follow the spatial entry; this stage then launches nothing in this batch. False (nothing
-  // taken, nothing changed) when this stage forwards to a later one.
-  bool TakePermutations(std::vector<cuda::chain::PermuteSample>& out) {
-    if (forward_) return false;
-    out = host_;
+  // when they directly follow the spatial entry; this stage then launches nothing in this batch. Valid until the next
+  // Prepare. Null (nothing taken, nothing changed) when this stage forwards to a later one.
+  const std::vector<cuda::chain::PermuteSample>* TakePermutations() {
+    if (forward_) return nullptr;
     any_ = false;
-    return true;
+    return &host_;
   }
 
  protected:
