@@ -106,15 +106,30 @@ __device__ __forceinline__ float PlaneValue(const float* x, const ColumnTaps& t)
   return __fadd_rn(__fmul_rn(t.hb, v00), __fmul_rn(t.lb, v01));
 }
 
+// One output index's trilinear source along an axis (LinearSrc), with its lower weight 1 − l1 (16 bytes).
+struct AxisSrc {
+  int i0, i1;
+  float l1, h1;
+};
+
+__device__ __forceinline__ AxisSrc AxisSource(int i, int in, int out, float ratio) {
+  AxisSrc s;
+  LinearSrc(i, in, out, ratio, s.i0, s.i1, s.l1);
+  s.h1 = __fsub_rn(1.f, s.l1);
+  return s;
+}
+
 // Trilinear up-sampling (align_corners=False) of one low-res slice into `out`. Work unit: (column tile, j0) with j0
 // fastest; a block takes a contiguous range of units (an even share of the slice), a warp one output row j1 of the
-// tile and a lane one j2 (coalesced stores). Along a run of consecutive j0 the axis-0 sources (a0, a1) only move up
-// (Q0 <= P0: by at most one plane a step), so each thread keeps the values of the last two planes at its column and
-// loads the next plane's four samples one step before it is needed: ≈ 1 plane (4 loads, 6 operations) and one axis-0
-// interpolation per output voxel, instead of 8 loads and 7 interpolations. The same rounded operations in the same
-// order as ATen (axis 2, then 1, then 0), so the same values. j0 is block-uniform: every branch on a0 / a1 is too.
+// tile and a lane one j2 (coalesced stores). Along a run of consecutive j0 the lower axis-0 source a0 only moves up,
+// one plane at a time (Q0 <= P0), so each thread holds the values of planes a0 and a0 + 1 at its column
+// (`PlaneValue`: along axis 2, then 1) and the four samples of plane a0 + 2, loaded one step or more before they are
+// needed: per output voxel one axis-0 interpolation and, a0 moving up on ≈ Q0/P0 of the steps, one plane (4 loads, 6
+// operations), instead of 8 loads and 7 interpolations. The same rounded operations in the same order as ATen (axis 2,
+// then 1, then 0), so the same values. j0 is block-uniform, so every branch on the axis-0 source is; its sources come
+// from a per-block table (`src0`, null when P0 exceeds it).
 __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, const int* P, const float* ratio,
-                                              float* out, Partial& part) {
+                                              const AxisSrc* src0, float* out, Partial& part) {
   constexpr int kWarps = kThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int tiles2 = (P[2] + 31) / 32, tiles1 = (P[1] + kWarps - 1) / kWarps;
@@ -122,6 +137,7 @@ __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, co
   const int begin = static_cast<int>(static_cast<int64_t>(units) * blockIdx.x / gridDim.x);
   const int end = static_cast<int>(static_cast<int64_t>(units) * (blockIdx.x + 1) / gridDim.x);
   const int plane_n = Q[1] * Q[2];
+  const int64_t plane_step = static_cast<int64_t>(P[1]) * P[2];
   for (int u = begin; u < end;) {
     const int tile = u / P[0];
     int j0 = u - tile * P[0];
@@ -130,47 +146,40 @@ __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, co
     const bool in_patch = j1 < P[1] && j2 < P[2];
     ColumnTaps t;
     {
-      int b0, b1, c0, c1;
-      LinearSrc(min(j1, P[1] - 1), Q[1], P[1], ratio[1], b0, b1, t.lb);
-      LinearSrc(min(j2, P[2] - 1), Q[2], P[2], ratio[2], c0, c1, t.lc);
-      t.hb = __fsub_rn(1.f, t.lb);
-      t.hc = __fsub_rn(1.f, t.lc);
-      t.r00 = b0 * Q[2] + c0;
-      t.r01 = b0 * Q[2] + c1;
-      t.r10 = b1 * Q[2] + c0;
-      t.r11 = b1 * Q[2] + c1;
+      const AxisSrc s1 = AxisSource(min(j1, P[1] - 1), Q[1], P[1], ratio[1]);
+      const AxisSrc s2 = AxisSource(min(j2, P[2] - 1), Q[2], P[2], ratio[2]);
+      t.lb = s1.l1;
+      t.hb = s1.h1;
+      t.lc = s2.l1;
+      t.hc = s2.h1;
+      t.r00 = s1.i0 * Q[2] + s2.i0;
+      t.r01 = s1.i0 * Q[2] + s2.i1;
+      t.r10 = s1.i1 * Q[2] + s2.i0;
+      t.r11 = s1.i1 * Q[2] + s2.i1;
     }
-    int pa = -1, pb = -1, pn = -1;  // planes whose values (va, vb) or prefetched samples (xn) this thread holds
-    float va = 0.f, vb = 0.f, xn[4] = {0.f, 0.f, 0.f, 0.f};
+    int a = -2;                     // the plane whose value v_lo holds (v_hi: plane a + 1; xn: the samples of a + 2)
+    float v_lo = 0.f, v_hi = 0.f, xn[4] = {0.f, 0.f, 0.f, 0.f};
     float* out_col = out + static_cast<int64_t>(j0 * P[1] + j1) * P[2] + j2;
-    const int64_t plane_step = static_cast<int64_t>(P[1]) * P[2];
     for (; u < run_end; ++u, ++j0, out_col += plane_step) {
-      int a0, a1;
-      float la;
-      LinearSrc(j0, Q[0], P[0], ratio[0], a0, a1, la);
-      const auto plane = [&](int a) {
-        if (a == pa) return va;
-        if (a == pb) return vb;
-        float x[4];
-        if (a == pn) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) x[i] = xn[i];
-        } else {
-          LoadPlaneTaps(low, a, plane_n, t, x);
+      const AxisSrc s0 = src0 != nullptr ? src0[j0] : AxisSource(j0, Q[0], P[0], ratio[0]);
+      if (s0.i0 != a) {
+        if (s0.i0 == a + 1) {  // moved up one plane: the held planes shift, the prefetched one becomes the upper
+          v_lo = v_hi;
+          v_hi = PlaneValue(xn, t);
+        } else {  // the run's first step
+          float x[4];
+          LoadPlaneTaps(low, s0.i0, plane_n, t, x);
+          v_lo = PlaneValue(x, t);
+          if (s0.i0 + 1 < Q[0]) {
+            LoadPlaneTaps(low, s0.i0 + 1, plane_n, t, x);
+            v_hi = PlaneValue(x, t);
+          }
         }
-        return PlaneValue(x, t);
-      };
-      const float v0 = plane(a0);
-      const float v1 = a1 == a0 ? v0 : plane(a1);
-      pa = a0;
-      va = v0;
-      pb = a1;
-      vb = v1;
-      if (a1 + 1 < Q[0] && pn != a1 + 1) {  // the plane the next steps move on to, one step early
-        pn = a1 + 1;
-        LoadPlaneTaps(low, pn, plane_n, t, xn);
+        a = s0.i0;
+        if (a + 2 < Q[0]) LoadPlaneTaps(low, a + 2, plane_n, t, xn);
       }
-      const float v = __fadd_rn(__fmul_rn(__fsub_rn(1.f, la), v0), __fmul_rn(la, v1));
+      // i1 == i0 at the last plane and when Q0 == P0 (then l1 = 0): the upper sample is the lower plane's.
+      const float v = __fadd_rn(__fmul_rn(s0.h1, v_lo), __fmul_rn(s0.l1, s0.i1 == s0.i0 ? v_lo : v_hi));
       if (in_patch) {
         *out_col = v;
         Accumulate(part, v);
@@ -194,7 +203,7 @@ __global__ void __launch_bounds__(kThreads, 5) MidKernel(Dims d, const SamplePar
   Partial part = EmptyPartial();
   const BCConsts bc = lowres_on ? BCConsts{} : MakeBC(cp, ws.slot[kSlotV1].result + slice);
   // The slice's low-res base pointer through shared memory: opaque to the compiler, it stays in one register pair
-  // (UpSampleRow's gathers are then one wide multiply-add each).
+  // (UpSampleSlice's gathers are then one wide multiply-add each).
   __shared__ const float* sh_low;
   if (threadIdx.x == 0) sh_low = ws.low + static_cast<int64_t>(slice) * d.out_n;
   __syncthreads();
@@ -204,7 +213,14 @@ __global__ void __launch_bounds__(kThreads, 5) MidKernel(Dims d, const SamplePar
     const float ratio[3] = {static_cast<float>(Q[0]) / static_cast<float>(P[0]),
                             static_cast<float>(Q[1]) / static_cast<float>(P[1]),
                             static_cast<float>(Q[2]) / static_cast<float>(P[2])};
-    UpSampleSlice(low, Q, P, ratio, cur, part);
+    // The axis-0 sources once per block (LinearSrc per output plane; the branch is slice-uniform).
+    __shared__ AxisSrc sh_src0[kPickTable];
+    const bool tabled = P[0] <= kPickTable;
+    if (tabled) {
+      for (int i = threadIdx.x; i < P[0]; i += kThreads) sh_src0[i] = AxisSource(i, Q[0], P[0], ratio[0]);
+      __syncthreads();
+    }
+    UpSampleSlice(low, Q, P, ratio, tabled ? sh_src0 : nullptr, cur, part);
   }
   for (int chunk = blockIdx.x; chunk < d.nchunks && !lowres_on; chunk += gridDim.x) {  // statistics of BC(V1) only
     const int base = chunk * kChunk + threadIdx.x;
