@@ -157,30 +157,26 @@ __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, co
       t.r10 = s1.i1 * Q[2] + s2.i0;
       t.r11 = s1.i1 * Q[2] + s2.i1;
     }
-    int a = -2;  // the plane whose value v_lo holds (v_hi: plane a + 1; xn, xm: the samples of planes a + 2, a + 3)
-    float v_lo = 0.f, v_hi = 0.f, xn[4] = {0.f, 0.f, 0.f, 0.f}, xm[4] = {0.f, 0.f, 0.f, 0.f};
+    int a = -2;                     // the plane whose value v_lo holds (v_hi: plane a + 1; xn: the samples of a + 2)
+    float v_lo = 0.f, v_hi = 0.f, xn[4] = {0.f, 0.f, 0.f, 0.f};
     float* out_col = out + static_cast<int64_t>(j0 * P[1] + j1) * P[2] + j2;
     for (; u < run_end; ++u, ++j0, out_col += plane_step) {
       const AxisSrc s0 = src0 != nullptr ? src0[j0] : AxisSource(j0, Q[0], P[0], ratio[0]);
       if (s0.i0 != a) {
-        if (s0.i0 == a + 1) {  // moved up one plane: the held planes shift, the prefetched ones move down
+        if (s0.i0 == a + 1) {  // moved up one plane: the held planes shift, the prefetched one becomes the upper
           v_lo = v_hi;
           v_hi = PlaneValue(xn, t);
-#pragma unroll
-          for (int i = 0; i < 4; ++i) xn[i] = xm[i];
         } else {  // the run's first step
-          float x0[4], x1[4];  // every load of the step issued before the first use
-          LoadPlaneTaps(low, s0.i0, plane_n, t, x0);
-          const bool upper = s0.i0 + 1 < Q[0];
-          if (upper) LoadPlaneTaps(low, s0.i0 + 1, plane_n, t, x1);
-          if (s0.i0 + 2 < Q[0]) LoadPlaneTaps(low, s0.i0 + 2, plane_n, t, xn);
-          v_lo = PlaneValue(x0, t);
-          if (upper) v_hi = PlaneValue(x1, t);
+          float x[4];
+          LoadPlaneTaps(low, s0.i0, plane_n, t, x);
+          v_lo = PlaneValue(x, t);
+          if (s0.i0 + 1 < Q[0]) {
+            LoadPlaneTaps(low, s0.i0 + 1, plane_n, t, x);
+            v_hi = PlaneValue(x, t);
+          }
         }
         a = s0.i0;
-        // Two planes ahead: a step's loads are used ≈ 2·P0/Q0 steps later (one plane ahead left the mid pass
-        // latency-bound: ncu 23 µs for ≈ 9 µs of issue at C=1).
-        if (a + 3 < Q[0]) LoadPlaneTaps(low, a + 3, plane_n, t, xm);
+        if (a + 2 < Q[0]) LoadPlaneTaps(low, a + 2, plane_n, t, xn);
       }
       // i1 == i0 at the last plane and when Q0 == P0 (then l1 = 0): the upper sample is the lower plane's.
       const float v = __fadd_rn(__fmul_rn(s0.h1, v_lo), __fmul_rn(s0.l1, s0.i1 == s0.i0 ? v_lo : v_hi));
