@@ -532,9 +532,8 @@ __global__ void FillInt(int32_t* p, int n, int32_t v) {
 namespace {
 // Build of the spatial kernel (a tuning switch for the benchmark, read once from AUGMENTD_SPATIAL_VARIANT; not a
 // feature): "" = 4 resident blocks per SM for 1 channel (64 registers, 40 spilled bytes), 3 for 2 channels (80), the
-// noise epilogue only in batches that draw noise; "3" = 3-block builds for 1 channel (80 registers, no spills) and
-// for 3-4 channels (85 registers, 120-204 spilled bytes, against 2 blocks at 128 registers); "v5" = the noise build
-// for every batch. Measured on the H200 (NOTES.md, s4): the 4-block build −5 %
+// noise epilogue only in batches that draw noise; "3" = the 3-block build for 1 channel too (80 registers, no
+// spills); "v5" = the noise build for every batch. Measured on the H200 (NOTES.md, s4): the 4-block build −5 %
 // spatial-only, −1 % all-on against the 3-block one; the noise split is neutral since the spills are gone.
 enum class SpatialVariant { kDefault, kV5, kThreeBlocks };
 
@@ -620,11 +619,7 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   } else if (shape.channels <= 2) {
     LaunchSpatialBuild<2, 3>(noise, pad_first, grid, stream, a);
   } else if (shape.channels <= 4) {
-    if (variant == SpatialVariant::kThreeBlocks) {
-      LaunchSpatialBuild<4, 3>(noise, pad_first, grid, stream, a);
-    } else {
-      LaunchSpatialBuild<4, 2>(noise, pad_first, grid, stream, a);
-    }
+    LaunchSpatialBuild<4, 2>(noise, pad_first, grid, stream, a);
   } else {
     LaunchSpatialBuild<8, 2>(noise, pad_first, grid, stream, a);
   }
