@@ -25,7 +25,9 @@ __device__ __forceinline__ float* CurBuffer(const Workspace& ws, const ChannelPa
   return (blur_active && cp.blur_sigma[0] != 0.f) ? ws.x2 : ws.x1;
 }
 
-constexpr int kPickTable = 512;  // low-res extents up to this use LowResDownKernel's pick tables
+// Extents up to this use the per-block tables: LowResDownKernel's picks (low-res extents), MidKernel's axis-0 sources
+// (the output's P0).
+constexpr int kPickTable = 512;
 
 __global__ void __launch_bounds__(kThreads)
     LowResDownKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
@@ -124,8 +126,8 @@ __device__ __forceinline__ AxisSrc AxisSource(int i, int in, int out, float rati
 // tile and a lane one j2 (coalesced stores). Along a run of consecutive j0 the lower axis-0 source a0 only moves up,
 // one plane at a time (Q0 <= P0), so each thread holds the values of planes a0 and a0 + 1 at its column
 // (`PlaneValue`: along axis 2, then 1) and the four samples of plane a0 + 2, loaded one step or more before they are
-// needed: per output voxel one axis-0 interpolation and, a0 moving up on ≈ Q0/P0 of the steps, one plane (4 loads, 6
-// operations), instead of 8 loads and 7 interpolations. The same rounded operations in the same order as ATen (axis 2,
+// needed: per output voxel one axis-0 interpolation and, a0 moving up on ≈ Q0/P0 of the steps, one plane (4 loads, 3
+// interpolations), instead of 8 loads and 7 interpolations. The same rounded operations in the same order as ATen (axis 2,
 // then 1, then 0), so the same values. j0 is block-uniform, so every branch on the axis-0 source is; its sources come
 // from a per-block table (`src0`, null when P0 exceeds it).
 __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, const int* P, const float* ratio,
@@ -133,7 +135,7 @@ __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, co
   constexpr int kWarps = kThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int tiles2 = (P[2] + 31) / 32, tiles1 = (P[1] + kWarps - 1) / kWarps;
-  const int units = tiles2 * tiles1 * P[0];  // < 2^31: RunPipeline rejects larger patches
+  const int units = tiles2 * tiles1 * P[0];  // ≤ 2^30 + small: RunPipeline rejects patches over 2^30 voxels
   const int begin = static_cast<int>(static_cast<int64_t>(units) * blockIdx.x / gridDim.x);
   const int end = static_cast<int>(static_cast<int64_t>(units) * (blockIdx.x + 1) / gridDim.x);
   const int plane_n = Q[1] * Q[2];
@@ -166,7 +168,7 @@ __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, co
         if (s0.i0 == a + 1) {  // moved up one plane: the held planes shift, the prefetched one becomes the upper
           v_lo = v_hi;
           v_hi = PlaneValue(xn, t);
-        } else {  // the run's first step
+        } else {  // the run's first step (or any other move of a0, which LinearSrc never makes for Q0 <= P0)
           float x[4];
           LoadPlaneTaps(low, s0.i0, plane_n, t, x);
           v_lo = PlaneValue(x, t);
