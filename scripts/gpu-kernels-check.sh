@@ -9,7 +9,8 @@
 # Output: $OUT/summary.md and the JSON lines of every run ($OUT/*.jsonl); logs in $OUT/logs.tar.gz.
 # Knobs: PIPE_MODES=none skips the pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
 # TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), CHAIN_ARGS (e.g. --stage-times), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
-# BUILD_TIMEOUT (200 s per build), SIDES ("old new"; "new" benches this tree alone, with SKIP_OLD=1), PROFILE=1 (ncu
+# BUILD_TIMEOUT (200 s per build), SIDES ("old new"; "new" benches this tree alone, with SKIP_OLD=1; a side may carry
+# one environment setting, "new@AUGMENTD_CHAINED_LAUNCH=0"; CHAIN_ITERS=0 skips the chain bench), PROFILE=1 (ncu
 # per kernel of PROFILE_CONFIGS, default all-on:2:1:0,all-on:2:4:0: speed of light, occupancy, warp states, issue
 # slots; $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
@@ -52,15 +53,21 @@ fi
 {
   echo "# issue 27 before/after, $(head -1 "$OUT/gpu.txt"), $(date -u +%F), old = $OLD, new = this tree"
   for r in $(seq "${ROUNDS:-1}"); do
-    for side in ${SIDES:-old new}; do
+    for spec in ${SIDES:-old new}; do
+      # A side is a build (old / new), optionally with one environment setting: new@AUGMENTD_CHAINED_LAUNCH=0.
+      side=${spec%%@*}; envset=(); [ "$spec" != "$side" ] && envset=("${spec#*@}")
+      tag=${spec//[^A-Za-z0-9_-]/_}
       dir=$OLD_BUILD; [ "$side" = new ] && dir=$NEW_BUILD
-      echo; echo "## round $r: $side — cuda_chain_bench --iters ${CHAIN_ITERS:-100}"
-      timeout 240 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" ${CHAIN_ARGS:-} \
-        --json "$OUT/chain-$side-$r.jsonl" 2>&1 | tail -60
+      if [ "${CHAIN_ITERS:-100}" != 0 ]; then
+        echo; echo "## round $r: $spec — cuda_chain_bench --iters ${CHAIN_ITERS:-100}"
+        env "${envset[@]}" timeout 240 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" ${CHAIN_ARGS:-} \
+          --json "$OUT/chain-$tag-$r.jsonl" 2>&1 | tail -60
+      fi
       [ "${PIPE_MODES:-all-on,default-p}" = none ] && continue
-      echo; echo "## round $r: $side — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}"
-      timeout 150 "$dir"/augment/kernels/cuda/cuda_pipeline_bench --modes "${PIPE_MODES:-all-on,default-p}" \
-        --iters "${PIPE_ITERS:-100}" --json "$OUT/pipe-$side-$r.jsonl" 2>&1 | tail -40
+      echo; echo "## round $r: $spec — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}"
+      env "${envset[@]}" timeout 150 "$dir"/augment/kernels/cuda/cuda_pipeline_bench \
+        --modes "${PIPE_MODES:-all-on,default-p}" --iters "${PIPE_ITERS:-100}" --json "$OUT/pipe-$tag-$r.jsonl" 2>&1 \
+        | tail -40
     done
   done
   if [ "${PROFILE:-0}" = 1 ]; then

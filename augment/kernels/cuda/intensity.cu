@@ -31,6 +31,7 @@ constexpr int kPickTable = 512;
 
 __global__ void __launch_bounds__(kThreads)
     LowResDownKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
+  ChainEntry();
   const int slice = blockIdx.y;
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
@@ -196,6 +197,7 @@ __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, co
 // 5 blocks per SM (48 registers, no spills): without the bound ptxas takes 59 registers, which leaves 4.
 __global__ void __launch_bounds__(kThreads, 5)
     MidKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
+  ChainEntry();
   const int slice = blockIdx.y;
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
@@ -329,6 +331,7 @@ __device__ __forceinline__ void ForSliceValues(const float* cur, const Dims& d, 
 // via GammaOutStats); mode 2: of slot 1's core output y1. (Slot 1's input V4 needs no pass of its own.)
 __global__ void __launch_bounds__(kThreads)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st, int mode) {
+  ChainEntry();
   const int slice = blockIdx.y;
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
@@ -419,6 +422,7 @@ __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const 
 __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st,
                                                         void* out, OutDType dt, const uint8_t* mask, int vec4,
                                                         const DsArgs ds) {
+  ChainEntry();
   if (ds.io_dev != nullptr) out = ds.io_dev->out_image;  // graph replay: this batch's buffers
   const int slice = blockIdx.y;
   if (slice >= d.b * d.c) {
@@ -495,27 +499,22 @@ int WaveGrid(const Dims& d) {
 cudaError_t LaunchLowResDown(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  LowResDownKernel<<<dim3(WaveGrid<LowResDownKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(
-      d, d_params, ws, st);
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return cudaSuccess;
+  return LaunchChained(LowResDownKernel, dim3(WaveGrid<LowResDownKernel>(d), shape.batch * shape.channels), kThreads,
+                       stream, d, d_params, ws, st);
 }
 
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
                       bool /*lowres_active*/, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  MidKernel<<<dim3(WaveGrid<MidKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(d, d_params, ws, st);
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return cudaSuccess;
+  return LaunchChained(MidKernel, dim3(WaveGrid<MidKernel>(d), shape.batch * shape.channels), kThreads, stream, d,
+                       d_params, ws, st);
 }
 
 cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, int mode, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  GammaStatsKernel<<<dim3(WaveGrid<GammaStatsKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(
-      d, d_params, ws, st, mode);
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return cudaSuccess;
+  return LaunchChained(GammaStatsKernel, dim3(WaveGrid<GammaStatsKernel>(d), shape.batch * shape.channels), kThreads,
+                       stream, d, d_params, ws, st, mode);
 }
 
 cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
@@ -524,11 +523,8 @@ cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, c
   const Dims d = MakeDims(shape);
   const int vec4 = (shape.out[2] % 4 == 0 && reinterpret_cast<uintptr_t>(io.out_image) % 16 == 0) ? 1 : 0;
   const int rows = shape.batch * shape.channels + shape.batch * shape.num_ds;  // slices, then DS (level, sample)
-  FinalKernel<<<dim3(WaveGrid<FinalKernel>(d), rows), kThreads, 0, stream>>>(
-      d, d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4,
-      MakeDsArgs(shape, io, d_io));
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return cudaSuccess;
+  return LaunchChained(FinalKernel, dim3(WaveGrid<FinalKernel>(d), rows), kThreads, stream, d, d_params, ws, st,
+                       io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4, MakeDsArgs(shape, io, d_io));
 }
 
 }  // namespace augmentd::cuda::internal

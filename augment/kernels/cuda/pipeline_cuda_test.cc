@@ -552,6 +552,94 @@ Probs SpatialOnly() {
   return p;
 }
 
+// Chained launches (common.cuh LaunchChained / ChainEntry): a stream of batches enqueued back to back with no
+// synchronisation in between — parameters already on the device, so each batch's first kernel follows the previous
+// batch's last kernel directly, every stage mask (all-on, default probabilities: the direct path too) — gives the same
+// bytes as each batch run alone between synchronisations. A kernel reading or overwriting scratch before its
+// predecessor completed (the spatial kernel rewriting x1 while the previous final pass still reads it, a stats pass
+// before the pass it sums) would show here as a difference.
+TEST(CudaKernels, ChainedBatchesBackToBack) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  constexpr int kBatches = 12, B = 2, C = 2;
+  Case cs = Make("chained", B, C, 4, Probs::AllOn(), {100, 110, 96}, {64, 72, 60});
+  BatchShape sh;
+  sh.batch = B;
+  sh.channels = C;
+  for (int d = 0; d < 3; ++d) {
+    sh.in[d] = cs.S[d];
+    sh.out[d] = cs.P[d];
+  }
+  sh.num_ds = 1;
+  for (int d = 0; d < 3; ++d) sh.ds[0][d] = cs.P[d] / 2;
+  std::random_device rd;
+  const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  std::printf("[chained] seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 g(seed);
+  at::manual_seed(static_cast<int64_t>(seed & 0x7fffffff));
+  const at::Tensor img = at::randn({B, C, cs.S[0], cs.S[1], cs.S[2]}, at::kFloat) + 0.3f;
+  const at::Tensor coarse = at::randint(0, 4, {B, 1, cs.S[0] / 4, cs.S[1] / 4, cs.S[2] / 4}, at::kFloat);
+  const at::Tensor seg = at::upsample_nearest3d(coarse, {cs.S[0], cs.S[1], cs.S[2]}).to(at::kShort).contiguous();
+  std::vector<SampleParams> params(kBatches * B);
+  std::vector<uint32_t> stages(kBatches);
+  for (int k = 0; k < kBatches; ++k) {
+    cs.probs = k % 2 == 0 ? Probs::AllOn() : Probs();
+    for (int b = 0; b < B; ++b) params[k * B + b] = DrawParams(g, cs, seed, 1000 + k * B + b);
+    stages[k] = ActiveStages(params.data() + k * B, sh);
+  }
+  const int64_t out_n = int64_t{cs.P[0]} * cs.P[1] * cs.P[2], ds_n = int64_t{sh.ds[0][0]} * sh.ds[0][1] * sh.ds[0][2];
+  const size_t img_bytes = img.numel() * 4, seg_bytes = seg.numel() * 2;
+  const size_t out_bytes = B * C * out_n * 4 + B * out_n * 2 + B * ds_n * 2;  // image, seg, DS of one batch
+  void *d_img, *d_seg, *d_ws, *d_params, *d_out;
+  CUDA_OK(cudaMalloc(&d_img, img_bytes));
+  CUDA_OK(cudaMalloc(&d_seg, seg_bytes));
+  CUDA_OK(cudaMalloc(&d_ws, WorkspaceBytes(sh)));
+  CUDA_OK(cudaMalloc(&d_params, sizeof(SampleParams) * params.size()));
+  CUDA_OK(cudaMalloc(&d_out, out_bytes * kBatches));
+  CUDA_OK(cudaMemcpy(d_img, img.data_ptr(), img_bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_seg, seg.data_ptr(), seg_bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_params, params.data(), sizeof(SampleParams) * params.size(), cudaMemcpyHostToDevice));
+  CUDA_OK(InitWorkspace(sh, d_ws, nullptr));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  auto io_of = [&](int k) {
+    char* base = static_cast<char*>(d_out) + k * out_bytes;
+    PipelineIO io;
+    io.image = static_cast<const float*>(d_img);
+    io.seg = static_cast<const int16_t*>(d_seg);
+    io.out_image = base;
+    io.out_seg = reinterpret_cast<int16_t*>(base + B * C * out_n * 4);
+    io.out_ds[0] = reinterpret_cast<int16_t*>(base + B * C * out_n * 4 + B * out_n * 2);
+    return io;
+  };
+  const auto* d_p = static_cast<const SampleParams*>(d_params);
+  std::vector<std::vector<uint8_t>> alone(kBatches, std::vector<uint8_t>(out_bytes));
+  for (int k = 0; k < kBatches; ++k) {  // each batch alone
+    CUDA_OK(cudaMemsetAsync(static_cast<char*>(d_out) + k * out_bytes, 0x7f, out_bytes, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    CUDA_OK(RunPipeline(sh, d_p + k * B, stages[k], io_of(k), d_ws, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    CUDA_OK(cudaMemcpy(alone[k].data(), static_cast<char*>(d_out) + k * out_bytes, out_bytes, cudaMemcpyDeviceToHost));
+  }
+  CUDA_OK(cudaMemsetAsync(d_out, 0x7f, out_bytes * kBatches, st));
+  for (int rep = 0; rep < 3; ++rep) {  // back to back, three passes over the batches
+    for (int k = 0; k < kBatches; ++k) CUDA_OK(RunPipeline(sh, d_p + k * B, stages[k], io_of(k), d_ws, st));
+  }
+  CUDA_OK(cudaStreamSynchronize(st));
+  int direct = 0;
+  for (int k = 0; k < kBatches; ++k) {
+    direct += (stages[k] & kStagesAfterSpatial) == 0 ? 1 : 0;
+    std::vector<uint8_t> chained(out_bytes);
+    CUDA_OK(cudaMemcpy(chained.data(), static_cast<char*>(d_out) + k * out_bytes, out_bytes, cudaMemcpyDeviceToHost));
+    size_t diff = 0;
+    for (size_t i = 0; i < out_bytes; ++i) diff += chained[i] != alone[k][i] ? 1 : 0;
+    EXPECT_EQ(diff, 0u) << "batch " << k << " (stages 0x" << std::hex << stages[k] << std::dec << "): " << diff
+                        << " of " << out_bytes << " bytes differ";
+  }
+  std::printf("[chained] %d batches, %d on the direct path, 3 back-to-back passes\n", kBatches, direct);
+  CUDA_OK(cudaStreamDestroy(st));
+  for (void* p : {d_img, d_seg, d_ws, d_params, d_out}) CUDA_OK(cudaFree(p));
+}
+
 TEST(CudaKernels, HostRules) {
   EXPECT_EQ(BlurKernelSize(0.5), 3);
   EXPECT_EQ(BlurKernelSize(0.58), 3);
