@@ -259,7 +259,6 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
 }
 
 __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a) {
-  ChainEntry();
   const int slice = blockIdx.z;
   const int b = slice / a.d.c, c = slice % a.d.c;
   const ChannelParams& cp = a.params[b].ch[c];
@@ -341,7 +340,9 @@ cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, co
   a.tiles_x = (shape.out[2] + kBlurTX - 1) / kBlurTX;
   const int tiles_y = (shape.out[1] + kBlurTY - 1) / kBlurTY;
   const dim3 grid(a.tiles_x * tiles_y, (shape.out[0] + kBlurTZ - 1) / kBlurTZ, shape.batch * shape.channels);
-  return LaunchChained(BlurTiledKernel, grid, kThreads, stream, a);
+  BlurTiledKernel<<<grid, kThreads, 0, stream>>>(a);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  return cudaSuccess;
 }
 
 

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <utility>
 
 #include "augment/kernels/cuda/pipeline_cuda.h"
 
@@ -503,45 +502,6 @@ inline Dims MakeDims(const BatchShape& s) {
   const int target = (4 * DeviceSmCount() + slices - 1) / slices;
   d.grid = std::max(1, std::min(d.nchunks, target));
   return d;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Chained launches (programmatic dependent launch, sm_90). The fused pipeline's kernels depend on each other in
-// stream order, and each one's launch and block scheduling used to start only after the previous grid had drained.
-// LaunchChained launches with cudaLaunchAttributeProgrammaticStreamSerialization, so the next kernel's blocks are
-// scheduled onto the SMs the previous grid leaves as it drains; they wait there (ChainEntry) until it has completed.
-// Contract: a kernel launched through LaunchChained calls ChainEntry() as its first statement, in every block and on
-// every path (early exits included), before any memory access. Waiting in every block keeps completion transitive:
-// a kernel completes only after the one before it did, so a kernel may read what any earlier kernel wrote. Outside a
-// chained launch ChainEntry returns at once. Graph capture records the same dependencies (programmatic edges).
-
-// Lets the stream's next kernel launch (its blocks still wait in their own ChainEntry), then waits until the previous
-// kernel has completed and its writes are visible.
-__device__ __forceinline__ void ChainEntry() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-// Whether LaunchChained sets the attribute: yes unless AUGMENTD_CHAINED_LAUNCH=0 (a benchmark switch for the
-// same-build A/B, read once; pipeline_cuda.cu).
-bool ChainedLaunchOn();
-
-// `kernel`<<<grid, block, 0, stream>>>(args...), chained to the stream's previous kernel (see ChainEntry).
-template <typename... Params, typename... Args>
-cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = ChainedLaunchOn() ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 // Low-res is on for a slice when its drawn shape is valid (0 < Q_d <= P_d).

@@ -31,7 +31,6 @@ constexpr int kPickTable = 512;
 
 __global__ void __launch_bounds__(kThreads)
     LowResDownKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  ChainEntry();
   const int slice = blockIdx.y;
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
@@ -197,7 +196,6 @@ __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, co
 // 5 blocks per SM (48 registers, no spills): without the bound ptxas takes 59 registers, which leaves 4.
 __global__ void __launch_bounds__(kThreads, 5)
     MidKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  ChainEntry();
   const int slice = blockIdx.y;
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
@@ -331,7 +329,6 @@ __device__ __forceinline__ void ForSliceValues(const float* cur, const Dims& d, 
 // via GammaOutStats); mode 2: of slot 1's core output y1. (Slot 1's input V4 needs no pass of its own.)
 __global__ void __launch_bounds__(kThreads)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st, int mode) {
-  ChainEntry();
   const int slice = blockIdx.y;
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
@@ -422,7 +419,6 @@ __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const 
 __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st,
                                                         void* out, OutDType dt, const uint8_t* mask, int vec4,
                                                         const DsArgs ds) {
-  ChainEntry();
   if (ds.io_dev != nullptr) out = ds.io_dev->out_image;  // graph replay: this batch's buffers
   const int slice = blockIdx.y;
   if (slice >= d.b * d.c) {
@@ -499,22 +495,27 @@ int WaveGrid(const Dims& d) {
 cudaError_t LaunchLowResDown(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  return LaunchChained(LowResDownKernel, dim3(WaveGrid<LowResDownKernel>(d), shape.batch * shape.channels), kThreads,
-                       stream, d, d_params, ws, st);
+  LowResDownKernel<<<dim3(WaveGrid<LowResDownKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(
+      d, d_params, ws, st);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  return cudaSuccess;
 }
 
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
                       bool /*lowres_active*/, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  return LaunchChained(MidKernel, dim3(WaveGrid<MidKernel>(d), shape.batch * shape.channels), kThreads, stream, d,
-                       d_params, ws, st);
+  MidKernel<<<dim3(WaveGrid<MidKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(d, d_params, ws, st);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  return cudaSuccess;
 }
 
 cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, int mode, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  return LaunchChained(GammaStatsKernel, dim3(WaveGrid<GammaStatsKernel>(d), shape.batch * shape.channels), kThreads,
-                       stream, d, d_params, ws, st, mode);
+  GammaStatsKernel<<<dim3(WaveGrid<GammaStatsKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(
+      d, d_params, ws, st, mode);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  return cudaSuccess;
 }
 
 cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
@@ -523,8 +524,11 @@ cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, c
   const Dims d = MakeDims(shape);
   const int vec4 = (shape.out[2] % 4 == 0 && reinterpret_cast<uintptr_t>(io.out_image) % 16 == 0) ? 1 : 0;
   const int rows = shape.batch * shape.channels + shape.batch * shape.num_ds;  // slices, then DS (level, sample)
-  return LaunchChained(FinalKernel, dim3(WaveGrid<FinalKernel>(d), rows), kThreads, stream, d, d_params, ws, st,
-                       io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4, MakeDsArgs(shape, io, d_io));
+  FinalKernel<<<dim3(WaveGrid<FinalKernel>(d), rows), kThreads, 0, stream>>>(
+      d, d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4,
+      MakeDsArgs(shape, io, d_io));
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  return cudaSuccess;
 }
 
 }  // namespace augmentd::cuda::internal

@@ -11,8 +11,6 @@
 //   final            pointwise rest, mirroring, mask, dtype; DS picks in extra blocks (own launch when direct)
 // Every stage is one launch over the whole batch with per-sample parameters read on the device.
 #include <cmath>
-#include <cstdlib>
-#include <string>
 
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
@@ -21,14 +19,6 @@
 namespace augmentd::cuda {
 namespace internal {
 int KernelSizeForHost(double sigma);
-
-bool ChainedLaunchOn() {
-  static const bool on = [] {
-    const char* v = std::getenv("AUGMENTD_CHAINED_LAUNCH");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
-}
 }  // namespace internal
 
 using internal::ChainState;

@@ -552,16 +552,16 @@ Probs SpatialOnly() {
   return p;
 }
 
-// Chained launches (common.cuh LaunchChained / ChainEntry): a stream of batches enqueued back to back with no
-// synchronisation in between — parameters already on the device, so each batch's first kernel follows the previous
-// batch's last kernel directly, every stage mask (all-on, default probabilities: the direct path too) — gives the same
-// bytes as each batch run alone between synchronisations. A kernel reading or overwriting scratch before its
-// predecessor completed (the spatial kernel rewriting x1 while the previous final pass still reads it, a stats pass
-// before the pass it sums) would show here as a difference.
-TEST(CudaKernels, ChainedBatchesBackToBack) {
+// A stream of batches enqueued back to back with no synchronisation in between — parameters already on the device,
+// so each batch's first kernel follows the previous batch's last kernel directly, every stage mask (all-on, default
+// probabilities: the direct path too), one workspace — gives the same bytes as each batch run alone between
+// synchronisations: the reduction counters re-arm whatever the previous batch's stage mask was, and no pass depends on
+// scratch a previous batch left. (Session 16 ran it with the kernels chained by programmatic dependent launch as
+// well, where a kernel touching scratch before its predecessor completed would have shown here.)
+TEST(CudaKernels, BatchesBackToBack) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   constexpr int kBatches = 12, B = 2, C = 2;
-  Case cs = Make("chained", B, C, 4, Probs::AllOn(), {100, 110, 96}, {64, 72, 60});
+  Case cs = Make("back-to-back", B, C, 4, Probs::AllOn(), {100, 110, 96}, {64, 72, 60});
   BatchShape sh;
   sh.batch = B;
   sh.channels = C;
@@ -573,7 +573,7 @@ TEST(CudaKernels, ChainedBatchesBackToBack) {
   for (int d = 0; d < 3; ++d) sh.ds[0][d] = cs.P[d] / 2;
   std::random_device rd;
   const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  std::printf("[chained] seed %llu\n", static_cast<unsigned long long>(seed));
+  std::printf("[back-to-back] seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 g(seed);
   at::manual_seed(static_cast<int64_t>(seed & 0x7fffffff));
   const at::Tensor img = at::randn({B, C, cs.S[0], cs.S[1], cs.S[2]}, at::kFloat) + 0.3f;
@@ -628,14 +628,14 @@ TEST(CudaKernels, ChainedBatchesBackToBack) {
   int direct = 0;
   for (int k = 0; k < kBatches; ++k) {
     direct += (stages[k] & kStagesAfterSpatial) == 0 ? 1 : 0;
-    std::vector<uint8_t> chained(out_bytes);
-    CUDA_OK(cudaMemcpy(chained.data(), static_cast<char*>(d_out) + k * out_bytes, out_bytes, cudaMemcpyDeviceToHost));
+    std::vector<uint8_t> together(out_bytes);
+    CUDA_OK(cudaMemcpy(together.data(), static_cast<char*>(d_out) + k * out_bytes, out_bytes, cudaMemcpyDeviceToHost));
     size_t diff = 0;
-    for (size_t i = 0; i < out_bytes; ++i) diff += chained[i] != alone[k][i] ? 1 : 0;
+    for (size_t i = 0; i < out_bytes; ++i) diff += together[i] != alone[k][i] ? 1 : 0;
     EXPECT_EQ(diff, 0u) << "batch " << k << " (stages 0x" << std::hex << stages[k] << std::dec << "): " << diff
                         << " of " << out_bytes << " bytes differ";
   }
-  std::printf("[chained] %d batches, %d on the direct path, 3 back-to-back passes\n", kBatches, direct);
+  std::printf("[back-to-back] %d batches, %d on the direct path, 3 back-to-back passes\n", kBatches, direct);
   CUDA_OK(cudaStreamDestroy(st));
   for (void* p : {d_img, d_seg, d_ws, d_params, d_out}) CUDA_OK(cudaFree(p));
 }

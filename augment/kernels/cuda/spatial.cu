@@ -173,7 +173,6 @@ __device__ void StorePermutedBrick(const float* sh_img, const int16_t* sh_lab, c
 // the sample's signed permutation (StorePermutedBrick); the sampling itself is the same code.
 template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
-  ChainEntry();
   const int b = blockIdx.y;
   const SampleParams& sp = a.params[b];
   const int C = a.d.c;  // 0 in a seg-only launch (LaunchSpatial)
@@ -508,10 +507,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
 
 // Deep-supervision targets: nearest-exact picks of the final seg, all levels in one launch (blockIdx.z = level).
 // Used when no intensity stage runs; otherwise the final pass does the picks in extra blocks (intensity.cu).
-__global__ void __launch_bounds__(kThreads) DsKernel(const DsArgs a) {
-  ChainEntry();
-  DsPicks(a, blockIdx.z, blockIdx.y, blockIdx.x);
-}
+__global__ void __launch_bounds__(kThreads) DsKernel(const DsArgs a) { DsPicks(a, blockIdx.z, blockIdx.y, blockIdx.x); }
 
 __global__ void LowestLabelKernel(const int16_t* seg, const PipelineIO* io_dev, int64_t n, int32_t* lowest) {
   const int b = blockIdx.y;
@@ -550,15 +546,21 @@ SpatialVariant ReadSpatialVariant() {
 }
 
 template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute>
-cudaError_t LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
-  return noise ? LaunchChained(SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute>, grid, kThreads, stream, a)
-               : LaunchChained(SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute>, grid, kThreads, stream, a);
+void LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
+  if (noise) {
+    SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute><<<grid, kThreads, 0, stream>>>(a);
+  } else {
+    SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute><<<grid, kThreads, 0, stream>>>(a);
+  }
 }
 
 template <int kCT, int kMinBlocks, bool kPermute = false>
-cudaError_t LaunchSpatialBuild(bool noise, bool pad_first, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
-  return pad_first ? LaunchSpatialBuild<kCT, kMinBlocks, true, kPermute>(noise, grid, stream, a)
-                   : LaunchSpatialBuild<kCT, kMinBlocks, false, kPermute>(noise, grid, stream, a);
+void LaunchSpatialBuild(bool noise, bool pad_first, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
+  if (pad_first) {
+    LaunchSpatialBuild<kCT, kMinBlocks, true, kPermute>(noise, grid, stream, a);
+  } else {
+    LaunchSpatialBuild<kCT, kMinBlocks, false, kPermute>(noise, grid, stream, a);
+  }
 }
 }  // namespace
 
@@ -599,31 +601,33 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   static const SpatialVariant variant = ReadSpatialVariant();
   const bool noise = f.noise || variant == SpatialVariant::kV5;
   const bool pad_first = shape.seg_pad_first != 0;
-  cudaError_t err;
   if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels
     if (!direct || shape.channels > kMaxPermutedChannels) return cudaErrorInvalidValue;
     if (shape.channels <= 1) {
-      err = LaunchSpatialBuild<1, 4, true>(noise, pad_first, grid, stream, a);
+      LaunchSpatialBuild<1, 4, true>(noise, pad_first, grid, stream, a);
     } else if (shape.channels <= 2) {
-      err = LaunchSpatialBuild<2, 3, true>(noise, pad_first, grid, stream, a);
+      LaunchSpatialBuild<2, 3, true>(noise, pad_first, grid, stream, a);
     } else {
-      err = LaunchSpatialBuild<4, 2, true>(noise, pad_first, grid, stream, a);
+      LaunchSpatialBuild<4, 2, true>(noise, pad_first, grid, stream, a);
     }
   } else if (shape.channels <= 1) {
-    err = variant == SpatialVariant::kThreeBlocks ? LaunchSpatialBuild<1, 3>(noise, pad_first, grid, stream, a)
-                                                  : LaunchSpatialBuild<1, 4>(noise, pad_first, grid, stream, a);
+    if (variant == SpatialVariant::kThreeBlocks) {
+      LaunchSpatialBuild<1, 3>(noise, pad_first, grid, stream, a);
+    } else {
+      LaunchSpatialBuild<1, 4>(noise, pad_first, grid, stream, a);
+    }
   } else if (shape.channels <= 2) {
-    err = LaunchSpatialBuild<2, 3>(noise, pad_first, grid, stream, a);
+    LaunchSpatialBuild<2, 3>(noise, pad_first, grid, stream, a);
   } else if (shape.channels <= 4) {
-    err = LaunchSpatialBuild<4, 2>(noise, pad_first, grid, stream, a);
+    LaunchSpatialBuild<4, 2>(noise, pad_first, grid, stream, a);
   } else {
-    err = LaunchSpatialBuild<8, 2>(noise, pad_first, grid, stream, a);
+    LaunchSpatialBuild<8, 2>(noise, pad_first, grid, stream, a);
   }
-  AUGMENTD_CUDA_RETURN_IF_ERROR(err);
+  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   if (shape.num_ds > 0 && direct) {
     const DsArgs da = MakeDsArgs(shape, io, d_io);
-    AUGMENTD_CUDA_RETURN_IF_ERROR(
-        LaunchChained(DsKernel, dim3(DsChunks(shape), shape.batch, shape.num_ds), kThreads, stream, da));
+    DsKernel<<<dim3(DsChunks(shape), shape.batch, shape.num_ds), kThreads, 0, stream>>>(da);
+    AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   }
   return cudaSuccess;
 }
