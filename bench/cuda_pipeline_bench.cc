@@ -1,7 +1,7 @@
 // bench/cuda_pipeline_bench.cc — times augmentd's CUDA kernel layer (augment/kernels/cuda) on one GPU.
 //
 //   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE]
-//                       [--bgv2 0.3.5|0.3.6]
+//                       [--bgv2 0.3.5|0.3.6] [--channels 1,4]
 //
 // --bgv2 picks the label vote of the spatial kernel: 0.3.5 (default: argmax with lowest-label ties and the −1 mask,
 // the kernel's historical figures) or 0.3.6 (pad-first vote, seg_tiebreak 'nearest', and the padding label voting
@@ -451,12 +451,27 @@ BandwidthResult RunSpatialBandwidth(int B, int C, const int* S, const int* P, in
 int main(int argc, char** argv) {
   // --only MODE:B:C:SHAPE (e.g. all-on:2:1:0) runs one configuration (profiling); --modes a,b,c limits the modes.
   std::string json, only, modes;
+  std::vector<int> channels = {1, 4};  // --channels 1,2,4: the channel counts of the mode rows
   int iters = 200;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     if (!std::strcmp(argv[i], "--modes") && i + 1 < argc) modes = "," + std::string(argv[++i]) + ",";
+    if (!std::strcmp(argv[i], "--channels") && i + 1 < argc) {
+      channels.clear();
+      for (const char* p = argv[++i]; *p != '\0';) {
+        char* end = nullptr;
+        const long c = std::strtol(p, &end, 10);
+        if (end == p || c < 1 || c > augmentd::cuda::kMaxChannels) {
+          std::fprintf(stderr, "--channels: a list of channel counts in 1..%d, got %s\n", augmentd::cuda::kMaxChannels,
+                       argv[i]);
+          return 2;
+        }
+        channels.push_back(static_cast<int>(c));
+        p = *end == ',' ? end + 1 : end;
+      }
+    }
     if (!std::strcmp(argv[i], "--bgv2") && i + 1 < argc) {
       const std::string v = argv[++i];
       if (v != "0.3.5" && v != "0.3.6") {
@@ -511,7 +526,7 @@ int main(int argc, char** argv) {
     const bool per_transform = m.rfind("only-", 0) == 0;
     for (int shape = 0; shape < 2; ++shape)
       for (int B : {2, 8})
-        for (int C : {1, 4}) {
+        for (int C : channels) {
           // C = 4 for the spatial floor and the noise (the per-channel costs of the fused spatial kernel, issue 27).
           if (per_transform && C == 4 && m != "only-noise") continue;
           if (per_transform && B == 8) continue;

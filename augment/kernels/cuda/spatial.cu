@@ -15,6 +15,8 @@
 //  * no rotation/scale drawn: integer crop starting at floor(S/2) − floor(P/2) (half-voxel quirk).
 // Elastic deformation (elastic.cu fields): the centred patch coordinate gets the sample's displacement before A,
 // and the grid mean is subtracted from the shift (bgv2 center_deformation).
+// Channels: one block per (brick, sample) resamples every channel, or (opt-in, kSplitMinChannels, the kSplit build)
+// one block per (brick, sample, channel) with the seg voted by channel 0's blocks.
 // Epilogue: Gaussian noise (Philox, augment/rng.h), per-channel statistics for the contrast stage, the
 // seg written at its mirrored position with −1 → 0 and its deep-supervision picks, the mask byte; when
 // no later image stage runs, the image goes straight to the output (brightness, mirroring, mask, dtype).
@@ -171,11 +173,17 @@ __device__ void StorePermutedBrick(const float* sh_img, const int16_t* sh_lab, c
 // kPadFirst: BatchShape::seg_pad_first, the bgv2 0.3.6 vote (each build holds one vote: registers as the 0.3.5 one).
 // kPermute: kStagePermute, direct path only — the outputs are staged per brick in shared memory and stored through
 // the sample's signed permutation (StorePermutedBrick); the sampling itself is the same code.
-template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = false>
+// kSplit (kCT == 1, not kPermute; opt-in, kSplitMinChannels): one block per channel, grid.y = B·C; block (b, c)
+// resamples channel c alone, and only channel 0's blocks vote the seg and write seg and mask.
+template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = false, bool kSplit = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
-  const int b = blockIdx.y;
+  static_assert(!kSplit || (kCT == 1 && !kPermute), "the channel split runs the plain 1-channel build");
+  const int b = kSplit ? blockIdx.y / a.d.c : blockIdx.y;
+  const int c0 = kSplit ? blockIdx.y % a.d.c : 0;
+  const bool seg_block = c0 == 0;  // votes the seg, writes seg and mask
   const SampleParams& sp = a.params[b];
-  const int C = a.d.c;  // 0 in a seg-only launch (LaunchSpatial)
+  const int Ct = a.d.c;          // channels of the batch; 0 in a seg-only launch (LaunchSpatial)
+  const int C = kSplit ? 1 : Ct;  // channels this block resamples: c0 … c0 + C − 1
   const int P[3] = {a.d.out[0], a.d.out[1], a.d.out[2]};
   const int S[3] = {a.d.in[0], a.d.in[1], a.d.in[2]};
   const int64_t in_n = a.d.in_n;
@@ -225,7 +233,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   __shared__ const float* sh_img_b;
   __shared__ const int16_t* sh_seg_b;
   if (threadIdx.x == 0) {
-    sh_img_b = image + static_cast<int64_t>(b) * C * in_n;
+    sh_img_b = image + (static_cast<int64_t>(b) * Ct + c0) * in_n;
     sh_seg_b = seg + static_cast<int64_t>(b) * in_n;
   }
   // The noise keys (substream 1 + c; 0 = parameter draws) are block-uniform. Builds for 4+ channels keep them in
@@ -236,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   constexpr bool kKeysShared = kCT >= 4;
   __shared__ StreamKey sh_keys[kCT];
   if (threadIdx.x < kCT) {
-    sh_keys[threadIdx.x] = MakeStreamKey(sp.seed, sp.sample_index, sp.noise_transform_index, 1u + threadIdx.x);
+    sh_keys[threadIdx.x] = MakeStreamKey(sp.seed, sp.sample_index, sp.noise_transform_index, 1u + c0 + threadIdx.x);
   }
   __syncthreads();
   const float* img_b = sh_img_b;
@@ -249,9 +257,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
 #pragma unroll
   for (int c = 0; c < kCT; ++c) {
     if (!kKeysShared) reg_keys[kKeysShared ? 0 : c] = sh_keys[c];
-    bright[c] = c < C ? sp.ch[c].brightness : 1.f;
-    stat_ch[c] = a.want_stats && c < C && sp.ch[c].blur_sigma[0] == 0.f;
-    mask_ch[c] = c < C && sp.ch[c].mask != 0;
+    bright[c] = c < C ? sp.ch[c0 + c].brightness : 1.f;
+    stat_ch[c] = a.want_stats && c < C && sp.ch[c0 + c].blur_sigma[0] == 0.f;
+    mask_ch[c] = c < C && sp.ch[c0 + c].mask != 0;
     part[c] = EmptyPartial();
   }
 
@@ -322,7 +330,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       const int64_t off = inb ? (static_cast<int64_t>(s0) * S[1] + s1) * S[2] + s2 : 0;
 #pragma unroll
       for (int c = 0; c < kCT; ++c) val[c] = (c < C && inb) ? __ldg(img_b + c * in_n + off) : 0.f;
-      label = inb ? static_cast<int>(__ldg(seg_b + off)) : (border_m1 ? -1 : 0);
+      label = !seg_block ? 0 : (inb ? static_cast<int>(__ldg(seg_b + off)) : (border_m1 ? -1 : 0));
     } else {
       const float g0 = __fsub_rn(static_cast<float>(j0), 0.5f * static_cast<float>(P[0] - 1));
       float ix[3], pe[3];
@@ -394,44 +402,47 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         }
         val[c] = acc;
       }
-      // Label vote over the corner labels.
-      int lab[8];
+      label = 0;
+      if (seg_block) {  // block-uniform: the other channels' blocks of a split launch skip the vote
+        // Label vote over the corner labels.
+        int lab[8];
 #pragma unroll
-      for (int m = 0; m < 8; ++m) {
-        const int raw = static_cast<int>(__ldg(seg_b + off[m]));
-        lab[m] = (vx[m & 1] && vy[(m >> 1) & 1] && vz[(m >> 2) & 1]) ? raw : INT32_MIN;
-      }
-      float x1000[8];  // one-hot x 1000 sampled: the weight each corner gives its label
-#pragma unroll
-      for (int m = 0; m < 8; ++m) x1000[m] = __fmul_rn(1000.f, w[m]);
-      constexpr bool pad_first = kPadFirst;
-      int best_l;
-      if constexpr (pad_first) {
-        // One label among the in-bounds corners: lo == hi (spatial_math.h; the s9 loop over `first` / `uniform` cost
-        // ≈ 70 instructions of predicate packing at the 64-register cap).
-        int lo, hi;
-        InBoundsLabelRange(lab, lo, hi);
-        const bool votes = sp.pad_votes != 0;
-        const bool all_in = vx0 && vx1 && vy0 && vy1 && vz0 && vz1;
-        best_l = lowest;
-        if (lo == hi && (!votes || all_in)) {
-          // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as PadFirstVote
-          // (out-of-bounds corners add an exact +0).
-          float v = 0.f;
-#pragma unroll
-          for (int m = 0; m < 8; ++m) v = __fadd_rn(v, x1000[m]);
-          if (HalfRoundsPositive(v)) best_l = lo;
-        } else {
-          const int nn_m =
-              (rintf(ix[2]) != fx ? 1 : 0) | (rintf(ix[1]) != fy ? 2 : 0) | (rintf(ix[0]) != fz ? 4 : 0);
-          best_l = PadFirstVote(lab, x1000, nn_m, border_m1 ? -1 : 0, votes, sp.seg_tiebreak, lowest);
+        for (int m = 0; m < 8; ++m) {
+          const int raw = static_cast<int>(__ldg(seg_b + off[m]));
+          lab[m] = (vx[m & 1] && vy[(m >> 1) & 1] && vz[(m >> 2) & 1]) ? raw : INT32_MIN;
         }
-      } else {
-        // 0.3.5 vote (spatial_math.h): one or two labels among the corners without the triangular vote, which is
-        // kept for corners of three or more label regions; the labels of TriangularVote035 (the s9 kernel's vote).
-        best_l = LabelVote035(lab, x1000, lowest);
+        float x1000[8];  // one-hot x 1000 sampled: the weight each corner gives its label
+#pragma unroll
+        for (int m = 0; m < 8; ++m) x1000[m] = __fmul_rn(1000.f, w[m]);
+        constexpr bool pad_first = kPadFirst;
+        int best_l;
+        if constexpr (pad_first) {
+          // One label among the in-bounds corners: lo == hi (spatial_math.h; the s9 loop over `first` / `uniform` cost
+          // ≈ 70 instructions of predicate packing at the 64-register cap).
+          int lo, hi;
+          InBoundsLabelRange(lab, lo, hi);
+          const bool votes = sp.pad_votes != 0;
+          const bool all_in = vx0 && vx1 && vy0 && vy1 && vz0 && vz1;
+          best_l = lowest;
+          if (lo == hi && (!votes || all_in)) {
+            // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as PadFirstVote
+            // (out-of-bounds corners add an exact +0).
+            float v = 0.f;
+#pragma unroll
+            for (int m = 0; m < 8; ++m) v = __fadd_rn(v, x1000[m]);
+            if (HalfRoundsPositive(v)) best_l = lo;
+          } else {
+            const int nn_m =
+                (rintf(ix[2]) != fx ? 1 : 0) | (rintf(ix[1]) != fy ? 2 : 0) | (rintf(ix[0]) != fz ? 4 : 0);
+            best_l = PadFirstVote(lab, x1000, nn_m, border_m1 ? -1 : 0, votes, sp.seg_tiebreak, lowest);
+          }
+        } else {
+          // 0.3.5 vote (spatial_math.h): one or two labels among the corners without the triangular vote, which is
+          // kept for corners of three or more label regions; the labels of TriangularVote035 (the s9 kernel's vote).
+          best_l = LabelVote035(lab, x1000, lowest);
+        }
+        label = (border_m1 && oob && !pad_first) ? -1 : best_l;  // 0.3.5's out-of-bounds fill
       }
-      label = (border_m1 && oob && !pad_first) ? -1 : best_l;  // 0.3.5's out-of-bounds fill
     }
     // Noise epilogue (pre-mirror voxel index j).
     if (kNoise && noise_sigma != 0.f) {
@@ -470,13 +481,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     const int o = (o0 * P[1] + o1) * P[2] + o2;
     const bool neg = label < 0;
     const int16_t out_label = static_cast<int16_t>((a.remove_minus_one && label == -1) ? 0 : label);
-    out_seg[static_cast<int64_t>(b) * out_n + o] = out_label;
-    if (a.mask) a.mask[static_cast<int64_t>(b) * out_n + o] = neg ? 1 : 0;
+    if (seg_block) {
+      out_seg[static_cast<int64_t>(b) * out_n + o] = out_label;
+      if (a.mask) a.mask[static_cast<int64_t>(b) * out_n + o] = neg ? 1 : 0;
+    }
       // Image.
 #pragma unroll
     for (int c = 0; c < kCT; ++c) {
       if (c >= C) continue;
-      const int64_t slice = static_cast<int64_t>(b) * C + c;
+      const int64_t slice = static_cast<int64_t>(b) * Ct + c0 + c;
       if (a.x1) {
         a.x1[slice * out_n + j] = val[c];
         if (stat_ch[c]) Accumulate(part[c], val[c]);
@@ -498,9 +511,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
 #pragma unroll
     for (int c = 0; c < kCT; ++c) {
       if (c >= C) continue;
-      if (sp.ch[c].blur_sigma[0] != 0.f) continue;  // block-uniform
+      if (sp.ch[c0 + c].blur_sigma[0] != 0.f) continue;  // block-uniform
       const Partial r = BlockReduce(part[c]);
-      CommitPartial(a.slot, b * C + c, blockIdx.x, gridDim.x, r, out_n);
+      CommitPartial(a.slot, b * Ct + c0 + c, blockIdx.x, gridDim.x, r, out_n);
     }
   }
 }
@@ -533,33 +546,47 @@ namespace {
 // Build of the spatial kernel (a tuning switch for the benchmark, read once from AUGMENTD_SPATIAL_VARIANT; not a
 // feature): "" = 4 resident blocks per SM for 1 channel (64 registers, 40 spilled bytes), 3 for 2 channels (80), the
 // noise epilogue only in batches that draw noise; "3" = the 3-block build for 1 channel too (80 registers, no
-// spills); "v5" = the noise build for every batch. Measured on the H200 (NOTES.md, s4): the 4-block build −5 %
-// spatial-only, −1 % all-on against the 3-block one; the noise split is neutral since the spills are gone.
-enum class SpatialVariant { kDefault, kV5, kThreeBlocks };
+// spills); "v5" = the noise build for every batch; "split" = the channel split (kSplitMinChannels; opt-in, see
+// there). Measured on the H200 (NOTES.md, s4): the 4-block build −5 % spatial-only, −1 % all-on against the 3-block
+// one; the noise split is neutral since the spills are gone.
+enum class SpatialVariant { kDefault, kV5, kThreeBlocks, kSplit };
 
 SpatialVariant ReadSpatialVariant() {
   const char* v = std::getenv("AUGMENTD_SPATIAL_VARIANT");
   const std::string s = v != nullptr ? v : "";
   if (s == "v5") return SpatialVariant::kV5;
   if (s == "3") return SpatialVariant::kThreeBlocks;
+  if (s == "split") return SpatialVariant::kSplit;
   return SpatialVariant::kDefault;
 }
 
-template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute>
+// With AUGMENTD_SPATIAL_VARIANT=split, batches of at least this many channels run the 1-channel build with one block
+// per (brick, sample, channel) (the kSplit build) instead of a multi-channel build: each channel's blocks recompute
+// the coordinates and weights (≈ 120 instructions a voxel) and only channel 0's blocks vote the seg, but every block
+// runs at the 1-channel build's 64 registers and 4 blocks per SM, where the 4-channel build holds 128 registers at 2
+// (s13 profile: 23 % occupancy, latency-bound). Not where the direct path's image stores need the label (a mask
+// channel) or the outputs are permuted. Same values by construction: the same operations per channel, the same bricks
+// in each slice's statistics. Opt-in, not the default (NOTES.md, s16): on the H200 every transform on, B=2, 4 channels
+// 0.712 → 0.666 ms and the kernel tests passed with it, but CudaEngine.GraphsEqualEagerLaunches failed once in the
+// run with it (2 channels, default probabilities, eager and graph replay differing in one batch), cause not found.
+// 3, not 2: default probabilities at 2 channels measured slower split (0.152 → 0.160 ms).
+constexpr int kSplitMinChannels = 3;
+
+template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute, bool kSplit>
 void LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
   if (noise) {
-    SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute><<<grid, kThreads, 0, stream>>>(a);
+    SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit><<<grid, kThreads, 0, stream>>>(a);
   } else {
-    SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute><<<grid, kThreads, 0, stream>>>(a);
+    SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit><<<grid, kThreads, 0, stream>>>(a);
   }
 }
 
-template <int kCT, int kMinBlocks, bool kPermute = false>
+template <int kCT, int kMinBlocks, bool kPermute = false, bool kSplit = false>
 void LaunchSpatialBuild(bool noise, bool pad_first, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
   if (pad_first) {
-    LaunchSpatialBuild<kCT, kMinBlocks, true, kPermute>(noise, grid, stream, a);
+    LaunchSpatialBuild<kCT, kMinBlocks, true, kPermute, kSplit>(noise, grid, stream, a);
   } else {
-    LaunchSpatialBuild<kCT, kMinBlocks, false, kPermute>(noise, grid, stream, a);
+    LaunchSpatialBuild<kCT, kMinBlocks, false, kPermute, kSplit>(noise, grid, stream, a);
   }
 }
 }  // namespace
@@ -595,13 +622,17 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
     a.lo[d] = static_cast<float>(-1.0 + 1.0 / other);
     a.hi[d] = static_cast<float>(1.0 - 1.0 / other);
   }
-  const dim3 grid(SpatialBricks(shape), shape.batch);
   // Registers bound the occupancy of this kernel: 1 channel is built for 4 resident blocks per SM (64 registers),
-  // 2 channels for 3 (80), 3-8 channels for 2 (128).
+  // 2 channels for 3 (80), 3-8 channels for 2 (128); a split launch runs the 1-channel build.
   static const SpatialVariant variant = ReadSpatialVariant();
   const bool noise = f.noise || variant == SpatialVariant::kV5;
   const bool pad_first = shape.seg_pad_first != 0;
-  if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels
+  const bool split = variant == SpatialVariant::kSplit && a.d.c >= kSplitMinChannels && !f.permute &&
+                     !(direct && f.with_mask);
+  const dim3 grid(SpatialBricks(shape), shape.batch * (split ? a.d.c : 1));
+  if (split) {
+    LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, grid, stream, a);
+  } else if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels
     if (!direct || shape.channels > kMaxPermutedChannels) return cudaErrorInvalidValue;
     if (shape.channels <= 1) {
       LaunchSpatialBuild<1, 4, true>(noise, pad_first, grid, stream, a);
