@@ -11,7 +11,7 @@
 # TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), CHAIN_ARGS (e.g. --stage-times), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
 # PIPE_ARGS (e.g. --channels 1,2,4),
 # BUILD_TIMEOUT (200 s per build), SIDES ("old new"; "new" benches this tree alone, with SKIP_OLD=1; a side may carry
-# one environment setting, "new@AUGMENTD_SPATIAL_VARIANT=split"; CHAIN_ITERS=0 skips the chain bench), PROFILE=1 (ncu
+# one environment setting, "new@AUGMENTD_SPATIAL_VARIANT=nosplit"; CHAIN_ITERS=0 skips the chain bench), PROFILE=1 (ncu
 # per kernel of PROFILE_CONFIGS, default all-on:2:1:0,all-on:2:4:0: speed of light, occupancy, warp states, issue
 # slots; $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)

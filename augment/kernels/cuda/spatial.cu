@@ -15,8 +15,8 @@
 //  * no rotation/scale drawn: integer crop starting at floor(S/2) − floor(P/2) (half-voxel quirk).
 // Elastic deformation (elastic.cu fields): the centred patch coordinate gets the sample's displacement before A,
 // and the grid mean is subtracted from the shift (bgv2 center_deformation).
-// Channels: one block per (brick, sample) resamples every channel, or (opt-in, kSplitMinChannels, the kSplit build)
-// one block per (brick, sample, channel) with the seg voted by channel 0's blocks.
+// Channels: one block per (brick, sample) resamples every channel, or (from kSplitMinChannels channels, the kSplit
+// build) one block per (brick, sample, channel) with the seg voted by channel 0's blocks.
 // Epilogue: Gaussian noise (Philox, augment/rng.h), per-channel statistics for the contrast stage, the
 // seg written at its mirrored position with −1 → 0 and its deep-supervision picks, the mask byte; when
 // no later image stage runs, the image goes straight to the output (brightness, mirroring, mask, dtype).
@@ -173,7 +173,7 @@ __device__ void StorePermutedBrick(const float* sh_img, const int16_t* sh_lab, c
 // kPadFirst: BatchShape::seg_pad_first, the bgv2 0.3.6 vote (each build holds one vote: registers as the 0.3.5 one).
 // kPermute: kStagePermute, direct path only — the outputs are staged per brick in shared memory and stored through
 // the sample's signed permutation (StorePermutedBrick); the sampling itself is the same code.
-// kSplit (kCT == 1, not kPermute; opt-in, kSplitMinChannels): one block per channel, grid.y = B·C; block (b, c)
+// kSplit (kCT == 1, not kPermute; from kSplitMinChannels): one block per channel, grid.y = B·C; block (b, c)
 // resamples channel c alone, and only channel 0's blocks vote the seg and write seg and mask.
 template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = false, bool kSplit = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
@@ -546,30 +546,30 @@ namespace {
 // Build of the spatial kernel (a tuning switch for the benchmark, read once from AUGMENTD_SPATIAL_VARIANT; not a
 // feature): "" = 4 resident blocks per SM for 1 channel (64 registers, 40 spilled bytes), 3 for 2 channels (80), the
 // noise epilogue only in batches that draw noise; "3" = the 3-block build for 1 channel too (80 registers, no
-// spills); "v5" = the noise build for every batch; "split" = the channel split (kSplitMinChannels; opt-in, see
-// there). Measured on the H200 (NOTES.md, s4): the 4-block build −5 % spatial-only, −1 % all-on against the 3-block
-// one; the noise split is neutral since the spills are gone.
-enum class SpatialVariant { kDefault, kV5, kThreeBlocks, kSplit };
+// spills); "v5" = the noise build for every batch; "nosplit" = the multi-channel builds at every channel count
+// (session 15's kernels; the A/B of kSplitMinChannels); "split2" = the channel split from 2 channels. Measured on the
+// H200 (NOTES.md, s4): the 4-block build −5 % spatial-only, −1 % all-on against the 3-block one; the noise split is
+// neutral since the spills are gone.
+enum class SpatialVariant { kDefault, kV5, kThreeBlocks, kNoSplit, kSplit2 };
 
 SpatialVariant ReadSpatialVariant() {
   const char* v = std::getenv("AUGMENTD_SPATIAL_VARIANT");
   const std::string s = v != nullptr ? v : "";
   if (s == "v5") return SpatialVariant::kV5;
   if (s == "3") return SpatialVariant::kThreeBlocks;
-  if (s == "split") return SpatialVariant::kSplit;
+  if (s == "nosplit") return SpatialVariant::kNoSplit;
+  if (s == "split2") return SpatialVariant::kSplit2;
   return SpatialVariant::kDefault;
 }
 
-// With AUGMENTD_SPATIAL_VARIANT=split, batches of at least this many channels run the 1-channel build with one block
-// per (brick, sample, channel) (the kSplit build) instead of a multi-channel build: each channel's blocks recompute
-// the coordinates and weights (≈ 120 instructions a voxel) and only channel 0's blocks vote the seg, but every block
-// runs at the 1-channel build's 64 registers and 4 blocks per SM, where the 4-channel build holds 128 registers at 2
-// (s13 profile: 23 % occupancy, latency-bound). Not where the direct path's image stores need the label (a mask
-// channel) or the outputs are permuted. Same values by construction: the same operations per channel, the same bricks
-// in each slice's statistics. Opt-in, not the default (NOTES.md, s16): on the H200 every transform on, B=2, 4 channels
-// 0.712 → 0.666 ms and the kernel tests passed with it, but CudaEngine.GraphsEqualEagerLaunches failed once in the
-// run with it (2 channels, default probabilities, eager and graph replay differing in one batch), cause not found.
-// 3, not 2: default probabilities at 2 channels measured slower split (0.152 → 0.160 ms).
+// Batches of at least this many channels run the 1-channel build with one block per (brick, sample, channel) (the
+// kSplit build) instead of a multi-channel build: each channel's blocks recompute the coordinates and weights
+// (≈ 120 instructions a voxel) and only channel 0's blocks vote the seg, but every block runs at the 1-channel
+// build's 64 registers and 4 blocks per SM, where the 4-channel build holds 128 registers at 2 (s13 profile: 23 %
+// occupancy, latency-bound). Not where the direct path's image stores need the label (a mask channel) or the outputs
+// are permuted. Same values by construction: the same operations per channel, the same bricks in each slice's
+// statistics (NOTES.md, s16-s17: on the H200 every transform on, B=2, 4 channels 0.712 → 0.666 ms). 3, not 2:
+// default probabilities at 2 channels measured slower split (0.152 → 0.160 ms).
 constexpr int kSplitMinChannels = 3;
 
 template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute, bool kSplit>
@@ -627,8 +627,9 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   static const SpatialVariant variant = ReadSpatialVariant();
   const bool noise = f.noise || variant == SpatialVariant::kV5;
   const bool pad_first = shape.seg_pad_first != 0;
-  const bool split = variant == SpatialVariant::kSplit && a.d.c >= kSplitMinChannels && !f.permute &&
-                     !(direct && f.with_mask);
+  const int split_min = variant == SpatialVariant::kSplit2 ? 2 : kSplitMinChannels;
+  const bool split =
+      variant != SpatialVariant::kNoSplit && a.d.c >= split_min && !f.permute && !(direct && f.with_mask);
   const dim3 grid(SpatialBricks(shape), shape.batch * (split ? a.d.c : 1));
   if (split) {
     LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, grid, stream, a);

@@ -1,0 +1,46 @@
+#!/bin/bash
+# scripts/gpu-repeat-test.sh — a flaky GPU test, counted (run from the repository root on the GPU machine, with the
+# kit carried): builds TARGET, runs the gtest FILTER repeatedly under each setting of VARIANTS (a space-separated list
+# of NAME=VALUE environment settings, "-" for none) for at most SECONDS_EACH seconds each, and prints, per setting,
+# the passed / failed repetitions and the first failure messages. SANITIZE="initcheck racecheck memcheck" then runs
+# one repetition under each compute-sanitizer tool with the first setting of SANITIZE_VARIANT.
+#   OUT=$OUT TARGET=augment_cuda_engine_test FILTER=CudaEngine.GraphsEqualEagerLaunches \
+#     VARIANTS="- AUGMENTD_SPATIAL_VARIANT=nosplit" scripts/gpu-repeat-test.sh
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-/tmp/gpu-repeat}
+mkdir -p "$OUT"
+START=$(date +%s)
+say() { echo "[gpu-repeat $(( $(date +%s) - START ))s] $*"; }
+source .device-kit/kit-env.sh >"$OUT/kit.log" 2>&1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+BUILD=${BUILD:-$PWD/build-gpu}
+TARGET=${TARGET:-augment_cuda_engine_test}
+FILTER=${FILTER:-CudaEngine.GraphsEqualEagerLaunches}
+ZLIB_ARGS=()
+[ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
+cmake -S . -B "$BUILD" $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DAUGMENTD_PYTHON="$(command -v python3)" "${ZLIB_ARGS[@]}" >"$OUT/build.log" 2>&1 \
+  || { echo "configure failed"; tail -20 "$OUT/build.log"; exit 1; }
+timeout "${BUILD_TIMEOUT:-200}" ninja -C "$BUILD" -j16 "$TARGET" >>"$OUT/build.log" 2>&1 \
+  || { echo "build failed"; grep -E "^FAILED|error" "$OUT/build.log" | head -20; exit 1; }
+BIN=$(find "$BUILD" -name "$TARGET" -type f -perm -u+x | head -1)
+say "built $BIN"
+for v in ${VARIANTS:--}; do
+  envset=(); [ "$v" != - ] && envset=("$v")
+  log="$OUT/repeat-${v//[^A-Za-z0-9_-]/_}.log"
+  env "${envset[@]}" timeout "${SECONDS_EACH:-60}" "$BIN" --gtest_filter="$FILTER" --gtest_repeat=100000 \
+    >"$log" 2>&1
+  ok=$(grep -c '^\[       OK \]' "$log"); failed=$(grep -c '^\[  FAILED  \] .*(' "$log")
+  say "$v: $ok passed, $failed failed repetitions"
+  grep -E "Failure|Expected|Which is|channels, batch|seed" "$log" | grep -v '^\[graphs\] seed' | head -12
+done
+for tool in ${SANITIZE:-}; do
+  v=${SANITIZE_VARIANT:--}; envset=(); [ "$v" != - ] && envset=("$v")
+  log="$OUT/sanitize-$tool.log"
+  env "${envset[@]}" timeout "${SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --print-limit 20 \
+    "$BIN" --gtest_filter="$FILTER" >"$log" 2>&1
+  say "compute-sanitizer $tool ($v): exit $?"
+  grep -E "ERROR SUMMARY|Invalid|Uninitialized|hazard|Race|========= +at|FAILED" "$log" | head -20
+done
+say done
