@@ -1,8 +1,9 @@
 #!/bin/bash
 # scripts/gpu-repeat-test.sh — a flaky GPU test, counted (run from the repository root on the GPU machine, with the
 # kit carried): builds TARGET, runs the gtest FILTER repeatedly under each setting of VARIANTS (a space-separated list
-# of NAME=VALUE environment settings, "-" for none) for at most SECONDS_EACH seconds each, and prints, per setting,
-# the passed / failed repetitions and the first failure messages. SANITIZE="initcheck racecheck memcheck" then runs
+# of NAME=VALUE environment settings, "-" for none) for at most SECONDS_EACH seconds each, in PARALLEL processes at
+# once (default 1; 3 loads the GPU the way `ctest -j3` does), and prints, per setting, the passed / failed
+# repetitions and the first failure messages. SANITIZE="initcheck racecheck memcheck" then runs
 # one repetition under each compute-sanitizer tool with the first setting of SANITIZE_VARIANT.
 #   OUT=$OUT TARGET=augment_cuda_engine_test FILTER=CudaEngine.GraphsEqualEagerLaunches \
 #     VARIANTS="- AUGMENTD_SPATIAL_VARIANT=nosplit" scripts/gpu-repeat-test.sh
@@ -29,10 +30,15 @@ say "built $BIN"
 for v in ${VARIANTS:--}; do
   envset=(); [ "$v" != - ] && envset=("$v")
   log="$OUT/repeat-${v//[^A-Za-z0-9_-]/_}.log"
-  env "${envset[@]}" timeout "${SECONDS_EACH:-60}" "$BIN" --gtest_filter="$FILTER" --gtest_repeat=100000 \
-    >"$log" 2>&1
+  : >"$log"
+  for p in $(seq "${PARALLEL:-1}"); do
+    env "${envset[@]}" timeout "${SECONDS_EACH:-60}" "$BIN" --gtest_filter="$FILTER" --gtest_repeat=100000 \
+      >"$log.$p" 2>&1 &
+  done
+  wait
+  for p in $(seq "${PARALLEL:-1}"); do cat "$log.$p" >>"$log" && rm -f "$log.$p"; done
   ok=$(grep -c '^\[       OK \]' "$log"); failed=$(grep -c '^\[  FAILED  \] .*(' "$log")
-  say "$v: $ok passed, $failed failed repetitions"
+  say "$v: $ok passed, $failed failed repetitions (${PARALLEL:-1} processes)"
   grep -E "Failure|Expected|Which is|channels, batch|seed" "$log" | grep -v '^\[graphs\] seed' | head -12
 done
 for tool in ${SANITIZE:-}; do
