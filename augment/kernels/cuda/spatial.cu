@@ -116,17 +116,6 @@ __device__ __forceinline__ int PadFirstVote(const int* lab, const float* x1000, 
   return best_l;
 }
 
-// Flat index of patch voxel (j0, j1, j2) after the sample's mirroring (SampleParams::mirror_mask bit d flips axis d).
-__device__ __forceinline__ int MirroredIndex(int j0, int j1, int j2, const int P[3], int mirror) {
-  const int o0 = (mirror & 1) ? P[0] - 1 - j0 : j0;
-  const int o1 = (mirror & 2) ? P[1] - 1 - j1 : j1;
-  const int o2 = (mirror & 4) ? P[2] - 1 - j2 : j2;
-  return (o0 * P[1] + o1) * P[2] + o2;
-}
-
-// The kLoop build's channel bound (its shared noise quads and partials are sized for it: 16 + 24 KB).
-constexpr int kMaxLoopChannels = 4;
-
 // The permuted build's staging of one brick in shared memory (kStagePermute): padded strides, so that a warp reading
 // 8 or 16 voxels along any brick axis (the output's contiguous axis) hits distinct banks.
 constexpr int kPermStride1 = kBrickX + 1, kPermStride0 = kBrickY * kPermStride1 + 1;
@@ -186,23 +175,15 @@ __device__ void StorePermutedBrick(const float* sh_img, const int16_t* sh_lab, c
 // the sample's signed permutation (StorePermutedBrick); the sampling itself is the same code.
 // kSplit (kCT == 1, not kPermute; from kSplitMinChannels): one block per channel, grid.y = B·C; block (b, c)
 // resamples channel c alone, and only channel 0's blocks vote the seg and write seg and mask.
-// kLoop (kCT == 1, not kPermute, not kSplit; ≤ kMaxLoopChannels channels, not a direct launch with a mask channel):
-// one block resamples every channel in a rolled loop right after the sample's corners are known (the 1-channel
-// build's registers; the corner offsets and weights computed once), each channel's value, noise, store and
-// statistics at once; the noise quads and statistics partials of the channels live in shared memory.
-template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = false, bool kSplit = false,
-          bool kLoop = false>
+template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = false, bool kSplit = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
   static_assert(!kSplit || (kCT == 1 && !kPermute), "the channel split runs the plain 1-channel build");
-  static_assert(!kLoop || (kCT == 1 && !kPermute && !kSplit), "the channel loop runs the plain 1-channel build");
   const int b = kSplit ? blockIdx.y / a.d.c : blockIdx.y;
   const int c0 = kSplit ? blockIdx.y % a.d.c : 0;
   const bool seg_block = c0 == 0;  // votes the seg, writes seg and mask
   const SampleParams& sp = a.params[b];
   const int Ct = a.d.c;          // channels of the batch; 0 in a seg-only launch (LaunchSpatial)
-  // Channels this block resamples in the unrolled per-channel code: c0 … c0 + C − 1 (none in the kLoop build, whose
-  // rolled loop takes all Ct).
-  const int C = kSplit ? 1 : (kLoop ? 0 : Ct);
+  const int C = kSplit ? 1 : Ct;  // channels this block resamples: c0 … c0 + C − 1
   const int P[3] = {a.d.out[0], a.d.out[1], a.d.out[2]};
   const int S[3] = {a.d.in[0], a.d.in[1], a.d.in[2]};
   const int64_t in_n = a.d.in_n;
@@ -261,17 +242,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // registers, 0 / 4 in shared memory). The 1-2 channel builds keep them in registers (shared keys: +0…+24 spilled
   // bytes there).
   constexpr bool kKeysShared = kCT >= 4;
-  constexpr int kKeys = kLoop ? kMaxLoopChannels : kCT;
-  __shared__ StreamKey sh_keys[kKeys];
-  // kLoop: per channel the brightness and whether the block's partial statistics are wanted (unblurred slices).
-  __shared__ float sh_bright[kLoop ? kMaxLoopChannels : 1];
-  __shared__ bool sh_stat[kLoop ? kMaxLoopChannels : 1];
-  if (threadIdx.x < (kLoop ? Ct : kCT)) {
+  __shared__ StreamKey sh_keys[kCT];
+  if (threadIdx.x < kCT) {
     sh_keys[threadIdx.x] = MakeStreamKey(sp.seed, sp.sample_index, sp.noise_transform_index, 1u + c0 + threadIdx.x);
-    if (kLoop) {
-      sh_bright[threadIdx.x] = sp.ch[threadIdx.x].brightness;
-      sh_stat[threadIdx.x] = a.want_stats && sp.ch[threadIdx.x].blur_sigma[0] == 0.f;
-    }
   }
   __syncthreads();
   const float* img_b = sh_img_b;
@@ -311,13 +284,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   constexpr bool kShareNoise = kNoise && kCT <= 4;
   const bool share_noise = noise_sigma != 0.f && (P[2] & 3) == 0;
   float nq[kCT][4];
-  // kLoop: the channels' noise quads (sh_nq[(c · 4 + r) · kThreads + thread]) and partial statistics
-  // (sh_part[c · kThreads + thread]); each thread reads and writes its own slots only.
-  __shared__ float sh_nq[kLoop && kNoise ? kMaxLoopChannels * 4 * kThreads : 1];
-  __shared__ Partial sh_part[kLoop ? kMaxLoopChannels * kThreads : 1];
-  if constexpr (kLoop) {
-    for (int c = 0; c < Ct; ++c) sh_part[c * kThreads + threadIdx.x] = EmptyPartial();
-  }
   // Loaded once: stores in the loop could alias the parameter array as far as the compiler knows.
   float col1[3], col2[3], a0[3];
   {
@@ -353,45 +319,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           nq[c][r] = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((q + r) & 3));
         }
       }
-      if constexpr (kLoop) {
-#pragma unroll 1
-        for (int c = 0; c < Ct; ++c) {
-          float nb[4];
-          NormalBlock(sh_keys[c], static_cast<uint64_t>(jq) >> 2, nb);
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const int e = (q - r) & 3;
-            const float send = e == 0 ? nb[0] : (e == 1 ? nb[1] : (e == 2 ? nb[2] : nb[3]));
-            sh_nq[(c * 4 + r) * kThreads + threadIdx.x] = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((q + r) & 3));
-          }
-        }
-      }
     }
     if (!col_ok) continue;
     const int j = (j0 * P[1] + j1) * P[2] + j2;
-    // kLoop: every channel in a rolled loop, given how to sample one channel's volume (the crop's voxel or the 8
-    // corners); the same operations as the unrolled code below (value, noise, then x1 + statistics, or brightness
-    // and the mirrored output store).
-    const auto loop_channels = [&](auto&& sample) {
-      const int nr = ((k & 3) - (lane & 3)) & 3;  // shuffle round that delivered step k's normal
-      const int o = MirroredIndex(j0, j1, j2, P, mirror);
-#pragma unroll 1
-      for (int c = 0; c < Ct; ++c) {
-        float v = sample(img_b + c * in_n);
-        if (kNoise && noise_sigma != 0.f) {
-          const float n = kShareNoise && share_noise ? sh_nq[(c * 4 + nr) * kThreads + threadIdx.x]
-                                                     : NormalAt(sh_keys[c], static_cast<uint64_t>(j));
-          v = __fadd_rn(v, __fmul_rn(noise_sigma, n));
-        }
-        const int64_t slice = static_cast<int64_t>(b) * Ct + c;
-        if (a.x1) {
-          a.x1[slice * out_n + j] = v;
-          if (sh_stat[c]) Accumulate(sh_part[c * kThreads + threadIdx.x], v);
-        } else {
-          StoreOut(out_image, a.out_dtype, slice * out_n + o, __fmul_rn(v, sh_bright[c]));
-        }
-      }
-    };
     float val[kCT];
     int label;
     if (crop) {
@@ -400,7 +330,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       const int64_t off = inb ? (static_cast<int64_t>(s0) * S[1] + s1) * S[2] + s2 : 0;
 #pragma unroll
       for (int c = 0; c < kCT; ++c) val[c] = (c < C && inb) ? __ldg(img_b + c * in_n + off) : 0.f;
-      if constexpr (kLoop) loop_channels([&](const float* src) { return inb ? __ldg(src + off) : 0.f; });
       label = !seg_block ? 0 : (inb ? static_cast<int>(__ldg(seg_b + off)) : (border_m1 ? -1 : 0));
     } else {
       const float g0 = __fsub_rn(static_cast<float>(j0), 0.5f * static_cast<float>(P[0] - 1));
@@ -472,17 +401,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           for (int m = 0; m < 8; ++m) acc = __fadd_rn(acc, __fmul_rn(v[m], w[m]));
         }
         val[c] = acc;
-      }
-      if constexpr (kLoop) {
-        loop_channels([&](const float* src) {
-          float v[8];
-#pragma unroll
-          for (int m = 0; m < 8; ++m) v[m] = __ldg(src + off[m]);
-          float acc = 0.f;
-#pragma unroll
-          for (int m = 0; m < 8; ++m) acc = __fadd_rn(acc, __fmul_rn(v[m], w[m]));
-          return acc;
-        });
       }
       label = 0;
       if (seg_block) {  // block-uniform: the other channels' blocks of a split launch skip the vote
@@ -556,7 +474,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       continue;
     }
     // Seg, mask and DS at the mirrored position.
-    const int o = MirroredIndex(j0, j1, j2, P, mirror);
+    int o0 = j0, o1 = j1, o2 = j2;
+    if (mirror & 1) o0 = P[0] - 1 - j0;
+    if (mirror & 2) o1 = P[1] - 1 - j1;
+    if (mirror & 4) o2 = P[2] - 1 - j2;
+    const int o = (o0 * P[1] + o1) * P[2] + o2;
     const bool neg = label < 0;
     const int16_t out_label = static_cast<int16_t>((a.remove_minus_one && label == -1) ? 0 : label);
     if (seg_block) {
@@ -593,14 +515,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       const Partial r = BlockReduce(part[c]);
       CommitPartial(a.slot, b * Ct + c0 + c, blockIdx.x, gridDim.x, r, out_n);
     }
-    if constexpr (kLoop) {
-#pragma unroll 1
-      for (int c = 0; c < Ct; ++c) {
-        if (!sh_stat[c]) continue;  // block-uniform
-        const Partial r = BlockReduce(sh_part[c * kThreads + threadIdx.x]);
-        CommitPartial(a.slot, b * Ct + c, blockIdx.x, gridDim.x, r, out_n);
-      }
-    }
   }
 }
 
@@ -633,11 +547,10 @@ namespace {
 // feature): "" = 4 resident blocks per SM for 1 channel (64 registers, 40 spilled bytes), 3 for 2 channels (80), the
 // noise epilogue only in batches that draw noise; "3" = the 3-block build for 1 channel too (80 registers, no
 // spills); "v5" = the noise build for every batch; "nosplit" = the multi-channel builds at every channel count
-// (session 15's kernels; the A/B of kSplitMinChannels); "split2" = the channel split from 2 channels; "loop" = the
-// kLoop build at 3-4 channels (session 17 experiment, see kSplitMinChannels). Measured on the
+// (session 15's kernels; the A/B of kSplitMinChannels); "split2" = the channel split from 2 channels. Measured on the
 // H200 (NOTES.md, s4): the 4-block build −5 % spatial-only, −1 % all-on against the 3-block one; the noise split is
 // neutral since the spills are gone.
-enum class SpatialVariant { kDefault, kV5, kThreeBlocks, kNoSplit, kSplit2, kLoop };
+enum class SpatialVariant { kDefault, kV5, kThreeBlocks, kNoSplit, kSplit2 };
 
 SpatialVariant ReadSpatialVariant() {
   const char* v = std::getenv("AUGMENTD_SPATIAL_VARIANT");
@@ -646,7 +559,6 @@ SpatialVariant ReadSpatialVariant() {
   if (s == "3") return SpatialVariant::kThreeBlocks;
   if (s == "nosplit") return SpatialVariant::kNoSplit;
   if (s == "split2") return SpatialVariant::kSplit2;
-  if (s == "loop") return SpatialVariant::kLoop;
   return SpatialVariant::kDefault;
 }
 
@@ -660,21 +572,21 @@ SpatialVariant ReadSpatialVariant() {
 // default probabilities at 2 channels measured slower split (0.152 → 0.160 ms).
 constexpr int kSplitMinChannels = 3;
 
-template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute, bool kSplit, bool kLoop>
+template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute, bool kSplit>
 void LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
   if (noise) {
-    SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit, kLoop><<<grid, kThreads, 0, stream>>>(a);
+    SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit><<<grid, kThreads, 0, stream>>>(a);
   } else {
-    SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit, kLoop><<<grid, kThreads, 0, stream>>>(a);
+    SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit><<<grid, kThreads, 0, stream>>>(a);
   }
 }
 
-template <int kCT, int kMinBlocks, bool kPermute = false, bool kSplit = false, bool kLoop = false>
+template <int kCT, int kMinBlocks, bool kPermute = false, bool kSplit = false>
 void LaunchSpatialBuild(bool noise, bool pad_first, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
   if (pad_first) {
-    LaunchSpatialBuild<kCT, kMinBlocks, true, kPermute, kSplit, kLoop>(noise, grid, stream, a);
+    LaunchSpatialBuild<kCT, kMinBlocks, true, kPermute, kSplit>(noise, grid, stream, a);
   } else {
-    LaunchSpatialBuild<kCT, kMinBlocks, false, kPermute, kSplit, kLoop>(noise, grid, stream, a);
+    LaunchSpatialBuild<kCT, kMinBlocks, false, kPermute, kSplit>(noise, grid, stream, a);
   }
 }
 }  // namespace
@@ -718,11 +630,8 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   const int split_min = variant == SpatialVariant::kSplit2 ? 2 : kSplitMinChannels;
   const bool split =
       variant != SpatialVariant::kNoSplit && a.d.c >= split_min && !f.permute && !(direct && f.with_mask);
-  const bool loop = split && variant == SpatialVariant::kLoop && a.d.c <= kMaxLoopChannels;
-  const dim3 grid(SpatialBricks(shape), shape.batch * (split && !loop ? a.d.c : 1));
-  if (loop) {
-    LaunchSpatialBuild<1, 4, false, false, true>(noise, pad_first, grid, stream, a);
-  } else if (split) {
+  const dim3 grid(SpatialBricks(shape), shape.batch * (split ? a.d.c : 1));
+  if (split) {
     LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, grid, stream, a);
   } else if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels
     if (!direct || shape.channels > kMaxPermutedChannels) return cudaErrorInvalidValue;
