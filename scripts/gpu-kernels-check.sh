@@ -16,28 +16,17 @@
 # slots; $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-OUT=${OUT:-/tmp/gpu-kernels}
-mkdir -p "$OUT"
-START=$(date +%s)
-say() { echo "[gpu-kernels $(( $(date +%s) - START ))s] $*"; }
-source .device-kit/kit-env.sh >"$OUT/kit.log" 2>&1
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+source "$(dirname "$0")/gpu-common.sh"
+gpu_begin gpu-kernels /tmp/gpu-kernels
 OLD=${OLD_SRC:-build-old-src}
 case "$OLD" in /*) ;; *) OLD=$PWD/$OLD ;; esac
-ZLIB_ARGS=()
-[ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
 OLD_BUILD=${OLD_BUILD:-$PWD/build-old}
 NEW_BUILD=${NEW_BUILD:-$PWD/build-gpu}
 BENCH_TARGETS="cuda_pipeline_bench cuda_chain_bench"
 TEST_TARGETS=${TEST_TARGETS:-cuda_da5_stages_test augment_cuda_chain_test cuda_auglab_stages_test}
-build() {  # src dir, build dir, targets
-  local log="$OUT/build-$(basename "$2").log"
-  cmake -S "$1" -B "$2" $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DAUGMENTD_PYTHON="$(command -v python3)" "${ZLIB_ARGS[@]}" >"$log" 2>&1 \
-    || { echo "configure $1 failed"; tail -20 "$log"; return 1; }
-  timeout "${BUILD_TIMEOUT:-200}" ninja -C "$2" -j16 -k 0 $3 >>"$log" 2>&1 \
-    || { echo "build $1 failed"; grep -E "^FAILED|error" "$log" | head -20; return 1; }
+build() {  # src dir, build dir, targets (one word list)
+  # shellcheck disable=SC2086
+  gpu_build "$1" "$2" "$OUT/build-$(basename "$2").log" $3
 }
 if [ "${SKIP_OLD:-0}" != 1 ]; then
   build "$OLD" "$OLD_BUILD" "$BENCH_TARGETS" && say "built old" || exit 1

@@ -8,23 +8,12 @@
 #   OUT=$OUT TARGET=augment_cuda_engine_test FILTER=CudaEngine.GraphsEqualEagerLaunches \
 #     VARIANTS="- AUGMENTD_SPATIAL_VARIANT=nosplit" scripts/gpu-repeat-test.sh
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-OUT=${OUT:-/tmp/gpu-repeat}
-mkdir -p "$OUT"
-START=$(date +%s)
-say() { echo "[gpu-repeat $(( $(date +%s) - START ))s] $*"; }
-source .device-kit/kit-env.sh >"$OUT/kit.log" 2>&1
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+source "$(dirname "$0")/gpu-common.sh"
+gpu_begin gpu-repeat /tmp/gpu-repeat
 BUILD=${BUILD:-$PWD/build-gpu}
 TARGET=${TARGET:-augment_cuda_engine_test}
 FILTER=${FILTER:-CudaEngine.GraphsEqualEagerLaunches}
-ZLIB_ARGS=()
-[ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
-cmake -S . -B "$BUILD" $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DAUGMENTD_PYTHON="$(command -v python3)" "${ZLIB_ARGS[@]}" >"$OUT/build.log" 2>&1 \
-  || { echo "configure failed"; tail -20 "$OUT/build.log"; exit 1; }
-timeout "${BUILD_TIMEOUT:-200}" ninja -C "$BUILD" -j16 "$TARGET" >>"$OUT/build.log" 2>&1 \
-  || { echo "build failed"; grep -E "^FAILED|error" "$OUT/build.log" | head -20; exit 1; }
+gpu_build . "$BUILD" "$OUT/build.log" "$TARGET" || exit 1
 BIN=$(find "$BUILD" -name "$TARGET" -type f -perm -u+x | head -1)
 say "built $BIN"
 for v in ${VARIANTS:--}; do
@@ -49,4 +38,4 @@ for tool in ${SANITIZE:-}; do
   say "compute-sanitizer $tool ($v): exit $?"
   grep -E "ERROR SUMMARY|Invalid|Uninitialized|hazard|Race|========= +at|FAILED" "$log" | head -20
 done
-say done
+say "done"
