@@ -1,9 +1,9 @@
-// CUDA engine vs CPU engine (cuda/engine.h): the same AugmentBatch call on "cpu" and "cuda:0", same seed and
-// sample indices, fresh random inputs every run (the seed is printed). Counts label mismatches (each must be an
-// fp16 vote tie or sit on the out-of-bounds threshold) and the max image error relative to the channel's range
-// (must be <= 1e-4). Cases: isotropic / anisotropic / odd patches, 1 and 4 channels, 2 and 8 labels, ignore label,
-// -1 regions + masking, B = 1, 2, 8, default probabilities and every transform forced on; plus the device-buffer
-// path, coverage errors (UNIMPLEMENTED without a GPU too) and a timing of the engine path. Label gpu.
+// CUDA engine vs CPU engine (cuda/engine.h): the same AugmentBatch call on "cpu" and "cuda:0", same seed and sample
+// indices, fresh random inputs every run (the seed is printed; AUGMENTD_TEST_SEED replays one). Counts label mismatches
+// (each must be an fp16 vote tie or sit on the out-of-bounds threshold) and the max image error relative to the
+// channel's range (must be <= 1e-4). Cases: isotropic / anisotropic / odd patches, 1 and 4 channels, 2 and 8 labels,
+// ignore label, -1 regions + masking, B = 1, 2, 8, default probabilities and every transform forced on; plus the
+// device-buffer path, coverage errors (UNIMPLEMENTED without a GPU too) and a timing of the engine path. Label gpu.
 #include "augment/cuda/engine.h"
 
 #include <cuda_runtime.h>
@@ -165,10 +165,16 @@ bool ExplainedByTie(const SampleRecord& r, const int16_t* seg, const std::vector
   return augmentd::testing::LabelVoteNearTie(seg, S.data(), u);
 }
 
+// A fresh 64-bit seed per run (the tests print it), or AUGMENTD_TEST_SEED's to replay one.
+uint64_t TestSeed() {
+  if (const char* fixed = std::getenv("AUGMENTD_TEST_SEED")) return std::strtoull(fixed, nullptr, 10);
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
 void RunCase(const Case& cs) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
-  std::random_device rd;
-  const uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  const uint64_t seed = TestSeed();
   std::mt19937_64 g(seed);
   const PipelineSpec spec = MakeSpec(cs);
   const std::vector<int64_t> S = spec.input_patch_size;
@@ -499,10 +505,6 @@ struct DeviceInputs {
   CudaBatchInput In() const { return {image, seg, shape}; }
 };
 
-// CUDA graphs (cuda/engine.h): batches replayed from captured graphs equal the eager launches bit for bit, for
-// fresh parameters every batch and output buffers that change between replays (the kernels read the pointers from
-// the device); the first sighting of a key runs eagerly, the second captures, later ones replay; the default stream
-// stays eager.
 // Where two output byte vectors first differ: "image byte i" or "level l byte i" (Bytes() order), or "" if equal.
 std::string FirstDifference(const std::vector<char>& a, const std::vector<char>& b, const CudaOutputLayout& lay) {
   const size_t n = std::min(a.size(), b.size());
@@ -517,14 +519,14 @@ std::string FirstDifference(const std::vector<char>& a, const std::vector<char>&
   return "sizes " + std::to_string(a.size()) + " / " + std::to_string(b.size());
 }
 
-// 2 and 4 channels (the 4-channel batches run the channel split, spatial.cu kSplitMinChannels); the seed is
-// printed, and AUGMENTD_TEST_SEED replays one.
+// CUDA graphs (cuda/engine.h): batches replayed from captured graphs equal the eager launches bit for bit, for
+// fresh parameters every batch and output buffers that change between replays (the kernels read the pointers from
+// the device); the first sighting of a key runs eagerly, the second captures, later ones replay; the default stream
+// stays eager.
+// 2 and 4 channels (the 4-channel batches run the channel split, spatial.cu kSplitMinChannels).
 TEST(CudaEngine, GraphsEqualEagerLaunches) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
-  const char* fixed = std::getenv("AUGMENTD_TEST_SEED");
-  std::random_device rd;
-  const uint64_t seed0 =
-      fixed != nullptr ? std::strtoull(fixed, nullptr, 10) : (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  const uint64_t seed0 = TestSeed();
   std::printf("[graphs] seed %llu\n", static_cast<unsigned long long>(seed0));
   for (int C : {2, 4}) {
     for (bool all_on : {true, false}) {

@@ -563,12 +563,12 @@ SpatialVariant ReadSpatialVariant() {
 }
 
 // Batches of at least this many channels run the 1-channel build with one block per (brick, sample, channel) (the
-// kSplit build) instead of a multi-channel build: each channel's blocks recompute the coordinates and weights
-// (≈ 120 instructions a voxel) and only channel 0's blocks vote the seg, but every block runs at the 1-channel
-// build's 64 registers and 4 blocks per SM, where the 4-channel build holds 128 registers at 2 (s13 profile: 23 %
-// occupancy, latency-bound). Not where the direct path's image stores need the label (a mask channel) or the outputs
-// are permuted. Same values by construction: the same operations per channel, the same bricks in each slice's
-// statistics (NOTES.md, s16-s17: on the H200 every transform on, B=2, 4 channels 0.712 → 0.666 ms). 3, not 2:
+// kSplit build) instead of a multi-channel build: each channel's blocks recompute the coordinates and weights (392
+// instructions a voxel per extra channel, s17 ncu) and only channel 0's blocks vote the seg, but every block runs at
+// the 1-channel build's 64 registers and 4 blocks per SM, where the 4-channel build holds 128 registers at 2 (s13
+// profile: 23 % occupancy, latency-bound). Not where the direct path's image stores need the label (a mask channel) or
+// the outputs are permuted. Same values by construction: the same operations per channel, the same bricks in each
+// slice's statistics (NOTES.md, s16-s17: on the H200 every transform on, B=2, 4 channels 0.712 → 0.666 ms). 3, not 2:
 // default probabilities at 2 channels measured slower split (0.152 → 0.160 ms).
 constexpr int kSplitMinChannels = 3;
 
