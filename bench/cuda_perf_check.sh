@@ -10,7 +10,8 @@
 #   timing   CudaEngine.Timing (graphs off vs on), then with AUGMENTD_CUDA_GRAPH_UPLOAD=outside (TIMING_OUTSIDE=1)
 #   variants A/B of the spatial kernel builds on this lease (VARIANTS: AUGMENTD_SPATIAL_VARIANT values, "default" =
 #            unset) over CONFIGS (cuda_pipeline_bench --only MODE:B:C:SHAPE), two reps
-#   detail   NCU_DETAIL=1: the NCU_KERNELS kernels with instruction / warp-state / source (SASS) counters
+#   detail   NCU_DETAIL=1: the NCU_KERNELS kernels of one NCU_CONFIG batch (all-on:2:1:0) with instruction /
+#            warp-state / source counters: logs/ncu_sass.csv (per SASS instruction), logs/ncu_cuda.csv (per source line)
 # Logs go to $OUT/logs, tarred into $OUT/perf-logs.tar.gz at exit; the table into $OUT/table.md and *.jsonl.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -32,7 +33,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used,temp
   tee "$L/gpu.txt"
 
 # build
-BUILD=$PWD/build-gpu-perf
+BUILD=${PERF_BUILD:-$PWD/build-gpu-perf}   # PERF_BUILD: reuse another build tree (e.g. gpu-kernels-check.sh's build-gpu)
 ZLIB_ARGS=()
 [ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
 if [ ! -f "$BUILD/build.ninja" ]; then
@@ -123,11 +124,12 @@ if [ "${NCU_DETAIL:-0}" = 1 ] && command -v ncu >/dev/null; then
     --launch-skip "${NCU_SKIP:-5}" --launch-count "${NCU_COUNT:-1}" --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section ComputeWorkloadAnalysis --section InstructionStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis --section SourceCounters -o "$OUT/detail" \
-    "$BENCH" --only all-on:2:1:0 --iters 3 >"$L/ncu_detail_run.txt" 2>&1
+    "$BENCH" --only "${NCU_CONFIG:-all-on:2:1:0}" --iters 3 >"$L/ncu_detail_run.txt" 2>&1
   say "ncu detail exit $?"
   if [ -f "$OUT/detail.ncu-rep" ]; then
     ncu -i "$OUT/detail.ncu-rep" --page details >"$L/ncu_detail.txt" 2>&1
     ncu -i "$OUT/detail.ncu-rep" --page source --csv --print-source sass >"$L/ncu_sass.csv" 2>&1
+    ncu -i "$OUT/detail.ncu-rep" --page source --csv --print-source cuda >"$L/ncu_cuda.csv" 2>&1
     grep -E "^  [A-Za-z_].*\(|Duration|Issue Slots Busy|Registers Per|Achieved Occupancy|Executed Instructions " \
       "$L/ncu_detail.txt" | cut -c1-100 | head -20
     rm -f "$OUT/detail.ncu-rep"
