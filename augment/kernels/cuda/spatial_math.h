@@ -5,8 +5,9 @@
 //    operations instead of two conversions (which issue at a quarter of the rate of float arithmetic);
 //  * the IEEE quotient u / d by a per-launch constant d from its reciprocal: 3 instructions instead of the ~10 of a
 //    division (reciprocal, refinement, range check and branch);
-//  * the 0.3.5 label vote over the 8 corners (LabelVote035: one- and two-label paths before the triangular vote) and
-//    the one-label test both votes share (InBoundsLabelRange); the s9 vote stays as TriangularVote035, the reference.
+//  * the 0.3.5 label vote over the 8 corners (LabelVote035: one- and two-label paths before the triangular vote;
+//    LabelVote035BranchFree: one path for both) and the one-label test (InBoundsLabelRange); the s9 vote stays as
+//    TriangularVote035, the reference.
 #pragma once
 
 #include <cstdint>
@@ -20,21 +21,6 @@
 #endif
 
 namespace augmentd::cuda {
-
-// The float32 bits of fl16(v) (round to nearest even) for 0 <= v < 65520 (scores are <= 1000): comparing two results
-// as unsigned integers compares the rounded values (non-negative floats order like their bits). Normal halves
-// (v >= 2^-14) keep the top 10 mantissa bits with ties to even; smaller values go through the exact conversion.
-AUGMENTD_KERNEL_HD uint32_t HalfRoundedBits(float v) {
-  const uint32_t x = kernels::FloatBits(v);
-  if (x < 0x38800000u) {  // below 2^-14: half subnormals (rare; exact conversion)
-#if defined(__CUDA_ARCH__)
-    return kernels::FloatBits(__half2float(__float2half_rn(v)));
-#else
-    return kernels::FloatBits(kernels::RoundToHalf(v));
-#endif
-  }
-  return (x + 0x0FFFu + ((x >> 13) & 1u)) & ~0x1FFFu;
-}
 
 // fl16(v) > 0 for v >= 0, without rounding: v rounds to a positive half exactly when v > 2^-25 (2^-25 itself is the
 // tie between 0 and the smallest subnormal 2^-24, which goes to the even 0).
@@ -63,6 +49,32 @@ AUGMENTD_KERNEL_HD float VoteSub(float a, float b) {
 #endif
 }
 
+// The float32 bits of fl16(v) (round to nearest even) for 0 <= v < 65520 (scores are <= 1000): comparing two results
+// as unsigned integers compares the rounded values (non-negative floats order like their bits). Normal halves
+// (v >= 2^-14) keep the top 10 mantissa bits with ties to even. Below 2^-14 (half subnormals, and every zero score)
+// fl16(v) is v rounded to a multiple of 2^-24: the exact conversion behind a branch, or with kBranchFree (the
+// branch-free 0.3.5 vote, s18) RN(v + 0.5) − 0.5 selected without one — floats in [0.5, 1) are spaced 2^-24 and
+// 0.5's last mantissa bit is even, so ties go to the even multiple, and subtracting 0.5 again is exact (Sterbenz).
+// The branch was taken by every zero score (18 instructions a voxel of the 1-channel kernel, s18 profile).
+template <bool kBranchFree = false>
+AUGMENTD_KERNEL_HD uint32_t HalfRoundedBits(float v) {
+  const uint32_t x = kernels::FloatBits(v);
+  if constexpr (kBranchFree) {
+    const uint32_t normal = (x + 0x0FFFu + ((x >> 13) & 1u)) & ~0x1FFFu;
+    const uint32_t subnormal = kernels::FloatBits(VoteSub(VoteAdd(v, 0.5f), 0.5f));
+    return x < 0x38800000u ? subnormal : normal;
+  } else {
+    if (x < 0x38800000u) {  // below 2^-14: half subnormals (exact conversion)
+#if defined(__CUDA_ARCH__)
+      return kernels::FloatBits(__half2float(__float2half_rn(v)));
+#else
+      return kernels::FloatBits(kernels::RoundToHalf(v));
+#endif
+    }
+    return (x + 0x0FFFu + ((x >> 13) & 1u)) & ~0x1FFFu;
+  }
+}
+
 // The triangular label vote over the 8 trilinear corners: `lab` is a corner's label (INT32_MIN out of bounds), `x1000`
 // the weight it gives its label (1000·w, +0 out of bounds; all >= +0), `lowest` the patch's lowest label. Corner q sums
 // the corners m >= q of its label in corner order (0 + x is exact, so starting at x[q] is the sum from 0). For the
@@ -71,6 +83,7 @@ AUGMENTD_KERNEL_HD float VoteSub(float a, float b) {
 // already win: the result is the largest (fl16 score, then the lowest label) among (0, `lowest`) and every label's
 // (fl16 of its corner-order sum, label) — a maximum under a total order, so it does not depend on the order in which
 // the labels are visited. 28 instead of 64 terms.
+template <bool kBranchFree = false>  // HalfRoundedBits' form
 AUGMENTD_KERNEL_HD int TriangularVoteCore(const int* lab, const float* x1000, int lowest) {
   uint32_t best_h = 0;
   int best_l = lowest;
@@ -82,7 +95,7 @@ AUGMENTD_KERNEL_HD int TriangularVoteCore(const int* lab, const float* x1000, in
     for (int m = q + 1; m < 8; ++m) {
       if (lab[m] == lab[q]) v = VoteAdd(v, x1000[m]);
     }
-    const uint32_t h = HalfRoundedBits(v);
+    const uint32_t h = HalfRoundedBits<kBranchFree>(v);
     if (h > best_h || (h == best_h && lab[q] < best_l)) {
       best_h = h;
       best_l = lab[q];
@@ -162,6 +175,48 @@ AUGMENTD_KERNEL_HD int LabelVote035(const int* lab, const float* x1000, int lowe
   const bool lo_wins = ha > 0u || lo < lowest;
   const uint32_t best_h = lo_wins ? ha : 0u;
   return hb > best_h ? hi : (lo_wins ? lo : lowest);
+}
+
+// The label an out-of-bounds corner carries into LabelVote035BranchFree (its x1000 is +0): above every int16 label,
+// so a candidate (0, kVoteOutOfBounds) never wins — not on its score, and not a tie (ties go to the lower label).
+inline constexpr int kVoteOutOfBounds = 32768;
+
+// LabelVote035's labels in one branch-free path for one or two labels (s18; the vote of the fused kernel's builds that
+// vote on every voxel of a block). `lab`: the corner labels, kVoteOutOfBounds (not INT32_MIN) out of bounds; then
+//   LabelVote035BranchFree(lab, x1000, lowest) == LabelVote035(lab with INT32_MIN for kVoteOutOfBounds, x1000, lowest).
+//  * lo, hi: the smallest and largest corner label (14 min/max; the sentinel needs no per-corner select);
+//  * every corner lo or hi: lo's and hi's scores as in LabelVote035's two-label path (the out-of-bounds corners add
+//    +0). One label among the in-bounds corners (lo == hi, or hi the sentinel; none in bounds: both the sentinel, lo's
+//    sum +0): lo when fl16(lo's) > 0, else lowest — LabelVote035's one-label path. Two: the largest of (0, lowest),
+//    (fl16(lo's), lo), (fl16(hi's), hi). LabelVote035 branches into a one-label and a two-label path, and on a label
+//    boundary nearly every warp takes both (s18 profile of the 1-channel kernel: 262 of 679 instructions a voxel were
+//    the labels and the vote; this form: 631 in all, −2.4 % all-on B=2 C=1);
+//  * three or more labels (a corner of three label regions, or two and out-of-bounds corners): TriangularVoteCore,
+//    where the sentinel's (0, kVoteOutOfBounds) candidates never win.
+// Host test: spatial_math_test.cc (every corner pattern of up to 4 labels and out of bounds, random and tied weights).
+AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000, int lowest) {
+  int lo = lab[0], hi = lab[0];
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 1; m < 8; ++m) {
+    lo = lab[m] < lo ? lab[m] : lo;
+    hi = lab[m] > hi ? lab[m] : hi;
+  }
+  bool two = true;
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) two &= lab[m] == lo || lab[m] == hi;
+  if (!two) return TriangularVoteCore<true>(lab, x1000, lowest);
+  float va = 0.f, vb = 0.f;
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) {
+    const float a = lab[m] == lo ? x1000[m] : 0.f;
+    va = VoteAdd(va, a);
+    vb = VoteAdd(vb, VoteSub(x1000[m], a));
+  }
+  const uint32_t ha = HalfRoundedBits<true>(va), hb = HalfRoundedBits<true>(vb);
+  const bool one = hi == lo || hi == kVoteOutOfBounds;
+  const bool lo_wins = ha > 0u || (!one && lo < lowest);
+  const bool hi_wins = !one && hb > (lo_wins ? ha : 0u);  // as in LabelVote035: hi never wins a tie
+  return hi_wins ? hi : (lo_wins ? lo : lowest);
 }
 
 // u / d rounded to nearest even, given rcp = RN(1/d) (the float division 1.f / d on the host): q = RN(u·rcp) is within

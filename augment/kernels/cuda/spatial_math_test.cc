@@ -1,6 +1,7 @@
-// Host tests of the spatial kernel's arithmetic shortcuts (spatial_math.h): the integer float16 rounding against the
-// reference conversion (kernels/cpu_half.h) at every tie point and its neighbours in [2^-26, 1024], random scores and
-// the order property; the division by a reciprocal against IEEE division for every divisor S/2 of the kernel.
+// Host tests of the spatial kernel's arithmetic shortcuts (spatial_math.h): the integer float16 rounding (both forms)
+// against the reference conversion (kernels/cpu_half.h) at every tie point and its neighbours in [2^-26, 1024], random
+// scores and the order property; the division by a reciprocal against IEEE division for every divisor S/2 of the
+// kernel.
 #include "augment/kernels/cuda/spatial_math.h"
 
 #include <climits>
@@ -26,6 +27,7 @@ TEST(SpatialMath, HalfRoundedBitsMatchesConversionAtTiesAndNeighbours) {
         for (int k = 0; k < 2; ++k) v = std::nextafter(v, 0.f);
         for (int k = 0; k < 5; ++k, v = std::nextafter(v, INFINITY)) {
           ASSERT_EQ(HalfRoundedBits(v), Reference(v)) << "v = " << v;
+          ASSERT_EQ(HalfRoundedBits<true>(v), Reference(v)) << "v = " << v << " (branch-free)";
           ++checked;
         }
       }
@@ -33,6 +35,7 @@ TEST(SpatialMath, HalfRoundedBitsMatchesConversionAtTiesAndNeighbours) {
   }
   EXPECT_GT(checked, 50000);
   EXPECT_EQ(HalfRoundedBits(0.f), 0u);
+  EXPECT_EQ(HalfRoundedBits<true>(0.f), 0u);
 }
 
 TEST(SpatialMath, HalfRoundedBitsRandomScoresAndOrder) {
@@ -43,6 +46,7 @@ TEST(SpatialMath, HalfRoundedBitsRandomScoresAndOrder) {
     const float a = i % 2 ? u(g) : kernels::BitsToFloat(bits(g));
     const float b = u(g);
     ASSERT_EQ(HalfRoundedBits(a), Reference(a)) << a;
+    ASSERT_EQ(HalfRoundedBits<true>(a), Reference(a)) << a << " (branch-free)";
     // Comparing the bits compares the rounded values.
     ASSERT_EQ(HalfRoundedBits(a) > HalfRoundedBits(b), kernels::RoundToHalf(a) > kernels::RoundToHalf(b));
   }
@@ -121,7 +125,7 @@ int ReferenceVote(const int* lab, const float* x1000, int lowest) {
   return best_l;
 }
 
-TEST(SpatialMath, LabelVote035EqualsTheTriangularVoteOnEveryCornerPattern) {
+TEST(SpatialMath, LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPattern) {
   // Every assignment of {out of bounds, 4 labels} to the 8 corners (5^8 patterns), each under trilinear weights from
   // random fractions, equal weights (ties between labels of equal corner counts), fractions near 0 and 1 (zero and
   // half-subnormal scores, the fl16(v) > 0 threshold) and one-axis-degenerate weights; the labels include some below
@@ -170,6 +174,9 @@ TEST(SpatialMath, LabelVote035EqualsTheTriangularVoteOnEveryCornerPattern) {
       const int want = TriangularVote035(lab, x1000, lowest);
       ASSERT_EQ(ReferenceVote(lab, x1000, lowest), want) << "pattern " << pattern << " set " << set;
       ASSERT_EQ(LabelVote035(lab, x1000, lowest), want) << "pattern " << pattern << " set " << set;
+      int lab_sentinel[8];  // LabelVote035BranchFree's out-of-bounds label
+      for (int m = 0; m < 8; ++m) lab_sentinel[m] = lab[m] == INT32_MIN ? kVoteOutOfBounds : lab[m];
+      ASSERT_EQ(LabelVote035BranchFree(lab_sentinel, x1000, lowest), want) << "pattern " << pattern << " set " << set;
       int distinct = 0;
       for (int i = 1; i < 5; ++i) {
         bool any = false;

@@ -1,33 +1,38 @@
-// augment/kernels/cuda/spatial_vote_check.cu — test support for spatial_vote_test.cc: both 0.3.5 label votes of the
-// fused spatial kernel (spatial_math.h: LabelVote035, what the kernel runs, and TriangularVote035, the s9 kernel's
-// vote) evaluated on the device, one corner set per thread, so the test can compare them with each other and with
-// the host build of the same functions. Not part of the kernel library.
+// augment/kernels/cuda/spatial_vote_check.cu — test support for spatial_vote_test.cc: the 0.3.5 label votes of the
+// fused spatial kernel (spatial_math.h: LabelVote035 and LabelVote035BranchFree, what the kernel runs, and
+// TriangularVote035, the s9 kernel's vote) evaluated on the device, one corner set per thread, so the test can compare
+// them with each other and with the host build of the same functions. Not part of the kernel library.
 #include "augment/kernels/cuda/spatial_vote_check.h"
+
+#include <climits>
 
 #include "augment/kernels/cuda/spatial_math.h"
 
 namespace augmentd::cuda {
 namespace {
 
-__global__ void VotesKernel(const int* lab, const float* x1000, const int* lowest, int n, int* out_new, int* out_old) {
+__global__ void VotesKernel(const int* lab, const float* x1000, const int* lowest, int n, int* out_new,
+                            int* out_branch_free, int* out_old) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  int l[8];
+  int l[8], l_sentinel[8];  // l_sentinel: LabelVote035BranchFree's out-of-bounds label
   float x[8];
 #pragma unroll
   for (int m = 0; m < 8; ++m) {
     l[m] = lab[8 * i + m];
+    l_sentinel[m] = l[m] == INT32_MIN ? kVoteOutOfBounds : l[m];
     x[m] = x1000[8 * i + m];
   }
   out_new[i] = LabelVote035(l, x, lowest[i]);
+  out_branch_free[i] = LabelVote035BranchFree(l_sentinel, x, lowest[i]);
   out_old[i] = TriangularVote035(l, x, lowest[i]);
 }
 
 }  // namespace
 
 cudaError_t RunVotesOnDevice(const int* h_lab, const float* h_x1000, const int* h_lowest, int n, int* h_new,
-                             int* h_old) {
-  int *d_lab = nullptr, *d_lowest = nullptr, *d_new = nullptr, *d_old = nullptr;
+                             int* h_branch_free, int* h_old) {
+  int *d_lab = nullptr, *d_lowest = nullptr, *d_new = nullptr, *d_bf = nullptr, *d_old = nullptr;
   float* d_x = nullptr;
   cudaError_t e = cudaSuccess;
   const size_t n8 = static_cast<size_t>(n) * 8;
@@ -35,20 +40,23 @@ cudaError_t RunVotesOnDevice(const int* h_lab, const float* h_x1000, const int* 
   if ((e = cudaMalloc(&d_x, n8 * sizeof(float))) != cudaSuccess) return e;
   if ((e = cudaMalloc(&d_lowest, n * sizeof(int))) != cudaSuccess) return e;
   if ((e = cudaMalloc(&d_new, n * sizeof(int))) != cudaSuccess) return e;
+  if ((e = cudaMalloc(&d_bf, n * sizeof(int))) != cudaSuccess) return e;
   if ((e = cudaMalloc(&d_old, n * sizeof(int))) != cudaSuccess) return e;
   e = cudaMemcpy(d_lab, h_lab, n8 * sizeof(int), cudaMemcpyHostToDevice);
   if (e == cudaSuccess) e = cudaMemcpy(d_x, h_x1000, n8 * sizeof(float), cudaMemcpyHostToDevice);
   if (e == cudaSuccess) e = cudaMemcpy(d_lowest, h_lowest, n * sizeof(int), cudaMemcpyHostToDevice);
   if (e == cudaSuccess) {
-    VotesKernel<<<(n + 255) / 256, 256>>>(d_lab, d_x, d_lowest, n, d_new, d_old);
+    VotesKernel<<<(n + 255) / 256, 256>>>(d_lab, d_x, d_lowest, n, d_new, d_bf, d_old);
     e = cudaGetLastError();
   }
   if (e == cudaSuccess) e = cudaMemcpy(h_new, d_new, n * sizeof(int), cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess) e = cudaMemcpy(h_branch_free, d_bf, n * sizeof(int), cudaMemcpyDeviceToHost);
   if (e == cudaSuccess) e = cudaMemcpy(h_old, d_old, n * sizeof(int), cudaMemcpyDeviceToHost);
   cudaFree(d_lab);
   cudaFree(d_x);
   cudaFree(d_lowest);
   cudaFree(d_new);
+  cudaFree(d_bf);
   cudaFree(d_old);
   return e;
 }

@@ -1,15 +1,16 @@
-// augment/kernels/cuda/spatial_vote_check.h — test support (spatial_vote_test.cc): the fused spatial kernel's two
-// 0.3.5 votes (spatial_math.h) on the device.
+// augment/kernels/cuda/spatial_vote_check.h — test support (spatial_vote_test.cc): the fused spatial kernel's 0.3.5
+// votes (spatial_math.h) on the device.
 #pragma once
 
 #include <cuda_runtime.h>
 
 namespace augmentd::cuda {
 
-// For i < n: h_new[i] = LabelVote035 and h_old[i] = TriangularVote035 of corners h_lab[8i..8i+7] (INT32_MIN out of
-// bounds), weights h_x1000[8i..8i+7] (>= +0, +0 out of bounds) and lowest label h_lowest[i], computed on the current
-// device. Host arrays; synchronous.
+// For i < n: h_new[i] = LabelVote035, h_branch_free[i] = LabelVote035BranchFree (given kVoteOutOfBounds where h_lab
+// has INT32_MIN) and h_old[i] = TriangularVote035 of corners h_lab[8i..8i+7] (INT32_MIN out of bounds), weights
+// h_x1000[8i..8i+7] (>= +0, +0 out of bounds) and lowest label h_lowest[i], computed on the current device. Host
+// arrays; synchronous.
 cudaError_t RunVotesOnDevice(const int* h_lab, const float* h_x1000, const int* h_lowest, int n, int* h_new,
-                             int* h_old);
+                             int* h_branch_free, int* h_old);
 
 }  // namespace augmentd::cuda

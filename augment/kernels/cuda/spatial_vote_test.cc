@@ -1,8 +1,9 @@
-// GPU test of the fused spatial kernel's 0.3.5 vote (spatial_math.h): on the device, LabelVote035 (what the kernel
-// runs since session 10) equals TriangularVote035 (the s9 kernel's vote) on every assignment of {out of bounds,
-// 4 labels} to the 8 corners under several weight sets, and both equal their host builds (the host test
-// SpatialMath.LabelVote035EqualsTheTriangularVoteOnEveryCornerPattern checks the host side against an independent
-// reference). Skipped without a device.
+// GPU test of the fused spatial kernel's 0.3.5 vote (spatial_math.h): on the device, LabelVote035 (the split build's
+// vote since session 10) and LabelVote035BranchFree (the other builds', session 18) equal TriangularVote035 (the s9
+// kernel's vote) on every assignment of {out of bounds, 4 labels} to the 8 corners under several weight sets, and all
+// three equal their host builds (the host test
+// SpatialMath.LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPattern checks the host side against an
+// independent reference). Skipped without a device.
 #include <climits>
 #include <cstdint>
 #include <random>
@@ -20,7 +21,7 @@ bool HaveGpu() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-TEST(SpatialVoteDevice, LabelVote035EqualsTheS9VoteAndTheHostOnEveryCornerPattern) {
+TEST(SpatialVoteDevice, LabelVote035FormsEqualTheS9VoteAndTheHostOnEveryCornerPattern) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   constexpr int kPatterns = 390625;  // 5^8
   constexpr int kSets = 4;
@@ -52,13 +53,18 @@ TEST(SpatialVoteDevice, LabelVote035EqualsTheS9VoteAndTheHostOnEveryCornerPatter
       lowest[i] = lowest_of[pattern % 3];
     }
   }
-  std::vector<int> got_new(n), got_old(n);
-  ASSERT_EQ(RunVotesOnDevice(lab.data(), x1000.data(), lowest.data(), n, got_new.data(), got_old.data()), cudaSuccess);
+  std::vector<int> got_new(n), got_bf(n), got_old(n);
+  ASSERT_EQ(RunVotesOnDevice(lab.data(), x1000.data(), lowest.data(), n, got_new.data(), got_bf.data(), got_old.data()),
+            cudaSuccess);
   int64_t differ = 0, host_differ = 0;
   for (int i = 0; i < n; ++i) {
     differ += got_new[i] != got_old[i];
+    differ += got_bf[i] != got_old[i];
+    int lab_sentinel[8];
+    for (int m = 0; m < 8; ++m) lab_sentinel[m] = lab[8 * i + m] == INT32_MIN ? kVoteOutOfBounds : lab[8 * i + m];
     host_differ += got_old[i] != TriangularVote035(&lab[8 * i], &x1000[8 * i], lowest[i]);
     host_differ += got_new[i] != LabelVote035(&lab[8 * i], &x1000[8 * i], lowest[i]);
+    host_differ += got_bf[i] != LabelVote035BranchFree(lab_sentinel, &x1000[8 * i], lowest[i]);
   }
   EXPECT_EQ(differ, 0);
   EXPECT_EQ(host_differ, 0);
