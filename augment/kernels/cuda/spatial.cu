@@ -407,7 +407,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       if (seg_block) {  // block-uniform: the other channels' blocks of a split launch skip the vote
         // Label vote over the corner labels; an out-of-bounds corner (weight +0) carries the label each vote expects.
         // The split build keeps the branching 0.3.5 vote: with the branch-free one, all-on B=2 C=4 measured 0.6637 →
-        // 0.6805 ms (+2.5 %) while the 1-channel build gained 2.4 % (s18; the cause not profiled).
+        // 0.6805 ms (+2.5 %) while the 1-channel build gained 2.4 %; at the 64-register cap its image gathers were
+        // compiled one load in flight, where channels 1–3's blocks spend their time (NOTES.md s18).
         constexpr bool kBranchFreeVote = !kPadFirst && !kSplit;
         constexpr int kOutLabel = kBranchFreeVote ? kVoteOutOfBounds : INT32_MIN;
         int lab[8];

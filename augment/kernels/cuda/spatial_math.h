@@ -189,7 +189,7 @@ inline constexpr int kVoteOutOfBounds = 32768;
 //    +0). One label among the in-bounds corners (lo == hi, or hi the sentinel; none in bounds: both the sentinel, lo's
 //    sum +0): lo when fl16(lo's) > 0, else lowest — LabelVote035's one-label path. Two: the largest of (0, lowest),
 //    (fl16(lo's), lo), (fl16(hi's), hi). LabelVote035 branches into a one-label and a two-label path, and on a label
-//    boundary nearly every warp takes both (s18 profile of the 1-channel kernel: 262 of 679 instructions a voxel were
+//    boundary nearly every warp takes both (s18 profile of the 1-channel kernel: 269 of 679 instructions a voxel were
 //    the labels and the vote; this form: 631 in all, −2.4 % all-on B=2 C=1);
 //  * three or more labels (a corner of three label regions, or two and out-of-bounds corners): TriangularVoteCore,
 //    where the sentinel's (0, kVoteOutOfBounds) candidates never win.
