@@ -406,10 +406,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       label = 0;
       if (seg_block) {  // block-uniform: the other channels' blocks of a split launch skip the vote
         // Label vote over the corner labels; an out-of-bounds corner (weight +0) carries the label each vote expects.
-        // The split build keeps the branching 0.3.5 vote: with the branch-free one, all-on B=2 C=4 measured 0.6637 →
-        // 0.6805 ms (+2.5 %) while the 1-channel build gained 2.4 %; at the 64-register cap its image gathers were
-        // compiled one load in flight, where channels 1–3's blocks spend their time (NOTES.md s18).
-        constexpr bool kBranchFreeVote = !kPadFirst && !kSplit;
+        // The branch-free 0.3.5 vote only in the builds it was measured faster in (the 1-channel ones: all-on B=2
+        // −2.4 %). The split build keeps the branching one: with the branch-free vote all-on B=2 C=4 measured 0.6637 →
+        // 0.6805 ms (+2.5 %), its image gathers compiled one load in flight at the 64-register cap, where channels
+        // 1–3's blocks spend their time (NOTES.md s18); the multi-channel and permuted builds were not measured.
+        constexpr bool kBranchFreeVote = kCT == 1 && !kPadFirst && !kSplit && !kPermute;
         constexpr int kOutLabel = kBranchFreeVote ? kVoteOutOfBounds : INT32_MIN;
         int lab[8];
 #pragma unroll
@@ -445,7 +446,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         } else {
           // 0.3.5 vote (spatial_math.h): one or two labels among the corners without the triangular vote, which is
           // kept for corners of three or more label regions; the labels of TriangularVote035 (the s9 kernel's vote),
-          // in one branch-free path or (the split build) LabelVote035's two.
+          // in one branch-free path (kBranchFreeVote) or LabelVote035's two.
           best_l = kBranchFreeVote ? LabelVote035BranchFree(lab, x1000, lowest) : LabelVote035(lab, x1000, lowest);
         }
         label = (border_m1 && oob && !pad_first) ? -1 : best_l;  // 0.3.5's out-of-bounds fill

@@ -75,7 +75,8 @@ AUGMENTD_KERNEL_HD uint32_t HalfRoundedBits(float v) {
   }
 }
 
-// The triangular label vote over the 8 trilinear corners: `lab` is a corner's label (INT32_MIN out of bounds), `x1000`
+// The triangular label vote over the 8 trilinear corners: `lab` is a corner's label (INT32_MIN out of bounds, skipped;
+// LabelVote035BranchFree passes kVoteOutOfBounds, a zero-score candidate that never wins), `x1000`
 // the weight it gives its label (1000·w, +0 out of bounds; all >= +0), `lowest` the patch's lowest label. Corner q sums
 // the corners m >= q of its label in corner order (0 + x is exact, so starting at x[q] is the sum from 0). For the
 // first corner of a label this is the label's value; a later corner yields a partial sum <= it (non-negative terms,
@@ -139,7 +140,22 @@ AUGMENTD_KERNEL_HD void InBoundsLabelRange(const int* lab, int& lo, int& hi) {
   }
 }
 
-// The labels of TriangularVote035 with fewer instructions (the kernel's 0.3.5 vote since session 10):
+// A two-label voxel's scores, summed from +0 over all 8 corners in corner order: va of lo's corners (a = lab == lo ?
+// x1000 : +0), vb of the others' (x1000 − a: exact, x − x = +0 and x − 0 = x; out-of-bounds corners give +0), which is
+// each label's triangular-vote sum from its first corner (0 + x and s + 0 are exact for s, x >= +0).
+AUGMENTD_KERNEL_HD void TwoLabelSums(const int* lab, const float* x1000, int lo, float& va, float& vb) {
+  va = 0.f;
+  vb = 0.f;
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) {
+    const float a = lab[m] == lo ? x1000[m] : 0.f;
+    va = VoteAdd(va, a);
+    vb = VoteAdd(vb, VoteSub(x1000[m], a));
+  }
+}
+
+// The labels of TriangularVote035 with fewer instructions (the kernel's 0.3.5 vote since session 10; since session 18
+// that of every build but the 1-channel ones, which run LabelVote035BranchFree):
 //  * the one-label test as the smallest and largest in-bounds label (15 min/max and 8 selects; the s9 loop with its
 //    `first` and `uniform` state compiled to ≈ 70 instructions of predicate packing at the 64-register cap);
 //  * two labels lo < hi (a voxel on one label boundary): each score is the corner-order sum over all 8 corners of
@@ -162,13 +178,8 @@ AUGMENTD_KERNEL_HD int LabelVote035(const int* lab, const float* x1000, int lowe
   AUGMENTD_VOTE_UNROLL
   for (int m = 0; m < 8; ++m) two &= lab[m] == INT32_MIN || lab[m] == lo || lab[m] == hi;
   if (!two) return TriangularVoteCore(lab, x1000, lowest);
-  float va = 0.f, vb = 0.f;
-  AUGMENTD_VOTE_UNROLL
-  for (int m = 0; m < 8; ++m) {
-    const float a = lab[m] == lo ? x1000[m] : 0.f;
-    va = VoteAdd(va, a);
-    vb = VoteAdd(vb, VoteSub(x1000[m], a));
-  }
+  float va, vb;
+  TwoLabelSums(lab, x1000, lo, va, vb);
   // (0, lowest) against lo, then the winner against hi. hi never wins a tie: the winner so far is lo < hi, or
   // `lowest` with fl16(lo's) = 0 and lo >= lowest, so hi > lowest.
   const uint32_t ha = HalfRoundedBits(va), hb = HalfRoundedBits(vb);
@@ -177,14 +188,16 @@ AUGMENTD_KERNEL_HD int LabelVote035(const int* lab, const float* x1000, int lowe
   return hb > best_h ? hi : (lo_wins ? lo : lowest);
 }
 
-// The label an out-of-bounds corner carries into LabelVote035BranchFree (its x1000 is +0): above every int16 label,
-// so a candidate (0, kVoteOutOfBounds) never wins — not on its score, and not a tie (ties go to the lower label).
+// The label an out-of-bounds corner carries into LabelVote035BranchFree (its x1000 is +0): above every int16 label.
+// Its candidate (0, kVoteOutOfBounds) never wins: with no in-bounds corner the one-label rule returns `lowest`, and
+// otherwise an in-bounds label (score >= 0, label <= 32767) outranks it in the vote's order (score, then lower label).
 inline constexpr int kVoteOutOfBounds = 32768;
 
-// LabelVote035's labels in one branch-free path for one or two labels (s18; the vote of the fused kernel's builds that
-// vote on every voxel of a block). `lab`: the corner labels, kVoteOutOfBounds (not INT32_MIN) out of bounds; then
+// LabelVote035's labels in one branch-free path for one or two labels (s18; the vote of the fused kernel's 1-channel,
+// non-split 0.3.5 builds). `lab`: the corner labels, kVoteOutOfBounds (not INT32_MIN) out of bounds; then, for x1000
+// finite and >= +0 (+0 out of bounds),
 //   LabelVote035BranchFree(lab, x1000, lowest) == LabelVote035(lab with INT32_MIN for kVoteOutOfBounds, x1000, lowest).
-//  * lo, hi: the smallest and largest corner label (14 min/max; the sentinel needs no per-corner select);
+//  * lo, hi: the smallest and largest corner label (14 min/max, without InBoundsLabelRange's per-corner select);
 //  * every corner lo or hi: lo's and hi's scores as in LabelVote035's two-label path (the out-of-bounds corners add
 //    +0). One label among the in-bounds corners (lo == hi, or hi the sentinel; none in bounds: both the sentinel, lo's
 //    sum +0): lo when fl16(lo's) > 0, else lowest — LabelVote035's one-label path. Two: the largest of (0, lowest),
@@ -205,13 +218,8 @@ AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000
   AUGMENTD_VOTE_UNROLL
   for (int m = 0; m < 8; ++m) two &= lab[m] == lo || lab[m] == hi;
   if (!two) return TriangularVoteCore<true>(lab, x1000, lowest);
-  float va = 0.f, vb = 0.f;
-  AUGMENTD_VOTE_UNROLL
-  for (int m = 0; m < 8; ++m) {
-    const float a = lab[m] == lo ? x1000[m] : 0.f;
-    va = VoteAdd(va, a);
-    vb = VoteAdd(vb, VoteSub(x1000[m], a));
-  }
+  float va, vb;
+  TwoLabelSums(lab, x1000, lo, va, vb);
   const uint32_t ha = HalfRoundedBits<true>(va), hb = HalfRoundedBits<true>(vb);
   const bool one = hi == lo || hi == kVoteOutOfBounds;
   const bool lo_wins = ha > 0u || (!one && lo < lowest);

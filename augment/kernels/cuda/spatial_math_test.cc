@@ -132,15 +132,19 @@ TEST(SpatialMath, LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPatter
   // the patch's lowest label.
   std::mt19937_64 g(std::random_device{}());
   std::uniform_real_distribution<float> frac(0.f, 1.f);
-  const int label_of[5] = {INT32_MIN, 2, 0, 5, -1};
-  const int lowest_of[3] = {0, -1, 3};
+  // Two label sets: small labels, some below the patch's lowest label; the int16 extremes beside the branch-free vote's
+  // sentinel 32768, with lowest labels up to INT32_MAX.
+  const int label_sets[2][5] = {{INT32_MIN, 2, 0, 5, -1}, {INT32_MIN, 32767, -32768, 0, 32766}};
+  const int lowest_sets[2][3] = {{0, -1, 3}, {-32768, 32767, INT32_MAX}};
   int64_t checked = 0, two_label = 0, two_label_equal_w = 0;
-  for (int pattern = 0; pattern < 390625; ++pattern) {
+  for (int pattern = 0; pattern < 2 * 390625; ++pattern) {
+    const int* label_of = label_sets[pattern / 390625];
+    const int* lowest_of = lowest_sets[pattern / 390625];
     int lab[8];
     for (int m = 0, p = pattern; m < 8; ++m, p /= 5) lab[m] = label_of[p % 5];
     const int lowest = lowest_of[pattern % 3];
     {
-      // The fast-path test of both votes (InBoundsLabelRange) against the s9 kernel's `first` / `uniform` loop.
+      // The one-label test of LabelVote035 and the 0.3.6 vote (InBoundsLabelRange) against the s9 kernel's loop.
       bool uniform = true;
       int first = INT32_MIN;
       for (int m = 0; m < 8; ++m) {
@@ -188,7 +192,7 @@ TEST(SpatialMath, LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPatter
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 4 * 390625);
+  EXPECT_EQ(checked, 2 * 4 * 390625);
   EXPECT_GT(two_label, 10000);
   EXPECT_GT(two_label_equal_w, 1000);
 }
