@@ -2,7 +2,8 @@
 # bench/cuda_perf_check.sh — GPU machine, from the repository root (device/README.md): one call that checks and times
 # a change of the fused CUDA kernels / CudaAugmenter graphs (issue 4, speed). Steps, in this order (each bounded in
 # time; a step that no longer fits BUDGET seconds is cut short):
-#   build    augment_cuda_kernels_test, augment_cuda_engine_test, cuda_pipeline_bench (build-gpu-perf/, git-ignored)
+#   build    augment_cuda_kernels_test, augment_cuda_engine_test, cuda_pipeline_bench (build-gpu-perf/, git-ignored;
+#            PERF_BUILD names another build tree, e.g. gpu-kernels-check.sh's build-gpu)
 #   tests    parity: kernels vs the ATen oracle (also under each KVARIANTS spatial build) and the engine vs the CPU
 #            engine + graph replay vs eager (ETEST filter), in parallel (the oracles are CPU-bound)
 #   matrix   MATRIX=1: the issue's table (cuda_pipeline_bench, MODES, MITERS) + the PyTorch port (TORCH=1) → table.md
@@ -33,7 +34,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used,temp
   tee "$L/gpu.txt"
 
 # build
-BUILD=${PERF_BUILD:-$PWD/build-gpu-perf}   # PERF_BUILD: reuse another build tree (e.g. gpu-kernels-check.sh's build-gpu)
+BUILD=${PERF_BUILD:-$PWD/build-gpu-perf}
 ZLIB_ARGS=()
 [ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && ZLIB_ARGS=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
 if [ ! -f "$BUILD/build.ninja" ]; then
