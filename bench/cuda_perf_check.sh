@@ -12,7 +12,8 @@
 #   variants A/B of the spatial kernel builds on this lease (VARIANTS: AUGMENTD_SPATIAL_VARIANT values, "default" =
 #            unset) over CONFIGS (cuda_pipeline_bench --only MODE:B:C:SHAPE), two reps
 #   detail   NCU_DETAIL=1: the NCU_KERNELS kernels of one NCU_CONFIG batch (all-on:2:1:0) with instruction /
-#            warp-state / source counters: logs/ncu_sass.csv (per SASS instruction), logs/ncu_cuda.csv (per source line)
+#            warp-state / source counters: logs/ncu_sass.csv (per SASS instruction; bench/ncu_source_lines.py sums it
+#            per source line), logs/ncu_cuda.csv (the source page's CUDA view)
 # Logs go to $OUT/logs, tarred into $OUT/perf-logs.tar.gz at exit; the table into $OUT/table.md and *.jsonl.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
