@@ -39,19 +39,8 @@ def tool(name):
     return found
 
 
-def disassemble(obj, kernel):
-    """[(opcode, (file, line) or None)] of the first function whose mangled name contains `kernel`."""
-    with tempfile.TemporaryDirectory() as tmp:
-        cubin = obj
-        if not obj.endswith(".cubin"):
-            subprocess.run([tool("cuobjdump"), "-xelf", "all", os.path.abspath(obj)], cwd=tmp, check=True,
-                           capture_output=True)
-            cubins = glob.glob(os.path.join(tmp, "*.cubin"))
-            if not cubins:
-                sys.exit(f"no cubin in {obj}")
-            cubin = cubins[0]
-        text = subprocess.run([tool("nvdisasm"), "-g", "-c", cubin], check=True, capture_output=True,
-                              text=True).stdout.split("\n")
+def parse_disassembly(text, kernel):
+    """[(opcode, (file, line) or None)] of the first function in `nvdisasm -g` output whose name contains `kernel`."""
     out, inside, where = [], False, None
     for line in text:
         if line.startswith(".text."):
@@ -68,9 +57,53 @@ def disassemble(obj, kernel):
         m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s*(@!?U?P\w+\s+)?([A-Z0-9_.]+)", line)
         if m:
             out.append((m.group(2).split(".")[0], where))
+    return out
+
+
+def disassemble(obj, kernel):
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = obj
+        if not obj.endswith(".cubin"):
+            subprocess.run([tool("cuobjdump"), "-xelf", "all", os.path.abspath(obj)], cwd=tmp, check=True,
+                           capture_output=True)
+            cubins = glob.glob(os.path.join(tmp, "*.cubin"))
+            if not cubins:
+                sys.exit(f"no cubin in {obj}")
+            cubin = cubins[0]
+        text = subprocess.run([tool("nvdisasm"), "-g", "-c", cubin], check=True, capture_output=True,
+                              text=True).stdout.split("\n")
+    out = parse_disassembly(text, kernel)
     if not out:
         sys.exit(f"no function matching {kernel!r} in {obj}")
     return out
+
+
+UNATTRIBUTED = ("(unattributed)", 0)
+
+
+def attribute(rows, sass):
+    """Sums the CSV's executed instructions and stall samples per source line of `sass` (parse_disassembly's list).
+
+    Returns (executed, samples, total executed, total samples, index of the first differing instruction or None);
+    from that instruction on, counts go to UNATTRIBUTED."""
+    header = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
+    col = {h: i for i, h in enumerate(rows[header])}
+    executed, samples = collections.Counter(), collections.Counter()
+    total_n = total_s = 0
+    lost_at = None  # an opcode differed: the object is not the profiled build from here on
+    for k, r in enumerate(rows[header + 1:]):
+        n = int(r[col["Instructions Executed"]] or 0)
+        s = int(r[col["Warp Stall Sampling (All Samples)"]] or 0)
+        total_n += n
+        total_s += s
+        text = r[col["Source"]].split()
+        opcode = (text[1] if text and text[0].startswith("@") else (text[0] if text else "")).split(".")[0]
+        if lost_at is None and (k >= len(sass) or sass[k][0] != opcode):
+            lost_at = k
+        where = UNATTRIBUTED if lost_at is not None else sass[k][1]
+        executed[where] += n
+        samples[where] += s
+    return executed, samples, total_n, total_s, lost_at
 
 
 def main():
@@ -84,29 +117,11 @@ def main():
     args = ap.parse_args()
 
     rows = list(csv.reader(open(args.csv)))
-    header = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
-    col = {h: i for i, h in enumerate(rows[header])}
     sass = disassemble(args.object, args.kernel)
-    executed, samples = collections.Counter(), collections.Counter()
-    total_n = total_s = 0
-    lost = False  # an opcode differed: the object is not the profiled build from here on
-    for k, r in enumerate(rows[header + 1:]):
-        n = int(r[col["Instructions Executed"]] or 0)
-        s = int(r[col["Warp Stall Sampling (All Samples)"]] or 0)
-        total_n += n
-        total_s += s
-        text = r[col["Source"]].split()
-        opcode = (text[1] if text and text[0].startswith("@") else (text[0] if text else "")).split(".")[0]
-        if not lost and (k >= len(sass) or sass[k][0] != opcode):
-            lost = True
-            print(f"# instruction {k} differs ({opcode} profiled, {sass[k][0] if k < len(sass) else 'none'} in the "
-                  f"object): it and the later ones are not attributed", file=sys.stderr)
-        if lost:
-            executed[("(unattributed)", 0)] += n
-            samples[("(unattributed)", 0)] += s
-            continue
-        executed[sass[k][1]] += n
-        samples[sass[k][1]] += s
+    executed, samples, total_n, total_s, lost_at = attribute(rows, sass)
+    if lost_at is not None:
+        print(f"# instruction {lost_at} differs between the profile and the object: it and the later ones are not "
+              f"attributed", file=sys.stderr)
     per_file = collections.Counter()
     for where, n in executed.items():
         per_file[where[0] if where else "(no line)"] += n
