@@ -116,7 +116,14 @@ def main():
     ap.add_argument("--sources", default="", help="folder to print the source text of each line from")
     args = ap.parse_args()
 
+    for path in (args.csv, args.object):
+        if not os.path.isfile(path):
+            sys.exit(f"{path}: no such file")
     rows = list(csv.reader(open(args.csv)))
+    if not any(r and r[0] == "Address" for r in rows) or not any(
+            "Instructions Executed" in r for r in rows if r and r[0] == "Address"):
+        sys.exit(f"{args.csv}: not ncu's source page in SASS view (no 'Address' header with 'Instructions Executed'); "
+                 f"ncu's own message, if any: {' '.join(rows[0])[:200] if rows else '(empty file)'}")
     sass = disassemble(args.object, args.kernel)
     executed, samples, total_n, total_s, lost_at = attribute(rows, sass)
     if lost_at is not None:

@@ -5,6 +5,7 @@
 #   gpu_build SRC BUILD LOG TARGETS...
 #                               configures SRC into BUILD (Release, Ninja, the kit's CMake arguments) and builds
 #                               TARGETS within BUILD_TIMEOUT (200 s); on failure prints the errors and returns 1
+#   with_env SETTING COMMAND... runs COMMAND with SETTING (NAME=VALUE) in its environment, or as is for "-"
 gpu_begin() {
   GPU_TAG=$1
   cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -28,4 +29,10 @@ gpu_build() {
     || { echo "configure $src failed"; tail -20 "$log"; return 1; }
   timeout "${BUILD_TIMEOUT:-200}" ninja -C "$build" -j16 -k 0 "$@" >>"$log" 2>&1 \
     || { echo "build $src failed"; grep -E "^FAILED|error" "$log" | head -20; return 1; }
+}
+
+with_env() {
+  local v=$1
+  shift
+  if [ "$v" = - ]; then "$@"; else env "$v" "$@"; fi
 }

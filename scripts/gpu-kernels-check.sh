@@ -45,17 +45,17 @@ fi
   for r in $(seq "${ROUNDS:-1}"); do
     for spec in ${SIDES:-old new}; do
       # A side is a build (old / new), optionally with one environment setting: new@AUGMENTD_CHAINED_LAUNCH=0.
-      side=${spec%%@*}; envset=(); [ "$spec" != "$side" ] && envset=("${spec#*@}")
+      side=${spec%%@*}; setting=-; [ "$spec" != "$side" ] && setting=${spec#*@}
       tag=${spec//[^A-Za-z0-9_-]/_}
       dir=$OLD_BUILD; [ "$side" = new ] && dir=$NEW_BUILD
       if [ "${CHAIN_ITERS:-100}" != 0 ]; then
         echo; echo "## round $r: $spec — cuda_chain_bench --iters ${CHAIN_ITERS:-100}"
-        env "${envset[@]}" timeout 240 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" ${CHAIN_ARGS:-} \
+        with_env "$setting" timeout 240 "$dir"/bench/cuda_chain_bench --iters "${CHAIN_ITERS:-100}" ${CHAIN_ARGS:-} \
           --json "$OUT/chain-$tag-$r.jsonl" 2>&1 | tail -60
       fi
       [ "${PIPE_MODES:-all-on,default-p}" = none ] && continue
       echo; echo "## round $r: $spec — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}"
-      env "${envset[@]}" timeout 150 "$dir"/augment/kernels/cuda/cuda_pipeline_bench \
+      with_env "$setting" timeout 150 "$dir"/augment/kernels/cuda/cuda_pipeline_bench \
         --modes "${PIPE_MODES:-all-on,default-p}" --iters "${PIPE_ITERS:-100}" ${PIPE_ARGS:-} \
         --json "$OUT/pipe-$tag-$r.jsonl" 2>&1 \
         | tail -40

@@ -16,11 +16,6 @@ FILTER=${FILTER:-CudaEngine.GraphsEqualEagerLaunches}
 gpu_build . "$BUILD" "$OUT/build.log" "$TARGET" || exit 1
 BIN=$(find "$BUILD" -name "$TARGET" -type f -perm -u+x | head -1)
 say "built $BIN"
-with_env() {  # SETTING COMMAND...: COMMAND with SETTING (NAME=VALUE) in its environment, or as is for "-"
-  local v=$1
-  shift
-  if [ "$v" = - ]; then "$@"; else env "$v" "$@"; fi
-}
 for v in ${VARIANTS:--}; do
   log="$OUT/repeat-${v//[^A-Za-z0-9_-]/_}.log"
   : >"$log"

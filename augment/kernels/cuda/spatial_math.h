@@ -155,7 +155,7 @@ AUGMENTD_KERNEL_HD void TwoLabelSums(const int* lab, const float* x1000, int lo,
 }
 
 // The labels of TriangularVote035 with fewer instructions (the kernel's 0.3.5 vote since session 10; since session 18
-// that of every build but the 1-channel ones, which run LabelVote035BranchFree):
+// that of every 0.3.5 build but the 1-channel, non-split, non-permuted ones, which run LabelVote035BranchFree):
 //  * the one-label test as the smallest and largest in-bounds label (15 min/max and 8 selects; the s9 loop with its
 //    `first` and `uniform` state compiled to ≈ 70 instructions of predicate packing at the 64-register cap);
 //  * two labels lo < hi (a voxel on one label boundary): each score is the corner-order sum over all 8 corners of
