@@ -1,6 +1,6 @@
 // bench/cuda_pipeline_bench.cc — times augmentd's CUDA kernel layer (augment/kernels/cuda) on one GPU.
 //
-//   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE]
+//   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE,...]
 //                       [--bgv2 0.3.5|0.3.6] [--channels 1,4]
 //
 // --bgv2 picks the label vote of the spatial kernel: 0.3.5 (default: argmax with lowest-label ties and the −1 mask,
@@ -449,14 +449,15 @@ BandwidthResult RunSpatialBandwidth(int B, int C, const int* S, const int* P, in
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --only MODE:B:C:SHAPE (e.g. all-on:2:1:0) runs one configuration (profiling); --modes a,b,c limits the modes.
+  // --only MODE:B:C:SHAPE[,...] (e.g. all-on:2:1:0,spatial-bw) runs only those configurations (profiling, A/B runs);
+  // --modes a,b,c limits the modes.
   std::string json, only, modes;
   std::vector<int> channels = {1, 4};  // --channels 1,2,4: the channel counts of the mode rows
   int iters = 200;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
-    if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = "," + std::string(argv[++i]) + ",";
     if (!std::strcmp(argv[i], "--modes") && i + 1 < argc) modes = "," + std::string(argv[++i]) + ",";
     if (!std::strcmp(argv[i], "--channels") && i + 1 < argc) {
       channels.clear();
@@ -498,7 +499,7 @@ int main(int argc, char** argv) {
   std::vector<Result> res;
   std::vector<BandwidthResult> bw;
   if ((modes.empty() && only.empty()) || modes.find(",spatial-bw,") != std::string::npos ||
-      only.rfind("spatial-bw", 0) == 0) {
+      only.find(",spatial-bw") != std::string::npos) {
     bw.push_back(RunSpatialBandwidth(2, 1, S1, P1, iters, st));
     const BandwidthResult& r = bw.back();
     const double gbps = r.bytes / (r.ms_spatial * 1e-3) / 1e9, copy_same = r.bytes / (r.ms_copy * 1e-3) / 1e9;
@@ -530,8 +531,8 @@ int main(int argc, char** argv) {
           // C = 4 for the spatial floor and the noise (the per-channel costs of the fused spatial kernel, issue 27).
           if (per_transform && C == 4 && m != "only-noise") continue;
           if (per_transform && B == 8) continue;
-          if (!only.empty() && only != std::string(mode) + ":" + std::to_string(B) + ":" + std::to_string(C) + ":" +
-                                           std::to_string(shape))
+          if (!only.empty() && only.find("," + std::string(mode) + ":" + std::to_string(B) + ":" + std::to_string(C) +
+                                         ":" + std::to_string(shape) + ",") == std::string::npos)
             continue;
           res.push_back(RunOne(mode, pr, B, C, shape ? S2 : S1, shape ? P2 : P1, iters, st));
           const Result& r = res.back();

@@ -4,7 +4,8 @@
 #                               sourced (log in $OUT/kit.log), the GPU's name printed; say() prefixes "[TAG Ns]"
 #   gpu_build SRC BUILD LOG TARGETS...
 #                               configures SRC into BUILD (Release, Ninja, the kit's CMake arguments) and builds
-#                               TARGETS within BUILD_TIMEOUT (200 s); on failure prints the errors and returns 1
+#                               TARGETS within BUILD_TIMEOUT (200 s); on failure prints the errors and returns 1;
+#                               GPU_BUILD_CMAKE_EXTRA: one more CMake argument (e.g. -DCMAKE_CUDA_FLAGS=...)
 #   with_env SETTING COMMAND... runs COMMAND with SETTING (NAME=VALUE) in its environment, or as is for "-"
 gpu_begin() {
   GPU_TAG=$1
@@ -21,11 +22,12 @@ say() { echo "[$GPU_TAG $(( $(date +%s) - START ))s] $*"; }
 gpu_build() {
   local src=$1 build=$2 log=$3
   shift 3
-  local zlib=()
-  [ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && zlib=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
+  local extra=()
+  [ -e /usr/lib/x86_64-linux-gnu/libz.so.1 ] && extra=(-DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
+  [ -n "${GPU_BUILD_CMAKE_EXTRA:-}" ] && extra+=("$GPU_BUILD_CMAKE_EXTRA")
   # shellcheck disable=SC2086  # the kit's arguments are a word list
   cmake -S "$src" -B "$build" $AUGMENTD_KIT_CMAKE_ARGS -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DAUGMENTD_PYTHON="$(command -v python3)" "${zlib[@]}" >"$log" 2>&1 \
+    -DAUGMENTD_PYTHON="$(command -v python3)" "${extra[@]}" >"$log" 2>&1 \
     || { echo "configure $src failed"; tail -20 "$log"; return 1; }
   timeout "${BUILD_TIMEOUT:-200}" ninja -C "$build" -j16 -k 0 "$@" >>"$log" 2>&1 \
     || { echo "build $src failed"; grep -E "^FAILED|error" "$log" | head -20; return 1; }

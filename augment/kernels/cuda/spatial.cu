@@ -116,6 +116,9 @@ __device__ __forceinline__ int PadFirstVote(const int* lab, const float* x1000, 
   return best_l;
 }
 
+// Component d (0, 1, 2) of v's x, y, z; d a compile-time constant after unrolling.
+__device__ __forceinline__ float Axis(const float4& v, int d) { return d == 0 ? v.x : (d == 1 ? v.y : v.z); }
+
 // The permuted build's staging of one brick in shared memory (kStagePermute): padded strides, so that a warp reading
 // 8 or 16 voxels along any brick axis (the output's contiguous axis) hits distinct banks.
 constexpr int kPermStride1 = kBrickX + 1, kPermStride0 = kBrickY * kPermStride1 + 1;
@@ -223,9 +226,32 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     }
     sh_add[d] = __fsub_rn(sp.shift[d], sp.elastic_center ? static_cast<float>(mean) : 0.f);
   }
+  // kInvariantsShared: the loop invariants of the coordinates in shared memory, not registers: A[d][0] per sample
+  // and the column terms A[d][1]·g1, A[d][2]·g2 (g1, g2 depend on j1, j2 alone: one entry per brick row / column),
+  // three vector loads a voxel; also each thread's noise quads (nq below). At the 64-register cap of the 1-channel
+  // builds this frees 13 registers: spilled bytes 4-52 → 0, and the all-on build's 8 image gathers in flight at once
+  // again (one at a time before, NOTES.md s18). Chosen per build as measured on the H200 (NOTES.md s19, same call,
+  // against session 18's kernels): faster in the 0.3.5 noise build (all-on B=2 C=1 −4.7 %, B=8 −6.2 %), the 0.3.5
+  // split builds (all-on C=4 −2.0 %, rotation + scaling C=4 −6.5 %) and the 0.3.6 build without noise (rotation +
+  // scaling −9.5 %); slower in the 0.3.5 build without noise (+5.6 %: its gathers stayed serial, the table loads came
+  // on top) and the 0.3.6 noise build (all-on +2.1 %). Those keep the registers, as do the builds not measured with it
+  // (2-8 channels, permuted, the 0.3.6 split).
+  constexpr bool kInvariantsShared =
+      kCT == 1 && kMinBlocks == 4 && !kPermute && (kPadFirst ? !kNoise && !kSplit : kNoise || kSplit);
+  constexpr int kTableRows = kInvariantsShared ? kBrickY : 1, kTableCols = kInvariantsShared ? kBrickX : 1;
+  __shared__ float4 sh_a0, sh_col1[kTableRows], sh_col2[kTableCols];
   if (threadIdx.x < 3) {
     const int d = threadIdx.x;
     sh_shift[d] = sp.shift[d];
+    if (kInvariantsShared) reinterpret_cast<float*>(&sh_a0)[d] = sp.matrix[3 * d];
+  } else if (kInvariantsShared && threadIdx.x >= 32 && threadIdx.x < 32 + kBrickY + kBrickX) {
+    const int t = threadIdx.x - 32, e = t < kBrickY ? 1 : 2;  // matrix column: 1 for rows (j1), 2 for columns (j2)
+    const int nbx = (P[2] + kBrickX - 1) / kBrickX, nby = (P[1] + kBrickY - 1) / kBrickY;  // bricks as below
+    const int jj = e == 1 ? ((blockIdx.x / nbx) % nby) * kBrickY + t : (blockIdx.x % nbx) * kBrickX + t - kBrickY;
+    const float g = __fsub_rn(static_cast<float>(jj), 0.5f * static_cast<float>(P[e] - 1));
+    float* col = reinterpret_cast<float*>(e == 1 ? &sh_col1[t] : &sh_col2[t - kBrickY]);
+#pragma unroll
+    for (int d = 0; d < 3; ++d) col[d] = __fmul_rn(sp.matrix[3 * d + e], g);
   }
   // The sample's input base pointers go through shared memory: opaque to the compiler, they stay one register pair
   // each and every gather is one wide multiply-add of its 32-bit offset (folding b·C·in_n into each gather's 64-bit
@@ -269,6 +295,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int j2 = (brick % nbx) * kBrickX + (warp & 1) * 8 + (lane & 7);
   const int j1 = ((brick / nbx) % nby) * kBrickY + (warp >> 1) * 4 + (lane >> 3);
+  const int l1 = (warp >> 1) * 4 + (lane >> 3), l2 = (warp & 1) * 8 + (lane & 7);  // brick-local j1, j2 (tables)
   const int z_first = (brick / (nbx * nby)) * kBrickZ;
   const bool col_ok = j1 < P[1] && j2 < P[2];
   // kPermute: this thread's slot in the staged brick (brick-local j1, j2; axis 0 is the loop step).
@@ -280,13 +307,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // of a Philox block + Box–Muller pair (≈ 71 instructions, NOTES.md s4) instead of a whole one (≈ 190 for one
   // normal out of four): the one per-channel cost of this kernel that was not amortised over the lanes of a quad.
   // 4 channels: 128 registers, 0 spilled bytes (0.3.5 vote) / 4 (0.3.6 vote) with the keys in shared memory; 8
-  // channels keep NormalAt (nq would be 32 more registers at the 128-register cap).
+  // channels keep NormalAt (nq would be 32 more registers at the 128-register cap). kInvariantsShared: each thread's
+  // quads in shared memory (4 KB a block), the pick one load instead of two selects on the bits of r.
   constexpr bool kShareNoise = kNoise && kCT <= 4;
+  constexpr bool kQuadsShared = kShareNoise && kInvariantsShared;
   const bool share_noise = noise_sigma != 0.f && (P[2] & 3) == 0;
-  float nq[kCT][4];
-  // Loaded once: stores in the loop could alias the parameter array as far as the compiler knows.
+  __shared__ float sh_nq[kQuadsShared ? 4 : 1][kQuadsShared ? kThreads : 1];
+  float nq[kQuadsShared ? 1 : kCT][4];
+  // !kInvariantsShared: the coordinates' loop invariants in registers, loaded once (stores in the loop could alias the
+  // parameter array as far as the compiler knows).
   float col1[3], col2[3], a0[3];
-  {
+  if constexpr (!kInvariantsShared) {
     const float g1 = __fsub_rn(static_cast<float>(j1), 0.5f * static_cast<float>(P[1] - 1));
     const float g2 = __fsub_rn(static_cast<float>(j2), 0.5f * static_cast<float>(P[2] - 1));
 #pragma unroll
@@ -316,7 +347,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         for (int r = 0; r < 4; ++r) {
           const int e = (q - r) & 3;
           const float send = e == 0 ? nb[0] : (e == 1 ? nb[1] : (e == 2 ? nb[2] : nb[3]));
-          nq[c][r] = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((q + r) & 3));
+          const float got = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((q + r) & 3));
+          if constexpr (kQuadsShared) {
+            sh_nq[r][threadIdx.x] = got;  // read back by this thread only (c == 0: one channel)
+          } else {
+            nq[c][r] = got;
+          }
         }
       }
     }
@@ -344,6 +380,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         pe[2] = __fadd_rn(__fsub_rn(static_cast<float>(j2), 0.5f * static_cast<float>(P[2] - 1)),
                           __fdiv_rn(__ldg(fb + 2 * out_n), sh_div[2]));
       }
+      float4 a0v, c1v, c2v;  // kInvariantsShared: this voxel's invariants (x, y, z = axis d)
+      if constexpr (kInvariantsShared) {
+        a0v = sh_a0;
+        c1v = sh_col1[l1];
+        c2v = sh_col2[l2];
+      }
 #pragma unroll
       for (int d = 0; d < 3; ++d) {
         float u;
@@ -353,7 +395,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           u = __fadd_rn(u, sh_add[d]);
         } else {
           // ((A[d][0]·g0 + A[d][1]·g1) + A[d][2]·g2) + shift, in this order (column terms are per thread).
-          u = __fadd_rn(__fadd_rn(__fmul_rn(a0[d], g0), col1[d]), col2[d]);
+          float ad, c1d, c2d;
+          if constexpr (kInvariantsShared) {
+            ad = Axis(a0v, d);
+            c1d = Axis(c1v, d);
+            c2d = Axis(c2v, d);
+          } else {
+            ad = a0[d];
+            c1d = col1[d];
+            c2d = col2[d];
+          }
+          u = __fadd_rn(__fadd_rn(__fmul_rn(ad, g0), c1d), c2d);
           u = __fadd_rn(u, sh_shift[d]);
         }
         const float n = DivByReciprocal(u, a.half_s[d], a.rcp_half_s[d]);  // == u / (S/2), IEEE (spatial_math.h)
@@ -406,11 +458,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       label = 0;
       if (seg_block) {  // block-uniform: the other channels' blocks of a split launch skip the vote
         // Label vote over the corner labels; an out-of-bounds corner (weight +0) carries the label each vote expects.
-        // The branch-free 0.3.5 vote only in the builds it was measured faster in (the 1-channel ones: all-on B=2
-        // −2.4 %). The split build keeps the branching one: with the branch-free vote all-on B=2 C=4 measured 0.6637 →
-        // 0.6805 ms (+2.5 %), its image gathers compiled one load in flight at the 64-register cap, where channels
-        // 1–3's blocks spend their time (NOTES.md s18); the multi-channel and permuted builds were not measured.
-        constexpr bool kBranchFreeVote = kCT == 1 && !kPadFirst && !kSplit && !kPermute;
+        // The branch-free 0.3.5 vote in the builds it was measured faster in: the 1-channel ones (all-on B=2 −2.4 %,
+        // NOTES.md s18) and, since its image gathers are in flight again with kInvariantsShared, the split ones (s19:
+        // all-on B=2 C=4 0.6831 → 0.6682 ms against the branching vote; in s18 it had cost +2.5 % with the gathers
+        // one at a time). The multi-channel and permuted builds, not measured with it, keep the branching one.
+        constexpr bool kBranchFreeVote = kCT == 1 && !kPadFirst && !kPermute;
         constexpr int kOutLabel = kBranchFreeVote ? kVoteOutOfBounds : INT32_MIN;
         int lab[8];
 #pragma unroll
@@ -460,9 +512,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         if (c >= C) continue;
         float n;
         if (kShareNoise && share_noise) {
-          // Two selects on the bits of r (r differs between lanes: a switch would diverge into up to 4 paths).
-          const float n01 = (r & 1) ? nq[c][1] : nq[c][0], n23 = (r & 1) ? nq[c][3] : nq[c][2];
-          n = (r & 2) ? n23 : n01;
+          if constexpr (kQuadsShared) {
+            n = sh_nq[r][threadIdx.x];
+          } else {
+            // Two selects on the bits of r (r differs between lanes: a switch would diverge into up to 4 paths).
+            const float n01 = (r & 1) ? nq[c][1] : nq[c][0], n23 = (r & 1) ? nq[c][3] : nq[c][2];
+            n = (r & 2) ? n23 : n01;
+          }
         } else {
           n = NormalAt(kKeysShared ? sh_keys[c] : reg_keys[kKeysShared ? 0 : c], static_cast<uint64_t>(j));
         }

@@ -75,22 +75,23 @@ AUGMENTD_KERNEL_HD uint32_t HalfRoundedBits(float v) {
   }
 }
 
-// The triangular label vote over the 8 trilinear corners: `lab` is a corner's label (INT32_MIN out of bounds, skipped;
-// LabelVote035BranchFree passes kVoteOutOfBounds, a zero-score candidate that never wins), `x1000`
-// the weight it gives its label (1000·w, +0 out of bounds; all >= +0), `lowest` the patch's lowest label. Corner q sums
-// the corners m >= q of its label in corner order (0 + x is exact, so starting at x[q] is the sum from 0). For the
+// The triangular label vote over the 8 trilinear corners: `lab` is a corner's label (out of bounds: INT32_MIN,
+// skipped; with kBranchFree, LabelVote035BranchFree's kVoteOutOfBounds, a zero-score candidate that never wins, and
+// no skip), `x1000` the weight it gives its label (1000·w, +0 out of bounds; all >= +0), `lowest` the patch's lowest
+// label. Corner q sums the corners m >= q of its label in corner order (0 + x is exact, so starting at x[q] is the
+// sum from 0). For the
 // first corner of a label this is the label's value; a later corner yields a partial sum <= it (non-negative terms,
 // monotone rounding), which can neither exceed the running best nor win a tie the label's first corner did not
 // already win: the result is the largest (fl16 score, then the lowest label) among (0, `lowest`) and every label's
 // (fl16 of its corner-order sum, label) — a maximum under a total order, so it does not depend on the order in which
 // the labels are visited. 28 instead of 64 terms.
-template <bool kBranchFree = false>  // HalfRoundedBits' form
+template <bool kBranchFree = false>  // HalfRoundedBits' form, and the out-of-bounds label
 AUGMENTD_KERNEL_HD int TriangularVoteCore(const int* lab, const float* x1000, int lowest) {
   uint32_t best_h = 0;
   int best_l = lowest;
   AUGMENTD_VOTE_UNROLL
   for (int q = 0; q < 8; ++q) {
-    if (lab[q] == INT32_MIN) continue;
+    if (!kBranchFree && lab[q] == INT32_MIN) continue;
     float v = x1000[q];
     AUGMENTD_VOTE_UNROLL
     for (int m = q + 1; m < 8; ++m) {
