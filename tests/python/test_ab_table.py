@@ -1,0 +1,60 @@
+"""bench/ab_table.py (issue 27): the A/B table of scripts/gpu-kernels-check.sh's JSON lines (synthetic files in the
+formats bench/cuda_pipeline_bench and bench/cuda_chain_bench write; no GPU needed)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "bench" / "ab_table.py"
+
+
+def write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def pipe_rows(all_on_eager, all_on_graph, fraction):
+    return [
+        {"impl": "device", "name": "NVIDIA H200", "copy_gbps": 4200.0, "bgv2": "0.3.5"},
+        {"impl": "augmentd-spatial-bw", "mode": "spatial-bw", "B": 2, "C": 1, "shape": "128x128x128<-205x205x205",
+         "spatial_ms": 0.12, "copy_ms": 0.015, "bytes": 1.0, "spatial_bandwidth_fraction": fraction},
+        {"impl": "augmentd", "mode": "all-on", "B": 2, "C": 1, "shape": "128x128x128<-205x205x205",
+         "ms_eager": all_on_eager, "ms_graph": all_on_graph, "bytes": 1.0, "mem_mb": 1.0, "ws_mb": 1.0},
+    ]
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+
+
+def test_best_of_eager_and_graph_per_round_and_best_round_against_the_first_side(tmp_path):
+    write(tmp_path / "pipe-old-1.jsonl", pipe_rows(0.2600, 0.2500, 0.120))
+    write(tmp_path / "pipe-new-1.jsonl", pipe_rows(0.2400, 0.2450, 0.125))
+    write(tmp_path / "pipe-old-2.jsonl", pipe_rows(0.2550, 0.2560, 0.121))
+    write(tmp_path / "pipe-new-2.jsonl", pipe_rows(0.2380, 0.2390, 0.126))
+    for side, median in (("old", 0.236), ("new", 0.230)):
+        write(tmp_path / f"chain-{side}-1.jsonl",
+              [{"row": "da5 all on", "B": 2, "C": 1, "median_ms": 1.0, "p90_ms": 2.0, "marginal_ms": 0.0},
+               {"row": "da5", "B": 2, "C": 1, "median_ms": median, "p90_ms": 0.4, "marginal_ms": 0.0}])
+    r = run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    all_on = next(line for line in lines if line.startswith("| all-on B=2 C=1 128x128x128 |"))
+    # Cells: min(eager, graph) of each round; last column: best new (0.2380) against best old (0.2500).
+    assert "| 0.2500 / 0.2550 | 0.2400 / 0.2380 |" in all_on
+    assert all_on.endswith("| new -4.8 % |")
+    fraction = next(line for line in lines if line.startswith("| spatial-bw fraction"))
+    assert fraction.endswith("| new +4.1 % |")  # higher is better: the best round is the largest (0.126 / 0.121)
+    da5 = next(line for line in lines if line.startswith("| da5 chain B=2 C=1"))
+    assert "0.2360 (0.400)" in da5 and da5.endswith("| new -2.5 % |")
+    assert not any("da5 all on" in line for line in lines)  # only the da5 row
+
+
+def test_sides_keep_their_order_and_a_missing_directory_is_an_error(tmp_path):
+    for side in ("old", "new", "bf"):
+        write(tmp_path / f"pipe-{side}-1.jsonl", pipe_rows(0.25, 0.25, 0.12))
+    r = run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "| configuration | old | new | bf |" in r.stdout
+    missing = run(tmp_path / "nowhere")
+    assert missing.returncode == 2 and "not a directory" in missing.stderr
