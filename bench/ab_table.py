@@ -46,6 +46,7 @@ def collect(out_dir, prefix):
 def table(cells, sides):
     if not cells:
         return
+    print()
     print("| configuration | " + " | ".join(sides) + " | best vs best (" + sides[0] + " = 0) |")
     print("|---|" + "---|" * len(sides) + "---|")
     for key in cells:

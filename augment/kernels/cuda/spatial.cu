@@ -230,12 +230,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // and the column terms A[d][1]·g1, A[d][2]·g2 (g1, g2 depend on j1, j2 alone: one entry per brick row / column),
   // three vector loads a voxel; also each thread's noise quads (nq below). At the 64-register cap of the 1-channel
   // builds this frees 13 registers: spilled bytes 4-52 → 0, and the all-on build's 8 image gathers in flight at once
-  // again (one at a time before, NOTES.md s18). Chosen per build as measured on the H200 (NOTES.md s19, same call,
+  // again (one at a time before, NOTES.md s18). Chosen per build from a screen on the H200 (NOTES.md s19, same call,
   // against session 18's kernels): faster in the 0.3.5 noise build (all-on B=2 C=1 −4.7 %, B=8 −6.2 %), the 0.3.5
   // split builds (all-on C=4 −2.0 %, rotation + scaling C=4 −6.5 %) and the 0.3.6 build without noise (rotation +
   // scaling −9.5 %); slower in the 0.3.5 build without noise (+5.6 %: its gathers stayed serial, the table loads came
   // on top) and the 0.3.6 noise build (all-on +2.1 %). Those keep the registers, as do the builds not measured with it
-  // (2-8 channels, permuted, the 0.3.6 split).
+  // (2-8 channels, permuted, the 0.3.6 split). This tree, same call: all-on B=2 C=1 −4.9 %, B=8 −5.7 %, C=4 −1.8 %,
+  // rotation + scaling 0.3.6 −8.2 %; the split build without noise +1.7 % (inside the spread; its instruction order
+  // differs from the screened one's).
   constexpr bool kInvariantsShared =
       kCT == 1 && kMinBlocks == 4 && !kPermute && (kPadFirst ? !kNoise && !kSplit : kNoise || kSplit);
   constexpr int kTableRows = kInvariantsShared ? kBrickY : 1, kTableCols = kInvariantsShared ? kBrickX : 1;

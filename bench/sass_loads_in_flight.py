@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""How many global loads each load of a CUDA kernel has in flight, read from its SASS (no GPU needed).
+
+  cuobjdump -sass build/.../spatial.cu.o > spatial.sass
+  bench/sass_loads_in_flight.py spatial.sass [--kernel SpatialKernelILi1ELi4ELb1] [--min-loads 6]
+
+For every function whose mangled name contains --kernel, walks its instructions in order; for each LDG it counts the
+LDGs issued after it and before the first instruction that reads its destination register ("+k": k later loads in
+flight when this one is first needed). Loads are grouped between branches; groups with at least --min-loads loads are
+printed, one token per load: F (32-bit float / word), S16 / U16 (16-bit), 64 / 128 (vector), e.g.
+
+  F:+7 F:+6 F:+5 F:+4 F:+3 F:+2 F:+1 F:+0    eight gathers issued back to back before the first use
+  F:+0 F:+0 F:+0 F:+0 F:+0 F:+0 F:+0 F:+0    each gather consumed before the next is issued (serial)
+
+Static: every path of the function is listed, executed or not (the spatial kernel's crop, elastic and vote paths have
+their own groups). Session 19 (augment/kernels/cuda/NOTES.md) used it to find which registers to free at the 64-register
+cap of the fused spatial kernel.
+"""
+import argparse
+import re
+import sys
+
+FUNC = re.compile(r"\s*Function : (\S+)")
+INSTR = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s*(.*?)\s*;")
+REG = re.compile(r"\bR(\d+)\b")
+
+
+def functions(lines):
+    """{mangled name: [instruction text without address]} of cuobjdump -sass output."""
+    out, cur = {}, None
+    for line in lines:
+        m = FUNC.match(line)
+        if m:
+            cur = m.group(1)
+            out[cur] = []
+            continue
+        m = INSTR.match(line)
+        if m and cur is not None:
+            out[cur].append(m.group(2))
+    return out
+
+
+def split(instr):
+    """(opcode, destination operand, source operands) of one instruction, its predicate dropped."""
+    words = instr.split(None, 1)
+    if words and words[0].startswith("@"):
+        words = words[1].split(None, 1) if len(words) > 1 else []
+    if not words:
+        return "", "", ""
+    op = words[0]
+    operands = words[1].split(",") if len(words) > 1 else []
+    return op, (operands[0] if operands else ""), ",".join(operands[1:])
+
+
+def kind(op):
+    parts = op.split(".")[1:]
+    for p in parts:
+        if p in ("S16", "U16", "S8", "U8", "64", "128"):
+            return p
+    return "F"
+
+
+def load_groups(instrs):
+    """Per branch-delimited group, [(kind, later loads in flight at first use)] of its LDGs."""
+    groups, cur, pending = [], [], []  # pending: [index, kind, destination register]
+    for i, instr in enumerate(instrs):
+        op, dst, srcs = split(instr)
+        read = set(REG.findall(srcs))
+        # A store reads its "destination" operand (the address); so does a load's address register.
+        if op.startswith(("ST", "LDG", "LDS", "LD.")):
+            read |= set(REG.findall(dst)) if op.startswith("ST") else set()
+        for p in list(pending):
+            if p[2] in read:
+                cur.append((p[1], sum(1 for q in pending if q[0] > p[0])))
+                pending.remove(p)
+        if op.startswith("LDG"):
+            m = REG.search(dst)
+            if m:
+                pending.append((i, kind(op), m.group(1)))
+        if op in ("BRA", "EXIT", "BAR", "RET") or op.startswith(("BRA.", "BAR.", "EXIT.")):
+            if cur:
+                groups.append(cur)
+            cur = []
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sass", help="cuobjdump -sass output")
+    ap.add_argument("--kernel", default="", help="substring of the mangled function names to report")
+    ap.add_argument("--min-loads", type=int, default=6, help="smallest group printed (default 6)")
+    args = ap.parse_args(argv)
+    try:
+        with open(args.sass) as f:
+            funcs = functions(f)
+    except OSError as e:
+        print(f"sass_loads_in_flight.py: {e}", file=sys.stderr)
+        return 2
+    chosen = {k: v for k, v in funcs.items() if args.kernel in k}
+    if not chosen:
+        print(f"sass_loads_in_flight.py: no function in {args.sass} contains {args.kernel!r} "
+              f"({len(funcs)} functions; is it cuobjdump -sass output?)", file=sys.stderr)
+        return 2
+    for name, instrs in chosen.items():
+        print(f"== {name} ({len(instrs)} instructions)")
+        for g in load_groups(instrs):
+            if len(g) >= args.min_loads:
+                print("   " + " ".join(f"{k}:+{n}" for k, n in g))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
