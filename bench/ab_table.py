@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The A/B table of one scripts/gpu-kernels-check.sh run: every configuration, every side, every round.
 
-  python3 bench/ab_table.py OUT_DIR [OUT_DIR ...]
+  python3 bench/ab_table.py [--sides old,new,...] OUT_DIR [OUT_DIR ...]
 
 Reads OUT_DIR/pipe-SIDE-ROUND.jsonl (bench/cuda_pipeline_bench --json) and OUT_DIR/chain-SIDE-ROUND.jsonl
 (bench/cuda_chain_bench --json). A pipeline cell is the better of eager launches and CUDA-graph replay (ms); the
 last column compares the best round of each side with the best round of the first side. Chain rows: the median
-(and p90) of the da5 row (nnU-Net's DA5 trainer). Sides keep the order of their first appearance (SIDES).
+(and p90) of the da5 row (nnU-Net's DA5 trainer). Side order: --sides, else old, new, then the others by name.
 """
+import argparse
 import collections
 import glob
 import json
@@ -15,22 +16,31 @@ import os
 import re
 import sys
 
+NAME = re.compile(r"(pipe|chain)-(.+)-(\d+)\.jsonl$")
+
 
 def load(path):
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def collect(out_dir, prefix):
+def side_order(found, wanted):
+    """The sides to print: `wanted` (those present), else old, new, then the others by name."""
+    if wanted:
+        return [s for s in wanted if s in found]
+    return sorted(found, key=lambda s: ({"old": 0, "new": 1}.get(s, 2), s))
+
+
+def collect(out_dir, prefix, wanted):
     """{config: {side: {round: value}}} and the sides in order."""
     cells = collections.defaultdict(lambda: collections.defaultdict(dict))
-    sides = []
-    paths = glob.glob(os.path.join(out_dir, prefix + "-*-*.jsonl"))
-    for path in sorted(paths, key=lambda p: (int(re.search(r"-(\d+)\.jsonl$", p).group(1)), os.path.getmtime(p))):
-        m = re.match(prefix + r"-(.+)-(\d+)\.jsonl$", os.path.basename(path))
-        side, rnd = m.group(1), int(m.group(2))
-        if side not in sides:
-            sides.append(side)
+    found = set()
+    for path in sorted(glob.glob(os.path.join(out_dir, prefix + "-*.jsonl"))):
+        m = NAME.match(os.path.basename(path))
+        if not m:
+            raise ValueError(f"{path}: not PREFIX-SIDE-ROUND.jsonl")
+        side, rnd = m.group(2), int(m.group(3))
+        found.add(side)
         for r in load(path):
             if prefix == "pipe" and r.get("impl") == "augmentd":
                 key = f"{r['mode']} B={r['B']} C={r['C']} {r['shape'].split('<')[0]}"
@@ -40,11 +50,11 @@ def collect(out_dir, prefix):
                 cells["spatial-bw kernel ms"][side][rnd] = (r["spatial_ms"],)
             elif prefix == "chain" and r.get("row") == "da5":
                 cells[f"da5 chain B={r['B']} C={r['C']} median (p90)"][side][rnd] = (r["median_ms"], r["p90_ms"])
-    return cells, sides
+    return cells, side_order(found, wanted)
 
 
 def table(cells, sides):
-    if not cells:
+    if not cells or not sides:
         return
     print()
     print("| configuration | " + " | ".join(sides) + " | best vs best (" + sides[0] + " = 0) |")
@@ -63,17 +73,30 @@ def table(cells, sides):
         print(f"| {key} | " + " | ".join(row) + f" | {rel} |")
 
 
-def main():
-    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
-        print(__doc__.strip())
-        return 0 if len(sys.argv) >= 2 else 2
-    for out_dir in sys.argv[1:]:
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__.split("\n", 2)[2],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sides", default="", help="comma-separated side order (the first is the baseline)")
+    ap.add_argument("out_dirs", nargs="+", metavar="OUT_DIR")
+    args = ap.parse_args(argv)
+    wanted = [s for s in args.sides.split(",") if s]
+    for out_dir in args.out_dirs:
         if not os.path.isdir(out_dir):
             print(f"ab_table.py: {out_dir}: not a directory", file=sys.stderr)
             return 2
         print(f"## {out_dir}")
+        printed = False
         for prefix in ("pipe", "chain"):
-            table(*collect(out_dir, prefix))
+            try:
+                cells, sides = collect(out_dir, prefix, wanted)
+            except (ValueError, KeyError, json.JSONDecodeError) as e:
+                print(f"ab_table.py: {e}", file=sys.stderr)
+                return 2
+            table(cells, sides)
+            printed |= bool(cells and sides)
+        if not printed:
+            print(f"ab_table.py: {out_dir}: no pipe-SIDE-ROUND.jsonl or chain-SIDE-ROUND.jsonl rows", file=sys.stderr)
+            return 1
     return 0
 
 

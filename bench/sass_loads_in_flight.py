@@ -4,10 +4,11 @@
   cuobjdump -sass build/.../spatial.cu.o > spatial.sass
   bench/sass_loads_in_flight.py spatial.sass [--kernel SpatialKernelILi1ELi4ELb1] [--min-loads 6]
 
-For every function whose mangled name contains --kernel, walks its instructions in order; for each LDG it counts the
-LDGs issued after it and before the first instruction that reads its destination register ("+k": k later loads in
-flight when this one is first needed). Loads are grouped between branches; groups with at least --min-loads loads are
-printed, one token per load: F (32-bit float / word), S16 / U16 (16-bit), 64 / 128 (vector), e.g.
+For every function whose mangled name contains --kernel, walks its instructions in text order; for each LDG it counts
+the LDGs issued after it and before the first instruction that reads one of its destination registers ("+k": k later
+loads issued while this one is outstanding; a load never read counts to the function's end). Loads are grouped by the
+branch-delimited block they are issued in; groups with at least --min-loads loads are printed, one token per load:
+F (32-bit float / word), S16 / U16 / S8 / U8, 64 / 128 (vector), e.g.
 
   F:+7 F:+6 F:+5 F:+4 F:+3 F:+2 F:+1 F:+0    eight gathers issued back to back before the first use
   F:+0 F:+0 F:+0 F:+0 F:+0 F:+0 F:+0 F:+0    each gather consumed before the next is issued (serial)
@@ -60,30 +61,44 @@ def kind(op):
     return "F"
 
 
+def registers(operand, width):
+    """The registers an operand names: R4 of a 64-bit (`.64`) load is R4 and R5; RZ names none."""
+    m = REG.search(operand)
+    if not m:
+        return set()
+    first = int(m.group(1))
+    return {str(first + k) for k in range(width)}
+
+
+def width(op):
+    """32-bit registers a load writes."""
+    return {"64": 2, "128": 4}.get(kind(op), 1)
+
+
 def load_groups(instrs):
-    """Per branch-delimited group, [(kind, later loads in flight at first use)] of its LDGs."""
-    groups, cur, pending = [], [], []  # pending: [index, kind, destination register]
+    """Per branch-delimited group, [(kind, loads in flight)] of the LDGs issued in it, in issue order: the number of
+    LDGs issued after the load and before the first instruction that reads one of its destination registers (in the
+    function's text order, across later branches); a load never read counts the LDGs up to the function's end."""
+    loads = []  # [group, issue index, kind, destination registers, first use or None]
+    group = 0
     for i, instr in enumerate(instrs):
         op, dst, srcs = split(instr)
         read = set(REG.findall(srcs))
-        # A store reads its "destination" operand (the address); so does a load's address register.
-        if op.startswith(("ST", "LDG", "LDS", "LD.")):
-            read |= set(REG.findall(dst)) if op.startswith("ST") else set()
-        for p in list(pending):
-            if p[2] in read:
-                cur.append((p[1], sum(1 for q in pending if q[0] > p[0])))
-                pending.remove(p)
+        if op.startswith("ST"):  # a store's first operand is its address
+            read |= set(REG.findall(dst))
+        for load in loads:
+            if load[4] is None and load[3] & read:
+                load[4] = i
         if op.startswith("LDG"):
-            m = REG.search(dst)
-            if m:
-                pending.append((i, kind(op), m.group(1)))
+            loads.append([group, i, kind(op), registers(dst, width(op)), None])
         if op in ("BRA", "EXIT", "BAR", "RET") or op.startswith(("BRA.", "BAR.", "EXIT.")):
-            if cur:
-                groups.append(cur)
-            cur = []
-    if cur:
-        groups.append(cur)
-    return groups
+            group += 1
+    issued = [load[1] for load in loads]
+    groups = {}
+    for g, start, k, _, use in loads:
+        end = use if use is not None else len(instrs)
+        groups.setdefault(g, []).append((k, sum(1 for j in issued if start < j < end)))
+    return [groups[g] for g in sorted(groups)]
 
 
 def main(argv=None):

@@ -13,7 +13,8 @@
 # BUILD_TIMEOUT (200 s per build), SIDES ("old new"; "new" benches this tree alone, with SKIP_OLD=1; a side may carry
 # one environment setting, "new@AUGMENTD_SPATIAL_VARIANT=nosplit"; CHAIN_ITERS=0 skips the chain bench),
 # EXTRA_BUILDS ("NAME=FLAGS ...": this tree built again, bench targets only, into build-NAME with CMAKE_CUDA_FLAGS=FLAGS,
-# e.g. "bf=-DAUGMENTD_EXP_X=1"; a side NAME benches it, e.g. SIDES="old new bf"), PROFILE=1 (ncu
+# one flag per variant, e.g. "bf=-DAUGMENTD_EXP_X=1"; NAME not old, new or gpu; a side NAME benches it, e.g.
+# SIDES="old new bf"), PROFILE=1 (ncu
 # per kernel of PROFILE_CONFIGS, default all-on:2:1:0,all-on:2:4:0: speed of light, occupancy, warp states, issue
 # slots; $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
@@ -34,10 +35,20 @@ if [ "${SKIP_OLD:-0}" != 1 ]; then
   build "$OLD" "$OLD_BUILD" "$BENCH_TARGETS" && say "built old" || exit 1
 fi
 build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" && say "built new" || exit 1
-for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS (one word: the flags of one variant)
-  GPU_BUILD_CMAKE_EXTRA="-DCMAKE_CUDA_FLAGS=${extra#*=}" build "$PWD" "$PWD/build-${extra%%=*}" "$BENCH_TARGETS" \
-    && say "built ${extra%%=*}" || exit 1
+set -f  # EXTRA_BUILDS entries are words, not globs
+for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS: one word, so one flag per variant (no spaces)
+  name=${extra%%=*}
+  case $extra in
+    *=*) ;;
+    *) echo "EXTRA_BUILDS: '$extra' is not NAME=FLAGS"; exit 1 ;;
+  esac
+  case $name in
+    old | new | gpu | "" | *[!A-Za-z0-9_-]*) echo "EXTRA_BUILDS: '$name' is reserved or not a plain name"; exit 1 ;;
+  esac
+  GPU_BUILD_CMAKE_EXTRA="-DCMAKE_CUDA_FLAGS=${extra#*=}" build "$PWD" "$PWD/build-$name" "$BENCH_TARGETS" \
+    && say "built $name" || exit 1
 done
+set +f
 CT_RC=skipped
 if [ "${SKIP_CTEST:-0}" != 1 ]; then
   (cd "$NEW_BUILD" && timeout "${CTEST_TIMEOUT:-90}" ctest -L gpu -R "${GPU_TESTS:-cuda_da5_stages_test|augment_cuda_chain_test|cuda_auglab_stages_test}" -j3 \

@@ -50,11 +50,22 @@ def test_best_of_eager_and_graph_per_round_and_best_round_against_the_first_side
     assert not any("da5 all on" in line for line in lines)  # only the da5 row
 
 
-def test_sides_keep_their_order_and_a_missing_directory_is_an_error(tmp_path):
-    for side in ("old", "new", "bf"):
+def test_side_order_is_old_new_then_by_name_or_as_asked(tmp_path):
+    for side in ("zz", "bf", "new", "old"):  # written in this order: the order must not depend on it
         write(tmp_path / f"pipe-{side}-1.jsonl", pipe_rows(0.25, 0.25, 0.12))
     r = run(tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "| configuration | old | new | bf |" in r.stdout
+    assert "| configuration | old | new | bf | zz |" in r.stdout
+    r = run("--sides", "bf,old", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "| configuration | bf | old | best vs best (bf = 0) |" in r.stdout
+
+
+def test_errors_name_the_problem(tmp_path):
     missing = run(tmp_path / "nowhere")
     assert missing.returncode == 2 and "not a directory" in missing.stderr
+    empty = run(tmp_path)
+    assert empty.returncode == 1 and "no pipe-SIDE-ROUND.jsonl" in empty.stderr
+    write(tmp_path / "pipe-x-a.jsonl", pipe_rows(0.25, 0.25, 0.12))
+    bad = run(tmp_path)
+    assert bad.returncode == 2 and "pipe-x-a.jsonl: not PREFIX-SIDE-ROUND.jsonl" in bad.stderr

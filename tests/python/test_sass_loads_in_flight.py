@@ -45,3 +45,34 @@ def test_a_store_reads_its_address_and_a_missing_kernel_is_an_error(tmp_path, ca
     assert "64:+0" in capsys.readouterr().out
     assert tool.main([str(f), "--kernel", "Missing"]) == 2
     assert "no function" in capsys.readouterr().err
+
+
+def test_loads_between_issue_and_use_count_even_when_already_consumed():
+    # A is outstanding while B is issued and consumed: A had one later load in flight.
+    text = sass("_Z1kv",
+                "LDG.E R4, desc[UR4][R2.64]",
+                "LDG.E R5, desc[UR4][R6.64]",
+                "FADD R7, R5, R5",
+                "FADD R8, R4, R4",
+                "EXIT")
+    assert tool.load_groups(tool.functions(text)["_Z1kv"]) == [[("F", 1), ("F", 0)]]
+
+
+def test_a_vector_load_is_used_through_any_of_its_registers():
+    text = sass("_Z1kv",
+                "LDG.E.64 R4, desc[UR4][R2.64]",
+                "LDG.E R8, desc[UR4][R6.64]",
+                "FADD R9, R5, R5",   # R5: the upper half of the 64-bit load
+                "FADD R10, R8, R8",
+                "EXIT")
+    assert tool.load_groups(tool.functions(text)["_Z1kv"]) == [[("64", 1), ("F", 0)]]
+
+
+def test_a_load_belongs_to_the_block_it_is_issued_in():
+    text = sass("_Z1kv",
+                "LDG.E R4, desc[UR4][R2.64]",
+                "@P0 BRA 0x40",
+                "LDG.E R5, desc[UR4][R6.64]",
+                "FADD R7, R5, R4",   # both used here: R4 was issued in the first block
+                "EXIT")
+    assert tool.load_groups(tool.functions(text)["_Z1kv"]) == [[("F", 1)], [("F", 0)]]

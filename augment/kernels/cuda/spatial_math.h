@@ -155,8 +155,8 @@ AUGMENTD_KERNEL_HD void TwoLabelSums(const int* lab, const float* x1000, int lo,
   }
 }
 
-// The labels of TriangularVote035 with fewer instructions (the kernel's 0.3.5 vote since session 10; since session 18
-// that of every 0.3.5 build but the 1-channel, non-split, non-permuted ones, which run LabelVote035BranchFree):
+// The labels of TriangularVote035 with fewer instructions (the kernel's 0.3.5 vote since session 10; since session 19
+// that of the multi-channel and permuted 0.3.5 builds; the 1-channel ones, split or not, run LabelVote035BranchFree):
 //  * the one-label test as the smallest and largest in-bounds label (15 min/max and 8 selects; the s9 loop with its
 //    `first` and `uniform` state compiled to ≈ 70 instructions of predicate packing at the 64-register cap);
 //  * two labels lo < hi (a voxel on one label boundary): each score is the corner-order sum over all 8 corners of
@@ -194,8 +194,8 @@ AUGMENTD_KERNEL_HD int LabelVote035(const int* lab, const float* x1000, int lowe
 // otherwise an in-bounds label (score >= 0, label <= 32767) outranks it in the vote's order (score, then lower label).
 inline constexpr int kVoteOutOfBounds = 32768;
 
-// LabelVote035's labels in one branch-free path for one or two labels (s18; the vote of the fused kernel's 1-channel,
-// non-split 0.3.5 builds). `lab`: the corner labels, kVoteOutOfBounds (not INT32_MIN) out of bounds; then, for x1000
+// LabelVote035's labels in one branch-free path for one or two labels (s18; the vote of the fused kernel's 1-channel
+// 0.3.5 builds, the split ones since s19, not permuted). `lab`: the corner labels, kVoteOutOfBounds (not INT32_MIN) out of bounds; then, for x1000
 // finite and >= +0 (+0 out of bounds),
 //   LabelVote035BranchFree(lab, x1000, lowest) == LabelVote035(lab with INT32_MIN for kVoteOutOfBounds, x1000, lowest).
 //  * lo, hi: the smallest and largest corner label (14 min/max, without InBoundsLabelRange's per-corner select);

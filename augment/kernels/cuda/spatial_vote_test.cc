@@ -1,5 +1,5 @@
 // GPU test of the fused spatial kernel's 0.3.5 vote (spatial_math.h): on the device, LabelVote035 (since session 10)
-// and LabelVote035BranchFree (the 1-channel builds', session 18) equal TriangularVote035 (the s9
+// and LabelVote035BranchFree (the 1-channel builds', sessions 18-19) equal TriangularVote035 (the s9
 // kernel's vote) on every assignment of {out of bounds, 4 labels} to the 8 corners under several weight sets, and all
 // three equal their host builds (the host test
 // SpatialMath.LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPattern checks the host side against an
