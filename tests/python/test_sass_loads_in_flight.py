@@ -2,6 +2,8 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("sass_loads_in_flight", REPO / "bench" / "sass_loads_in_flight.py")
 tool = importlib.util.module_from_spec(_spec)
@@ -47,32 +49,23 @@ def test_a_store_reads_its_address_and_a_missing_kernel_is_an_error(tmp_path, ca
     assert "no function" in capsys.readouterr().err
 
 
-def test_loads_between_issue_and_use_count_even_when_already_consumed():
+CASES = {
     # A is outstanding while B is issued and consumed: A had one later load in flight.
-    text = sass("_Z1kv",
-                "LDG.E R4, desc[UR4][R2.64]",
-                "LDG.E R5, desc[UR4][R6.64]",
-                "FADD R7, R5, R5",
-                "FADD R8, R4, R4",
-                "EXIT")
-    assert tool.load_groups(tool.functions(text)["_Z1kv"]) == [[("F", 1), ("F", 0)]]
+    "a load consumed later still counts the loads issued meanwhile": (
+        ["LDG.E R4, desc[UR4][R2.64]", "LDG.E R5, desc[UR4][R6.64]", "FADD R7, R5, R5", "FADD R8, R4, R4", "EXIT"],
+        [[("F", 1), ("F", 0)]]),
+    # R5 is the upper half of the 64-bit load.
+    "a vector load is used through any of its registers": (
+        ["LDG.E.64 R4, desc[UR4][R2.64]", "LDG.E R8, desc[UR4][R6.64]", "FADD R9, R5, R5", "FADD R10, R8, R8", "EXIT"],
+        [[("64", 1), ("F", 0)]]),
+    # Both used after the branch: R4 was issued in the first block and stays in its group.
+    "a load belongs to the block it is issued in": (
+        ["LDG.E R4, desc[UR4][R2.64]", "@P0 BRA 0x40", "LDG.E R5, desc[UR4][R6.64]", "FADD R7, R5, R4", "EXIT"],
+        [[("F", 1)], [("F", 0)]]),
+}
 
 
-def test_a_vector_load_is_used_through_any_of_its_registers():
-    text = sass("_Z1kv",
-                "LDG.E.64 R4, desc[UR4][R2.64]",
-                "LDG.E R8, desc[UR4][R6.64]",
-                "FADD R9, R5, R5",   # R5: the upper half of the 64-bit load
-                "FADD R10, R8, R8",
-                "EXIT")
-    assert tool.load_groups(tool.functions(text)["_Z1kv"]) == [[("64", 1), ("F", 0)]]
-
-
-def test_a_load_belongs_to_the_block_it_is_issued_in():
-    text = sass("_Z1kv",
-                "LDG.E R4, desc[UR4][R2.64]",
-                "@P0 BRA 0x40",
-                "LDG.E R5, desc[UR4][R6.64]",
-                "FADD R7, R5, R4",   # both used here: R4 was issued in the first block
-                "EXIT")
-    assert tool.load_groups(tool.functions(text)["_Z1kv"]) == [[("F", 1)], [("F", 0)]]
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_counting_rules(case):
+    instrs, groups = CASES[case]
+    assert tool.load_groups(tool.functions(sass("_Z1kv", *instrs))["_Z1kv"]) == groups
