@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """How many global loads each load of a CUDA kernel has in flight, read from its SASS (no GPU needed).
 
-  cuobjdump -sass build/.../spatial.cu.o > spatial.sass
-  bench/sass_loads_in_flight.py spatial.sass [--kernel SpatialKernelILi1ELi4ELb1] [--min-loads 6]
+  bench/sass_loads_in_flight.py OBJECT_OR_SASS [--kernel SpatialKernelILi1ELi4ELb1] [--min-loads 6]
+
+OBJECT_OR_SASS: a CUDA object or cubin (e.g. build/augment/kernels/cuda/CMakeFiles/augment_cuda_kernels.dir/
+spatial.cu.o; disassembled with `cuobjdump -sass`, found as bench/ncu_source_lines.py finds it: CUDA_BIN, the
+project's .venv, PATH) or the text `cuobjdump -sass` wrote.
 
 For every function whose mangled name contains --kernel, walks its instructions in text order; for each LDG it counts
 the LDGs issued after it and before the first instruction that reads one of its destination registers ("+k": k later
@@ -18,7 +21,10 @@ their own groups). Session 19 (augment/kernels/cuda/NOTES.md) used it to find wh
 cap of the fused spatial kernel.
 """
 import argparse
+import importlib.util
+import os
 import re
+import subprocess
 import sys
 
 FUNC = re.compile(r"\s*Function : (\S+)")
@@ -101,15 +107,30 @@ def load_groups(instrs):
     return [groups[g] for g in sorted(groups)]
 
 
+def sass_lines(path):
+    """The SASS text of `path`: as it is, or `cuobjdump -sass` of it when it is a binary (an object or a cubin)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if b"\0" not in data[:4096]:
+        return data.decode("utf-8", errors="replace").split("\n")
+    spec = importlib.util.spec_from_file_location(
+        "ncu_source_lines", os.path.join(os.path.dirname(os.path.abspath(__file__)), "ncu_source_lines.py"))
+    ncu_source_lines = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ncu_source_lines)
+    done = subprocess.run([ncu_source_lines.tool("cuobjdump"), "-sass", path], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise OSError(f"cuobjdump -sass {path}: {done.stderr.strip() or 'exit %d' % done.returncode}")
+    return done.stdout.split("\n")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("sass", help="cuobjdump -sass output")
+    ap.add_argument("sass", help="a CUDA object or cubin, or cuobjdump -sass output")
     ap.add_argument("--kernel", default="", help="substring of the mangled function names to report")
     ap.add_argument("--min-loads", type=int, default=6, help="smallest group printed (default 6)")
     args = ap.parse_args(argv)
     try:
-        with open(args.sass) as f:
-            funcs = functions(f)
+        funcs = functions(sass_lines(args.sass))
     except OSError as e:
         print(f"sass_loads_in_flight.py: {e}", file=sys.stderr)
         return 2

@@ -69,3 +69,18 @@ CASES = {
 def test_counting_rules(case):
     instrs, groups = CASES[case]
     assert tool.load_groups(tool.functions(sass("_Z1kv", *instrs))["_Z1kv"]) == groups
+
+
+def test_an_object_file_goes_through_cuobjdump(tmp_path, monkeypatch, capsys):
+    # A stub cuobjdump (found through CUDA_BIN, as the real one is) prints the SASS of a binary "object".
+    listing = tmp_path / "listing.sass"
+    listing.write_text("\n".join(sass("_Z1kv", "LDG.E R4, desc[UR4][R2.64]", "FADD R5, R4, R4", "EXIT")) + "\n")
+    stub = tmp_path / "bin" / "cuobjdump"
+    stub.parent.mkdir()
+    stub.write_text(f"#!/bin/sh\n[ \"$1\" = -sass ] && cat {listing}\n")
+    stub.chmod(0o755)
+    obj = tmp_path / "k.o"
+    obj.write_bytes(b"\x7fELF\0\0binary")
+    monkeypatch.setenv("CUDA_BIN", str(stub.parent))
+    assert tool.main([str(obj), "--min-loads", "1"]) == 0
+    assert "F:+0" in capsys.readouterr().out

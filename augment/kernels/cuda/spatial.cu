@@ -226,19 +226,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     }
     sh_add[d] = __fsub_rn(sp.shift[d], sp.elastic_center ? static_cast<float>(mean) : 0.f);
   }
-  // kInvariantsShared: the loop invariants of the coordinates in shared memory, not registers: A[d][0] per sample
-  // and the column terms A[d][1]·g1, A[d][2]·g2 (g1, g2 depend on j1, j2 alone: one entry per brick row / column),
-  // three vector loads a voxel; also each thread's noise quads (nq below). At the 64-register cap of the 1-channel
-  // builds this frees 9 registers (13 in the noise builds): spilled bytes 4-24 → 0-8 (ptxas -v), and the all-on
-  // build's 8 image gathers issued back to back again (one at a time before, NOTES.md s18;
-  // bench/sass_loads_in_flight.py counts them). Chosen per build from a screen on the H200 (NOTES.md s19, same call,
-  // against session 18's kernels): faster in the 0.3.5 noise build (all-on B=2 C=1 −4.7 %, B=8 −6.2 %), the 0.3.5
-  // split builds (all-on C=4 −2.0 %, rotation + scaling C=4 −6.5 %) and the 0.3.6 build without noise (rotation +
-  // scaling −9.5 %); slower in the 0.3.5 build without noise (+5.6 %: its gathers stayed serial, the table loads came
-  // on top) and the 0.3.6 noise build (all-on +2.1 %). Those keep the registers, as do the builds not measured with it
-  // (2-8 channels, permuted, the 0.3.6 split). This tree, same call: all-on B=2 C=1 −4.9 %, B=8 −5.7 %, C=4 −1.8 %,
-  // rotation + scaling 0.3.6 −8.2 %; the split build without noise +1.7 % (inside the spread; its instruction order
-  // differs from the screened one's).
+  // kInvariantsShared: the loop invariants of the coordinates in shared memory, not registers: A[d][0] per sample and
+  // the column terms A[d][1]·g1, A[d][2]·g2 (g1, g2 depend on j1, j2 alone: one entry per brick row / column), three
+  // vector loads a voxel; also each thread's noise quads (nq below). At the 64-register cap of the 1-channel builds
+  // this frees 9 registers (13 in the noise builds): spilled bytes 4-24 → 0-8 (ptxas -v), and the all-on build's 8
+  // image gathers issued back to back again (one at a time before, NOTES.md s18; bench/sass_loads_in_flight.py counts
+  // them). Chosen per build from a screen on the H200 (NOTES.md s19, same call, against session 18's kernels): faster
+  // in the 0.3.5 noise build (all-on B=2 C=1 −4.7 %, B=8 −6.2 %), the 0.3.5 split builds (all-on C=4 −2.0 %, rotation +
+  // scaling C=4 −6.5 %) and the 0.3.6 build without noise (rotation + scaling −9.5 %); slower in the 0.3.5 build
+  // without noise (+5.6 %: its gathers stayed serial, the table loads came on top) and the 0.3.6 noise build (all-on
+  // +2.1 %). Those keep the registers, as do the builds not measured with it (2-8 channels, permuted, the 0.3.6 split).
+  // This tree, same call: all-on B=2 C=1 −4.9 %, B=8 −5.7 %, C=4 −1.8 %, rotation + scaling 0.3.6 −8.2 %; the split
+  // build without noise +1.7 % (inside the spread; its instruction order differs from the screened one's).
   constexpr bool kInvariantsShared =
       kCT == 1 && kMinBlocks == 4 && !kPermute && (kPadFirst ? !kNoise && !kSplit : kNoise || kSplit);
   constexpr int kTableRows = kInvariantsShared ? kBrickY : 1, kTableCols = kInvariantsShared ? kBrickX : 1;
@@ -612,11 +611,11 @@ __global__ void FillInt(int32_t* p, int n, int32_t v) {
 
 namespace {
 // Build of the spatial kernel (a tuning switch for the benchmark, read once from AUGMENTD_SPATIAL_VARIANT; not a
-// feature): "" = 4 resident blocks per SM for 1 channel (64 registers, 0-52 spilled bytes by build), 3 for 2
-// channels (80), the noise epilogue only in batches that draw noise; "3" = the 3-block build for 1 channel too (80
-// registers, 0-8 spilled bytes); "v5" = the noise build for every batch; "nosplit" = the multi-channel builds at every channel count
-// (session 15's kernels; the A/B of kSplitMinChannels); "split2" = the channel split from 2 channels. Measured on the
-// H200 (NOTES.md, s4): the 4-block build −5 % spatial-only, −1 % all-on against the 3-block one; the noise split is
+// feature): "" = 4 resident blocks per SM for 1 channel (64 registers, 0-52 spilled bytes by build), 3 for 2 channels
+// (80), the noise epilogue only in batches that draw noise; "3" = the 3-block build for 1 channel too (80 registers,
+// 0-8 spilled bytes); "v5" = the noise build for every batch; "nosplit" = the multi-channel builds at every channel
+// count (session 15's kernels; the A/B of kSplitMinChannels); "split2" = the channel split from 2 channels. Measured on
+// the H200 (NOTES.md, s4): the 4-block build −5 % spatial-only, −1 % all-on against the 3-block one; the noise split is
 // neutral since the spills are gone.
 enum class SpatialVariant { kDefault, kV5, kThreeBlocks, kNoSplit, kSplit2 };
 

@@ -79,12 +79,11 @@ AUGMENTD_KERNEL_HD uint32_t HalfRoundedBits(float v) {
 // skipped; with kBranchFree, LabelVote035BranchFree's kVoteOutOfBounds, a zero-score candidate that never wins, and
 // no skip), `x1000` the weight it gives its label (1000·w, +0 out of bounds; all >= +0), `lowest` the patch's lowest
 // label. Corner q sums the corners m >= q of its label in corner order (0 + x is exact, so starting at x[q] is the
-// sum from 0). For the
-// first corner of a label this is the label's value; a later corner yields a partial sum <= it (non-negative terms,
-// monotone rounding), which can neither exceed the running best nor win a tie the label's first corner did not
-// already win: the result is the largest (fl16 score, then the lowest label) among (0, `lowest`) and every label's
-// (fl16 of its corner-order sum, label) — a maximum under a total order, so it does not depend on the order in which
-// the labels are visited. 28 instead of 64 terms.
+// sum from 0). For the first corner of a label this is the label's value; a later corner yields a partial sum <= it
+// (non-negative terms, monotone rounding), which can neither exceed the running best nor win a tie the label's first
+// corner did not already win: the result is the largest (fl16 score, then the lowest label) among (0, `lowest`) and
+// every label's (fl16 of its corner-order sum, label) — a maximum under a total order, so it does not depend on the
+// order in which the labels are visited. 28 instead of 64 terms.
 template <bool kBranchFree = false>  // HalfRoundedBits' form, and the out-of-bounds label
 AUGMENTD_KERNEL_HD int TriangularVoteCore(const int* lab, const float* x1000, int lowest) {
   uint32_t best_h = 0;
@@ -141,9 +140,9 @@ AUGMENTD_KERNEL_HD void InBoundsLabelRange(const int* lab, int& lo, int& hi) {
   }
 }
 
-// A two-label voxel's scores, summed from +0 over all 8 corners in corner order: va of lo's corners (a = lab == lo ?
-// x1000 : +0), vb of the others' (x1000 − a: exact, x − x = +0 and x − 0 = x; out-of-bounds corners give +0), which is
-// each label's triangular-vote sum from its first corner (0 + x and s + 0 are exact for s, x >= +0).
+// A two-label voxel's scores, summed from +0 over all 8 corners in corner order: va of lo's corners
+// (a = lab == lo ? x1000 : +0), vb of the others' (x1000 − a: exact, x − x = +0 and x − 0 = x; out-of-bounds corners
+// give +0), which is each label's triangular-vote sum from its first corner (0 + x and s + 0 are exact for s, x >= +0).
 AUGMENTD_KERNEL_HD void TwoLabelSums(const int* lab, const float* x1000, int lo, float& va, float& vb) {
   va = 0.f;
   vb = 0.f;
@@ -194,9 +193,16 @@ AUGMENTD_KERNEL_HD int LabelVote035(const int* lab, const float* x1000, int lowe
 // otherwise an in-bounds label (score >= 0, label <= 32767) outranks it in the vote's order (score, then lower label).
 inline constexpr int kVoteOutOfBounds = 32768;
 
+// Corner labels as LabelVote035 takes them (INT32_MIN out of bounds) into those of LabelVote035BranchFree
+// (kVoteOutOfBounds out of bounds): the tests give both votes the same corners.
+AUGMENTD_KERNEL_HD void BranchFreeVoteLabels(const int* lab, int* out) {
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) out[m] = lab[m] == INT32_MIN ? kVoteOutOfBounds : lab[m];
+}
+
 // LabelVote035's labels in one branch-free path for one or two labels (s18; the vote of the fused kernel's 1-channel
-// 0.3.5 builds, the split ones since s19, not permuted). `lab`: the corner labels, kVoteOutOfBounds (not INT32_MIN) out of bounds; then, for x1000
-// finite and >= +0 (+0 out of bounds),
+// 0.3.5 builds, the split ones since s19, not permuted). `lab`: the corner labels, kVoteOutOfBounds (not INT32_MIN)
+// out of bounds (BranchFreeVoteLabels maps one to the other); then, for x1000 finite and >= +0 (+0 out of bounds),
 //   LabelVote035BranchFree(lab, x1000, lowest) == LabelVote035(lab with INT32_MIN for kVoteOutOfBounds, x1000, lowest).
 //  * lo, hi: the smallest and largest corner label (14 min/max, without InBoundsLabelRange's per-corner select);
 //  * every corner lo or hi: lo's and hi's scores as in LabelVote035's two-label path (the out-of-bounds corners add

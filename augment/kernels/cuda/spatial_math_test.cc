@@ -179,7 +179,7 @@ TEST(SpatialMath, LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPatter
       ASSERT_EQ(ReferenceVote(lab, x1000, lowest), want) << "pattern " << pattern << " set " << set;
       ASSERT_EQ(LabelVote035(lab, x1000, lowest), want) << "pattern " << pattern << " set " << set;
       int lab_sentinel[8];  // LabelVote035BranchFree's out-of-bounds label
-      for (int m = 0; m < 8; ++m) lab_sentinel[m] = lab[m] == INT32_MIN ? kVoteOutOfBounds : lab[m];
+      BranchFreeVoteLabels(lab, lab_sentinel);
       ASSERT_EQ(LabelVote035BranchFree(lab_sentinel, x1000, lowest), want) << "pattern " << pattern << " set " << set;
       int distinct = 0;
       for (int i = 1; i < 5; ++i) {

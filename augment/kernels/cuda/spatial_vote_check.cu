@@ -20,9 +20,9 @@ __global__ void VotesKernel(const int* lab, const float* x1000, const int* lowes
 #pragma unroll
   for (int m = 0; m < 8; ++m) {
     l[m] = lab[8 * i + m];
-    l_sentinel[m] = l[m] == INT32_MIN ? kVoteOutOfBounds : l[m];
     x[m] = x1000[8 * i + m];
   }
+  BranchFreeVoteLabels(l, l_sentinel);
   out_new[i] = LabelVote035(l, x, lowest[i]);
   out_branch_free[i] = LabelVote035BranchFree(l_sentinel, x, lowest[i]);
   out_old[i] = TriangularVote035(l, x, lowest[i]);

@@ -1,9 +1,8 @@
 // GPU test of the fused spatial kernel's 0.3.5 vote (spatial_math.h): on the device, LabelVote035 (since session 10)
-// and LabelVote035BranchFree (the 1-channel builds', sessions 18-19) equal TriangularVote035 (the s9
-// kernel's vote) on every assignment of {out of bounds, 4 labels} to the 8 corners under several weight sets, and all
-// three equal their host builds (the host test
-// SpatialMath.LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPattern checks the host side against an
-// independent reference). Skipped without a device.
+// and LabelVote035BranchFree (the 1-channel builds', sessions 18-19) equal TriangularVote035 (the s9 kernel's vote)
+// on every assignment of {out of bounds, 4 labels} to the 8 corners under several weight sets, and all three equal
+// their host builds (the host test SpatialMath.LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPattern checks
+// the host side against an independent reference). Skipped without a device.
 #include <climits>
 #include <cstdint>
 #include <random>
@@ -61,7 +60,7 @@ TEST(SpatialVoteDevice, LabelVote035FormsEqualTheS9VoteAndTheHostOnEveryCornerPa
     differ += got_new[i] != got_old[i];
     differ += got_bf[i] != got_old[i];
     int lab_sentinel[8];
-    for (int m = 0; m < 8; ++m) lab_sentinel[m] = lab[8 * i + m] == INT32_MIN ? kVoteOutOfBounds : lab[8 * i + m];
+    BranchFreeVoteLabels(&lab[8 * i], lab_sentinel);
     host_differ += got_old[i] != TriangularVote035(&lab[8 * i], &x1000[8 * i], lowest[i]);
     host_differ += got_new[i] != LabelVote035(&lab[8 * i], &x1000[8 * i], lowest[i]);
     host_differ += got_bf[i] != LabelVote035BranchFree(lab_sentinel, &x1000[8 * i], lowest[i]);
