@@ -323,10 +323,14 @@ __device__ __forceinline__ void AddRetain(GammaConsts& c, const Stats* s_y) {
   c.scale = c.scale / fmaxf(s.std, 1e-7f);
 }
 
-__device__ __forceinline__ float GammaCore(float v, const GammaConsts& c) {
+// ((x − min)/max(r, 1e-7))^γ: the core output before it is scaled back to the range.
+__device__ __forceinline__ float GammaPower(float v, const GammaConsts& c) {
   const float x = c.inv ? -v : v;
-  const float base = fmaxf(__fmul_rn(__fsub_rn(x, c.mn), c.inv_r), 0.f);
-  return __fadd_rn(__fmul_rn(__powf(base, c.g), c.r), c.mn);
+  return __powf(fmaxf(__fmul_rn(__fsub_rn(x, c.mn), c.inv_r), 0.f), c.g);
+}
+
+__device__ __forceinline__ float GammaCore(float v, const GammaConsts& c) {
+  return __fadd_rn(__fmul_rn(GammaPower(v, c), c.r), c.mn);
 }
 
 __device__ __forceinline__ float GammaFull(float v, const GammaConsts& c) {

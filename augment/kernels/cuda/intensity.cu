@@ -6,7 +6,8 @@
 //            and stats of V3; slices without low-res only reduce the stats of BC(V1) (read-only, and only for a gamma).
 //  gamma     per slot: (maybe −x) → ((x − min)/max(r, 1e-7))^γ·r + min → retain mean and unbiased std
 //            (stats passes), → (maybe −x). Statistics are deterministic per-slice reductions; slot 1's input
-//            statistics follow from slot 0's (GammaOutStats), so two stats passes serve both slots.
+//            statistics follow from slot 0's (GammaOutStats), and, in batches where slot 1 never runs alone, its
+//            output statistics from slot 0's pass too (FusedY1): the second pass then reads only degenerate slices.
 //  final     pointwise rest of the chain, mirroring (index map), mask, dtype conversion (float4 groups when
 //            the rows allow).
 // The slice passes are memory-latency bound: each thread issues all its loads (kVoxPerThread voxels) before it
@@ -325,10 +326,58 @@ __device__ __forceinline__ void ForSliceValues(const float* cur, const Dims& d, 
   }
 }
 
+// Slot 1's statistics from slot 0's pass. Slot 1's input is x1 = ±(α·y0 + β) with α >= 0 (slot 0's retain-stats,
+// or α = 1, β = 0), + when both slots invert or neither does. Where x1's range r1 is at least the 1e-7 floor, slot 1's
+// base (x1 − min x1)/r1 is then, in exact arithmetic, y0's position in its own range: with y0 = p0·r0 + min0 and
+// p0 = GammaPower (0 at the slice's minimum, p0max at its maximum), q = p0/p0max (+) or 1 − p0/p0max (−), whatever α
+// and β are. So the mode-0 pass, which knows neither α nor β, reduces the statistics of p1 = q^γ1 beside those of y0,
+// and y1 = p1·r1 + min x1 makes slot 1's statistics affine images of p1's (FusedY1Stats), in floats that differ from
+// the direct pass's by rounding (≈ 1e-7 of the range). The mode-2 pass reduces y1 itself where that does not hold:
+// r1 < 1e-7 (the floor then is not the range), p0max = 0 (a constant slice), or r1 under 2^-8 of x1's magnitude
+// (x1's rounding, ulp(|x1|) ≈ 2^-23·|x1|, would then be more than 2^-15 of its range: slot 1's direct base is
+// visibly quantised where q is not), and in slices without slot 0 (no p1 was reduced).
+struct FusedY1 {
+  float k;    // 1 / p0max
+  bool flip;  // x1 decreases with y0
+  float g1;
+};
+
+__device__ __forceinline__ float GammaPowerMax(const GammaConsts& g0) {  // GammaPower at the slice's maximum
+  return __powf(fmaxf(__fmul_rn(g0.r, g0.inv_r), 0.f), g0.g);
+}
+
+__device__ __forceinline__ FusedY1 MakeFusedY1(const GammaConsts& g0, const ChannelParams& cp) {
+  return FusedY1{1.f / GammaPowerMax(g0), (cp.gamma_invert[0] != 0) != (cp.gamma_invert[1] != 0), cp.gamma[1]};
+}
+
+// Whether the fused mode-0 pass's p1 statistics stand for slot 1's (ch: slot 0 with retain, slot 1 without).
+__device__ __forceinline__ bool FusedY1Valid(const Chain& ch) {
+  const float magnitude = fmaxf(fabsf(ch.g1.mn), fabsf(__fadd_rn(ch.g1.mn, ch.g1.r)));
+  return ch.g0.on && ch.g1.on && ch.g1.retain && GammaPowerMax(ch.g0) > 0.f &&
+         ch.g1.r >= fmaxf(1e-7f, 0x1p-8f * magnitude);
+}
+
+// y1 = p1·r1 + min x1, voxel by voxel: the statistics of y1 from those of p1 (r1 >= 1e-7 > 0).
+__device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts& g1) {
+  Stats y;
+  y.mean = __fadd_rn(__fmul_rn(p.mean, g1.r), g1.mn);
+  y.std = __fmul_rn(p.std, g1.r);
+  y.mn = __fadd_rn(__fmul_rn(p.mn, g1.r), g1.mn);
+  y.mx = __fadd_rn(__fmul_rn(p.mx, g1.r), g1.mn);
+  return y;
+}
+
 // mode 0: statistics of gamma slot 0's core output y0 (retain-stats of slot 0, and the input statistics of slot 1
 // via GammaOutStats); mode 2: of slot 1's core output y1. (Slot 1's input V4 needs no pass of its own.)
-__global__ void __launch_bounds__(kThreads)
-    GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st, int mode) {
+// kFused (batches where every slice that runs slot 1 with retain-stats runs slot 0 too: no kStageGamma1Alone): mode
+// 0 also reduces slot 1's p1 into slot 1's result (FusedY1), and mode 2, launched narrow, converts those into y1's
+// where they stand for them, else reduces y1 itself. Other batches run the passes as before fusion: fusing there
+// made the mode-0 pass longer (≈ 14 → 21 µs a batch) while a slice with slot 1 alone kept the mode-2 pass at full
+// width. Register bounds: 8 blocks per SM (32 registers, no spills) but the fused mode 0, at 6 (40 registers,
+// 4 spilled bytes outside the voxel loop; at 32, 28 bytes spilled inside it).
+template <int mode, bool kFused>
+__global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
+    GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
   const int slice = blockIdx.y;
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
@@ -336,6 +385,28 @@ __global__ void __launch_bounds__(kThreads)
   if (mode == 2 && (cp.gamma[1] == 0.f || !cp.gamma_retain[1])) return;
   const float* cur = CurBuffer(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
   const Chain ch = MakeChain(ws, cp, d, slice, st, mode == 2, mode == 2, false);
+  if (kFused && mode == 2 && FusedY1Valid(ch)) {  // slice-uniform: the mode-0 pass reduced p1
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      Stats* y1 = ws.slot[kSlotY1].result + slice;
+      *y1 = FusedY1Stats(*y1, ch.g1);
+    }
+    return;
+  }
+  if (kFused && mode == 0 && cp.gamma[1] != 0.f && cp.gamma_retain[1]) {  // slice-uniform
+    const FusedY1 f = MakeFusedY1(ch.g0, cp);
+    Partial y0 = EmptyPartial(), p1 = EmptyPartial();
+    ForSliceValues(cur, d, [&](float v) {
+      const float p0 = GammaPower(ch.V3(v), ch.g0);
+      Accumulate(y0, __fadd_rn(__fmul_rn(p0, ch.g0.r), ch.g0.mn));  // GammaCore
+      const float t = __fmul_rn(p0, f.k);
+      Accumulate(p1, __powf(fmaxf(f.flip ? __fsub_rn(1.f, t) : t, 0.f), f.g1));
+    });
+    const Partial red1 = BlockReduce(p1);
+    CommitPartial(ws.slot[kSlotY1], slice, blockIdx.x, gridDim.x, red1, d.out_n);
+    const Partial red0 = BlockReduce(y0);
+    CommitPartial(ws.slot[kSlotY0], slice, blockIdx.x, gridDim.x, red0, d.out_n);
+    return;
+  }
   Partial part = EmptyPartial();
   if (mode == 0) {
     ForSliceValues(cur, d, [&](float v) { Accumulate(part, GammaCore(ch.V3(v), ch.g0)); });
@@ -509,11 +580,31 @@ cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, con
   return cudaSuccess;
 }
 
+// The fused mode-2 pass has work only in degenerate slices (FusedY1): a few blocks a slice, so that a launch whose
+// blocks all return at once stays short (ncu, all-on B=2 C=1 128³: 4.2 µs; 4.7 at the full wave of 1,056 blocks).
+constexpr int kDegenerateBlocks = 16;
+
+template <int mode, bool kFused>
+void LaunchGammaStatsBuild(const Dims& d, int slices, const SampleParams* d_params, const Workspace& ws,
+                           const ChainState& st, cudaStream_t stream) {
+  constexpr auto kKernel = GammaStatsKernel<mode, kFused>;
+  const int blocks = WaveGrid<kKernel>(d);
+  GammaStatsKernel<mode, kFused><<<dim3(mode == 2 && kFused ? std::min(blocks, kDegenerateBlocks) : blocks, slices),
+                                   kThreads, 0, stream>>>(d, d_params, ws, st);
+}
+
 cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, int mode, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  GammaStatsKernel<<<dim3(WaveGrid<GammaStatsKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(
-      d, d_params, ws, st, mode);
+  const int slices = shape.batch * shape.channels;
+  const bool fused = st.gamma0_active && st.gamma1_pass && !st.gamma1_alone;  // the same in both launches
+  if (mode == 0) {
+    fused ? LaunchGammaStatsBuild<0, true>(d, slices, d_params, ws, st, stream)
+          : LaunchGammaStatsBuild<0, false>(d, slices, d_params, ws, st, stream);
+  } else {
+    fused ? LaunchGammaStatsBuild<2, true>(d, slices, d_params, ws, st, stream)
+          : LaunchGammaStatsBuild<2, false>(d, slices, d_params, ws, st, stream);
+  }
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   return cudaSuccess;
 }

@@ -39,6 +39,7 @@ uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
       if (cp.lowres_shape[0] != 0) st |= kStageLowRes;
       if (cp.gamma[0] != 0.f) st |= kStageGamma0;
       if (cp.gamma[1] != 0.f) st |= kStageGamma1;
+      if (cp.gamma[1] != 0.f && cp.gamma_retain[1] && cp.gamma[0] == 0.f) st |= kStageGamma1Alone;
       if (cp.mask != 0) st |= kStageMask;
     }
   }
@@ -117,7 +118,7 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
                               stream));
   if (direct) return cudaSuccess;
 
-  ChainState st{blur, false, g0};
+  ChainState st{blur, false, g0, g1, (stages & kStageGamma1Alone) != 0};
   if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, lowres, stream));
   if (lowres) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowResDown(shape, d_params, ws, st, stream));
   if (lowres || g0 || g1) {

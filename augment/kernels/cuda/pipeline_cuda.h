@@ -136,7 +136,11 @@ enum StageBits : uint32_t {
   kStageLowestLabel = 1u << 7,  // some sample needs its lowest label computed on the device
   kStageElastic = 1u << 8,      // some sample deforms elastically (field generation before the spatial kernel)
   kStagePermute = 1u << 9,      // some sample's out_axis is not the identity (the spatial kernel's permuted store)
-  kStageAll = 0x3ffu,
+  // Some channel's gamma slot 1 retains its statistics without slot 0 on: the gamma statistics passes run unfused.
+  // Without it slot 0's pass also reduces slot 1's statistics, and slot 1's own pass, a few blocks a slice, serves
+  // only the slices where that did not hold (a slice with slot 1 alone among them: same values, slower there).
+  kStageGamma1Alone = 1u << 10,
+  kStageAll = 0x7ffu,
 };
 // The stages that run after the spatial kernel (without them it writes the final outputs itself: the direct path).
 inline constexpr uint32_t kStagesAfterSpatial =

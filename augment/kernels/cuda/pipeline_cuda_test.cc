@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "augment/rng.h"
@@ -39,6 +40,7 @@ struct Probs {
          lowres_ch = 0.5, g0 = 0.1, g1 = 0.3, mirror = 0.5, mask_ch = 0.0;
   double blur_sigma_hi = 1.0;  // blur sigma ~ U(0.5, hi) per axis (2.75: kernel radius up to kMaxBlurRadius)
   double retain = 1.0;         // probability that a gamma slot retains the statistics
+  bool g0_invert = true, g1_invert = false;  // nnU-Net's slots: the inverted one first
   bool border_m1 = true;
   static Probs AllOn() {
     Probs p;
@@ -62,6 +64,8 @@ struct Case {
   int labels = 4;
   Probs probs;
   OutDType dtype = OutDType::kFloat32;
+  float image_mean = 0.3f, image_std = 1.f;  // the input image is N(mean, std²)
+  uint32_t drop_stages = 0;                   // hints left out of ActiveStages' mask (same values, slower)
 };
 
 double BGContrast(std::mt19937_64& g, double lo, double hi) {
@@ -120,9 +124,12 @@ SampleParams DrawParams(std::mt19937_64& g, const Case& cs, uint64_t seed, uint6
     }
     if (g0) {
       cp.gamma[0] = static_cast<float>(BGContrast(g, 0.7, 1.5));
-      cp.gamma_invert[0] = 1;
+      cp.gamma_invert[0] = pr.g0_invert ? 1 : 0;
     }
-    if (g1) cp.gamma[1] = static_cast<float>(BGContrast(g, 0.7, 1.5));
+    if (g1) {
+      cp.gamma[1] = static_cast<float>(BGContrast(g, 0.7, 1.5));
+      cp.gamma_invert[1] = pr.g1_invert ? 1 : 0;
+    }
     for (int k = 0; k < 2; ++k) cp.gamma_retain[k] = u01(g) < pr.retain ? 1 : 0;
     cp.mask = u01(g) < pr.mask_ch ? 1 : 0;
   }
@@ -344,10 +351,10 @@ void RunCase(const Case& cs) {
     std::memcpy(sh.ds[sh.num_ds++], q, sizeof(q));
   }
 
-  // Inputs: image N(0.3, 1) (never zeros); blobby labels (coarse random field, nearest-upsampled) with
-  // a -1 slab in some samples.
+  // Inputs: image N(0.3, 1) unless the case says otherwise (never zeros); blobby labels (coarse random field,
+  // nearest-upsampled) with a -1 slab in some samples.
   const int64_t out_n = int64_t{cs.P[0]} * cs.P[1] * cs.P[2];
-  at::Tensor img = at::randn({cs.B, cs.C, cs.S[0], cs.S[1], cs.S[2]}, at::kFloat) + 0.3f;
+  at::Tensor img = at::randn({cs.B, cs.C, cs.S[0], cs.S[1], cs.S[2]}, at::kFloat) * cs.image_std + cs.image_mean;
   at::Tensor coarse =
       at::randint(0, cs.labels, {cs.B, 1, (cs.S[0] + 3) / 4, (cs.S[1] + 3) / 4, (cs.S[2] + 3) / 4}, at::kFloat);
   at::Tensor seg = at::upsample_nearest3d(coarse, {cs.S[0], cs.S[1], cs.S[2]}).to(at::kShort).contiguous();
@@ -355,7 +362,7 @@ void RunCase(const Case& cs) {
 
   std::vector<SampleParams> params(cs.B);
   for (int b = 0; b < cs.B; ++b) params[b] = DrawParams(g, cs, seed, 1000 + b);
-  const uint32_t stages = ActiveStages(params.data(), sh);
+  const uint32_t stages = ActiveStages(params.data(), sh) & ~cs.drop_stages;
 
   const size_t img_bytes = img.numel() * 4, seg_bytes = seg.numel() * 2;
   const size_t el = cs.dtype == OutDType::kFloat32 ? 4 : 2;
@@ -783,6 +790,43 @@ TEST(CudaKernels, MidPassPartialLowRes) {
   p.g0 = p.g1 = 1.0;
   p.retain = 0.5;
   RunCase(Make("lowres-half-both", 8, 4, 8, p));
+}
+
+// Gamma slot 1's statistics come from slot 0's pass where slot 1's input spans its own range (intensity.cu FusedY1)
+// and from a pass of their own where it does not. Both slots inverted, neither, or one (slot 1's input rising or
+// falling with slot 0's output), with and without retain-stats, an input offset far from 0; then two fallbacks: a
+// constant image (slot 0's power 0 at the maximum) and a range of ≈ 1e-8 (slot 1's range under the 1e-7 floor); and
+// slices with slot 1 alone in a batch whose stage mask leaves out kStageGamma1Alone (fused passes anyway). The
+// third, a range under 2^-8 of the magnitude, is not compared here: this test's tolerance, 1e-4 of the range, is then
+// under 3.3 ulps of the values, which the direct pass itself does not promise.
+TEST(CudaKernels, GammaSlot1StatisticsFromSlot0) {
+  Probs p = Probs::AllOn();
+  p.retain = 0.75;
+  for (bool inv0 : {false, true}) {
+    for (bool inv1 : {false, true}) {
+      p.g0_invert = inv0;
+      p.g1_invert = inv1;
+      RunCase(Make(std::string("gamma-invert-") + (inv0 ? "1" : "0") + (inv1 ? "1" : "0"), 2, 1, 4, p));
+    }
+  }
+  Probs g = Probs::None();  // crop, no interpolation: a constant input stays constant
+  g.g0 = g.g1 = 1.0;
+  Case cs = Make("gamma-offset", 2, 4, 4, p);
+  cs.image_mean = 100.f;
+  RunCase(cs);
+  // Slot 1 without slot 0 in some samples, but the mask without kStageGamma1Alone: the passes run fused and those
+  // slices' statistics come from the narrow slot-1 pass.
+  p.g0 = 0.5;
+  cs = Make("gamma-narrow-slot1-pass", 8, 2, 4, p);
+  cs.drop_stages = kStageGamma1Alone;
+  RunCase(cs);
+  // 0.5: the reference's float mean of a constant is then exact (the tolerance of a constant output is 1e-10).
+  for (const auto& [name, mean, std] : {std::tuple{"gamma-constant", 0.5f, 0.f}, std::tuple{"gamma-tiny", 0.f, 1e-9f}}) {
+    cs = Make(name, 2, 1, 4, g);
+    cs.image_mean = mean;
+    cs.image_std = std;
+    RunCase(cs);
+  }
 }
 
 TEST(CudaKernels, DefaultProbabilities) {

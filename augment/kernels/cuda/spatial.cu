@@ -238,8 +238,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // +2.1 %). Those keep the registers, as do the builds not measured with it (2-8 channels, permuted, the 0.3.6 split).
   // This tree, same call: all-on B=2 C=1 −4.9 %, B=8 −5.7 %, C=4 −1.8 %, rotation + scaling 0.3.6 −8.2 %; the split
   // build without noise +1.7 % (inside the spread; its instruction order differs from the screened one's).
+  // kPlain035 (the 0.3.5 1-channel builds without noise, whole or split: rotation / scaling batches, most
+  // default-probability ones): the tables below, the seg labels gathered before the image (kLabelsFirst) and the
+  // statistics staged in shared memory (kStatsShared), so that both sets of 8 gathers are issued back to back (one
+  // image gather at a time before, with the invariants in registers or in the tables alone; NOTES.md s20). H200,
+  // against the tree without it, same calls: spatial-only bandwidth kernel −6.0 %, rotation + scaling B=2 C=1 −4.7 %
+  // (whole build), C=4 −10.8 % (split build).
+  constexpr bool kPlain035 = kCT == 1 && kMinBlocks == 4 && !kNoise && !kPadFirst && !kPermute;
   constexpr bool kInvariantsShared =
-      kCT == 1 && kMinBlocks == 4 && !kPermute && (kPadFirst ? !kNoise && !kSplit : kNoise || kSplit);
+      kCT == 1 && kMinBlocks == 4 && !kPermute && (kPadFirst ? !kNoise && !kSplit : kNoise || kSplit || kPlain035);
   constexpr int kTableRows = kInvariantsShared ? kBrickY : 1, kTableCols = kInvariantsShared ? kBrickX : 1;
   static_assert(kThreads >= 32 + kBrickY + kBrickX, "threads 32 … 32 + kBrickY + kBrickX − 1 fill the tables");
   __shared__ float4 sh_a0, sh_col1[kTableRows], sh_col2[kTableCols];
@@ -282,6 +289,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   float bright[kCT];
   bool stat_ch[kCT];
   bool mask_ch[kCT];
+  // kStatsShared: each thread's voxel values wait in shared memory (8 KB a block) and are reduced after the loop, in
+  // the loop's order (same partials), instead of holding the 6 registers of a Partial through the loop.
+  constexpr bool kStatsShared = kPlain035;
+  __shared__ float sh_stat[kStatsShared ? kVoxPerThread : 1][kStatsShared ? kThreads : 1];
   Partial part[kCT];
 #pragma unroll
   for (int c = 0; c < kCT; ++c) {
@@ -445,6 +456,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         w[m] = __fmul_rn(__fmul_rn(wx[mx], wy[my]), wz[mz]);
         off[m] = (cz[mz] * S[1] + cy[my]) * S[2] + cx[mx];
       }
+      constexpr bool kLabelsFirst = kPlain035;  // the corner labels loaded before the image gathers
+      int raw_first[kLabelsFirst ? 8 : 1];
+      if constexpr (kLabelsFirst) {
+        if (seg_block) {
+#pragma unroll
+          for (int m = 0; m < 8; ++m) raw_first[m] = static_cast<int>(__ldg(seg_b + off[m]));
+        }
+      }
 #pragma unroll
       for (int c = 0; c < kCT; ++c) {
         float acc = 0.f;
@@ -470,7 +489,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         int lab[8];
 #pragma unroll
         for (int m = 0; m < 8; ++m) {
-          const int raw = static_cast<int>(__ldg(seg_b + off[m]));
+          int raw;
+          if constexpr (kLabelsFirst) {
+            raw = raw_first[m];
+          } else {
+            raw = static_cast<int>(__ldg(seg_b + off[m]));
+          }
           lab[m] = (vx[m & 1] && vy[(m >> 1) & 1] && vz[(m >> 2) & 1]) ? raw : kOutLabel;
         }
         float x1000[8];  // one-hot x 1000 sampled: the weight each corner gives its label
@@ -559,7 +583,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       const int64_t slice = static_cast<int64_t>(b) * Ct + c0 + c;
       if (a.x1) {
         a.x1[slice * out_n + j] = val[c];
-        if (stat_ch[c]) Accumulate(part[c], val[c]);
+        if constexpr (kStatsShared) {
+          if (stat_ch[c]) sh_stat[k][threadIdx.x] = val[c];
+        } else {
+          if (stat_ch[c]) Accumulate(part[c], val[c]);
+        }
       } else {
         float v = __fmul_rn(val[c], bright[c]);
         if (mask_ch[c] && neg) v = 0.f;
@@ -573,6 +601,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     const int axis[3] = {sp.out_axis[0], sp.out_axis[1], sp.out_axis[2]};
     StorePermutedBrick<kCT>(sh_pimg, sh_plab, org, P, axis, mirror, b, C, out_n, out_seg, out_image, a.out_dtype);
     return;
+  }
+  if constexpr (kStatsShared) {
+    const int kend = min(kVoxPerThread, P[0] - z_first);
+    if (stat_ch[0] && col_ok) {
+      for (int i = 0; i < kend; ++i) Accumulate(part[0], sh_stat[i][threadIdx.x]);
+    }
   }
   if (a.want_stats) {
 #pragma unroll
