@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """The A/B table of one scripts/gpu-kernels-check.sh run: every configuration, every side, every round.
 
-  python3 bench/ab_table.py [--sides old,new,...] OUT_DIR [OUT_DIR ...]
+  python3 bench/ab_table.py [--sides old,new,...] [--sets CONFIG] OUT_DIR [OUT_DIR ...]
 
 Reads OUT_DIR/pipe-SIDE-ROUND.jsonl (bench/cuda_pipeline_bench --json) and OUT_DIR/chain-SIDE-ROUND.jsonl
 (bench/cuda_chain_bench --json). A pipeline cell is the better of eager launches and CUDA-graph replay (ms); the
 last column compares the best round of each side with the best round of the first side. Chain rows: the median
 (and p90) of the da5 row (nnU-Net's DA5 trainer). Side order: --sides, else old, new, then the others by name.
+--sets CONFIG (a configuration as the table names it, e.g. "default-p B=2 C=1 128x128x128") adds that
+configuration's parameter sets, one row each with its stage mask: a mode's median is one set's cost, so this shows
+which sets a change moved.
 """
 import argparse
 import collections
@@ -43,14 +46,51 @@ def collect(out_dir, prefix, wanted):
         found.add(side)
         for r in load(path):
             if prefix == "pipe" and r.get("impl") == "augmentd":
-                key = f"{r['mode']} B={r['B']} C={r['C']} {r['shape'].split('<')[0]}"
-                cells[key][side][rnd] = (min(r["ms_eager"], r["ms_graph"]),)
+                cells[config_key(r)][side][rnd] = (min(r["ms_eager"], r["ms_graph"]),)
             elif prefix == "pipe" and r.get("impl") == "augmentd-spatial-bw":
                 cells["spatial-bw fraction (higher is better)"][side][rnd] = (r["spatial_bandwidth_fraction"],)
                 cells["spatial-bw kernel ms"][side][rnd] = (r["spatial_ms"],)
             elif prefix == "chain" and r.get("row") == "da5":
                 cells[f"da5 chain B={r['B']} C={r['C']} median (p90)"][side][rnd] = (r["median_ms"], r["p90_ms"])
     return cells, side_order(found, wanted)
+
+
+def config_key(r):
+    return f"{r['mode']} B={r['B']} C={r['C']} {r['shape'].split('<')[0]}"
+
+
+def collect_sets(out_dir, config, wanted):
+    """{set: {side: best over rounds}}, {set: stage mask} and the sides in order, for one configuration."""
+    best, stages, found = collections.defaultdict(dict), {}, set()
+    for path in sorted(glob.glob(os.path.join(out_dir, "pipe-*.jsonl"))):
+        m = NAME.match(os.path.basename(path))
+        if not m:
+            raise ValueError(f"{path}: not PREFIX-SIDE-ROUND.jsonl")
+        side = m.group(2)
+        for r in load(path):
+            if r.get("impl") != "augmentd" or config_key(r) != config or "sets_ms_eager" not in r:
+                continue
+            found.add(side)
+            for i, (e, g) in enumerate(zip(r["sets_ms_eager"], r["sets_ms_graph"])):
+                best[i][side] = min(best[i].get(side, float("inf")), e, g)
+                stages[i] = int(r["set_stages"][i])
+    return best, stages, side_order(found, wanted)
+
+
+def set_table(out_dir, config, wanted):
+    best, stages, sides = collect_sets(out_dir, config, wanted)
+    if not best or not sides:
+        print(f"ab_table.py: {out_dir}: no per-set times of '{config}'", file=sys.stderr)
+        return False
+    print()
+    print(f"| {config}: set | stages | " + " | ".join(sides) + f" | vs {sides[0]} |")
+    print("|---|---|" + "---|" * len(sides) + "---|")
+    for i in sorted(best):
+        row = [f"{best[i][s]:.4f}" if s in best[i] else "—" for s in sides]
+        base = best[i].get(sides[0])
+        rel = ", ".join(f"{s} {100.0 * (best[i][s] / base - 1.0):+.1f} %" for s in sides[1:] if s in best[i] and base)
+        print(f"| {i} | 0x{stages[i]:03x} | " + " | ".join(row) + f" | {rel} |")
+    return True
 
 
 def table(cells, sides):
@@ -77,6 +117,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__.split("\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sides", default="", help="comma-separated side order (the first is the baseline)")
+    ap.add_argument("--sets", default="", metavar="CONFIG", help="also the per-set table of this configuration")
     ap.add_argument("out_dirs", nargs="+", metavar="OUT_DIR")
     args = ap.parse_args(argv)
     wanted = [s for s in args.sides.split(",") if s]
@@ -94,6 +135,12 @@ def main(argv=None):
                 return 2
             table(cells, sides)
             printed |= bool(cells and sides)
+        try:
+            if args.sets and not set_table(out_dir, args.sets, wanted):
+                return 1
+        except (ValueError, KeyError, IndexError, json.JSONDecodeError) as e:
+            print(f"ab_table.py: {e}", file=sys.stderr)
+            return 2
         if not printed:
             print(f"ab_table.py: {out_dir}: no pipe-SIDE-ROUND.jsonl or chain-SIDE-ROUND.jsonl rows", file=sys.stderr)
             return 1

@@ -22,7 +22,9 @@
 // it reports the median over iterations of CUDA-event times: eager launches (parameter upload from pinned
 // memory included) and CUDA-graph replay (one graph per stage mask, buffer pointers and parameters uploaded together
 // and read on the device as CudaAugmenter does); samples/s; bytes (input read once + outputs written once) over
-// time against a measured device-to-device copy; device memory held (inputs, outputs, workspace).
+// time against a measured device-to-device copy; device memory held (inputs, outputs, workspace). The JSON rows
+// also give each parameter set's median (sets_ms_eager, sets_ms_graph) and stage mask (set_stages): a mode's median
+// is one set's cost, so a change that moves a few sets moves it by a whole set's difference.
 // Inputs are random (never zeros); all buffers are allocated once before timing.
 #include <cuda_runtime.h>
 
@@ -57,6 +59,26 @@ using augmentd::cuda::SampleParams;
 double Median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Median time of each parameter set: iteration i ran set i % sets.
+std::vector<double> SetMedians(const std::vector<float>& t, int sets) {
+  std::vector<std::vector<float>> by(sets);
+  for (size_t i = 0; i < t.size(); ++i) by[i % sets].push_back(t[i]);
+  std::vector<double> m;
+  for (const auto& v : by) m.push_back(Median(v));
+  return m;
+}
+
+// A JSON array of numbers.
+std::string JsonArray(const std::vector<double>& v, const char* fmt) {
+  std::string s = "[";
+  char buf[32];
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof(buf), fmt, v[i]);
+    s += (i ? "," : "") + std::string(buf);
+  }
+  return s + "]";
 }
 
 double BGContrast(std::mt19937_64& g, double lo, double hi) {
@@ -155,6 +177,8 @@ struct Result {
   int B, C;
   std::string shape;
   double ms_eager, ms_graph, bytes, mem_mb, ws_mb;
+  // Per parameter set (a median batch is one of 16 sets' costs: which sets moved shows where a change acts).
+  std::vector<double> sets_eager, sets_graph, set_stages;
 };
 
 double MeasureCopyGBps(cudaStream_t st) {
@@ -272,6 +296,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     t.push_back(ms);
   }
   const double ms_eager = Median(t);
+  const std::vector<double> sets_eager = SetMedians(t, kSets);
   // Graphs: one per distinct stage mask (what a service reusing one workspace per stream would keep), each
   // captured with the parameter upload from a fixed pinned staging buffer; every iteration copies the next
   // parameter set into the staging buffer on the host (outside the timed region) and replays its mask's graph.
@@ -320,6 +345,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     t.push_back(ms);
   }
   const double ms_graph = Median(t);
+  const std::vector<double> sets_graph = SetMedians(t, kSets);
   for (auto& g : graphs) CHECK_CUDA(cudaGraphExecDestroy(g.second));
   CHECK_CUDA(cudaFreeHost(h_stage));
   CHECK_CUDA(cudaFree(d_upload));
@@ -330,7 +356,9 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   for (void* p : d_ds) CHECK_CUDA(cudaFree(p));
   char shape[64];
   std::snprintf(shape, sizeof(shape), "%dx%dx%d<-%dx%dx%d", P[0], P[1], P[2], S[0], S[1], S[2]);
-  return Result{mode, B, C, shape, ms_eager, ms_graph, bytes, (free0 - free1) / 1048576.0, ws_bytes / 1048576.0};
+  const std::vector<double> stages(set_stages.begin(), set_stages.end());
+  return Result{mode, B, C, shape, ms_eager, ms_graph, bytes, (free0 - free1) / 1048576.0,
+                ws_bytes / 1048576.0, sets_eager, sets_graph, stages};
 }
 
 // spatial_bandwidth_fraction (issue 27): the spatial stage's bytes over its time, as a fraction of the bandwidth of a
@@ -562,8 +590,11 @@ int main(int argc, char** argv) {
     for (const Result& r : res)
       std::fprintf(f,
                    "{\"impl\":\"augmentd\",\"mode\":\"%s\",\"B\":%d,\"C\":%d,\"shape\":\"%s\",\"ms_eager\":%.5f,"
-                   "\"ms_graph\":%.5f,\"bytes\":%.0f,\"mem_mb\":%.1f,\"ws_mb\":%.1f}\n",
-                   r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph, r.bytes, r.mem_mb, r.ws_mb);
+                   "\"ms_graph\":%.5f,\"bytes\":%.0f,\"mem_mb\":%.1f,\"ws_mb\":%.1f,\"sets_ms_eager\":%s,"
+                   "\"sets_ms_graph\":%s,\"set_stages\":%s}\n",
+                   r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph, r.bytes, r.mem_mb, r.ws_mb,
+                   JsonArray(r.sets_eager, "%.5f").c_str(), JsonArray(r.sets_graph, "%.5f").c_str(),
+                   JsonArray(r.set_stages, "%.0f").c_str());
     std::fclose(f);
   }
   CHECK_CUDA(cudaStreamDestroy(st));

@@ -69,3 +69,23 @@ def test_errors_name_the_problem(tmp_path):
     write(tmp_path / "pipe-x-a.jsonl", pipe_rows(0.25, 0.25, 0.12))
     bad = run(tmp_path)
     assert bad.returncode == 2 and "pipe-x-a.jsonl: not PREFIX-SIDE-ROUND.jsonl" in bad.stderr
+
+
+def test_per_set_table_shows_which_parameter_sets_moved(tmp_path):
+    def rows(sets_eager, sets_graph):
+        r = pipe_rows(0.25, 0.25, 0.12)
+        r[2].update({"mode": "default-p", "sets_ms_eager": sets_eager, "sets_ms_graph": sets_graph,
+                     "set_stages": [0, 1072]})
+        return r
+    write(tmp_path / "pipe-old-1.jsonl", rows([0.100, 0.110], [0.101, 0.109]))
+    write(tmp_path / "pipe-old-2.jsonl", rows([0.099, 0.112], [0.102, 0.111]))
+    write(tmp_path / "pipe-new-1.jsonl", rows([0.100, 0.120], [0.100, 0.121]))
+    r = run("--sets", "default-p B=2 C=1 128x128x128", tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "| default-p B=2 C=1 128x128x128: set | stages | old | new | vs old |" in lines
+    # Per set: the best of eager, graph and rounds; set 1's stage mask 0x430; only set 1 moved.
+    assert "| 0 | 0x000 | 0.0990 | 0.1000 | new +1.0 % |" in lines
+    assert "| 1 | 0x430 | 0.1090 | 0.1200 | new +10.1 % |" in lines
+    missing = run("--sets", "all-on B=8 C=1 128x128x128", tmp_path)
+    assert missing.returncode == 1 and "no per-set times of 'all-on B=8 C=1 128x128x128'" in missing.stderr
