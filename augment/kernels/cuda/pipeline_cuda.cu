@@ -7,7 +7,8 @@
 //   blur             one tiled separable pass, stats of the result (contrast input), low-res picks of blurred slices
 //   low-res down     brightness/contrast(V1) at the nearest-exact picks (the blur already picked blurred slices)
 //   mid              trilinear up (low-res slices) and stats of V3 (gamma input; other slices: stats only)
-//   gamma stats      y0 stats; y1 stats (each only if its slot is used; V4's stats follow from y0's)
+//   gamma stats      y0 stats; y1 stats (each only if its slot is used; V4's stats follow from y0's; without
+//                    kStageGamma1Alone the y0 pass also reduces y1's in slot-0 terms and the y1 pass only converts)
 //   final            pointwise rest, mirroring, mask, dtype; DS picks in extra blocks (own launch when direct)
 // Every stage is one launch over the whole batch with per-sample parameters read on the device.
 #include <cmath>

@@ -234,16 +234,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // them). Chosen per build from a screen on the H200 (NOTES.md s19, same call, against session 18's kernels): faster
   // in the 0.3.5 noise build (all-on B=2 C=1 −4.7 %, B=8 −6.2 %), the 0.3.5 split builds (all-on C=4 −2.0 %, rotation +
   // scaling C=4 −6.5 %) and the 0.3.6 build without noise (rotation + scaling −9.5 %); slower in the 0.3.5 build
-  // without noise (+5.6 %: its gathers stayed serial, the table loads came on top) and the 0.3.6 noise build (all-on
-  // +2.1 %). Those keep the registers, as do the builds not measured with it (2-8 channels, permuted, the 0.3.6 split).
-  // This tree, same call: all-on B=2 C=1 −4.9 %, B=8 −5.7 %, C=4 −1.8 %, rotation + scaling 0.3.6 −8.2 %; the split
-  // build without noise +1.7 % (inside the spread; its instruction order differs from the screened one's).
+  // without noise (+5.6 %: its gathers stayed serial, the table loads came on top; since s20 it takes the tables with
+  // kPlain035 below) and the 0.3.6 noise build (all-on +2.1 %), which keeps the registers, as do the builds not
+  // measured with it (2-8 channels, permuted, the 0.3.6 split). s19's tree, same call: all-on B=2 C=1 −4.9 %, B=8
+  // −5.7 %, C=4 −1.8 %, rotation + scaling 0.3.6 −8.2 %.
   // kPlain035 (the 0.3.5 1-channel builds without noise, whole or split: rotation / scaling batches, most
   // default-probability ones): the tables below, the seg labels gathered before the image (kLabelsFirst) and the
   // statistics staged in shared memory (kStatsShared), so that both sets of 8 gathers are issued back to back (one
   // image gather at a time before, with the invariants in registers or in the tables alone; NOTES.md s20). H200,
   // against the tree without it, same calls: spatial-only bandwidth kernel −6.0 %, rotation + scaling B=2 C=1 −4.7 %
-  // (whole build), C=4 −10.8 % (split build).
+  // (whole build), C=4 −10.8 % (split build). Not measured apart: its crop path and the intensity path's stores
+  // (default probabilities B=2 C=1 measured +6.7 % with the s20 gamma change beside it; bench/results/…-s20.md §4).
   constexpr bool kPlain035 = kCT == 1 && kMinBlocks == 4 && !kNoise && !kPadFirst && !kPermute;
   constexpr bool kInvariantsShared =
       kCT == 1 && kMinBlocks == 4 && !kPermute && (kPadFirst ? !kNoise && !kSplit : kNoise || kSplit || kPlain035);
