@@ -34,24 +34,28 @@ def side_order(found, wanted):
     return sorted(found, key=lambda s: ({"old": 0, "new": 1}.get(s, 2), s))
 
 
-def collect(out_dir, prefix, wanted):
-    """{config: {side: {round: value}}} and the sides in order."""
-    cells = collections.defaultdict(lambda: collections.defaultdict(dict))
-    found = set()
+def rows(out_dir, prefix):
+    """(side, round, row) of every OUT_DIR/PREFIX-SIDE-ROUND.jsonl; a file with any other name is an error."""
     for path in sorted(glob.glob(os.path.join(out_dir, prefix + "-*.jsonl"))):
         m = NAME.match(os.path.basename(path))
         if not m:
             raise ValueError(f"{path}: not PREFIX-SIDE-ROUND.jsonl")
-        side, rnd = m.group(2), int(m.group(3))
+        yield from ((m.group(2), int(m.group(3)), r) for r in load(path))
+
+
+def collect(out_dir, prefix, wanted):
+    """{config: {side: {round: value}}} and the sides in order."""
+    cells = collections.defaultdict(lambda: collections.defaultdict(dict))
+    found = set()
+    for side, rnd, r in rows(out_dir, prefix):
         found.add(side)
-        for r in load(path):
-            if prefix == "pipe" and r.get("impl") == "augmentd":
-                cells[config_key(r)][side][rnd] = (min(r["ms_eager"], r["ms_graph"]),)
-            elif prefix == "pipe" and r.get("impl") == "augmentd-spatial-bw":
-                cells["spatial-bw fraction (higher is better)"][side][rnd] = (r["spatial_bandwidth_fraction"],)
-                cells["spatial-bw kernel ms"][side][rnd] = (r["spatial_ms"],)
-            elif prefix == "chain" and r.get("row") == "da5":
-                cells[f"da5 chain B={r['B']} C={r['C']} median (p90)"][side][rnd] = (r["median_ms"], r["p90_ms"])
+        if prefix == "pipe" and r.get("impl") == "augmentd":
+            cells[config_key(r)][side][rnd] = (min(r["ms_eager"], r["ms_graph"]),)
+        elif prefix == "pipe" and r.get("impl") == "augmentd-spatial-bw":
+            cells["spatial-bw fraction (higher is better)"][side][rnd] = (r["spatial_bandwidth_fraction"],)
+            cells["spatial-bw kernel ms"][side][rnd] = (r["spatial_ms"],)
+        elif prefix == "chain" and r.get("row") == "da5":
+            cells[f"da5 chain B={r['B']} C={r['C']} median (p90)"][side][rnd] = (r["median_ms"], r["p90_ms"])
     return cells, side_order(found, wanted)
 
 
@@ -62,18 +66,13 @@ def config_key(r):
 def collect_sets(out_dir, config, wanted):
     """{set: {side: best over rounds}}, {set: stage mask} and the sides in order, for one configuration."""
     best, stages, found = collections.defaultdict(dict), {}, set()
-    for path in sorted(glob.glob(os.path.join(out_dir, "pipe-*.jsonl"))):
-        m = NAME.match(os.path.basename(path))
-        if not m:
-            raise ValueError(f"{path}: not PREFIX-SIDE-ROUND.jsonl")
-        side = m.group(2)
-        for r in load(path):
-            if r.get("impl") != "augmentd" or config_key(r) != config or "sets_ms_eager" not in r:
-                continue
-            found.add(side)
-            for i, (e, g) in enumerate(zip(r["sets_ms_eager"], r["sets_ms_graph"])):
-                best[i][side] = min(best[i].get(side, float("inf")), e, g)
-                stages[i] = int(r["set_stages"][i])
+    for side, _, r in rows(out_dir, "pipe"):
+        if r.get("impl") != "augmentd" or config_key(r) != config or "sets_ms_eager" not in r:
+            continue
+        found.add(side)
+        for i, (e, g) in enumerate(zip(r["sets_ms_eager"], r["sets_ms_graph"])):
+            best[i][side] = min(best[i].get(side, float("inf")), e, g)
+            stages[i] = int(r["set_stages"][i])
     return best, stages, side_order(found, wanted)
 
 

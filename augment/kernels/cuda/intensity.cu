@@ -597,13 +597,12 @@ cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_para
                              const ChainState& st, int mode, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
   const int slices = shape.batch * shape.channels;
-  const bool fused = st.gamma0_active && st.gamma1_pass && !st.gamma1_alone;  // the same in both launches
   if (mode == 0) {
-    fused ? LaunchGammaStatsBuild<0, true>(d, slices, d_params, ws, st, stream)
-          : LaunchGammaStatsBuild<0, false>(d, slices, d_params, ws, st, stream);
+    st.gamma_fused ? LaunchGammaStatsBuild<0, true>(d, slices, d_params, ws, st, stream)
+                   : LaunchGammaStatsBuild<0, false>(d, slices, d_params, ws, st, stream);
   } else {
-    fused ? LaunchGammaStatsBuild<2, true>(d, slices, d_params, ws, st, stream)
-          : LaunchGammaStatsBuild<2, false>(d, slices, d_params, ws, st, stream);
+    st.gamma_fused ? LaunchGammaStatsBuild<2, true>(d, slices, d_params, ws, st, stream)
+                   : LaunchGammaStatsBuild<2, false>(d, slices, d_params, ws, st, stream);
   }
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   return cudaSuccess;

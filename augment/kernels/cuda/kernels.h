@@ -42,8 +42,7 @@ struct ChainState {
   bool blur_active;  // blurred slices live in x2
   bool mid_done;     // the mid pass ran: low-res slices hold V3 (others keep V1; the later passes apply BC)
   bool gamma0_active;
-  bool gamma1_pass;   // the mode-2 statistics pass follows (LaunchGammaStats)
-  bool gamma1_alone;  // kStageGamma1Alone: the gamma statistics passes run unfused (FusedY1, intensity.cu)
+  bool gamma_fused;  // both gamma statistics passes run, fused (no kStageGamma1Alone: FusedY1, intensity.cu)
 };
 
 // Low-res down into ws.low: brightness/contrast(V1) at the nearest-exact picks (in place over the blur kernel's

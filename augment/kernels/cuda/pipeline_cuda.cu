@@ -119,7 +119,7 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
                               stream));
   if (direct) return cudaSuccess;
 
-  ChainState st{blur, false, g0, g1, (stages & kStageGamma1Alone) != 0};
+  ChainState st{blur, false, g0, g0 && g1 && (stages & kStageGamma1Alone) == 0};
   if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, lowres, stream));
   if (lowres) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowResDown(shape, d_params, ws, st, stream));
   if (lowres || g0 || g1) {
