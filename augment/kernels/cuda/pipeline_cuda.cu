@@ -4,6 +4,7 @@
 //   [lowest labels]  only for the zero-padding seg border
 //   [elastic field]  taps, noise, 3 smoothing passes, stats (elastic.cu), only when a sample deforms
 //   spatial          sample + noise + seg/mask; writes the final image directly when nothing follows (+ DS launch)
+//                    (without kStageResample, a batch of centre crops: the build without the resampling path)
 //   blur             one tiled separable pass, stats of the result (contrast input), low-res picks of blurred slices
 //   low-res down     brightness/contrast(V1) at the nearest-exact picks (the blur already picked blurred slices)
 //   mid              trilinear up (low-res slices) and stats of V3 (gamma input; other slices: stats only)
@@ -16,6 +17,10 @@
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 #include "augment/kernels/cuda/pipeline_cuda.h"
+
+#ifndef AUGMENTD_GAMMA_FUSION  // bench A/B only: -DAUGMENTD_GAMMA_FUSION=0 runs the gamma passes apart
+#define AUGMENTD_GAMMA_FUSION 1
+#endif
 
 namespace augmentd::cuda {
 namespace internal {
@@ -31,6 +36,7 @@ uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
     const SampleParams& p = h_params[b];
     if (p.noise_sigma != 0.f) st |= kStageNoise;
     if (!p.seg_border_minus_one && !p.use_crop && !shape.seg_pad_first) st |= kStageLowestLabel;
+    if (!p.use_crop) st |= kStageResample;
     if (p.elastic) st |= kStageElastic;
     if (p.out_axis[0] != 0 || p.out_axis[1] != 1 || p.out_axis[2] != 2) st |= kStagePermute;
     for (int c = 0; c < shape.channels; ++c) {
@@ -115,11 +121,12 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
   if (elastic) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchElasticField(shape, d_params, ws, stream));
   AUGMENTD_CUDA_RETURN_IF_ERROR(
       internal::LaunchSpatial(shape, d_params, io, d_io, ws,
-                              {lowest, direct, mask, contrast, elastic, (stages & kStageNoise) != 0, permute},
+                              {lowest, direct, mask, contrast, elastic, (stages & kStageNoise) != 0, permute,
+                               (stages & kStageResample) != 0},
                               stream));
   if (direct) return cudaSuccess;
 
-  ChainState st{blur, false, g0, g0 && g1 && (stages & kStageGamma1Alone) == 0};
+  ChainState st{blur, false, g0, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0};
   if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, lowres, stream));
   if (lowres) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowResDown(shape, d_params, ws, st, stream));
   if (lowres || g0 || g1) {

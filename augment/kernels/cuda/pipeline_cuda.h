@@ -140,7 +140,10 @@ enum StageBits : uint32_t {
   // Without it slot 0's pass also reduces slot 1's statistics, and slot 1's own pass, a few blocks a slice, serves
   // only the slices where that did not hold (a slice with slot 1 alone among them: same values, slower there).
   kStageGamma1Alone = 1u << 10,
-  kStageAll = 0x7ffu,
+  // Some sample resamples (use_crop == 0: rotation, scaling or elastic). Without it every sample is a centre crop and
+  // the spatial kernel runs a build without the resampling path (a sample that resamples would be cropped instead).
+  kStageResample = 1u << 11,
+  kStageAll = 0xfffu,
 };
 // The stages that run after the spatial kernel (without them it writes the final outputs itself: the direct path).
 inline constexpr uint32_t kStagesAfterSpatial =
@@ -169,7 +172,8 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
 
 // Runs the whole default pipeline on a batch. `d_params`: B SampleParams in device memory (read by the
 // kernels while they run). `stages`: ActiveStages(...) of the same parameters (a superset is valid, only
-// slower; without kStagePermute, out_axis is read as the identity). Returns the first launch error
+// slower; without kStagePermute, out_axis is read as the identity; without kStageResample, every sample as a
+// centre crop). Returns the first launch error
 // (cudaErrorInvalidValue for a bad shape, or kStagePermute with a stage after the spatial kernel or more than 4
 // channels). Asynchronous.
 // Seg only: io.image == io.out_image == nullptr, with none of the stages after the spatial kernel (blur, contrast,

@@ -226,10 +226,19 @@ RefOut Reference(const at::Tensor& img, const at::Tensor& seg, const SampleParam
   const int C = sh.channels;
   at::Tensor x, s;
   if (p.use_crop) {
+    // Centre crop; where the patch is larger than the input, the outside is image 0 and seg −1 (border_m1) or 0.
     int st[3];
-    for (int d = 0; d < 3; ++d) st[d] = S[d] / 2 - P[d] / 2;
-    x = img.slice(1, st[0], st[0] + P[0]).slice(2, st[1], st[1] + P[1]).slice(3, st[2], st[2] + P[2]).clone();
-    s = seg[0].slice(0, st[0], st[0] + P[0]).slice(1, st[1], st[1] + P[1]).slice(2, st[2], st[2] + P[2]).clone();
+    std::vector<int64_t> pad(6, 0);  // constant_pad_nd: last axis first, (before, after) each
+    for (int d = 0; d < 3; ++d) {
+      st[d] = S[d] / 2 - P[d] / 2;
+      pad[2 * (2 - d)] = std::max(0, -st[d]);
+      pad[2 * (2 - d) + 1] = std::max(0, st[d] + P[d] - S[d]);
+      st[d] += static_cast<int>(pad[2 * (2 - d)]);
+    }
+    const at::Tensor ip = at::constant_pad_nd(img, pad, 0.0);
+    const at::Tensor sp = at::constant_pad_nd(seg[0], pad, p.seg_border_minus_one ? -1.0 : 0.0);
+    x = ip.slice(1, st[0], st[0] + P[0]).slice(2, st[1], st[1] + P[1]).slice(3, st[2], st[2] + P[2]).clone();
+    s = sp.slice(0, st[0], st[0] + P[0]).slice(1, st[1], st[1] + P[1]).slice(2, st[2], st[2] + P[2]).clone();
   } else {
     at::Tensor grid = Grid(p, S, P);
     x = at::grid_sampler_3d(img.unsqueeze(0), grid, 0, 0, false)[0];
@@ -464,6 +473,25 @@ void RunCase(const Case& cs) {
       int64_t bad = 0;
       for (int64_t o = 0; o < out_n; ++o) bad += std::fabs(static_cast<double>(t[o]) - a[o]) <= tol ? 0 : 1;
       EXPECT_EQ(bad, 0) << cs.name << ": slice " << slice << ", fused gamma statistics against the passes apart";
+    }
+  }
+
+  // A batch of centre crops alone (no kStageResample) runs the spatial kernel's crops build (spatial.cu kCrops); the
+  // resampling build crops it too when the mask says some sample may resample: the same bytes (same device, same
+  // operations in the same order).
+  if (!(stages & kStageResample)) {
+    CUDA_OK(RunPipeline(sh, static_cast<const SampleParams*>(d_params), stages | kStageResample, io, d_ws, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<uint8_t> img2(out_img_bytes);
+    std::vector<int16_t> seg2(cs.B * out_n);
+    CUDA_OK(cudaMemcpy(img2.data(), d_out, out_img_bytes, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(seg2.data(), d_oseg, out_seg_bytes, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(img2, out_img) << cs.name << ": crops build against the resampling build, image";
+    EXPECT_EQ(seg2, out_seg) << cs.name << ": crops build against the resampling build, seg";
+    for (int l = 0; l < sh.num_ds; ++l) {
+      std::vector<int16_t> ds2(cs.B * ds_n[l]);
+      CUDA_OK(cudaMemcpy(ds2.data(), d_ds[l], cs.B * ds_n[l] * 2, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(ds2, out_ds[l]) << cs.name << ": crops build against the resampling build, DS level " << l;
     }
   }
 
@@ -850,6 +878,35 @@ TEST(CudaKernels, GammaSlot1StatisticsFromSlot0) {
     cs.image_std = sd;
     RunCase(cs);
   }
+}
+
+// Batches of centre crops alone (spatial.cu kCrops): whole and split launches, the direct path and the intensity path,
+// with noise, brightness and masks, a patch larger than the input on two axes (padding), seg border 0 and −1.
+TEST(CudaKernels, CropBatches) {
+  Probs direct = Probs::None();
+  direct.noise = direct.bright = 1.0;
+  direct.mask_ch = 0.5;
+  Probs intensity = direct;
+  intensity.contrast = intensity.g0 = intensity.g1 = 1.0;
+  Probs zero_border = intensity;
+  zero_border.border_m1 = false;
+  for (int C : {1, 4}) {
+    RunCase(Make("crops-direct", 2, C, 4, direct));
+    RunCase(Make("crops-intensity", 2, C, 4, intensity));
+    RunCase(Make("crops-padded", 2, C, 4, intensity, {20, 45, 25}, {25, 31, 28}));
+    RunCase(Make("crops-padded-direct", 2, C, 4, direct, {20, 29, 41}, {25, 31, 28}));
+    RunCase(Make("crops-zero-border", 2, C, 4, zero_border, {20, 45, 25}, {25, 31, 28}));
+  }
+  RunCase(Make("crops-direct-fp16", 2, 1, 4, direct, {37, 45, 41}, {25, 31, 28}, OutDType::kFloat16));
+}
+
+TEST(CudaKernels, ResampleStageRule) {
+  BatchShape sh = RuleShape(1);
+  SampleParams h[2];
+  EXPECT_EQ(ActiveStages(h, sh) & kStageResample, 0u);  // SampleParams' default: a centre crop
+  h[1].use_crop = 0;
+  EXPECT_EQ(ActiveStages(h, sh) & kStageResample, kStageResample);
+  EXPECT_EQ(kStageAll & kStageResample, kStageResample);
 }
 
 TEST(CudaKernels, DefaultProbabilities) {

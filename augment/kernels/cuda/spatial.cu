@@ -29,6 +29,13 @@
 #include "augment/kernels/cuda/spatial_math.h"
 #include "augment/rng.h"
 
+#ifndef AUGMENTD_PLAIN035  // bench A/B only: -DAUGMENTD_PLAIN035=0 builds kPlain035's kernels as before it
+#define AUGMENTD_PLAIN035 1
+#endif
+#ifndef AUGMENTD_CROPS_BUILD  // bench A/B only: 0 = no crops build (kCrops), 1 = the crops build without its prefetch
+#define AUGMENTD_CROPS_BUILD 2
+#endif
+
 namespace augmentd::cuda::internal {
 namespace {
 
@@ -172,15 +179,34 @@ __device__ void StorePermutedBrick(const float* sh_img, const int16_t* sh_lab, c
   }
 }
 
+// The centre crop at output voxel (j0, j1, j2) (integer start floor(S/2) − floor(P/2)): channels c < C of img_b into
+// val (0 outside the input), and the label (seg_block; outside the input −1 with border_m1, else 0; 0 in the other
+// channels' blocks of a split launch).
+template <int kCT>
+__device__ __forceinline__ void CropGather(const float* img_b, const int16_t* seg_b, int64_t in_n, const int* S,
+                                           const int* P, int j0, int j1, int j2, int C, bool seg_block, bool border_m1,
+                                           float* val, int& label) {
+  const int s0 = S[0] / 2 - P[0] / 2 + j0, s1 = S[1] / 2 - P[1] / 2 + j1, s2 = S[2] / 2 - P[2] / 2 + j2;
+  const bool inb = s0 >= 0 && s0 < S[0] && s1 >= 0 && s1 < S[1] && s2 >= 0 && s2 < S[2];
+  const int64_t off = inb ? (static_cast<int64_t>(s0) * S[1] + s1) * S[2] + s2 : 0;
+#pragma unroll
+  for (int c = 0; c < kCT; ++c) val[c] = (c < C && inb) ? __ldg(img_b + c * in_n + off) : 0.f;
+  label = !seg_block ? 0 : (inb ? static_cast<int>(__ldg(seg_b + off)) : (border_m1 ? -1 : 0));
+}
+
 // kNoise = false: built without the noise epilogue (no sample of the batch draws noise: fewer registers).
 // kPadFirst: BatchShape::seg_pad_first, the bgv2 0.3.6 vote (each build holds one vote: registers as the 0.3.5 one).
 // kPermute: kStagePermute, direct path only — the outputs are staged per brick in shared memory and stored through
 // the sample's signed permutation (StorePermutedBrick); the sampling itself is the same code.
 // kSplit (kCT == 1, not kPermute; from kSplitMinChannels): one block per channel, grid.y = B·C; block (b, c)
 // resamples channel c alone, and only channel 0's blocks vote the seg and write seg and mask.
-template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = false, bool kSplit = false>
+// kCrops (no kStageResample: every sample of the batch is a centre crop, SampleParams::use_crop): the resampling path
+// compiled out, and with it the coordinates' invariants and the vote (the crop path does not depend on kPadFirst).
+template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = false, bool kSplit = false,
+          bool kCrops = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
   static_assert(!kSplit || (kCT == 1 && !kPermute), "the channel split runs the plain 1-channel build");
+  static_assert(!kCrops || !kPadFirst, "the crop path has no vote: one crops build serves both");
   const int b = kSplit ? blockIdx.y / a.d.c : blockIdx.y;
   const int c0 = kSplit ? blockIdx.y % a.d.c : 0;
   const bool seg_block = c0 == 0;  // votes the seg, writes seg and mask
@@ -191,7 +217,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   const int S[3] = {a.d.in[0], a.d.in[1], a.d.in[2]};
   const int64_t in_n = a.d.in_n;
   const int out_n = static_cast<int>(a.d.out_n);
-  const bool crop = sp.use_crop != 0;
+  const bool crop = kCrops || sp.use_crop != 0;  // kCrops: the host's word (kStageResample absent)
   const int mirror = sp.mirror_mask;
   const bool border_m1 = sp.seg_border_minus_one != 0;
   const int lowest = a.lowest ? a.lowest[b] : sp.lowest_label;
@@ -212,7 +238,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // Elastic: offset_e = field_e / div_e; u = A·(g + offset) + (shift − mean), mean = A·mean(offset) (the grid mean
   // of bgv2's center_deformation; the centred base grid has mean 0).
   __shared__ float sh_A[9], sh_div[3], sh_add[3];
-  const bool elastic = a.field != nullptr && sp.elastic != 0;
+  const bool elastic = !kCrops && a.field != nullptr && sp.elastic != 0;
   if (elastic && threadIdx.x < 3) {
     const int d = threadIdx.x;
     double mean = 0.0;
@@ -238,16 +264,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // kPlain035 below) and the 0.3.6 noise build (all-on +2.1 %), which keeps the registers, as do the builds not
   // measured with it (2-8 channels, permuted, the 0.3.6 split). s19's tree, same call: all-on B=2 C=1 −4.9 %, B=8
   // −5.7 %, C=4 −1.8 %, rotation + scaling 0.3.6 −8.2 %.
-  // kPlain035 (the 0.3.5 1-channel builds without noise, whole or split: rotation / scaling batches, most
-  // default-probability ones): the tables below, the seg labels gathered before the image (kLabelsFirst) and the
-  // statistics staged in shared memory (kStatsShared), so that both sets of 8 gathers are issued back to back (one
-  // image gather at a time before, with the invariants in registers or in the tables alone; NOTES.md s20). H200,
-  // against the tree without it, same calls: spatial-only bandwidth kernel −6.0 %, rotation + scaling B=2 C=1 −4.7 %
-  // (whole build), C=4 −10.8 % (split build). Not measured apart: its crop path and the intensity path's stores
-  // (default probabilities B=2 C=1 measured +6.7 % with the s20 gamma change beside it; bench/results/…-s20.md §4).
-  constexpr bool kPlain035 = kCT == 1 && kMinBlocks == 4 && !kNoise && !kPadFirst && !kPermute;
+  // kPlain035 (the 0.3.5 1-channel builds without noise, whole or split, for batches where some sample resamples):
+  // the tables below, the seg labels gathered before the image (kLabelsFirst) and the statistics staged in shared
+  // memory (kStatsShared), so that both sets of 8 gathers are issued back to back (one image gather at a time before,
+  // with the invariants in registers or in the tables alone; NOTES.md s20). H200, against the tree without it, same
+  // calls: spatial-only bandwidth kernel −6.0 %, rotation + scaling B=2 C=1 −4.7 % (whole build), C=4 −10.8 % (split
+  // build). Its crop path was slower (s21, default probabilities B=2 C=1, batches of crops alone +3 … +9 % against the
+  // tree without it): those batches run the kCrops build instead.
+  constexpr bool kPlain035 =
+      AUGMENTD_PLAIN035 && !kCrops && kCT == 1 && kMinBlocks == 4 && !kNoise && !kPadFirst && !kPermute;
   constexpr bool kInvariantsShared =
-      kCT == 1 && kMinBlocks == 4 && !kPermute && (kPadFirst ? !kNoise && !kSplit : kNoise || kSplit || kPlain035);
+      !kCrops && kCT == 1 && kMinBlocks == 4 && !kPermute &&
+      (kPadFirst ? !kNoise && !kSplit : kNoise || kSplit || kPlain035);
   constexpr int kTableRows = kInvariantsShared ? kBrickY : 1, kTableCols = kInvariantsShared ? kBrickX : 1;
   static_assert(kThreads >= 32 + kBrickY + kBrickX, "threads 32 … 32 + kBrickY + kBrickX − 1 fill the tables");
   __shared__ float4 sh_a0, sh_col1[kTableRows], sh_col2[kTableCols];
@@ -332,7 +360,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // !kInvariantsShared: the coordinates' loop invariants in registers, loaded once (stores in the loop could alias the
   // parameter array as far as the compiler knows).
   float col1[3], col2[3], a0[3];
-  if constexpr (!kInvariantsShared) {
+  if constexpr (!kInvariantsShared && !kCrops) {
     const float g1 = __fsub_rn(static_cast<float>(j1), 0.5f * static_cast<float>(P[1] - 1));
     const float g2 = __fsub_rn(static_cast<float>(j2), 0.5f * static_cast<float>(P[2] - 1));
 #pragma unroll
@@ -342,7 +370,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       a0[d] = sp.matrix[3 * d];
     }
   }
-#pragma unroll 1
+  // kCrops: every step's crop gathers issued before the loop (one predicated load each, nothing between them), all of
+  // a thread's in flight at once; the loop is unrolled to read them from registers. Elsewhere a step's gathers wait
+  // for the previous step's stores (the loop is not unrolled: registers).
+  constexpr bool kPrefetch = kCrops && AUGMENTD_CROPS_BUILD >= 2;
+  constexpr int kPre = kPrefetch ? kVoxPerThread : 1;
+  float pre_val[kPre][kCT];
+  int pre_label[kPre];
+  if constexpr (kPrefetch) {
+#pragma unroll
+    for (int k = 0; k < kVoxPerThread; ++k) {
+      const int j0 = z_first + k;
+      if (j0 < P[0] && col_ok) {
+        CropGather<kCT>(img_b, seg_b, in_n, S, P, j0, j1, j2, C, seg_block, border_m1, pre_val[k], pre_label[k]);
+      }
+    }
+  }
+#pragma unroll(kPrefetch ? kVoxPerThread : 1)
   for (int k = 0; k < kVoxPerThread; ++k) {
     const int j0 = z_first + k;
     if (j0 >= P[0]) break;  // block-uniform
@@ -375,13 +419,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     const int j = (j0 * P[1] + j1) * P[2] + j2;
     float val[kCT];
     int label;
-    if (crop) {
-      const int s0 = S[0] / 2 - P[0] / 2 + j0, s1 = S[1] / 2 - P[1] / 2 + j1, s2 = S[2] / 2 - P[2] / 2 + j2;
-      const bool inb = s0 >= 0 && s0 < S[0] && s1 >= 0 && s1 < S[1] && s2 >= 0 && s2 < S[2];
-      const int64_t off = inb ? (static_cast<int64_t>(s0) * S[1] + s1) * S[2] + s2 : 0;
+    if constexpr (kPrefetch) {
 #pragma unroll
-      for (int c = 0; c < kCT; ++c) val[c] = (c < C && inb) ? __ldg(img_b + c * in_n + off) : 0.f;
-      label = !seg_block ? 0 : (inb ? static_cast<int>(__ldg(seg_b + off)) : (border_m1 ? -1 : 0));
+      for (int c = 0; c < kCT; ++c) val[c] = pre_val[k][c];
+      label = pre_label[k];
+    } else if (crop) {
+      CropGather<kCT>(img_b, seg_b, in_n, S, P, j0, j1, j2, C, seg_block, border_m1, val, label);
     } else {
       const float g0 = __fsub_rn(static_cast<float>(j0), 0.5f * static_cast<float>(P[0] - 1));
       float ix[3], pe[3];
@@ -674,17 +717,25 @@ SpatialVariant ReadSpatialVariant() {
 // default probabilities at 2 channels measured slower split (0.152 → 0.160 ms).
 constexpr int kSplitMinChannels = 3;
 
-template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute, bool kSplit>
+template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute, bool kSplit, bool kCrops = false>
 void LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
   if (noise) {
-    SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit><<<grid, kThreads, 0, stream>>>(a);
+    SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit, kCrops><<<grid, kThreads, 0, stream>>>(a);
   } else {
-    SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit><<<grid, kThreads, 0, stream>>>(a);
+    SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit, kCrops><<<grid, kThreads, 0, stream>>>(a);
   }
 }
 
+// Batches of centre crops alone (no kStageResample) run the crops build in the 1-channel configurations (whole and
+// split, not permuted): kCrops above. The other configurations keep the resampling build for them (a crop is its
+// runtime branch there).
 template <int kCT, int kMinBlocks, bool kPermute = false, bool kSplit = false>
-void LaunchSpatialBuild(bool noise, bool pad_first, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
+void LaunchSpatialBuild(bool noise, bool pad_first, bool crops, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
+  if constexpr (kCT == 1 && kMinBlocks == 4 && !kPermute) {
+    if (AUGMENTD_CROPS_BUILD && crops) {
+      return LaunchSpatialBuild<kCT, kMinBlocks, false, kPermute, kSplit, true>(noise, grid, stream, a);
+    }
+  }
   if (pad_first) {
     LaunchSpatialBuild<kCT, kMinBlocks, true, kPermute, kSplit>(noise, grid, stream, a);
   } else {
@@ -729,33 +780,34 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   static const SpatialVariant variant = ReadSpatialVariant();
   const bool noise = f.noise || variant == SpatialVariant::kV5;
   const bool pad_first = shape.seg_pad_first != 0;
+  const bool crops = !f.resample;
   const int split_min = variant == SpatialVariant::kSplit2 ? 2 : kSplitMinChannels;
   const bool split =
       variant != SpatialVariant::kNoSplit && a.d.c >= split_min && !f.permute && !(direct && f.with_mask);
   const dim3 grid(SpatialBricks(shape), shape.batch * (split ? a.d.c : 1));
   if (split) {
-    LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, grid, stream, a);
+    LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, crops, grid, stream, a);
   } else if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels
     if (!direct || shape.channels > kMaxPermutedChannels) return cudaErrorInvalidValue;
     if (shape.channels <= 1) {
-      LaunchSpatialBuild<1, 4, true>(noise, pad_first, grid, stream, a);
+      LaunchSpatialBuild<1, 4, true>(noise, pad_first, crops, grid, stream, a);
     } else if (shape.channels <= 2) {
-      LaunchSpatialBuild<2, 3, true>(noise, pad_first, grid, stream, a);
+      LaunchSpatialBuild<2, 3, true>(noise, pad_first, crops, grid, stream, a);
     } else {
-      LaunchSpatialBuild<4, 2, true>(noise, pad_first, grid, stream, a);
+      LaunchSpatialBuild<4, 2, true>(noise, pad_first, crops, grid, stream, a);
     }
   } else if (shape.channels <= 1) {
     if (variant == SpatialVariant::kThreeBlocks) {
-      LaunchSpatialBuild<1, 3>(noise, pad_first, grid, stream, a);
+      LaunchSpatialBuild<1, 3>(noise, pad_first, crops, grid, stream, a);
     } else {
-      LaunchSpatialBuild<1, 4>(noise, pad_first, grid, stream, a);
+      LaunchSpatialBuild<1, 4>(noise, pad_first, crops, grid, stream, a);
     }
   } else if (shape.channels <= 2) {
-    LaunchSpatialBuild<2, 3>(noise, pad_first, grid, stream, a);
+    LaunchSpatialBuild<2, 3>(noise, pad_first, crops, grid, stream, a);
   } else if (shape.channels <= 4) {
-    LaunchSpatialBuild<4, 2>(noise, pad_first, grid, stream, a);
+    LaunchSpatialBuild<4, 2>(noise, pad_first, crops, grid, stream, a);
   } else {
-    LaunchSpatialBuild<8, 2>(noise, pad_first, grid, stream, a);
+    LaunchSpatialBuild<8, 2>(noise, pad_first, crops, grid, stream, a);
   }
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   if (shape.num_ds > 0 && direct) {
