@@ -21,7 +21,7 @@ struct SpatialFlags {
   bool elastic;            // read the displacement fields of LaunchElasticField (samples with SampleParams::elastic)
   bool noise;              // some sample draws noise (false: the build without the noise epilogue)
   bool permute;            // some sample's out_axis is not the identity: the build storing through its brick (direct)
-  bool resample;           // some sample is not a centre crop (false: the crops build where there is one)
+  bool crops_only;         // every sample is a centre crop (no kStageResample): the crops build where there is one
 };
 cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
                           const PipelineIO* d_io, const Workspace& ws, const SpatialFlags& flags, cudaStream_t stream);

@@ -122,7 +122,7 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
   AUGMENTD_CUDA_RETURN_IF_ERROR(
       internal::LaunchSpatial(shape, d_params, io, d_io, ws,
                               {lowest, direct, mask, contrast, elastic, (stages & kStageNoise) != 0, permute,
-                               (stages & kStageResample) != 0},
+                               (stages & kStageResample) == 0},
                               stream));
   if (direct) return cudaSuccess;
 

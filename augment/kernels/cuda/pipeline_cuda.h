@@ -140,8 +140,10 @@ enum StageBits : uint32_t {
   // Without it slot 0's pass also reduces slot 1's statistics, and slot 1's own pass, a few blocks a slice, serves
   // only the slices where that did not hold (a slice with slot 1 alone among them: same values, slower there).
   kStageGamma1Alone = 1u << 10,
-  // Some sample resamples (use_crop == 0: rotation, scaling or elastic). Without it every sample is a centre crop and
-  // the spatial kernel runs a build without the resampling path (a sample that resamples would be cropped instead).
+  // Some sample resamples (use_crop == 0: rotation, scaling or elastic). Without it every sample must be a centre
+  // crop: the 1-channel and channel-split launches then run a build without the resampling path. A mask without it
+  // for a batch where some sample resamples is outside the contract (whether that sample is cropped or resampled then
+  // depends on the build the channel count selects).
   kStageResample = 1u << 11,
   kStageAll = 0xfffu,
 };
@@ -172,8 +174,8 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
 
 // Runs the whole default pipeline on a batch. `d_params`: B SampleParams in device memory (read by the
 // kernels while they run). `stages`: ActiveStages(...) of the same parameters (a superset is valid, only
-// slower; without kStagePermute, out_axis is read as the identity; without kStageResample, every sample as a
-// centre crop). Returns the first launch error
+// slower; without kStagePermute, out_axis is read as the identity; kStageResample must be there when some sample
+// resamples). Returns the first launch error
 // (cudaErrorInvalidValue for a bad shape, or kStagePermute with a stage after the spatial kernel or more than 4
 // channels). Asynchronous.
 // Seg only: io.image == io.out_image == nullptr, with none of the stages after the spatial kernel (blur, contrast,

@@ -65,7 +65,7 @@ struct Case {
   Probs probs;
   OutDType dtype = OutDType::kFloat32;
   float image_mean = 0.3f, image_std = 1.f;  // the input image is N(mean, std²)
-  uint32_t drop_stages = 0;                   // hints left out of ActiveStages' mask (same values, slower)
+  uint32_t drop_stages = 0;                   // hints left out of ActiveStages' mask (kStageGamma1Alone: same values)
 };
 
 double BGContrast(std::mt19937_64& g, double lo, double hi) {
@@ -880,22 +880,36 @@ TEST(CudaKernels, GammaSlot1StatisticsFromSlot0) {
   }
 }
 
-// Batches of centre crops alone (spatial.cu kCrops): whole and split launches, the direct path and the intensity path,
-// with noise, brightness and masks, a patch larger than the input on two axes (padding), seg border 0 and −1.
+// Batches of centre crops alone (spatial.cu kCrops), each also run with kStageResample (RunCase: the same bytes):
+// 1 channel (whole launch) and 4 (split launch, but on the direct path with a mask channel, which runs the 4-channel
+// build: there the comparison is of one build with itself), the direct and the intensity path, with and without
+// noise (shared noise quads, and per-voxel normals where P2 % 4 != 0), brightness, masks (negative labels only where
+// the patch is larger than the input: the −1 slab lies outside the unpadded crops), padding on two axes, seg border 0
+// and −1, fp16 output.
 TEST(CudaKernels, CropBatches) {
   Probs direct = Probs::None();
   direct.noise = direct.bright = 1.0;
   direct.mask_ch = 0.5;
+  Probs direct_split = direct;  // no mask channel: a 4-channel direct batch takes the split launch
+  direct_split.mask_ch = 0.0;
+  Probs plain = Probs::None();  // no noise: the crops build without the noise epilogue
+  plain.bright = 1.0;
   Probs intensity = direct;
   intensity.contrast = intensity.g0 = intensity.g1 = 1.0;
+  Probs plain_intensity = intensity;
+  plain_intensity.noise = 0.0;
   Probs zero_border = intensity;
   zero_border.border_m1 = false;
   for (int C : {1, 4}) {
     RunCase(Make("crops-direct", 2, C, 4, direct));
+    RunCase(Make("crops-direct-nomask", 2, C, 4, direct_split, {20, 29, 41}, {25, 31, 28}));
+    RunCase(Make("crops-plain", 2, C, 4, plain, {20, 45, 25}, {25, 31, 28}));
     RunCase(Make("crops-intensity", 2, C, 4, intensity));
+    RunCase(Make("crops-plain-intensity", 2, C, 4, plain_intensity, {20, 45, 25}, {25, 31, 28}));
     RunCase(Make("crops-padded", 2, C, 4, intensity, {20, 45, 25}, {25, 31, 28}));
     RunCase(Make("crops-padded-direct", 2, C, 4, direct, {20, 29, 41}, {25, 31, 28}));
     RunCase(Make("crops-zero-border", 2, C, 4, zero_border, {20, 45, 25}, {25, 31, 28}));
+    RunCase(Make("crops-p2-odd", 2, C, 4, intensity, {20, 45, 30}, {25, 31, 27}));
   }
   RunCase(Make("crops-direct-fp16", 2, 1, 4, direct, {37, 45, 41}, {25, 31, 28}, OutDType::kFloat16));
 }
@@ -906,7 +920,10 @@ TEST(CudaKernels, ResampleStageRule) {
   EXPECT_EQ(ActiveStages(h, sh) & kStageResample, 0u);  // SampleParams' default: a centre crop
   h[1].use_crop = 0;
   EXPECT_EQ(ActiveStages(h, sh) & kStageResample, kStageResample);
-  EXPECT_EQ(kStageAll & kStageResample, kStageResample);
+  h[1].use_crop = 1;
+  h[0].use_crop = 0;
+  h[0].elastic = 1;  // elastic samples resample (use_crop must be 0 for them)
+  EXPECT_EQ(ActiveStages(h, sh) & kStageResample, kStageResample);
 }
 
 TEST(CudaKernels, DefaultProbabilities) {

@@ -32,7 +32,8 @@
 #ifndef AUGMENTD_PLAIN035  // bench A/B only: -DAUGMENTD_PLAIN035=0 builds kPlain035's kernels as before it
 #define AUGMENTD_PLAIN035 1
 #endif
-#ifndef AUGMENTD_CROPS_BUILD  // bench A/B only: 0 = no crops build (kCrops), 1 = the crops build without its prefetch
+// bench A/B only: 0 = the crops build (kCrops) compiled but never launched, 1 = launched, without its prefetch
+#ifndef AUGMENTD_CROPS_BUILD
 #define AUGMENTD_CROPS_BUILD 2
 #endif
 
@@ -270,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // with the invariants in registers or in the tables alone; NOTES.md s20). H200, against the tree without it, same
   // calls: spatial-only bandwidth kernel −6.0 %, rotation + scaling B=2 C=1 −4.7 % (whole build), C=4 −10.8 % (split
   // build). Its crop path was slower (s21, default probabilities B=2 C=1, batches of crops alone +3 … +9 % against the
-  // tree without it): those batches run the kCrops build instead.
+  // tree without it): those batches run the kCrops build instead (unless AUGMENTD_CROPS_BUILD=0).
   constexpr bool kPlain035 =
       AUGMENTD_PLAIN035 && !kCrops && kCT == 1 && kMinBlocks == 4 && !kNoise && !kPadFirst && !kPermute;
   constexpr bool kInvariantsShared =
@@ -691,7 +692,7 @@ namespace {
 // Build of the spatial kernel (a tuning switch for the benchmark, read once from AUGMENTD_SPATIAL_VARIANT; not a
 // feature): "" = 4 resident blocks per SM for 1 channel (64 registers, 0-52 spilled bytes by build), 3 for 2 channels
 // (80), the noise epilogue only in batches that draw noise; "3" = the 3-block build for 1 channel too (80 registers,
-// 0-8 spilled bytes); "v5" = the noise build for every batch; "nosplit" = the multi-channel builds at every channel
+// 0-8 spilled bytes; batches of crops alone then run it too, not the kCrops build); "v5" = the noise build for every batch; "nosplit" = the multi-channel builds at every channel
 // count (session 15's kernels; the A/B of kSplitMinChannels); "split2" = the channel split from 2 channels. Measured on
 // the H200 (NOTES.md, s4): the 4-block build −5 % spatial-only, −1 % all-on against the 3-block one; the noise split is
 // neutral since the spills are gone.
@@ -780,7 +781,7 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   static const SpatialVariant variant = ReadSpatialVariant();
   const bool noise = f.noise || variant == SpatialVariant::kV5;
   const bool pad_first = shape.seg_pad_first != 0;
-  const bool crops = !f.resample;
+  const bool crops = f.crops_only;
   const int split_min = variant == SpatialVariant::kSplit2 ? 2 : kSplitMinChannels;
   const bool split =
       variant != SpatialVariant::kNoSplit && a.d.c >= split_min && !f.permute && !(direct && f.with_mask);
