@@ -692,10 +692,10 @@ namespace {
 // Build of the spatial kernel (a tuning switch for the benchmark, read once from AUGMENTD_SPATIAL_VARIANT; not a
 // feature): "" = 4 resident blocks per SM for 1 channel (64 registers, 0-52 spilled bytes by build), 3 for 2 channels
 // (80), the noise epilogue only in batches that draw noise; "3" = the 3-block build for 1 channel too (80 registers,
-// 0-8 spilled bytes; batches of crops alone then run it too, not the kCrops build); "v5" = the noise build for every batch; "nosplit" = the multi-channel builds at every channel
-// count (session 15's kernels; the A/B of kSplitMinChannels); "split2" = the channel split from 2 channels. Measured on
-// the H200 (NOTES.md, s4): the 4-block build −5 % spatial-only, −1 % all-on against the 3-block one; the noise split is
-// neutral since the spills are gone.
+// 0-8 spilled bytes; batches of crops alone then run it too, not the kCrops build); "v5" = the noise build for every
+// batch; "nosplit" = the multi-channel builds at every channel count (session 15's kernels; the A/B of
+// kSplitMinChannels); "split2" = the channel split from 2 channels. Measured on the H200 (NOTES.md, s4): the 4-block
+// build −5 % spatial-only, −1 % all-on against the 3-block one; the noise split is neutral since the spills are gone.
 enum class SpatialVariant { kDefault, kV5, kThreeBlocks, kNoSplit, kSplit2 };
 
 SpatialVariant ReadSpatialVariant() {
@@ -781,34 +781,33 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   static const SpatialVariant variant = ReadSpatialVariant();
   const bool noise = f.noise || variant == SpatialVariant::kV5;
   const bool pad_first = shape.seg_pad_first != 0;
-  const bool crops = f.crops_only;
   const int split_min = variant == SpatialVariant::kSplit2 ? 2 : kSplitMinChannels;
   const bool split =
       variant != SpatialVariant::kNoSplit && a.d.c >= split_min && !f.permute && !(direct && f.with_mask);
   const dim3 grid(SpatialBricks(shape), shape.batch * (split ? a.d.c : 1));
   if (split) {
-    LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, crops, grid, stream, a);
+    LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, f.crops_only, grid, stream, a);
   } else if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels
     if (!direct || shape.channels > kMaxPermutedChannels) return cudaErrorInvalidValue;
     if (shape.channels <= 1) {
-      LaunchSpatialBuild<1, 4, true>(noise, pad_first, crops, grid, stream, a);
+      LaunchSpatialBuild<1, 4, true>(noise, pad_first, f.crops_only, grid, stream, a);
     } else if (shape.channels <= 2) {
-      LaunchSpatialBuild<2, 3, true>(noise, pad_first, crops, grid, stream, a);
+      LaunchSpatialBuild<2, 3, true>(noise, pad_first, f.crops_only, grid, stream, a);
     } else {
-      LaunchSpatialBuild<4, 2, true>(noise, pad_first, crops, grid, stream, a);
+      LaunchSpatialBuild<4, 2, true>(noise, pad_first, f.crops_only, grid, stream, a);
     }
   } else if (shape.channels <= 1) {
     if (variant == SpatialVariant::kThreeBlocks) {
-      LaunchSpatialBuild<1, 3>(noise, pad_first, crops, grid, stream, a);
+      LaunchSpatialBuild<1, 3>(noise, pad_first, f.crops_only, grid, stream, a);
     } else {
-      LaunchSpatialBuild<1, 4>(noise, pad_first, crops, grid, stream, a);
+      LaunchSpatialBuild<1, 4>(noise, pad_first, f.crops_only, grid, stream, a);
     }
   } else if (shape.channels <= 2) {
-    LaunchSpatialBuild<2, 3>(noise, pad_first, crops, grid, stream, a);
+    LaunchSpatialBuild<2, 3>(noise, pad_first, f.crops_only, grid, stream, a);
   } else if (shape.channels <= 4) {
-    LaunchSpatialBuild<4, 2>(noise, pad_first, crops, grid, stream, a);
+    LaunchSpatialBuild<4, 2>(noise, pad_first, f.crops_only, grid, stream, a);
   } else {
-    LaunchSpatialBuild<8, 2>(noise, pad_first, crops, grid, stream, a);
+    LaunchSpatialBuild<8, 2>(noise, pad_first, f.crops_only, grid, stream, a);
   }
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   if (shape.num_ds > 0 && direct) {
