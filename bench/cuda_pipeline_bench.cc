@@ -16,6 +16,8 @@
 //   all-on+elastic  all-on plus elastic deformation (fields generated on the device, bgv2's default σ/magnitude)
 //   only-X      rotation + scaling + transform X on every sample and channel (B=2, C=1; only-noise also C=4):
 //               X's cost = time − spatial
+//   crops, crops-noise  centre crops alone (no rotation or scaling: the spatial kernel's build without the resampling
+//               path), and with noise on every sample (B=2, C=1; crops-noise also C=4): the noise's cost there
 //   spatial-bw  the spatial kernel alone (rotation + scaling, no DS targets, parameters already on the device), B=2
 //               C=1 128³ from 205³, against a device-to-device copy of the same byte count measured in the same run
 //               (alternating, CUDA events): prints spatial_bandwidth_fraction (definition at RunSpatialBandwidth)
@@ -107,6 +109,10 @@ constexpr Probs kOnlyContrast{1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
 constexpr Probs kOnlyLowRes{1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0};
 constexpr Probs kOnlyGamma{1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
 constexpr Probs kOnlyMirror{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+// Batches of centre crops (the spatial kernel's kCrops build, s21), alone and with noise on every sample: the
+// noise's cost in the crops build (s22).
+constexpr Probs kCrops{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+constexpr Probs kCropsNoise{0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 SampleParams Draw(std::mt19937_64& g, const Probs& pr, const BatchShape& sh, uint64_t index) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -552,15 +558,16 @@ int main(int argc, char** argv) {
        {std::pair<const char*, Probs>{"all-on", kAllOn}, {"default-p", kDefault}, {"spatial", kSpatial},
         {"all-on+elastic", kAllOnElastic}, {"only-elastic", kOnlyElastic}, {"only-noise", kOnlyNoise},
         {"only-blur", kOnlyBlur}, {"only-brightness", kOnlyBright}, {"only-contrast", kOnlyContrast},
-        {"only-lowres", kOnlyLowRes}, {"only-gamma", kOnlyGamma}, {"only-mirror", kOnlyMirror}}) {
+        {"only-lowres", kOnlyLowRes}, {"only-gamma", kOnlyGamma}, {"only-mirror", kOnlyMirror}, {"crops", kCrops},
+        {"crops-noise", kCropsNoise}}) {
     const std::string m(mode);
     if (!modes.empty() && modes.find("," + m + ",") == std::string::npos) continue;
-    const bool per_transform = m.rfind("only-", 0) == 0;
+    const bool per_transform = m.rfind("only-", 0) == 0 || m.rfind("crops", 0) == 0;
     for (int shape = 0; shape < 2; ++shape)
       for (int B : {2, 8})
         for (int C : channels) {
           // C = 4 for the spatial floor and the noise (the per-channel costs of the fused spatial kernel, issue 27).
-          if (per_transform && C == 4 && m != "only-noise") continue;
+          if (per_transform && C == 4 && m != "only-noise" && m != "crops-noise") continue;
           if (per_transform && B == 8) continue;
           if (!only.empty() && only.find("," + std::string(mode) + ":" + std::to_string(B) + ":" + std::to_string(C) +
                                          ":" + std::to_string(shape) + ",") == std::string::npos)

@@ -508,10 +508,99 @@ inline Dims MakeDims(const BatchShape& s) {
   return d;
 }
 
-// Low-res is on for a slice when its drawn shape is valid (0 < Q_d <= P_d).
-__device__ __forceinline__ bool LowResOn(const ChannelParams& cp, const Dims& d) {
-  return cp.lowres_shape[0] > 0 && cp.lowres_shape[1] > 0 && cp.lowres_shape[2] > 0 && cp.lowres_shape[0] <= d.out[0] &&
-         cp.lowres_shape[1] <= d.out[1] && cp.lowres_shape[2] <= d.out[2];
+// Blocks of the slice passes that run in some slices only (LowResDownKernel, MidKernel, GammaStatsKernel).
+// Per-slice blocks (kShare = false): the grid is (per slice, slices) and a slice without work in the pass leaves its
+// blocks idle. Slice shares (kShare = true; ChainState::slice_share: kStageSliceIdle and more than two slices): the
+// launch is one row of per slice · slices blocks dealt out among the slices with work in the pass, which only the
+// device knows (the parameters live there). TakeSliceShare evaluates has_work(slice) for every slice (slice-uniform,
+// the same in every block) and, with n such slices, gives block x block x / n of the (x mod n)-th of them; each gets
+// min(gridDim.x / n, max_blocks) blocks and the blocks past those return. The share lives in shared memory, read where
+// it is used (held in registers it spilled in the 32-register gamma passes). H200 (NOTES.md s22): in batches of 8
+// slices where a few run a gamma or low-res, the passes' parallelism was the limit (default probabilities B=2 C=4
+// −6 %); in batches of two, shares gained nothing and the ballots cost (+2 … +8 % on those sets), and in batches where
+// every slice runs every pass the one-row grid alone cost ≈ 1 %: hence the hint and the slice count.
+inline constexpr int kSliceShareMinSlices = 3;
+
+struct SliceShare {
+  int slice;    // b·C + c
+  int block;    // this block among the slice's blocks (CommitPartial's block; a grid-stride loop's start)
+  int nblocks;  // the slice's blocks (CommitPartial's count; a grid-stride loop's stride)
+};
+
+// Called once per kernel by every thread of a block of >= 32 threads, on a one-row grid of at least `slices` blocks
+// (so every slice with work gets a block); the returned share is block-uniform (null: this block has none).
+template <typename HasWork>
+__device__ __forceinline__ const SliceShare* TakeSliceShare(int slices, int max_blocks, HasWork has_work) {
+  __shared__ SliceShare sh_share;
+  __shared__ bool sh_on;
+  if (threadIdx.x < 32) {  // warp 0: ballots over groups of 32 slices
+    const int lane = static_cast<int>(threadIdx.x);
+    int n = 0;
+    for (int s0 = 0; s0 < slices; s0 += 32) {
+      n += __popc(__ballot_sync(0xffffffffu, s0 + lane < slices && has_work(s0 + lane)));
+    }
+    int slice = -1;
+    if (n > 0) {
+      int k = static_cast<int>(blockIdx.x) % n;  // this block serves the k-th slice with work
+      for (int s0 = 0; s0 < slices && slice < 0; s0 += 32) {
+        const unsigned int m = __ballot_sync(0xffffffffu, s0 + lane < slices && has_work(s0 + lane));
+        const int here = __popc(m);
+        if (k < here) {
+          const bool kth = ((m >> lane) & 1u) && __popc(m & ((1u << lane) - 1u)) == k;
+          slice = s0 + __ffs(__ballot_sync(0xffffffffu, kth)) - 1;
+        }
+        k -= here;
+      }
+    }
+    if (lane == 0) {
+      const int nblocks = n > 0 ? min(static_cast<int>(gridDim.x) / n, max_blocks) : 0;
+      const int block = n > 0 ? static_cast<int>(blockIdx.x) / n : 0;
+      sh_share = SliceShare{slice, block, nblocks};
+      sh_on = block < nblocks;
+    }
+  }
+  __syncthreads();
+  return sh_on ? &sh_share : nullptr;
+}
+
+// A slice pass's view of its block: the slice, this block among the slice's blocks, and their count; per-slice
+// blocks read the block indices (the code the passes ran before slice shares), shares read shared memory.
+template <bool kShare>
+struct SliceBlocks {
+  const SliceShare* share = nullptr;
+  // Slice shares: whether TakeSliceShare found this block a share, has_work(ChannelParams) deciding which slices
+  // have work. Per-slice blocks: true (the pass then returns where has_work(its slice's parameters) does not hold).
+  template <typename HasWork>
+  __device__ __forceinline__ bool Take(const Dims& d, const SampleParams* params, HasWork has_work) {
+    if constexpr (kShare) {
+      share = TakeSliceShare(d.b * d.c, d.nchunks, [&](int s) { return has_work(params[s / d.c].ch[s % d.c]); });
+      return share != nullptr;
+    } else {
+      return true;
+    }
+  }
+  __device__ __forceinline__ int slice() const { return kShare ? share->slice : static_cast<int>(blockIdx.y); }
+  __device__ __forceinline__ int block() const { return kShare ? share->block : static_cast<int>(blockIdx.x); }
+  __device__ __forceinline__ int count() const { return kShare ? share->nblocks : static_cast<int>(gridDim.x); }
+};
+
+// Low-res is on for a slice when its drawn shape is valid (0 < Q_d <= P_d, `out` = P).
+__host__ __device__ __forceinline__ bool LowResOn(const ChannelParams& cp, const int32_t* out) {
+  return cp.lowres_shape[0] > 0 && cp.lowres_shape[1] > 0 && cp.lowres_shape[2] > 0 && cp.lowres_shape[0] <= out[0] &&
+         cp.lowres_shape[1] <= out[1] && cp.lowres_shape[2] <= out[2];
+}
+__device__ __forceinline__ bool LowResOn(const ChannelParams& cp, const Dims& d) { return LowResOn(cp, d.out); }
+
+// The slice passes one slice (its channel's parameters, patch `out`) runs: low-res down (LowResOn), mid (low-res or a
+// gamma slot), gamma slot 0's statistics (slot 0 on, with retain-stats or slot 1 on), slot 1's (slot 1 on, with
+// retain-stats). ActiveStages' kStageSliceIdle and the slice shares' has_work both read it (intensity.cu).
+enum SlicePass : uint32_t { kPassLowRes = 1u, kPassMid = 2u, kPassGamma0 = 4u, kPassGamma1 = 8u };
+__host__ __device__ __forceinline__ uint32_t SlicePasses(const ChannelParams& cp, const int32_t* out) {
+  const bool lowres = LowResOn(cp, out);
+  const bool mid = lowres || cp.gamma[0] != 0.f || cp.gamma[1] != 0.f;
+  const bool g0 = cp.gamma[0] != 0.f && (cp.gamma_retain[0] || cp.gamma[1] != 0.f);
+  const bool g1 = cp.gamma[1] != 0.f && cp.gamma_retain[1];
+  return (lowres ? kPassLowRes : 0u) | (mid ? kPassMid : 0u) | (g0 ? kPassGamma0 : 0u) | (g1 ? kPassGamma1 : 0u);
 }
 
 }  // namespace augmentd::cuda::internal

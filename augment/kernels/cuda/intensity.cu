@@ -1,5 +1,6 @@
 // augment/kernels/cuda/intensity.cu — the intensity chain after the spatial kernel and the blur (blur.cu), one
-// launch per stage per batch; blocks of slices a stage does not touch exit at once.
+// launch per stage per batch; blocks of slices a stage does not touch exit at once, or, with slice shares
+// (common.cuh SliceBlocks), serve the slices it does touch.
 //
 //  low-res   down: brightness/contrast(V1) at the nearest-exact picks (src = floor((i + 0.5)·P/Q)) into `low`
 //            (blurred slices: in place over the blur kernel's raw picks); mid: trilinear up (align_corners=False)
@@ -30,12 +31,16 @@ __device__ __forceinline__ float* CurBuffer(const Workspace& ws, const ChannelPa
 // (the output's P0).
 constexpr int kPickTable = 512;
 
+template <bool kShare>
 __global__ void __launch_bounds__(kThreads)
     LowResDownKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  const int slice = blockIdx.y;
+  SliceBlocks<kShare> sb;
+  const auto has_work = [&](const ChannelParams& q) { return (SlicePasses(q, d.out) & kPassLowRes) != 0; };
+  if (!sb.Take(d, params, has_work)) return;
+  const int slice = sb.slice();
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
-  if (!LowResOn(cp, d)) return;
+  if (!kShare && !has_work(cp)) return;
   const int Q[3] = {cp.lowres_shape[0], cp.lowres_shape[1], cp.lowres_shape[2]};
   const int qn = Q[0] * Q[1] * Q[2];
   const int P[3] = {d.out[0], d.out[1], d.out[2]};
@@ -53,7 +58,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = threadIdx.x; i < Q[2]; i += kThreads) sh_pick[2][i] = NearestExactSrc(i, P[2], Q[2]);
     __syncthreads();
   }
-  for (int chunk = blockIdx.x; chunk * kChunk < qn; chunk += gridDim.x) {
+  for (int chunk = sb.block(); chunk * kChunk < qn; chunk += sb.count()) {
     const int base = chunk * kChunk + threadIdx.x;
     if (picked) {
       float v[kVoxPerThread];
@@ -131,14 +136,16 @@ __device__ __forceinline__ AxisSrc AxisSource(int i, int in, int out, float rati
 // interpolations), instead of 8 loads and 7 interpolations. The same rounded operations in the same order as ATen
 // (axis 2, then 1, then 0), so the same values. j0 is block-uniform, so every branch on the axis-0 source is; its
 // sources come from a per-block table (`src0`, null when P0 exceeds it).
+template <bool kShare>
 __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, const int* P, const float* ratio,
-                                              const AxisSrc* src0, float* out, Partial& part) {
+                                              const AxisSrc* src0, const SliceBlocks<kShare>& sb, float* out,
+                                              Partial& part) {
   constexpr int kWarps = kThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int tiles2 = (P[2] + 31) / 32, tiles1 = (P[1] + kWarps - 1) / kWarps;
   const int units = tiles2 * tiles1 * P[0];  // ≤ 2^30 + small: RunPipeline rejects patches over 2^30 voxels
-  const int begin = static_cast<int>(static_cast<int64_t>(units) * blockIdx.x / gridDim.x);
-  const int end = static_cast<int>(static_cast<int64_t>(units) * (blockIdx.x + 1) / gridDim.x);
+  const int begin = static_cast<int>(static_cast<int64_t>(units) * sb.block() / sb.count());
+  const int end = static_cast<int>(static_cast<int64_t>(units) * (sb.block() + 1) / sb.count());
   const int plane_n = Q[1] * Q[2];
   const int64_t plane_step = static_cast<int64_t>(P[1]) * P[2];
   for (int u = begin; u < end;) {
@@ -195,13 +202,17 @@ __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, co
 // in cur (the later passes apply brightness/contrast themselves: Chain::V3) and only reduce V3 = BC(V1)'s statistics,
 // which only a gamma slot reads: a slice with neither returns at once.
 // 5 blocks per SM (48 registers, no spills): without the bound ptxas takes 59 registers, which leaves 4.
+template <bool kShare>
 __global__ void __launch_bounds__(kThreads, 5)
     MidKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  const int slice = blockIdx.y;
+  SliceBlocks<kShare> sb;
+  const auto has_work = [&](const ChannelParams& q) { return (SlicePasses(q, d.out) & kPassMid) != 0; };
+  if (!sb.Take(d, params, has_work)) return;
+  const int slice = sb.slice();
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
   const bool lowres_on = LowResOn(cp, d);
-  if (!lowres_on && cp.gamma[0] == 0.f && cp.gamma[1] == 0.f) return;  // slice-uniform
+  if (!kShare && !lowres_on && cp.gamma[0] == 0.f && cp.gamma[1] == 0.f) return;  // slice-uniform: !has_work(cp)
   float* cur = CurBuffer(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
   const int P[3] = {d.out[0], d.out[1], d.out[2]};
   const int out_n = static_cast<int>(d.out_n);
@@ -225,9 +236,9 @@ __global__ void __launch_bounds__(kThreads, 5)
       for (int i = threadIdx.x; i < P[0]; i += kThreads) sh_src0[i] = AxisSource(i, Q[0], P[0], ratio[0]);
       __syncthreads();
     }
-    UpSampleSlice(low, Q, P, ratio, tabled ? sh_src0 : nullptr, cur, part);
+    UpSampleSlice(low, Q, P, ratio, tabled ? sh_src0 : nullptr, sb, cur, part);
   }
-  for (int chunk = blockIdx.x; chunk < d.nchunks && !lowres_on; chunk += gridDim.x) {  // statistics of BC(V1) only
+  for (int chunk = sb.block(); chunk < d.nchunks && !lowres_on; chunk += sb.count()) {  // statistics of BC(V1) only
     const int base = chunk * kChunk + threadIdx.x;
     float v[kVoxPerThread];
 #pragma unroll
@@ -238,7 +249,7 @@ __global__ void __launch_bounds__(kThreads, 5)
     }
   }
   const Partial red = BlockReduce(part);
-  CommitPartial(ws.slot[kSlotV3], slice, blockIdx.x, gridDim.x, red, d.out_n);
+  CommitPartial(ws.slot[kSlotV3], slice, sb.block(), sb.count(), red, d.out_n);
 }
 
 // The pointwise chain of one slice from its current buffer value to V5, with the statistics known so far.
@@ -290,13 +301,13 @@ __device__ __forceinline__ Chain MakeChain(const Workspace& ws, const ChannelPar
 
 // Calls f(value) for every voxel of this block's chunks of one read-only slice (any order): float4 loads when the
 // slice length is a multiple of 4 (every slice then starts 16-byte aligned in the workspace), scalar otherwise.
-template <typename F>
-__device__ __forceinline__ void ForSliceValues(const float* cur, const Dims& d, F&& f) {
+template <bool kShare, typename F>
+__device__ __forceinline__ void ForSliceValues(const float* cur, const Dims& d, const SliceBlocks<kShare>& sb, F&& f) {
   const int out_n = static_cast<int>(d.out_n);
   if ((out_n & 3) == 0) {
     const float4* c4 = reinterpret_cast<const float4*>(cur);
     const int n4 = out_n >> 2;
-    for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x) {
+    for (int chunk = sb.block(); chunk < d.nchunks; chunk += sb.count()) {
       const int base = chunk * (kChunk / 4) + threadIdx.x;
       float4 v[kVoxPerThread / 4];
 #pragma unroll
@@ -314,7 +325,7 @@ __device__ __forceinline__ void ForSliceValues(const float* cur, const Dims& d, 
     }
     return;
   }
-  for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x) {
+  for (int chunk = sb.block(); chunk < d.nchunks; chunk += sb.count()) {
     const int base = chunk * kChunk + threadIdx.x;
     float v[kVoxPerThread];
 #pragma unroll
@@ -375,18 +386,24 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 // made the mode-0 pass longer (≈ 14 → 21 µs a batch) while a slice with slot 1 alone kept the mode-2 pass at full
 // width. Register bounds: 8 blocks per SM (32 registers, no spills) but the fused mode 0, at 6 (40 registers,
 // 4 spilled bytes outside the voxel loop; at 32, 28 bytes spilled inside it).
-template <int mode, bool kFused>
+template <int mode, bool kFused, bool kShare>
 __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  const int slice = blockIdx.y;
+  SliceBlocks<kShare> sb;
+  const auto has_work = [&](const ChannelParams& q) {
+    return (SlicePasses(q, d.out) & (mode == 0 ? kPassGamma0 : kPassGamma1)) != 0;
+  };
+  if (!sb.Take(d, params, has_work)) return;
+  const int slice = sb.slice();
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
-  if (mode == 0 && (cp.gamma[0] == 0.f || (!cp.gamma_retain[0] && cp.gamma[1] == 0.f))) return;  // slice-uniform
-  if (mode == 2 && (cp.gamma[1] == 0.f || !cp.gamma_retain[1])) return;
+  // Per-slice blocks: !has_work(cp), in the form the passes had before slice shares (the same machine code).
+  if (!kShare && mode == 0 && (cp.gamma[0] == 0.f || (!cp.gamma_retain[0] && cp.gamma[1] == 0.f))) return;
+  if (!kShare && mode == 2 && (cp.gamma[1] == 0.f || !cp.gamma_retain[1])) return;
   const float* cur = CurBuffer(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
   const Chain ch = MakeChain(ws, cp, d, slice, st, mode == 2, mode == 2, false);
   if (kFused && mode == 2 && FusedY1Valid(ch)) {  // slice-uniform: the mode-0 pass reduced p1
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
+    if (sb.block() == 0 && threadIdx.x == 0) {
       Stats* y1 = ws.slot[kSlotY1].result + slice;
       *y1 = FusedY1Stats(*y1, ch.g1);
     }
@@ -395,26 +412,26 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
   if (kFused && mode == 0 && cp.gamma[1] != 0.f && cp.gamma_retain[1]) {  // slice-uniform
     const FusedY1 f = MakeFusedY1(ch.g0, cp);
     Partial y0 = EmptyPartial(), p1 = EmptyPartial();
-    ForSliceValues(cur, d, [&](float v) {
+    ForSliceValues(cur, d, sb, [&](float v) {
       const float p0 = GammaPower(ch.V3(v), ch.g0);
       Accumulate(y0, __fadd_rn(__fmul_rn(p0, ch.g0.r), ch.g0.mn));  // GammaCore
       const float t = __fmul_rn(p0, f.k);
       Accumulate(p1, __powf(fmaxf(f.flip ? __fsub_rn(1.f, t) : t, 0.f), f.g1));
     });
     const Partial red1 = BlockReduce(p1);
-    CommitPartial(ws.slot[kSlotY1], slice, blockIdx.x, gridDim.x, red1, d.out_n);
+    CommitPartial(ws.slot[kSlotY1], slice, sb.block(), sb.count(), red1, d.out_n);
     const Partial red0 = BlockReduce(y0);
-    CommitPartial(ws.slot[kSlotY0], slice, blockIdx.x, gridDim.x, red0, d.out_n);
+    CommitPartial(ws.slot[kSlotY0], slice, sb.block(), sb.count(), red0, d.out_n);
     return;
   }
   Partial part = EmptyPartial();
   if (mode == 0) {
-    ForSliceValues(cur, d, [&](float v) { Accumulate(part, GammaCore(ch.V3(v), ch.g0)); });
+    ForSliceValues(cur, d, sb, [&](float v) { Accumulate(part, GammaCore(ch.V3(v), ch.g0)); });
   } else {
-    ForSliceValues(cur, d, [&](float v) { Accumulate(part, GammaCore(GammaFull(ch.V3(v), ch.g0), ch.g1)); });
+    ForSliceValues(cur, d, sb, [&](float v) { Accumulate(part, GammaCore(GammaFull(ch.V3(v), ch.g0), ch.g1)); });
   }
   const Partial red = BlockReduce(part);
-  CommitPartial(ws.slot[mode == 0 ? kSlotY0 : kSlotY1], slice, blockIdx.x, gridDim.x, red, d.out_n);
+  CommitPartial(ws.slot[mode == 0 ? kSlotY0 : kSlotY1], slice, sb.block(), sb.count(), red, d.out_n);
 }
 
 // Four consecutive voxels of one output row (vectorised final pass).
@@ -544,12 +561,9 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
 
 
 namespace {
-// Blocks per slice for the grid-stride slice kernels: one wave of `kKernel` at its occupancy (queried once), shared by
-// the slices of the batch, at most one block per chunk. Rounded down: a block each grid-strides over a fixed share of
-// its slice, so blocks beyond the wave would run their whole share after it (the s13 profile: 5 blocks per SM × 132
-// SMs over 8 slices rounded up to 83 per slice put 4 blocks in a second wave and doubled the mid pass at B·C = 8).
+// One wave of `kKernel` at its occupancy (queried once).
 template <auto kKernel>
-int WaveGrid(const Dims& d) {
+int WaveBlocks() {
   static const int per_sm = [] {
     int n = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kKernel, kThreads, 0) != cudaSuccess || n < 1) {
@@ -558,16 +572,39 @@ int WaveGrid(const Dims& d) {
     }
     return n;
   }();
+  return per_sm * DeviceSmCount();
+}
+
+// Blocks per slice for the grid-stride slice kernels: the wave shared by the slices of the batch, at most one block per
+// chunk. Rounded down: a block each grid-strides over a fixed share of its slice, so blocks beyond the wave would run
+// their whole share after it (the s13 profile: 5 blocks per SM × 132 SMs over 8 slices rounded up to 83 per slice put
+// 4 blocks in a second wave and doubled the mid pass at B·C = 8).
+template <auto kKernel>
+int WaveGrid(const Dims& d) {
+  return std::max(1, std::min(d.nchunks, WaveBlocks<kKernel>() / (d.b * d.c)));
+}
+
+// Launches a slice pass (all three take (Dims, params, Workspace, ChainState)) with at most `max_per_slice` blocks a
+// slice: per-slice blocks, grid (per slice, slices), or, with ChainState::slice_share, one row of per slice · slices
+// blocks that the slices with work deal out among themselves (common.cuh SliceBlocks). Each build's own wave.
+template <auto kPerSlice, auto kShared>
+void LaunchSlicePass(const Dims& d, int max_per_slice, const SampleParams* d_params, const Workspace& ws,
+                     const ChainState& st, cudaStream_t stream) {
   const int slices = d.b * d.c;
-  return std::max(1, std::min(d.nchunks, per_sm * DeviceSmCount() / slices));
+  if (st.slice_share) {
+    const int per_slice = std::min(WaveGrid<kShared>(d), max_per_slice);
+    kShared<<<dim3(static_cast<unsigned int>(per_slice * slices)), kThreads, 0, stream>>>(d, d_params, ws, st);
+  } else {
+    const int per_slice = std::min(WaveGrid<kPerSlice>(d), max_per_slice);
+    kPerSlice<<<dim3(per_slice, slices), kThreads, 0, stream>>>(d, d_params, ws, st);
+  }
 }
 }  // namespace
 
 cudaError_t LaunchLowResDown(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  LowResDownKernel<<<dim3(WaveGrid<LowResDownKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(
-      d, d_params, ws, st);
+  LaunchSlicePass<LowResDownKernel<false>, LowResDownKernel<true>>(d, d.nchunks, d_params, ws, st, stream);
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   return cudaSuccess;
 }
@@ -575,7 +612,7 @@ cudaError_t LaunchLowResDown(const BatchShape& shape, const SampleParams* d_para
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
                       bool /*lowres_active*/, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  MidKernel<<<dim3(WaveGrid<MidKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(d, d_params, ws, st);
+  LaunchSlicePass<MidKernel<false>, MidKernel<true>>(d, d.nchunks, d_params, ws, st, stream);
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   return cudaSuccess;
 }
@@ -585,24 +622,21 @@ cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, con
 constexpr int kDegenerateBlocks = 16;
 
 template <int mode, bool kFused>
-void LaunchGammaStatsBuild(const Dims& d, int slices, const SampleParams* d_params, const Workspace& ws,
-                           const ChainState& st, cudaStream_t stream) {
-  constexpr auto kKernel = GammaStatsKernel<mode, kFused>;
-  const int blocks = WaveGrid<kKernel>(d);
-  GammaStatsKernel<mode, kFused><<<dim3(mode == 2 && kFused ? std::min(blocks, kDegenerateBlocks) : blocks, slices),
-                                   kThreads, 0, stream>>>(d, d_params, ws, st);
+void LaunchGammaStatsBuild(const Dims& d, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
+                           cudaStream_t stream) {
+  LaunchSlicePass<GammaStatsKernel<mode, kFused, false>, GammaStatsKernel<mode, kFused, true>>(
+      d, mode == 2 && kFused ? kDegenerateBlocks : d.nchunks, d_params, ws, st, stream);
 }
 
 cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, int mode, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  const int slices = shape.batch * shape.channels;
   if (mode == 0) {
-    st.gamma_fused ? LaunchGammaStatsBuild<0, true>(d, slices, d_params, ws, st, stream)
-                   : LaunchGammaStatsBuild<0, false>(d, slices, d_params, ws, st, stream);
+    st.gamma_fused ? LaunchGammaStatsBuild<0, true>(d, d_params, ws, st, stream)
+                   : LaunchGammaStatsBuild<0, false>(d, d_params, ws, st, stream);
   } else {
-    st.gamma_fused ? LaunchGammaStatsBuild<2, true>(d, slices, d_params, ws, st, stream)
-                   : LaunchGammaStatsBuild<2, false>(d, slices, d_params, ws, st, stream);
+    st.gamma_fused ? LaunchGammaStatsBuild<2, true>(d, d_params, ws, st, stream)
+                   : LaunchGammaStatsBuild<2, false>(d, d_params, ws, st, stream);
   }
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   return cudaSuccess;

@@ -44,6 +44,7 @@ struct ChainState {
   bool mid_done;     // the mid pass ran: low-res slices hold V3 (others keep V1; the later passes apply BC)
   bool gamma0_active;
   bool gamma_fused;  // both gamma statistics passes run, fused (no kStageGamma1Alone: FusedY1, intensity.cu)
+  bool slice_share;  // the slice passes deal their blocks out among the slices with work (kStageSliceIdle, > 2 slices)
 };
 
 // Low-res down into ws.low: brightness/contrast(V1) at the nearest-exact picks (in place over the blur kernel's

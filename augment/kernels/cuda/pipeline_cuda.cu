@@ -21,6 +21,9 @@
 #ifndef AUGMENTD_GAMMA_FUSION  // bench A/B only: -DAUGMENTD_GAMMA_FUSION=0 runs the gamma passes apart
 #define AUGMENTD_GAMMA_FUSION 1
 #endif
+#ifndef AUGMENTD_SLICE_SHARE  // bench A/B only: -DAUGMENTD_SLICE_SHARE=0 keeps every slice's own blocks
+#define AUGMENTD_SLICE_SHARE 1
+#endif
 
 namespace augmentd::cuda {
 namespace internal {
@@ -32,6 +35,7 @@ using internal::Workspace;
 
 uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
   uint32_t st = 0;
+  uint32_t passes_any = 0, passes_all = ~0u;  // slice passes some slice runs / every slice runs
   for (int b = 0; b < shape.batch; ++b) {
     const SampleParams& p = h_params[b];
     if (p.noise_sigma != 0.f) st |= kStageNoise;
@@ -48,8 +52,14 @@ uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
       if (cp.gamma[1] != 0.f) st |= kStageGamma1;
       if (cp.gamma[1] != 0.f && cp.gamma_retain[1] && cp.gamma[0] == 0.f) st |= kStageGamma1Alone;
       if (cp.mask != 0) st |= kStageMask;
+      const uint32_t passes = internal::SlicePasses(cp, shape.out);
+      passes_any |= passes;
+      passes_all &= passes;
     }
   }
+  // A hint only batches of kSliceShareMinSlices or more act on (left out below: it would only split graph keys).
+  const bool shares_apply = shape.batch * shape.channels >= internal::kSliceShareMinSlices;
+  if (passes_any != passes_all && shares_apply) st |= kStageSliceIdle;
   return st;
 }
 
@@ -126,7 +136,9 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
                               stream));
   if (direct) return cudaSuccess;
 
-  ChainState st{blur, false, g0, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0};
+  ChainState st{blur, false, g0, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0,
+                AUGMENTD_SLICE_SHARE && (stages & kStageSliceIdle) != 0 &&
+                    shape.batch * shape.channels >= internal::kSliceShareMinSlices};
   if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, lowres, stream));
   if (lowres) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowResDown(shape, d_params, ws, st, stream));
   if (lowres || g0 || g1) {

@@ -145,7 +145,14 @@ enum StageBits : uint32_t {
   // for a batch where some sample resamples is outside the contract (whether that sample is cropped or resampled then
   // depends on the build the channel count selects).
   kStageResample = 1u << 11,
-  kStageAll = 0xfffu,
+  // A hint: some slice (sample, channel) skips a slice pass that another slice of the batch runs (low-res down, mid,
+  // a gamma statistics pass; ActiveStages sets it only for batches of 3 or more slices). With it, such batches deal
+  // all four passes' blocks out among the slices that run each (the others' blocks would idle; a pass every slice
+  // runs then pays the one-row launch, ≈ 1 %); without it each slice keeps its own blocks. Either way the same work,
+  // but the statistics' partial sums are cut differently: with the hint a slice's output depends, in rounding only,
+  // on which other slices of its batch run the pass (deterministic for a given batch).
+  kStageSliceIdle = 1u << 12,
+  kStageAll = 0x1fffu,
 };
 // The stages that run after the spatial kernel (without them it writes the final outputs itself: the direct path).
 inline constexpr uint32_t kStagesAfterSpatial =
@@ -175,7 +182,7 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
 // Runs the whole default pipeline on a batch. `d_params`: B SampleParams in device memory (read by the
 // kernels while they run). `stages`: ActiveStages(...) of the same parameters (a superset is valid, only
 // slower; without kStagePermute, out_axis is read as the identity; kStageResample must be there when some sample
-// resamples). Returns the first launch error
+// resamples; kStageSliceIdle, a hint, moves the statistics' rounding either way). Returns the first launch error
 // (cudaErrorInvalidValue for a bad shape, or kStagePermute with a stage after the spatial kernel or more than 4
 // channels). Asynchronous.
 // Seg only: io.image == io.out_image == nullptr, with none of the stages after the spatial kernel (blur, contrast,
