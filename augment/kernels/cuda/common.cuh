@@ -520,6 +520,8 @@ inline Dims MakeDims(const BatchShape& s) {
 // −6 %); in batches of two, shares gained nothing and the ballots cost (+2 … +8 % on those sets), and in batches where
 // every slice runs every pass the one-row grid alone cost ≈ 1 %: hence the hint and the slice count.
 inline constexpr int kSliceShareMinSlices = 3;
+// Whether a batch of this shape has enough slices for shares (ActiveStages' hint and RunPipeline's use of it).
+inline bool SliceSharesApply(const BatchShape& s) { return s.batch * s.channels >= kSliceShareMinSlices; }
 
 struct SliceShare {
   int slice;    // b·C + c

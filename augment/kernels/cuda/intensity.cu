@@ -561,9 +561,12 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
 
 
 namespace {
-// One wave of `kKernel` at its occupancy (queried once).
+// Blocks per slice for the grid-stride slice kernels: one wave of `kKernel` at its occupancy (queried once), shared by
+// the slices of the batch, at most one block per chunk. Rounded down: a block each grid-strides over a fixed share of
+// its slice, so blocks beyond the wave would run their whole share after it (the s13 profile: 5 blocks per SM × 132
+// SMs over 8 slices rounded up to 83 per slice put 4 blocks in a second wave and doubled the mid pass at B·C = 8).
 template <auto kKernel>
-int WaveBlocks() {
+int WaveGrid(const Dims& d) {
   static const int per_sm = [] {
     int n = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kKernel, kThreads, 0) != cudaSuccess || n < 1) {
@@ -572,16 +575,8 @@ int WaveBlocks() {
     }
     return n;
   }();
-  return per_sm * DeviceSmCount();
-}
-
-// Blocks per slice for the grid-stride slice kernels: the wave shared by the slices of the batch, at most one block per
-// chunk. Rounded down: a block each grid-strides over a fixed share of its slice, so blocks beyond the wave would run
-// their whole share after it (the s13 profile: 5 blocks per SM × 132 SMs over 8 slices rounded up to 83 per slice put
-// 4 blocks in a second wave and doubled the mid pass at B·C = 8).
-template <auto kKernel>
-int WaveGrid(const Dims& d) {
-  return std::max(1, std::min(d.nchunks, WaveBlocks<kKernel>() / (d.b * d.c)));
+  const int slices = d.b * d.c;
+  return std::max(1, std::min(d.nchunks, per_sm * DeviceSmCount() / slices));
 }
 
 // Launches a slice pass (all three take (Dims, params, Workspace, ChainState)) with at most `max_per_slice` blocks a

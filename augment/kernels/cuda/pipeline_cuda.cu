@@ -57,9 +57,8 @@ uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
       passes_all &= passes;
     }
   }
-  // A hint only batches of kSliceShareMinSlices or more act on (left out below: it would only split graph keys).
-  const bool shares_apply = shape.batch * shape.channels >= internal::kSliceShareMinSlices;
-  if (passes_any != passes_all && shares_apply) st |= kStageSliceIdle;
+  // A hint only batches with enough slices act on (left out below: it would only split graph keys).
+  if (passes_any != passes_all && internal::SliceSharesApply(shape)) st |= kStageSliceIdle;
   return st;
 }
 
@@ -137,8 +136,7 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
   if (direct) return cudaSuccess;
 
   ChainState st{blur, false, g0, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0,
-                AUGMENTD_SLICE_SHARE && (stages & kStageSliceIdle) != 0 &&
-                    shape.batch * shape.channels >= internal::kSliceShareMinSlices};
+                AUGMENTD_SLICE_SHARE && (stages & kStageSliceIdle) != 0 && internal::SliceSharesApply(shape)};
   if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, lowres, stream));
   if (lowres) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowResDown(shape, d_params, ws, st, stream));
   if (lowres || g0 || g1) {
