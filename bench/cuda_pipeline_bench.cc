@@ -1,7 +1,7 @@
 // bench/cuda_pipeline_bench.cc — times augmentd's CUDA kernel layer (augment/kernels/cuda) on one GPU.
 //
 //   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE,...]
-//                       [--bgv2 0.3.5|0.3.6] [--channels 1,4]
+//                       [--bgv2 0.3.5|0.3.6] [--channels 1,4] [--profile-set K]
 //
 // --bgv2 picks the label vote of the spatial kernel: 0.3.5 (default: argmax with lowest-label ties and the −1 mask,
 // the kernel's historical figures) or 0.3.6 (pad-first vote, seg_tiebreak 'nearest', and the padding label voting
@@ -28,6 +28,10 @@
 // also give each parameter set's median (sets_ms_eager, sets_ms_graph) and stage mask (set_stages): a mode's median
 // is one set's cost, so a change that moves a few sets moves it by a whole set's difference.
 // Inputs are random (never zeros); all buffers are allocated once before timing.
+// --profile-set K (0..15; profiling runs): every batch, warm-up included, runs parameter set K of each mode, so that a
+// profiler skipping a fixed number of launches lands on that set whatever the number of kernels a batch launches
+// (with the sets in turn it lands on another set when a change adds or removes a kernel; NOTES.md s23). The
+// per-set medians are then all set K's.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -44,6 +48,7 @@
 namespace {
 
 bool g_bgv2_036 = false;  // --bgv2 0.3.6
+int g_profile_set = -1;   // --profile-set K: every batch runs parameter set K
 
 using augmentd::cuda::BatchShape;
 using augmentd::cuda::ChannelParams;
@@ -276,6 +281,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
 
   // Parameter batches in pinned memory, each with its own stage mask.
   const int kSets = 16;
+  const auto set_of = [&](int i) { return g_profile_set >= 0 ? g_profile_set : i % kSets; };
   SampleParams* h_params;
   CHECK_CUDA(cudaMallocHost(&h_params, sizeof(SampleParams) * B * kSets));
   std::mt19937_64 pg(7);
@@ -291,12 +297,12 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     CHECK_CUDA(cudaMemcpyAsync(d_params, h_params + s * B, sizeof(SampleParams) * B, cudaMemcpyHostToDevice, st));
     CHECK_CUDA(augmentd::cuda::RunPipeline(sh, static_cast<const SampleParams*>(d_params), stg, io, d_ws, st));
   };
-  for (int i = 0; i < 20; ++i) launch(i % kSets, set_stages[i % kSets]);
+  for (int i = 0; i < 20; ++i) launch(set_of(i), set_stages[set_of(i)]);
   CHECK_CUDA(cudaStreamSynchronize(st));
   std::vector<float> t;
   for (int i = 0; i < iters; ++i) {
     CHECK_CUDA(cudaEventRecord(e0, st));
-    launch(i % kSets, set_stages[i % kSets]);
+    launch(set_of(i), set_stages[set_of(i)]);
     CHECK_CUDA(cudaEventRecord(e1, st));
     CHECK_CUDA(cudaEventSynchronize(e1));
     float ms;
@@ -338,12 +344,12 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     return graph_for(set_stages[s]);
   };
   for (int i = 0; i < 20; ++i) {
-    CHECK_CUDA(cudaGraphLaunch(replay(i % kSets), st));
+    CHECK_CUDA(cudaGraphLaunch(replay(set_of(i)), st));
     CHECK_CUDA(cudaStreamSynchronize(st));
   }
   t.clear();
   for (int i = 0; i < iters; ++i) {
-    const cudaGraphExec_t exec = replay(i % kSets);
+    const cudaGraphExec_t exec = replay(set_of(i));
     CHECK_CUDA(cudaEventRecord(e0, st));
     CHECK_CUDA(cudaGraphLaunch(exec, st));
     CHECK_CUDA(cudaEventRecord(e1, st));
@@ -506,6 +512,13 @@ int main(int argc, char** argv) {
         }
         channels.push_back(static_cast<int>(c));
         p = *end == ',' ? end + 1 : end;
+      }
+    }
+    if (!std::strcmp(argv[i], "--profile-set") && i + 1 < argc) {
+      g_profile_set = std::atoi(argv[++i]);
+      if (g_profile_set < 0 || g_profile_set > 15) {
+        std::fprintf(stderr, "--profile-set: a parameter set in 0..15, got %s\n", argv[i]);
+        return 2;
       }
     }
     if (!std::strcmp(argv[i], "--bgv2") && i + 1 < argc) {

@@ -70,10 +70,11 @@ done
 python3 bench/torch_port.py --json "$OUT/torch.jsonl" 2>&1 | tee "$OUT/torch_port.log"
 python3 bench/make_table.py "$OUT/augmentd.jsonl" "$OUT/torch.jsonl" >"$OUT/table.md"
 if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null; then
-  # Per-kernel speed-of-light and occupancy of one every-transform-on batch (B=2, C=1, 128^3): skips the 5 first
-  # warm-up batches (7 kernels each in all-on: spatial, blur, low-res down, mid, 2 gamma stats, final + DS).
+  # Per-kernel speed-of-light and occupancy of every-transform-on batches (B=2, C=1, 128^3), all of parameter set 0
+  # (--profile-set): 7 kernels after the first 35 launches (warm-up; an all-on batch launches 6 since s23: spatial,
+  # blur, mid, 2 gamma stats, final + DS).
   ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats --launch-skip 35 \
-    --launch-count 7 "$BENCH" --only all-on:2:1:0 --iters 5 >"$OUT/ncu.txt" 2>&1
+    --launch-count 7 "$BENCH" --only all-on:2:1:0 --iters 5 --profile-set 0 >"$OUT/ncu.txt" 2>&1
   grep -E "^  [A-Za-z_].*\(|Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per" \
     "$OUT/ncu.txt" | sed 's/void augmentd::cuda::internal::<unnamed>:://' | cut -c1-110
 fi

@@ -16,8 +16,8 @@
 # one flag per variant, e.g. "bf=-DAUGMENTD_EXP_X=1"; NAME not old, new or gpu; a side NAME benches it, e.g.
 # SIDES="old new bf"; the kernels' own switches: -DAUGMENTD_CROPS_BUILD=0 or 1, -DAUGMENTD_PLAIN035=0,
 # -DAUGMENTD_GAMMA_FUSION=0, session 21; -DAUGMENTD_SLICE_SHARE=0, session 22), PROFILE=1 (ncu
-# per kernel of PROFILE_CONFIGS, default all-on:2:1:0,all-on:2:4:0: speed of light, occupancy, warp states, issue
-# slots; $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
+# per kernel of PROFILE_CONFIGS, default all-on:2:1:0,all-on:2:4:0, parameter set PROFILE_SET (0): speed of light,
+# occupancy, warp states, issue slots; $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
 source "$(dirname "$0")/gpu-common.sh"
@@ -83,10 +83,13 @@ fi
     for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
       f="$OUT/ncu-${cfg//:/-}.txt"
       echo; echo "## ncu, one batch of $cfg (after 5 untimed), new build"
-      # Kernels of the 7th batch on: skip the warm-up batches' launches (≤ 12 kernels a batch in all-on).
+      # 12 kernels after the first 84 launches (warm-up), every batch parameter set PROFILE_SET (default 0): the same
+      # set's kernels whatever the number of kernels a batch launches (before s23 the sets ran in turn, and a change
+      # that removed a kernel moved the profile to another set).
       timeout 240 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
         --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats --launch-skip 84 --launch-count 12 \
-        "$NEW_BUILD"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters 8 >"$f" 2>&1 \
+        "$NEW_BUILD"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters 8 --profile-set "${PROFILE_SET:-0}" \
+        >"$f" 2>&1 \
         || echo "ncu exit $? (see $(basename "$f"))"
       awk 'function flush() { if (name != "") print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "regs", warp instructions "ins; name="" }
            /^  [A-Za-z_].*\(/{flush(); name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}

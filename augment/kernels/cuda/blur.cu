@@ -1,8 +1,8 @@
 // augment/kernels/cuda/blur.cu — the Gaussian blur stage of the fused chain (intensity.cu runs the rest): one
 // tiled launch per batch, separable in shared memory (axis 2, 1, then 0 from a window of planes), reflect padding
 // (mirror without repeating the edge), kernel size nearest_odd(6σ + 0.5), taps exp(−t²/2σ²) normalised (bgv2
-// GaussianBlurTransform); statistics of the result (contrast input) and the low-res picks of blurred slices in its
-// epilogue. Per-tile plan and the two code paths (radius ≤ 3 / up to kMaxBlurRadius): NOTES.md v4, v5.
+// GaussianBlurTransform); statistics of the result (contrast input) in its epilogue. Per-tile plan and the two code
+// paths (radius ≤ 3 / up to kMaxBlurRadius): NOTES.md v4, v5.
 #include <cstdint>
 
 #include "augment/kernels/cuda/common.cuh"
@@ -33,8 +33,7 @@ __device__ __forceinline__ int Reflect(int i, int n) {
 //   planes; once the ring holds an output plane's window, blur along axis 0 and write it.
 // Every tap sum runs in tap order with explicitly rounded operations (as the 1-D passes before it did); the
 // axis order is 2, 1, 0 (bgv2: 0, 1, 2), a rounding-level difference. Each thread owns two columns and reads only
-// its own ring entries, so the ring needs no barrier. Epilogue: statistics of the result (contrast input) and the
-// nearest-exact low-res picks of the result (raw V1; brightness/contrast are applied when they are read).
+// its own ring entries, so the ring needs no barrier. Epilogue: statistics of the result (contrast input).
 inline constexpr int kBlurTX = 32, kBlurTY = 16, kBlurTZ = 16;
 inline constexpr int kBlurRing = 2 * kMaxBlurRadius + 1;
 inline constexpr int kBlurHaloY = kBlurTY + 2 * kMaxBlurRadius, kBlurHaloX = kBlurTX + 2 * kMaxBlurRadius;
@@ -48,21 +47,17 @@ struct BlurArgs {
   float* dst;
   int want_stats;
   StatsSlot slot;
-  float* low;  // low-res picks, null when no sample uses low-res
   int tiles_x;
 };
 
-// Store, statistics and low-res pick of one blurred voxel (the output voxel is the nearest-exact source of at most
-// one low-res voxel (qz, qy, qx); -1 = none).
+// Store and statistics of one blurred voxel.
 struct BlurSink {
   float* o;
-  float* low;  // null: no picks for this slice
-  int P1, P2, Q1, Q2;
+  int P1, P2;
   bool stats;
-  __device__ __forceinline__ void Emit(int z, int y, int x, int qz, int qy, int qx, float v, Partial& part) const {
+  __device__ __forceinline__ void Emit(int z, int y, int x, float v, Partial& part) const {
     o[(static_cast<int64_t>(z) * P1 + y) * P2 + x] = v;
     if (stats) Accumulate(part, v);
-    if (qz >= 0 && qy >= 0 && qx >= 0) low[(qz * Q1 + qy) * Q2 + qx] = v;
   }
 };
 
@@ -76,8 +71,7 @@ struct BlurSink {
 template <int kR>
 __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
                                          float (*tile)[kBlurHaloX], float (*xb)[kBlurTX], float* wpad,
-                                         const float* s, const BlurSink& sink, const int* Q, const int* qz_of,
-                                         Partial& part) {
+                                         const float* s, const BlurSink& sink, Partial& part) {
   constexpr int kW = 2 * kR + 1, kHY = kBlurTY + 2 * kR, kHX = kBlurTX + 2 * kR;
   constexpr int kRows = (kHY + 7) / 8, kCols = (kHX + 31) / 32;
   if (threadIdx.x < 3 * kW) {
@@ -115,10 +109,6 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
     }
   };
   const int ya = 2 * ty, x = x0 + tx;
-  const int qx = sink.low && x < P2 ? NearestExactInverse(x, P2, Q[2]) : -1;
-  int qy[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) qy[h] = sink.low && y0 + ya + h < P1 ? NearestExactInverse(y0 + ya + h, P1, Q[1]) : -1;
   float zwin[2][kW];
 #pragma unroll
   for (int t = 0; t < kW; ++t) zwin[0][t] = zwin[1][t] = 0.f;
@@ -168,13 +158,12 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
     zwin[1][kW - 1] = v1;
     const int zo = p - kR;
     if (zo >= zs) {
-      const int qz = qz_of[zo - zs];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float acc = 0.f;
 #pragma unroll
         for (int t = 0; t < kW; ++t) acc = __fmaf_rn(wz[t], zwin[h][t], acc);
-        if (y0 + ya + h < P1 && x < P2) sink.Emit(zo, y0 + ya + h, x, qz, qy[h], qx, acc, part);
+        if (y0 + ya + h < P1 && x < P2) sink.Emit(zo, y0 + ya + h, x, acc, part);
       }
     }
   }
@@ -185,7 +174,7 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
 __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
                                             float (*tile)[kBlurHaloX], float (*xb)[kBlurTX],
                                             float (*ring)[kBlurTY][kBlurTX], const float* s, const BlurSink& sink,
-                                            const int* Q, const int* qz_of, Partial& part) {
+                                            Partial& part) {
   const int r0 = rad[0], r1 = rad[1], r2 = rad[2];
   const int P0 = a.d.out[0], P1 = a.d.out[1], P2 = a.d.out[2];
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
@@ -204,13 +193,6 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
     col_off[ci] = k < hx ? Reflect(x0 - r2 + k, P2) : -1;
   }
   const int x = x0 + tx;
-  const int qx = sink.low && x < P2 ? NearestExactInverse(x, P2, Q[2]) : -1;
-  int qy[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int y = y0 + ty + 8 * h;
-    qy[h] = sink.low && y < P1 ? NearestExactInverse(y, P1, Q[1]) : -1;
-  }
   const int nring = 2 * r0 + 1;
   const int p_first = zs - r0, p_last = ze - 1 + r0;
   int slot = 0;
@@ -241,7 +223,6 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
     if (zo >= zs) {
       // The window of zo occupies every ring slot, oldest first at slot + 1.
       const int first = slot + 1 == nring ? 0 : slot + 1;
-      const int qz = qz_of[zo - zs];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int yy = ty + 8 * h, y = y0 + yy;
@@ -251,7 +232,7 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
           acc = __fmaf_rn(w[0][t], ring[q][yy][tx], acc);
           q = q + 1 == nring ? 0 : q + 1;
         }
-        if (y < P1 && x < P2) sink.Emit(zo, y, x, qz, qy[h], qx, acc, part);
+        if (y < P1 && x < P2) sink.Emit(zo, y, x, acc, part);
       }
     }
     slot = slot + 1 == nring ? 0 : slot + 1;
@@ -268,16 +249,6 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   __shared__ float tile[kBlurHaloY][kBlurHaloX];
   __shared__ float xb[kBlurHaloY][kBlurTX];
   __shared__ float ring[kBlurRing][kBlurTY][kBlurTX];
-  __shared__ int qz_of[kBlurTZ];  // low-res pick row of each output plane of this block (-1: none)
-  static_assert(kBlurTZ <= kThreads - 32, "qz_of is filled by threads 32 .. 32 + kBlurTZ - 1");
-  const bool pick = a.low != nullptr && LowResOn(cp, a.d);
-  const int Q[3] = {cp.lowres_shape[0], cp.lowres_shape[1], cp.lowres_shape[2]};
-  // Block-uniform, so computed once here instead of by every thread for every plane (a 64-bit division and up to
-  // three NearestExactSrc: ≈ 55 of the ≈ 450 instructions a thread spent per plane).
-  if (threadIdx.x >= 32 && threadIdx.x < 32 + kBlurTZ) {
-    const int zo = blockIdx.y * kBlurTZ + (threadIdx.x - 32);
-    qz_of[threadIdx.x - 32] = pick && zo < a.d.out[0] ? NearestExactInverse(zo, a.d.out[0], Q[0]) : -1;
-  }
   if (threadIdx.x < 3) {
     const int axis = threadIdx.x;
     const double sigma = cp.blur_sigma[axis];
@@ -299,23 +270,20 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   __syncthreads();
   BlurSink sink;
   sink.o = a.dst + static_cast<int64_t>(slice) * a.d.out_n;
-  sink.low = pick ? a.low + static_cast<int64_t>(slice) * a.d.out_n : nullptr;
   sink.P1 = a.d.out[1];
   sink.P2 = a.d.out[2];
-  sink.Q1 = Q[1];
-  sink.Q2 = Q[2];
   sink.stats = a.want_stats != 0;
   const float* s = a.src + static_cast<int64_t>(slice) * a.d.out_n;
   Partial part = EmptyPartial();
   const int rmax = max(rad[0], max(rad[1], rad[2]));
   if (rmax <= 1) {
-    BlurFast<1>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, qz_of, part);
+    BlurFast<1>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 2) {
-    BlurFast<2>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, qz_of, part);
+    BlurFast<2>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 3) {
-    BlurFast<3>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, Q, qz_of, part);
+    BlurFast<3>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, part);
   } else {
-    BlurGeneral(a, w, rad, tile, xb, ring, s, sink, Q, qz_of, part);
+    BlurGeneral(a, w, rad, tile, xb, ring, s, sink, part);
   }
   if (sink.stats) {
     const Partial red = BlockReduce(part);
@@ -328,7 +296,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
 int KernelSizeForHost(double sigma) { return KernelSizeFor(sigma); }
 
 cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
-                       bool lowres, cudaStream_t stream) {
+                       cudaStream_t stream) {
   BlurArgs a{};
   a.d = MakeDims(shape);
   a.params = d_params;
@@ -336,7 +304,6 @@ cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, co
   a.dst = ws.x2;
   a.want_stats = want_stats ? 1 : 0;
   a.slot = ws.slot[kSlotV1];
-  a.low = lowres ? ws.low : nullptr;
   a.tiles_x = (shape.out[2] + kBlurTX - 1) / kBlurTX;
   const int tiles_y = (shape.out[1] + kBlurTY - 1) / kBlurTY;
   const dim3 grid(a.tiles_x * tiles_y, (shape.out[0] + kBlurTZ - 1) / kBlurTZ, shape.batch * shape.channels);

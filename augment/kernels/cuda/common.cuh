@@ -71,7 +71,6 @@ inline constexpr int kElasticTapStride = 2 * kMaxElasticAxis + kElasticOutPerThr
 struct Workspace {
   float* x1;        // (B, C, P) scratch image
   float* x2;        // (B, C, P) scratch image
-  float* low;       // (B, C, P) low-res downsampled images (each slice uses its first prod(Q) floats)
   uint8_t* mask;    // (B, P) seg < 0 at the final (mirrored) position
   int32_t* lowest;  // (B) lowest labels
   StatsSlot slot[kNumSlots];
@@ -118,7 +117,6 @@ inline Workspace CarveWorkspace(const BatchShape& shape, void* base) {
   };
   ws.x1 = reinterpret_cast<float*>(take(n * sizeof(float)));
   ws.x2 = reinterpret_cast<float*>(take(n * sizeof(float)));
-  ws.low = reinterpret_cast<float*>(take(n * sizeof(float)));
   ws.mask = reinterpret_cast<uint8_t*>(take(static_cast<size_t>(shape.batch) * Prod(shape.out)));
   ws.lowest = reinterpret_cast<int32_t*>(take(static_cast<size_t>(shape.batch) * sizeof(int32_t)));
   for (int s = 0; s < kNumSlots; ++s) {
@@ -231,15 +229,6 @@ __host__ __device__ __forceinline__ int NearestExactSrc(int i, int in, int out) 
   return s < in - 1 ? s : in - 1;
 }
 
-// The output index i whose nearest-exact source is `src` when downsampling in -> out (out <= in), or -1.
-__host__ __device__ __forceinline__ int NearestExactInverse(int src, int in, int out) {
-  const int guess = static_cast<int>(static_cast<int64_t>(src) * out / in);
-  for (int i = guess - 1; i <= guess + 1; ++i) {
-    if (i >= 0 && i < out && NearestExactSrc(i, in, out) == src) return i;
-  }
-  return -1;
-}
-
 // Trilinear (align_corners=False) source index and weight of the upper neighbour along one axis;
 // ratio = float(in) / out (precomputed per block).
 __device__ __forceinline__ void LinearSrc(int i, int in, int out, float ratio, int& i0, int& i1, float& l1) {
@@ -323,10 +312,30 @@ __device__ __forceinline__ void AddRetain(GammaConsts& c, const Stats* s_y) {
   c.scale = c.scale / fmaxf(s.std, 1e-7f);
 }
 
+// x^g for x >= 0, as __powf computes it (ex2(g · lg2 x) on the special-function unit, ≈ 1e-6 relative) but with the
+// approximations' flush-to-zero forms: __powf's non-ftz forms cost 6 more instructions (a compare and a predicated
+// rescale around each MUFU) for a denormal base or result. The bits are __powf's wherever base and result are normal;
+// a base or result under 2^-126 gives +0 instead (an absolute difference under 2^-126 · r in a gamma slot's output).
+// -DAUGMENTD_POW_FTZ=0 (bench A/B only) builds __powf.
+#ifndef AUGMENTD_POW_FTZ
+#define AUGMENTD_POW_FTZ 1
+#endif
+__device__ __forceinline__ float PowFtz(float x, float g) {
+#if AUGMENTD_POW_FTZ
+  float l, r;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(l) : "f"(x));
+  const float t = __fmul_rn(l, g);  // __powf's multiply (mul.rn, not flushed)
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
+  return r;
+#else
+  return __powf(x, g);
+#endif
+}
+
 // ((x − min)/max(r, 1e-7))^γ: the core output before it is scaled back to the range.
 __device__ __forceinline__ float GammaPower(float v, const GammaConsts& c) {
   const float x = c.inv ? -v : v;
-  return __powf(fmaxf(__fmul_rn(__fsub_rn(x, c.mn), c.inv_r), 0.f), c.g);
+  return PowFtz(fmaxf(__fmul_rn(__fsub_rn(x, c.mn), c.inv_r), 0.f), c.g);
 }
 
 __device__ __forceinline__ float GammaCore(float v, const GammaConsts& c) {
@@ -508,7 +517,7 @@ inline Dims MakeDims(const BatchShape& s) {
   return d;
 }
 
-// Blocks of the slice passes that run in some slices only (LowResDownKernel, MidKernel, GammaStatsKernel).
+// Blocks of the slice passes that run in some slices only (MidKernel, GammaStatsKernel).
 // Per-slice blocks (kShare = false): the grid is (per slice, slices) and a slice without work in the pass leaves its
 // blocks idle. Slice shares (kShare = true; ChainState::slice_share: kStageSliceIdle and more than two slices): the
 // launch is one row of per slice · slices blocks dealt out among the slices with work in the pass, which only the
@@ -593,16 +602,15 @@ __host__ __device__ __forceinline__ bool LowResOn(const ChannelParams& cp, const
 }
 __device__ __forceinline__ bool LowResOn(const ChannelParams& cp, const Dims& d) { return LowResOn(cp, d.out); }
 
-// The slice passes one slice (its channel's parameters, patch `out`) runs: low-res down (LowResOn), mid (low-res or a
-// gamma slot), gamma slot 0's statistics (slot 0 on, with retain-stats or slot 1 on), slot 1's (slot 1 on, with
-// retain-stats). ActiveStages' kStageSliceIdle and the slice shares' has_work both read it (intensity.cu).
-enum SlicePass : uint32_t { kPassLowRes = 1u, kPassMid = 2u, kPassGamma0 = 4u, kPassGamma1 = 8u };
+// The slice passes one slice (its channel's parameters, patch `out`) runs: mid (low-res (LowResOn) or a gamma slot),
+// gamma slot 0's statistics (slot 0 on, with retain-stats or slot 1 on), slot 1's (slot 1 on, with retain-stats).
+// ActiveStages' kStageSliceIdle and the slice shares' has_work both read it (intensity.cu).
+enum SlicePass : uint32_t { kPassMid = 2u, kPassGamma0 = 4u, kPassGamma1 = 8u };
 __host__ __device__ __forceinline__ uint32_t SlicePasses(const ChannelParams& cp, const int32_t* out) {
-  const bool lowres = LowResOn(cp, out);
-  const bool mid = lowres || cp.gamma[0] != 0.f || cp.gamma[1] != 0.f;
+  const bool mid = LowResOn(cp, out) || cp.gamma[0] != 0.f || cp.gamma[1] != 0.f;
   const bool g0 = cp.gamma[0] != 0.f && (cp.gamma_retain[0] || cp.gamma[1] != 0.f);
   const bool g1 = cp.gamma[1] != 0.f && cp.gamma_retain[1];
-  return (lowres ? kPassLowRes : 0u) | (mid ? kPassMid : 0u) | (g0 ? kPassGamma0 : 0u) | (g1 ? kPassGamma1 : 0u);
+  return (mid ? kPassMid : 0u) | (g0 ? kPassGamma0 : 0u) | (g1 ? kPassGamma1 : 0u);
 }
 
 }  // namespace augmentd::cuda::internal

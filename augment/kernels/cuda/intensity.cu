@@ -2,9 +2,10 @@
 // launch per stage per batch; blocks of slices a stage does not touch exit at once, or, with slice shares
 // (common.cuh SliceBlocks), serve the slices it does touch.
 //
-//  low-res   down: brightness/contrast(V1) at the nearest-exact picks (src = floor((i + 0.5)·P/Q)) into `low`
-//            (blurred slices: in place over the blur kernel's raw picks); mid: trilinear up (align_corners=False)
-//            and stats of V3; slices without low-res only reduce the stats of BC(V1) (read-only, and only for a gamma).
+//  low-res   mid: trilinear up (align_corners=False) of the low-res image, whose samples are brightness/contrast(V1)
+//            at the nearest-exact picks (src = floor((i + 0.5)·P/Q)), gathered from V1 where the up-sampling needs
+//            them, into the other scratch buffer (V3Buffer), and stats of V3; slices without low-res only reduce the
+//            stats of BC(V1) (read-only, and only for a gamma).
 //  gamma     per slot: (maybe −x) → ((x − min)/max(r, 1e-7))^γ·r + min → retain mean and unbiased std
 //            (stats passes), → (maybe −x). Statistics are deterministic per-slice reductions; slot 1's input
 //            statistics follow from slot 0's (GammaOutStats), and, in batches where slot 1 never runs alone, its
@@ -27,84 +28,39 @@ __device__ __forceinline__ float* CurBuffer(const Workspace& ws, const ChannelPa
   return (blur_active && cp.blur_sigma[0] != 0.f) ? ws.x2 : ws.x1;
 }
 
-// Extents up to this use the per-block tables: LowResDownKernel's picks (low-res extents), MidKernel's axis-0 sources
-// (the output's P0).
-constexpr int kPickTable = 512;
-
-template <bool kShare>
-__global__ void __launch_bounds__(kThreads)
-    LowResDownKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  SliceBlocks<kShare> sb;
-  const auto has_work = [&](const ChannelParams& q) { return (SlicePasses(q, d.out) & kPassLowRes) != 0; };
-  if (!sb.Take(d, params, has_work)) return;
-  const int slice = sb.slice();
-  const int b = slice / d.c, c = slice % d.c;
-  const ChannelParams& cp = params[b].ch[c];
-  if (!kShare && !has_work(cp)) return;
-  const int Q[3] = {cp.lowres_shape[0], cp.lowres_shape[1], cp.lowres_shape[2]};
-  const int qn = Q[0] * Q[1] * Q[2];
-  const int P[3] = {d.out[0], d.out[1], d.out[2]};
-  const float* cur = CurBuffer(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
-  float* low = ws.low + static_cast<int64_t>(slice) * d.out_n;
-  const BCConsts bc = MakeBC(cp, ws.slot[kSlotV1].result + slice);
-  const bool picked = st.blur_active && cp.blur_sigma[0] != 0.f;  // the blur kernel's epilogue picked raw V1
-  // The nearest-exact picks per axis, once per block (each is a double-precision product): the source index of
-  // (i0, i1, i2) is pick0[i0] + pick1[i1] + pick2[i2], the same integer as the per-voxel formula below.
-  __shared__ int sh_pick[3][kPickTable];
-  const bool tabled = !picked && Q[0] <= kPickTable && Q[1] <= kPickTable && Q[2] <= kPickTable;  // slice-uniform
-  if (tabled) {
-    for (int i = threadIdx.x; i < Q[0]; i += kThreads) sh_pick[0][i] = NearestExactSrc(i, P[0], Q[0]) * P[1] * P[2];
-    for (int i = threadIdx.x; i < Q[1]; i += kThreads) sh_pick[1][i] = NearestExactSrc(i, P[1], Q[1]) * P[2];
-    for (int i = threadIdx.x; i < Q[2]; i += kThreads) sh_pick[2][i] = NearestExactSrc(i, P[2], Q[2]);
-    __syncthreads();
-  }
-  for (int chunk = sb.block(); chunk * kChunk < qn; chunk += sb.count()) {
-    const int base = chunk * kChunk + threadIdx.x;
-    if (picked) {
-      float v[kVoxPerThread];
-#pragma unroll
-      for (int k = 0; k < kVoxPerThread; ++k) v[k] = base + k * kThreads < qn ? low[base + k * kThreads] : 0.f;
-#pragma unroll
-      for (int k = 0; k < kVoxPerThread; ++k) {
-        if (base + k * kThreads < qn) low[base + k * kThreads] = ApplyBC(v[k], bc);
-      }
-      continue;
-    }
-    IndexWalker walk(base, Q);
-    int src[kVoxPerThread];
-#pragma unroll
-    for (int k = 0; k < kVoxPerThread; ++k, walk.Step(Q)) {
-      if (tabled) {
-        // A walker past the slice's end (its voxel is not loaded) may index past a table: clamp.
-        src[k] = sh_pick[0][min(walk.j0, Q[0] - 1)] + sh_pick[1][walk.j1] + sh_pick[2][walk.j2];
-      } else {
-        src[k] = (NearestExactSrc(walk.j0, P[0], Q[0]) * P[1] + NearestExactSrc(walk.j1, P[1], Q[1])) * P[2] +
-                 NearestExactSrc(walk.j2, P[2], Q[2]);
-      }
-    }
-    float v[kVoxPerThread];
-#pragma unroll
-    for (int k = 0; k < kVoxPerThread; ++k) v[k] = base + k * kThreads < qn ? cur[src[k]] : 0.f;
-#pragma unroll
-    for (int k = 0; k < kVoxPerThread; ++k) {
-      if (base + k * kThreads < qn) low[base + k * kThreads] = ApplyBC(v[k], bc);
-    }
-  }
+// Where the mid pass writes a low-res slice's V3: the scratch buffer that does not hold its V1 (it gathers V1 while
+// it writes V3).
+__device__ __forceinline__ float* V3Target(const Workspace& ws, const ChannelParams& cp, bool blur_active) {
+  return CurBuffer(ws, cp, blur_active) == ws.x1 ? ws.x2 : ws.x1;
 }
 
-// The four low-res samples of plane `a` that one output column (fixed j1, j2) interpolates between: rows b0 / b1 of
-// the plane at columns c0 / c1 (element offsets r00 … r11 within a plane of `plane_n` elements).
+// A slice's buffer after the mid pass: V3 for low-res slices, V1 for the others (the later passes apply
+// brightness/contrast to it: Chain::V3).
+__device__ __forceinline__ float* V3Buffer(const Workspace& ws, const ChannelParams& cp, const Dims& d,
+                                           const ChainState& st) {
+  return st.mid_done && LowResOn(cp, d) ? V3Target(ws, cp, st.blur_active) : CurBuffer(ws, cp, st.blur_active);
+}
+
+// Extents up to this use MidKernel's per-block tables (the output's P0 and the low-res Q0).
+constexpr int kPickTable = 512;
+
+// The four low-res samples of low-res plane `a` that one output column (fixed j1, j2) interpolates between: rows
+// b0 / b1 of the plane at columns c0 / c1. A low-res sample (a, b, c) is BC(V1) at V1's voxel (pick0(a), pick1(b),
+// pick2(c)) (nearest-exact: NearestExactSrc), so the taps hold V1 element offsets: r00 … r11 within a V1 plane, and
+// the plane's own offset pick0(a)·P1·P2 comes from the caller.
 struct ColumnTaps {
   int r00, r01, r10, r11;
   float hb, lb, hc, lc;
 };
 
-__device__ __forceinline__ void LoadPlaneTaps(const float* low, int a, int plane_n, const ColumnTaps& t, float* x) {
-  const int base = a * plane_n;
-  x[0] = __ldg(low + (base + t.r00));
-  x[1] = __ldg(low + (base + t.r01));
-  x[2] = __ldg(low + (base + t.r10));
-  x[3] = __ldg(low + (base + t.r11));
+// The samples of the low-res plane whose V1 plane starts at `plane` (BC applied: the same operations on the same V1
+// values as a low-res image computed first, so the same bits).
+__device__ __forceinline__ void LoadPlaneTaps(const float* v1, int plane, const ColumnTaps& t, const BCConsts& bc,
+                                              float* x) {
+  x[0] = ApplyBC(__ldg(v1 + (plane + t.r00)), bc);
+  x[1] = ApplyBC(__ldg(v1 + (plane + t.r01)), bc);
+  x[2] = ApplyBC(__ldg(v1 + (plane + t.r10)), bc);
+  x[3] = ApplyBC(__ldg(v1 + (plane + t.r11)), bc);
 }
 
 // A plane's value at the column: along axis 2, then 1 (ATen's upsample_trilinear3d order).
@@ -127,27 +83,29 @@ __device__ __forceinline__ AxisSrc AxisSource(int i, int in, int out, float rati
   return s;
 }
 
-// Trilinear up-sampling (align_corners=False) of one low-res slice into `out`. Work unit: (column tile, j0) with j0
-// fastest; a block takes a contiguous range of units (an even share of the slice), a warp one output row j1 of the
-// tile and a lane one j2 (coalesced stores). Along a run of consecutive j0 the lower axis-0 source a0 only moves up,
-// one plane at a time (Q0 <= P0), so each thread holds the values of planes a0 and a0 + 1 at its column
+// Trilinear up-sampling (align_corners=False) of one low-res slice into `out`, its samples gathered from the slice's
+// V1 (`v1`) at the nearest-exact picks with brightness/contrast applied (LoadPlaneTaps). Work unit: (column tile, j0)
+// with j0 fastest; a block takes a contiguous range of units (an even share of the slice), a warp one output row j1
+// of the tile and a lane one j2 (coalesced stores). Along a run of consecutive j0 the lower axis-0 source a0 only
+// moves up, one plane at a time (Q0 <= P0), so each thread holds the values of planes a0 and a0 + 1 at its column
 // (`PlaneValue`: along axis 2, then 1) and the four samples of plane a0 + 2, loaded one step or more before they are
 // needed: per output voxel one axis-0 interpolation and, a0 moving up on ≈ Q0/P0 of the steps, one plane (4 loads, 3
 // interpolations), instead of 8 loads and 7 interpolations. The same rounded operations in the same order as ATen
 // (axis 2, then 1, then 0), so the same values. j0 is block-uniform, so every branch on the axis-0 source is; its
-// sources come from a per-block table (`src0`, null when P0 exceeds it).
-template <bool kShare>
-__device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, const int* P, const float* ratio,
-                                              const AxisSrc* src0, const SliceBlocks<kShare>& sb, float* out,
-                                              Partial& part) {
+// sources and the low-res planes' V1 offsets come from per-block tables (kTabled: `src0`, `plane0`; P0 <= kPickTable)
+// or are computed per step (a build of its own, so that the common one carries no registers for it).
+template <bool kShare, bool kTabled>
+__device__ __forceinline__ void UpSampleSlice(const float* v1, const int* Q, const int* P, const float* ratio,
+                                              const AxisSrc* src0, const int* plane0, const BCConsts& bc,
+                                              const SliceBlocks<kShare>& sb, float* out, Partial& part) {
   constexpr int kWarps = kThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int tiles2 = (P[2] + 31) / 32, tiles1 = (P[1] + kWarps - 1) / kWarps;
   const int units = tiles2 * tiles1 * P[0];  // ≤ 2^30 + small: RunPipeline rejects patches over 2^30 voxels
   const int begin = static_cast<int>(static_cast<int64_t>(units) * sb.block() / sb.count());
   const int end = static_cast<int>(static_cast<int64_t>(units) * (sb.block() + 1) / sb.count());
-  const int plane_n = Q[1] * Q[2];
-  const int64_t plane_step = static_cast<int64_t>(P[1]) * P[2];
+  const int plane_n = P[1] * P[2];  // V1 elements per plane (< 2^30)
+  const auto plane_of = [&](int a) { return kTabled ? plane0[a] : NearestExactSrc(a, P[0], Q[0]) * plane_n; };
   for (int u = begin; u < end;) {
     const int tile = u / P[0];
     int j0 = u - tile * P[0];
@@ -162,31 +120,33 @@ __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, co
       t.hb = s1.h1;
       t.lc = s2.l1;
       t.hc = s2.h1;
-      t.r00 = s1.i0 * Q[2] + s2.i0;
-      t.r01 = s1.i0 * Q[2] + s2.i1;
-      t.r10 = s1.i1 * Q[2] + s2.i0;
-      t.r11 = s1.i1 * Q[2] + s2.i1;
+      const int row0 = NearestExactSrc(s1.i0, P[1], Q[1]) * P[2], row1 = NearestExactSrc(s1.i1, P[1], Q[1]) * P[2];
+      const int col0 = NearestExactSrc(s2.i0, P[2], Q[2]), col1 = NearestExactSrc(s2.i1, P[2], Q[2]);
+      t.r00 = row0 + col0;
+      t.r01 = row0 + col1;
+      t.r10 = row1 + col0;
+      t.r11 = row1 + col1;
     }
     int a = -2;                     // the plane whose value v_lo holds (v_hi: plane a + 1; xn: the samples of a + 2)
     float v_lo = 0.f, v_hi = 0.f, xn[4] = {0.f, 0.f, 0.f, 0.f};
     float* out_col = out + static_cast<int64_t>(j0 * P[1] + j1) * P[2] + j2;
-    for (; u < run_end; ++u, ++j0, out_col += plane_step) {
-      const AxisSrc s0 = src0 != nullptr ? src0[j0] : AxisSource(j0, Q[0], P[0], ratio[0]);
+    for (; u < run_end; ++u, ++j0, out_col += plane_n) {
+      const AxisSrc s0 = kTabled ? src0[j0] : AxisSource(j0, Q[0], P[0], ratio[0]);
       if (s0.i0 != a) {
         if (s0.i0 == a + 1) {  // moved up one plane: the held planes shift, the prefetched one becomes the upper
           v_lo = v_hi;
           v_hi = PlaneValue(xn, t);
         } else {  // the run's first step (or any other move of a0, which LinearSrc never makes for Q0 <= P0)
           float x[4];
-          LoadPlaneTaps(low, s0.i0, plane_n, t, x);
+          LoadPlaneTaps(v1, plane_of(s0.i0), t, bc, x);
           v_lo = PlaneValue(x, t);
           if (s0.i0 + 1 < Q[0]) {
-            LoadPlaneTaps(low, s0.i0 + 1, plane_n, t, x);
+            LoadPlaneTaps(v1, plane_of(s0.i0 + 1), t, bc, x);
             v_hi = PlaneValue(x, t);
           }
         }
         a = s0.i0;
-        if (a + 2 < Q[0]) LoadPlaneTaps(low, a + 2, plane_n, t, xn);
+        if (a + 2 < Q[0]) LoadPlaneTaps(v1, plane_of(a + 2), t, bc, xn);
       }
       // i1 == i0 at the last plane and when Q0 == P0 (then l1 = 0): the upper sample is the lower plane's.
       const float v = __fadd_rn(__fmul_rn(s0.h1, v_lo), __fmul_rn(s0.l1, s0.i1 == s0.i0 ? v_lo : v_hi));
@@ -198,10 +158,18 @@ __device__ __forceinline__ void UpSampleSlice(const float* low, const int* Q, co
   }
 }
 
-// Low-res slices: cur becomes V3 (the up-sampled low-res image) and V3's statistics are reduced. Other slices keep V1
-// in cur (the later passes apply brightness/contrast themselves: Chain::V3) and only reduce V3 = BC(V1)'s statistics,
-// which only a gamma slot reads: a slice with neither returns at once.
-// 5 blocks per SM (48 registers, no spills): without the bound ptxas takes 59 registers, which leaves 4.
+// Low-res slices: V3 (the up-sampled low-res image, gathered from V1) into the other scratch buffer (V3Buffer) and
+// V3's statistics. This needs no low-res image of its own, hence no pass before this one: the picks are read where
+// the up-sampling needs them and brightness/contrast applied on the way, which only V1's statistics (final after the
+// spatial or blur pass) parameterise. Other slices keep V1 (the later passes apply brightness/contrast themselves:
+// Chain::V3) and only reduce V3 = BC(V1)'s statistics, which only a gamma slot reads: a slice with neither returns at
+// once. 5 blocks per SM (48 registers): without the bound ptxas takes 59 registers, which leaves 4; with it 40-44
+// bytes spill, in the per-run setup of UpSampleSlice (the step loop has no local-memory access: SASS, s23).
+// Before s23 a low-res down pass of its own wrote the low-res image first (and the blur kernel picked blurred slices'
+// samples in its epilogue). Without it (H200, NOTES.md s23; every transform on, against s22's tree in the same call,
+// this session's PowFtz in both figures): B=2 C=1 -1.1 %, C=4 -2.6 %, B=8 C=1 -2.3 %, where PowFtz alone measured
+// -1.2 … -1.8 %, -1.7 … -1.9 %, -1.4 % in two other calls; and two scratch images instead of three (workspace, B=2
+// C=1 128³: 52 → 36 MB).
 template <bool kShare>
 __global__ void __launch_bounds__(kThreads, 5)
     MidKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
@@ -217,26 +185,37 @@ __global__ void __launch_bounds__(kThreads, 5)
   const int P[3] = {d.out[0], d.out[1], d.out[2]};
   const int out_n = static_cast<int>(d.out_n);
   Partial part = EmptyPartial();
-  const BCConsts bc = lowres_on ? BCConsts{} : MakeBC(cp, ws.slot[kSlotV1].result + slice);
-  // The slice's low-res base pointer through shared memory: opaque to the compiler, it stays in one register pair
-  // (UpSampleSlice's gathers are then one wide multiply-add each).
-  __shared__ const float* sh_low;
-  if (threadIdx.x == 0) sh_low = ws.low + static_cast<int64_t>(slice) * d.out_n;
-  __syncthreads();
+  const BCConsts bc = MakeBC(cp, ws.slot[kSlotV1].result + slice);
   if (lowres_on) {
-    const float* low = sh_low;
+    // The slice's V1 base pointer through shared memory: opaque to the compiler, it stays in one register pair
+    // (UpSampleSlice's gathers are then one wide multiply-add each).
+    // The brightness/contrast constants too, read where a plane's samples arrive (held in registers they spilled
+    // 44-48 bytes, some in the step loop).
+    __shared__ const float* sh_v1;
+    __shared__ BCConsts sh_bc;
+    if (threadIdx.x == 0) {
+      sh_v1 = cur;
+      sh_bc = bc;
+    }
     const int Q[3] = {cp.lowres_shape[0], cp.lowres_shape[1], cp.lowres_shape[2]};
     const float ratio[3] = {static_cast<float>(Q[0]) / static_cast<float>(P[0]),
                             static_cast<float>(Q[1]) / static_cast<float>(P[1]),
                             static_cast<float>(Q[2]) / static_cast<float>(P[2])};
-    // The axis-0 sources once per block (LinearSrc per output plane; the branch is slice-uniform).
+    // The axis-0 sources and the low-res planes' V1 offsets once per block (the branch is slice-uniform; Q0 <= P0).
     __shared__ AxisSrc sh_src0[kPickTable];
+    __shared__ int sh_plane0[kPickTable];
     const bool tabled = P[0] <= kPickTable;
     if (tabled) {
       for (int i = threadIdx.x; i < P[0]; i += kThreads) sh_src0[i] = AxisSource(i, Q[0], P[0], ratio[0]);
-      __syncthreads();
+      for (int i = threadIdx.x; i < Q[0]; i += kThreads) sh_plane0[i] = NearestExactSrc(i, P[0], Q[0]) * P[1] * P[2];
     }
-    UpSampleSlice(low, Q, P, ratio, tabled ? sh_src0 : nullptr, sb, cur, part);
+    __syncthreads();
+    float* v3 = V3Target(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
+    if (tabled) {
+      UpSampleSlice<kShare, true>(sh_v1, Q, P, ratio, sh_src0, sh_plane0, sh_bc, sb, v3, part);
+    } else {
+      UpSampleSlice<kShare, false>(sh_v1, Q, P, ratio, nullptr, nullptr, sh_bc, sb, v3, part);
+    }
   }
   for (int chunk = sb.block(); chunk < d.nchunks && !lowres_on; chunk += sb.count()) {  // statistics of BC(V1) only
     const int base = chunk * kChunk + threadIdx.x;
@@ -354,7 +333,7 @@ struct FusedY1 {
 };
 
 __device__ __forceinline__ float GammaPowerMax(const GammaConsts& g0) {  // GammaPower at the slice's maximum
-  return __powf(fmaxf(__fmul_rn(g0.r, g0.inv_r), 0.f), g0.g);
+  return PowFtz(fmaxf(__fmul_rn(g0.r, g0.inv_r), 0.f), g0.g);
 }
 
 __device__ __forceinline__ FusedY1 MakeFusedY1(const GammaConsts& g0, const ChannelParams& cp) {
@@ -400,7 +379,7 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
   // Per-slice blocks: !has_work(cp), in the form the passes had before slice shares (the same machine code).
   if (!kShare && mode == 0 && (cp.gamma[0] == 0.f || (!cp.gamma_retain[0] && cp.gamma[1] == 0.f))) return;
   if (!kShare && mode == 2 && (cp.gamma[1] == 0.f || !cp.gamma_retain[1])) return;
-  const float* cur = CurBuffer(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
+  const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
   const Chain ch = MakeChain(ws, cp, d, slice, st, mode == 2, mode == 2, false);
   if (kFused && mode == 2 && FusedY1Valid(ch)) {  // slice-uniform: the mode-0 pass reduced p1
     if (sb.block() == 0 && threadIdx.x == 0) {
@@ -416,7 +395,7 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
       const float p0 = GammaPower(ch.V3(v), ch.g0);
       Accumulate(y0, __fadd_rn(__fmul_rn(p0, ch.g0.r), ch.g0.mn));  // GammaCore
       const float t = __fmul_rn(p0, f.k);
-      Accumulate(p1, __powf(fmaxf(f.flip ? __fsub_rn(1.f, t) : t, 0.f), f.g1));
+      Accumulate(p1, PowFtz(fmaxf(f.flip ? __fsub_rn(1.f, t) : t, 0.f), f.g1));
     });
     const Partial red1 = BlockReduce(p1);
     CommitPartial(ws.slot[kSlotY1], slice, sb.block(), sb.count(), red1, d.out_n);
@@ -518,7 +497,7 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
   const int b = slice / d.c, c = slice % d.c;
   const SampleParams& sp = params[b];
   const ChannelParams& cp = sp.ch[c];
-  const float* cur = CurBuffer(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
+  const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
   const Chain ch = MakeChain(ws, cp, d, slice, st, true, true, true);
   const bool do_mask = mask != nullptr && cp.mask != 0;
   const int mirror = sp.mirror_mask;
@@ -595,14 +574,6 @@ void LaunchSlicePass(const Dims& d, int max_per_slice, const SampleParams* d_par
   }
 }
 }  // namespace
-
-cudaError_t LaunchLowResDown(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
-                             const ChainState& st, cudaStream_t stream) {
-  const Dims d = MakeDims(shape);
-  LaunchSlicePass<LowResDownKernel<false>, LowResDownKernel<true>>(d, d.nchunks, d_params, ws, st, stream);
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return cudaSuccess;
-}
 
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
                       bool /*lowres_active*/, cudaStream_t stream) {

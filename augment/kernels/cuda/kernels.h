@@ -33,25 +33,22 @@ cudaError_t LaunchElasticField(const BatchShape& shape, const SampleParams* d_pa
 cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, const PipelineIO* d_io, int32_t* d_lowest,
                                cudaStream_t stream);
 
-// Separable blur of the blurred slices, one tiled launch: x1 -> x2; stats of the result into slot V1; with
-// `lowres`, the nearest-exact low-res picks of blurred slices into ws.low (raw V1).
+// Separable blur of the blurred slices, one tiled launch: x1 -> x2; stats of the result into slot V1.
 cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
-                       bool lowres, cudaStream_t stream);
+                       cudaStream_t stream);
 
 // State of the intensity chain passed to the later passes.
 struct ChainState {
   bool blur_active;  // blurred slices live in x2
-  bool mid_done;     // the mid pass ran: low-res slices hold V3 (others keep V1; the later passes apply BC)
+  bool mid_done;     // the mid pass ran: low-res slices hold V3 beside their V1 (intensity.cu V3Buffer; others keep
+                     // V1 and the later passes apply BC)
   bool gamma0_active;
   bool gamma_fused;  // both gamma statistics passes run, fused (no kStageGamma1Alone: FusedY1, intensity.cu)
   bool slice_share;  // the slice passes deal their blocks out among the slices with work (kStageSliceIdle, > 2 slices)
 };
 
-// Low-res down into ws.low: brightness/contrast(V1) at the nearest-exact picks (in place over the blur kernel's
-// raw picks for blurred slices, gathered from V1 for the others).
-cudaError_t LaunchLowResDown(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
-                             const ChainState& st, cudaStream_t stream);
-// Mid pass, per slice: with low-res, cur ← V3 (trilinear up from `low`) and V3's statistics; without low-res but with
+// Mid pass, per slice: with low-res, V3 (trilinear up of the low-res image, whose samples it gathers from V1: BC(V1)
+// at the nearest-exact picks) into the scratch buffer beside V1, and V3's statistics; without low-res but with
 // a gamma slot, only V3 = BC(V1)'s statistics (cur keeps V1, the later passes apply BC through Chain::V3); with
 // neither, nothing (that slice's kSlotV3 result stays stale: it is read only under gamma[k] != 0).
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,

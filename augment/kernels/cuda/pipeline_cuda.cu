@@ -5,9 +5,9 @@
 //   [elastic field]  taps, noise, 3 smoothing passes, stats (elastic.cu), only when a sample deforms
 //   spatial          sample + noise + seg/mask; writes the final image directly when nothing follows (+ DS launch)
 //                    (without kStageResample, a batch of centre crops: the build without the resampling path)
-//   blur             one tiled separable pass, stats of the result (contrast input), low-res picks of blurred slices
-//   low-res down     brightness/contrast(V1) at the nearest-exact picks (the blur already picked blurred slices)
-//   mid              trilinear up (low-res slices) and stats of V3 (gamma input; other slices: stats only)
+//   blur             one tiled separable pass, stats of the result (contrast input)
+//   mid              trilinear up (low-res slices: samples gathered from V1 at the nearest-exact picks, brightness/
+//                    contrast applied on the way) and stats of V3 (gamma input; other slices: stats only)
 //   gamma stats      y0 stats; y1 stats (each only if its slot is used; V4's stats follow from y0's; without
 //                    kStageGamma1Alone the y0 pass also reduces y1's in slot-0 terms and the y1 pass only converts)
 //   final            pointwise rest, mirroring, mask, dtype; DS picks in extra blocks (own launch when direct)
@@ -137,8 +137,7 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
 
   ChainState st{blur, false, g0, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0,
                 AUGMENTD_SLICE_SHARE && (stages & kStageSliceIdle) != 0 && internal::SliceSharesApply(shape)};
-  if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, lowres, stream));
-  if (lowres) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowResDown(shape, d_params, ws, st, stream));
+  if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, stream));
   if (lowres || g0 || g1) {
     AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, lowres, stream));
     st.mid_done = true;

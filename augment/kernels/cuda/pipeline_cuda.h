@@ -145,9 +145,9 @@ enum StageBits : uint32_t {
   // for a batch where some sample resamples is outside the contract (whether that sample is cropped or resampled then
   // depends on the build the channel count selects).
   kStageResample = 1u << 11,
-  // A hint: some slice (sample, channel) skips a slice pass that another slice of the batch runs (low-res down, mid,
-  // a gamma statistics pass; ActiveStages sets it only for batches of 3 or more slices). With it, such batches deal
-  // all four passes' blocks out among the slices that run each (the others' blocks would idle; a pass every slice
+  // A hint: some slice (sample, channel) skips a slice pass that another slice of the batch runs (mid, a gamma
+  // statistics pass; ActiveStages sets it only for batches of 3 or more slices). With it, such batches deal
+  // all three passes' blocks out among the slices that run each (the others' blocks would idle; a pass every slice
   // runs then pays the one-row launch, ≈ 1 %); without it each slice keeps its own blocks. Either way the same work,
   // but the statistics' partial sums are cut differently: with the hint a slice's output depends, in rounding only,
   // on which other slices of its batch run the pass (deterministic for a given batch).

@@ -868,7 +868,7 @@ TEST(CudaKernels, MidPassPartialLowRes) {
   RunCase(Make("lowres-half-both", 8, 4, 8, p));
 }
 
-// s22: the slice passes (low-res down, mid, gamma statistics) deal their blocks out among the slices with work in
+// s22: the slice passes (mid, gamma statistics) deal their blocks out among the slices with work in
 // them (TakeSliceShare, common.cuh), found by warp ballots over groups of 32 slices: batches of more than 32 slices
 // where each pass runs in some slices only, in the first group, the second or both, one or two slices of 40 with work
 // (small patches: every slice's blocks are one per chunk either way); then 96³ patches of 8 slices, where per-slice
@@ -995,7 +995,7 @@ TEST(CudaKernels, ResampleStageRule) {
   EXPECT_EQ(ActiveStages(h, sh) & kStageResample, kStageResample);
 }
 
-// kStageSliceIdle: some slice skips a slice pass (low-res down, mid, gamma statistics 0 / 2) that another runs.
+// kStageSliceIdle: some slice skips a slice pass (mid, gamma statistics 0 / 2) that another runs.
 TEST(CudaKernels, SliceIdleStageRule) {
   BatchShape sh = RuleShape(2);
   SampleParams h[2];
@@ -1005,9 +1005,13 @@ TEST(CudaKernels, SliceIdleStageRule) {
   h[1].ch[1].gamma_retain[0] = 0;                         // slice 3: mid, but not the gamma-0 statistics
   EXPECT_EQ(ActiveStages(h, sh) & kStageSliceIdle, kStageSliceIdle);
   h[1].ch[1].gamma_retain[0] = 1;
-  h[0].ch[0].lowres_shape[0] = h[0].ch[0].lowres_shape[1] = h[0].ch[0].lowres_shape[2] = 8;  // low-res in slice 0
+  h[0].ch[0].lowres_shape[0] = h[0].ch[0].lowres_shape[1] = h[0].ch[0].lowres_shape[2] = 8;  // low-res in slice 0:
+  EXPECT_EQ(ActiveStages(h, sh) & kStageSliceIdle, 0u);  // no pass of its own (the mid pass, which every slice runs)
+  h[0].ch[0].gamma[0] = 0.f;                             // slice 0: the mid pass for low-res, no gamma statistics
   EXPECT_EQ(ActiveStages(h, sh) & kStageSliceIdle, kStageSliceIdle);
-  h[0].ch[0].lowres_shape[0] = 17;  // beyond the patch: low-res off (LowResOn), every slice alike again
+  h[0].ch[0].lowres_shape[0] = 17;  // beyond the patch: low-res off (LowResOn), so slice 0 runs no pass
+  EXPECT_EQ(ActiveStages(h, sh) & kStageSliceIdle, kStageSliceIdle);
+  h[0].ch[0].gamma[0] = 1.2f;  // every slice alike again
   EXPECT_EQ(ActiveStages(h, sh) & kStageSliceIdle, 0u);
   h[0].ch[1].gamma[0] = h[1].ch[1].gamma[0] = 0.f;  // slices 1 and 3 idle
   EXPECT_EQ(ActiveStages(h, sh) & kStageSliceIdle, kStageSliceIdle);
