@@ -58,9 +58,10 @@ if [[ $STEPS == *,bench,* ]]; then
 fi
 if [[ $STEPS == *,ncu,* ]] && command -v ncu >/dev/null; then
   BENCH=$(find $BUILD -name cuda_pipeline_bench -type f | head -1)
-  # Skips the first NCU_SKIP kernel launches (5 warm-up batches of 7 kernels in all-on) and profiles one batch.
+  # Skips the first NCU_SKIP kernel launches (warm-up; an all-on batch launches 6 kernels since s23) and profiles
+  # NCU_COUNT, every batch parameter set 0 (--profile-set: the same set whatever the kernels a batch launches).
   timeout 90 ncu --clock-control none --section SpeedOfLight --section Occupancy --launch-skip "${NCU_SKIP:-35}" \
-    --launch-count "${NCU_COUNT:-7}" "$BENCH" --only all-on:2:1:0 --iters 5 >"$OUT/ncu.txt" 2>&1
+    --launch-count "${NCU_COUNT:-7}" "$BENCH" --only all-on:2:1:0 --iters 5 --profile-set 0 >"$OUT/ncu.txt" 2>&1
   grep -E "^  [A-Za-z_].*\(|Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy" "$OUT/ncu.txt" |
     sed 's/void augmentd::cuda::internal::<unnamed>:://' | cut -c1-100
   echo "ncu done (${SECONDS}s)"

@@ -11,7 +11,8 @@
 #   timing   CudaEngine.Timing (graphs off vs on), then with AUGMENTD_CUDA_GRAPH_UPLOAD=outside (TIMING_OUTSIDE=1)
 #   variants A/B of the spatial kernel builds on this lease (VARIANTS: AUGMENTD_SPATIAL_VARIANT values, "default" =
 #            unset) over CONFIGS (cuda_pipeline_bench --only MODE:B:C:SHAPE), two reps
-#   detail   NCU_DETAIL=1: the NCU_KERNELS kernels of one NCU_CONFIG batch (all-on:2:1:0) with instruction /
+#   detail   NCU_DETAIL=1: the NCU_KERNELS kernels of one NCU_CONFIG batch (all-on:2:1:0, parameter set NCU_SET = 0:
+#            every batch of a profiling run is that set, cuda_pipeline_bench --profile-set) with instruction /
 #            warp-state / source counters: logs/ncu_sass.csv (per SASS instruction; bench/ncu_source_lines.py sums it
 #            per source line), logs/ncu_cuda.csv (the source page's CUDA view)
 # Logs go to $OUT/logs, tarred into $OUT/perf-logs.tar.gz at exit; the table into $OUT/table.md and *.jsonl.
@@ -83,7 +84,7 @@ fi
 # ncu
 if [ "${NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
   timeout "$(tmo 40)" ncu --clock-control none --section SpeedOfLight --section Occupancy --launch-skip 35 \
-    --launch-count 7 "$BENCH" --only all-on:2:1:0 --iters 5 >"$L/ncu_kernels.txt" 2>&1
+    --launch-count 7 "$BENCH" --only all-on:2:1:0 --iters 5 --profile-set 0 >"$L/ncu_kernels.txt" 2>&1
   say "ncu kernels exit $?"
   grep -E "^  [A-Za-z_].*\(|Duration|Compute \(SM\) Throughput|Achieved Occupancy" "$L/ncu_kernels.txt" |
     sed 's/void augmentd::cuda::internal::<unnamed>:://; s/augmentd::cuda::internal:://g' | cut -c1-80
@@ -126,7 +127,7 @@ if [ "${NCU_DETAIL:-0}" = 1 ] && command -v ncu >/dev/null; then
     --launch-skip "${NCU_SKIP:-5}" --launch-count "${NCU_COUNT:-1}" --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section ComputeWorkloadAnalysis --section InstructionStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis --section SourceCounters -o "$OUT/detail" \
-    "$BENCH" --only "${NCU_CONFIG:-all-on:2:1:0}" --iters 3 >"$L/ncu_detail_run.txt" 2>&1
+    "$BENCH" --only "${NCU_CONFIG:-all-on:2:1:0}" --iters 3 --profile-set "${NCU_SET:-0}" >"$L/ncu_detail_run.txt" 2>&1
   say "ncu detail exit $?"
   if [ -f "$OUT/detail.ncu-rep" ]; then
     ncu -i "$OUT/detail.ncu-rep" --page details >"$L/ncu_detail.txt" 2>&1
