@@ -31,7 +31,8 @@
 // --profile-set K (0..15; profiling runs): every batch, warm-up included, runs parameter set K of each mode, so that a
 // profiler skipping a fixed number of launches lands on that set whatever the number of kernels a batch launches
 // (with the sets in turn it lands on another set when a change adds or removes a kernel; NOTES.md s23). The
-// per-set medians are then all set K's.
+// per-set medians are then all set K's, and the JSON's first line says "profile_set": K (-1: the sets in turn). The
+// spatial-bw row keeps its own rotation of sets.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -515,11 +516,13 @@ int main(int argc, char** argv) {
       }
     }
     if (!std::strcmp(argv[i], "--profile-set") && i + 1 < argc) {
-      g_profile_set = std::atoi(argv[++i]);
-      if (g_profile_set < 0 || g_profile_set > 15) {
+      char* end = nullptr;
+      const long k = std::strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || k < 0 || k > 15) {
         std::fprintf(stderr, "--profile-set: a parameter set in 0..15, got %s\n", argv[i]);
         return 2;
       }
+      g_profile_set = static_cast<int>(k);
     }
     if (!std::strcmp(argv[i], "--bgv2") && i + 1 < argc) {
       const std::string v = argv[++i];
@@ -600,8 +603,8 @@ int main(int argc, char** argv) {
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (!f) return 1;
-    std::fprintf(f, "{\"impl\":\"device\",\"name\":\"%s\",\"copy_gbps\":%.1f,\"bgv2\":\"%s\"}\n", prop.name,
-                 copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5");
+    std::fprintf(f, "{\"impl\":\"device\",\"name\":\"%s\",\"copy_gbps\":%.1f,\"bgv2\":\"%s\",\"profile_set\":%d}\n",
+                 prop.name, copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5", g_profile_set);
     // Its own impl: readers of the "augmentd" rows (bench/cuda_coverage_table.py) expect ms_eager / ms_graph.
     for (const BandwidthResult& r : bw)
       std::fprintf(f,

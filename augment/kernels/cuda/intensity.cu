@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(kThreads, 5)
 
 // The pointwise chain of one slice from its current buffer value to V5, with the statistics known so far.
 struct Chain {
-  bool cur_is_v3;  // this slice's buffer holds V3 (the mid pass up-sampled its low-res image)
+  bool cur_is_v3;  // the buffer the later passes read (V3Buffer) holds V3 (the mid pass up-sampled the low-res image)
   BCConsts bc;
   GammaConsts g0, g1;
   __device__ __forceinline__ float V3(float cur) const { return cur_is_v3 ? cur : ApplyBC(cur, bc); }

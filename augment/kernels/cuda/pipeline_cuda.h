@@ -170,8 +170,8 @@ struct PipelineIO {
   int16_t* out_ds[kMaxDsLevels] = {};  // (B, 1, Q_k)
 };
 
-// Workspace for one batch shape (device memory, caller-allocated, 256-byte aligned): scratch images, the
-// low-res buffer, the mask and the per-slice reduction state. Its layout depends on the whole BatchShape:
+// Workspace for one batch shape (device memory, caller-allocated, 256-byte aligned): two scratch images, the
+// mask and the per-slice reduction state. Its layout depends on the whole BatchShape:
 // call InitWorkspace once after allocating it and again whenever the shape changes (a workspace sized for a
 // larger shape may be re-initialised for a smaller one).
 size_t WorkspaceBytes(const BatchShape& shape);

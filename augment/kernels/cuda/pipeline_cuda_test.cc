@@ -868,6 +868,13 @@ TEST(CudaKernels, MidPassPartialLowRes) {
   RunCase(Make("lowres-half-both", 8, 4, 8, p));
 }
 
+// s23: the mid pass's build without its per-block tables (axis 0 longer than kPickTable = 512: the axis-0 sources and
+// the low-res planes' V1 offsets computed per step), which no other case reaches.
+TEST(CudaKernels, MidPassLongAxis) {
+  Probs p = Probs::AllOn();
+  RunCase(Make("lowres-long-axis0", 2, 1, 4, p, {530, 6, 10}, {520, 4, 8}));
+}
+
 // s22: the slice passes (mid, gamma statistics) deal their blocks out among the slices with work in
 // them (TakeSliceShare, common.cuh), found by warp ballots over groups of 32 slices: batches of more than 32 slices
 // where each pass runs in some slices only, in the first group, the second or both, one or two slices of 40 with work
