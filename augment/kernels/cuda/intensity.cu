@@ -576,7 +576,7 @@ void LaunchSlicePass(const Dims& d, int max_per_slice, const SampleParams* d_par
 }  // namespace
 
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
-                      bool /*lowres_active*/, cudaStream_t stream) {
+                      cudaStream_t stream) {
   const Dims d = MakeDims(shape);
   LaunchSlicePass<MidKernel<false>, MidKernel<true>>(d, d.nchunks, d_params, ws, st, stream);
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();

@@ -52,7 +52,7 @@ struct ChainState {
 // a gamma slot, only V3 = BC(V1)'s statistics (cur keeps V1, the later passes apply BC through Chain::V3); with
 // neither, nothing (that slice's kSlotV3 result stays stale: it is read only under gamma[k] != 0).
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
-                      bool lowres_active, cudaStream_t stream);
+                      cudaStream_t stream);
 // mode: 0 = stats of gamma-0 core output (slot Y0), 2 = stats of gamma-1 core output (slot Y1). The statistics
 // of V4 (gamma-1 input) are derived from Y0's (intensity.cu GammaOutStats).
 cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,

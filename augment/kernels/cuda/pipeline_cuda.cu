@@ -139,7 +139,7 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
                 AUGMENTD_SLICE_SHARE && (stages & kStageSliceIdle) != 0 && internal::SliceSharesApply(shape)};
   if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, stream));
   if (lowres || g0 || g1) {
-    AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, lowres, stream));
+    AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, stream));
     st.mid_done = true;
   }
   if (g0) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 0, stream));
