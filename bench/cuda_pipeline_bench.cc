@@ -545,8 +545,10 @@ int main(int argc, char** argv) {
   // The 1 GiB copy (the "% of copy" column) is skipped when --only names one configuration (a profiling run).
   const bool one_config = !only.empty() && std::count(only.begin(), only.end(), ',') == 2;
   const double copy_gbps = one_config ? 0.0 : MeasureCopyGBps(st);
-  std::printf("device %s, %d SMs, L2 %d MiB; device-to-device copy %.0f GB/s (read+write); label vote bgv2 %s\n",
-              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5");
+  char copy_text[64] = "not measured (one configuration)";
+  if (copy_gbps > 0) std::snprintf(copy_text, sizeof copy_text, "%.0f GB/s (read+write)", copy_gbps);
+  std::printf("device %s, %d SMs, L2 %d MiB; device-to-device copy %s; label vote bgv2 %s\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, copy_text, g_bgv2_036 ? "0.3.6" : "0.3.5");
   const int S1[3] = {205, 205, 205}, P1[3] = {128, 128, 128};
   const int S2[3] = {175, 257, 210}, P2[3] = {80, 160, 160};
   std::vector<Result> res;
@@ -590,13 +592,14 @@ int main(int argc, char** argv) {
             continue;
           res.push_back(RunOne(mode, pr, B, C, shape ? S2 : S1, shape ? P2 : P1, iters, st));
           const Result& r = res.back();
+          const double gbps = r.bytes / (std::min(r.ms_eager, r.ms_graph) * 1e-3) / 1e9;
+          char of_copy[32] = "copy not measured";
+          if (copy_gbps > 0) std::snprintf(of_copy, sizeof of_copy, "%.0f%% of copy", 100.0 * gbps / copy_gbps);
           std::printf(
-              "%-15s B=%d C=%d %-22s eager %.4f ms  graph %.4f ms  %.0f samples/s  %.0f GB/s (%.0f%% of copy)"
+              "%-15s B=%d C=%d %-22s eager %.4f ms  graph %.4f ms  %.0f samples/s  %.0f GB/s (%s)"
               "  mem %.0f MiB (workspace %.0f)\n",
               r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph,
-              r.B / (std::min(r.ms_eager, r.ms_graph) * 1e-3),
-              r.bytes / (std::min(r.ms_eager, r.ms_graph) * 1e-3) / 1e9,
-              100.0 * r.bytes / (std::min(r.ms_eager, r.ms_graph) * 1e-3) / 1e9 / copy_gbps, r.mem_mb, r.ws_mb);
+              r.B / (std::min(r.ms_eager, r.ms_graph) * 1e-3), gbps, of_copy, r.mem_mb, r.ws_mb);
           std::fflush(stdout);
         }
   }

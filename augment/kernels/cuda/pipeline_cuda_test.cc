@@ -923,7 +923,9 @@ TEST(CudaKernels, SliceSharesOverManySlices) {
 // range under the 1e-7 floor); and slices with slot 1 alone in a batch whose stage mask leaves out
 // kStageGamma1Alone (fused passes anyway). The third fallback, a range under 2^-8 of the magnitude, is not compared
 // here: this test's tolerance, 1e-4 of the range, is then under 3.3 ulps of the values, which the direct pass itself
-// does not promise.
+// does not promise. The narrow slot-1 pass launches at most 16 blocks a slice (intensity.cu kDegenerateBlocks): the
+// default patch (21,700 voxels) has 11 chunks a slice, so every chunk gets a block; the wide cases (40³, 32 chunks)
+// leave each of those blocks two chunks of a degenerate slice.
 TEST(CudaKernels, GammaSlot1StatisticsFromSlot0) {
   Probs p = Probs::AllOn();  // retain-stats in every slot: the fused pass runs in every case of the loop
   for (bool inv0 : {false, true}) {
@@ -954,6 +956,12 @@ TEST(CudaKernels, GammaSlot1StatisticsFromSlot0) {
     cs.image_std = sd;
     RunCase(cs);
   }
+  p.g0 = 1.0;
+  RunCase(Make("gamma-wide", 2, 1, 4, p, {48, 48, 48}, {40, 40, 40}));
+  cs = Make("gamma-constant-wide", 2, 1, 4, g, {48, 48, 48}, {40, 40, 40});
+  cs.image_mean = 0.5f;
+  cs.image_std = 0.f;
+  RunCase(cs);
 }
 
 // Batches of centre crops alone (spatial.cu kCrops), each also run with kStageResample (RunCase: the same bytes):
