@@ -592,14 +592,14 @@ int main(int argc, char** argv) {
             continue;
           res.push_back(RunOne(mode, pr, B, C, shape ? S2 : S1, shape ? P2 : P1, iters, st));
           const Result& r = res.back();
-          const double gbps = r.bytes / (std::min(r.ms_eager, r.ms_graph) * 1e-3) / 1e9;
+          const double ms = std::min(r.ms_eager, r.ms_graph), gbps = r.bytes / (ms * 1e-3) / 1e9;
           char of_copy[32] = "copy not measured";
           if (copy_gbps > 0) std::snprintf(of_copy, sizeof of_copy, "%.0f%% of copy", 100.0 * gbps / copy_gbps);
           std::printf(
               "%-15s B=%d C=%d %-22s eager %.4f ms  graph %.4f ms  %.0f samples/s  %.0f GB/s (%s)"
               "  mem %.0f MiB (workspace %.0f)\n",
               r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph,
-              r.B / (std::min(r.ms_eager, r.ms_graph) * 1e-3), gbps, of_copy, r.mem_mb, r.ws_mb);
+              r.B / (ms * 1e-3), gbps, of_copy, r.mem_mb, r.ws_mb);
           std::fflush(stdout);
         }
   }

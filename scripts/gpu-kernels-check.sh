@@ -82,7 +82,7 @@ fi
   if [ "${PROFILE:-0}" = 1 ]; then
     for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
       f="$OUT/ncu-${cfg//:/-}.txt"
-      echo; echo "## ncu, one batch of $cfg (after 5 untimed), new build"
+      echo; echo "## ncu, 12 kernels of $cfg after the first 84 launches, parameter set ${PROFILE_SET:-0}, new build"
       # 12 kernels after the first 84 launches (warm-up), every batch parameter set PROFILE_SET (default 0): the same
       # set's kernels whatever the number of kernels a batch launches (before s23 the sets ran in turn, and a change
       # that removed a kernel moved the profile to another set).

@@ -42,7 +42,6 @@ struct ChainState {
   bool blur_active;  // blurred slices live in x2
   bool mid_done;     // the mid pass ran: low-res slices hold V3 beside their V1 (intensity.cu V3Buffer; others keep
                      // V1 and the later passes apply BC)
-  bool gamma0_active;
   bool gamma_fused;  // both gamma statistics passes run, fused (no kStageGamma1Alone: FusedY1, intensity.cu)
   bool slice_share;  // the slice passes deal their blocks out among the slices with work (kStageSliceIdle, > 2 slices)
 };

@@ -135,7 +135,7 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
                               stream));
   if (direct) return cudaSuccess;
 
-  ChainState st{blur, false, g0, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0,
+  ChainState st{blur, false, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0,
                 AUGMENTD_SLICE_SHARE && (stages & kStageSliceIdle) != 0 && internal::SliceSharesApply(shape)};
   if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, stream));
   if (lowres || g0 || g1) {
