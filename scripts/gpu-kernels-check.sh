@@ -15,7 +15,9 @@
 # EXTRA_BUILDS ("NAME=FLAGS ...": this tree built again, bench targets only, into build-NAME with CMAKE_CUDA_FLAGS=FLAGS,
 # one flag per variant, e.g. "bf=-DAUGMENTD_EXP_X=1"; NAME not old, new or gpu; a side NAME benches it, e.g.
 # SIDES="old new bf"; the kernels' own switches: -DAUGMENTD_CROPS_BUILD=0 or 1, -DAUGMENTD_PLAIN035=0,
-# -DAUGMENTD_GAMMA_FUSION=0, session 21; -DAUGMENTD_SLICE_SHARE=0, session 22), PROFILE=1 (ncu
+# -DAUGMENTD_GAMMA_FUSION=0, session 21; -DAUGMENTD_SLICE_SHARE=0, session 22; -DAUGMENTD_RAW_OOB_LABELS=1 and
+# -DAUGMENTD_ONE_COMMIT=1, session 25), NEW_CUDA_FLAGS (the new build and its tests with these CUDA flags: a switch's
+# GPU tests), PROFILE=1 (ncu
 # per kernel of PROFILE_CONFIGS, default all-on:2:1:0,all-on:2:4:0, parameter set PROFILE_SET (0): speed of light,
 # occupancy, warp states, issue slots; $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
@@ -35,7 +37,9 @@ build() {  # src dir, build dir, targets (one word list)
 if [ "${SKIP_OLD:-0}" != 1 ]; then
   build "$OLD" "$OLD_BUILD" "$BENCH_TARGETS" && say "built old" || exit 1
 fi
-build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" && say "built new" || exit 1
+# NEW_CUDA_FLAGS: the new build (its tests too) with CMAKE_CUDA_FLAGS, e.g. a kernel's bench switch turned on.
+GPU_BUILD_CMAKE_EXTRA=${NEW_CUDA_FLAGS:+-DCMAKE_CUDA_FLAGS=$NEW_CUDA_FLAGS} build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" \
+  && say "built new${NEW_CUDA_FLAGS:+ with $NEW_CUDA_FLAGS}" || exit 1
 set -f  # EXTRA_BUILDS entries are words, not globs
 for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS: one word, so one flag per variant (no spaces)
   name=${extra%%=*}

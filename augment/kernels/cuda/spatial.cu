@@ -36,6 +36,11 @@
 #ifndef AUGMENTD_CROPS_BUILD
 #define AUGMENTD_CROPS_BUILD 2
 #endif
+// bench A/B only (session 25, not yet measured): 1 = the branch-free 0.3.5 vote's out-of-bounds corners keep the label
+// loaded at their clamped offset (LabelVote035BranchFree's raw-label contract, spatial_math.h) instead of a select
+#ifndef AUGMENTD_RAW_OOB_LABELS
+#define AUGMENTD_RAW_OOB_LABELS 0
+#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -531,6 +536,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         // one at a time). The multi-channel and permuted builds, not measured with it, keep the branching one.
         constexpr bool kBranchFreeVote = kCT == 1 && !kPadFirst && !kPermute;
         constexpr int kOutLabel = kBranchFreeVote ? kVoteOutOfBounds : INT32_MIN;
+        // kRawOutLabels: an out-of-bounds corner votes with the label at its clamped offset (weight +0), no select.
+        // Its zero score decides nothing: with the −1 border every voxel the fill keeps has a positive score, and with
+        // the 0 border `lowest` is the sample's lowest label (LowestLabelKernel), below or equal to every raw label.
+        constexpr bool kRawOutLabels = AUGMENTD_RAW_OOB_LABELS && kBranchFreeVote;
         int lab[8];
 #pragma unroll
         for (int m = 0; m < 8; ++m) {
@@ -540,7 +549,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           } else {
             raw = static_cast<int>(__ldg(seg_b + off[m]));
           }
-          lab[m] = (vx[m & 1] && vy[(m >> 1) & 1] && vz[(m >> 2) & 1]) ? raw : kOutLabel;
+          lab[m] = (kRawOutLabels || (vx[m & 1] && vy[(m >> 1) & 1] && vz[(m >> 2) & 1])) ? raw : kOutLabel;
         }
         float x1000[8];  // one-hot x 1000 sampled: the weight each corner gives its label
 #pragma unroll

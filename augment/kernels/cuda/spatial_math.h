@@ -75,6 +75,35 @@ AUGMENTD_KERNEL_HD uint32_t HalfRoundedBits(float v) {
   }
 }
 
+// Bench A/B only (session 25, not yet measured): 1 = the branch-free 0.3.5 vote rounds its two-label scores to float16
+// with one packed conversion on the device (HalfRoundedKeys) instead of two integer roundings.
+#ifndef AUGMENTD_HALF2_VOTE
+#define AUGMENTD_HALF2_VOTE 0
+#endif
+#if defined(__CUDA_ARCH__) && AUGMENTD_HALF2_VOTE
+inline constexpr bool kHalf2Keys = true;  // device pass with the switch on
+#else
+inline constexpr bool kHalf2Keys = false;
+#endif
+
+// fl16(a) and fl16(b) as order keys: comparing two keys as unsigned integers compares the rounded values. On the device
+// with AUGMENTD_HALF2_VOTE, one cvt.rn.f16x2.f32 (round to nearest even, half subnormals kept: fl16 itself) and the
+// keys are the halves' bits (non-negative halves order like their bits); otherwise HalfRoundedBits of each, float bits.
+// Keys compare only with keys of the same build of this function; the labels a vote picks with them are the same.
+template <bool kBranchFree = false>
+AUGMENTD_KERNEL_HD void HalfRoundedKeys(float a, float b, uint32_t& ka, uint32_t& kb) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kHalf2Keys) {
+    const __half2_raw h = static_cast<__half2_raw>(__floats2half2_rn(a, b));  // x = fl16(a), y = fl16(b)
+    ka = h.x;
+    kb = h.y;
+    return;
+  }
+#endif
+  ka = HalfRoundedBits<kBranchFree>(a);
+  kb = HalfRoundedBits<kBranchFree>(b);
+}
+
 // The triangular label vote over the 8 trilinear corners: `lab` is a corner's label (out of bounds: INT32_MIN,
 // skipped; with kBranchFree, LabelVote035BranchFree's kVoteOutOfBounds, a zero-score candidate that never wins, and
 // no skip), `x1000` the weight it gives its label (1000·w, +0 out of bounds; all >= +0), `lowest` the patch's lowest
@@ -88,18 +117,42 @@ template <bool kBranchFree = false>  // HalfRoundedBits' form, and the out-of-bo
 AUGMENTD_KERNEL_HD int TriangularVoteCore(const int* lab, const float* x1000, int lowest) {
   uint32_t best_h = 0;
   int best_l = lowest;
-  AUGMENTD_VOTE_UNROLL
-  for (int q = 0; q < 8; ++q) {
-    if (!kBranchFree && lab[q] == INT32_MIN) continue;
-    float v = x1000[q];
+  if constexpr (kBranchFree && kHalf2Keys) {  // corners in pairs, one packed rounding a pair, taken in corner order
+    const auto sum_from = [&](int q) {  // corner q's label summed over corners q … 7
+      float v = x1000[q];
+      AUGMENTD_VOTE_UNROLL
+      for (int m = q + 1; m < 8; ++m) {
+        if (lab[m] == lab[q]) v = VoteAdd(v, x1000[m]);
+      }
+      return v;
+    };
+    const auto take = [&](uint32_t h, int l) {
+      if (h > best_h || (h == best_h && l < best_l)) {
+        best_h = h;
+        best_l = l;
+      }
+    };
     AUGMENTD_VOTE_UNROLL
-    for (int m = q + 1; m < 8; ++m) {
-      if (lab[m] == lab[q]) v = VoteAdd(v, x1000[m]);
+    for (int q = 0; q < 8; q += 2) {
+      uint32_t h0, h1;
+      HalfRoundedKeys<true>(sum_from(q), sum_from(q + 1), h0, h1);
+      take(h0, lab[q]);
+      take(h1, lab[q + 1]);
     }
-    const uint32_t h = HalfRoundedBits<kBranchFree>(v);
-    if (h > best_h || (h == best_h && lab[q] < best_l)) {
-      best_h = h;
-      best_l = lab[q];
+  } else {
+    AUGMENTD_VOTE_UNROLL
+    for (int q = 0; q < 8; ++q) {
+      if (!kBranchFree && lab[q] == INT32_MIN) continue;
+      float v = x1000[q];
+      AUGMENTD_VOTE_UNROLL
+      for (int m = q + 1; m < 8; ++m) {
+        if (lab[m] == lab[q]) v = VoteAdd(v, x1000[m]);
+      }
+      const uint32_t h = HalfRoundedBits<kBranchFree>(v);
+      if (h > best_h || (h == best_h && lab[q] < best_l)) {
+        best_h = h;
+        best_l = lab[q];
+      }
     }
   }
   return best_l;
@@ -213,7 +266,13 @@ AUGMENTD_KERNEL_HD void BranchFreeVoteLabels(const int* lab, int* out) {
 //    the labels and the vote; this form: 631 in all, −2.4 % all-on B=2 C=1);
 //  * three or more labels (a corner of three label regions, or two and out-of-bounds corners): TriangularVoteCore,
 //    where the sentinel's (0, kVoteOutOfBounds) candidates never win.
-// Host test: spatial_math_test.cc (every corner pattern of up to 4 labels and out of bounds, random and tied weights).
+// Raw labels: the out-of-bounds corners (x1000 = +0) may carry any labels instead of the sentinel, and the result is the
+// same, when every corner label is >= lowest or some in-bounds label's fl16 score is positive: a zero-score candidate
+// then never outranks the winner, and +0 terms leave every sum as it was (the kernel's AUGMENTD_RAW_OOB_LABELS). Not
+// otherwise: an in-bounds label below `lowest` alone with score 0 gives `lowest` (the one-label rule), beside another
+// label it wins the zero-score tie.
+// Host test: spatial_math_test.cc (every corner pattern of up to 4 labels and out of bounds, random and tied weights;
+// raw labels under the contract, and cases outside it that differ).
 AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000, int lowest) {
   int lo = lab[0], hi = lab[0];
   AUGMENTD_VOTE_UNROLL
@@ -227,7 +286,8 @@ AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000
   if (!two) return TriangularVoteCore<true>(lab, x1000, lowest);
   float va, vb;
   TwoLabelSums(lab, x1000, lo, va, vb);
-  const uint32_t ha = HalfRoundedBits<true>(va), hb = HalfRoundedBits<true>(vb);
+  uint32_t ha, hb;
+  HalfRoundedKeys<true>(va, vb, ha, hb);
   const bool one = hi == lo || hi == kVoteOutOfBounds;
   const bool lo_wins = ha > 0u || (!one && lo < lowest);
   const bool hi_wins = !one && hb > (lo_wins ? ha : 0u);  // as in LabelVote035: hi never wins a tie

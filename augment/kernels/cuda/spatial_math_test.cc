@@ -197,5 +197,81 @@ TEST(SpatialMath, LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPatter
   EXPECT_GT(two_label_equal_w, 1000);
 }
 
+// Whether some in-bounds label (INT32_MIN: out of bounds) scores above 0 after the reference float16 rounding.
+bool AnyPositiveScore(const int* lab, const float* x1000) {
+  for (int q = 0; q < 8; ++q) {
+    if (lab[q] == INT32_MIN) continue;
+    float v = 0.f;
+    for (int m = 0; m < 8; ++m) {
+      if (lab[m] == lab[q]) v += x1000[m];
+    }
+    if (kernels::RoundToHalf(v) > 0.f) return true;
+  }
+  return false;
+}
+
+TEST(SpatialMath, BranchFreeVoteWithRawLabelsOutOfBoundsUnderItsContract) {
+  // LabelVote035BranchFree's raw-label contract (the kernel's AUGMENTD_RAW_OOB_LABELS): every pattern with an
+  // out-of-bounds corner, those corners given one label of the set each (all the same, and a mix), under the weights of
+  // the test above. Inside the contract (every corner label >= lowest, or a positive in-bounds score) the vote is the
+  // triangular one's; outside it some votes differ, which is why the kernel holds the contract (spatial.cu).
+  std::mt19937_64 g(std::random_device{}());
+  std::uniform_real_distribution<float> frac(0.f, 1.f);
+  const int label_sets[2][5] = {{INT32_MIN, 2, 0, 5, -1}, {INT32_MIN, 32767, -32768, 0, 32766}};
+  const int lowest_sets[2][3] = {{0, -1, 3}, {-32768, 32767, INT32_MAX}};
+  int64_t inside = 0, outside = 0, outside_differ = 0, raw_below_lowest_inside = 0;
+  for (int pattern = 0; pattern < 2 * 390625; ++pattern) {
+    const int* label_of = label_sets[pattern / 390625];
+    int lab[8];
+    bool any_out = false;
+    for (int m = 0, p = pattern; m < 8; ++m, p /= 5) {
+      lab[m] = label_of[p % 5];
+      any_out |= lab[m] == INT32_MIN;
+    }
+    if (!any_out) continue;
+    const int lowest = lowest_sets[pattern / 390625][pattern % 3];
+    for (int set = 0; set < 4; ++set) {
+      float f[3];
+      for (int d = 0; d < 3; ++d) {
+        switch (set) {
+          case 0: f[d] = frac(g); break;
+          case 1: f[d] = 0.5f; break;
+          case 2: f[d] = (pattern + d) % 2 ? 3e-7f * frac(g) : 1.f - 6e-8f * static_cast<float>(d + 1); break;
+          default: f[d] = d == pattern % 3 ? 0.f : frac(g); break;
+        }
+      }
+      float x1000[8];
+      for (int m = 0; m < 8; ++m) {
+        const float wx = (m & 1) ? f[2] : 1.f - f[2], wy = (m & 2) ? f[1] : 1.f - f[1], wz = (m & 4) ? f[0] : 1.f - f[0];
+        const volatile float w = (wx * wy) * wz;
+        x1000[m] = lab[m] == INT32_MIN ? 0.f : 1000.f * w;
+      }
+      const int want = TriangularVote035(lab, x1000, lowest);
+      const bool positive = AnyPositiveScore(lab, x1000);
+      for (int choice = 0; choice < 5; ++choice) {  // 0-3: every out-of-bounds corner takes label 1 + choice; 4: a mix
+        int raw[8];
+        bool below_lowest = false;
+        for (int m = 0; m < 8; ++m) {
+          raw[m] = lab[m] != INT32_MIN ? lab[m] : label_of[1 + (choice < 4 ? choice : (m + pattern) % 4)];
+          below_lowest |= raw[m] < lowest;
+        }
+        const int got = LabelVote035BranchFree(raw, x1000, lowest);
+        if (!below_lowest || positive) {
+          ASSERT_EQ(got, want) << "pattern " << pattern << " set " << set << " choice " << choice;
+          ++inside;
+          raw_below_lowest_inside += below_lowest;
+        } else {
+          ++outside;
+          outside_differ += got != want;
+        }
+      }
+    }
+  }
+  EXPECT_GT(inside, 10000000);
+  EXPECT_GT(raw_below_lowest_inside, 100000);  // the "positive score" half of the contract is exercised
+  EXPECT_GT(outside, 1000);
+  EXPECT_GT(outside_differ, 100);  // the contract is needed: a zero-score raw label below `lowest` can win
+}
+
 }  // namespace
 }  // namespace augmentd::cuda
