@@ -4,9 +4,11 @@
 // kernel.
 #include "augment/kernels/cuda/spatial_math.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -271,6 +273,48 @@ TEST(SpatialMath, BranchFreeVoteWithRawLabelsOutOfBoundsUnderItsContract) {
   EXPECT_GT(raw_below_lowest_inside, 100000);  // the "positive score" half of the contract is exercised
   EXPECT_GT(outside, 1000);
   EXPECT_GT(outside_differ, 100);  // the contract is needed: a zero-score raw label below `lowest` can win
+}
+
+TEST(SpatialMath, EveryVoxelTheMinusOneFillKeepsHasAnInBoundsCornerOfWeightAboveOneEighth) {
+  // The kernel side of the raw-label contract with the −1 border (spatial.cu, AUGMENTD_RAW_OOB_LABELS): a voxel whose
+  // normalised coordinate n lies within [lo, hi] on every axis (not filled with −1) has, per axis, an in-bounds corner
+  // of 1-D weight >= 0.5, so its heaviest corner weighs >= 1/8 and some label scores >= 125 (fl16 > 0). The kernel's
+  // float arithmetic: lo/hi from the other axis' size (bgv2's swapped thresholds, LaunchSpatial), ix = ((n + 1)·S − 1)/2.
+  const int sizes[] = {1, 2, 3, 7, 64, 128, 205, 2047, 2048};
+  int64_t checked = 0;
+  std::mt19937_64 g(20261204);
+  for (int S : sizes) {
+    for (int other : sizes) {
+      const float lo = static_cast<float>(-1.0 + 1.0 / other), hi = static_cast<float>(1.0 - 1.0 / other);
+      const float sf = static_cast<float>(S);
+      std::vector<float> ns;
+      float a = lo, b = hi;
+      for (int k = 0; k < 64; ++k, a = std::nextafter(a, 1.f), b = std::nextafter(b, -1.f)) {
+        ns.push_back(a);
+        ns.push_back(b);
+      }
+      std::uniform_real_distribution<float> in(lo, hi);
+      for (int k = 0; k < 2000; ++k) ns.push_back(in(g));
+      for (float n : ns) {
+        if (n < lo || n > hi) continue;
+        const volatile float t1 = n + 1.f;
+        const volatile float t2 = t1 * sf;
+        const volatile float t3 = t2 - 1.f;
+        const float ix = t3 * 0.5f;
+        const float fx = std::floor(ix);
+        const int x0 = static_cast<int>(fx);
+        const volatile float w0 = (fx + 1.f) - ix;
+        const volatile float w1 = ix - fx;
+        const float best = std::max(x0 >= 0 && x0 < S ? static_cast<float>(w0) : 0.f,
+                                    x0 + 1 >= 0 && x0 + 1 < S ? static_cast<float>(w1) : 0.f);
+        ASSERT_GE(best, 0.5f) << "S " << S << " other " << other << " n " << n << " ix " << ix;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 150000);
+  const volatile float eighth = 0.5f * 0.5f;
+  EXPECT_GT(HalfRoundedBits<true>(1000.f * (eighth * 0.5f)), 0u);  // the heaviest corner alone scores fl16 > 0
 }
 
 }  // namespace
