@@ -37,8 +37,9 @@ build() {  # src dir, build dir, targets (one word list)
 if [ "${SKIP_OLD:-0}" != 1 ]; then
   build "$OLD" "$OLD_BUILD" "$BENCH_TARGETS" && say "built old" || exit 1
 fi
-# NEW_CUDA_FLAGS: the new build (its tests too) with CMAKE_CUDA_FLAGS, e.g. a kernel's bench switch turned on.
-GPU_BUILD_CMAKE_EXTRA=${NEW_CUDA_FLAGS:+-DCMAKE_CUDA_FLAGS=$NEW_CUDA_FLAGS} build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" \
+# NEW_CUDA_FLAGS: the new build (its tests too) with CMAKE_CUDA_FLAGS, e.g. a kernel's bench switch turned on; always
+# passed, empty too, so that a reused build folder does not keep an earlier call's flags in its cache.
+GPU_BUILD_CMAKE_EXTRA="-DCMAKE_CUDA_FLAGS=${NEW_CUDA_FLAGS:-}" build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" \
   && say "built new${NEW_CUDA_FLAGS:+ with $NEW_CUDA_FLAGS}" || exit 1
 set -f  # EXTRA_BUILDS entries are words, not globs
 for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS: one word, so one flag per variant (no spaces)
@@ -63,7 +64,7 @@ if [ "${SKIP_CTEST:-0}" != 1 ]; then
   say "ctest exit $CT_RC"
 fi
 {
-  echo "# issue 27 before/after, $(head -1 "$OUT/gpu.txt"), $(date -u +%F), old = $OLD, new = this tree"
+  echo "# issue 27 before/after, $(head -1 "$OUT/gpu.txt"), $(date -u +%F), old = $OLD, new = this tree${NEW_CUDA_FLAGS:+ with CUDA flags $NEW_CUDA_FLAGS}"
   for r in $(seq "${ROUNDS:-1}"); do
     for spec in ${SIDES:-old new}; do
       # A side is a build (old / new), optionally with one environment setting: new@AUGMENTD_CHAINED_LAUNCH=0.
