@@ -266,13 +266,13 @@ AUGMENTD_KERNEL_HD void BranchFreeVoteLabels(const int* lab, int* out) {
 //    the labels and the vote; this form: 631 in all, −2.4 % all-on B=2 C=1);
 //  * three or more labels (a corner of three label regions, or two and out-of-bounds corners): TriangularVoteCore,
 //    where the sentinel's (0, kVoteOutOfBounds) candidates never win.
-// Raw labels: the out-of-bounds corners (x1000 = +0) may carry any labels instead of the sentinel, and the result is the
-// same, when every corner label is >= lowest or some in-bounds label's fl16 score is positive: a zero-score candidate
-// then never outranks the winner, and +0 terms leave every sum as it was (the kernel's AUGMENTD_RAW_OOB_LABELS). Not
-// otherwise: an in-bounds label below `lowest` alone with score 0 gives `lowest` (the one-label rule), beside another
-// label it wins the zero-score tie.
-// Host test: spatial_math_test.cc (every corner pattern of up to 4 labels and out of bounds, random and tied weights;
-// raw labels under the contract, and cases outside it that differ).
+// Raw labels: the out-of-bounds corners (x1000 = +0) may carry any labels instead of the sentinel, and the result is
+// the same, when every corner label is >= lowest or some in-bounds label's fl16 score is positive: a zero-score
+// candidate then never outranks the winner, and +0 terms leave every sum as it was (the kernel's
+// AUGMENTD_RAW_OOB_LABELS). Not otherwise: an in-bounds label below `lowest` alone with score 0 gives `lowest` (the
+// one-label rule), beside another label it wins the zero-score tie. Host test: spatial_math_test.cc (every corner
+// pattern of up to 4 labels and out of bounds, random and tied weights; raw labels under the contract, and cases
+// outside it that differ).
 AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000, int lowest) {
   int lo = lab[0], hi = lab[0];
   AUGMENTD_VOTE_UNROLL

@@ -127,21 +127,43 @@ int ReferenceVote(const int* lab, const float* x1000, int lowest) {
   return best_l;
 }
 
+// The corner patterns of the vote tests: two label sets (index 0: out of bounds), small labels, some below the patch's
+// lowest label, and the int16 extremes beside the branch-free vote's sentinel 32768, with lowest labels up to
+// INT32_MAX.
+constexpr int kLabelSets[2][5] = {{INT32_MIN, 2, 0, 5, -1}, {INT32_MIN, 32767, -32768, 0, 32766}};
+constexpr int kLowestSets[2][3] = {{0, -1, 3}, {-32768, 32767, INT32_MAX}};
+
+// 1000·(trilinear weight) of each corner (+0 out of bounds) for weight set `set` of `pattern`: random fractions, equal
+// weights (ties between labels of equal corner counts), fractions near 0 and 1 (zero and half-subnormal scores, the
+// fl16(v) > 0 threshold), one-axis-degenerate weights. Products in the kernel's order.
+void CornerScores(const int* lab, int pattern, int set, std::mt19937_64& g, float* x1000) {
+  std::uniform_real_distribution<float> frac(0.f, 1.f);
+  float f[3];
+  for (int d = 0; d < 3; ++d) {
+    switch (set) {
+      case 0: f[d] = frac(g); break;
+      case 1: f[d] = 0.5f; break;
+      case 2: f[d] = (pattern + d) % 2 ? 3e-7f * frac(g) : 1.f - 6e-8f * static_cast<float>(d + 1); break;
+      default: f[d] = d == pattern % 3 ? 0.f : frac(g); break;
+    }
+  }
+  for (int m = 0; m < 8; ++m) {
+    const float wx = (m & 1) ? f[2] : 1.f - f[2], wy = (m & 2) ? f[1] : 1.f - f[1], wz = (m & 4) ? f[0] : 1.f - f[0];
+    const volatile float w = (wx * wy) * wz;  // the kernel's product order
+    x1000[m] = lab[m] == INT32_MIN ? 0.f : 1000.f * w;
+  }
+}
+
 TEST(SpatialMath, LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPattern) {
   // Every assignment of {out of bounds, 4 labels} to the 8 corners (5^8 patterns), each under trilinear weights from
   // random fractions, equal weights (ties between labels of equal corner counts), fractions near 0 and 1 (zero and
   // half-subnormal scores, the fl16(v) > 0 threshold) and one-axis-degenerate weights; the labels include some below
   // the patch's lowest label.
   std::mt19937_64 g(std::random_device{}());
-  std::uniform_real_distribution<float> frac(0.f, 1.f);
-  // Two label sets: small labels, some below the patch's lowest label; the int16 extremes beside the branch-free vote's
-  // sentinel 32768, with lowest labels up to INT32_MAX.
-  const int label_sets[2][5] = {{INT32_MIN, 2, 0, 5, -1}, {INT32_MIN, 32767, -32768, 0, 32766}};
-  const int lowest_sets[2][3] = {{0, -1, 3}, {-32768, 32767, INT32_MAX}};
   int64_t checked = 0, two_label = 0, two_label_equal_w = 0;
   for (int pattern = 0; pattern < 2 * 390625; ++pattern) {
-    const int* label_of = label_sets[pattern / 390625];
-    const int* lowest_of = lowest_sets[pattern / 390625];
+    const int* label_of = kLabelSets[pattern / 390625];
+    const int* lowest_of = kLowestSets[pattern / 390625];
     int lab[8];
     for (int m = 0, p = pattern; m < 8; ++m, p /= 5) lab[m] = label_of[p % 5];
     const int lowest = lowest_of[pattern % 3];
@@ -162,21 +184,8 @@ TEST(SpatialMath, LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPatter
       }
     }
     for (int set = 0; set < 4; ++set) {
-      float f[3];
-      for (int d = 0; d < 3; ++d) {
-        switch (set) {
-          case 0: f[d] = frac(g); break;
-          case 1: f[d] = 0.5f; break;
-          case 2: f[d] = (pattern + d) % 2 ? 3e-7f * frac(g) : 1.f - 6e-8f * static_cast<float>(d + 1); break;
-          default: f[d] = d == pattern % 3 ? 0.f : frac(g); break;
-        }
-      }
       float x1000[8];
-      for (int m = 0; m < 8; ++m) {
-        const float wx = (m & 1) ? f[2] : 1.f - f[2], wy = (m & 2) ? f[1] : 1.f - f[1], wz = (m & 4) ? f[0] : 1.f - f[0];
-        const volatile float w = (wx * wy) * wz;  // the kernel's product order
-        x1000[m] = lab[m] == INT32_MIN ? 0.f : 1000.f * w;
-      }
+      CornerScores(lab, pattern, set, g, x1000);
       const int want = TriangularVote035(lab, x1000, lowest);
       ASSERT_EQ(ReferenceVote(lab, x1000, lowest), want) << "pattern " << pattern << " set " << set;
       ASSERT_EQ(LabelVote035(lab, x1000, lowest), want) << "pattern " << pattern << " set " << set;
@@ -218,12 +227,9 @@ TEST(SpatialMath, BranchFreeVoteWithRawLabelsOutOfBoundsUnderItsContract) {
   // the test above. Inside the contract (every corner label >= lowest, or a positive in-bounds score) the vote is the
   // triangular one's; outside it some votes differ, which is why the kernel holds the contract (spatial.cu).
   std::mt19937_64 g(20261204);  // fixed: the counts below are the same every run
-  std::uniform_real_distribution<float> frac(0.f, 1.f);
-  const int label_sets[2][5] = {{INT32_MIN, 2, 0, 5, -1}, {INT32_MIN, 32767, -32768, 0, 32766}};
-  const int lowest_sets[2][3] = {{0, -1, 3}, {-32768, 32767, INT32_MAX}};
   int64_t inside = 0, outside = 0, outside_differ = 0, raw_below_lowest_inside = 0;
   for (int pattern = 0; pattern < 2 * 390625; ++pattern) {
-    const int* label_of = label_sets[pattern / 390625];
+    const int* label_of = kLabelSets[pattern / 390625];
     int lab[8];
     bool any_out = false;
     for (int m = 0, p = pattern; m < 8; ++m, p /= 5) {
@@ -231,23 +237,10 @@ TEST(SpatialMath, BranchFreeVoteWithRawLabelsOutOfBoundsUnderItsContract) {
       any_out |= lab[m] == INT32_MIN;
     }
     if (!any_out) continue;
-    const int lowest = lowest_sets[pattern / 390625][pattern % 3];
+    const int lowest = kLowestSets[pattern / 390625][pattern % 3];
     for (int set = 0; set < 4; ++set) {
-      float f[3];
-      for (int d = 0; d < 3; ++d) {
-        switch (set) {
-          case 0: f[d] = frac(g); break;
-          case 1: f[d] = 0.5f; break;
-          case 2: f[d] = (pattern + d) % 2 ? 3e-7f * frac(g) : 1.f - 6e-8f * static_cast<float>(d + 1); break;
-          default: f[d] = d == pattern % 3 ? 0.f : frac(g); break;
-        }
-      }
       float x1000[8];
-      for (int m = 0; m < 8; ++m) {
-        const float wx = (m & 1) ? f[2] : 1.f - f[2], wy = (m & 2) ? f[1] : 1.f - f[1], wz = (m & 4) ? f[0] : 1.f - f[0];
-        const volatile float w = (wx * wy) * wz;
-        x1000[m] = lab[m] == INT32_MIN ? 0.f : 1000.f * w;
-      }
+      CornerScores(lab, pattern, set, g, x1000);
       const int want = TriangularVote035(lab, x1000, lowest);
       const bool positive = AnyPositiveScore(lab, x1000);
       for (int choice = 0; choice < 5; ++choice) {  // 0-3: every out-of-bounds corner takes label 1 + choice; 4: a mix
