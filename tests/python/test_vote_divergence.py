@@ -32,6 +32,18 @@ def test_three_regions_meeting_on_an_edge_need_the_triangular_vote_there_only():
     assert boundary_steps == 5 / 8
 
 
+def test_an_out_of_bounds_corner_is_one_more_label_unless_raw():
+    # Identity sampling of a 16^3 input into a 16^3 patch: voxel j's corners are j and j + 1, so j = 15 has its far
+    # corners out of bounds on that axis. Labels 0 | 1 split at x = 8: the x boundary column j2 = 7 holds two labels,
+    # three where j0 = 15 or j1 = 15 adds the out-of-bounds label (16 + 16 - 1 of 4096 voxels); with raw labels the
+    # clamped corner repeats an in-bounds label.
+    seg = np.zeros((16, 16, 16), dtype=np.int32)
+    seg[:, :, 8:] = 1
+    assert tool.rates(seg, np.eye(3), 16)[0] == 31 / 4096
+    # Raw: no triangular voxel; the boundary steps are the x boundary's alone (warp column 0 of 2).
+    assert tool.rates(seg, np.eye(3), 16, raw_oob=True) == (0.0, 0.0, 0.5)
+
+
 def test_rotated_samples_of_the_bench_seg_and_bad_sizes(capsys):
     assert tool.main(["--sets", "1", "--in", "40", "--out", "16"]) == 0
     out = capsys.readouterr().out.splitlines()
