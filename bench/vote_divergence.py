@@ -65,7 +65,8 @@ def main(argv=None):
     ap.add_argument("--raw-oob", action="store_true", help="out-of-bounds corners carry their clamped label")
     args = ap.parse_args(argv)
     if args.out % 8 or args.out <= 0 or args.size_in <= 0 or args.block <= 0 or args.labels <= 0 or args.sets <= 0:
-        print("vote_divergence.py: --out must be a positive multiple of 8; the other sizes positive", file=sys.stderr)
+        print("vote_divergence.py: --out must be a positive multiple of 8, and --in, --block, --labels and --sets "
+              "positive", file=sys.stderr)
         return 2
     rng = np.random.default_rng(args.seed)
     S, k = args.size_in, -(-args.size_in // args.block)

@@ -16,10 +16,10 @@
 # one flag per variant, e.g. "bf=-DAUGMENTD_EXP_X=1"; NAME not old, new or gpu; a side NAME benches it, e.g.
 # SIDES="old new bf"; the kernels' own switches: -DAUGMENTD_CROPS_BUILD=0 or 1, -DAUGMENTD_PLAIN035=0,
 # -DAUGMENTD_GAMMA_FUSION=0, session 21; -DAUGMENTD_SLICE_SHARE=0, session 22; -DAUGMENTD_RAW_OOB_LABELS=1,
-# -DAUGMENTD_HALF2_VOTE=1 and -DAUGMENTD_ONE_COMMIT=1, session 25), NEW_CUDA_FLAGS (the new build and its tests with these CUDA flags: a switch's
-# GPU tests), PROFILE=1 (ncu
-# per kernel of PROFILE_CONFIGS, default all-on:2:1:0,all-on:2:4:0, parameter set PROFILE_SET (0): speed of light,
-# occupancy, warp states, issue slots; $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
+# -DAUGMENTD_HALF2_VOTE=1 and -DAUGMENTD_ONE_COMMIT=1, session 25), NEW_CUDA_FLAGS (the new build and its tests with
+# these CUDA flags: a switch's GPU tests), PROFILE=1 (ncu per kernel of PROFILE_CONFIGS, default
+# all-on:2:1:0,all-on:2:4:0, parameter set PROFILE_SET (0): speed of light, occupancy, warp states, issue slots;
+# $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
 source "$(dirname "$0")/gpu-common.sh"
