@@ -6,7 +6,8 @@
 #   bench/cuda_chain_bench --iters CHAIN_ITERS        nnunet_da5 through the generic chain: da5 median / p90, and the
 #                                                     marginal cost of every DA5 transform (+median_filter#i)
 #   cuda_pipeline_bench --modes PIPE_MODES             the fused kernels: B ∈ {2, 8}, C ∈ {1, 4}, 128³ and 80×160²
-# Output: $OUT/summary.md and the JSON lines of every run ($OUT/*.jsonl); logs in $OUT/logs.tar.gz.
+# Output: $OUT/summary.md, the JSON lines of every run in $OUT/jsonl.tar.gz (bench/ab_table.py reads them unpacked),
+# logs in $OUT/logs.tar.gz.
 # Knobs: PIPE_MODES=none skips the pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
 # TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), CHAIN_ARGS (e.g. --stage-times), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
 # PIPE_ARGS (e.g. --channels 1,2,4),
@@ -15,9 +16,8 @@
 # EXTRA_BUILDS ("NAME=FLAGS ...": this tree built again, bench targets only, into build-NAME with CMAKE_CUDA_FLAGS=FLAGS,
 # one flag per variant, e.g. "bf=-DAUGMENTD_EXP_X=1"; NAME not old, new or gpu; a side NAME benches it, e.g.
 # SIDES="old new bf"; the kernels' own switches: -DAUGMENTD_CROPS_BUILD=0 or 1, -DAUGMENTD_PLAIN035=0,
-# -DAUGMENTD_GAMMA_FUSION=0, session 21; -DAUGMENTD_SLICE_SHARE=0, session 22; -DAUGMENTD_RAW_OOB_LABELS=1,
-# -DAUGMENTD_HALF2_VOTE=1 and -DAUGMENTD_ONE_COMMIT=1, session 25), NEW_CUDA_FLAGS (the new build and its tests with
-# these CUDA flags: a switch's GPU tests), PROFILE=1 (ncu per kernel of PROFILE_CONFIGS, default
+# -DAUGMENTD_GAMMA_FUSION=0, session 21; -DAUGMENTD_SLICE_SHARE=0, session 22), NEW_CUDA_FLAGS (the new build and its
+# tests with these CUDA flags: a switch's GPU tests), PROFILE=1 (ncu per kernel of PROFILE_CONFIGS, default
 # all-on:2:1:0,all-on:2:4:0, parameter set PROFILE_SET (0): speed of light, occupancy, warp states, issue slots;
 # $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
@@ -108,4 +108,6 @@ fi
 say "benchmarks done"
 cat "$OUT/summary.md"
 echo "== summary: ctest $CT_RC"
+# The device returns at most 8 files: the logs and the JSON lines travel as one archive each.
 (cd "$OUT" && tar czf logs.tar.gz ./*.log && rm -f ./*.log)
+(cd "$OUT" && ls ./*.jsonl >/dev/null 2>&1 && tar czf jsonl.tar.gz ./*.jsonl && rm -f ./*.jsonl)

@@ -169,9 +169,20 @@ __device__ __forceinline__ Partial BlockReduce(Partial p) {
   return p;
 }
 
-// The last block's part of a commit: reduces the slice's nblocks partials of `slot` in a fixed order, writes its Stats
-// over `count` voxels and re-arms the slot's counter.
-__device__ __forceinline__ void FinishSlot(const StatsSlot& slot, int slice, int nblocks, int64_t count) {
+// Stores this block's partial (p valid in thread 0) for `slice`; the last block of the slice reduces all
+// partials in a fixed order, writes the slice's Stats over `count` voxels and re-arms the counter.
+__device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, int block, int nblocks,
+                                              const Partial& p, int64_t count) {
+  __shared__ bool is_last;
+  if (threadIdx.x == 0) {
+    slot.partials[static_cast<int64_t>(slice) * slot.max_blocks + block] = p;
+    __threadfence();
+    const unsigned int ticket = atomicAdd(slot.counters + slice, 1u);
+    is_last = ticket == static_cast<unsigned int>(nblocks - 1);
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
   Partial acc = EmptyPartial();
   const Partial* parts = slot.partials + static_cast<int64_t>(slice) * slot.max_blocks;
   for (int i = threadIdx.x; i < nblocks; i += blockDim.x) {
@@ -198,42 +209,6 @@ __device__ __forceinline__ void FinishSlot(const StatsSlot& slot, int slice, int
     slot.result[slice] = s;
     slot.counters[slice] = 0u;
   }
-}
-
-// Stores this block's partial (p valid in thread 0) for `slice`; the last block of the slice reduces all
-// partials in a fixed order, writes the slice's Stats over `count` voxels and re-arms the counter.
-__device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, int block, int nblocks,
-                                              const Partial& p, int64_t count) {
-  __shared__ bool is_last;
-  if (threadIdx.x == 0) {
-    slot.partials[static_cast<int64_t>(slice) * slot.max_blocks + block] = p;
-    __threadfence();
-    const unsigned int ticket = atomicAdd(slot.counters + slice, 1u);
-    is_last = ticket == static_cast<unsigned int>(nblocks - 1);
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-  FinishSlot(slot, slice, nblocks, count);
-}
-
-// CommitPartial of two slots under one ticket (a's counter): one fence, one atomic and one barrier a block instead of
-// two each (the fused gamma statistics pass, AUGMENTD_ONE_COMMIT in intensity.cu).
-__device__ __forceinline__ void CommitPartialPair(const StatsSlot& a, const StatsSlot& b, int slice, int block,
-                                                  int nblocks, const Partial& pa, const Partial& pb, int64_t count) {
-  __shared__ bool is_last;
-  if (threadIdx.x == 0) {
-    a.partials[static_cast<int64_t>(slice) * a.max_blocks + block] = pa;
-    b.partials[static_cast<int64_t>(slice) * b.max_blocks + block] = pb;
-    __threadfence();
-    const unsigned int ticket = atomicAdd(a.counters + slice, 1u);
-    is_last = ticket == static_cast<unsigned int>(nblocks - 1);
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-  FinishSlot(a, slice, nblocks, count);
-  FinishSlot(b, slice, nblocks, count);  // b's counter was never taken: re-armed at 0
 }
 
 __device__ __forceinline__ void Accumulate(Partial& p, float v) {

@@ -20,12 +20,6 @@
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 
-// bench A/B only (session 25, not yet measured): 1 = the fused gamma statistics pass commits both slots' partials under
-// one ticket (CommitPartialPair, common.cuh: one fence, atomic and barrier a block) instead of one after the other
-#ifndef AUGMENTD_ONE_COMMIT
-#define AUGMENTD_ONE_COMMIT 0
-#endif
-
 namespace augmentd::cuda::internal {
 namespace {
 
@@ -374,7 +368,6 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 template <int mode, bool kFused, bool kShare>
 __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  constexpr bool kOneCommit = AUGMENTD_ONE_COMMIT;
   SliceBlocks<kShare> sb;
   const auto has_work = [&](const ChannelParams& q) {
     return (SlicePasses(q, d.out) & (mode == 0 ? kPassGamma0 : kPassGamma1)) != 0;
@@ -405,14 +398,9 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
       Accumulate(p1, PowFtz(fmaxf(f.flip ? __fsub_rn(1.f, t) : t, 0.f), f.g1));
     });
     const Partial red1 = BlockReduce(p1);
-    if constexpr (kOneCommit) {
-      const Partial red0 = BlockReduce(y0);
-      CommitPartialPair(ws.slot[kSlotY1], ws.slot[kSlotY0], slice, sb.block(), sb.count(), red1, red0, d.out_n);
-    } else {
-      CommitPartial(ws.slot[kSlotY1], slice, sb.block(), sb.count(), red1, d.out_n);
-      const Partial red0 = BlockReduce(y0);
-      CommitPartial(ws.slot[kSlotY0], slice, sb.block(), sb.count(), red0, d.out_n);
-    }
+    CommitPartial(ws.slot[kSlotY1], slice, sb.block(), sb.count(), red1, d.out_n);
+    const Partial red0 = BlockReduce(y0);
+    CommitPartial(ws.slot[kSlotY0], slice, sb.block(), sb.count(), red0, d.out_n);
     return;
   }
   Partial part = EmptyPartial();

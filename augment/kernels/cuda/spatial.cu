@@ -36,11 +36,6 @@
 #ifndef AUGMENTD_CROPS_BUILD
 #define AUGMENTD_CROPS_BUILD 2
 #endif
-// bench A/B only (session 25, not yet measured): 1 = the branch-free 0.3.5 vote's out-of-bounds corners keep the label
-// loaded at their clamped offset (LabelVote035BranchFree's raw-label contract, spatial_math.h) instead of a select
-#ifndef AUGMENTD_RAW_OOB_LABELS
-#define AUGMENTD_RAW_OOB_LABELS 0
-#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -536,14 +531,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         // one at a time). The multi-channel and permuted builds, not measured with it, keep the branching one.
         constexpr bool kBranchFreeVote = kCT == 1 && !kPadFirst && !kPermute;
         constexpr int kOutLabel = kBranchFreeVote ? kVoteOutOfBounds : INT32_MIN;
-        // kRawOutLabels: an out-of-bounds corner votes with the label at its clamped offset (weight +0), no select.
+        // kRawOutLabels: an out-of-bounds corner votes with the label at its clamped offset (weight +0), no select
+        // (session 27, all-on B=2 C=1 −2.6 % alone, −5.8 % with the packed float16 keys of spatial_math.h).
         // Where every axis has an in-bounds corner index, clamping moves each out-of-bounds corner onto an in-bounds
         // one, so its label is already a candidate and its +0 changes no sum: the same vote. Where some axis has none
         // (all 8 corners out of bounds, every score 0), the −1 border fills the voxel (its coordinate is outside [lo,
         // hi]) and with the 0 border `lowest` is the sample's lowest label (LowestLabelKernel), never above a raw
         // label: the contract of LabelVote035BranchFree (spatial_math.h) holds. (NaN coordinates, from invalid
         // parameters only, are not covered; their labels were never meaningful.)
-        constexpr bool kRawOutLabels = AUGMENTD_RAW_OOB_LABELS && kBranchFreeVote;
+        constexpr bool kRawOutLabels = kBranchFreeVote;
         int lab[8];
 #pragma unroll
         for (int m = 0; m < 8; ++m) {

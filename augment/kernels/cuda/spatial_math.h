@@ -75,20 +75,18 @@ AUGMENTD_KERNEL_HD uint32_t HalfRoundedBits(float v) {
   }
 }
 
-// Bench A/B only (session 25, not yet measured): 1 = the branch-free 0.3.5 vote rounds its two-label scores to float16
-// with one packed conversion on the device (HalfRoundedKeys) instead of two integer roundings.
-#ifndef AUGMENTD_HALF2_VOTE
-#define AUGMENTD_HALF2_VOTE 0
-#endif
-#if defined(__CUDA_ARCH__) && AUGMENTD_HALF2_VOTE
-inline constexpr bool kHalf2Keys = true;  // device pass with the switch on
+// The vote rounds its scores to float16 with packed conversions on the device (HalfRoundedKeys), with HalfRoundedBits'
+// integer rounding on the host (session 27: all-on B=2 C=1 −1.1 % alone, −5.8 % with the kernel's raw out-of-bounds
+// labels). The GPU test augment_cuda_spatial_vote_test compares the device's labels with the host's.
+#if defined(__CUDA_ARCH__)
+inline constexpr bool kHalf2Keys = true;
 #else
 inline constexpr bool kHalf2Keys = false;
 #endif
 
-// fl16(a) and fl16(b) as order keys: comparing two keys as unsigned integers compares the rounded values. On the device
-// with AUGMENTD_HALF2_VOTE, one cvt.rn.f16x2.f32 (round to nearest even, half subnormals kept: fl16 itself) and the
-// keys are the halves' bits (non-negative halves order like their bits); otherwise HalfRoundedBits of each, float bits.
+// fl16(a) and fl16(b) as order keys: comparing two keys as unsigned integers compares the rounded values. On the
+// device, one cvt.rn.f16x2.f32 (round to nearest even, half subnormals kept: fl16 itself) and the keys are the halves'
+// bits (non-negative halves order like their bits); on the host HalfRoundedBits of each, float bits.
 // Keys compare only with keys of the same build of this function; the labels a vote picks with them are the same.
 template <bool kBranchFree = false>
 AUGMENTD_KERNEL_HD void HalfRoundedKeys(float a, float b, uint32_t& ka, uint32_t& kb) {
@@ -269,7 +267,7 @@ AUGMENTD_KERNEL_HD void BranchFreeVoteLabels(const int* lab, int* out) {
 // Raw labels: the out-of-bounds corners (x1000 = +0) may carry any labels instead of the sentinel, and the result is
 // the same, when every corner label is >= lowest or some in-bounds label's fl16 score is positive: a zero-score
 // candidate then never outranks the winner, and +0 terms leave every sum as it was (the kernel's
-// AUGMENTD_RAW_OOB_LABELS). Not otherwise: an in-bounds label below `lowest` alone with score 0 gives `lowest` (the
+// kRawOutLabels). Not otherwise: an in-bounds label below `lowest` alone with score 0 gives `lowest` (the
 // one-label rule), beside another label it wins the zero-score tie. Host test: spatial_math_test.cc (every corner
 // pattern of up to 4 labels and out of bounds, random and tied weights; raw labels under the contract, and cases
 // outside it that differ).

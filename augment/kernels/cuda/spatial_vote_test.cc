@@ -2,9 +2,9 @@
 // and LabelVote035BranchFree (the 1-channel builds', sessions 18-19) equal TriangularVote035 (the s9 kernel's vote)
 // on every assignment of {out of bounds, 4 labels} to the 8 corners under several weight sets, and all three equal
 // their host builds (the host test SpatialMath.LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPattern checks
-// the host side against an independent reference). Skipped without a device. Built twice: as the library is, and
-// (augment_cuda_spatial_vote_half2_test) with AUGMENTD_HALF2_VOTE=1, where the device's branch-free vote rounds with
-// packed float16 conversions and the host's with HalfRoundedBits: equal labels check the switch.
+// the host side against an independent reference). Skipped without a device. The device's branch-free vote rounds with
+// packed float16 conversions and the host's with HalfRoundedBits (spatial_math.h's HalfRoundedKeys): equal labels check
+// the two roundings against each other.
 #include <climits>
 #include <cstdint>
 #include <random>
