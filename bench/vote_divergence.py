@@ -5,8 +5,8 @@
 
 The branch-free 0.3.5 vote (augment/kernels/cuda/spatial_math.h, LabelVote035BranchFree) votes one or two corner
 labels inline and takes TriangularVoteCore when the 8 trilinear corners carry three or more distinct labels, zero
-weights included: an out-of-bounds corner counts as one more label (kVoteOutOfBounds), or with --raw-oob (the kernel's
-AUGMENTD_RAW_OOB_LABELS) carries the label at its clamped index. A warp (4 × 8 output voxels of one plane a step,
+weights included: an out-of-bounds corner counts as one more label (kVoteOutOfBounds, the kernels before session 27), or
+with --raw-oob (the kernel since session 27: kRawOutLabels in spatial.cu) carries the label at its clamped index. A warp (4 × 8 output voxels of one plane a step,
 spatial.cu) waits for the triangular path whenever one of its lanes takes it. This script samples bench/cuda_pipeline_bench's inputs
 as its all-on rows draw them -- a seg of `--block`³ blocks of `--labels` random labels with a −1 slab (z < 2),
 rotation uniform in ±0.5236 rad per axis, scaling 0.7–1.4, centred -- and prints three fractions over `--sets`

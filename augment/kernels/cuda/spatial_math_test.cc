@@ -222,7 +222,7 @@ bool AnyPositiveScore(const int* lab, const float* x1000) {
 }
 
 TEST(SpatialMath, BranchFreeVoteWithRawLabelsOutOfBoundsUnderItsContract) {
-  // LabelVote035BranchFree's raw-label contract (the kernel's AUGMENTD_RAW_OOB_LABELS): every pattern with an
+  // LabelVote035BranchFree's raw-label contract (the kernel's kRawOutLabels): every pattern with an
   // out-of-bounds corner, those corners given one label of the set each (all the same, and a mix), under the weights of
   // the test above. Inside the contract (every corner label >= lowest, or a positive in-bounds score) the vote is the
   // triangular one's; outside it some votes differ, which is why the kernel holds the contract (spatial.cu).
@@ -269,7 +269,7 @@ TEST(SpatialMath, BranchFreeVoteWithRawLabelsOutOfBoundsUnderItsContract) {
 }
 
 TEST(SpatialMath, EveryVoxelTheMinusOneFillKeepsHasAnInBoundsCornerOfWeightAtLeastOneEighth) {
-  // The kernel side of the raw-label contract with the −1 border (spatial.cu, AUGMENTD_RAW_OOB_LABELS): a voxel whose
+  // The kernel side of the raw-label contract with the −1 border (spatial.cu, kRawOutLabels): a voxel whose
   // normalised coordinate n lies within [lo, hi] on every axis (not filled with −1) has, per axis, an in-bounds corner
   // of 1-D weight >= 0.5: so never all 8 corners out of bounds, and its heaviest corner weighs >= 1/8 (a label scores
   // >= 125). The kernel's float arithmetic: lo/hi from the other axis' size (bgv2's swapped thresholds, LaunchSpatial),
