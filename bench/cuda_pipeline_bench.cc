@@ -1,7 +1,7 @@
 // bench/cuda_pipeline_bench.cc — times augmentd's CUDA kernel layer (augment/kernels/cuda) on one GPU.
 //
 //   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE,...]
-//                       [--bgv2 0.3.5|0.3.6] [--channels 1,4] [--profile-set K]
+//                       [--bgv2 0.3.5|0.3.6] [--channels 1,4] [--profile-set K] [--seg-block 8] [--seg-labels 4]
 //
 // --bgv2 picks the label vote of the spatial kernel: 0.3.5 (default: argmax with lowest-label ties and the −1 mask,
 // the kernel's historical figures) or 0.3.6 (pad-first vote, seg_tiebreak 'nearest', and the padding label voting
@@ -27,7 +27,8 @@
 // time against a measured device-to-device copy; device memory held (inputs, outputs, workspace). The JSON rows
 // also give each parameter set's median (sets_ms_eager, sets_ms_graph) and stage mask (set_stages): a mode's median
 // is one set's cost, so a change that moves a few sets moves it by a whole set's difference.
-// Inputs are random (never zeros); all buffers are allocated once before timing.
+// Inputs are random (never zeros); all buffers are allocated once before timing. The seg is blocks of --seg-block³ voxels
+// of --seg-labels random labels (default 8 and 4: the label vote's worst case; 32 and 3 are nearer real masks).
 // --profile-set K (0..15; profiling runs): every batch, warm-up included, runs parameter set K of each mode, so that a
 // profiler skipping a fixed number of launches lands on that set whatever the number of kernels a batch launches
 // (with the sets in turn it lands on another set when a change adds or removes a kernel; NOTES.md s23). The
@@ -42,6 +43,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "augment/kernels/cuda/pipeline_cuda.h"
@@ -50,6 +52,28 @@ namespace {
 
 bool g_bgv2_036 = false;  // --bgv2 0.3.6
 int g_profile_set = -1;   // --profile-set K: every batch runs parameter set K
+int g_seg_block = 8;      // --seg-block N: the seg's label blocks are N³ voxels
+int g_seg_labels = 4;     // --seg-labels L: each block draws one of labels 0 … L−1
+
+// The input seg of B samples of S: blocks of g_seg_block³ voxels, each one of g_seg_labels random labels, and a −1
+// slab (z < 2). The default (8³ blocks, 4 labels) is the vote's worst case: a lane of 44 % of the warp steps needs the
+// triangular vote, against 2 % with 32³ blocks of 3 labels (bench/vote_divergence.py), which is nearer real masks.
+std::vector<int16_t> MakeSeg(int B, const int* S, std::mt19937_64& g) {
+  const size_t in_n = size_t(S[0]) * S[1] * S[2];
+  const int k = g_seg_block;
+  std::vector<int16_t> seg(size_t(B) * in_n);
+  std::uniform_int_distribution<int> ld(0, g_seg_labels - 1);
+  const int cz = (S[0] + k - 1) / k, cy = (S[1] + k - 1) / k, cx = (S[2] + k - 1) / k;
+  std::vector<int16_t> coarse(size_t(B) * cz * cy * cx);
+  for (auto& v : coarse) v = static_cast<int16_t>(ld(g));
+  for (int b = 0; b < B; ++b)
+    for (int z = 0; z < S[0]; ++z)
+      for (int y = 0; y < S[1]; ++y)
+        for (int x = 0; x < S[2]; ++x)
+          seg[b * in_n + (size_t(z) * S[1] + y) * S[2] + x] =
+              z < 2 ? -1 : coarse[((size_t(b) * cz + z / k) * cy + y / k) * cx + x / k];
+  return seg;
+}
 
 using augmentd::cuda::BatchShape;
 using augmentd::cuda::ChannelParams;
@@ -237,22 +261,12 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   size_t free0, total;
   CHECK_CUDA(cudaMemGetInfo(&free0, &total));
   const size_t in_n = size_t(S[0]) * S[1] * S[2], out_n = size_t(P[0]) * P[1] * P[2];
-  // Host inputs: N(0.3,1) image, blobby 4-label seg with a -1 slab.
+  // Host inputs: N(0.3,1) image, blobby seg with a -1 slab (MakeSeg).
   std::mt19937_64 g(42);
   std::normal_distribution<float> nd(0.3f, 1.0f);
   std::vector<float> h_img(size_t(B) * C * in_n);
   for (float& v : h_img) v = nd(g);
-  std::vector<int16_t> h_seg(size_t(B) * in_n);
-  std::uniform_int_distribution<int> ld(0, 3);
-  const int cz = (S[0] + 7) / 8, cy = (S[1] + 7) / 8, cx = (S[2] + 7) / 8;
-  std::vector<int16_t> coarse(size_t(B) * cz * cy * cx);
-  for (auto& v : coarse) v = static_cast<int16_t>(ld(g));
-  for (int b = 0; b < B; ++b)
-    for (int z = 0; z < S[0]; ++z)
-      for (int y = 0; y < S[1]; ++y)
-        for (int x = 0; x < S[2]; ++x)
-          h_seg[b * in_n + (size_t(z) * S[1] + y) * S[2] + x] =
-              z < 2 ? -1 : coarse[((size_t(b) * cz + z / 8) * cy + y / 8) * cx + x / 8];
+  const std::vector<int16_t> h_seg = MakeSeg(B, S, g);
   void *d_img, *d_seg, *d_out, *d_oseg, *d_ws, *d_params;
   std::vector<void*> d_ds(sh.num_ds);
   const size_t ws_bytes = augmentd::cuda::WorkspaceBytes(sh);
@@ -408,18 +422,7 @@ BandwidthResult RunSpatialBandwidth(int B, int C, const int* S, const int* P, in
   std::normal_distribution<float> nd(0.3f, 1.0f);
   std::vector<float> h_img(size_t(B) * C * in_n);
   for (float& v : h_img) v = nd(g);
-  // The same blobby 4-label seg with a −1 slab as RunOne (8³ label blocks).
-  std::vector<int16_t> h_seg(size_t(B) * in_n);
-  std::uniform_int_distribution<int> ld(0, 3);
-  const int cz = (S[0] + 7) / 8, cy = (S[1] + 7) / 8, cx = (S[2] + 7) / 8;
-  std::vector<int16_t> coarse(size_t(B) * cz * cy * cx);
-  for (auto& v : coarse) v = static_cast<int16_t>(ld(g));
-  for (int b = 0; b < B; ++b)
-    for (int z = 0; z < S[0]; ++z)
-      for (int y = 0; y < S[1]; ++y)
-        for (int x = 0; x < S[2]; ++x)
-          h_seg[b * in_n + (size_t(z) * S[1] + y) * S[2] + x] =
-              z < 2 ? -1 : coarse[((size_t(b) * cz + z / 8) * cy + y / 8) * cx + x / 8];
+  const std::vector<int16_t> h_seg = MakeSeg(B, S, g);  // the same seg as RunOne
   const size_t n_bytes = size_t(B) * out_n * (4 * size_t(C) + 2);  // N above
   void *d_img, *d_seg, *d_out, *d_oseg, *d_ws, *d_params, *d_src, *d_dst;
   const size_t ws_bytes = augmentd::cuda::WorkspaceBytes(sh);
@@ -524,6 +527,17 @@ int main(int argc, char** argv) {
       }
       g_profile_set = static_cast<int>(k);
     }
+    for (const auto& [flag, target, most] : {std::tuple{"--seg-block", &g_seg_block, 1024},
+                                             std::tuple{"--seg-labels", &g_seg_labels, 32767}}) {
+      if (std::strcmp(argv[i], flag) != 0 || i + 1 >= argc) continue;
+      char* end = nullptr;
+      const long v = std::strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || v < 1 || v > most) {
+        std::fprintf(stderr, "%s: an integer in 1..%d, got %s\n", flag, most, argv[i]);
+        return 2;
+      }
+      *target = static_cast<int>(v);
+    }
     if (!std::strcmp(argv[i], "--bgv2") && i + 1 < argc) {
       const std::string v = argv[++i];
       if (v != "0.3.5" && v != "0.3.6") {
@@ -547,8 +561,10 @@ int main(int argc, char** argv) {
   const double copy_gbps = one_config ? 0.0 : MeasureCopyGBps(st);
   char copy_text[64] = "not measured (one configuration)";
   if (copy_gbps > 0) std::snprintf(copy_text, sizeof copy_text, "%.0f GB/s (read+write)", copy_gbps);
-  std::printf("device %s, %d SMs, L2 %d MiB; device-to-device copy %s; label vote bgv2 %s\n", prop.name,
-              prop.multiProcessorCount, prop.l2CacheSize >> 20, copy_text, g_bgv2_036 ? "0.3.6" : "0.3.5");
+  std::printf("device %s, %d SMs, L2 %d MiB; device-to-device copy %s; label vote bgv2 %s; seg %d^3 blocks of %d "
+              "labels\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, copy_text, g_bgv2_036 ? "0.3.6" : "0.3.5",
+              g_seg_block, g_seg_labels);
   const int S1[3] = {205, 205, 205}, P1[3] = {128, 128, 128};
   const int S2[3] = {175, 257, 210}, P2[3] = {80, 160, 160};
   std::vector<Result> res;
@@ -606,8 +622,10 @@ int main(int argc, char** argv) {
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (!f) return 1;
-    std::fprintf(f, "{\"impl\":\"device\",\"name\":\"%s\",\"copy_gbps\":%.1f,\"bgv2\":\"%s\",\"profile_set\":%d}\n",
-                 prop.name, copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5", g_profile_set);
+    std::fprintf(f,
+                 "{\"impl\":\"device\",\"name\":\"%s\",\"copy_gbps\":%.1f,\"bgv2\":\"%s\",\"profile_set\":%d,"
+                 "\"seg_block\":%d,\"seg_labels\":%d}\n",
+                 prop.name, copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5", g_profile_set, g_seg_block, g_seg_labels);
     // Its own impl: readers of the "augmentd" rows (bench/cuda_coverage_table.py) expect ms_eager / ms_graph.
     for (const BandwidthResult& r : bw)
       std::fprintf(f,
