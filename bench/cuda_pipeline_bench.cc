@@ -27,8 +27,8 @@
 // time against a measured device-to-device copy; device memory held (inputs, outputs, workspace). The JSON rows
 // also give each parameter set's median (sets_ms_eager, sets_ms_graph) and stage mask (set_stages): a mode's median
 // is one set's cost, so a change that moves a few sets moves it by a whole set's difference.
-// Inputs are random (never zeros); all buffers are allocated once before timing. The seg is blocks of --seg-block³ voxels
-// of --seg-labels random labels (default 8 and 4: the label vote's worst case; 32 and 3 are nearer real masks).
+// Inputs are random (never zeros); all buffers are allocated once before timing. The seg is blocks of --seg-block³
+// voxels of --seg-labels random labels (default 8 and 4: the label vote's worst case; 32 and 3 are nearer real masks).
 // --profile-set K (0..15; profiling runs): every batch, warm-up included, runs parameter set K of each mode, so that a
 // profiler skipping a fixed number of launches lands on that set whatever the number of kernels a batch launches
 // (with the sets in turn it lands on another set when a change adds or removes a kernel; NOTES.md s23). The

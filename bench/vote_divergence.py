@@ -5,14 +5,15 @@
 
 The branch-free 0.3.5 vote (augment/kernels/cuda/spatial_math.h, LabelVote035BranchFree) votes one or two corner
 labels inline and takes TriangularVoteCore when the 8 trilinear corners carry three or more distinct labels, zero
-weights included: an out-of-bounds corner counts as one more label (kVoteOutOfBounds, the kernels before session 27), or
-with --raw-oob (the kernel since session 27: kRawOutLabels in spatial.cu) carries the label at its clamped index. A warp (4 × 8 output voxels of one plane a step,
-spatial.cu) waits for the triangular path whenever one of its lanes takes it. This script samples bench/cuda_pipeline_bench's inputs
-as its all-on rows draw them -- a seg of `--block`³ blocks of `--labels` random labels with a −1 slab (z < 2),
-rotation uniform in ±0.5236 rad per axis, scaling 0.7–1.4, centred -- and prints three fractions over `--sets`
-parameter sets: voxels that take the triangular path, warp steps with at least one such lane, and warp steps with at
-least one voxel whose corners carry two labels or more (a label boundary, or the volume's edge without --raw-oob). Coordinates are float64 (the kernel's float32 roundings move a few voxels
-across a boundary: these are rates, not the kernel's labels).
+weights included: an out-of-bounds corner counts as one more label (kVoteOutOfBounds, the kernels before session 27),
+or with --raw-oob (the kernel since session 27: kRawOutLabels in spatial.cu) carries the label at its clamped index. A
+warp (4 × 8 output voxels of one plane a step, spatial.cu) waits for the triangular path whenever one of its lanes
+takes it. This script samples bench/cuda_pipeline_bench's inputs as its all-on rows draw them -- a seg of `--block`³
+blocks of `--labels` random labels with a −1 slab (z < 2), rotation uniform in ±0.5236 rad per axis, scaling 0.7–1.4,
+centred -- and prints three fractions over `--sets` parameter sets: voxels that take the triangular path, warp steps
+with at least one such lane, and warp steps with at least one voxel whose corners carry two labels or more (a label
+boundary, or the volume's edge without --raw-oob). Coordinates are float64 (the kernel's float32 roundings move a few
+voxels across a boundary: these are rates, not the kernel's labels).
 """
 import argparse
 import sys

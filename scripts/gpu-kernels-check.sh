@@ -110,4 +110,4 @@ cat "$OUT/summary.md"
 echo "== summary: ctest $CT_RC"
 # The device returns at most 8 files: the logs and the JSON lines travel as one archive each.
 (cd "$OUT" && tar czf logs.tar.gz ./*.log && rm -f ./*.log)
-(cd "$OUT" && ls ./*.jsonl >/dev/null 2>&1 && tar czf jsonl.tar.gz ./*.jsonl && rm -f ./*.jsonl)
+(cd "$OUT" && if compgen -G './*.jsonl' >/dev/null; then tar czf jsonl.tar.gz ./*.jsonl && rm -f ./*.jsonl; fi)
