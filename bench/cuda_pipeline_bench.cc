@@ -2,6 +2,8 @@
 //
 //   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE,...]
 //                       [--bgv2 0.3.5|0.3.6] [--channels 1,4] [--profile-set K] [--seg-block 8] [--seg-labels 4]
+//                       [--help]
+// Every option takes a value; an unknown option, a missing value or a bad number exits 2 with the reason.
 //
 // --bgv2 picks the label vote of the spatial kernel: 0.3.5 (default: argmax with lowest-label ties and the −1 mask,
 // the kernel's historical figures) or 0.3.6 (pad-first vote, seg_tiebreak 'nearest', and the padding label voting
@@ -43,7 +45,6 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "augment/kernels/cuda/pipeline_cuda.h"
@@ -499,52 +500,75 @@ int main(int argc, char** argv) {
   std::string json, only, modes;
   std::vector<int> channels = {1, 4};  // --channels 1,2,4: the channel counts of the mode rows
   int iters = 200;
+  const auto usage = [](FILE* f) {
+    std::fprintf(f,
+                 "usage: cuda_pipeline_bench [--json FILE] [--iters N] [--modes all-on,default-p,...]\n"
+                 "                           [--only MODE:B:C:SHAPE,...] [--bgv2 0.3.5|0.3.6] [--channels 1,4]\n"
+                 "                           [--profile-set K] [--seg-block 8] [--seg-labels 4]\n"
+                 "Times the CUDA kernel layer on device 0; the modes and columns are described at the top of\n"
+                 "bench/cuda_pipeline_bench.cc.\n");
+  };
+  // An integer flag's value in [lo, hi], or an error naming the flag (exit 2).
+  const auto integer = [](const char* flag, const char* v, long lo, long hi, int& out) {
+    char* end = nullptr;
+    const long k = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || k < lo || k > hi) {
+      std::fprintf(stderr, "%s: an integer in %ld..%ld, got %s\n", flag, lo, hi, v);
+      return false;
+    }
+    out = static_cast<int>(k);
+    return true;
+  };
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-    if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
-    if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = "," + std::string(argv[++i]) + ",";
-    if (!std::strcmp(argv[i], "--modes") && i + 1 < argc) modes = "," + std::string(argv[++i]) + ",";
-    if (!std::strcmp(argv[i], "--channels") && i + 1 < argc) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    }
+    if (a.rfind("--", 0) != 0 || i + 1 >= argc) {
+      const char* what = a.rfind("--", 0) != 0 ? "unexpected argument" : "no value after";
+      std::fprintf(stderr, "cuda_pipeline_bench: %s %s\n", what, a.c_str());
+      usage(stderr);
+      return 2;
+    }
+    const char* v = argv[++i];  // every option takes a value
+    if (a == "--json") {
+      json = v;
+    } else if (a == "--iters") {
+      if (!integer("--iters", v, 1, 1000000, iters)) return 2;
+    } else if (a == "--only") {
+      only = "," + std::string(v) + ",";
+    } else if (a == "--modes") {
+      modes = "," + std::string(v) + ",";
+    } else if (a == "--channels") {
       channels.clear();
-      for (const char* p = argv[++i]; *p != '\0';) {
+      for (const char* p = v; *p != '\0';) {
         char* end = nullptr;
         const long c = std::strtol(p, &end, 10);
         if (end == p || c < 1 || c > augmentd::cuda::kMaxChannels) {
           std::fprintf(stderr, "--channels: a list of channel counts in 1..%d, got %s\n", augmentd::cuda::kMaxChannels,
-                       argv[i]);
+                       v);
           return 2;
         }
         channels.push_back(static_cast<int>(c));
         p = *end == ',' ? end + 1 : end;
       }
-    }
-    if (!std::strcmp(argv[i], "--profile-set") && i + 1 < argc) {
-      char* end = nullptr;
-      const long k = std::strtol(argv[++i], &end, 10);
-      if (end == argv[i] || *end != '\0' || k < 0 || k > 15) {
-        std::fprintf(stderr, "--profile-set: a parameter set in 0..15, got %s\n", argv[i]);
+    } else if (a == "--profile-set") {
+      if (!integer("--profile-set", v, 0, 15, g_profile_set)) return 2;
+    } else if (a == "--seg-block") {
+      if (!integer("--seg-block", v, 1, 1024, g_seg_block)) return 2;
+    } else if (a == "--seg-labels") {  // below kVoteOutOfBounds (32768), the vote's out-of-bounds label
+      if (!integer("--seg-labels", v, 1, 32767, g_seg_labels)) return 2;
+    } else if (a == "--bgv2") {
+      if (std::strcmp(v, "0.3.5") != 0 && std::strcmp(v, "0.3.6") != 0) {
+        std::fprintf(stderr, "--bgv2: 0.3.5 or 0.3.6, got %s\n", v);
         return 2;
       }
-      g_profile_set = static_cast<int>(k);
-    }
-    for (const auto& [flag, target, most] : {std::tuple{"--seg-block", &g_seg_block, 1024},
-                                             std::tuple{"--seg-labels", &g_seg_labels, 32767}}) {
-      if (std::strcmp(argv[i], flag) != 0 || i + 1 >= argc) continue;
-      char* end = nullptr;
-      const long v = std::strtol(argv[++i], &end, 10);
-      if (end == argv[i] || *end != '\0' || v < 1 || v > most) {
-        std::fprintf(stderr, "%s: an integer in 1..%d, got %s\n", flag, most, argv[i]);
-        return 2;
-      }
-      *target = static_cast<int>(v);
-    }
-    if (!std::strcmp(argv[i], "--bgv2") && i + 1 < argc) {
-      const std::string v = argv[++i];
-      if (v != "0.3.5" && v != "0.3.6") {
-        std::fprintf(stderr, "--bgv2: 0.3.5 or 0.3.6, got %s\n", v.c_str());
-        return 2;
-      }
-      g_bgv2_036 = v == "0.3.6";
+      g_bgv2_036 = std::strcmp(v, "0.3.6") == 0;
+    } else {
+      std::fprintf(stderr, "cuda_pipeline_bench: unknown option %s\n", a.c_str());
+      usage(stderr);
+      return 2;
     }
   }
   int n = 0;
