@@ -10,7 +10,8 @@
 # logs in $OUT/logs.tar.gz.
 # Knobs: PIPE_MODES=none skips the pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
 # TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), CHAIN_ARGS (e.g. --stage-times), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
-# PIPE_ARGS (e.g. --channels 1,2,4),
+# PIPE_ARGS (e.g. --channels 1,2,4), SEG_ARGS (each side's pipeline rows again on another seg, e.g. "--seg-block 32
+# --seg-labels 3", as side <side>_seg: bench/ab_table.py --sides old_seg,new_seg),
 # BUILD_TIMEOUT (200 s per build), SIDES ("old new"; "new" benches this tree alone, with SKIP_OLD=1; a side may carry
 # one environment setting, "new@AUGMENTD_SPATIAL_VARIANT=nosplit"; CHAIN_ITERS=0 skips the chain bench),
 # EXTRA_BUILDS ("NAME=FLAGS ...": this tree built again, bench targets only, into build-NAME with CMAKE_CUDA_FLAGS=FLAGS,
@@ -82,6 +83,19 @@ fi
         --modes "${PIPE_MODES:-all-on,default-p}" --iters "${PIPE_ITERS:-100}" ${PIPE_ARGS:-} \
         --json "$OUT/pipe-$tag-$r.jsonl" 2>&1 \
         | tail -40
+      [ -n "${SEG_ARGS:-}" ] || continue
+      # The same rows on another seg (SEG_ARGS, e.g. "--seg-block 32 --seg-labels 3": nearer real masks than the
+      # default, the label vote's worst case) as side "<side>_seg". A build older than session 27 ignores options it
+      # does not know and would time the default seg under that label: such a side is skipped.
+      bench="$dir"/augment/kernels/cuda/cuda_pipeline_bench
+      if ! grep -q -- --seg-block "$bench"; then
+        echo; echo "## round $r: ${spec}_seg skipped: this build's cuda_pipeline_bench has no --seg-block"
+        continue
+      fi
+      echo; echo "## round $r: ${spec}_seg — cuda_pipeline_bench $SEG_ARGS"
+      # shellcheck disable=SC2086  # SEG_ARGS and PIPE_ARGS are word lists
+      with_env "$setting" timeout 150 "$bench" --modes "${PIPE_MODES:-all-on,default-p}" --iters "${PIPE_ITERS:-100}" \
+        ${PIPE_ARGS:-} $SEG_ARGS --json "$OUT/pipe-${tag}_seg-$r.jsonl" 2>&1 | tail -40
     done
   done
   if [ "${PROFILE:-0}" = 1 ]; then
