@@ -64,6 +64,14 @@ if [ "${SKIP_CTEST:-0}" != 1 ]; then
   grep -E "tests passed|tests failed|\(Failed\)|Not Run|Timeout|Passed|Failed" "$OUT/tests-gpu.log" | tail -15
   say "ctest exit $CT_RC"
 fi
+pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (bench, setting) in round r (the loop's)
+  local label=$1 json=$2
+  shift 2
+  echo; echo "## round $r: $label — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}${*:+ $*}"
+  # shellcheck disable=SC2086  # PIPE_ARGS is a word list
+  with_env "$setting" timeout 150 "$bench" --modes "${PIPE_MODES:-all-on,default-p}" --iters "${PIPE_ITERS:-100}" \
+    ${PIPE_ARGS:-} "$@" --json "$OUT/pipe-$json-$r.jsonl" 2>&1 | tail -40
+}
 {
   echo "# issue 27 before/after, $(head -1 "$OUT/gpu.txt"), $(date -u +%F), old = $OLD, new = this tree${NEW_CUDA_FLAGS:+ with CUDA flags $NEW_CUDA_FLAGS}"
   for r in $(seq "${ROUNDS:-1}"); do
@@ -78,24 +86,18 @@ fi
           --json "$OUT/chain-$tag-$r.jsonl" 2>&1 | tail -60
       fi
       [ "${PIPE_MODES:-all-on,default-p}" = none ] && continue
-      echo; echo "## round $r: $spec — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}"
-      with_env "$setting" timeout 150 "$dir"/augment/kernels/cuda/cuda_pipeline_bench \
-        --modes "${PIPE_MODES:-all-on,default-p}" --iters "${PIPE_ITERS:-100}" ${PIPE_ARGS:-} \
-        --json "$OUT/pipe-$tag-$r.jsonl" 2>&1 \
-        | tail -40
+      bench="$dir"/augment/kernels/cuda/cuda_pipeline_bench
+      pipe_run "$spec" "$tag"
       [ -n "${SEG_ARGS:-}" ] || continue
       # The same rows on another seg (SEG_ARGS, e.g. "--seg-block 32 --seg-labels 3": nearer real masks than the
       # default, the label vote's worst case) as side "<side>_seg". A build older than session 27 ignores options it
       # does not know and would time the default seg under that label: such a side is skipped.
-      bench="$dir"/augment/kernels/cuda/cuda_pipeline_bench
       if ! grep -q -- --seg-block "$bench"; then
         echo; echo "## round $r: ${spec}_seg skipped: this build's cuda_pipeline_bench has no --seg-block"
         continue
       fi
-      echo; echo "## round $r: ${spec}_seg — cuda_pipeline_bench $SEG_ARGS"
-      # shellcheck disable=SC2086  # SEG_ARGS and PIPE_ARGS are word lists
-      with_env "$setting" timeout 150 "$bench" --modes "${PIPE_MODES:-all-on,default-p}" --iters "${PIPE_ITERS:-100}" \
-        ${PIPE_ARGS:-} $SEG_ARGS --json "$OUT/pipe-${tag}_seg-$r.jsonl" 2>&1 | tail -40
+      # shellcheck disable=SC2086  # SEG_ARGS is a word list
+      pipe_run "${spec}_seg" "${tag}_seg" $SEG_ARGS
     done
   done
   if [ "${PROFILE:-0}" = 1 ]; then

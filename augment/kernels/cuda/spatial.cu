@@ -478,8 +478,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       // its weight zeroed when it is not. A corner's weight (wx·wy)·wz is then its grid_sample weight when it is in
       // bounds and 0 otherwise, so the image sum over all 8 corners in corner order equals the sum over the
       // in-bounds corners (adding ±0 to the running sum, which starts at +0, is exact for finite inputs) without a
-      // predicate per corner; the vote sees out-of-bounds corners as a label no int16 label is (kVoteOutOfBounds in the
-      // branch-free 0.3.5 vote, INT32_MIN in the others: spatial_math.h).
+      // predicate per corner; the vote sees out-of-bounds corners with the label at their clamped offset (the
+      // branch-free 0.3.5 vote, kRawOutLabels below) or as INT32_MIN, a label no int16 label is (the others:
+      // spatial_math.h).
       const bool vx0 = static_cast<unsigned>(x0) < static_cast<unsigned>(S[2]);
       const bool vx1 = static_cast<unsigned>(x0 + 1) < static_cast<unsigned>(S[2]);
       const bool vy0 = static_cast<unsigned>(y0) < static_cast<unsigned>(S[1]);
@@ -530,7 +531,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         // all-on B=2 C=4 0.6831 → 0.6682 ms against the branching vote; in s18 it had cost +2.5 % with the gathers
         // one at a time). The multi-channel and permuted builds, not measured with it, keep the branching one.
         constexpr bool kBranchFreeVote = kCT == 1 && !kPadFirst && !kPermute;
-        constexpr int kOutLabel = kBranchFreeVote ? kVoteOutOfBounds : INT32_MIN;
         // kRawOutLabels: an out-of-bounds corner votes with the label at its clamped offset (weight +0), no select
         // (session 27, all-on B=2 C=1 −2.6 % alone, −5.8 % with the packed float16 keys of spatial_math.h).
         // Where every axis has an in-bounds corner index, clamping moves each out-of-bounds corner onto an in-bounds
@@ -549,7 +549,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           } else {
             raw = static_cast<int>(__ldg(seg_b + off[m]));
           }
-          lab[m] = (kRawOutLabels || (vx[m & 1] && vy[(m >> 1) & 1] && vz[(m >> 2) & 1])) ? raw : kOutLabel;
+          lab[m] = (kRawOutLabels || (vx[m & 1] && vy[(m >> 1) & 1] && vz[(m >> 2) & 1])) ? raw : INT32_MIN;
         }
         float x1000[8];  // one-hot x 1000 sampled: the weight each corner gives its label
 #pragma unroll

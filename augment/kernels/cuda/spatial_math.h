@@ -90,16 +90,14 @@ inline constexpr bool kHalf2Keys = false;
 // Keys compare only with keys of the same build of this function; the labels a vote picks with them are the same.
 template <bool kBranchFree = false>
 AUGMENTD_KERNEL_HD void HalfRoundedKeys(float a, float b, uint32_t& ka, uint32_t& kb) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (kHalf2Keys) {
-    const __half2_raw h = static_cast<__half2_raw>(__floats2half2_rn(a, b));  // x = fl16(a), y = fl16(b)
-    ka = h.x;
-    kb = h.y;
-    return;
-  }
-#endif
+#if defined(__CUDA_ARCH__)  // kHalf2Keys
+  const __half2_raw h = static_cast<__half2_raw>(__floats2half2_rn(a, b));  // x = fl16(a), y = fl16(b)
+  ka = h.x;
+  kb = h.y;
+#else
   ka = HalfRoundedBits<kBranchFree>(a);
   kb = HalfRoundedBits<kBranchFree>(b);
+#endif
 }
 
 // The triangular label vote over the 8 trilinear corners: `lab` is a corner's label (out of bounds: INT32_MIN,
