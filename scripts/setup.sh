@@ -32,10 +32,25 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "[setup] creating $venv"
   "$python_bin" -m venv "$venv"
 fi
+# The pinned packages fill about 6 GB once installed (torch and its CUDA libraries most of it), and pip unpacks each
+# wheel in the temporary folder first. A full disk otherwise shows up only as pip's "[Errno 28] No space left on device".
+venv_need_gb=7
+free_gb() { df -Pk "$1" 2>/dev/null | awk 'NR == 2 { printf "%.1f", $4 / 1048576 }'; }
+disk_report() {
+  echo "[setup]   free: $(free_gb "$venv") GB where .venv lives ($venv), $(free_gb "${TMPDIR:-/tmp}") GB in ${TMPDIR:-/tmp};" \
+       "the pinned packages need about $venv_need_gb GB" >&2
+}
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "[setup] installing Python packages from requirements.txt (torch is large: a few minutes the first time)"
-  "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q -r requirements.txt
+  if awk -v f="$(free_gb "$venv")" -v n="$venv_need_gb" 'BEGIN { exit !(f < n) }'; then
+    echo "[setup] warning: little free disk; the install below may fail" >&2
+    disk_report
+  fi
+  if ! { "$venv/bin/python" -m pip install -q --upgrade pip && "$venv/bin/python" -m pip install -q -r requirements.txt; }; then
+    echo "[setup] pip could not install requirements.txt (its message is above)" >&2
+    disk_report
+    exit 1
+  fi
   echo "$want" > "$stamp"
 fi
 # Both batchgeneratorsv2 releases augmentd follows, side by side for tests/python/parity/test_spatial_bgv2_versions.py
