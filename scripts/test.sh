@@ -19,7 +19,10 @@ if ! nvidia-smi -L >/dev/null 2>&1; then label_args=(-LE gpu); echo "[test] no G
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 600 "${label_args[@]}"
 ctest_rc=$?
 
-.venv/bin/python -m pytest tests/python augment/transforms bench/e2e -q -p no:cacheprovider
+# The tests' tmp_path folders (≈ 1.6 GB a run: volumes, datasets, servers' files) are kept only for failed tests;
+# pytest's default keeps every test's for the last three runs, and CI's disk is shared.
+.venv/bin/python -m pytest tests/python augment/transforms bench/e2e -q -p no:cacheprovider \
+  -o tmp_path_retention_policy=failed
 pytest_rc=$?
 
 echo "[test] ctest exit $ctest_rc, pytest exit $pytest_rc, $(( $(date +%s) - start )) s in all"
