@@ -36,6 +36,17 @@
 #ifndef AUGMENTD_CROPS_BUILD
 #define AUGMENTD_CROPS_BUILD 2
 #endif
+// bench A/B only (screens for the next device call, NOTES.md s28; bench/results/2026-12-05-cpu-s28-sass-walk.md has
+// their walked counts): 1 = the step's voxel index j and mirrored output index o advance by one plane a step instead
+// of being recomputed from j0.
+#ifndef AUGMENTD_RUNNING_OFFSETS
+#define AUGMENTD_RUNNING_OFFSETS 0
+#endif
+// bench A/B only (likewise): 1 = the sample's output bases (seg, mask, scratch) through shared memory as the inputs'
+// are, so that a store is one wide multiply-add of its 32-bit offset, not a 64-bit b·out_n + o a step.
+#ifndef AUGMENTD_OUT_BASES
+#define AUGMENTD_OUT_BASES 0
+#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -298,9 +309,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // address cost ~5 instructions per gather).
   __shared__ const float* sh_img_b;
   __shared__ const int16_t* sh_seg_b;
+  // AUGMENTD_OUT_BASES: the outputs' sample bases likewise (read at each store: registers are the limit). The crops
+  // and permuted builds keep their stores (their SASS is unchanged by the switch).
+  constexpr bool kOutBases = AUGMENTD_OUT_BASES != 0 && !kPermute && !kCrops;
+  __shared__ int16_t* sh_out_seg_b;
+  __shared__ uint8_t* sh_mask_b;
+  __shared__ float* sh_x1_b;
   if (threadIdx.x == 0) {
     sh_img_b = image + (static_cast<int64_t>(b) * Ct + c0) * in_n;
     sh_seg_b = seg + static_cast<int64_t>(b) * in_n;
+    if (kOutBases) {
+      sh_out_seg_b = out_seg + static_cast<int64_t>(b) * out_n;
+      sh_mask_b = a.mask != nullptr ? a.mask + static_cast<int64_t>(b) * out_n : nullptr;
+      sh_x1_b = a.x1 != nullptr ? a.x1 + (static_cast<int64_t>(b) * Ct + c0) * out_n : nullptr;
+    }
   }
   // The noise keys (substream 1 + c; 0 = parameter draws) are block-uniform. Builds for 4+ channels keep them in
   // shared memory (read where a Philox block is computed) instead of 4 registers per channel: that is what leaves the
@@ -387,8 +409,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       }
     }
   }
+  // AUGMENTD_RUNNING_OFFSETS: j and o of step k, advanced by the loop (o runs backwards when axis 0 is mirrored).
+  // Unsigned: the last step's advance may pass the volume's end (wraps, never used). Not in the crops build: its
+  // unrolled loop computes them from constants (with them: 34 spilled bytes).
+  constexpr bool kRunningOffsets = AUGMENTD_RUNNING_OFFSETS != 0 && !kCrops;
+  const unsigned plane_n = static_cast<unsigned>(P[1] * P[2]);
+  const unsigned o_step = (mirror & 1) ? 0u - plane_n : plane_n;
+  unsigned j_run = static_cast<unsigned>((z_first * P[1] + j1) * P[2] + j2);
+  unsigned o_run = static_cast<unsigned>(
+      (((mirror & 1) ? P[0] - 1 - z_first : z_first) * P[1] + ((mirror & 2) ? P[1] - 1 - j1 : j1)) * P[2] +
+      ((mirror & 4) ? P[2] - 1 - j2 : j2));
 #pragma unroll(kPrefetch ? kVoxPerThread : 1)
-  for (int k = 0; k < kVoxPerThread; ++k) {
+  for (int k = 0; k < kVoxPerThread; ++k, j_run += plane_n, o_run += o_step) {
     const int j0 = z_first + k;
     if (j0 >= P[0]) break;  // block-uniform
     if (kShareNoise && share_noise && (k & 3) == 0) {
@@ -417,7 +449,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       }
     }
     if (!col_ok) continue;
-    const int j = (j0 * P[1] + j1) * P[2] + j2;
+    const int j = kRunningOffsets ? static_cast<int>(j_run) : (j0 * P[1] + j1) * P[2] + j2;
     float val[kCT];
     int label;
     if constexpr (kPrefetch) {
@@ -623,12 +655,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     if (mirror & 1) o0 = P[0] - 1 - j0;
     if (mirror & 2) o1 = P[1] - 1 - j1;
     if (mirror & 4) o2 = P[2] - 1 - j2;
-    const int o = (o0 * P[1] + o1) * P[2] + o2;
+    const int o = kRunningOffsets ? static_cast<int>(o_run) : (o0 * P[1] + o1) * P[2] + o2;
     const bool neg = label < 0;
     const int16_t out_label = static_cast<int16_t>((a.remove_minus_one && label == -1) ? 0 : label);
     if (seg_block) {
-      out_seg[static_cast<int64_t>(b) * out_n + o] = out_label;
-      if (a.mask) a.mask[static_cast<int64_t>(b) * out_n + o] = neg ? 1 : 0;
+      if constexpr (kOutBases) {
+        sh_out_seg_b[o] = out_label;
+        if (a.mask) sh_mask_b[o] = neg ? 1 : 0;
+      } else {
+        out_seg[static_cast<int64_t>(b) * out_n + o] = out_label;
+        if (a.mask) a.mask[static_cast<int64_t>(b) * out_n + o] = neg ? 1 : 0;
+      }
     }
       // Image.
 #pragma unroll
@@ -636,7 +673,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       if (c >= C) continue;
       const int64_t slice = static_cast<int64_t>(b) * Ct + c0 + c;
       if (a.x1) {
-        a.x1[slice * out_n + j] = val[c];
+        if constexpr (kOutBases) {
+          sh_x1_b[static_cast<int64_t>(c) * out_n + j] = val[c];
+        } else {
+          a.x1[slice * out_n + j] = val[c];
+        }
         if constexpr (kStatsShared) {
           if (stat_ch[c]) sh_stat[k][threadIdx.x] = val[c];
         } else {
