@@ -35,14 +35,22 @@ fi
 # The pinned packages fill about 6 GB once installed (torch and its CUDA libraries most of it), and pip unpacks each
 # wheel in the temporary folder first. A full disk otherwise shows up only as pip's "[Errno 28] No space left on device".
 venv_need_gb=7
-free_gb() { df -Pk "$1" 2>/dev/null | awk 'NR == 2 { printf "%.1f", $4 / 1048576 }'; }
+free_gb() { df -Pk "$1" 2>/dev/null | awk 'NR == 2 { printf "%.1f", $4 / 1048576 }'; }  # GiB; empty if df fails
 disk_report() {
-  echo "[setup]   free: $(free_gb "$venv") GB where .venv lives ($venv), $(free_gb "${TMPDIR:-/tmp}") GB in ${TMPDIR:-/tmp};" \
-       "the pinned packages need about $venv_need_gb GB" >&2
+  echo "[setup]   free: $(free_gb "$venv") GiB where .venv lives ($venv), $(free_gb "${TMPDIR:-/tmp}") GiB in" \
+       "${TMPDIR:-/tmp}; the pinned packages need about $venv_need_gb GiB" >&2
+}
+short_of_disk() {  # true if df answers for the venv's or the temporary folder's file system with less than the need
+  local d f
+  for d in "$venv" "${TMPDIR:-/tmp}"; do
+    f=$(free_gb "$d")
+    [ -n "$f" ] && awk -v f="$f" -v n="$venv_need_gb" 'BEGIN { exit !(f + 0 < n) }' && return 0
+  done
+  return 1
 }
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "[setup] installing Python packages from requirements.txt (torch is large: a few minutes the first time)"
-  if awk -v f="$(free_gb "$venv")" -v n="$venv_need_gb" 'BEGIN { exit !(f < n) }'; then
+  if short_of_disk; then
     echo "[setup] warning: little free disk; the install below may fail" >&2
     disk_report
   fi

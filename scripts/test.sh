@@ -7,7 +7,7 @@
 # Exits non-zero if anything fails; both runners print their summary lines.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+cd "$root" || exit 1
 start=$(date +%s)
 bash scripts/setup.sh || exit 1
 bash scripts/build.sh || exit 1
