@@ -8,6 +8,13 @@
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 
+// bench A/B only (a screen for the next device call, NOTES.md s29; bench/results/2026-12-05-cpu-s29-blur-walk.md has
+// its walked counts): 1 = the radius <= 3 paths run BlurFastFlat (fewer instructions a plane, the same taps in the
+// same order, so the same bits) instead of BlurFast.
+#ifndef AUGMENTD_BLUR_FLAT
+#define AUGMENTD_BLUR_FLAT 0
+#endif
+
 namespace augmentd::cuda::internal {
 namespace {
 
@@ -169,6 +176,128 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   }
 }
 
+#if AUGMENTD_BLUR_FLAT
+// BlurFast with the per-plane work cut where its SASS spent it (s29 in NOTES.md), every output's arithmetic unchanged:
+// - the halo tile is one flat run of kHY·kHX values in shared memory (row stride kHX), so a thread issues
+//   ⌈kHY·kHX / 256⌉ loads a plane, not (kHY / 8 rounded up) x (kHX / 32 rounded up) mostly predicated-off ones, each
+//   from a 32-bit offset computed once (the reflection of its row and column) plus the plane's;
+// - the axis-2 pass gives a thread two adjacent columns of a halo row: its kW + 1 inputs are kR + 1 float2 loads, and
+//   the two sums keep the single-column tap order;
+// - the outputs are stored through a pointer advanced one plane per output plane, bounds tested once.
+template <int kR>
+__device__ __forceinline__ void BlurFastFlat(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
+                                             float* tf, float (*xb)[kBlurTX], float* wpad, const float* s,
+                                             const BlurSink& sink, Partial& part) {
+  constexpr int kW = 2 * kR + 1, kHY = kBlurTY + 2 * kR, kHX = kBlurTX + 2 * kR, kN = kHY * kHX;
+  constexpr int kLoads = (kN + kThreads - 1) / kThreads;
+  constexpr int kXRows = kThreads / (kBlurTX / 2);  // halo rows the axis-2 pass covers a step (16 threads a row)
+  constexpr int kXSteps = (kHY + kXRows - 1) / kXRows;
+  static_assert(kHX % 2 == 0 && kHY % 2 == 0, "float2 rows; a warp's two rows are both in or both out");
+  constexpr int kWStride = 8;  // each axis's taps start 32 bytes apart: read as float4s
+  static_assert(kW <= kWStride, "taps of one axis within its stride");
+  if (threadIdx.x < 3 * kW) {
+    const int axis = threadIdx.x / kW, off = threadIdx.x % kW - kR;
+    wpad[axis * kWStride + off + kR] = (off >= -rad[axis] && off <= rad[axis]) ? w[axis][off + rad[axis]] : 0.f;
+  }
+  __syncthreads();
+  const float* wz = wpad;
+  const float* wy = wpad + kWStride;
+  const float* wx = wpad + 2 * kWStride;
+  const int P0 = a.d.out[0], P1 = a.d.out[1], P2 = a.d.out[2];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const int y0 = (blockIdx.x / a.tiles_x) * kBlurTY, x0 = (blockIdx.x % a.tiles_x) * kBlurTX;
+  const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
+  // The k-th value a thread loads is the tile's element threadIdx.x + 256·k; only the last k can fall past kN.
+  int off[kLoads];
+#pragma unroll
+  for (int k = 0; k < kLoads; ++k) {
+    const int i = threadIdx.x + kThreads * k;
+    off[k] = i < kN ? Reflect(y0 - kR + i / kHX, P1) * P2 + Reflect(x0 - kR + i % kHX, P2) : -1;
+  }
+  auto in_tile = [&](int k) { return (k + 1) * kThreads <= kN || off[k] >= 0; };
+  float pre[kLoads];
+  auto load = [&](int p) {
+    const int plane = Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k) pre[k] = in_tile(k) ? __ldg(s + (plane + off[k])) : 0.f;
+  };
+  const int xc = 2 * (threadIdx.x & 15), xr = threadIdx.x >> 4;
+  const int ya = 2 * ty, x = x0 + tx;
+  const bool out0 = y0 + ya < P1 && x < P2, out1 = y0 + ya + 1 < P1 && x < P2;
+  const int64_t plane_n = static_cast<int64_t>(P1) * P2;
+  float* o = sink.o + (static_cast<int64_t>(zs) * P1 + y0 + ya) * P2 + x;
+  float zwin[2][kW];
+#pragma unroll
+  for (int t = 0; t < kW; ++t) zwin[0][t] = zwin[1][t] = 0.f;
+  const int p_last = ze - 1 + kR;
+  load(zs - kR);
+  for (int p = zs - kR; p <= p_last; ++p) {
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k) {
+      if (in_tile(k)) tf[threadIdx.x + kThreads * k] = pre[k];
+    }
+    __syncthreads();
+    if (p < p_last) load(p + 1);  // in flight while this plane is blurred
+    {
+      float wt[kW];
+#pragma unroll
+      for (int t = 0; t < kW; ++t) wt[t] = wx[t];
+#pragma unroll
+      for (int step = 0; step < kXSteps; ++step) {
+        const int i = xr + kXRows * step;
+        if (step + 1 < kXSteps || i < kHY) {
+          const float2* row = reinterpret_cast<const float2*>(tf + i * kHX + xc);
+          float v[kW + 1];
+#pragma unroll
+          for (int q = 0; q <= kR; ++q) {
+            const float2 pair = row[q];
+            v[2 * q] = pair.x;
+            v[2 * q + 1] = pair.y;
+          }
+          float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll
+          for (int t = 0; t < kW; ++t) {
+            acc0 = __fmaf_rn(wt[t], v[t], acc0);
+            acc1 = __fmaf_rn(wt[t], v[t + 1], acc1);
+          }
+          *reinterpret_cast<float2*>(&xb[i][xc]) = make_float2(acc0, acc1);
+        }
+      }
+    }
+    __syncthreads();
+    float col[kW + 1];
+#pragma unroll
+    for (int t = 0; t <= kW; ++t) col[t] = xb[ya + t][tx];
+    float v0 = 0.f, v1 = 0.f;
+#pragma unroll
+    for (int t = 0; t < kW; ++t) {
+      v0 = __fmaf_rn(wy[t], col[t], v0);
+      v1 = __fmaf_rn(wy[t], col[t + 1], v1);
+    }
+#pragma unroll
+    for (int t = 0; t + 1 < kW; ++t) {
+      zwin[0][t] = zwin[0][t + 1];
+      zwin[1][t] = zwin[1][t + 1];
+    }
+    zwin[0][kW - 1] = v0;
+    zwin[1][kW - 1] = v1;
+    if (p - kR >= zs) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float acc = 0.f;
+#pragma unroll
+        for (int t = 0; t < kW; ++t) acc = __fmaf_rn(wz[t], zwin[h][t], acc);
+        if (h == 0 ? out0 : out1) {
+          o[h * P2] = acc;
+          if (sink.stats) Accumulate(part, acc);
+        }
+      }
+      o += plane_n;
+    }
+  }
+}
+#endif
+
 // General path (any radius <= kMaxBlurRadius; rare: sigma > ~1.08): run-time taps, no prefetch (few registers), the
 // axis-0 window in a shared-memory ring of 2·r0 + 1 planes; each thread owns rows ty and ty + 8 and reads only its own ring entries (no barrier needed).
 __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
@@ -246,9 +375,15 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   if (cp.blur_sigma[0] == 0.f) return;  // slice-uniform
   __shared__ float w[3][kBlurRing];
   __shared__ int rad[3];
+#if AUGMENTD_BLUR_FLAT
+  __shared__ __align__(16) float tile[kBlurHaloY][kBlurHaloX];  // BlurFastFlat reads rows as float2
+  __shared__ __align__(16) float xb[kBlurHaloY][kBlurTX];
+  __shared__ __align__(16) float ring[kBlurRing][kBlurTY][kBlurTX];  // BlurFastFlat's taps (wpad) as float4s
+#else
   __shared__ float tile[kBlurHaloY][kBlurHaloX];
   __shared__ float xb[kBlurHaloY][kBlurTX];
   __shared__ float ring[kBlurRing][kBlurTY][kBlurTX];
+#endif
   if (threadIdx.x < 3) {
     const int axis = threadIdx.x;
     const double sigma = cp.blur_sigma[axis];
@@ -276,6 +411,15 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   const float* s = a.src + static_cast<int64_t>(slice) * a.d.out_n;
   Partial part = EmptyPartial();
   const int rmax = max(rad[0], max(rad[1], rad[2]));
+#if AUGMENTD_BLUR_FLAT
+  if (rmax <= 1) {
+    BlurFastFlat<1>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
+  } else if (rmax <= 2) {
+    BlurFastFlat<2>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
+  } else if (rmax <= 3) {
+    BlurFastFlat<3>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
+  } else {
+#else
   if (rmax <= 1) {
     BlurFast<1>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 2) {
@@ -283,6 +427,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   } else if (rmax <= 3) {
     BlurFast<3>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, part);
   } else {
+#endif
     BlurGeneral(a, w, rad, tile, xb, ring, s, sink, part);
   }
   if (sink.stats) {
