@@ -2,7 +2,10 @@
 handlers never run — with another thread of this process streaming on a live gRPC channel, a forked child could
 abort (SIGABRT, "epoll_wait error: Bad file descriptor") before it exec'd the server (grpc/grpc#43055)."""
 import os
+import shutil
+import socket
 import subprocess
+import tempfile
 import threading
 
 import pytest
@@ -69,10 +72,11 @@ def test_the_server_dies_with_a_killed_parent():
     script = ("import sys, time\n"
               "from augmentd.local_server import LocalServer\n"
               "s = LocalServer(device='cpu'); s.wait_serving()\n"
-              "print(s.proc.pid, flush=True); time.sleep(120)\n")
+              "print(s.proc.pid, s._dir, flush=True); time.sleep(120)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=client_env())
     try:
-        pid = int(parent.stdout.readline())
+        pid, socket_dir = parent.stdout.readline().split()
+        pid = int(pid)
         assert not _gone(pid)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=10)
@@ -80,9 +84,47 @@ def test_the_server_dies_with_a_killed_parent():
         while not _gone(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _gone(pid), f"the server {pid} outlived its killed parent"
+        # The killed parent could not remove its socket directory; the next LocalServer's sweep does.
+        assert os.path.isdir(socket_dir)
+        assert socket_dir in local_server.remove_stale_dirs(os.path.dirname(socket_dir))
+        assert not os.path.exists(socket_dir)
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_remove_stale_dirs_removes_only_dead_owners_unserved_dirs():
+    """A LocalServer directory is removed only when its owner pid is gone and no server answers on its socket."""
+    child = subprocess.Popen(["true"])
+    child.wait()  # exited and reaped: its pid names no process (barring reuse within this test)
+    dead = str(child.pid)
+    base = tempfile.mkdtemp(prefix="asd-")  # short: a unix socket path has at most 107 bytes
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        def make(name, owner=None):
+            d = os.path.join(base, name)
+            os.mkdir(d)
+            if owner is not None:
+                with open(os.path.join(d, "owner.pid"), "w") as f:
+                    f.write(owner)
+            return d
+
+        stale = make("augmentd-local-stale", dead)
+        live = make("augmentd-local-live", str(os.getpid()))
+        unowned = make("augmentd-local-unowned")
+        garbled = make("augmentd-local-garbled", "not a pid")
+        served = make("augmentd-local-served", dead)
+        listener.bind(os.path.join(served, "augmentd.sock"))
+        listener.listen(1)
+        other = make("other-stale", dead)
+        assert local_server.remove_stale_dirs(base) == [stale]
+        for kept in (live, unowned, garbled, served, other):
+            assert os.path.isdir(kept), kept
+        listener.close()  # nobody answers there now
+        assert local_server.remove_stale_dirs(base) == [served]
+    finally:
+        listener.close()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_local_servers_start_while_another_thread_streams(server):

@@ -6,7 +6,9 @@
 
 The server listens on a unix socket in a fresh temporary directory (nothing is exposed on the network), is
 stopped with SIGTERM by ``stop()`` (also at interpreter exit, and by the kernel if this process dies first, on
-Linux), and its log lines are kept in ``lines`` (echoed with a prefix if ``echo``).
+Linux), and its log lines are kept in ``lines`` (echoed with a prefix if ``echo``). ``stop()`` removes the directory;
+the directory of a process that was killed before it could (SIGKILL, the OOM killer) is removed by the next
+LocalServer this user starts (``remove_stale_dirs``).
 
 The binary is found by ``find_binary``: an explicit path, ``$AUGMENTD_BIN``, the server packaged in the binary
 wheel (``augmentd.packaged``), ``augmentd`` on ``$PATH``, then ``build/server/augmentd`` of the source checkout this
@@ -28,6 +30,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +41,55 @@ from typing import List, Optional, Sequence
 from . import packaged
 
 _SERVING = re.compile(r"serving on (.*?) \(device")
+_DIR_PREFIX = "augmentd-local-"
+_OWNER = "owner.pid"  # the pid of the process that made the directory, written right after mkdtemp
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _serving(sock: str) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        try:
+            s.connect(sock)
+        except OSError:
+            return False
+    return True
+
+
+def remove_stale_dirs(tmpdir: Optional[str] = None) -> List[str]:
+    """Removes this user's LocalServer directories in ``tmpdir`` (default: the temporary directory) whose owner
+    process is gone and whose socket no server answers on any more; returns their paths. A directory without an owner
+    file (one being made, or from a version before it) and one whose owner lives are left alone."""
+    tmpdir = tmpdir or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = list(os.scandir(tmpdir))
+    except OSError:
+        return removed
+    for e in entries:
+        try:
+            if not (e.name.startswith(_DIR_PREFIX) and e.is_dir(follow_symlinks=False)
+                    and e.stat(follow_symlinks=False).st_uid == os.getuid()):
+                continue
+            with open(os.path.join(e.path, _OWNER)) as f:
+                owner = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if _alive(owner) or _serving(os.path.join(e.path, "augmentd.sock")):
+            continue
+        shutil.rmtree(e.path, ignore_errors=True)
+        if not os.path.exists(e.path):
+            removed.append(e.path)
+    return removed
 
 
 def find_binary(explicit: Optional[str] = None) -> str:
@@ -102,7 +154,10 @@ class LocalServer:
     def __init__(self, binary: Optional[str] = None, device: str = "auto", dataset_roots: Sequence[str] = (),
                  extra_args: Sequence[str] = (), echo: bool = False, log_prefix: str = "[augmentd] "):
         self.binary = find_binary(binary)
-        self._dir = tempfile.mkdtemp(prefix="augmentd-local-")
+        remove_stale_dirs()
+        self._dir = tempfile.mkdtemp(prefix=_DIR_PREFIX)
+        with open(os.path.join(self._dir, _OWNER), "w") as f:
+            f.write(f"{os.getpid()}\n")
         self.address = f"unix://{self._dir}/augmentd.sock"
         args = [self.binary, f"--listen={self.address}", f"--device={device}"]
         roots = [os.path.realpath(r) for r in dataset_roots]
