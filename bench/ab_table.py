@@ -10,6 +10,9 @@ last column compares the best round of each side with the best round of the firs
 --sets CONFIG (a configuration as the table names it, e.g. "default-p B=2 C=1 128x128x128") adds that
 configuration's parameter sets, one row each with its stage mask: a mode's median is one set's cost, so this shows
 which sets a change moved.
+Rows with output digests (cuda_pipeline_bench --digests 1) add a digest table: per configuration, whether each side's
+outputs are the same bits as the first side's, and whether a side's rounds agree with each other (a deterministic
+kernel's do). A kernel change meant to keep every bit must show "same" on every row.
 """
 import argparse
 import collections
@@ -92,6 +95,46 @@ def set_table(out_dir, config, wanted):
     return True
 
 
+def collect_digests(out_dir, wanted):
+    """{config: {side: set of digests over rounds}} and the sides in order, for the rows that carry a digest."""
+    digests = collections.defaultdict(lambda: collections.defaultdict(set))
+    found = set()
+    for side, _, r in rows(out_dir, "pipe"):
+        if r.get("impl") == "augmentd" and r.get("digest"):
+            found.add(side)
+            digests[config_key(r)][side].add(r["digest"])
+    return digests, side_order(found, wanted)
+
+
+def digest_table(digests, sides):
+    """Prints the digest table; returns the number of cells that are not "same" (differ, or rounds disagree)."""
+    if not digests or not sides:
+        return 0
+    print()
+    print(f"| outputs (digests; {sides[0]} = the reference) | " + " | ".join(sides) + " |")
+    print("|---|" + "---|" * len(sides))
+    bad = 0
+    for key in digests:
+        ref = digests[key].get(sides[0], set())
+        cells = []
+        for side in sides:
+            got = digests[key].get(side)
+            if not got:
+                cells.append("—")
+            elif len(got) > 1:
+                cells.append("rounds disagree")
+                bad += 1
+            elif side == sides[0]:
+                cells.append(next(iter(got)))
+            elif len(ref) == 1 and got == ref:
+                cells.append("same")
+            else:
+                cells.append("DIFFERENT")
+                bad += 1
+        print(f"| {key} | " + " | ".join(cells) + " |")
+    return bad
+
+
 def table(cells, sides):
     if not cells or not sides:
         return
@@ -134,6 +177,14 @@ def main(argv=None):
                 return 2
             table(cells, sides)
             printed |= bool(cells and sides)
+        try:
+            digests, dsides = collect_digests(out_dir, wanted)
+        except (ValueError, KeyError, json.JSONDecodeError) as e:
+            print(f"ab_table.py: {e}", file=sys.stderr)
+            return 2
+        if digest_table(digests, dsides):
+            print(f"ab_table.py: {out_dir}: some outputs differ from {dsides[0]}'s or between rounds (digest table)",
+                  file=sys.stderr)
         try:
             if args.sets and not set_table(out_dir, args.sets, wanted):
                 return 1

@@ -2,7 +2,7 @@
 //
 //   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE,...]
 //                       [--bgv2 0.3.5|0.3.6] [--channels 1,4] [--profile-set K] [--seg-block 8] [--seg-labels 4]
-//                       [--help]
+//                       [--digests 0|1] [--help]
 // Every option takes a value; an unknown option, a missing value or a bad number exits 2 with the reason.
 //
 // --bgv2 picks the label vote of the spatial kernel: 0.3.5 (default: argmax with lowest-label ties and the −1 mask,
@@ -36,6 +36,11 @@
 // (with the sets in turn it lands on another set when a change adds or removes a kernel; NOTES.md s23). The
 // per-set medians are then all set K's, and the JSON's first line says "profile_set": K (-1: the sets in turn). The
 // spatial-bw row keeps its own rotation of sets.
+// --digests 1 (A/B runs of a kernel change meant to keep every bit): after the eager timing, each of a row's 16
+// parameter sets runs once more, in order, and its outputs (image, seg, DS targets) are hashed, 64 bits over all 16
+// (printed, and "digest" in the JSON row). Two builds whose kernels compute the same bits give the same digest for
+// the same row and seg; bench/ab_table.py compares them across sides and rounds. The parity tests compare with the
+// CPU within a tolerance, so they cannot tell a changed last bit; this can.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -55,6 +60,20 @@ bool g_bgv2_036 = false;  // --bgv2 0.3.6
 int g_profile_set = -1;   // --profile-set K: every batch runs parameter set K
 int g_seg_block = 8;      // --seg-block N: the seg's label blocks are N³ voxels
 int g_seg_labels = 4;     // --seg-labels L: each block draws one of labels 0 … L−1
+bool g_digests = false;   // --digests 1: hash every parameter set's outputs (see the header)
+
+// FNV-1a over 8-byte words (then the tail bytes), continuing from h: equal bytes give equal hashes.
+uint64_t HashBytes(const std::vector<char>& bytes, uint64_t h) {
+  constexpr uint64_t kPrime = 0x100000001b3ULL;
+  size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, bytes.data() + i, 8);
+    h = (h ^ w) * kPrime;
+  }
+  for (; i < bytes.size(); ++i) h = (h ^ static_cast<unsigned char>(bytes[i])) * kPrime;
+  return h;
+}
 
 // The input seg of B samples of S: blocks of g_seg_block³ voxels, each one of g_seg_labels random labels, and a −1
 // slab (z < 2). The default (8³ blocks, 4 labels) is the vote's worst case: a lane of 44 % of the warp steps needs the
@@ -218,6 +237,7 @@ struct Result {
   // Per parameter set (a median batch is one of 16 sets' costs: which sets moved shows where a change acts).
   std::vector<double> sets_eager, sets_graph;
   std::vector<uint32_t> set_stages;
+  std::string digest;  // --digests 1: hex of the outputs' hash over the 16 sets; empty otherwise
 };
 
 double MeasureCopyGBps(cudaStream_t st) {
@@ -327,6 +347,26 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   }
   const double ms_eager = Median(t);
   const std::vector<double> sets_eager = SetMedians(t, kSets);
+  std::string digest;
+  if (g_digests) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    std::vector<char> host;
+    auto fold = [&](const void* d, size_t n) {
+      host.resize(n);
+      CHECK_CUDA(cudaMemcpy(host.data(), d, n, cudaMemcpyDeviceToHost));
+      h = HashBytes(host, h);
+    };
+    for (int s = 0; s < kSets; ++s) {  // every set in order, whatever --profile-set says
+      launch(s, set_stages[s]);
+      CHECK_CUDA(cudaStreamSynchronize(st));
+      fold(d_out, size_t(B) * C * out_n * 4);
+      fold(d_oseg, size_t(B) * out_n * 2);
+      for (int l = 0; l < sh.num_ds; ++l) fold(d_ds[l], size_t(B) * sh.ds[l][0] * sh.ds[l][1] * sh.ds[l][2] * 2);
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    digest = hex;
+  }
   // Graphs: one per distinct stage mask (what a service reusing one workspace per stream would keep), each
   // captured with the parameter upload from a fixed pinned staging buffer; every iteration copies the next
   // parameter set into the staging buffer on the host (outside the timed region) and replays its mask's graph.
@@ -387,7 +427,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   char shape[64];
   std::snprintf(shape, sizeof(shape), "%dx%dx%d<-%dx%dx%d", P[0], P[1], P[2], S[0], S[1], S[2]);
   return Result{mode, B, C, shape, ms_eager, ms_graph, bytes, (free0 - free1) / 1048576.0,
-                ws_bytes / 1048576.0, sets_eager, sets_graph, set_stages};
+                ws_bytes / 1048576.0, sets_eager, sets_graph, set_stages, digest};
 }
 
 // spatial_bandwidth_fraction (issue 27): the spatial stage's bytes over its time, as a fraction of the bandwidth of a
@@ -504,7 +544,7 @@ int main(int argc, char** argv) {
     std::fprintf(f,
                  "usage: cuda_pipeline_bench [--json FILE] [--iters N] [--modes all-on,default-p,...]\n"
                  "                           [--only MODE:B:C:SHAPE,...] [--bgv2 0.3.5|0.3.6] [--channels 1,4]\n"
-                 "                           [--profile-set K] [--seg-block 8] [--seg-labels 4]\n"
+                 "                           [--profile-set K] [--seg-block 8] [--seg-labels 4] [--digests 0|1]\n"
                  "Times the CUDA kernel layer on device 0; the modes and columns are described at the top of\n"
                  "bench/cuda_pipeline_bench.cc.\n");
   };
@@ -557,6 +597,10 @@ int main(int argc, char** argv) {
       if (!integer("--profile-set", v, 0, 15, g_profile_set)) return 2;
     } else if (a == "--seg-block") {
       if (!integer("--seg-block", v, 1, 1024, g_seg_block)) return 2;
+    } else if (a == "--digests") {
+      int on = 0;
+      if (!integer("--digests", v, 0, 1, on)) return 2;
+      g_digests = on != 0;
     } else if (a == "--seg-labels") {  // below kVoteOutOfBounds (32768), the vote's out-of-bounds label
       if (!integer("--seg-labels", v, 1, 32767, g_seg_labels)) return 2;
     } else if (a == "--bgv2") {
@@ -637,9 +681,10 @@ int main(int argc, char** argv) {
           if (copy_gbps > 0) std::snprintf(of_copy, sizeof of_copy, "%.0f%% of copy", 100.0 * gbps / copy_gbps);
           std::printf(
               "%-15s B=%d C=%d %-22s eager %.4f ms  graph %.4f ms  %.0f samples/s  %.0f GB/s (%s)"
-              "  mem %.0f MiB (workspace %.0f)\n",
+              "  mem %.0f MiB (workspace %.0f)%s%s\n",
               r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph,
-              r.B / (ms * 1e-3), gbps, of_copy, r.mem_mb, r.ws_mb);
+              r.B / (ms * 1e-3), gbps, of_copy, r.mem_mb, r.ws_mb, r.digest.empty() ? "" : "  digest ",
+              r.digest.c_str());
           std::fflush(stdout);
         }
   }
@@ -660,10 +705,11 @@ int main(int argc, char** argv) {
       std::fprintf(f,
                    "{\"impl\":\"augmentd\",\"mode\":\"%s\",\"B\":%d,\"C\":%d,\"shape\":\"%s\",\"ms_eager\":%.5f,"
                    "\"ms_graph\":%.5f,\"bytes\":%.0f,\"mem_mb\":%.1f,\"ws_mb\":%.1f,\"sets_ms_eager\":%s,"
-                   "\"sets_ms_graph\":%s,\"set_stages\":%s}\n",
+                   "\"sets_ms_graph\":%s,\"set_stages\":%s%s%s%s}\n",
                    r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph, r.bytes, r.mem_mb, r.ws_mb,
                    JsonArray(r.sets_eager, "%.5f").c_str(), JsonArray(r.sets_graph, "%.5f").c_str(),
-                   JsonArray(r.set_stages, "%u").c_str());
+                   JsonArray(r.set_stages, "%u").c_str(), r.digest.empty() ? "" : ",\"digest\":\"",
+                   r.digest.c_str(), r.digest.empty() ? "" : "\"");
     std::fclose(f);
   }
   CHECK_CUDA(cudaStreamDestroy(st));

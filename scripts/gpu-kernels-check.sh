@@ -10,7 +10,8 @@
 # logs in $OUT/logs.tar.gz.
 # Knobs: PIPE_MODES=none skips the pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
 # TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), CHAIN_ARGS (e.g. --stage-times), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
-# PIPE_ARGS (e.g. --channels 1,2,4), SEG_ARGS (each side's pipeline rows again on another seg, e.g. "--seg-block 32
+# PIPE_ARGS (e.g. --channels 1,2,4; --digests 1 hashes each row's outputs, which bench/ab_table.py compares across
+# sides: a switch meant to keep every bit), SEG_ARGS (each side's pipeline rows again on another seg, e.g. "--seg-block 32
 # --seg-labels 3", as side <side>_seg: bench/ab_table.py --sides old_seg,new_seg),
 # BUILD_TIMEOUT (200 s per build), SIDES ("old new"; "new" benches this tree alone, with SKIP_OLD=1; a side may carry
 # one environment setting, "new@AUGMENTD_SPATIAL_VARIANT=nosplit"; CHAIN_ITERS=0 skips the chain bench),

@@ -89,3 +89,36 @@ def test_per_set_table_shows_which_parameter_sets_moved(tmp_path):
     assert "| 1 | 0x430 | 0.1090 | 0.1200 | new +10.1 % |" in lines
     missing = run("--sets", "all-on B=8 C=1 128x128x128", tmp_path)
     assert missing.returncode == 1 and "no per-set times of 'all-on B=8 C=1 128x128x128'" in missing.stderr
+
+
+def test_digest_table_says_which_sides_computed_the_same_bits(tmp_path):
+    def rows(digest):
+        r = pipe_rows(0.25, 0.25, 0.12)
+        r[2]["digest"] = digest
+        return r
+    for rnd in (1, 2):
+        write(tmp_path / f"pipe-old-{rnd}.jsonl", rows("00000000000000aa"))
+        write(tmp_path / f"pipe-new-{rnd}.jsonl", rows("00000000000000aa"))
+        write(tmp_path / f"pipe-bf-{rnd}.jsonl", rows("00000000000000bb"))
+    write(tmp_path / "pipe-zz-1.jsonl", rows("00000000000000aa"))
+    write(tmp_path / "pipe-zz-2.jsonl", rows("00000000000000cc"))  # not deterministic between rounds
+    r = run(tmp_path)
+    assert r.returncode == 0, r.stderr  # a difference is a finding, not an error of the script
+    row = next(line for line in r.stdout.splitlines() if line.startswith("| all-on B=2 C=1 128x128x128 | 0000"))
+    assert row == "| all-on B=2 C=1 128x128x128 | 00000000000000aa | same | DIFFERENT | rounds disagree |"
+    assert "some outputs differ" in r.stderr
+    (tmp_path / "pipe-bf-1.jsonl").unlink()
+    (tmp_path / "pipe-bf-2.jsonl").unlink()
+    (tmp_path / "pipe-zz-1.jsonl").unlink()
+    (tmp_path / "pipe-zz-2.jsonl").unlink()
+    same = run(tmp_path)
+    assert same.returncode == 0 and "some outputs differ" not in same.stderr
+    assert "| all-on B=2 C=1 128x128x128 | 00000000000000aa | same |" in same.stdout
+
+
+def test_rows_without_digests_print_no_digest_table(tmp_path):
+    write(tmp_path / "pipe-old-1.jsonl", pipe_rows(0.25, 0.25, 0.12))
+    write(tmp_path / "pipe-new-1.jsonl", pipe_rows(0.24, 0.24, 0.12))
+    r = run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "(digests;" not in r.stdout

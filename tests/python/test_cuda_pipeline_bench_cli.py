@@ -25,7 +25,7 @@ def test_help_lists_every_option():
     proc = run("--help")
     assert proc.returncode == 0, proc.stderr
     for flag in ("--json", "--iters", "--modes", "--only", "--bgv2", "--channels", "--profile-set", "--seg-block",
-                 "--seg-labels"):
+                 "--seg-labels", "--digests"):
         assert flag in proc.stdout
 
 
@@ -39,6 +39,7 @@ def test_help_lists_every_option():
     (["--seg-labels", "32768"], "--seg-labels: an integer in 1..32767, got 32768"),
     (["--seg-labels", "4x"], "--seg-labels: an integer in 1..32767, got 4x"),
     (["--profile-set", "16"], "--profile-set: an integer in 0..15, got 16"),
+    (["--digests", "2"], "--digests: an integer in 0..1, got 2"),
     (["--bgv2", "0.3.7"], "--bgv2: 0.3.5 or 0.3.6, got 0.3.7"),
     (["--channels", "1,0"], "--channels: a list of channel counts"),
     (["--seg-block", "32", "--json"], "no value after --json"),
@@ -53,5 +54,5 @@ def test_good_arguments_are_accepted():
     # No configuration matches `--only none:0:0:0`: with a GPU the run times nothing; without one it says so. Either
     # way the arguments parsed (exit 0).
     proc = run("--seg-block", "32", "--seg-labels", "3", "--iters", "5", "--bgv2", "0.3.6", "--channels", "1,2",
-               "--profile-set", "0", "--only", "none:0:0:0")
+               "--profile-set", "0", "--digests", "1", "--only", "none:0:0:0")
     assert proc.returncode == 0, proc.stderr

@@ -853,6 +853,17 @@ TEST(CudaKernels, WideBlurAndGammaWithoutRetain) {
   RunCase(Make("wide-blur-aniso", 2, 4, 8, p, {31, 64, 50}, {17, 40, 33}));
 }
 
+// The tiled blur's radius-1 path (σ ≤ 0.55 on every axis; every-transform-on draws reach it in 1 of 216 blurred
+// channels) and volumes thinner than a blur block's 16 planes, with partial tiles on every axis (s29: the flat plane
+// loop of AUGMENTD_BLUR_FLAT is built for these paths too).
+TEST(CudaKernels, NarrowBlurAndThinVolumes) {
+  Probs p = Probs::AllOn();
+  p.blur_sigma_hi = 0.55;
+  RunCase(Make("narrow-blur", 2, 1, 4, p));
+  RunCase(Make("narrow-blur-thin", 2, 4, 8, p, {19, 45, 41}, {9, 31, 28}));
+  RunCase(Make("blur-thin", 2, 1, 4, Probs::AllOn(), {19, 45, 41}, {7, 33, 40}));
+}
+
 // s11: the mid pass keeps V1 in the buffer of a slice without low-res (the later passes apply brightness/contrast),
 // skips a slice with no gamma slot, and gamma slot 1 may be on without slot 0: fixed probabilities for each path,
 // which the default-probability draws reach only by chance.
