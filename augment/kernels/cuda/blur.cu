@@ -384,6 +384,34 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   __shared__ float xb[kBlurHaloY][kBlurTX];
   __shared__ float ring[kBlurRing][kBlurTY][kBlurTX];
 #endif
+#if AUGMENTD_BLUR_FLAT
+  // The taps as below, with each tap's exp in a lane of its own (threads 0 … 3·kBlurRing − 1) instead of three lanes
+  // computing 2·k of them one after another while the block waits (≈ 14 dependent double-precision exps a block): the
+  // same values, summed in tap order by one lane per axis, then divided in parallel. The same bits.
+  __shared__ double tap_exp[3][kBlurRing];
+  __shared__ double tap_sum[3];
+  const int tap_axis = threadIdx.x / kBlurRing, tap = threadIdx.x % kBlurRing;
+  int taps = 0;  // k of this thread's axis (threads < 3·kBlurRing)
+  if (threadIdx.x < 3 * kBlurRing) {
+    const double sigma = cp.blur_sigma[tap_axis];
+    taps = min(max(KernelSizeFor(sigma), 1), kBlurRing);
+    if (tap < taps) {
+      const double x = static_cast<double>(tap - (taps - 1) / 2) / sigma;
+      tap_exp[tap_axis][tap] = exp(-0.5 * x * x);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < 3) {
+    const int axis = threadIdx.x;
+    const int k = min(max(KernelSizeFor(cp.blur_sigma[axis]), 1), kBlurRing);
+    double sum = 0.0;
+    for (int t = 0; t < k; ++t) sum += tap_exp[axis][t];
+    tap_sum[axis] = sum;
+    rad[axis] = (k - 1) / 2;
+  }
+  __syncthreads();
+  if (tap < taps) w[tap_axis][tap] = static_cast<float>(tap_exp[tap_axis][tap] / tap_sum[tap_axis]);
+#else
   if (threadIdx.x < 3) {
     const int axis = threadIdx.x;
     const double sigma = cp.blur_sigma[axis];
@@ -402,6 +430,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
     }
     rad[axis] = r;
   }
+#endif
   __syncthreads();
   BlurSink sink;
   sink.o = a.dst + static_cast<int64_t>(slice) * a.d.out_n;
