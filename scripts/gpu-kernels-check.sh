@@ -102,6 +102,12 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
       pipe_run "${spec}_seg" "${tag}_seg" $SEG_ARGS
     done
   done
+  # The A/B table of this call (every side and round; with --digests 1 in PIPE_ARGS also whether each side computed the
+  # first side's bits), so that summary.md holds the verdict without unpacking jsonl.tar.gz.
+  if compgen -G "$OUT/pipe-*.jsonl" >/dev/null || compgen -G "$OUT/chain-*.jsonl" >/dev/null; then
+    echo; echo "## A/B table (bench/ab_table.py)"
+    python3 bench/ab_table.py "$OUT" 2>&1
+  fi
   if [ "${PROFILE:-0}" = 1 ]; then
     for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
       f="$OUT/ncu-${cfg//:/-}.txt"
