@@ -11,8 +11,9 @@ last column compares the best round of each side with the best round of the firs
 configuration's parameter sets, one row each with its stage mask: a mode's median is one set's cost, so this shows
 which sets a change moved.
 Rows with output digests (cuda_pipeline_bench --digests 1) add a digest table: per configuration, whether each side's
-outputs are the same bits as the first side's, and whether a side's rounds agree with each other (a deterministic
-kernel's do). A kernel change meant to keep every bit must show "same" on every row.
+outputs are the same bits as the first side's of the same inputs (sides `X_seg`, the SEG_ARGS rows, against the first
+`_seg` side), and whether a side's rounds agree with each other (a deterministic kernel's do). A kernel change meant
+to keep every bit must show "same" on every row.
 """
 import argparse
 import collections
@@ -106,27 +107,41 @@ def collect_digests(out_dir, wanted):
     return digests, side_order(found, wanted)
 
 
+def seg_variant(side):
+    """The input a side's rows ran on: gpu-kernels-check.sh names a side's SEG_ARGS rows `<side>_seg`."""
+    return "_seg" if side.endswith("_seg") else ""
+
+
 def digest_table(digests, sides):
-    """Prints the digest table; returns the number of cells that are not "same" (differ, or rounds disagree)."""
+    """Prints the digest table; returns the number of cells that are not "same" (differ, rounds disagree, or no
+    reference). Each side is compared with the first side of its own seg variant (the same inputs)."""
     if not digests or not sides:
         return 0
+    refs = {}
+    for side in sides:
+        refs.setdefault(seg_variant(side), side)
     print()
-    print(f"| outputs (digests; {sides[0]} = the reference) | " + " | ".join(sides) + " |")
+    names = " and ".join(sorted(set(refs.values()), key=sides.index))
+    print(f"| outputs (digests; reference: {names}) | " + " | ".join(sides) + " |")
     print("|---|" + "---|" * len(sides))
     bad = 0
     for key in digests:
-        ref = digests[key].get(sides[0], set())
         cells = []
         for side in sides:
             got = digests[key].get(side)
+            ref_side = refs[seg_variant(side)]
+            ref = digests[key].get(ref_side, set())
             if not got:
                 cells.append("—")
             elif len(got) > 1:
                 cells.append("rounds disagree")
                 bad += 1
-            elif side == sides[0]:
+            elif side == ref_side:
                 cells.append(next(iter(got)))
-            elif len(ref) == 1 and got == ref:
+            elif len(ref) != 1:
+                cells.append("no reference")
+                bad += 1
+            elif got == ref:
                 cells.append("same")
             else:
                 cells.append("DIFFERENT")

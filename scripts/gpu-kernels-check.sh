@@ -67,12 +67,22 @@ if [ "${SKIP_CTEST:-0}" != 1 ]; then
   say "ctest exit $CT_RC"
 fi
 pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (bench, setting) in round r (the loop's)
-  local label=$1 json=$2
+  local label=$1 json=$2 w drop=0
+  local args=()
   shift 2
+  # PIPE_ARGS, less `--digests V` for a build older than session 29 (an unknown option exits 2: no rows at all).
+  set -f
+  for w in ${PIPE_ARGS:-}; do
+    if [ "$drop" = 1 ]; then drop=0; continue; fi
+    if [ "$w" = --digests ] && ! grep -q -- --digests "$bench"; then
+      drop=1; echo "($label: this build's cuda_pipeline_bench has no --digests: timed without them)"; continue
+    fi
+    args+=("$w")
+  done
+  set +f
   echo; echo "## round $r: $label — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}${*:+ $*}"
-  # shellcheck disable=SC2086  # PIPE_ARGS is a word list
   with_env "$setting" timeout 150 "$bench" --modes "${PIPE_MODES:-all-on,default-p}" --iters "${PIPE_ITERS:-100}" \
-    ${PIPE_ARGS:-} "$@" --json "$OUT/pipe-$json-$r.jsonl" 2>&1 | tail -40
+    ${args[@]+"${args[@]}"} "$@" --json "$OUT/pipe-$json-$r.jsonl" 2>&1 | tail -40
 }
 {
   echo "# issue 27 before/after, $(head -1 "$OUT/gpu.txt"), $(date -u +%F), old = $OLD, new = this tree${NEW_CUDA_FLAGS:+ with CUDA flags $NEW_CUDA_FLAGS}"
@@ -106,7 +116,7 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
   # first side's bits), so that summary.md holds the verdict without unpacking jsonl.tar.gz.
   if compgen -G "$OUT/pipe-*.jsonl" >/dev/null || compgen -G "$OUT/chain-*.jsonl" >/dev/null; then
     echo; echo "## A/B table (bench/ab_table.py)"
-    python3 bench/ab_table.py "$OUT" 2>&1
+    python3 "$(dirname "$0")/../bench/ab_table.py" "$OUT" 2>&1
   fi
   if [ "${PROFILE:-0}" = 1 ]; then
     for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do

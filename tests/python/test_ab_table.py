@@ -106,6 +106,7 @@ def test_digest_table_says_which_sides_computed_the_same_bits(tmp_path):
     assert r.returncode == 0, r.stderr  # a difference is a finding, not an error of the script
     row = next(line for line in r.stdout.splitlines() if line.startswith("| all-on B=2 C=1 128x128x128 | 0000"))
     assert row == "| all-on B=2 C=1 128x128x128 | 00000000000000aa | same | DIFFERENT | rounds disagree |"
+    assert "| outputs (digests; reference: old) |" in r.stdout
     assert "some outputs differ" in r.stderr
     (tmp_path / "pipe-bf-1.jsonl").unlink()
     (tmp_path / "pipe-bf-2.jsonl").unlink()
@@ -122,3 +123,22 @@ def test_rows_without_digests_print_no_digest_table(tmp_path):
     r = run(tmp_path)
     assert r.returncode == 0, r.stderr
     assert "(digests;" not in r.stdout
+
+
+def test_seg_sides_are_compared_with_the_first_seg_side(tmp_path):
+    """SEG_ARGS rows (`<side>_seg`) hash other inputs: they are compared among themselves, not with `old`."""
+    def rows(digest):
+        r = pipe_rows(0.25, 0.25, 0.12)
+        r[2]["digest"] = digest
+        return r
+    for side, digest in (("old", "aa"), ("new", "aa"), ("old_seg", "bb"), ("new_seg", "bb")):
+        write(tmp_path / f"pipe-{side}-1.jsonl", rows(digest * 8))
+    r = run("--sides", "old,new,old_seg,new_seg", tmp_path)
+    assert r.returncode == 0 and "some outputs differ" not in r.stderr, r.stderr
+    assert "| all-on B=2 C=1 128x128x128 | aaaaaaaaaaaaaaaa | same | bbbbbbbbbbbbbbbb | same |" in r.stdout
+    assert "reference: old and old_seg" in r.stdout
+    write(tmp_path / "pipe-new_seg-1.jsonl", rows("cc" * 8))
+    write(tmp_path / "pipe-old-2.jsonl", rows("dd" * 8))  # the reference itself is not deterministic
+    r = run("--sides", "old,new,old_seg,new_seg", tmp_path)
+    assert "| all-on B=2 C=1 128x128x128 | rounds disagree | no reference | bbbbbbbbbbbbbbbb | DIFFERENT |" in r.stdout
+    assert "some outputs differ" in r.stderr

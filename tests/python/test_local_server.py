@@ -84,48 +84,57 @@ def test_the_server_dies_with_a_killed_parent():
         while not _gone(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _gone(pid), f"the server {pid} outlived its killed parent"
-        # The killed parent could not remove its socket directory; the next LocalServer's sweep does.
-        assert os.path.isdir(socket_dir)
-        assert socket_dir in local_server.remove_stale_dirs(os.path.dirname(socket_dir))
+        # The killed parent could not remove its socket directory; the next LocalServer's sweep does (another sweep
+        # running at the same time may get there first).
+        local_server.remove_stale_dirs(os.path.dirname(socket_dir))
         assert not os.path.exists(socket_dir)
     finally:
         if parent.poll() is None:
             parent.kill()
 
 
-def test_remove_stale_dirs_removes_only_dead_owners_unserved_dirs():
-    """A LocalServer directory is removed only when its owner pid is gone and no server answers on its socket."""
-    child = subprocess.Popen(["true"])
-    child.wait()  # exited and reaped: its pid names no process (barring reuse within this test)
-    dead = str(child.pid)
+def test_remove_stale_dirs_removes_only_unlocked_unserved_dirs():
+    """A LocalServer directory is removed only when nobody holds the lock on its owner.pid (the owner is gone, in
+    whatever pid namespace) and no server answers on its socket; links, unowned and half-made directories stay."""
     base = tempfile.mkdtemp(prefix="asd-")  # short: a unix socket path has at most 107 bytes
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    held = []
     try:
-        def make(name, owner=None):
+        def make(name, owner=None, locked=False):
             d = os.path.join(base, name)
             os.mkdir(d)
             if owner is not None:
                 with open(os.path.join(d, "owner.pid"), "w") as f:
                     f.write(owner)
+            if locked:
+                held.append(local_server._take_ownership(d))
             return d
 
-        stale = make("augmentd-local-stale", dead)
-        live = make("augmentd-local-live", str(os.getpid()))
+        stale = make("augmentd-local-stale", "4242\n")
+        live = make("augmentd-local-live", locked=True)  # as LocalServer makes it: locked by this process
         unowned = make("augmentd-local-unowned")
-        garbled = make("augmentd-local-garbled", "not a pid")
-        served = make("augmentd-local-served", dead)
+        half_made = make("augmentd-local-half", "")  # created, not yet locked and written
+        served = make("augmentd-local-served", "4242\n")
         listener.bind(os.path.join(served, "augmentd.sock"))
         listener.listen(1)
-        other = make("other-stale", dead)
+        other = make("other-stale", "4242\n")
+        elsewhere = tempfile.mkdtemp(prefix="asd-target-")
+        with open(os.path.join(elsewhere, "owner.pid"), "w") as f:
+            f.write("4242\n")
+        os.symlink(elsewhere, os.path.join(base, "augmentd-local-link"))
         assert local_server.remove_stale_dirs(base) == [stale]
-        for kept in (live, unowned, garbled, served, other):
+        for kept in (live, unowned, half_made, served, other, elsewhere):
             assert os.path.isdir(kept), kept
         listener.close()  # nobody answers there now
-        assert local_server.remove_stale_dirs(base) == [served]
+        os.close(held.pop())  # the owner of `live` ends
+        assert sorted(local_server.remove_stale_dirs(base)) == sorted([served, live])
+        assert os.path.isdir(elsewhere) and os.path.islink(os.path.join(base, "augmentd-local-link"))
+        shutil.rmtree(elsewhere, ignore_errors=True)
     finally:
         listener.close()
+        for fd in held:
+            os.close(fd)
         shutil.rmtree(base, ignore_errors=True)
-
 
 def test_local_servers_start_while_another_thread_streams(server):
     """20 local servers started and stopped while a thread keeps a StreamPatches stream busy on another channel

@@ -8,7 +8,8 @@ The server listens on a unix socket in a fresh temporary directory (nothing is e
 stopped with SIGTERM by ``stop()`` (also at interpreter exit, and by the kernel if this process dies first, on
 Linux), and its log lines are kept in ``lines`` (echoed with a prefix if ``echo``). ``stop()`` removes the directory;
 the directory of a process that was killed before it could (SIGKILL, the OOM killer) is removed by the next
-LocalServer this user starts (``remove_stale_dirs``).
+LocalServer this user starts (``remove_stale_dirs``): the owner holds a lock on the directory's ``owner.pid`` for as
+long as it lives, and the kernel drops it when the process dies, whatever pid namespace the sweeping process is in.
 
 The binary is found by ``find_binary``: an explicit path, ``$AUGMENTD_BIN``, the server packaged in the binary
 wheel (``augmentd.packaged``), ``augmentd`` on ``$PATH``, then ``build/server/augmentd`` of the source checkout this
@@ -25,6 +26,7 @@ therefore set by ``setpriv --pdeathsig TERM`` (util-linux) in front of the binar
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import re
 import shlex
@@ -42,17 +44,28 @@ from . import packaged
 
 _SERVING = re.compile(r"serving on (.*?) \(device")
 _DIR_PREFIX = "augmentd-local-"
-_OWNER = "owner.pid"  # the pid of the process that made the directory, written right after mkdtemp
+_OWNER = "owner.pid"  # made, locked (flock, exclusive) and then given the owner's pid right after mkdtemp
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
+def _take_ownership(directory: str) -> int:
+    """Creates ``directory``/owner.pid, locks it and writes this process's pid; returns the descriptor, which holds the
+    lock until it is closed or the process ends (not inherited by children: Python's descriptors are close-on-exec)."""
+    fd = os.open(os.path.join(directory, _OWNER), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _owner_gone(owner_file: str) -> bool:
+    """True when owner.pid holds a pid (the owner wrote it after locking) and nobody holds its lock any more."""
+    with open(owner_file, "rb") as f:
+        if not f.read().strip():
+            return False  # being made: the owner locks it before it writes
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True  # closing the file releases the lock
 
 
 def _serving(sock: str) -> bool:
@@ -66,9 +79,10 @@ def _serving(sock: str) -> bool:
 
 
 def remove_stale_dirs(tmpdir: Optional[str] = None) -> List[str]:
-    """Removes this user's LocalServer directories in ``tmpdir`` (default: the temporary directory) whose owner
-    process is gone and whose socket no server answers on any more; returns their paths. A directory without an owner
-    file (one being made, or from a version before it) and one whose owner lives are left alone."""
+    """Removes this user's LocalServer directories in ``tmpdir`` (default: the temporary directory) whose owner is
+    gone (its lock on owner.pid released) and whose socket no server answers on any more; returns their paths. A
+    directory without an owner file or with an empty one (being made, or from a version before this) and one whose
+    owner still holds the lock are left alone; so are links and other users' directories."""
     tmpdir = tmpdir or tempfile.gettempdir()
     removed = []
     try:
@@ -80,11 +94,11 @@ def remove_stale_dirs(tmpdir: Optional[str] = None) -> List[str]:
             if not (e.name.startswith(_DIR_PREFIX) and e.is_dir(follow_symlinks=False)
                     and e.stat(follow_symlinks=False).st_uid == os.getuid()):
                 continue
-            with open(os.path.join(e.path, _OWNER)) as f:
-                owner = int(f.read().strip())
-        except (OSError, ValueError):
+            if not _owner_gone(os.path.join(e.path, _OWNER)):
+                continue
+        except OSError:
             continue
-        if _alive(owner) or _serving(os.path.join(e.path, "augmentd.sock")):
+        if _serving(os.path.join(e.path, "augmentd.sock")):  # an orphaned server (no parent-death signal) still lives
             continue
         shutil.rmtree(e.path, ignore_errors=True)
         if not os.path.exists(e.path):
@@ -154,10 +168,12 @@ class LocalServer:
     def __init__(self, binary: Optional[str] = None, device: str = "auto", dataset_roots: Sequence[str] = (),
                  extra_args: Sequence[str] = (), echo: bool = False, log_prefix: str = "[augmentd] "):
         self.binary = find_binary(binary)
-        remove_stale_dirs()
+        try:
+            remove_stale_dirs()
+        except Exception:  # tidying up after others never stops a start
+            pass
         self._dir = tempfile.mkdtemp(prefix=_DIR_PREFIX)
-        with open(os.path.join(self._dir, _OWNER), "w") as f:
-            f.write(f"{os.getpid()}\n")
+        self._owner_fd = _take_ownership(self._dir)
         self.address = f"unix://{self._dir}/augmentd.sock"
         args = [self.binary, f"--listen={self.address}", f"--device={device}"]
         roots = [os.path.realpath(r) for r in dataset_roots]
@@ -233,6 +249,9 @@ class LocalServer:
                 self.proc.wait()
         self._reader.join(timeout=5)
         shutil.rmtree(self._dir, ignore_errors=True)
+        if self._owner_fd is not None:
+            os.close(self._owner_fd)
+            self._owner_fd = None
         return self.proc.returncode
 
     def __enter__(self) -> "LocalServer":
