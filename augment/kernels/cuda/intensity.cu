@@ -20,6 +20,11 @@
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 
+// Bench switch (session 30): the final pass stage-major (FinalVec4 below). Off: the parent's code.
+#ifndef AUGMENTD_FINAL_STAGED
+#define AUGMENTD_FINAL_STAGED 0
+#endif
+
 namespace augmentd::cuda::internal {
 namespace {
 
@@ -442,6 +447,83 @@ __device__ __forceinline__ void StoreOut4(void* out, OutDType dt, int64_t idx, c
 
 // Final pass over groups of four voxels of a row (P2 % 4 == 0, 16-byte aligned output): a mirrored row maps
 // groups onto groups (reversed when axis 2 flips), so loads, mask bytes and stores stay vectors.
+#if AUGMENTD_FINAL_STAGED
+// Stage-major (bench switch AUGMENTD_FINAL_STAGED, off by default): the thread's 4·kG values pass each stage together,
+// and every per-slice flag (low-res done, contrast, a gamma slot's on / invert / retain) is tested once per chunk and
+// compiled into the stage instead of being tested, selected and branched around per voxel. Each voxel still gets
+// the same operations in the same order as ch.V3 then GammaFull twice: the same bits.
+template <bool kContrast, int kN>
+__device__ __forceinline__ void BCStageAs(float (&x)[kN], BCConsts k) {
+  k.contrast = kContrast;
+#pragma unroll
+  for (int i = 0; i < kN; ++i) x[i] = ApplyBC(x[i], k);
+}
+
+template <bool kInv, bool kRetain, int kN>
+__device__ __forceinline__ void GammaStageAs(float (&x)[kN], GammaConsts c) {
+  c.on = true;
+  c.inv = kInv;
+  c.retain = kRetain;
+#pragma unroll
+  for (int i = 0; i < kN; ++i) x[i] = GammaFull(x[i], c);
+}
+
+template <int kN>
+__device__ __forceinline__ void GammaStage(float (&x)[kN], const GammaConsts& c) {
+  if (!c.on) return;
+  if (c.inv) {
+    c.retain ? GammaStageAs<true, true>(x, c) : GammaStageAs<true, false>(x, c);
+  } else {
+    c.retain ? GammaStageAs<false, true>(x, c) : GammaStageAs<false, false>(x, c);
+  }
+}
+
+__device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const float* cur, const uint8_t* mask_b,
+                                          int mirror, void* out, OutDType dt, int64_t out_base) {
+  const int P4[3] = {d.out[0], d.out[1], d.out[2] >> 2};
+  const int n4 = static_cast<int>(d.out_n >> 2);
+  const float4* c4 = reinterpret_cast<const float4*>(cur);
+  const uchar4* m4 = reinterpret_cast<const uchar4*>(mask_b);
+  constexpr int kG = kVoxPerThread / 4;
+  for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x) {
+    const int base = chunk * (kChunk / 4) + threadIdx.x;
+    int src[kG];
+    IndexWalker walk(base, P4);
+#pragma unroll
+    for (int k = 0; k < kG; ++k, walk.Step(P4)) {
+      const int o = base + k * kThreads;
+      src[k] = o >= n4 ? 0 : (mirror ? MirrorIndex(walk.j0, walk.j1, walk.j2, P4, mirror) : o);
+    }
+    float x[4 * kG];
+    uchar4 m[kG];
+#pragma unroll
+    for (int k = 0; k < kG; ++k) {
+      const bool in = base + k * kThreads < n4;
+      float4 v = in ? __ldg(c4 + src[k]) : make_float4(0.f, 0.f, 0.f, 0.f);
+      if (mirror & 4) v = make_float4(v.w, v.z, v.y, v.x);
+      x[4 * k] = v.x;
+      x[4 * k + 1] = v.y;
+      x[4 * k + 2] = v.z;
+      x[4 * k + 3] = v.w;
+      m[k] = (in && m4) ? m4[base + k * kThreads] : make_uchar4(0, 0, 0, 0);
+    }
+    if (!ch.cur_is_v3) ch.bc.contrast ? BCStageAs<true>(x, ch.bc) : BCStageAs<false>(x, ch.bc);
+    GammaStage(x, ch.g0);
+    GammaStage(x, ch.g1);
+#pragma unroll
+    for (int k = 0; k < kG; ++k) {
+      const int o = base + k * kThreads;
+      if (o >= n4) continue;
+      float4 r;
+      r.x = m[k].x ? 0.f : x[4 * k];
+      r.y = m[k].y ? 0.f : x[4 * k + 1];
+      r.z = m[k].z ? 0.f : x[4 * k + 2];
+      r.w = m[k].w ? 0.f : x[4 * k + 3];
+      StoreOut4(out, dt, out_base + 4 * static_cast<int64_t>(o), r);
+    }
+  }
+}
+#else
 __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const float* cur, const uint8_t* mask_b,
                                           int mirror, void* out, OutDType dt, int64_t out_base) {
   const int P4[3] = {d.out[0], d.out[1], d.out[2] >> 2};
@@ -480,6 +562,7 @@ __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const 
     }
   }
 }
+#endif
 
 // blockIdx.y < B·C: the slice's final pass; beyond: the deep-supervision picks of (level, sample) =
 // divmod(blockIdx.y − B·C, B) (no launch of their own: they share this one's wave).
