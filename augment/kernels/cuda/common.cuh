@@ -394,9 +394,9 @@ __device__ __forceinline__ void Unravel(int j, const int* p, int& j0, int& j1, i
 struct IndexWalker {
   int j0, j1, j2;
   int s0, s1, s2;
-  __device__ __forceinline__ IndexWalker(int first, const int* p) {
+  __device__ __forceinline__ IndexWalker(int first, const int* p, int stride = kThreads) {
     Unravel(first, p, j0, j1, j2);
-    Unravel(kThreads, p, s0, s1, s2);
+    Unravel(stride, p, s0, s1, s2);
   }
   __device__ __forceinline__ void Step(const int* p) {
     j2 += s2;

@@ -485,10 +485,18 @@ __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const 
   const float4* c4 = reinterpret_cast<const float4*>(cur);
   const uchar4* m4 = reinterpret_cast<const uchar4*>(mask_b);
   constexpr int kG = kVoxPerThread / 4;
-  for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x) {
+  // The thread's first group of each chunk as (j0, j1, j2), advanced by the grid's stride of chunks, and the stride
+  // within a chunk unravelled once: not two integer divisions each per chunk.
+  IndexWalker at(blockIdx.x * (kChunk / 4) + threadIdx.x, P4, gridDim.x * (kChunk / 4));
+  int t[3];
+  Unravel(kThreads, P4, t[0], t[1], t[2]);
+  for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x, at.Step(P4)) {
     const int base = chunk * (kChunk / 4) + threadIdx.x;
     int src[kG];
-    IndexWalker walk(base, P4);
+    IndexWalker walk = at;
+    walk.s0 = t[0];
+    walk.s1 = t[1];
+    walk.s2 = t[2];
 #pragma unroll
     for (int k = 0; k < kG; ++k, walk.Step(P4)) {
       const int o = base + k * kThreads;
