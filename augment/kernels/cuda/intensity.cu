@@ -20,9 +20,13 @@
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 
-// Bench switch (session 30): the final pass stage-major (FinalVec4 below). Off: the parent's code.
+// Bench switches (session 30), off: the parent's code. AUGMENTD_FINAL_STAGED: the final pass stage-major (FinalVec4
+// below). AUGMENTD_FINAL_DS_SHARE: the deep-supervision picks shared by the final pass's slice blocks (DsShare).
 #ifndef AUGMENTD_FINAL_STAGED
 #define AUGMENTD_FINAL_STAGED 0
+#endif
+#ifndef AUGMENTD_FINAL_DS_SHARE
+#define AUGMENTD_FINAL_DS_SHARE 0
 #endif
 
 namespace augmentd::cuda::internal {
@@ -572,8 +576,25 @@ __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const 
 }
 #endif
 
+#if AUGMENTD_FINAL_DS_SHARE
+// The deep-supervision picks of every level and sample as one run of chunks, (level, sample, chunk) in that order,
+// dealt to the launch's blocks by their linear index after each has done its share of its slice: no block rows of
+// their own (with them, B·levels rows of one wave's width start, most to return at once, after the slices' blocks).
+__device__ __forceinline__ void DsShare(const DsArgs& ds, int samples) {
+  const int nblocks = gridDim.x * gridDim.y;
+  int k = blockIdx.y * gridDim.x + blockIdx.x;
+  for (int l = 0; l < ds.num_ds; ++l) {
+    const int chunks = (ds.ds[l][0] * ds.ds[l][1] * ds.ds[l][2] + kChunk - 1) / kChunk;
+    const int level_n = chunks * samples;
+    for (; k < level_n; k += nblocks) DsPicks(ds, l, k / chunks, k % chunks);
+    k -= level_n;  // the same stride run, counted from the next level's first chunk
+  }
+}
+#endif
+
 // blockIdx.y < B·C: the slice's final pass; beyond: the deep-supervision picks of (level, sample) =
-// divmod(blockIdx.y − B·C, B) (no launch of their own: they share this one's wave).
+// divmod(blockIdx.y − B·C, B) (no launch of their own: they share this one's wave). With AUGMENTD_FINAL_DS_SHARE
+// there are only the B·C slice rows, and the picks follow each block's slice share (DsShare).
 __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st,
                                                         void* out, OutDType dt, const uint8_t* mask, int vec4,
                                                         const DsArgs ds) {
@@ -597,6 +618,9 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
   const uint8_t* mask_b = do_mask ? mask + static_cast<int64_t>(b) * out_n : nullptr;
   if (vec4) {
     FinalVec4(d, ch, cur, mask_b, mirror, out, dt, static_cast<int64_t>(slice) * out_n);
+#if AUGMENTD_FINAL_DS_SHARE
+    DsShare(ds, d.b);
+#endif
     return;
   }
   for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x) {
@@ -625,6 +649,9 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
       StoreOut(out, dt, static_cast<int64_t>(slice) * out_n + o, r);
     }
   }
+#if AUGMENTD_FINAL_DS_SHARE
+  DsShare(ds, d.b);
+#endif
 }
 
 }  // namespace
@@ -704,7 +731,8 @@ cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, c
                         cudaStream_t stream) {
   const Dims d = MakeDims(shape);
   const int vec4 = (shape.out[2] % 4 == 0 && reinterpret_cast<uintptr_t>(io.out_image) % 16 == 0) ? 1 : 0;
-  const int rows = shape.batch * shape.channels + shape.batch * shape.num_ds;  // slices, then DS (level, sample)
+  // Slices, then DS (level, sample) unless the slices' blocks share the picks.
+  const int rows = shape.batch * shape.channels + (AUGMENTD_FINAL_DS_SHARE ? 0 : shape.batch * shape.num_ds);
   FinalKernel<<<dim3(WaveGrid<FinalKernel>(d), rows), kThreads, 0, stream>>>(
       d, d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4,
       MakeDsArgs(shape, io, d_io));
