@@ -16,10 +16,12 @@
 # BUILD_TIMEOUT (200 s per build), SIDES ("old new"; "new" benches this tree alone, with SKIP_OLD=1; a side may carry
 # one environment setting, "new@AUGMENTD_SPATIAL_VARIANT=nosplit"; CHAIN_ITERS=0 skips the chain bench),
 # EXTRA_BUILDS ("NAME=FLAGS ...": this tree built again, bench targets only, into build-NAME with CMAKE_CUDA_FLAGS=FLAGS,
-# one word per variant, its flags joined by commas, e.g. "bf=-DAUGMENTD_EXP_X=1" or "rb=-DAUGMENTD_A=1,-DAUGMENTD_B=1"; NAME not old, new or gpu; a side NAME benches it, e.g.
+# one word per variant, its flags joined by commas, e.g. "bf=-DAUGMENTD_EXP_X=1" or
+# "rb=-DAUGMENTD_A=1,-DAUGMENTD_B=1"; NAME not old, new or gpu; a side NAME benches it, e.g.
 # SIDES="old new bf"; the kernels' own switches: -DAUGMENTD_CROPS_BUILD=0 or 1, -DAUGMENTD_PLAIN035=0,
 # -DAUGMENTD_GAMMA_FUSION=0, session 21; -DAUGMENTD_SLICE_SHARE=0, session 22; -DAUGMENTD_RUNNING_OFFSETS=1 and
-# -DAUGMENTD_OUT_BASES=1, session 28; -DAUGMENTD_BLUR_FLAT=1, session 29; -DAUGMENTD_FINAL_STAGED=1 and -DAUGMENTD_FINAL_DS_SHARE=1, session 30), NEW_CUDA_FLAGS (the new build and its
+# -DAUGMENTD_OUT_BASES=1, session 28; -DAUGMENTD_BLUR_FLAT=1, session 29; -DAUGMENTD_FINAL_STAGED=1 and
+# -DAUGMENTD_FINAL_DS_SHARE=1, session 30), NEW_CUDA_FLAGS (the new build and its
 # tests with these CUDA flags: a switch's GPU tests), PROFILE=1 (ncu per kernel of PROFILE_CONFIGS, default
 # all-on:2:1:0,all-on:2:4:0, parameter set PROFILE_SET (0): speed of light, occupancy, warp states, issue slots;
 # $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
@@ -45,7 +47,7 @@ fi
 GPU_BUILD_CMAKE_EXTRA="-DCMAKE_CUDA_FLAGS=${NEW_CUDA_FLAGS:-}" build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" \
   && say "built new${NEW_CUDA_FLAGS:+ with $NEW_CUDA_FLAGS}" || exit 1
 set -f  # EXTRA_BUILDS entries are words, not globs
-for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS: one word, so one flag per variant (no spaces)
+for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS: one word (no spaces), its flags joined by commas
   name=${extra%%=*}
   case $extra in
     *=*) ;;

@@ -390,11 +390,12 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   // same values, summed in tap order by one lane per axis, then divided in parallel. The same bits.
   __shared__ double tap_exp[3][kBlurRing];
   __shared__ double tap_sum[3];
+  const auto tap_count = [&](int axis) { return min(max(KernelSizeFor(cp.blur_sigma[axis]), 1), kBlurRing); };
   const int tap_axis = threadIdx.x / kBlurRing, tap = threadIdx.x % kBlurRing;
   int taps = 0;  // k of this thread's axis (threads < 3·kBlurRing)
   if (threadIdx.x < 3 * kBlurRing) {
     const double sigma = cp.blur_sigma[tap_axis];
-    taps = min(max(KernelSizeFor(sigma), 1), kBlurRing);
+    taps = tap_count(tap_axis);
     if (tap < taps) {
       const double x = static_cast<double>(tap - (taps - 1) / 2) / sigma;
       tap_exp[tap_axis][tap] = exp(-0.5 * x * x);
@@ -403,7 +404,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   __syncthreads();
   if (threadIdx.x < 3) {
     const int axis = threadIdx.x;
-    const int k = min(max(KernelSizeFor(cp.blur_sigma[axis]), 1), kBlurRing);
+    const int k = tap_count(axis);
     double sum = 0.0;
     for (int t = 0; t < k; ++t) sum += tap_exp[axis][t];
     tap_sum[axis] = sum;
