@@ -48,12 +48,14 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::Augment(grpc::CallbackServerContex
     if (!proto.ok()) {
       LogWarning("session=", s->id(), " batch=", request->batch_index(), " Augment failed: ", proto.status().ToString());
       CountRejected();
+      w.release_admission();
       reactor->Finish(ToGrpcStatus(proto.status()));
       return;
     }
     *response->mutable_batch() = *std::move(proto);
     s->RecordDelivered(request->batch_index(), response->ByteSizeLong(), absl::Now() - start);
     CountBatch();
+    w.release_admission();  // before Finish: the client's next call may arrive before this task returns
     reactor->Finish(grpc::Status::OK);
   };
   absl::Status admitted = executor_->TrySubmit(BatchTask(*s, request->ByteSizeLong()), std::move(task));

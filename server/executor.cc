@@ -138,17 +138,29 @@ void BatchExecutor::WorkerLoop(size_t pool_index, WorkerInfo info) {
     const uint64_t bytes = next->bytes;
     info.queued = absl::Now() - next->submitted;
     info.draining = stopping_;
+    bool counted = true;  // the task still counts against its key's limits (guarded by mu_)
+    info.release_admission = [this, &key, &counted, bytes] {
+      std::lock_guard<std::mutex> release_lock(mu_);
+      if (!counted) return;
+      counted = false;
+      EndRunning(key, bytes);
+    };
     lock.unlock();
     next->task(info);
     next.reset();  // the task's captures are destroyed outside the lock
+    info.release_admission = nullptr;
     lock.lock();
     --pool.running;
-    auto done = flows_.find(key);
-    --done->second.running;
-    done->second.bytes -= bytes;
-    if (done->second.queued == 0 && done->second.running == 0) flows_.erase(done);
+    if (counted) EndRunning(key, bytes);
     if (stopping_) cv_.notify_all();
   }
+}
+
+void BatchExecutor::EndRunning(const std::string& key, uint64_t bytes) {
+  auto done = flows_.find(key);
+  --done->second.running;
+  done->second.bytes -= bytes;
+  if (done->second.queued == 0 && done->second.running == 0) flows_.erase(done);
 }
 
 }  // namespace augmentd

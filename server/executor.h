@@ -19,7 +19,9 @@
 //
 // Limits (admission): TrySubmit refuses with RESOURCE_EXHAUSTED naming max_inflight_batches_per_session /
 // max_inflight_bytes_per_session when the key's queued + running tasks would exceed them. Submit never
-// refuses (for work already bounded elsewhere, e.g. a stream's prefetch depth) but is counted the same way.
+// refuses (for work already bounded elsewhere, e.g. a stream's prefetch depth) but is counted the same way. A
+// running task counts until it returns, or until it calls WorkerInfo::release_admission (a unary call's task does,
+// right before it finishes the call).
 //
 // Shutdown (documented ordering; no task is lost): the destructor stops admission (TrySubmit → UNAVAILABLE),
 // then the workers run every task still queued — with WorkerInfo.draining set, so that it may finish its RPC
@@ -55,6 +57,11 @@ struct WorkerInfo {
   int worker_on_device = 0;     // 0 .. pool workers - 1 (bind one CUDA stream / engine per value)
   absl::Duration queued;        // time between submission and start (the batch's queue latency)
   bool draining = false;        // the executor is shutting down: finish the call, skip the work
+  // Ends the task's count against its key's in-flight limits now rather than when the task returns. A task that
+  // answers an RPC calls it right before it finishes the call: a client that sends its next call the moment it has
+  // the answer is then not refused for the one that is ending (the worker stays busy until the task returns).
+  // Call it on the task's own thread, before the task returns; a second call does nothing.
+  std::function<void()> release_admission;
 };
 
 struct DevicePool {
@@ -135,6 +142,8 @@ class BatchExecutor {
 
   absl::Status Enqueue(const TaskSpec& spec, Task task, bool check_limits);
   void WorkerLoop(size_t pool_index, WorkerInfo info);
+  // A running task of `key` ends its count (mu_ held).
+  void EndRunning(const std::string& key, uint64_t bytes);
 
   const ExecutorOptions options_;
   mutable std::mutex mu_;

@@ -19,6 +19,18 @@
 namespace augmentd {
 namespace {
 
+// Polls `done` until it holds or 10 s pass: what a worker does after a task's last visible step (its flow's counts,
+// the next dispatch) may wait while a loaded machine runs other threads, so no fixed sleep stands in for it.
+template <typename F>
+bool Eventually(F done) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return true;
+}
+
 // Saturated flows (always ≥ 1 item queued) with weights 1:2:4: each dispatch is refilled immediately.
 std::map<std::string, int> SaturatedShares(const std::map<std::string, double>& weights, int dispatches,
                                            const std::map<std::string, double>& costs = {}) {
@@ -121,8 +133,10 @@ TEST(BatchExecutorTest, WeightedSharesWithSaturatedQueues) {
     }
   }
   gate.Notify();
-  while (executor.queued() > 0) absl::SleepFor(absl::Milliseconds(5));
-  absl::SleepFor(absl::Milliseconds(20));
+  ASSERT_TRUE(Eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return order.size() == 1200u;
+  }));
   std::lock_guard<std::mutex> lock(mu);
   // While all three are backlogged (s4's 400 tasks last ~700 dispatches), shares are 1:2:4 within 2 %.
   std::map<std::string, int> served;
@@ -196,10 +210,37 @@ TEST(BatchExecutorTest, LimitsRefuseNamingTheLimit) {
   EXPECT_EQ(stats.flows["a"].inflight_bytes, 300u);
   executor.Submit(TaskSpec{"a", "cpu", 1, 100}, work);  // Submit is never refused
   gate.Notify();
-  while (ran.load() < 5) absl::SleepFor(absl::Milliseconds(2));
-  absl::SleepFor(absl::Milliseconds(10));
-  EXPECT_TRUE(executor.Stats().flows.empty());
+  EXPECT_TRUE(Eventually([&] { return executor.Stats().flows.empty(); }));  // a flow ends after its task returns
+  EXPECT_EQ(ran.load(), 5);
   EXPECT_TRUE(executor.TrySubmit({"a", "cpu", 1, 100}, work).ok());  // freed once they completed
+}
+
+// A task that answers an RPC ends its admission count before it finishes the call (server/augment.cc): the
+// client's next call, sent the moment it has the answer, must not be refused for the task that is ending.
+TEST(BatchExecutorTest, ReleasedAdmissionLetsTheNextCallInBeforeTheTaskReturns) {
+  ExecutorOptions options;
+  options.pools = {{"cpu", -1, 1}};
+  options.max_inflight_batches_per_session = 1;
+  options.max_inflight_bytes_per_session = 100;
+  absl::Notification second_ran, gate;
+  absl::Status before, after;
+  BatchExecutor executor(options);  // after what its tasks capture: its destructor runs the last one
+  ASSERT_TRUE(executor.TrySubmit({"a", "cpu", 1, 100}, [&](const WorkerInfo& w) {
+    before = executor.TrySubmit({"a", "cpu", 1, 100}, [](const WorkerInfo&) {});
+    w.release_admission();
+    w.release_admission();  // a second call does nothing
+    after = executor.TrySubmit({"a", "cpu", 1, 100}, [&](const WorkerInfo&) { second_ran.Notify(); });
+  }).ok());
+  // One worker: the second task runs after the first returned, so both statuses are written.
+  ASSERT_TRUE(second_ran.WaitForNotificationWithTimeout(absl::Seconds(10))) << "the call after the release was refused";
+  EXPECT_EQ(before.code(), absl::StatusCode::kResourceExhausted) << before;  // still counted before the release
+  EXPECT_TRUE(after.ok()) << after;
+  // The counts balance: the first task is not ended twice (release, then return), nor the second one's count taken.
+  EXPECT_TRUE(Eventually([&] { return executor.Stats().flows.empty(); }));
+  ASSERT_TRUE(executor.TrySubmit({"a", "cpu", 1, 100}, [&](const WorkerInfo&) { gate.WaitForNotification(); }).ok());
+  const absl::Status full = executor.TrySubmit({"a", "cpu", 1, 100}, [](const WorkerInfo&) {});
+  gate.Notify();
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;  // a task that does not release counts
 }
 
 TEST(BatchExecutorTest, ShutdownRunsEveryQueuedTaskOnceAndDrainsFollowUps) {
@@ -219,7 +260,8 @@ TEST(BatchExecutorTest, ShutdownRunsEveryQueuedTaskOnceAndDrainsFollowUps) {
       });
     }
     std::thread release([&] {
-      absl::SleepFor(absl::Milliseconds(50));
+      // Opens the gate once the destructor has stopped admission (the executor lives until the gate opens).
+      EXPECT_TRUE(Eventually([ex] { return !ex->TrySubmit(TaskSpec{"probe"}, [](const WorkerInfo&) {}).ok(); }));
       gate.Notify();
     });
     executor.reset();  // blocks until everything ran
@@ -236,8 +278,11 @@ TEST(BatchExecutorTest, TrySubmitIsRefusedWhileShuttingDown) {
   absl::Status late;
   ex->Submit(TaskSpec{"a"}, [&](const WorkerInfo&) {
     started.Notify();
-    absl::SleepFor(absl::Milliseconds(100));  // the destructor starts meanwhile
-    late = ex->TrySubmit(TaskSpec{"a"}, [](const WorkerInfo&) {});
+    // Accepted until the destructor, started meanwhile, stops admission.
+    Eventually([&] {
+      late = ex->TrySubmit(TaskSpec{"a"}, [](const WorkerInfo&) {});
+      return !late.ok();
+    });
   });
   started.WaitForNotification();
   executor.reset();

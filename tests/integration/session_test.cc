@@ -264,8 +264,21 @@ TEST_F(SessionTest, CreditsAreRespected) {
     ASSERT_TRUE(response.has_batch());
     EXPECT_EQ(response.batch().batch_index(), i);
   }
-  // The server prefetches (up to 6) but must not send without credit.
-  absl::SleepFor(absl::Milliseconds(700));
+  // The session's stats once `ready` holds of them, or after 10 s: a batch is counted when the server's write
+  // completes, which may come after the client has read it.
+  auto settled = [&](auto ready) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    v1::GetStatsResponse s = Stats(*tcp_client_, id);
+    while (!(s.sessions_size() == 1 && ready(s.sessions(0))) && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));
+      s = Stats(*tcp_client_, id);
+    }
+    return s;
+  };
+  // The server prefetches (up to 6) but must not send without credit: once the two sent batches are counted and
+  // the prefetch has begun, a while longer sends nothing.
+  settled([](const auto& st) { return st.batches_produced() >= 2 && st.queued_batches() >= 1; });
+  absl::SleepFor(absl::Milliseconds(300));
   v1::GetStatsResponse stats = Stats(*tcp_client_, id);
   ASSERT_EQ(stats.sessions_size(), 1);
   EXPECT_EQ(stats.sessions(0).batches_produced(), 2u);
@@ -280,8 +293,9 @@ TEST_F(SessionTest, CreditsAreRespected) {
     ASSERT_TRUE(response.has_batch());
     EXPECT_EQ(response.batch().batch_index(), i);
   }
-  absl::SleepFor(absl::Milliseconds(300));
-  EXPECT_EQ(Stats(*tcp_client_, id).sessions(0).batches_produced(), 5u);
+  stats = settled([](const auto& st) { return st.batches_produced() >= 5; });
+  ASSERT_EQ(stats.sessions_size(), 1);
+  EXPECT_EQ(stats.sessions(0).batches_produced(), 5u);
   // Releases are accepted (no leases with inline delivery); half-close with no credit left ends the stream.
   req.Clear();
   req.mutable_release();

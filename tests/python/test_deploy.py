@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -247,9 +246,7 @@ def test_the_server_accepts_the_overlay_flags(overlay, health_probe, tmp_path):
     # Everything as deployed except where this machine differs: no GPU, no /run/augmentd, a free port.
     flags.update(device="cpu", listen=f"127.0.0.1:0,unix://{tmp_path}/augmentd.sock")
     if flags.get("metrics_port", "0") != "0":
-        with socket.socket() as s:  # the deployed port may be taken here: any free one
-            s.bind(("127.0.0.1", 0))
-            flags["metrics_port"] = str(s.getsockname()[1])
+        flags["metrics_port"] = "127.0.0.1:0"  # the deployed port may be taken here: the server picks a free one
     flags_dir = tmp_path / "flags.d"
     flags_dir.mkdir()
     for name, value in flags.items():

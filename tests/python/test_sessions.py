@@ -129,13 +129,16 @@ def test_stream_keeps_credits_ahead_and_stops_early(served):
         stream = client.stream_batches(session, credits=3)
         first = next(stream)
         assert first.batch_index == 0
-        deadline = 50
-        while stream.buffered < 3 and deadline:  # the receiver thread fills the local queue ahead of use
-            import time
-            time.sleep(0.1)
-            deadline -= 1
+        import time
+        deadline = time.monotonic() + 20
+        while stream.buffered < 3 and time.monotonic() < deadline:  # the receiver fills the local queue ahead of use
+            time.sleep(0.05)
         assert stream.buffered == 3
+        # A batch is counted when the server's write completes, which may come after the client has it: poll.
         stats = client.stats(session).sessions[0]
+        while stats.batches_produced < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+            stats = client.stats(session).sessions[0]
         assert stats.batches_produced == 4 and stats.credits == 0
         assert [next(stream).batch_index for _ in range(3)] == [1, 2, 3]
         stream.close()
