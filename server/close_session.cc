@@ -23,8 +23,8 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::CloseSession(grpc::CallbackServerC
   *response->mutable_final_stats() = (*session)->Stats();
   LogInfo("session=", request->session_id(), " closed after ", response->final_stats().batches_produced(),
           " batches");
-  // Drop this call's reference before answering: when it is the last one, the session's memory is back in the
-  // server's budget by the time the client can open the next session.
+  // Drop this call's reference before answering: when it is the last one (no task or stream still holds the
+  // session), its memory is back in the server's budget by the time the client can open the next session.
   session = absl::CancelledError("closed");
   reactor->Finish(grpc::Status::OK);
   return reactor;

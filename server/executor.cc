@@ -138,20 +138,30 @@ void BatchExecutor::WorkerLoop(size_t pool_index, WorkerInfo info) {
     const uint64_t bytes = next->bytes;
     info.queued = absl::Now() - next->submitted;
     info.draining = stopping_;
-    bool counted = true;  // the task still counts against its key's limits (guarded by mu_)
-    info.release_admission = [this, &key, &counted, bytes] {
-      std::lock_guard<std::mutex> release_lock(mu_);
-      if (!counted) return;
-      counted = false;
-      EndRunning(key, bytes);
-    };
     lock.unlock();
+    // The task's count, ended once: by release_admission or when the task returns. Held by the function too, so a
+    // call that comes too late (a copied WorkerInfo) finds it ended and does nothing.
+    struct Admission {
+      std::string key;
+      uint64_t bytes;
+      bool counted;  // guarded by mu_
+    };
+    auto admission = std::make_shared<Admission>(Admission{key, bytes, true});
+    info.release_admission = [this, admission] {
+      std::lock_guard<std::mutex> release_lock(mu_);
+      if (!admission->counted) return;
+      admission->counted = false;
+      EndRunning(admission->key, admission->bytes);
+    };
     next->task(info);
     next.reset();  // the task's captures are destroyed outside the lock
     info.release_admission = nullptr;
     lock.lock();
     --pool.running;
-    if (counted) EndRunning(key, bytes);
+    if (admission->counted) {
+      admission->counted = false;
+      EndRunning(key, bytes);
+    }
     if (stopping_) cv_.notify_all();
   }
 }

@@ -99,7 +99,7 @@ struct ExecutorStats {
     uint64_t inflight_bytes = 0;
   };
   std::vector<Pool> pools;
-  std::map<std::string, Flow> flows;  // keys with queued or running tasks
+  std::map<std::string, Flow> flows;  // keys with queued or running tasks (less those that released admission)
 };
 
 class BatchExecutor {

@@ -117,11 +117,11 @@ TEST(FairQueueTest, RemoveFlowAndClear) {
 
 // Threads: weighted shares measured on a real executor with one worker (so dispatch order is the share).
 TEST(BatchExecutorTest, WeightedSharesWithSaturatedQueues) {
-  BatchExecutor executor(1);
   absl::Notification gate;
-  executor.Submit(TaskSpec{"gate"}, [&](const WorkerInfo&) { gate.WaitForNotification(); });
   std::mutex mu;
   std::vector<std::string> order;
+  BatchExecutor executor(1);  // after what the tasks capture: on a failed ASSERT its destructor runs what is left
+  executor.Submit(TaskSpec{"gate"}, [&](const WorkerInfo&) { gate.WaitForNotification(); });
   const std::map<std::string, double> weights = {{"s1", 1}, {"s2", 2}, {"s4", 4}};
   for (int i = 0; i < 400; ++i) {
     for (const auto& [key, w] : weights) {

@@ -29,6 +29,7 @@ grpc::ServerUnaryReactor* AugmentServiceImpl::OpenSession(grpc::CallbackServerCo
     absl::Status status = session.status();
     if (status.ok()) status = registry_.Add(*session);
     if (!status.ok()) {
+      session = status;  // a session built but not added gives its memory back before the refusal is answered
       CountRejected();
       LogWarning("OpenSession rejected: ", status.ToString());
       reactor->Finish(ToGrpcStatus(status));

@@ -277,8 +277,8 @@ def test_bad_delivery_requests_get_precise_codes(tmp_path):
             assert "device_memory_budget_bytes" in err.value.details
             assert 1 <= len(opened) < 10
             client.close_session(opened.pop())
-            # Room again: at once when the close held the last reference to the session; a stream or lease that
-            # still held one returns the memory when it lets go, so retry for a while.
+            # Room again: at once when the close held the last reference to the session (CloseSession drops its
+            # own before it answers); work still running for the session would let go a moment later: retry.
             deadline = time.monotonic() + 20
             while True:
                 try:

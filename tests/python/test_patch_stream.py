@@ -232,6 +232,7 @@ def test_lease_errors_get_precise_codes(client, server):
                     raise
                 leases = []
             if leases or time.monotonic() > deadline:
+                assert leases, "no input leases within 10 s"
                 return stream, leases
             stream.cancel()
             time.sleep(0.05)
