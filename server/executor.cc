@@ -147,21 +147,21 @@ void BatchExecutor::WorkerLoop(size_t pool_index, WorkerInfo info) {
       bool counted;  // guarded by mu_
     };
     auto admission = std::make_shared<Admission>(Admission{key, bytes, true});
-    info.release_admission = [this, admission] {
-      std::lock_guard<std::mutex> release_lock(mu_);
+    auto end_once = [this, admission] {  // mu_ held
       if (!admission->counted) return;
       admission->counted = false;
       EndRunning(admission->key, admission->bytes);
+    };
+    info.release_admission = [this, end_once] {
+      std::lock_guard<std::mutex> release_lock(mu_);
+      end_once();
     };
     next->task(info);
     next.reset();  // the task's captures are destroyed outside the lock
     info.release_admission = nullptr;
     lock.lock();
     --pool.running;
-    if (admission->counted) {
-      admission->counted = false;
-      EndRunning(key, bytes);
-    }
+    end_once();
     if (stopping_) cv_.notify_all();
   }
 }

@@ -33,6 +33,17 @@ def augmentd_bin() -> str:
     return path
 
 
+def wait_until(pred, timeout=10.0) -> bool:
+    """Polls `pred` until it holds or `timeout` seconds pass (what the server does after an answer, such as counting
+    a written batch or letting go of a session, may come a moment later); its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
 def client_env() -> dict:
     """Environment for `python -m augmentd` subprocesses (the package from the source tree if not installed)."""
     env = dict(os.environ)

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from augmentd_server import ServerProcess, client_env  # first: makes `augmentd` importable
+from augmentd_server import ServerProcess, client_env, wait_until  # first: makes `augmentd` importable
 from test_sessions import _write_dataset
 
 import augmentd  # noqa: E402
@@ -45,15 +45,6 @@ def served(tmp_path):
 def _config(path, delivery="inline", seed=11, prefetch=3, **kw):
     return augmentd.dataset_session_config(path, batch_size=2, seed=seed, prefetch_depth=prefetch,
                                            delivery=delivery, **kw)
-
-
-def _wait(pred, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
 
 
 def _stats(client, session):
@@ -103,7 +94,7 @@ def test_host_shm_equals_inline_and_views_the_slot(served, dtypes):
         st = _stats(client, shm)
         assert st.output_slots == 3 and st.slot_bytes >= 3 * got[0][0].nbytes
         assert st.bytes_delivered >= 5 * got[0][0].nbytes
-        assert _wait(lambda: _stats(client, shm).leased_slots == 0)  # the stream ended: leases reclaimed
+        assert wait_until(lambda: _stats(client, shm).leased_slots == 0)  # the stream ended: leases reclaimed
         client.close_session(inline)
         client.close_session(shm)
 
@@ -125,7 +116,7 @@ def test_leases_are_respected_and_stale_releases_ignored(served):
             stream.release([stale, batch_pb2.SlotLease(slot=9, generation=1)])
             time.sleep(0.7)
             assert stream.buffered == 0
-            assert _wait(lambda: _stats(client, session).stale_releases == 2)
+            assert wait_until(lambda: _stats(client, session).stale_releases == 2)
             stream.release([first.lease])
             third = next(stream)
             assert third.batch_index == 2 and third.lease.slot == first.lease.slot
@@ -133,7 +124,7 @@ def test_leases_are_respected_and_stale_releases_ignored(served):
             assert _stats(client, session).leased_slots == 2
         finally:
             stream.close()
-        assert _wait(lambda: _stats(client, session).leased_slots == 0)
+        assert wait_until(lambda: _stats(client, session).leased_slots == 0)
         client.close_session(session)
 
 
@@ -209,7 +200,7 @@ def test_killed_client_leases_are_reclaimed_and_others_unaffected(served):
         assert session_id, "the holder process did not start"
         with augmentd.Client(server.addresses[0]) as client:
             client.remember_session(session_id, token)  # the holder hands its session over
-            assert _wait(lambda: client.stats(session_id).sessions[0].leased_slots == 2)
+            assert wait_until(lambda: client.stats(session_id).sessions[0].leased_slots == 2)
             other = client.open_session(_config(path, delivery="host_shm", seed=4))
             results = {}
 
@@ -221,7 +212,7 @@ def test_killed_client_leases_are_reclaimed_and_others_unaffected(served):
             t.start()
             child.send_signal(signal.SIGKILL)
             child.wait(timeout=10)
-            assert _wait(lambda: client.stats(session_id).sessions[0].leased_slots == 0), server.output[-2000:]
+            assert wait_until(lambda: client.stats(session_id).sessions[0].leased_slots == 0), server.output[-2000:]
             t.join(timeout=60)
             assert results.get("indices") == list(range(8))
             # The abandoned session still works: a new stream gets its slots.
@@ -279,15 +270,17 @@ def test_bad_delivery_requests_get_precise_codes(tmp_path):
             client.close_session(opened.pop())
             # Room again: at once when the close held the last reference to the session (CloseSession drops its
             # own before it answers); work still running for the session would let go a moment later: retry.
-            deadline = time.monotonic() + 20
-            while True:
+
+            def reopened():
                 try:
                     opened.append(client.open_session(_config(path, delivery="host_shm", prefetch=1)))
-                    break
+                    return True
                 except augmentd.AugmentdError as again:
-                    if again.code != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > deadline:
+                    if again.code != grpc.StatusCode.RESOURCE_EXHAUSTED:
                         raise
-                    time.sleep(0.05)
+                    return False
+
+            assert wait_until(reopened, timeout=20), "no room for a session 20 s after one was closed"
             for s in opened:
                 client.close_session(s)
             assert client.health() == augmentd.HealthStatus.SERVING

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from augmentd_server import ServerProcess  # first: makes `augmentd` importable
+from augmentd_server import ServerProcess, wait_until  # first: makes `augmentd` importable
 
 import augmentd  # noqa: E402
 from augmentd import local_server  # noqa: E402
@@ -65,7 +65,6 @@ def test_the_server_dies_with_a_killed_parent():
     the server with it (SIGTERM from the kernel)."""
     import signal
     import sys
-    import time
 
     from augmentd_server import client_env
 
@@ -80,20 +79,17 @@ def test_the_server_dies_with_a_killed_parent():
         assert not _gone(pid)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=10)
-        deadline = time.monotonic() + 20
-        while not _gone(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _gone(pid), f"the server {pid} outlived its killed parent"
+        assert wait_until(lambda: _gone(pid), timeout=20), f"the server {pid} outlived its killed parent"
         # The killed parent could not remove its socket directory; the next LocalServer's sweep does (another sweep
         # running at the same time may get there first). The server's leader thread reads as a zombie while its other
         # threads still exit, and until they have, its socket may still accept a connection and the sweep rightly
         # leaves the directory: sweep again until it is gone or the deadline passes.
-        deadline = time.monotonic() + 20
-        while os.path.exists(socket_dir) and time.monotonic() < deadline:
+
+        def swept():
             local_server.remove_stale_dirs(os.path.dirname(socket_dir))
-            if os.path.exists(socket_dir):
-                time.sleep(0.1)
-        assert not os.path.exists(socket_dir), f"the sweep left {socket_dir} for 20 s after the server was gone"
+            return not os.path.exists(socket_dir)
+
+        assert wait_until(swept, timeout=20), f"the sweep left {socket_dir} for 20 s after the server was gone"
     finally:
         if parent.poll() is None:
             parent.kill()

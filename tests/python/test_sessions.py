@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from augmentd_server import ServerProcess  # first: makes `augmentd` importable
+from augmentd_server import ServerProcess, wait_until  # first: makes `augmentd` importable
 
 import augmentd  # noqa: E402
 from augmentd.v1 import pipeline_pb2, tensor_pb2  # noqa: E402
@@ -129,16 +129,11 @@ def test_stream_keeps_credits_ahead_and_stops_early(served):
         stream = client.stream_batches(session, credits=3)
         first = next(stream)
         assert first.batch_index == 0
-        import time
-        deadline = time.monotonic() + 20
-        while stream.buffered < 3 and time.monotonic() < deadline:  # the receiver fills the local queue ahead of use
-            time.sleep(0.05)
+        wait_until(lambda: stream.buffered >= 3, timeout=20)  # the receiver fills the local queue ahead of use
         assert stream.buffered == 3
         # A batch is counted when the server's write completes, which may come after the client has it: poll.
+        wait_until(lambda: client.stats(session).sessions[0].batches_produced >= 4, timeout=20)
         stats = client.stats(session).sessions[0]
-        while stats.batches_produced < 4 and time.monotonic() < deadline:
-            time.sleep(0.02)
-            stats = client.stats(session).sessions[0]
         assert stats.batches_produced == 4 and stats.credits == 0
         assert [next(stream).batch_index for _ in range(3)] == [1, 2, 3]
         stream.close()
