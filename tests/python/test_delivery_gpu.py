@@ -12,8 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from augmentd_server import ServerProcess, client_env  # first: makes `augmentd` importable
-from test_delivery import _wait
+from augmentd_server import ServerProcess, client_env, wait_until  # first: makes `augmentd` importable
 from test_sessions import _write_dataset
 
 import augmentd  # noqa: E402
@@ -121,10 +120,10 @@ def test_killed_ipc_client_slots_are_reclaimed(served):
         assert json.loads(child.stdout.readline())[0]["zero_copy"]
         with augmentd.Client(server.addresses[0]) as client:
             client.remember_session(session_id, handed["token"])  # the reader hands its session over
-            assert _wait(lambda: client.stats(session_id).sessions[0].leased_slots == 2)
+            assert wait_until(lambda: client.stats(session_id).sessions[0].leased_slots == 2)
             child.send_signal(signal.SIGKILL)
             child.wait(timeout=10)
-            assert _wait(lambda: client.stats(session_id).sessions[0].leased_slots == 0), server.output[-2000:]
+            assert wait_until(lambda: client.stats(session_id).sessions[0].leased_slots == 0), server.output[-2000:]
             other = client.open_session(_config(path, "cuda_ipc", prefetch=2))
             with client.stream_batches(other, max_batches=3) as s:
                 assert [b.batch_index for b in s] == [0, 1, 2]
