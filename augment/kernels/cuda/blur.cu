@@ -8,13 +8,6 @@
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 
-// bench A/B only (a screen for the next device call, NOTES.md s29; bench/results/2026-12-05-cpu-s29-blur-walk.md has
-// its walked counts): 1 = the radius <= 3 paths run BlurFastFlat (fewer instructions a plane, the same taps in the
-// same order, so the same bits) instead of BlurFast.
-#ifndef AUGMENTD_BLUR_FLAT
-#define AUGMENTD_BLUR_FLAT 0
-#endif
-
 namespace augmentd::cuda::internal {
 namespace {
 
@@ -70,114 +63,11 @@ struct BlurSink {
 
 // Fast path, every radius <= kR: the taps are compile-time (weights zero-padded to radius kR: a zero tap adds an
 // exact 0), fused multiply-adds, and the axis-0 window lives in registers (shifted one plane per step). A thread
-// owns output rows 2·ty and 2·ty + 1 of the tile (they share 2·kR of their 2·kR + 2 axis-1 taps).
-// The taps of all three axes (zero-padded, in `wpad`) are re-read from shared memory each plane (broadcast loads) so
-// that they are live only in their pass, and the halo loads use 32-bit offsets from the slice base (register pressure
-// at 64 registers, 4 blocks per SM: with the axis-0 taps in registers and 64-bit plane pointers the kR = 3 loop
-// spilled and re-derived threadIdx-based addresses every plane, s11 in NOTES.md).
-template <int kR>
-__device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
-                                         float (*tile)[kBlurHaloX], float (*xb)[kBlurTX], float* wpad,
-                                         const float* s, const BlurSink& sink, Partial& part) {
-  constexpr int kW = 2 * kR + 1, kHY = kBlurTY + 2 * kR, kHX = kBlurTX + 2 * kR;
-  constexpr int kRows = (kHY + 7) / 8, kCols = (kHX + 31) / 32;
-  if (threadIdx.x < 3 * kW) {
-    const int axis = threadIdx.x / kW, off = threadIdx.x % kW - kR;
-    wpad[threadIdx.x] = (off >= -rad[axis] && off <= rad[axis]) ? w[axis][off + rad[axis]] : 0.f;
-  }
-  __syncthreads();
-  const float* wz = wpad;
-  const float* wy = wpad + kW;
-  const float* wx = wpad + 2 * kW;
-  const int P0 = a.d.out[0], P1 = a.d.out[1], P2 = a.d.out[2];
-  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  const int y0 = (blockIdx.x / a.tiles_x) * kBlurTY, x0 = (blockIdx.x % a.tiles_x) * kBlurTX;
-  const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
-  int row_off[kRows], col_off[kCols];
-#pragma unroll
-  for (int ri = 0; ri < kRows; ++ri) {
-    const int i = ty + 8 * ri;
-    row_off[ri] = i < kHY ? Reflect(y0 - kR + i, P1) * P2 : -1;
-  }
-#pragma unroll
-  for (int ci = 0; ci < kCols; ++ci) {
-    const int k = tx + 32 * ci;
-    col_off[ci] = k < kHX ? Reflect(x0 - kR + k, P2) : -1;
-  }
-  float pre[kRows][kCols];
-  auto load = [&](int p) {
-    const int plane = Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels): one IMAD.WIDE a load
-#pragma unroll
-    for (int ri = 0; ri < kRows; ++ri) {
-#pragma unroll
-      for (int ci = 0; ci < kCols; ++ci) {
-        pre[ri][ci] = (row_off[ri] >= 0 && col_off[ci] >= 0) ? __ldg(s + (plane + row_off[ri] + col_off[ci])) : 0.f;
-      }
-    }
-  };
-  const int ya = 2 * ty, x = x0 + tx;
-  float zwin[2][kW];
-#pragma unroll
-  for (int t = 0; t < kW; ++t) zwin[0][t] = zwin[1][t] = 0.f;
-  const int p_last = ze - 1 + kR;
-  load(zs - kR);
-  for (int p = zs - kR; p <= p_last; ++p) {
-#pragma unroll
-    for (int ri = 0; ri < kRows; ++ri) {
-#pragma unroll
-      for (int ci = 0; ci < kCols; ++ci) {
-        if (row_off[ri] >= 0 && col_off[ci] >= 0) tile[ty + 8 * ri][tx + 32 * ci] = pre[ri][ci];
-      }
-    }
-    __syncthreads();
-    if (p < p_last) load(p + 1);  // in flight while this plane is blurred
-    {
-      float wt[kW];
-#pragma unroll
-      for (int t = 0; t < kW; ++t) wt[t] = wx[t];
-#pragma unroll
-      for (int ri = 0; ri < kRows; ++ri) {
-        const int i = ty + 8 * ri;
-        if (i < kHY) {
-          float acc = 0.f;
-#pragma unroll
-          for (int t = 0; t < kW; ++t) acc = __fmaf_rn(wt[t], tile[i][tx + t], acc);
-          xb[i][tx] = acc;
-        }
-      }
-    }
-    __syncthreads();
-    float col[kW + 1];
-#pragma unroll
-    for (int t = 0; t <= kW; ++t) col[t] = xb[ya + t][tx];
-    float v0 = 0.f, v1 = 0.f;
-#pragma unroll
-    for (int t = 0; t < kW; ++t) {
-      v0 = __fmaf_rn(wy[t], col[t], v0);
-      v1 = __fmaf_rn(wy[t], col[t + 1], v1);
-    }
-#pragma unroll
-    for (int t = 0; t + 1 < kW; ++t) {
-      zwin[0][t] = zwin[0][t + 1];
-      zwin[1][t] = zwin[1][t + 1];
-    }
-    zwin[0][kW - 1] = v0;
-    zwin[1][kW - 1] = v1;
-    const int zo = p - kR;
-    if (zo >= zs) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float acc = 0.f;
-#pragma unroll
-        for (int t = 0; t < kW; ++t) acc = __fmaf_rn(wz[t], zwin[h][t], acc);
-        if (y0 + ya + h < P1 && x < P2) sink.Emit(zo, y0 + ya + h, x, acc, part);
-      }
-    }
-  }
-}
-
-#if AUGMENTD_BLUR_FLAT
-// BlurFast with the per-plane work cut where its SASS spent it (s29 in NOTES.md), every output's arithmetic unchanged:
+// owns output rows 2·ty and 2·ty + 1 of the tile (they share 2·kR of their 2·kR + 2 axis-1 taps). The taps of all
+// three axes (zero-padded, in `wpad`, each axis's 32 bytes apart: float4 reads) are re-read from shared memory each
+// plane (broadcast loads) so that they are live only in their pass, and the halo loads use 32-bit offsets from the
+// slice base (register pressure at 64 registers, 4 blocks per SM; s11 in NOTES.md). Per plane (s29; s32 on the H100:
+// every transform on B=2 C=1 −5.0 %, C=4 −4.7 %, B=8 −4.5 % against the loop before it, the same output bits):
 // - the halo tile is one flat run of kHY·kHX values in shared memory (row stride kHX), so a thread issues
 //   ⌈kHY·kHX / 256⌉ loads a plane, not (kHY / 8 rounded up) x (kHX / 32 rounded up) mostly predicated-off ones, each
 //   from a 32-bit offset computed once (the reflection of its row and column) plus the plane's;
@@ -185,9 +75,9 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
 //   the two sums keep the single-column tap order;
 // - the outputs are stored through a pointer advanced one plane per output plane, bounds tested once.
 template <int kR>
-__device__ __forceinline__ void BlurFastFlat(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
-                                             float* tf, float (*xb)[kBlurTX], float* wpad, const float* s,
-                                             const BlurSink& sink, Partial& part) {
+__device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad, float* tf,
+                                         float (*xb)[kBlurTX], float* wpad, const float* s, const BlurSink& sink,
+                                         Partial& part) {
   constexpr int kW = 2 * kR + 1, kHY = kBlurTY + 2 * kR, kHX = kBlurTX + 2 * kR, kN = kHY * kHX;
   constexpr int kLoads = (kN + kThreads - 1) / kThreads;
   constexpr int kXRows = kThreads / (kBlurTX / 2);  // halo rows the axis-2 pass covers a step (16 threads a row)
@@ -296,7 +186,6 @@ __device__ __forceinline__ void BlurFastFlat(const BlurArgs& a, const float (*w)
     }
   }
 }
-#endif
 
 // General path (any radius <= kMaxBlurRadius; rare: sigma > ~1.08): run-time taps, no prefetch (few registers), the
 // axis-0 window in a shared-memory ring of 2·r0 + 1 planes; each thread owns rows ty and ty + 8 and reads only its own ring entries (no barrier needed).
@@ -375,19 +264,12 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   if (cp.blur_sigma[0] == 0.f) return;  // slice-uniform
   __shared__ float w[3][kBlurRing];
   __shared__ int rad[3];
-#if AUGMENTD_BLUR_FLAT
-  __shared__ __align__(16) float tile[kBlurHaloY][kBlurHaloX];  // BlurFastFlat reads rows as float2
+  __shared__ __align__(16) float tile[kBlurHaloY][kBlurHaloX];  // BlurFast reads rows as float2
   __shared__ __align__(16) float xb[kBlurHaloY][kBlurTX];
-  __shared__ __align__(16) float ring[kBlurRing][kBlurTY][kBlurTX];  // BlurFastFlat's taps (wpad) as float4s
-#else
-  __shared__ float tile[kBlurHaloY][kBlurHaloX];
-  __shared__ float xb[kBlurHaloY][kBlurTX];
-  __shared__ float ring[kBlurRing][kBlurTY][kBlurTX];
-#endif
-#if AUGMENTD_BLUR_FLAT
-  // The taps as below, with each tap's exp in a lane of its own (threads 0 … 3·kBlurRing − 1) instead of three lanes
-  // computing 2·k of them one after another while the block waits (≈ 14 dependent double-precision exps a block): the
-  // same values, summed in tap order by one lane per axis, then divided in parallel. The same bits.
+  __shared__ __align__(16) float ring[kBlurRing][kBlurTY][kBlurTX];  // BlurFast's taps (wpad) as float4s
+  // The taps: w[axis][t] = exp(−x²/2) / Σ exp(−x²/2), x = (t − r) / σ, in double (bgv2's float64 kernel). Each tap's
+  // exp in a lane of its own (threads 0 … 3·kBlurRing − 1), not 2·k dependent exps in one lane per axis while the
+  // block waits; summed in tap order by one lane per axis, then divided in parallel.
   __shared__ double tap_exp[3][kBlurRing];
   __shared__ double tap_sum[3];
   const auto tap_count = [&](int axis) { return min(max(KernelSizeFor(cp.blur_sigma[axis]), 1), kBlurRing); };
@@ -412,26 +294,6 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   }
   __syncthreads();
   if (tap < taps) w[tap_axis][tap] = static_cast<float>(tap_exp[tap_axis][tap] / tap_sum[tap_axis]);
-#else
-  if (threadIdx.x < 3) {
-    const int axis = threadIdx.x;
-    const double sigma = cp.blur_sigma[axis];
-    int k = KernelSizeFor(sigma);
-    if (k > kBlurRing) k = kBlurRing;
-    if (k < 1) k = 1;
-    const int r = (k - 1) / 2;
-    double sum = 0.0;
-    for (int t = 0; t < k; ++t) {
-      const double x = static_cast<double>(t - r) / sigma;
-      sum += exp(-0.5 * x * x);
-    }
-    for (int t = 0; t < k; ++t) {
-      const double x = static_cast<double>(t - r) / sigma;
-      w[axis][t] = static_cast<float>(exp(-0.5 * x * x) / sum);
-    }
-    rad[axis] = r;
-  }
-#endif
   __syncthreads();
   BlurSink sink;
   sink.o = a.dst + static_cast<int64_t>(slice) * a.d.out_n;
@@ -441,23 +303,13 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   const float* s = a.src + static_cast<int64_t>(slice) * a.d.out_n;
   Partial part = EmptyPartial();
   const int rmax = max(rad[0], max(rad[1], rad[2]));
-#if AUGMENTD_BLUR_FLAT
   if (rmax <= 1) {
-    BlurFastFlat<1>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
+    BlurFast<1>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 2) {
-    BlurFastFlat<2>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
+    BlurFast<2>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 3) {
-    BlurFastFlat<3>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
+    BlurFast<3>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
   } else {
-#else
-  if (rmax <= 1) {
-    BlurFast<1>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, part);
-  } else if (rmax <= 2) {
-    BlurFast<2>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, part);
-  } else if (rmax <= 3) {
-    BlurFast<3>(a, w, rad, tile, xb, &ring[0][0][0], s, sink, part);
-  } else {
-#endif
     BlurGeneral(a, w, rad, tile, xb, ring, s, sink, part);
   }
   if (sink.stats) {

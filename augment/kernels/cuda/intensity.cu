@@ -20,15 +20,6 @@
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 
-// Bench switches (session 30), off: the parent's code. AUGMENTD_FINAL_STAGED: the final pass stage-major (FinalVec4
-// below). AUGMENTD_FINAL_DS_SHARE: the deep-supervision picks shared by the final pass's slice blocks (DsShare).
-#ifndef AUGMENTD_FINAL_STAGED
-#define AUGMENTD_FINAL_STAGED 0
-#endif
-#ifndef AUGMENTD_FINAL_DS_SHARE
-#define AUGMENTD_FINAL_DS_SHARE 0
-#endif
-
 namespace augmentd::cuda::internal {
 namespace {
 
@@ -449,13 +440,11 @@ __device__ __forceinline__ void StoreOut4(void* out, OutDType dt, int64_t idx, c
   }
 }
 
-// Final pass over groups of four voxels of a row (P2 % 4 == 0, 16-byte aligned output): a mirrored row maps
-// groups onto groups (reversed when axis 2 flips), so loads, mask bytes and stores stay vectors.
-#if AUGMENTD_FINAL_STAGED
-// Stage-major (bench switch AUGMENTD_FINAL_STAGED, off by default): the thread's 4·kG values pass each stage together,
-// and every per-slice flag (low-res done, contrast, a gamma slot's on / invert / retain) is tested once per chunk and
-// compiled into the stage instead of being tested, selected and branched around per voxel. Each voxel still gets
-// the same operations in the same order as ch.V3 then GammaFull twice: the same bits.
+// The final pass's vectorised stages: the thread's 4·kG values pass each stage together, and every per-slice flag
+// (low-res done, contrast, a gamma slot's on / invert / retain) is tested once per chunk and compiled into the stage
+// instead of being tested, selected and branched around per voxel. Each voxel still gets the same operations in the
+// same order as ch.V3 then GammaFull twice: the same bits (s30 in NOTES.md; s32 on the H100: every transform on B=2
+// C=1 −1.1 %, C=4 −1.6 %, default probabilities B=2 C=1 −5.3 %).
 template <bool kContrast, int kN>
 __device__ __forceinline__ void BCStageAs(float (&x)[kN], BCConsts k) {
   k.contrast = kContrast;
@@ -482,6 +471,8 @@ __device__ __forceinline__ void GammaStage(float (&x)[kN], const GammaConsts& c)
   }
 }
 
+// Final pass over groups of four voxels of a row (P2 % 4 == 0, 16-byte aligned output): a mirrored row maps
+// groups onto groups (reversed when axis 2 flips), so loads, mask bytes and stores stay vectors.
 __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const float* cur, const uint8_t* mask_b,
                                           int mirror, void* out, OutDType dt, int64_t out_base) {
   const int P4[3] = {d.out[0], d.out[1], d.out[2] >> 2};
@@ -535,48 +526,7 @@ __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const 
     }
   }
 }
-#else
-__device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const float* cur, const uint8_t* mask_b,
-                                          int mirror, void* out, OutDType dt, int64_t out_base) {
-  const int P4[3] = {d.out[0], d.out[1], d.out[2] >> 2};
-  const int n4 = static_cast<int>(d.out_n >> 2);
-  const float4* c4 = reinterpret_cast<const float4*>(cur);
-  const uchar4* m4 = reinterpret_cast<const uchar4*>(mask_b);
-  constexpr int kG = kVoxPerThread / 4;
-  for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x) {
-    const int base = chunk * (kChunk / 4) + threadIdx.x;
-    int src[kG];
-    IndexWalker walk(base, P4);
-#pragma unroll
-    for (int k = 0; k < kG; ++k, walk.Step(P4)) {
-      const int o = base + k * kThreads;
-      src[k] = o >= n4 ? 0 : (mirror ? MirrorIndex(walk.j0, walk.j1, walk.j2, P4, mirror) : o);
-    }
-    float4 v[kG];
-    uchar4 m[kG];
-#pragma unroll
-    for (int k = 0; k < kG; ++k) {
-      const bool in = base + k * kThreads < n4;
-      v[k] = in ? __ldg(c4 + src[k]) : make_float4(0.f, 0.f, 0.f, 0.f);
-      m[k] = (in && m4) ? m4[base + k * kThreads] : make_uchar4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int k = 0; k < kG; ++k) {
-      const int o = base + k * kThreads;
-      if (o >= n4) continue;
-      if (mirror & 4) v[k] = make_float4(v[k].w, v[k].z, v[k].y, v[k].x);
-      float4 r;
-      r.x = m[k].x ? 0.f : GammaFull(GammaFull(ch.V3(v[k].x), ch.g0), ch.g1);
-      r.y = m[k].y ? 0.f : GammaFull(GammaFull(ch.V3(v[k].y), ch.g0), ch.g1);
-      r.z = m[k].z ? 0.f : GammaFull(GammaFull(ch.V3(v[k].z), ch.g0), ch.g1);
-      r.w = m[k].w ? 0.f : GammaFull(GammaFull(ch.V3(v[k].w), ch.g0), ch.g1);
-      StoreOut4(out, dt, out_base + 4 * static_cast<int64_t>(o), r);
-    }
-  }
-}
-#endif
 
-#if AUGMENTD_FINAL_DS_SHARE
 // The deep-supervision picks of every level and sample as one run of chunks, (level, sample, chunk) in that order,
 // dealt to the launch's blocks by their linear index after each has done its share of its slice: no block rows of
 // their own (with them, B·levels rows of one wave's width start, most to return at once, after the slices' blocks).
@@ -590,22 +540,15 @@ __device__ __forceinline__ void DsShare(const DsArgs& ds, int samples) {
     k -= level_n;  // the same stride run, counted from the next level's first chunk
   }
 }
-#endif
 
-// blockIdx.y < B·C: the slice's final pass; beyond: the deep-supervision picks of (level, sample) =
-// divmod(blockIdx.y − B·C, B) (no launch of their own: they share this one's wave). With AUGMENTD_FINAL_DS_SHARE
-// there are only the B·C slice rows, and the picks follow each block's slice share (DsShare).
+// Block row blockIdx.y: slice blockIdx.y's final pass, then the block's deal of the deep-supervision picks (DsShare:
+// no launch or block rows of their own; s30 in NOTES.md, s32 on the H100: default probabilities B=2 C=1 −2.0 %,
+// every transform on +0.3 %).
 __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st,
                                                         void* out, OutDType dt, const uint8_t* mask, int vec4,
                                                         const DsArgs ds) {
   if (ds.io_dev != nullptr) out = ds.io_dev->out_image;  // graph replay: this batch's buffers
   const int slice = blockIdx.y;
-  if (slice >= d.b * d.c) {
-    const int idx = slice - d.b * d.c, l = idx / d.b, b = idx % d.b;
-    const int qn = ds.ds[l][0] * ds.ds[l][1] * ds.ds[l][2];
-    for (int chunk = blockIdx.x; chunk * kChunk < qn; chunk += gridDim.x) DsPicks(ds, l, b, chunk);
-    return;
-  }
   const int b = slice / d.c, c = slice % d.c;
   const SampleParams& sp = params[b];
   const ChannelParams& cp = sp.ch[c];
@@ -618,9 +561,7 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
   const uint8_t* mask_b = do_mask ? mask + static_cast<int64_t>(b) * out_n : nullptr;
   if (vec4) {
     FinalVec4(d, ch, cur, mask_b, mirror, out, dt, static_cast<int64_t>(slice) * out_n);
-#if AUGMENTD_FINAL_DS_SHARE
     DsShare(ds, d.b);
-#endif
     return;
   }
   for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x) {
@@ -649,9 +590,7 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
       StoreOut(out, dt, static_cast<int64_t>(slice) * out_n + o, r);
     }
   }
-#if AUGMENTD_FINAL_DS_SHARE
   DsShare(ds, d.b);
-#endif
 }
 
 }  // namespace
@@ -731,9 +670,7 @@ cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, c
                         cudaStream_t stream) {
   const Dims d = MakeDims(shape);
   const int vec4 = (shape.out[2] % 4 == 0 && reinterpret_cast<uintptr_t>(io.out_image) % 16 == 0) ? 1 : 0;
-  // Slices, then DS (level, sample) unless the slices' blocks share the picks.
-  const int rows = shape.batch * shape.channels + (AUGMENTD_FINAL_DS_SHARE ? 0 : shape.batch * shape.num_ds);
-  FinalKernel<<<dim3(WaveGrid<FinalKernel>(d), rows), kThreads, 0, stream>>>(
+  FinalKernel<<<dim3(WaveGrid<FinalKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(
       d, d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4,
       MakeDsArgs(shape, io, d_io));
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();

@@ -854,8 +854,8 @@ TEST(CudaKernels, WideBlurAndGammaWithoutRetain) {
 }
 
 // The tiled blur's radius-1 path (σ ≤ 0.55 on every axis; every-transform-on draws reach it in 1 of 216 blurred
-// channels) and volumes thinner than a blur block's 16 planes, with partial tiles on every axis (s29: the flat plane
-// loop of AUGMENTD_BLUR_FLAT is built for these paths too).
+// channels) and volumes thinner than a blur block's 16 planes, with partial tiles on every axis (the flat halo tile
+// of every radius <= 3 path, s29).
 TEST(CudaKernels, NarrowBlurAndThinVolumes) {
   Probs p = Probs::AllOn();
   p.blur_sigma_hi = 0.55;

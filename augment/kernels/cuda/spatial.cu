@@ -36,17 +36,6 @@
 #ifndef AUGMENTD_CROPS_BUILD
 #define AUGMENTD_CROPS_BUILD 2
 #endif
-// bench A/B only (screens for the next device call, NOTES.md s28; bench/results/2026-12-05-cpu-s28-sass-walk.md has
-// their walked counts): 1 = the step's voxel index j and mirrored output index o advance by one plane a step instead
-// of being recomputed from j0.
-#ifndef AUGMENTD_RUNNING_OFFSETS
-#define AUGMENTD_RUNNING_OFFSETS 0
-#endif
-// bench A/B only (likewise): 1 = the sample's output bases (seg, mask, scratch) through shared memory as the inputs'
-// are, so that a store is one wide multiply-add of its 32-bit offset, not a 64-bit b·out_n + o a step.
-#ifndef AUGMENTD_OUT_BASES
-#define AUGMENTD_OUT_BASES 0
-#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -309,9 +298,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // address cost ~5 instructions per gather).
   __shared__ const float* sh_img_b;
   __shared__ const int16_t* sh_seg_b;
-  // AUGMENTD_OUT_BASES: the outputs' sample bases likewise (read at each store: registers are the limit). The crops
-  // and permuted builds keep their stores (their SASS is unchanged by the switch).
-  constexpr bool kOutBases = AUGMENTD_OUT_BASES != 0 && !kPermute && !kCrops;
+  // kRunningBuild: the builds that keep their output bases in shared memory too (kOutBases; read at each store, so
+  // that a store is one wide multiply-add of its 32-bit offset, not a 64-bit b·out_n + o a step) and advance the
+  // step's offsets j and o by one plane a step (kRunningOffsets below). Together at the 64-register cap they save
+  // more than either alone (two fewer 64-bit values to re-derive). Measured in these builds only, the 1-channel 0.3.5
+  // ones with 4 blocks per SM (H100, same call against the tree without them, NOTES.md s32: every transform on B=2
+  // C=1 −2.5 %, C=4 −1.3 %, B=8 −0.9 %, default probabilities C=4 −3.7 %); other builds spill more with them
+  // (0.3.6 without noise 24 → 32 bytes, 4 channels with noise 8 → 24, permuted 0 → 4; NOTES.md s28) and keep theirs.
+  constexpr bool kRunningBuild = !kCrops && kCT == 1 && kMinBlocks == 4 && !kPadFirst && !kPermute;
+  constexpr bool kOutBases = kRunningBuild;
   __shared__ int16_t* sh_out_seg_b;
   __shared__ uint8_t* sh_mask_b;
   __shared__ float* sh_x1_b;
@@ -409,10 +404,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       }
     }
   }
-  // AUGMENTD_RUNNING_OFFSETS: j and o of step k, advanced by the loop (o runs backwards when axis 0 is mirrored).
-  // Unsigned: the last step's advance may pass the volume's end (wraps, never used). Not in the crops build: its
+  // kRunningOffsets (kRunningBuild's): j and o of step k, advanced by the loop (o runs backwards when axis 0 is
+  // mirrored). Unsigned: the last step's advance may pass the volume's end (wraps, never used). The crops build's
   // unrolled loop computes them from constants (with them: 34 spilled bytes).
-  constexpr bool kRunningOffsets = AUGMENTD_RUNNING_OFFSETS != 0 && !kCrops;
+  constexpr bool kRunningOffsets = kRunningBuild;
   const unsigned plane_n = static_cast<unsigned>(P[1] * P[2]);
   const unsigned o_step = (mirror & 1) ? 0u - plane_n : plane_n;
   unsigned j_run = static_cast<unsigned>((z_first * P[1] + j1) * P[2] + j2);
