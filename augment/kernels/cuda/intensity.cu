@@ -529,7 +529,7 @@ __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const 
 
 // The deep-supervision picks of every level and sample as one run of chunks, (level, sample, chunk) in that order,
 // dealt to the launch's blocks by their linear index after each has done its share of its slice: no block rows of
-// their own (with them, B·levels rows of one wave's width start, most to return at once, after the slices' blocks).
+// their own (the former B·levels rows of one wave's width started after the slices' blocks, most to return at once).
 __device__ __forceinline__ void DsShare(const DsArgs& ds, int samples) {
   const int nblocks = gridDim.x * gridDim.y;
   int k = blockIdx.y * gridDim.x + blockIdx.x;

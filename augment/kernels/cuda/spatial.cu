@@ -303,8 +303,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // step's offsets j and o by one plane a step (kRunningOffsets below). Together at the 64-register cap they save
   // more than either alone (two fewer 64-bit values to re-derive). Measured in these builds only, the 1-channel 0.3.5
   // ones with 4 blocks per SM (H100, same call against the tree without them, NOTES.md s32: every transform on B=2
-  // C=1 −2.5 %, C=4 −1.3 %, B=8 −0.9 %, default probabilities C=4 −3.7 %); other builds spill more with them
-  // (0.3.6 without noise 24 → 32 bytes, 4 channels with noise 8 → 24, permuted 0 → 4; NOTES.md s28) and keep theirs.
+  // C=1 −2.5 %, C=4 −1.3 %, B=8 −0.9 %, default probabilities C=4 −3.7 %, C=1 +0.7 %: within that row's rounds);
+  // other builds spill more with them (0.3.6 without noise 24 → 32 bytes, 4 channels with noise 8 → 24, permuted
+  // 0 → 4; NOTES.md s28) and keep theirs.
   constexpr bool kRunningBuild = !kCrops && kCT == 1 && kMinBlocks == 4 && !kPadFirst && !kPermute;
   constexpr bool kOutBases = kRunningBuild;
   __shared__ int16_t* sh_out_seg_b;
