@@ -10,7 +10,8 @@
 # logs in $OUT/logs.tar.gz.
 # Knobs: PIPE_MODES=none skips the pipeline benchmark, OLD_SRC, OLD_BUILD / NEW_BUILD (build-old / build-gpu in the tree), SKIP_OLD=1 (reuse build-old from a previous call on a warm machine), GPU_TESTS (ctest -R regex),
 # TEST_TARGETS, SKIP_CTEST=1, ROUNDS (1), CHAIN_ITERS (100), CHAIN_ARGS (e.g. --stage-times), PIPE_ITERS (100), PIPE_MODES (all-on,default-p),
-# PIPE_ARGS (e.g. --channels 1,2,4; --digests 1 hashes each row's outputs, which bench/ab_table.py compares across
+# PIPE_ARGS (e.g. --channels 1,2,4; --only MODE:B:C:SHAPE,... without PIPE_MODES runs every mode it names;
+# --digests 1 hashes each row's outputs, which bench/ab_table.py compares across
 # sides: a switch meant to keep every bit), SEG_ARGS (each side's pipeline rows again on another seg, e.g. "--seg-block 32
 # --seg-labels 3", as side <side>_seg: bench/ab_table.py --sides old_seg,new_seg),
 # BUILD_TIMEOUT (200 s per build), SIDES ("old new"; "new" benches this tree alone, with SKIP_OLD=1; a side may carry
@@ -82,8 +83,14 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
     args+=("$w")
   done
   set +f
-  echo; echo "## round $r: $label — cuda_pipeline_bench --modes ${PIPE_MODES:-all-on,default-p}${*:+ $*}"
-  with_env "$setting" timeout 150 "$bench" --modes "${PIPE_MODES:-all-on,default-p}" --iters "${PIPE_ITERS:-100}" \
+  # --modes limits the configurations that --only names too, so the default modes are left out when PIPE_ARGS has
+  # --only and PIPE_MODES is not set (session 32's `only-blur:2:1:0` was dropped without a word by the default).
+  local modes=()
+  if [ -n "${PIPE_MODES:-}" ] || [[ " ${PIPE_ARGS:-} " != *" --only "* ]]; then
+    modes=(--modes "${PIPE_MODES:-all-on,default-p}")
+  fi
+  echo; echo "## round $r: $label — cuda_pipeline_bench${modes[*]:+ ${modes[*]}}${args[*]:+ ${args[*]}}${*:+ $*}"
+  with_env "$setting" timeout 150 "$bench" ${modes[@]+"${modes[@]}"} --iters "${PIPE_ITERS:-100}" \
     ${args[@]+"${args[@]}"} "$@" --json "$OUT/pipe-$json-$r.jsonl" 2>&1 | tail -40
 }
 {
