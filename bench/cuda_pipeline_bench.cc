@@ -3,7 +3,9 @@
 //   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE,...]
 //                       [--bgv2 0.3.5|0.3.6] [--channels 1,4] [--profile-set K] [--seg-block 8] [--seg-labels 4]
 //                       [--digests 0|1] [--help]
-// Every option takes a value; an unknown option, a missing value or a bad number exits 2 with the reason.
+// Every option takes a value; an unknown option, a missing value, a bad number, or a --modes / --only entry that
+// selects no row (an unknown mode, a row outside the matrix, an --only row whose mode --modes leaves out) exits 2
+// with the reason, before the device is touched.
 //
 // --bgv2 picks the label vote of the spatial kernel: 0.3.5 (default: argmax with lowest-label ties and the −1 mask,
 // the kernel's historical figures) or 0.3.6 (pad-first vote, seg_tiebreak 'nearest', and the padding label voting
@@ -48,6 +50,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -163,6 +166,75 @@ constexpr Probs kOnlyMirror{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 // noise's cost in the crops build (s22).
 constexpr Probs kCrops{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 constexpr Probs kCropsNoise{0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+// The modes, in the order the bench runs them.
+struct Mode {
+  const char* name;
+  Probs probs;
+};
+constexpr Mode kModes[] = {{"all-on", kAllOn},           {"default-p", kDefault},          {"spatial", kSpatial},
+                           {"all-on+elastic", kAllOnElastic}, {"only-elastic", kOnlyElastic}, {"only-noise", kOnlyNoise},
+                           {"only-blur", kOnlyBlur},     {"only-brightness", kOnlyBright}, {"only-contrast", kOnlyContrast},
+                           {"only-lowres", kOnlyLowRes}, {"only-gamma", kOnlyGamma},       {"only-mirror", kOnlyMirror},
+                           {"crops", kCrops},            {"crops-noise", kCropsNoise}};
+
+bool KnownMode(const std::string& m) {
+  return m == "spatial-bw" ||
+         std::any_of(std::begin(kModes), std::end(kModes), [&](const Mode& k) { return m == k.name; });
+}
+
+// Whether the bench's matrix has row (mode, B, C) for B in {2, 8} and C among --channels: the per-transform modes
+// (only-X, crops*) run B = 2 only, and C = 4 only for the noise (the per-channel costs of the fused spatial kernel,
+// issue 27).
+bool InMatrix(const std::string& m, int B, int C) {
+  const bool per_transform = m.rfind("only-", 0) == 0 || m.rfind("crops", 0) == 0;
+  if (per_transform && C == 4 && m != "only-noise" && m != "crops-noise") return false;
+  return !(per_transform && B == 8);
+}
+
+// The items of a comma list (",a,b," as main keeps them, or "a,b").
+std::vector<std::string> Items(const std::string& list) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char ch : list + ",") {
+    if (ch != ',') {
+      cur += ch;
+    } else if (!cur.empty()) {
+      out.push_back(cur);
+      cur.clear();
+    }
+  }
+  return out;
+}
+
+// Refuses --modes and --only entries that would select nothing (an unknown mode, a typo, a row outside the matrix,
+// or an --only row of a mode that --modes leaves out): the bench used to drop them without a word, and an A/B run
+// then lacked a row it was meant to time (NOTES.md s32). Returns the reason, empty when every entry runs.
+std::string CheckSelection(const std::string& modes, const std::string& only, const std::vector<int>& channels) {
+  for (const std::string& m : Items(modes))
+    if (!KnownMode(m)) return "--modes: unknown mode '" + m + "'";
+  for (const std::string& e : Items(only)) {
+    if (e == "spatial-bw") continue;
+    char mode[64];
+    int B = 0, C = 0, shape = 0, used = 0;
+    if (e.size() >= sizeof mode ||
+        std::sscanf(e.c_str(), "%63[^:]:%d:%d:%d%n", mode, &B, &C, &shape, &used) != 4 ||
+        used != static_cast<int>(e.size()))
+      return "--only: '" + e + "' is not MODE:B:C:SHAPE or spatial-bw";
+    const std::string m(mode);
+    if (!KnownMode(m) || m == "spatial-bw") return "--only: unknown mode '" + m + "' in '" + e + "'";
+    if (!modes.empty() && modes.find("," + m + ",") == std::string::npos)
+      return "--only: '" + e + "' names mode " + m + ", which --modes leaves out";
+    if ((B != 2 && B != 8) || (shape != 0 && shape != 1))
+      return "--only: '" + e + "': B is 2 or 8 and SHAPE 0 (128^3) or 1 (80x160x160)";
+    if (std::find(channels.begin(), channels.end(), C) == channels.end())
+      return "--only: '" + e + "': C=" + std::to_string(C) + " is not among --channels";
+    if (!InMatrix(m, B, C))
+      return "--only: '" + e + "' is not a row of the bench (per-transform modes run B=2 C=1; only-noise and "
+             "crops-noise also C=4)";
+  }
+  return {};
+}
 
 SampleParams Draw(std::mt19937_64& g, const Probs& pr, const BatchShape& sh, uint64_t index) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -615,6 +687,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Checked before the device is touched, so a bad selection exits 2 on any machine.
+  if (const std::string bad = CheckSelection(modes, only, channels); !bad.empty()) {
+    std::fprintf(stderr, "cuda_pipeline_bench: %s\n", bad.c_str());
+    usage(stderr);
+    return 2;
+  }
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     std::printf("no CUDA device\n");
@@ -656,21 +734,13 @@ int main(int argc, char** argv) {
         copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5");
     std::fflush(stdout);
   }
-  for (const auto& [mode, pr] :
-       {std::pair<const char*, Probs>{"all-on", kAllOn}, {"default-p", kDefault}, {"spatial", kSpatial},
-        {"all-on+elastic", kAllOnElastic}, {"only-elastic", kOnlyElastic}, {"only-noise", kOnlyNoise},
-        {"only-blur", kOnlyBlur}, {"only-brightness", kOnlyBright}, {"only-contrast", kOnlyContrast},
-        {"only-lowres", kOnlyLowRes}, {"only-gamma", kOnlyGamma}, {"only-mirror", kOnlyMirror}, {"crops", kCrops},
-        {"crops-noise", kCropsNoise}}) {
+  for (const auto& [mode, pr] : kModes) {
     const std::string m(mode);
     if (!modes.empty() && modes.find("," + m + ",") == std::string::npos) continue;
-    const bool per_transform = m.rfind("only-", 0) == 0 || m.rfind("crops", 0) == 0;
     for (int shape = 0; shape < 2; ++shape)
       for (int B : {2, 8})
         for (int C : channels) {
-          // C = 4 for the spatial floor and the noise (the per-channel costs of the fused spatial kernel, issue 27).
-          if (per_transform && C == 4 && m != "only-noise" && m != "crops-noise") continue;
-          if (per_transform && B == 8) continue;
+          if (!InMatrix(m, B, C)) continue;
           if (!only.empty() && only.find("," + std::string(mode) + ":" + std::to_string(B) + ":" + std::to_string(C) +
                                          ":" + std::to_string(shape) + ",") == std::string::npos)
             continue;
