@@ -527,6 +527,39 @@ __device__ __forceinline__ void FinalVec4(const Dims& d, const Chain& ch, const 
   }
 }
 
+// The final pass of slice `slice` one voxel at a time (rows that are not whole float4 groups: FinalVec4's fallback).
+__device__ __forceinline__ void FinalScalar(const Dims& d, const Chain& ch, const float* cur, const uint8_t* mask_b,
+                                            int mirror, void* out, OutDType dt, int slice) {
+  const int P[3] = {d.out[0], d.out[1], d.out[2]};
+  const int out_n = static_cast<int>(d.out_n);
+  for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x) {
+    const int base = chunk * kChunk + threadIdx.x;
+    int src[kVoxPerThread];
+    IndexWalker walk(base, P);
+#pragma unroll
+    for (int k = 0; k < kVoxPerThread; ++k, walk.Step(P)) {
+      const int o = base + k * kThreads;  // output (mirrored) index: coalesced writes
+      src[k] = o >= out_n ? 0 : (mirror ? MirrorIndex(walk.j0, walk.j1, walk.j2, P, mirror) : o);
+    }
+    float v[kVoxPerThread];
+    uint8_t m[kVoxPerThread];
+#pragma unroll
+    for (int k = 0; k < kVoxPerThread; ++k) {
+      const bool in = base + k * kThreads < out_n;
+      v[k] = in ? cur[src[k]] : 0.f;
+      m[k] = (in && mask_b) ? mask_b[base + k * kThreads] : 0;
+    }
+#pragma unroll
+    for (int k = 0; k < kVoxPerThread; ++k) {
+      const int o = base + k * kThreads;
+      if (o >= out_n) continue;
+      float r = GammaFull(GammaFull(ch.V3(v[k]), ch.g0), ch.g1);
+      if (m[k]) r = 0.f;
+      StoreOut(out, dt, static_cast<int64_t>(slice) * out_n + o, r);
+    }
+  }
+}
+
 // The deep-supervision picks of every level and sample as one run of chunks, (level, sample, chunk) in that order,
 // dealt to the launch's blocks by their linear index after each has done its share of its slice: no block rows of
 // their own (the former B·levels rows of one wave's width started after the slices' blocks, most to return at once).
@@ -556,39 +589,12 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
   const Chain ch = MakeChain(ws, cp, d, slice, st, true, true, true);
   const bool do_mask = mask != nullptr && cp.mask != 0;
   const int mirror = sp.mirror_mask;
-  const int P[3] = {d.out[0], d.out[1], d.out[2]};
   const int out_n = static_cast<int>(d.out_n);
   const uint8_t* mask_b = do_mask ? mask + static_cast<int64_t>(b) * out_n : nullptr;
   if (vec4) {
     FinalVec4(d, ch, cur, mask_b, mirror, out, dt, static_cast<int64_t>(slice) * out_n);
-    DsShare(ds, d.b);
-    return;
-  }
-  for (int chunk = blockIdx.x; chunk < d.nchunks; chunk += gridDim.x) {
-    const int base = chunk * kChunk + threadIdx.x;
-    int src[kVoxPerThread];
-    IndexWalker walk(base, P);
-#pragma unroll
-    for (int k = 0; k < kVoxPerThread; ++k, walk.Step(P)) {
-      const int o = base + k * kThreads;  // output (mirrored) index: coalesced writes
-      src[k] = o >= out_n ? 0 : (mirror ? MirrorIndex(walk.j0, walk.j1, walk.j2, P, mirror) : o);
-    }
-    float v[kVoxPerThread];
-    uint8_t m[kVoxPerThread];
-#pragma unroll
-    for (int k = 0; k < kVoxPerThread; ++k) {
-      const bool in = base + k * kThreads < out_n;
-      v[k] = in ? cur[src[k]] : 0.f;
-      m[k] = (in && mask_b) ? mask_b[base + k * kThreads] : 0;
-    }
-#pragma unroll
-    for (int k = 0; k < kVoxPerThread; ++k) {
-      const int o = base + k * kThreads;
-      if (o >= out_n) continue;
-      float r = GammaFull(GammaFull(ch.V3(v[k]), ch.g0), ch.g1);
-      if (m[k]) r = 0.f;
-      StoreOut(out, dt, static_cast<int64_t>(slice) * out_n + o, r);
-    }
+  } else {
+    FinalScalar(d, ch, cur, mask_b, mirror, out, dt, slice);
   }
   DsShare(ds, d.b);
 }
