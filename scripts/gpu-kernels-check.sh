@@ -24,7 +24,8 @@
 # session 32 and are gone), NEW_CUDA_FLAGS (the new build and its
 # tests with these CUDA flags: a switch's GPU tests), PROFILE=1 (ncu per kernel of PROFILE_CONFIGS, default
 # all-on:2:1:0,all-on:2:4:0, parameter set PROFILE_SET (0): speed of light, occupancy, warp states, issue slots;
-# $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md).
+# $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md; PROFILE_CACHE="all none" profiles with ncu's cache
+# flush and without it, the second as ncu-CFG-cache-none.txt).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
 source "$(dirname "$0")/gpu-common.sh"
@@ -129,22 +130,27 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
   fi
   if [ "${PROFILE:-0}" = 1 ]; then
     for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
-      f="$OUT/ncu-${cfg//:/-}.txt"
-      echo; echo "## ncu, 12 kernels of $cfg after the first 84 launches, parameter set ${PROFILE_SET:-0}, new build"
-      # 12 kernels after the first 84 launches (warm-up), every batch parameter set PROFILE_SET (default 0): the same
-      # set's kernels whatever the number of kernels a batch launches (before s23 the sets ran in turn, and a change
-      # that removed a kernel moved the profile to another set).
-      timeout 240 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
-        --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats --launch-skip 84 --launch-count 12 \
-        "$NEW_BUILD"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters 8 --profile-set "${PROFILE_SET:-0}" \
-        >"$f" 2>&1 \
-        || echo "ncu exit $? (see $(basename "$f"))"
-      awk 'function flush() { if (name != "") print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "regs", warp instructions "ins; name="" }
-           /^  [A-Za-z_].*\(/{flush(); name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}
-           /Duration/{d=$NF" "$(NF-1)} /Compute \(SM\) Throughput/{sm=$NF}
-           /^ +Memory Throughput/{mem=$NF} /Achieved Occupancy/{occ=$NF}
-           /Issue Slots Busy/{iss=$NF} /Executed Instructions  /{ins=$NF} /Registers Per Thread/{regs=$NF}
-           END{flush()}' "$f"
+      for cache in ${PROFILE_CACHE:-all}; do
+        f="$OUT/ncu-${cfg//:/-}.txt"
+        [ "$cache" = all ] || f="$OUT/ncu-${cfg//:/-}-cache-$cache.txt"
+        echo; echo "## ncu, 12 kernels of $cfg after the first 84 launches, parameter set ${PROFILE_SET:-0}, new build, --cache-control $cache"
+        # 12 kernels after the first 84 launches (warm-up), every batch parameter set PROFILE_SET (default 0): the same
+        # set's kernels whatever the number of kernels a batch launches (before s23 the sets ran in turn, and a change
+        # that removed a kernel moved the profile to another set).
+        # --cache-control all (ncu's default) flushes the caches before each kernel: a chain pass then reads from DRAM
+        # what in a batch its producer has just left in L2. PROFILE_CACHE="all none" profiles both ways.
+        timeout 240 ncu --clock-control none --cache-control "$cache" --section SpeedOfLight --section Occupancy --section LaunchStats \
+          --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats --launch-skip 84 --launch-count 12 \
+          "$NEW_BUILD"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters 8 --profile-set "${PROFILE_SET:-0}" \
+          >"$f" 2>&1 \
+          || echo "ncu exit $? (see $(basename "$f"))"
+        awk 'function flush() { if (name != "") print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "regs", warp instructions "ins; name="" }
+             /^  [A-Za-z_].*\(/{flush(); name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}
+             /Duration/{d=$NF" "$(NF-1)} /Compute \(SM\) Throughput/{sm=$NF}
+             /^ +Memory Throughput/{mem=$NF} /Achieved Occupancy/{occ=$NF}
+             /Issue Slots Busy/{iss=$NF} /Executed Instructions  /{ins=$NF} /Registers Per Thread/{regs=$NF}
+             END{flush()}' "$f"
+      done
     done
   fi
 } >"$OUT/summary.md" 2>&1
