@@ -43,6 +43,20 @@ def test_help_lists_every_option():
     (["--bgv2", "0.3.7"], "--bgv2: 0.3.5 or 0.3.6, got 0.3.7"),
     (["--channels", "1,0"], "--channels: a list of channel counts"),
     (["--seg-block", "32", "--json"], "no value after --json"),
+    # A --modes / --only entry that would run nothing (session 33; session 32's `only-blur` row was dropped without a
+    # word because --modes left its mode out).
+    (["--only", "nope:2:1:0"], "--only: unknown mode 'nope' in 'nope:2:1:0'"),
+    (["--only", "none:0:0:0"], "--only: unknown mode 'none'"),
+    (["--modes", "all-on,all-onn"], "--modes: unknown mode 'all-onn'"),
+    (["--modes", "all-on,default-p", "--only", "all-on:2:1:0,only-blur:2:1:0"],
+     "--only: 'only-blur:2:1:0' names mode only-blur, which --modes leaves out"),
+    (["--only", "all-on:2:1"], "--only: 'all-on:2:1' is not MODE:B:C:SHAPE or spatial-bw"),
+    (["--only", "all-on:2:1:0x"], "--only: 'all-on:2:1:0x' is not MODE:B:C:SHAPE or spatial-bw"),
+    (["--only", "all-on:4:1:0"], "--only: 'all-on:4:1:0': B is 2 or 8"),
+    (["--only", "all-on:2:1:2"], "--only: 'all-on:2:1:2': B is 2 or 8 and SHAPE 0"),
+    (["--channels", "1", "--only", "all-on:2:4:0"], "--only: 'all-on:2:4:0': C=4 is not among --channels"),
+    (["--only", "only-blur:2:4:0"], "--only: 'only-blur:2:4:0' is not a row of the bench"),
+    (["--only", "crops:8:1:0"], "--only: 'crops:8:1:0' is not a row of the bench"),
 ])
 def test_bad_arguments_exit_2_and_say_which(args, message):
     proc = run(*args)
@@ -51,8 +65,9 @@ def test_bad_arguments_exit_2_and_say_which(args, message):
 
 
 def test_good_arguments_are_accepted():
-    # No configuration matches `--only none:0:0:0`: with a GPU the run times nothing; without one it says so. Either
-    # way the arguments parsed (exit 0).
+    # Every option, and a selection of rows that exist (among them one the default --channels 1,4 lacks): with a GPU
+    # the run times them, a few batches each; without one it says so. Either way the arguments parsed (exit 0).
     proc = run("--seg-block", "32", "--seg-labels", "3", "--iters", "5", "--bgv2", "0.3.6", "--channels", "1,2",
-               "--profile-set", "0", "--digests", "1", "--only", "none:0:0:0")
+               "--profile-set", "0", "--digests", "1", "--modes", "all-on,only-noise",
+               "--only", "all-on:2:2:0,only-noise:2:1:1,spatial-bw")
     assert proc.returncode == 0, proc.stderr
