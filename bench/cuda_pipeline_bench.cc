@@ -207,12 +207,22 @@ std::vector<std::string> Items(const std::string& list) {
   return out;
 }
 
-// Refuses --modes and --only entries that would select nothing (an unknown mode, a typo, a row outside the matrix,
-// or an --only row of a mode that --modes leaves out): the bench used to drop them without a word, and an A/B run
-// then lacked a row it was meant to time (NOTES.md s32). Returns the reason, empty when every entry runs.
+// Refuses --modes and --only selections that would run nothing: an empty list, an unknown mode or a typo, a mode
+// with no row for these --channels, an --only row outside the matrix, one whose mode --modes leaves out, or one not
+// written as the bench names its rows (main matches the text "MODE:B:C:SHAPE", so "all-on:02:1:0" would match
+// nothing). The bench used to drop such entries without a word, and an A/B run then lacked a row it was meant to
+// time (NOTES.md s32). Returns the reason, empty when every entry runs. `modes` / `only` as main keeps them: ",a,b,"
+// or empty when the option was not given.
 std::string CheckSelection(const std::string& modes, const std::string& only, const std::vector<int>& channels) {
-  for (const std::string& m : Items(modes))
+  if (!modes.empty() && Items(modes).empty()) return "--modes: an empty list";
+  if (!only.empty() && Items(only).empty()) return "--only: an empty list";
+  for (const std::string& m : Items(modes)) {
     if (!KnownMode(m)) return "--modes: unknown mode '" + m + "'";
+    bool any = m == "spatial-bw";
+    for (const int B : {2, 8})
+      for (const int C : channels) any |= InMatrix(m, B, C);
+    if (!any) return "--modes: mode " + m + " has no row with these --channels (per-transform modes: not C=4)";
+  }
   for (const std::string& e : Items(only)) {
     if (e == "spatial-bw") continue;
     char mode[64];
@@ -222,7 +232,11 @@ std::string CheckSelection(const std::string& modes, const std::string& only, co
         used != static_cast<int>(e.size()))
       return "--only: '" + e + "' is not MODE:B:C:SHAPE or spatial-bw";
     const std::string m(mode);
-    if (!KnownMode(m) || m == "spatial-bw") return "--only: unknown mode '" + m + "' in '" + e + "'";
+    if (m + ":" + std::to_string(B) + ":" + std::to_string(C) + ":" + std::to_string(shape) != e)
+      return "--only: '" + e + "' is not written as the bench names its rows (plain decimals, no spaces, e.g. "
+             "all-on:2:1:0)";
+    if (m == "spatial-bw") return "--only: spatial-bw takes no B:C:SHAPE ('" + e + "')";
+    if (!KnownMode(m)) return "--only: unknown mode '" + m + "' in '" + e + "'";
     if (!modes.empty() && modes.find("," + m + ",") == std::string::npos)
       return "--only: '" + e + "' names mode " + m + ", which --modes leaves out";
     if ((B != 2 && B != 8) || (shape != 0 && shape != 1))
@@ -230,8 +244,8 @@ std::string CheckSelection(const std::string& modes, const std::string& only, co
     if (std::find(channels.begin(), channels.end(), C) == channels.end())
       return "--only: '" + e + "': C=" + std::to_string(C) + " is not among --channels";
     if (!InMatrix(m, B, C))
-      return "--only: '" + e + "' is not a row of the bench (per-transform modes run B=2 C=1; only-noise and "
-             "crops-noise also C=4)";
+      return "--only: '" + e + "' is not a row of the bench (per-transform modes run B=2 only, and C=4 only for "
+             "only-noise and crops-noise)";
   }
   return {};
 }
@@ -716,7 +730,7 @@ int main(int argc, char** argv) {
   std::vector<Result> res;
   std::vector<BandwidthResult> bw;
   if ((modes.empty() && only.empty()) || modes.find(",spatial-bw,") != std::string::npos ||
-      only.find(",spatial-bw") != std::string::npos) {
+      only.find(",spatial-bw,") != std::string::npos) {
     bw.push_back(RunSpatialBandwidth(2, 1, S1, P1, iters, st));
     const BandwidthResult& r = bw.back();
     const double gbps = r.bytes / (r.ms_spatial * 1e-3) / 1e9, copy_same = r.bytes / (r.ms_copy * 1e-3) / 1e9;

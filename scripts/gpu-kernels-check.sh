@@ -28,6 +28,9 @@
 # flush and without it, the second as ncu-CFG-cache-none.txt).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
+for cache in ${PROFILE_CACHE:-all}; do  # ncu --cache-control values, space-separated
+  case $cache in all | none) ;; *) echo "PROFILE_CACHE: '$cache' is not all or none (a space-separated list)"; exit 2 ;; esac
+done
 source "$(dirname "$0")/gpu-common.sh"
 gpu_begin gpu-kernels /tmp/gpu-kernels
 OLD=${OLD_SRC:-build-old-src}

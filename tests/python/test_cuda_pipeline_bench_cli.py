@@ -1,4 +1,5 @@
-"""bench/cuda_pipeline_bench's command line (no GPU needed): --help, and a clear exit 2 for every bad argument.
+"""bench/cuda_pipeline_bench's command line: --help, and a clear exit 2 for every bad argument (no GPU needed: they
+exit before the device is looked for); with a GPU the good-arguments case times its three rows (a few seconds).
 
 Before session 27 the benchmark ignored what it did not know, so a flag an older build lacked (--seg-block, say) ran
 the default configuration under the caller's label. Arguments are parsed before the device is looked for, so these
@@ -57,6 +58,17 @@ def test_help_lists_every_option():
     (["--channels", "1", "--only", "all-on:2:4:0"], "--only: 'all-on:2:4:0': C=4 is not among --channels"),
     (["--only", "only-blur:2:4:0"], "--only: 'only-blur:2:4:0' is not a row of the bench"),
     (["--only", "crops:8:1:0"], "--only: 'crops:8:1:0' is not a row of the bench"),
+    # Numbers the main loop's text match would not find (it looks for ",all-on:2:1:0,"), empty lists, and a mode with no
+    # row for the channels given.
+    (["--only", "all-on:02:1:0"], "--only: 'all-on:02:1:0' is not written as the bench names its rows"),
+    (["--only", "all-on: 2:1:0"], "--only: 'all-on: 2:1:0' is not written as the bench names its rows"),
+    (["--only", "all-on:+2:1:0"], "--only: 'all-on:+2:1:0' is not written as the bench names its rows"),
+    (["--only", "all-on:2:1:-0"], "--only: 'all-on:2:1:-0' is not written as the bench names its rows"),
+    (["--only", "spatial-bw:2:1:0"], "--only: spatial-bw takes no B:C:SHAPE"),
+    (["--only", ","], "--only: an empty list"),
+    (["--only", ""], "--only: an empty list"),
+    (["--modes", ""], "--modes: an empty list"),
+    (["--modes", "only-blur", "--channels", "4"], "--modes: mode only-blur has no row with these --channels"),
 ])
 def test_bad_arguments_exit_2_and_say_which(args, message):
     proc = run(*args)
