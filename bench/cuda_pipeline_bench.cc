@@ -3,9 +3,9 @@
 //   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE,...]
 //                       [--bgv2 0.3.5|0.3.6] [--channels 1,4] [--profile-set K] [--seg-block 8] [--seg-labels 4]
 //                       [--digests 0|1] [--help]
-// Every option takes a value; an unknown option, a missing value, a bad number, or a --modes / --only entry that
-// selects no row (an unknown mode, a row outside the matrix, an --only row whose mode --modes leaves out) exits 2
-// with the reason, before the device is touched.
+// Every option takes a value; an unknown option, a missing value, a bad number, or a --modes / --only selection that
+// would run nothing (CheckSelection: an unknown mode, a row outside the matrix or not written as the bench names it,
+// an --only row whose mode --modes leaves out, an empty list) exits 2 with the reason, before the device is touched.
 //
 // --bgv2 picks the label vote of the spatial kernel: 0.3.5 (default: argmax with lowest-label ties and the −1 mask,
 // the kernel's historical figures) or 0.3.6 (pad-first vote, seg_tiebreak 'nearest', and the padding label voting
@@ -192,6 +192,16 @@ bool InMatrix(const std::string& m, int B, int C) {
   return !(per_transform && B == 8);
 }
 
+// Whether `item` is one of a comma list as main keeps it (",a,b,").
+bool Listed(const std::string& list, const std::string& item) {
+  return list.find("," + item + ",") != std::string::npos;
+}
+
+// A row's name, as --only lists it: MODE:B:C:SHAPE.
+std::string RowKey(const std::string& m, int B, int C, int shape) {
+  return m + ":" + std::to_string(B) + ":" + std::to_string(C) + ":" + std::to_string(shape);
+}
+
 // The items of a comma list (",a,b," as main keeps them, or "a,b").
 std::vector<std::string> Items(const std::string& list) {
   std::vector<std::string> out;
@@ -232,12 +242,12 @@ std::string CheckSelection(const std::string& modes, const std::string& only, co
         used != static_cast<int>(e.size()))
       return "--only: '" + e + "' is not MODE:B:C:SHAPE or spatial-bw";
     const std::string m(mode);
-    if (m + ":" + std::to_string(B) + ":" + std::to_string(C) + ":" + std::to_string(shape) != e)
+    if (RowKey(m, B, C, shape) != e)
       return "--only: '" + e + "' is not written as the bench names its rows (plain decimals, no spaces, e.g. "
              "all-on:2:1:0)";
     if (m == "spatial-bw") return "--only: spatial-bw takes no B:C:SHAPE ('" + e + "')";
     if (!KnownMode(m)) return "--only: unknown mode '" + m + "' in '" + e + "'";
-    if (!modes.empty() && modes.find("," + m + ",") == std::string::npos)
+    if (!modes.empty() && !Listed(modes, m))
       return "--only: '" + e + "' names mode " + m + ", which --modes leaves out";
     if ((B != 2 && B != 8) || (shape != 0 && shape != 1))
       return "--only: '" + e + "': B is 2 or 8 and SHAPE 0 (128^3) or 1 (80x160x160)";
@@ -729,8 +739,7 @@ int main(int argc, char** argv) {
   const int S2[3] = {175, 257, 210}, P2[3] = {80, 160, 160};
   std::vector<Result> res;
   std::vector<BandwidthResult> bw;
-  if ((modes.empty() && only.empty()) || modes.find(",spatial-bw,") != std::string::npos ||
-      only.find(",spatial-bw,") != std::string::npos) {
+  if ((modes.empty() && only.empty()) || Listed(modes, "spatial-bw") || Listed(only, "spatial-bw")) {
     bw.push_back(RunSpatialBandwidth(2, 1, S1, P1, iters, st));
     const BandwidthResult& r = bw.back();
     const double gbps = r.bytes / (r.ms_spatial * 1e-3) / 1e9, copy_same = r.bytes / (r.ms_copy * 1e-3) / 1e9;
@@ -750,14 +759,12 @@ int main(int argc, char** argv) {
   }
   for (const auto& [mode, pr] : kModes) {
     const std::string m(mode);
-    if (!modes.empty() && modes.find("," + m + ",") == std::string::npos) continue;
+    if (!modes.empty() && !Listed(modes, m)) continue;
     for (int shape = 0; shape < 2; ++shape)
       for (int B : {2, 8})
         for (int C : channels) {
           if (!InMatrix(m, B, C)) continue;
-          if (!only.empty() && only.find("," + std::string(mode) + ":" + std::to_string(B) + ":" + std::to_string(C) +
-                                         ":" + std::to_string(shape) + ",") == std::string::npos)
-            continue;
+          if (!only.empty() && !Listed(only, RowKey(m, B, C, shape))) continue;
           res.push_back(RunOne(mode, pr, B, C, shape ? S2 : S1, shape ? P2 : P1, iters, st));
           const Result& r = res.back();
           const double ms = std::min(r.ms_eager, r.ms_graph), gbps = r.bytes / (ms * 1e-3) / 1e9;
