@@ -11,7 +11,8 @@
 //    lowest label when every value is 0 (no in-bounds corner with weight); then, with the −1 border,
 //    voxels whose normalised coordinate is outside [−1 + 1/size, 1 − 1/size] become −1, where bgv2
 //    pairs the flipped grid (x=axis 2, …) with sizes in array order (S0, S1, S2): the swapped-threshold
-//    quirk of axes 0 and 2;
+//    quirk of axes 0 and 2; bgv2 0.3.6's vote (kPadFirst, PadFirstVote) where the in-bounds corners hold more than
+//    one label is queued per warp and voted 32 voxels at a time (kDeferVote);
 //  * no rotation/scale drawn: integer crop starting at floor(S/2) − floor(P/2) (half-voxel quirk).
 // Elastic deformation (elastic.cu fields): the centred patch coordinate gets the sample's displacement before A,
 // and the grid mean is subtracted from the shift (bgv2 center_deformation).
@@ -29,12 +30,17 @@
 #include "augment/kernels/cuda/spatial_math.h"
 #include "augment/rng.h"
 
-#ifndef AUGMENTD_PLAIN035  // bench A/B only: -DAUGMENTD_PLAIN035=0 builds kPlain035's kernels as before it
+#ifndef AUGMENTD_PLAIN035  // bench A/B only: -DAUGMENTD_PLAIN035=0 builds kPlainLoads' kernels as before it
 #define AUGMENTD_PLAIN035 1
 #endif
 // bench A/B only: 0 = the crops build (kCrops) compiled but never launched, 1 = launched, without its prefetch
 #ifndef AUGMENTD_CROPS_BUILD
 #define AUGMENTD_CROPS_BUILD 2
+#endif
+// bench A/B only: 0 builds the bgv2 0.3.6 (kPadFirst) 1-channel builds as before session 34 (no kDeferVote, and neither
+// kPlainLoads' loads nor kRunningBuild's offsets)
+#ifndef AUGMENTD_PAD_FIRST_TUNED
+#define AUGMENTD_PAD_FIRST_TUNED 1
 #endif
 
 namespace augmentd::cuda::internal {
@@ -122,6 +128,59 @@ __device__ __forceinline__ int PadFirstVote(const int* lab, const float* x1000, 
     if (HalfRoundedBits(s) == best_h) best_l = nn;
   }
   return best_l;
+}
+
+// grid_sample's 8 corners at ix (array axes 0, 1, 2 = its z, y, x), corner m = (m >> 2 & 1, m >> 1 & 1, m & 1) along
+// (z, y, x). Per axis: the two corner indices clamped into the volume (always loadable), whether each is in bounds, and
+// its weight zeroed when it is not. A corner's weight (wx·wy)·wz is then its grid_sample weight when it is in bounds
+// and 0 otherwise, so the image sum over all 8 corners in corner order equals the sum over the in-bounds corners
+// (adding ±0 to the running sum, which starts at +0, is exact for finite inputs) without a predicate per corner; the
+// vote sees out-of-bounds corners with the label at their clamped offset (the branch-free 0.3.5 vote, kRawOutLabels in
+// SpatialKernel) or as INT32_MIN, a label no int16 label is (the others: spatial_math.h).
+struct Corners {
+  float fx, fy, fz;          // floor(ix[2]), floor(ix[1]), floor(ix[0])
+  bool vx[2], vy[2], vz[2];  // corner index in bounds, per axis
+  float w[8];
+  int off[8];  // < 2^31: RunPipeline rejects larger inputs
+};
+
+__device__ __forceinline__ Corners CornersAt(const float ix[3], const int S[3]) {
+  Corners c;
+  c.fz = floorf(ix[0]);
+  c.fy = floorf(ix[1]);
+  c.fx = floorf(ix[2]);
+  const int z0 = static_cast<int>(c.fz), y0 = static_cast<int>(c.fy), x0 = static_cast<int>(c.fx);
+  c.vx[0] = static_cast<unsigned>(x0) < static_cast<unsigned>(S[2]);
+  c.vx[1] = static_cast<unsigned>(x0 + 1) < static_cast<unsigned>(S[2]);
+  c.vy[0] = static_cast<unsigned>(y0) < static_cast<unsigned>(S[1]);
+  c.vy[1] = static_cast<unsigned>(y0 + 1) < static_cast<unsigned>(S[1]);
+  c.vz[0] = static_cast<unsigned>(z0) < static_cast<unsigned>(S[0]);
+  c.vz[1] = static_cast<unsigned>(z0 + 1) < static_cast<unsigned>(S[0]);
+  const float wx[2] = {c.vx[0] ? __fsub_rn(__fadd_rn(c.fx, 1.f), ix[2]) : 0.f, c.vx[1] ? __fsub_rn(ix[2], c.fx) : 0.f};
+  const float wy[2] = {c.vy[0] ? __fsub_rn(__fadd_rn(c.fy, 1.f), ix[1]) : 0.f, c.vy[1] ? __fsub_rn(ix[1], c.fy) : 0.f};
+  const float wz[2] = {c.vz[0] ? __fsub_rn(__fadd_rn(c.fz, 1.f), ix[0]) : 0.f, c.vz[1] ? __fsub_rn(ix[0], c.fz) : 0.f};
+  const int cx[2] = {min(max(x0, 0), S[2] - 1), min(max(x0 + 1, 0), S[2] - 1)};
+  const int cy[2] = {min(max(y0, 0), S[1] - 1), min(max(y0 + 1, 0), S[1] - 1)};
+  const int cz[2] = {min(max(z0, 0), S[0] - 1), min(max(z0 + 1, 0), S[0] - 1)};
+#pragma unroll
+  for (int m = 0; m < 8; ++m) {
+    const int mx = m & 1, my = (m >> 1) & 1, mz = (m >> 2) & 1;
+    c.w[m] = __fmul_rn(__fmul_rn(wx[mx], wy[my]), wz[mz]);
+    c.off[m] = (cz[mz] * S[1] + cy[my]) * S[2] + cx[mx];
+  }
+  return c;
+}
+
+// bgv2 0.3.6's nearest neighbour of ix among its corners (tiebreak 1): the corner index m of CornersAt.
+__device__ __forceinline__ int NearestCorner(const float ix[3], const Corners& c) {
+  return (rintf(ix[2]) != c.fx ? 1 : 0) | (rintf(ix[1]) != c.fy ? 2 : 0) | (rintf(ix[0]) != c.fz ? 4 : 0);
+}
+
+// Patch voxel (j0, j1, j2)'s index in the output, axis d mirrored where bit d of `mirror` is set.
+__device__ __forceinline__ int MirroredOffset(int j0, int j1, int j2, const int P[3], int mirror) {
+  const int o0 = (mirror & 1) ? P[0] - 1 - j0 : j0, o1 = (mirror & 2) ? P[1] - 1 - j1 : j1;
+  const int o2 = (mirror & 4) ? P[2] - 1 - j2 : j2;
+  return (o0 * P[1] + o1) * P[2] + o2;
 }
 
 // Component d (0, 1, 2) of v's x, y, z; d a compile-time constant after unrolling.
@@ -262,21 +321,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // in the 0.3.5 noise build (all-on B=2 C=1 −4.7 %, B=8 −6.2 %), the 0.3.5 split builds (all-on C=4 −2.0 %, rotation +
   // scaling C=4 −6.5 %) and the 0.3.6 build without noise (rotation + scaling −9.5 %); slower in the 0.3.5 build
   // without noise (+5.6 %: its gathers stayed serial, the table loads came on top; since s20 it takes the tables with
-  // kPlain035 below) and the 0.3.6 noise build (all-on +2.1 %), which keeps the registers, as do the builds not
+  // kPlainLoads below) and the 0.3.6 noise build (all-on +2.1 %), which keeps the registers, as do the builds not
   // measured with it (2-8 channels, permuted, the 0.3.6 split). s19's tree, same call: all-on B=2 C=1 −4.9 %, B=8
   // −5.7 %, C=4 −1.8 %, rotation + scaling 0.3.6 −8.2 %.
-  // kPlain035 (the 0.3.5 1-channel builds without noise, whole or split, for batches where some sample resamples):
+  // kPlainLoads (kPlain035 before session 34; the 1-channel builds without noise, whole or split, for batches where
+  // some sample resamples; the 0.3.6 ones since s34):
   // the tables below, the seg labels gathered before the image (kLabelsFirst) and the statistics staged in shared
   // memory (kStatsShared), so that both sets of 8 gathers are issued back to back (one image gather at a time before,
   // with the invariants in registers or in the tables alone; NOTES.md s20). H200, against the tree without it, same
   // calls: spatial-only bandwidth kernel −6.0 %, rotation + scaling B=2 C=1 −4.7 % (whole build), C=4 −10.8 % (split
   // build). Its crop path was slower (s21, default probabilities B=2 C=1, batches of crops alone +3 … +9 % against the
-  // tree without it): those batches run the kCrops build instead (unless AUGMENTD_CROPS_BUILD=0).
-  constexpr bool kPlain035 =
-      AUGMENTD_PLAIN035 && !kCrops && kCT == 1 && kMinBlocks == 4 && !kNoise && !kPadFirst && !kPermute;
+  // tree without it): those batches run the kCrops build instead (unless AUGMENTD_CROPS_BUILD=0). The 0.3.6 builds
+  // take it with kRunningBuild and kDeferVote below (s34).
+  constexpr bool kPlainLoads = AUGMENTD_PLAIN035 && !kCrops && kCT == 1 && kMinBlocks == 4 && !kNoise &&
+                               (!kPadFirst || AUGMENTD_PAD_FIRST_TUNED) && !kPermute;
   constexpr bool kInvariantsShared =
       !kCrops && kCT == 1 && kMinBlocks == 4 && !kPermute &&
-      (kPadFirst ? !kNoise && !kSplit : kNoise || kSplit || kPlain035);
+      (kPadFirst ? !kNoise && !kSplit : kNoise || kSplit || kPlainLoads);
   constexpr int kTableRows = kInvariantsShared ? kBrickY : 1, kTableCols = kInvariantsShared ? kBrickX : 1;
   static_assert(kThreads >= 32 + kBrickY + kBrickX, "threads 32 … 32 + kBrickY + kBrickX − 1 fill the tables");
   __shared__ float4 sh_a0, sh_col1[kTableRows], sh_col2[kTableCols];
@@ -304,9 +365,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // more than either alone (two fewer 64-bit values to re-derive). Measured in these builds only, the 1-channel 0.3.5
   // ones with 4 blocks per SM (H100, same call against the tree without them, NOTES.md s32: every transform on B=2
   // C=1 −2.5 %, C=4 −1.3 %, B=8 −0.9 %, default probabilities C=4 −3.7 %, C=1 +0.7 %: within that row's rounds);
-  // other builds spill more with them (0.3.6 without noise 24 → 32 bytes, 4 channels with noise 8 → 24, permuted
-  // 0 → 4; NOTES.md s28) and keep theirs.
-  constexpr bool kRunningBuild = !kCrops && kCT == 1 && kMinBlocks == 4 && !kPadFirst && !kPermute;
+  // the multi-channel and permuted builds spill more with them (4 channels with noise 8 → 24 bytes, permuted 0 → 4;
+  // NOTES.md s28) and keep theirs. The 0.3.6 1-channel builds take them since s34, with kPlainLoads and kDeferVote
+  // (alone, s28: 0.3.6 without noise spilled 24 → 32 bytes); their figures are kDeferVote's.
+  constexpr bool kRunningBuild =
+      !kCrops && kCT == 1 && kMinBlocks == 4 && (!kPadFirst || AUGMENTD_PAD_FIRST_TUNED) && !kPermute;
   constexpr bool kOutBases = kRunningBuild;
   __shared__ int16_t* sh_out_seg_b;
   __shared__ uint8_t* sh_mask_b;
@@ -339,7 +402,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   bool mask_ch[kCT];
   // kStatsShared: each thread's voxel values wait in shared memory (8 KB a block) and are reduced after the loop, in
   // the loop's order (same partials), instead of holding the 6 registers of a Partial through the loop.
-  constexpr bool kStatsShared = kPlain035;
+  constexpr bool kStatsShared = kPlainLoads;
   __shared__ float sh_stat[kStatsShared ? kVoxPerThread : 1][kStatsShared ? kThreads : 1];
   Partial part[kCT];
 #pragma unroll
@@ -405,6 +468,47 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       }
     }
   }
+  // kDeferVote (the 0.3.6 1-channel builds, not permuted): a voxel whose in-bounds corners hold more than one label (or
+  // with pad votes, any out-of-bounds corner) is not voted where it is sampled, inside a warp whose other lanes wait
+  // for it, but queued per warp (its coordinate ix and output offset, 16 bytes) and voted 32 at a time: at the top of
+  // the step once 32 wait, and after the loop. The vote is PadFirstVote on the same corners (CornersAt); the queued
+  // voxel's seg and mask are stored by the flush, and (direct path, mask channel) its image zeroed there when its label
+  // is negative. Inline, the vote cost a whole warp PadFirstVote's triangular sums whenever one lane needed them, and
+  // its registers the loop's (spills). H100, NOTES.md s34, same call, against the tree without the three 0.3.6 changes,
+  // 0.3.6 rows, best of 2 rounds: every transform on B=2 C=1 0.2564 → 0.2483 ms (−3.2 %), B=8 −1.8 %, rotation +
+  // scaling B=2 C=1 0.1496 → 0.1334 (−10.8 %); digests unchanged. Without the running offsets and kPlainLoads it won
+  // nothing in the noise build (+0.3 %). Not in the split builds: C=4 +1.4 % with it, −1.4 % with the other two alone.
+  constexpr bool kDeferVote = AUGMENTD_PAD_FIRST_TUNED && kPadFirst && kCT == 1 && !kPermute && !kCrops && !kSplit;
+  constexpr int kVoteQueue = 64;  // a flush leaves < 32 queued, a step adds ≤ 32
+  __shared__ float4 sh_vq[kDeferVote ? kThreads / 32 : 1][kDeferVote ? kVoteQueue : 1];
+  // The lanes that sample (col_ok: the same every step) enqueue with one ballot; q_len is theirs, and every lane takes
+  // the lead lane's at the flush, where all 32 meet.
+  const unsigned q_ok = kDeferVote ? __ballot_sync(0xffffffffu, col_ok) : 0u;
+  const int q_lead = q_ok != 0u ? __ffs(q_ok) - 1 : 0;
+  int q_head = 0, q_len = 0;
+  // Votes queue entry e and stores its seg, mask and (direct path, mask channel, negative label) zeroed image.
+  const auto vote_queued = [&](int e) {
+    const float4 q = sh_vq[warp][e];
+    const float qix[3] = {q.x, q.y, q.z};
+    const int qo = __float_as_int(q.w);
+    const Corners qc = CornersAt(qix, S);
+    int lab[8];
+    float x1000[8];
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      const bool in = qc.vx[m & 1] && qc.vy[(m >> 1) & 1] && qc.vz[(m >> 2) & 1];
+      lab[m] = in ? static_cast<int>(__ldg(seg_b + qc.off[m])) : INT32_MIN;
+      x1000[m] = __fmul_rn(1000.f, qc.w[m]);
+    }
+    const int l = PadFirstVote(lab, x1000, NearestCorner(qix, qc), border_m1 ? -1 : 0, sp.pad_votes != 0,
+                               sp.seg_tiebreak, lowest);
+    const int64_t base = static_cast<int64_t>(b) * out_n;
+    (kOutBases ? sh_out_seg_b : out_seg + base)[qo] = static_cast<int16_t>((a.remove_minus_one && l == -1) ? 0 : l);
+    if (a.mask) (kOutBases ? sh_mask_b : a.mask + base)[qo] = l < 0 ? 1 : 0;
+    if (a.x1 == nullptr && mask_ch[0] && l < 0) {
+      StoreOut(out_image, a.out_dtype, (static_cast<int64_t>(b) * Ct + c0) * out_n + qo, 0.f);
+    }
+  };
   // kRunningOffsets (kRunningBuild's): j and o of step k, advanced by the loop (o runs backwards when axis 0 is
   // mirrored). Unsigned: the last step's advance may pass the volume's end (wraps, never used). The crops build's
   // unrolled loop computes them from constants (with them: 34 spilled bytes).
@@ -419,6 +523,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   for (int k = 0; k < kVoxPerThread; ++k, j_run += plane_n, o_run += o_step) {
     const int j0 = z_first + k;
     if (j0 >= P[0]) break;  // block-uniform
+    if constexpr (kDeferVote) {
+      q_len = __shfl_sync(0xffffffffu, q_len, q_lead);
+      if (q_len >= 32) {
+        __syncwarp();  // the entries (and a queued voxel's image store) visible to every lane
+        vote_queued((q_head + lane) & (kVoteQueue - 1));
+        __syncwarp();  // read before the step's enqueues reuse the slots
+        q_head = (q_head + 32) & (kVoteQueue - 1);
+        q_len -= 32;
+      }
+    }
     if (kShareNoise && share_noise && (k & 3) == 0) {
       // Noise of the next 4 steps, one Philox block per lane: the 4 lanes of a quad (same j1, j2 = 4-aligned
       // quad, P2 % 4 == 0) need the 4 normals of block j >> 2 at each step; lane q computes the block of step
@@ -448,6 +562,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     const int j = kRunningOffsets ? static_cast<int>(j_run) : (j0 * P[1] + j1) * P[2] + j2;
     float val[kCT];
     int label;
+    bool deferred = false;  // kDeferVote: the label comes from the warp's queue (seg and mask stored there)
     if constexpr (kPrefetch) {
 #pragma unroll
       for (int c = 0; c < kCT; ++c) val[c] = pre_val[k][c];
@@ -500,37 +615,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         ix[d] = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(n, 1.f), a.sf[d]), 1.f), 0.5f);
       }
       // grid_sample: x = axis 2 (w), y = axis 1 (h), z = axis 0 (d).
-      const float fz = floorf(ix[0]), fy = floorf(ix[1]), fx = floorf(ix[2]);
-      const int z0 = static_cast<int>(fz), y0 = static_cast<int>(fy), x0 = static_cast<int>(fx);
-      // Per axis: the two corner indices clamped into the volume (always loadable), whether each is in bounds, and
-      // its weight zeroed when it is not. A corner's weight (wx·wy)·wz is then its grid_sample weight when it is in
-      // bounds and 0 otherwise, so the image sum over all 8 corners in corner order equals the sum over the
-      // in-bounds corners (adding ±0 to the running sum, which starts at +0, is exact for finite inputs) without a
-      // predicate per corner; the vote sees out-of-bounds corners with the label at their clamped offset (the
-      // branch-free 0.3.5 vote, kRawOutLabels below) or as INT32_MIN, a label no int16 label is (the others:
-      // spatial_math.h).
-      const bool vx0 = static_cast<unsigned>(x0) < static_cast<unsigned>(S[2]);
-      const bool vx1 = static_cast<unsigned>(x0 + 1) < static_cast<unsigned>(S[2]);
-      const bool vy0 = static_cast<unsigned>(y0) < static_cast<unsigned>(S[1]);
-      const bool vy1 = static_cast<unsigned>(y0 + 1) < static_cast<unsigned>(S[1]);
-      const bool vz0 = static_cast<unsigned>(z0) < static_cast<unsigned>(S[0]);
-      const bool vz1 = static_cast<unsigned>(z0 + 1) < static_cast<unsigned>(S[0]);
-      const float wx[2] = {vx0 ? __fsub_rn(__fadd_rn(fx, 1.f), ix[2]) : 0.f, vx1 ? __fsub_rn(ix[2], fx) : 0.f};
-      const float wy[2] = {vy0 ? __fsub_rn(__fadd_rn(fy, 1.f), ix[1]) : 0.f, vy1 ? __fsub_rn(ix[1], fy) : 0.f};
-      const float wz[2] = {vz0 ? __fsub_rn(__fadd_rn(fz, 1.f), ix[0]) : 0.f, vz1 ? __fsub_rn(ix[0], fz) : 0.f};
-      const int cx[2] = {min(max(x0, 0), S[2] - 1), min(max(x0 + 1, 0), S[2] - 1)};
-      const int cy[2] = {min(max(y0, 0), S[1] - 1), min(max(y0 + 1, 0), S[1] - 1)};
-      const int cz[2] = {min(max(z0, 0), S[0] - 1), min(max(z0 + 1, 0), S[0] - 1)};
-      const bool vy[2] = {vy0, vy1}, vz[2] = {vz0, vz1}, vx[2] = {vx0, vx1};
-      float w[8];
-      int off[8];  // < 2^31: RunPipeline rejects larger inputs
-#pragma unroll
-      for (int m = 0; m < 8; ++m) {
-        const int mx = m & 1, my = (m >> 1) & 1, mz = (m >> 2) & 1;
-        w[m] = __fmul_rn(__fmul_rn(wx[mx], wy[my]), wz[mz]);
-        off[m] = (cz[mz] * S[1] + cy[my]) * S[2] + cx[mx];
-      }
-      constexpr bool kLabelsFirst = kPlain035;  // the corner labels loaded before the image gathers
+      const Corners cn = CornersAt(ix, S);
+      const float* w = cn.w;
+      const int* off = cn.off;
+      const bool* vx = cn.vx;
+      const bool* vy = cn.vy;
+      const bool* vz = cn.vz;
+      constexpr bool kLabelsFirst = kPlainLoads;  // the corner labels loaded before the image gathers
       int raw_first[kLabelsFirst ? 8 : 1];
       if constexpr (kLabelsFirst) {
         if (seg_block) {
@@ -590,19 +681,31 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           int lo, hi;
           InBoundsLabelRange(lab, lo, hi);
           const bool votes = sp.pad_votes != 0;
-          const bool all_in = vx0 && vx1 && vy0 && vy1 && vz0 && vz1;
+          const bool all_in = vx[0] && vx[1] && vy[0] && vy[1] && vz[0] && vz[1];
+          const bool fast = lo == hi && (!votes || all_in);
           best_l = lowest;
-          if (lo == hi && (!votes || all_in)) {
+          if (fast) {
             // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as PadFirstVote
             // (out-of-bounds corners add an exact +0).
             float v = 0.f;
 #pragma unroll
             for (int m = 0; m < 8; ++m) v = __fadd_rn(v, x1000[m]);
             if (HalfRoundsPositive(v)) best_l = lo;
-          } else {
-            const int nn_m =
-                (rintf(ix[2]) != fx ? 1 : 0) | (rintf(ix[1]) != fy ? 2 : 0) | (rintf(ix[0]) != fz ? 4 : 0);
-            best_l = PadFirstVote(lab, x1000, nn_m, border_m1 ? -1 : 0, votes, sp.seg_tiebreak, lowest);
+          }
+          if constexpr (kDeferVote) {
+            // Queued for the warp's next flush (the q_ok lanes are here together: crop, elastic and seg_block are
+            // block-uniform): its coordinate and output offset, slots after the queue's last in lane order.
+            const unsigned queued = __ballot_sync(q_ok, !fast);
+            if (!fast) {
+              const int slot = (q_head + q_len + __popc(queued & ((1u << lane) - 1u))) & (kVoteQueue - 1);
+              sh_vq[warp][slot] = make_float4(ix[0], ix[1], ix[2], __int_as_float(
+                  kRunningOffsets ? static_cast<int>(o_run) : MirroredOffset(j0, j1, j2, P, mirror)));
+              deferred = true;
+            }
+            q_len += __popc(queued);
+          } else if (!fast) {
+            best_l = PadFirstVote(lab, x1000, NearestCorner(ix, cn), border_m1 ? -1 : 0, votes, sp.seg_tiebreak,
+                                  lowest);
           }
         } else {
           // 0.3.5 vote (spatial_math.h): one or two labels among the corners without the triangular vote, which is
@@ -647,14 +750,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       continue;
     }
     // Seg, mask and DS at the mirrored position.
-    int o0 = j0, o1 = j1, o2 = j2;
-    if (mirror & 1) o0 = P[0] - 1 - j0;
-    if (mirror & 2) o1 = P[1] - 1 - j1;
-    if (mirror & 4) o2 = P[2] - 1 - j2;
-    const int o = kRunningOffsets ? static_cast<int>(o_run) : (o0 * P[1] + o1) * P[2] + o2;
-    const bool neg = label < 0;
+    const int o = kRunningOffsets ? static_cast<int>(o_run) : MirroredOffset(j0, j1, j2, P, mirror);
+    const bool neg = kDeferVote ? !deferred && label < 0 : label < 0;  // a queued voxel's image: masked by the flush
     const int16_t out_label = static_cast<int16_t>((a.remove_minus_one && label == -1) ? 0 : label);
-    if (seg_block) {
+    if (seg_block && !deferred) {
       if constexpr (kOutBases) {
         sh_out_seg_b[o] = out_label;
         if (a.mask) sh_mask_b[o] = neg ? 1 : 0;
@@ -684,6 +783,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         if (mask_ch[c] && neg) v = 0.f;
         StoreOut(out_image, a.out_dtype, slice * out_n + o, v);
       }
+    }
+  }
+  if constexpr (kDeferVote) {  // the queue's rest (< 64 voxels)
+    q_len = __shfl_sync(0xffffffffu, q_len, q_lead);
+    __syncwarp();
+    for (; q_len > 0; q_len -= 32, q_head = (q_head + 32) & (kVoteQueue - 1)) {
+      if (lane < q_len) vote_queued((q_head + lane) & (kVoteQueue - 1));
     }
   }
   if constexpr (kPermute) {
