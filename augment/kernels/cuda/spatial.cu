@@ -474,10 +474,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // the step once 32 wait, and after the loop. The vote is PadFirstVote on the same corners (CornersAt); the queued
   // voxel's seg and mask are stored by the flush, and (direct path, mask channel) its image zeroed there when its label
   // is negative. Inline, the vote cost a whole warp PadFirstVote's triangular sums whenever one lane needed them, and
-  // its registers the loop's (spills). H100, NOTES.md s34, same call, against the tree without the three 0.3.6 changes,
-  // 0.3.6 rows, best of 2 rounds: every transform on B=2 C=1 0.2564 → 0.2483 ms (−3.2 %), B=8 −1.8 %, rotation +
-  // scaling B=2 C=1 0.1496 → 0.1334 (−10.8 %); digests unchanged. Without the running offsets and kPlainLoads it won
-  // nothing in the noise build (+0.3 %). Not in the split builds: C=4 +1.4 % with it, −1.4 % with the other two alone.
+  // its registers the loop's (spills). H100, NOTES.md s34, 0.3.6 rows, digests unchanged. Against session 33's tree
+  // (-DAUGMENTD_PAD_FIRST_TUNED=0), same call, best of 3 rounds, with kRunningBuild and kPlainLoads: every transform on
+  // B=2 C=1 0.2557 → 0.2467 ms (−3.5 %), B=8 −1.9 %, rotation + scaling B=2 C=1 0.1497 → 0.1341 (−10.4 %). Without
+  // those two it won nothing in the noise build (+0.3 %, call B). Not in the split builds: C=4 +1.4 % with it, −1.4 %
+  // with the other two alone (call B). The fast check on raw labels (below) then, same call against the tree without
+  // it: every transform on −1.9 %, B=8 −1.6 %, rotation + scaling −6.3 % (call D).
   constexpr bool kDeferVote = AUGMENTD_PAD_FIRST_TUNED && kPadFirst && kCT == 1 && !kPermute && !kCrops && !kSplit;
   constexpr int kVoteQueue = 64;  // a flush leaves < 32 queued, a step adds ≤ 32
   __shared__ float4 sh_vq[kDeferVote ? kThreads / 32 : 1][kDeferVote ? kVoteQueue : 1];
@@ -657,8 +659,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         // (all 8 corners out of bounds, every score 0), the −1 border fills the voxel (its coordinate is outside [lo,
         // hi]) and with the 0 border `lowest` is the sample's lowest label (LowestLabelKernel), never above a raw
         // label: the contract of LabelVote035BranchFree (spatial_math.h) holds. (NaN coordinates, from invalid
-        // parameters only, are not covered; their labels were never meaningful.)
-        constexpr bool kRawOutLabels = kBranchFreeVote;
+        // parameters only, are not covered; their labels were never meaningful.) kDeferVote's builds too: they vote
+        // here only where all 8 raw labels are one label (see below), and the queue's flush reads its own.
+        constexpr bool kRawOutLabels = kBranchFreeVote || kDeferVote;
         int lab[8];
 #pragma unroll
         for (int m = 0; m < 8; ++m) {
@@ -677,9 +680,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         int best_l;
         if constexpr (pad_first) {
           // One label among the in-bounds corners: lo == hi (spatial_math.h; the s9 loop over `first` / `uniform` cost
-          // ≈ 70 instructions of predicate packing at the 64-register cap).
+          // ≈ 70 instructions of predicate packing at the 64-register cap). kDeferVote (raw labels): one label among
+          // all 8, its in-bounds corners' one label, if any; if none (every weight 0), the sum below is 0 and the
+          // voxel takes `lowest`, as PadFirstVote does without pad votes (with them, some corner is out of bounds: not
+          // fast). A voxel whose in-bounds corners agree but whose clamped ones do not (at the input's faces) is
+          // queued: the same label, later.
           int lo, hi;
-          InBoundsLabelRange(lab, lo, hi);
+          if constexpr (kDeferVote) {
+            bool one = true;
+#pragma unroll
+            for (int m = 1; m < 8; ++m) one = one && lab[m] == lab[0];
+            lo = lab[0];
+            hi = one ? lo : lo + 1;
+          } else {
+            InBoundsLabelRange(lab, lo, hi);
+          }
           const bool votes = sp.pad_votes != 0;
           const bool all_in = vx[0] && vx[1] && vy[0] && vy[1] && vz[0] && vz[1];
           const bool fast = lo == hi && (!votes || all_in);
