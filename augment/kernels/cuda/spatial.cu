@@ -11,8 +11,8 @@
 //    lowest label when every value is 0 (no in-bounds corner with weight); then, with the −1 border,
 //    voxels whose normalised coordinate is outside [−1 + 1/size, 1 − 1/size] become −1, where bgv2
 //    pairs the flipped grid (x=axis 2, …) with sizes in array order (S0, S1, S2): the swapped-threshold
-//    quirk of axes 0 and 2; bgv2 0.3.6's vote (kPadFirst, PadFirstVote) where the in-bounds corners hold more than
-//    one label is queued per warp and voted 32 voxels at a time (kDeferVote);
+//    quirk of axes 0 and 2; bgv2 0.3.6's vote (kPadFirst, PadFirstVote) of a voxel whose corners hold more than one
+//    label (or, with pad votes, one out of bounds) is queued per warp and voted 32 voxels at a time (kDeferVote);
 //  * no rotation/scale drawn: integer crop starting at floor(S/2) − floor(P/2) (half-voxel quirk).
 // Elastic deformation (elastic.cu fields): the centred patch coordinate gets the sample's displacement before A,
 // and the grid mean is subtracted from the shift (bgv2 center_deformation).
@@ -67,68 +67,6 @@ struct SpatialArgs {
   // the −1-border thresholds of array axis d (bgv2 compares flipped-grid entry 2−d with size[2−d]).
   float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
 };
-
-// bgv2 0.3.6's vote over the 8 corners (cpu_spatial.cc DecideLabelPadFirst, without its two-label shortcut: that
-// differs only where fp16(score) is within an ulp of 500): `lab` (INT32_MIN out of bounds), `x1000` (1000·weight,
-// +0 out of bounds), `nn_m` the nearest corner. With `votes` the padding label scores 1000 − Σ of the other labels'
-// corners (bgv2 samples (ind − 1)·1000 and adds 1000); ties go to the lowest / highest label or (tiebreak 1) to the
-// nearest neighbour's label when it is among the tied. Same triangular sums as the 0.3.5 vote.
-__device__ __forceinline__ int PadFirstVote(const int* lab, const float* x1000, int nn_m, int pad, bool votes,
-                                            int tiebreak, int lowest) {
-  uint32_t best_h = 0;
-  int best_l = lowest;
-  if (votes) {
-    float others = 0.f;
-#pragma unroll
-    for (int m = 0; m < 8; ++m) {
-      if (lab[m] != pad) others = __fadd_rn(others, x1000[m]);
-    }
-    best_h = HalfRoundedBits(fmaxf(__fadd_rn(-others, 1000.f), 0.f));
-    best_l = pad;
-  }
-  bool tied = false;
-#pragma unroll
-  for (int q = 0; q < 8; ++q) {
-    if (lab[q] == INT32_MIN || (votes && lab[q] == pad)) continue;
-    float v = x1000[q];
-#pragma unroll
-    for (int m = q + 1; m < 8; ++m) {
-      if (lab[m] == lab[q]) v = __fadd_rn(v, x1000[m]);
-    }
-    const uint32_t h = HalfRoundedBits(v);
-    if (h > best_h) {
-      best_h = h;
-      best_l = lab[q];
-      tied = false;
-    } else if (h == best_h && lab[q] != best_l) {
-      tied = true;
-      if (tiebreak == 2 ? lab[q] > best_l : lab[q] < best_l) best_l = lab[q];
-    }
-  }
-  if (tiebreak == 1 && tied) {  // rare: only voxels with a shared top score pay for the nearest neighbour's score
-    int nn = pad;  // selected without a dynamic index (that would put `lab` in local memory)
-#pragma unroll
-    for (int m = 0; m < 8; ++m) {
-      if (m == nn_m && lab[m] != INT32_MIN) nn = lab[m];
-    }
-    float s = 0.f;
-    if (votes && nn == pad) {
-      float others = 0.f;
-#pragma unroll
-      for (int m = 0; m < 8; ++m) {
-        if (lab[m] != pad) others = __fadd_rn(others, x1000[m]);
-      }
-      s = fmaxf(__fadd_rn(-others, 1000.f), 0.f);
-    } else {
-#pragma unroll
-      for (int m = 0; m < 8; ++m) {
-        if (lab[m] == nn) s = __fadd_rn(s, x1000[m]);
-      }
-    }
-    if (HalfRoundedBits(s) == best_h) best_l = nn;
-  }
-  return best_l;
-}
 
 // grid_sample's 8 corners at ix (array axes 0, 1, 2 = its z, y, x), corner m = (m >> 2 & 1, m >> 1 & 1, m & 1) along
 // (z, y, x). Per axis: the two corner indices clamped into the volume (always loadable), whether each is in bounds, and
@@ -332,7 +270,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // calls: spatial-only bandwidth kernel −6.0 %, rotation + scaling B=2 C=1 −4.7 % (whole build), C=4 −10.8 % (split
   // build). Its crop path was slower (s21, default probabilities B=2 C=1, batches of crops alone +3 … +9 % against the
   // tree without it): those batches run the kCrops build instead (unless AUGMENTD_CROPS_BUILD=0). The 0.3.6 builds
-  // take it with kRunningBuild and kDeferVote below (s34).
+  // take it with kRunningBuild and kDeferVote below (s34); their split ones without the tables (kInvariantsShared).
   constexpr bool kPlainLoads = AUGMENTD_PLAIN035 && !kCrops && kCT == 1 && kMinBlocks == 4 && !kNoise &&
                                (!kPadFirst || AUGMENTD_PAD_FIRST_TUNED) && !kPermute;
   constexpr bool kInvariantsShared =
@@ -468,10 +406,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       }
     }
   }
-  // kDeferVote (the 0.3.6 1-channel builds, not permuted): a voxel whose in-bounds corners hold more than one label (or
-  // with pad votes, any out-of-bounds corner) is not voted where it is sampled, inside a warp whose other lanes wait
-  // for it, but queued per warp (its coordinate ix and output offset, 16 bytes) and voted 32 at a time: at the top of
-  // the step once 32 wait, and after the loop. The vote is PadFirstVote on the same corners (CornersAt); the queued
+  // kDeferVote (the 0.3.6 1-channel builds with 4 blocks an SM, not split): a voxel whose corners hold more than one
+  // label (or, with pad votes, one out of bounds) is not voted where it is sampled, inside a warp whose other lanes
+  // wait for it, but queued per warp (its coordinate ix and output offset, 16 bytes) and voted 32 at a time: at the
+  // top of the step once 32 wait, and after the loop. The vote is PadFirstVote on the same corners (CornersAt); the queued
   // voxel's seg and mask are stored by the flush, and (direct path, mask channel) its image zeroed there when its label
   // is negative. Inline, the vote cost a whole warp PadFirstVote's triangular sums whenever one lane needed them, and
   // its registers the loop's (spills). H100, NOTES.md s34, 0.3.6 rows, digests unchanged. Against session 33's tree
@@ -480,7 +418,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // those two it won nothing in the noise build (+0.3 %, call B). Not in the split builds: C=4 +1.4 % with it, −1.4 %
   // with the other two alone (call B). The fast check on raw labels (below) then, same call against the tree without
   // it: every transform on −1.9 %, B=8 −1.6 %, rotation + scaling −6.3 % (call D).
-  constexpr bool kDeferVote = AUGMENTD_PAD_FIRST_TUNED && kPadFirst && kCT == 1 && !kPermute && !kCrops && !kSplit;
+  constexpr bool kDeferVote =
+      AUGMENTD_PAD_FIRST_TUNED && kPadFirst && kCT == 1 && kMinBlocks == 4 && !kPermute && !kCrops && !kSplit;
   constexpr int kVoteQueue = 64;  // a flush leaves < 32 queued, a step adds ≤ 32
   __shared__ float4 sh_vq[kDeferVote ? kThreads / 32 : 1][kDeferVote ? kVoteQueue : 1];
   // The lanes that sample (col_ok: the same every step) enqueue with one ballot; q_len is theirs, and every lane takes
@@ -681,10 +620,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         if constexpr (pad_first) {
           // One label among the in-bounds corners: lo == hi (spatial_math.h; the s9 loop over `first` / `uniform` cost
           // ≈ 70 instructions of predicate packing at the 64-register cap). kDeferVote (raw labels): one label among
-          // all 8, its in-bounds corners' one label, if any; if none (every weight 0), the sum below is 0 and the
-          // voxel takes `lowest`, as PadFirstVote does without pad votes (with them, some corner is out of bounds: not
-          // fast). A voxel whose in-bounds corners agree but whose clamped ones do not (at the input's faces) is
-          // queued: the same label, later.
+          // all 8. Where every axis has an in-bounds corner index, clamping moves each out-of-bounds corner onto an
+          // in-bounds one, so the 8 raw labels are the in-bounds corners' labels and the test is the same. Where some
+          // axis has none, no corner is in bounds and every weight is 0: the sum below is 0 and the voxel takes
+          // `lowest`, as PadFirstVote does without pad votes (with them such a voxel is not all_in: queued).
           int lo, hi;
           if constexpr (kDeferVote) {
             bool one = true;

@@ -7,7 +7,8 @@
 //    division (reciprocal, refinement, range check and branch);
 //  * the 0.3.5 label vote over the 8 corners (LabelVote035: one- and two-label paths before the triangular vote;
 //    LabelVote035BranchFree: one path for both) and the one-label test (InBoundsLabelRange); the s9 vote stays as
-//    TriangularVote035, the reference.
+//    TriangularVote035, the reference;
+//  * bgv2 0.3.6's vote over the 8 corners (PadFirstVote).
 #pragma once
 
 #include <cstdint>
@@ -288,6 +289,69 @@ AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000
   const bool lo_wins = ha > 0u || (!one && lo < lowest);
   const bool hi_wins = !one && hb > (lo_wins ? ha : 0u);  // as in LabelVote035: hi never wins a tie
   return hi_wins ? hi : (lo_wins ? lo : lowest);
+}
+
+// bgv2 0.3.6's vote over the 8 corners (cpu_spatial.cc DecideLabelPadFirst, without its two-label shortcut: that
+// differs only where fp16(score) is within an ulp of 500): `lab` (INT32_MIN out of bounds), `x1000` (1000·weight,
+// +0 out of bounds), `nn_m` the nearest corner. With `votes` the padding label scores 1000 − Σ of the other labels'
+// corners (bgv2 samples (ind − 1)·1000 and adds 1000); ties go to the lowest / highest label or (tiebreak 1) to the
+// nearest neighbour's label when it is among the tied; no positive score gives `lowest` under every tiebreak (until
+// session 34 a tie at 0 gave tiebreaks 1 and 2 a label: spatial_math_test.cc). Same triangular sums as the 0.3.5 vote.
+AUGMENTD_KERNEL_HD int PadFirstVote(const int* lab, const float* x1000, int nn_m, int pad, bool votes, int tiebreak,
+                                    int lowest) {
+  uint32_t best_h = 0;
+  int best_l = lowest;
+  if (votes) {
+    float others = 0.f;
+    AUGMENTD_VOTE_UNROLL
+    for (int m = 0; m < 8; ++m) {
+      if (lab[m] != pad) others = VoteAdd(others, x1000[m]);
+    }
+    best_h = HalfRoundedBits(fmaxf(VoteAdd(-others, 1000.f), 0.f));
+    best_l = pad;
+  }
+  bool tied = false;
+  AUGMENTD_VOTE_UNROLL
+  for (int q = 0; q < 8; ++q) {
+    if (lab[q] == INT32_MIN || (votes && lab[q] == pad)) continue;
+    float v = x1000[q];
+    AUGMENTD_VOTE_UNROLL
+    for (int m = q + 1; m < 8; ++m) {
+      if (lab[m] == lab[q]) v = VoteAdd(v, x1000[m]);
+    }
+    const uint32_t h = HalfRoundedBits(v);
+    if (h > best_h) {
+      best_h = h;
+      best_l = lab[q];
+      tied = false;
+    } else if (h == best_h && h != 0u && lab[q] != best_l) {  // a tie at 0 is no vote: `lowest` (the CPU: top > 0)
+      tied = true;
+      if (tiebreak == 2 ? lab[q] > best_l : lab[q] < best_l) best_l = lab[q];
+    }
+  }
+  if (tiebreak == 1 && tied) {  // rare: only voxels with a shared top score pay for the nearest neighbour's score
+    int nn = pad;  // selected without a dynamic index (that would put `lab` in local memory)
+    AUGMENTD_VOTE_UNROLL
+    for (int m = 0; m < 8; ++m) {
+      if (m == nn_m && lab[m] != INT32_MIN) nn = lab[m];
+    }
+    float s = 0.f;
+    if (votes && nn == pad) {
+      float others = 0.f;
+      AUGMENTD_VOTE_UNROLL
+      for (int m = 0; m < 8; ++m) {
+        if (lab[m] != pad) others = VoteAdd(others, x1000[m]);
+      }
+      s = fmaxf(VoteAdd(-others, 1000.f), 0.f);
+    } else {
+      AUGMENTD_VOTE_UNROLL
+      for (int m = 0; m < 8; ++m) {
+        if (lab[m] == nn) s = VoteAdd(s, x1000[m]);
+      }
+    }
+    if (HalfRoundedBits(s) == best_h) best_l = nn;
+  }
+  return best_l;
 }
 
 // u / d rounded to nearest even, given rcp = RN(1/d) (the float division 1.f / d on the host): q = RN(u·rcp) is within

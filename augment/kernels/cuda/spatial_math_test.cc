@@ -1,7 +1,7 @@
 // Host tests of the spatial kernel's arithmetic shortcuts (spatial_math.h): the integer float16 rounding (both forms)
 // against the reference conversion (kernels/cpu_half.h) at every tie point and its neighbours in [2^-26, 1024], random
 // scores and the order property; the division by a reciprocal against IEEE division for every divisor S/2 of the
-// kernel.
+// kernel; the 0.3.5 votes; bgv2 0.3.6's vote (PadFirstVote) on hand-built corners.
 #include "augment/kernels/cuda/spatial_math.h"
 
 #include <algorithm>
@@ -307,6 +307,64 @@ TEST(SpatialMath, EveryVoxelTheMinusOneFillKeepsHasAnInBoundsCornerOfWeightAtLea
     }
   }
   EXPECT_GT(checked, 150000);
+}
+
+
+// bgv2 0.3.6's vote (PadFirstVote) on hand-built corners, each expectation the CPU engine's rule (cpu_spatial.cc
+// DecideLabelPadFirst): scores are the corner-order sums per label rounded to float16, the padding label with pad votes
+// scores 1000 − Σ of the other labels' corners, ties go by the tiebreak (0 lowest, 1 nearest neighbour, 2 highest), and
+// no positive score gives the patch's lowest label.
+constexpr int kOut = INT32_MIN;  // an out-of-bounds corner (weight +0)
+
+TEST(SpatialMath, PadFirstVoteWithNoPositiveScoreIsTheLowestLabelUnderEveryTiebreak) {
+  // Two labels among the in-bounds corners, all of weight 0 (a coordinate on the input's face, ix = −1 along an
+  // axis), or so small that their sums round to half 0; no pad votes. The CPU returns `lowest` (`!(top > 0)`); a tie
+  // at 0 must not hand the voxel to the highest label or the nearest neighbour's.
+  const int lab[8] = {3, 5, kOut, kOut, 3, 5, kOut, kOut};
+  for (const float w : {0.f, 1e-8f}) {
+    const float x1000[8] = {w, w, 0.f, 0.f, w, w, 0.f, 0.f};
+    for (int tiebreak = 0; tiebreak < 3; ++tiebreak) {
+      for (int nn_m = 0; nn_m < 8; ++nn_m) {
+        EXPECT_EQ(PadFirstVote(lab, x1000, nn_m, 0, false, tiebreak, 1), 1)
+            << "weight " << w << " tiebreak " << tiebreak << " nearest corner " << nn_m;
+      }
+    }
+  }
+}
+
+TEST(SpatialMath, PadFirstVoteTiesGoByTheTiebreak) {
+  const int lab[8] = {3, 5, 3, 5, kOut, kOut, kOut, kOut};
+  const float tie[8] = {250.f, 250.f, 250.f, 250.f, 0.f, 0.f, 0.f, 0.f};  // 3 and 5 both score 500
+  EXPECT_EQ(PadFirstVote(lab, tie, 0, 0, false, 0, 0), 3);
+  EXPECT_EQ(PadFirstVote(lab, tie, 0, 0, false, 2, 0), 5);
+  EXPECT_EQ(PadFirstVote(lab, tie, 1, 0, false, 1, 0), 5);  // the nearest corner holds 5, which is among the tied
+  EXPECT_EQ(PadFirstVote(lab, tie, 2, 0, false, 1, 0), 3);
+  EXPECT_EQ(PadFirstVote(lab, tie, 4, 0, false, 1, 0), 3);  // nearest out of bounds: the pad label, not tied: lowest
+  const float three[8] = {400.f, 100.f, 200.f, 300.f, 0.f, 0.f, 0.f, 0.f};  // 3: 600, 5: 400
+  for (int tiebreak = 0; tiebreak < 3; ++tiebreak) EXPECT_EQ(PadFirstVote(lab, three, 1, 0, false, tiebreak, 0), 3);
+}
+
+TEST(SpatialMath, PadFirstVotePadLabelScoresWhatTheOtherLabelsLeave) {
+  {
+    const int lab[8] = {0, 4, 4, kOut, kOut, kOut, kOut, kOut};
+    const float x1000[8] = {300.f, 300.f, 400.f, 0.f, 0.f, 0.f, 0.f, 0.f};  // 4: 700, the pad label 0: 300
+    EXPECT_EQ(PadFirstVote(lab, x1000, 0, 0, true, 0, 0), 4);
+  }
+  {
+    const int lab[8] = {4, kOut, kOut, kOut, kOut, kOut, kOut, kOut};
+    const float x1000[8] = {300.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};  // the out-of-bounds mass votes for the pad
+    EXPECT_EQ(PadFirstVote(lab, x1000, 0, 0, true, 0, 0), 0);
+    EXPECT_EQ(PadFirstVote(lab, x1000, 0, -1, true, 0, 0), -1);  // the −1 border
+    EXPECT_EQ(PadFirstVote(lab, x1000, 0, 0, false, 0, 0), 4);   // without pad votes, only corners vote
+  }
+  {
+    const int lab[8] = {4, 4, kOut, kOut, kOut, kOut, kOut, kOut};
+    const float x1000[8] = {250.f, 250.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};  // 4 and the pad label 0 both 500
+    EXPECT_EQ(PadFirstVote(lab, x1000, 0, 0, true, 0, 0), 0);
+    EXPECT_EQ(PadFirstVote(lab, x1000, 0, 0, true, 2, 0), 4);
+    EXPECT_EQ(PadFirstVote(lab, x1000, 0, 0, true, 1, 0), 4);  // the nearest corner holds 4
+    EXPECT_EQ(PadFirstVote(lab, x1000, 2, 0, true, 1, 0), 0);  // nearest out of bounds: the pad label, tied: it wins
+  }
 }
 
 }  // namespace
