@@ -42,6 +42,11 @@
 #ifndef AUGMENTD_PAD_FIRST_TUNED
 #define AUGMENTD_PAD_FIRST_TUNED 1
 #endif
+// bench A/B only (written in session 34, not yet timed): 1 = the 0.3.6 vote as PadFirstVoteKeys (packed float16 keys,
+// no branch per corner) instead of PadFirstVote
+#ifndef AUGMENTD_PF_PACKED_KEYS
+#define AUGMENTD_PF_PACKED_KEYS 0
+#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -119,6 +124,16 @@ __device__ __forceinline__ int MirroredOffset(int j0, int j1, int j2, const int 
   const int o0 = (mirror & 1) ? P[0] - 1 - j0 : j0, o1 = (mirror & 2) ? P[1] - 1 - j1 : j1;
   const int o2 = (mirror & 4) ? P[2] - 1 - j2 : j2;
   return (o0 * P[1] + o1) * P[2] + o2;
+}
+
+// bgv2 0.3.6's vote in the form this build runs (AUGMENTD_PF_PACKED_KEYS; the same label either way).
+__device__ __forceinline__ int Vote036(const int* lab, const float* x1000, int nn_m, int pad, bool votes, int tiebreak,
+                                       int lowest) {
+  if constexpr (AUGMENTD_PF_PACKED_KEYS != 0) {
+    return PadFirstVoteKeys(lab, x1000, nn_m, pad, votes, tiebreak, lowest);
+  } else {
+    return PadFirstVote(lab, x1000, nn_m, pad, votes, tiebreak, lowest);
+  }
 }
 
 // Component d (0, 1, 2) of v's x, y, z; d a compile-time constant after unrolling.
@@ -441,8 +456,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       lab[m] = in ? static_cast<int>(__ldg(seg_b + qc.off[m])) : INT32_MIN;
       x1000[m] = __fmul_rn(1000.f, qc.w[m]);
     }
-    const int l = PadFirstVote(lab, x1000, NearestCorner(qix, qc), border_m1 ? -1 : 0, sp.pad_votes != 0,
-                               sp.seg_tiebreak, lowest);
+    const int l = Vote036(lab, x1000, NearestCorner(qix, qc), border_m1 ? -1 : 0, sp.pad_votes != 0, sp.seg_tiebreak,
+                          lowest);
     const int64_t base = static_cast<int64_t>(b) * out_n;
     (kOutBases ? sh_out_seg_b : out_seg + base)[qo] = static_cast<int16_t>((a.remove_minus_one && l == -1) ? 0 : l);
     if (a.mask) (kOutBases ? sh_mask_b : a.mask + base)[qo] = l < 0 ? 1 : 0;
@@ -658,8 +673,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
             }
             q_len += __popc(queued);
           } else if (!fast) {
-            best_l = PadFirstVote(lab, x1000, NearestCorner(ix, cn), border_m1 ? -1 : 0, votes, sp.seg_tiebreak,
-                                  lowest);
+            best_l = Vote036(lab, x1000, NearestCorner(ix, cn), border_m1 ? -1 : 0, votes, sp.seg_tiebreak, lowest);
           }
         } else {
           // 0.3.5 vote (spatial_math.h): one or two labels among the corners without the triangular vote, which is

@@ -8,7 +8,7 @@
 //  * the 0.3.5 label vote over the 8 corners (LabelVote035: one- and two-label paths before the triangular vote;
 //    LabelVote035BranchFree: one path for both) and the one-label test (InBoundsLabelRange); the s9 vote stays as
 //    TriangularVote035, the reference;
-//  * bgv2 0.3.6's vote over the 8 corners (PadFirstVote).
+//  * bgv2 0.3.6's vote over the 8 corners (PadFirstVote; PadFirstVoteKeys, its packed-key form).
 #pragma once
 
 #include <cstdint>
@@ -350,6 +350,71 @@ AUGMENTD_KERNEL_HD int PadFirstVote(const int* lab, const float* x1000, int nn_m
       }
     }
     if (HalfRoundedBits(s) == best_h) best_l = nn;
+  }
+  return best_l;
+}
+
+// PadFirstVote's label with its scores rounded two at a time (HalfRoundedKeys: one cvt.rn.f16x2.f32 on the device, no
+// branch for the subnormal ones) and no branch per corner: every corner's triangular sum is formed, and a corner that is
+// no candidate (out of bounds, or the padding label with pad votes) is masked out of the comparisons. Keys order and
+// tie as the rounded scores do, so the label is PadFirstVote's (spatial_math_test.cc on the host, where the keys are
+// HalfRoundedBits; spatial_vote_test.cc on the device). The kernel runs it with the bench switch AUGMENTD_PF_PACKED_KEYS
+// (spatial.cu; written in session 34, not yet timed).
+AUGMENTD_KERNEL_HD int PadFirstVoteKeys(const int* lab, const float* x1000, int nn_m, int pad, bool votes, int tiebreak,
+                                        int lowest) {
+  float others = 0.f;
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) {
+    if (lab[m] != pad) others = VoteAdd(others, x1000[m]);
+  }
+  const float pad_score = fmaxf(VoteAdd(-others, 1000.f), 0.f);
+  float v[8];
+  AUGMENTD_VOTE_UNROLL
+  for (int q = 0; q < 8; ++q) {
+    v[q] = x1000[q];
+    AUGMENTD_VOTE_UNROLL
+    for (int m = q + 1; m < 8; ++m) {
+      if (lab[m] == lab[q]) v[q] = VoteAdd(v[q], x1000[m]);
+    }
+  }
+  uint32_t key[8], pad_key, unused;
+  AUGMENTD_VOTE_UNROLL
+  for (int q = 0; q < 8; q += 2) HalfRoundedKeys(v[q], v[q + 1], key[q], key[q + 1]);
+  HalfRoundedKeys(pad_score, 0.f, pad_key, unused);
+  uint32_t best_h = votes ? pad_key : 0u;
+  int best_l = votes ? pad : lowest;
+  bool tied = false;
+  AUGMENTD_VOTE_UNROLL
+  for (int q = 0; q < 8; ++q) {
+    const bool candidate = lab[q] != INT32_MIN && !(votes && lab[q] == pad);
+    const uint32_t h = key[q];
+    if (candidate && h > best_h) {
+      best_h = h;
+      best_l = lab[q];
+      tied = false;
+    } else if (candidate && h == best_h && h != 0u && lab[q] != best_l) {
+      tied = true;
+      if (tiebreak == 2 ? lab[q] > best_l : lab[q] < best_l) best_l = lab[q];
+    }
+  }
+  if (tiebreak == 1 && tied) {
+    int nn = pad;
+    AUGMENTD_VOTE_UNROLL
+    for (int m = 0; m < 8; ++m) {
+      if (m == nn_m && lab[m] != INT32_MIN) nn = lab[m];
+    }
+    float s = 0.f;
+    if (votes && nn == pad) {
+      s = pad_score;
+    } else {
+      AUGMENTD_VOTE_UNROLL
+      for (int m = 0; m < 8; ++m) {
+        if (lab[m] == nn) s = VoteAdd(s, x1000[m]);
+      }
+    }
+    uint32_t ks, ks_unused;
+    HalfRoundedKeys(s, s, ks, ks_unused);
+    if (ks == best_h) best_l = nn;
   }
   return best_l;
 }

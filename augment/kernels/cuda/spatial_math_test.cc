@@ -3,6 +3,7 @@
 // scores and the order property; the division by a reciprocal against IEEE division for every divisor S/2 of the
 // kernel; the 0.3.5 votes; bgv2 0.3.6's vote (PadFirstVote) on hand-built corners.
 #include "augment/kernels/cuda/spatial_math.h"
+#include "augment/kernels/cuda/vote036_cases.h"
 
 #include <algorithm>
 #include <climits>
@@ -365,6 +366,19 @@ TEST(SpatialMath, PadFirstVotePadLabelScoresWhatTheOtherLabelsLeave) {
     EXPECT_EQ(PadFirstVote(lab, x1000, 0, 0, true, 1, 0), 4);  // the nearest corner holds 4
     EXPECT_EQ(PadFirstVote(lab, x1000, 2, 0, true, 1, 0), 0);  // nearest out of bounds: the pad label, tied: it wins
   }
+}
+
+
+TEST(SpatialMath, PadFirstVoteKeysIsPadFirstVoteOnRandomCorners) {
+  std::mt19937 rng(36);
+  int differ = 0;
+  for (int i = 0; i < 2000000; ++i) {
+    const Vote036Case c = RandomVote036Case(rng);
+    const int want = PadFirstVote(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
+    const int got = PadFirstVoteKeys(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
+    if (got != want && ++differ <= 5) ADD_FAILURE() << "case " << i << ": " << got << " != " << want;
+  }
+  EXPECT_EQ(differ, 0);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // augment/kernels/cuda/spatial_vote_check.h — test support (spatial_vote_test.cc): the fused spatial kernel's 0.3.5
-// votes (spatial_math.h) on the device.
+// and 0.3.6 votes (spatial_math.h) on the device.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include "augment/kernels/cuda/vote036_cases.h"
 
 namespace augmentd::cuda {
 
@@ -12,5 +14,9 @@ namespace augmentd::cuda {
 // arrays; synchronous.
 cudaError_t RunVotesOnDevice(const int* h_lab, const float* h_x1000, const int* h_lowest, int n, int* h_new,
                              int* h_branch_free, int* h_old);
+
+// For i < n: h_plain[i] = PadFirstVote and h_keys[i] = PadFirstVoteKeys of h_cases[i], computed on the current device.
+// Host arrays; synchronous.
+cudaError_t RunPadFirstVotesOnDevice(const Vote036Case* h_cases, int n, int* h_plain, int* h_keys);
 
 }  // namespace augmentd::cuda

@@ -4,7 +4,8 @@
 // their host builds (the host test SpatialMath.LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPattern checks
 // the host side against an independent reference). Skipped without a device. The device's branch-free vote rounds with
 // packed float16 conversions and the host's with HalfRoundedBits (spatial_math.h's HalfRoundedKeys): equal labels check
-// the two roundings against each other.
+// the two roundings against each other. The 0.3.6 vote: PadFirstVote and PadFirstVoteKeys (packed keys) on the device
+// equal PadFirstVote on the host on random corner sets (vote036_cases.h).
 #include <climits>
 #include <cstdint>
 #include <random>
@@ -69,6 +70,25 @@ TEST(SpatialVoteDevice, LabelVote035FormsEqualTheS9VoteAndTheHostOnEveryCornerPa
   }
   EXPECT_EQ(differ, 0);
   EXPECT_EQ(host_differ, 0);
+}
+
+TEST(SpatialVoteDevice, PadFirstVoteBothFormsEqualTheHostOnRandomCorners) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  constexpr int n = 1 << 21;
+  std::mt19937 rng(20261205);
+  std::vector<Vote036Case> cases(n);
+  for (auto& c : cases) c = RandomVote036Case(rng);
+  std::vector<int> plain(n), keys(n);
+  ASSERT_EQ(RunPadFirstVotesOnDevice(cases.data(), n, plain.data(), keys.data()), cudaSuccess);
+  int64_t plain_differ = 0, keys_differ = 0;
+  for (int i = 0; i < n; ++i) {
+    const Vote036Case& c = cases[i];
+    const int want = PadFirstVote(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
+    plain_differ += plain[i] != want;
+    keys_differ += keys[i] != want;
+  }
+  EXPECT_EQ(plain_differ, 0);
+  EXPECT_EQ(keys_differ, 0);
 }
 
 }  // namespace
