@@ -424,7 +424,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // kDeferVote (the 0.3.6 1-channel builds with 4 blocks an SM, not split): a voxel whose corners hold more than one
   // label (or, with pad votes, one out of bounds) is not voted where it is sampled, inside a warp whose other lanes
   // wait for it, but queued per warp (its coordinate ix and output offset, 16 bytes) and voted 32 at a time: at the
-  // top of the step once 32 wait, and after the loop. The vote is PadFirstVote on the same corners (CornersAt); the queued
+  // top of the step once 32 wait, and after the loop. The vote is Vote036 on the same corners (CornersAt); the queued
   // voxel's seg and mask are stored by the flush, and (direct path, mask channel) its image zeroed there when its label
   // is negative. Inline, the vote cost a whole warp PadFirstVote's triangular sums whenever one lane needed them, and
   // its registers the loop's (spills). H100, NOTES.md s34, 0.3.6 rows, digests unchanged. Against session 33's tree

@@ -310,7 +310,6 @@ TEST(SpatialMath, EveryVoxelTheMinusOneFillKeepsHasAnInBoundsCornerOfWeightAtLea
   EXPECT_GT(checked, 150000);
 }
 
-
 // bgv2 0.3.6's vote (PadFirstVote) on hand-built corners, each expectation the CPU engine's rule (cpu_spatial.cc
 // DecideLabelPadFirst): scores are the corner-order sums per label rounded to float16, the padding label with pad votes
 // scores 1000 − Σ of the other labels' corners, ties go by the tiebreak (0 lowest, 1 nearest neighbour, 2 highest), and
@@ -320,7 +319,9 @@ constexpr int kOut = INT32_MIN;  // an out-of-bounds corner (weight +0)
 TEST(SpatialMath, PadFirstVoteWithNoPositiveScoreIsTheLowestLabelUnderEveryTiebreak) {
   // Two labels among the in-bounds corners, all of weight 0 (a coordinate on the input's face, ix = −1 along an
   // axis), or so small that their sums round to half 0; no pad votes. The CPU returns `lowest` (`!(top > 0)`); a tie
-  // at 0 must not hand the voxel to the highest label or the nearest neighbour's.
+  // at 0 must not hand the voxel to the highest label or the nearest neighbour's. (The pipeline does not produce
+  // this: pad votes are off only where every coordinate is inside the input, MayReachOutsideAffine. The function's
+  // contract is the CPU rule on its whole domain.)
   const int lab[8] = {3, 5, kOut, kOut, 3, 5, kOut, kOut};
   for (const float w : {0.f, 1e-8f}) {
     const float x1000[8] = {w, w, 0.f, 0.f, w, w, 0.f, 0.f};
@@ -367,7 +368,6 @@ TEST(SpatialMath, PadFirstVotePadLabelScoresWhatTheOtherLabelsLeave) {
     EXPECT_EQ(PadFirstVote(lab, x1000, 2, 0, true, 1, 0), 0);  // nearest out of bounds: the pad label, tied: it wins
   }
 }
-
 
 TEST(SpatialMath, PadFirstVoteKeysIsPadFirstVoteOnRandomCorners) {
   std::mt19937 rng(36);

@@ -1,7 +1,8 @@
 // augment/kernels/cuda/spatial_vote_check.cu — test support for spatial_vote_test.cc: the label votes of the fused
 // spatial kernel (spatial_math.h: LabelVote035 and LabelVote035BranchFree, what the kernel runs, and TriangularVote035,
-// the s9 kernel's vote; bgv2 0.3.6's PadFirstVote and PadFirstVoteKeys) evaluated on the device, one corner set per thread, so the test can compare
-// them with each other and with the host build of the same functions. Not part of the kernel library.
+// the s9 kernel's vote; bgv2 0.3.6's PadFirstVote and PadFirstVoteKeys) evaluated on the device, one corner set per
+// thread, so the test can compare them with each other and with the host build of the same functions. Not part of the
+// kernel library.
 #include "augment/kernels/cuda/spatial_vote_check.h"
 
 #include <climits>
@@ -42,15 +43,14 @@ cudaError_t RunVotesOnDevice(const int* h_lab, const float* h_x1000, const int* 
                              int* h_branch_free, int* h_old) {
   int *d_lab = nullptr, *d_lowest = nullptr, *d_new = nullptr, *d_bf = nullptr, *d_old = nullptr;
   float* d_x = nullptr;
-  cudaError_t e = cudaSuccess;
   const size_t n8 = static_cast<size_t>(n) * 8;
-  if ((e = cudaMalloc(&d_lab, n8 * sizeof(int))) != cudaSuccess) return e;
-  if ((e = cudaMalloc(&d_x, n8 * sizeof(float))) != cudaSuccess) return e;
-  if ((e = cudaMalloc(&d_lowest, n * sizeof(int))) != cudaSuccess) return e;
-  if ((e = cudaMalloc(&d_new, n * sizeof(int))) != cudaSuccess) return e;
-  if ((e = cudaMalloc(&d_bf, n * sizeof(int))) != cudaSuccess) return e;
-  if ((e = cudaMalloc(&d_old, n * sizeof(int))) != cudaSuccess) return e;
-  e = cudaMemcpy(d_lab, h_lab, n8 * sizeof(int), cudaMemcpyHostToDevice);
+  cudaError_t e = cudaMalloc(&d_lab, n8 * sizeof(int));  // every buffer freed below, whichever step failed
+  if (e == cudaSuccess) e = cudaMalloc(&d_x, n8 * sizeof(float));
+  if (e == cudaSuccess) e = cudaMalloc(&d_lowest, n * sizeof(int));
+  if (e == cudaSuccess) e = cudaMalloc(&d_new, n * sizeof(int));
+  if (e == cudaSuccess) e = cudaMalloc(&d_bf, n * sizeof(int));
+  if (e == cudaSuccess) e = cudaMalloc(&d_old, n * sizeof(int));
+  if (e == cudaSuccess) e = cudaMemcpy(d_lab, h_lab, n8 * sizeof(int), cudaMemcpyHostToDevice);
   if (e == cudaSuccess) e = cudaMemcpy(d_x, h_x1000, n8 * sizeof(float), cudaMemcpyHostToDevice);
   if (e == cudaSuccess) e = cudaMemcpy(d_lowest, h_lowest, n * sizeof(int), cudaMemcpyHostToDevice);
   if (e == cudaSuccess) {
@@ -70,6 +70,7 @@ cudaError_t RunVotesOnDevice(const int* h_lab, const float* h_x1000, const int* 
 }
 
 cudaError_t RunPadFirstVotesOnDevice(const Vote036Case* h_cases, int n, int* h_plain, int* h_keys) {
+  if (n <= 0) return cudaSuccess;
   Vote036Case* d_cases = nullptr;
   int *d_plain = nullptr, *d_keys = nullptr;
   cudaError_t e = cudaMalloc(&d_cases, static_cast<size_t>(n) * sizeof(Vote036Case));

@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <random>
+#include <type_traits>
 
 namespace augmentd::cuda {
 
@@ -15,6 +16,7 @@ struct Vote036Case {
   int nn_m, pad, tiebreak, lowest;
   bool votes;
 };
+static_assert(std::is_trivially_copyable_v<Vote036Case>, "copied to the device as bytes (spatial_vote_check.cu)");
 
 inline Vote036Case RandomVote036Case(std::mt19937& rng) {
   static constexpr float kFractions[] = {0.f, 0.5f, 0.25f, 0.75f, 0.125f, 1.f};
@@ -25,7 +27,7 @@ inline Vote036Case RandomVote036Case(std::mt19937& rng) {
   c.votes = coin(rng) != 0;
   c.tiebreak = tb(rng);
   c.nn_m = small(rng);
-  c.lowest = c.pad == -1 ? -1 : 0;
+  c.lowest = tb(rng) - 1;  // the sample's lowest label (−1, 0 or 1), drawn apart from the padding label
   float f[3][2];
   for (auto& axis : f) {
     const int k = frac(rng);
