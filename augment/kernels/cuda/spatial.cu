@@ -73,52 +73,6 @@ struct SpatialArgs {
   float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
 };
 
-// grid_sample's 8 corners at ix (array axes 0, 1, 2 = its z, y, x), corner m = (m >> 2 & 1, m >> 1 & 1, m & 1) along
-// (z, y, x). Per axis: the two corner indices clamped into the volume (always loadable), whether each is in bounds, and
-// its weight zeroed when it is not. A corner's weight (wx·wy)·wz is then its grid_sample weight when it is in bounds
-// and 0 otherwise, so the image sum over all 8 corners in corner order equals the sum over the in-bounds corners
-// (adding ±0 to the running sum, which starts at +0, is exact for finite inputs) without a predicate per corner; the
-// vote sees out-of-bounds corners with the label at their clamped offset (the branch-free 0.3.5 vote, kRawOutLabels in
-// SpatialKernel) or as INT32_MIN, a label no int16 label is (the others: spatial_math.h).
-struct Corners {
-  float fx, fy, fz;          // floor(ix[2]), floor(ix[1]), floor(ix[0])
-  bool vx[2], vy[2], vz[2];  // corner index in bounds, per axis
-  float w[8];
-  int off[8];  // < 2^31: RunPipeline rejects larger inputs
-};
-
-__device__ __forceinline__ Corners CornersAt(const float ix[3], const int S[3]) {
-  Corners c;
-  c.fz = floorf(ix[0]);
-  c.fy = floorf(ix[1]);
-  c.fx = floorf(ix[2]);
-  const int z0 = static_cast<int>(c.fz), y0 = static_cast<int>(c.fy), x0 = static_cast<int>(c.fx);
-  c.vx[0] = static_cast<unsigned>(x0) < static_cast<unsigned>(S[2]);
-  c.vx[1] = static_cast<unsigned>(x0 + 1) < static_cast<unsigned>(S[2]);
-  c.vy[0] = static_cast<unsigned>(y0) < static_cast<unsigned>(S[1]);
-  c.vy[1] = static_cast<unsigned>(y0 + 1) < static_cast<unsigned>(S[1]);
-  c.vz[0] = static_cast<unsigned>(z0) < static_cast<unsigned>(S[0]);
-  c.vz[1] = static_cast<unsigned>(z0 + 1) < static_cast<unsigned>(S[0]);
-  const float wx[2] = {c.vx[0] ? __fsub_rn(__fadd_rn(c.fx, 1.f), ix[2]) : 0.f, c.vx[1] ? __fsub_rn(ix[2], c.fx) : 0.f};
-  const float wy[2] = {c.vy[0] ? __fsub_rn(__fadd_rn(c.fy, 1.f), ix[1]) : 0.f, c.vy[1] ? __fsub_rn(ix[1], c.fy) : 0.f};
-  const float wz[2] = {c.vz[0] ? __fsub_rn(__fadd_rn(c.fz, 1.f), ix[0]) : 0.f, c.vz[1] ? __fsub_rn(ix[0], c.fz) : 0.f};
-  const int cx[2] = {min(max(x0, 0), S[2] - 1), min(max(x0 + 1, 0), S[2] - 1)};
-  const int cy[2] = {min(max(y0, 0), S[1] - 1), min(max(y0 + 1, 0), S[1] - 1)};
-  const int cz[2] = {min(max(z0, 0), S[0] - 1), min(max(z0 + 1, 0), S[0] - 1)};
-#pragma unroll
-  for (int m = 0; m < 8; ++m) {
-    const int mx = m & 1, my = (m >> 1) & 1, mz = (m >> 2) & 1;
-    c.w[m] = __fmul_rn(__fmul_rn(wx[mx], wy[my]), wz[mz]);
-    c.off[m] = (cz[mz] * S[1] + cy[my]) * S[2] + cx[mx];
-  }
-  return c;
-}
-
-// bgv2 0.3.6's nearest neighbour of ix among its corners (tiebreak 1): the corner index m of CornersAt.
-__device__ __forceinline__ int NearestCorner(const float ix[3], const Corners& c) {
-  return (rintf(ix[2]) != c.fx ? 1 : 0) | (rintf(ix[1]) != c.fy ? 2 : 0) | (rintf(ix[0]) != c.fz ? 4 : 0);
-}
-
 // Patch voxel (j0, j1, j2)'s index in the output, axis d mirrored where bit d of `mirror` is set.
 __device__ __forceinline__ int MirroredOffset(int j0, int j1, int j2, const int P[3], int mirror) {
   const int o0 = (mirror & 1) ? P[0] - 1 - j0 : j0, o1 = (mirror & 2) ? P[1] - 1 - j1 : j1;
@@ -447,7 +401,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     const float4 q = sh_vq[warp][e];
     const float qix[3] = {q.x, q.y, q.z};
     const int qo = __float_as_int(q.w);
-    const Corners qc = CornersAt(qix, S);
+    const TrilinearCorners qc = CornersAt(qix, S);
     int lab[8];
     float x1000[8];
 #pragma unroll
@@ -571,7 +525,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         ix[d] = __fmul_rn(__fsub_rn(__fmul_rn(__fadd_rn(n, 1.f), a.sf[d]), 1.f), 0.5f);
       }
       // grid_sample: x = axis 2 (w), y = axis 1 (h), z = axis 0 (d).
-      const Corners cn = CornersAt(ix, S);
+      const TrilinearCorners cn = CornersAt(ix, S);
       const float* w = cn.w;
       const int* off = cn.off;
       const bool* vx = cn.vx;

@@ -8,7 +8,8 @@
 //  * the 0.3.5 label vote over the 8 corners (LabelVote035: one- and two-label paths before the triangular vote;
 //    LabelVote035BranchFree: one path for both) and the one-label test (InBoundsLabelRange); the s9 vote stays as
 //    TriangularVote035, the reference;
-//  * bgv2 0.3.6's vote over the 8 corners (PadFirstVote; PadFirstVoteKeys, its packed-key form).
+//  * grid_sample's 8 corners (CornersAt, NearestCorner) and bgv2 0.3.6's vote over them (PadFirstVote;
+//    PadFirstVoteKeys, its packed-key form).
 #pragma once
 
 #include <cstdint>
@@ -289,6 +290,71 @@ AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000
   const bool lo_wins = ha > 0u || (!one && lo < lowest);
   const bool hi_wins = !one && hb > (lo_wins ? ha : 0u);  // as in LabelVote035: hi never wins a tie
   return hi_wins ? hi : (lo_wins ? lo : lowest);
+}
+
+// RN(a·b) without contraction on either side (the corner weights).
+AUGMENTD_KERNEL_HD float VoteMul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+// v clamped into [0, hi].
+AUGMENTD_KERNEL_HD int ClampIndex(int v, int hi) {
+#if defined(__CUDA_ARCH__)
+  return min(max(v, 0), hi);
+#else
+  return v < 0 ? 0 : (v > hi ? hi : v);
+#endif
+}
+
+// grid_sample's 8 corners at ix (array axes 0, 1, 2 = its z, y, x), corner m = (m >> 2 & 1, m >> 1 & 1, m & 1) along
+// (z, y, x), for the spatial kernel (spatial.cu) and the host test that compares its vote with the CPU engine's
+// (spatial_math_test.cc). Per axis: the two corner indices clamped into the volume (always loadable), whether each is
+// in bounds, and its weight zeroed when it is not. A corner's weight (wx·wy)·wz is then its grid_sample weight when it
+// is in bounds and 0 otherwise, so the image sum over all 8 corners in corner order equals the sum over the in-bounds
+// corners (adding ±0 to the running sum, which starts at +0, is exact for finite inputs) without a predicate per
+// corner; the vote sees out-of-bounds corners with the label at their clamped offset (the branch-free 0.3.5 vote,
+// kRawOutLabels in SpatialKernel) or as INT32_MIN, a label no int16 label is.
+struct TrilinearCorners {
+  float fx, fy, fz;          // floor(ix[2]), floor(ix[1]), floor(ix[0])
+  bool vx[2], vy[2], vz[2];  // corner index in bounds, per axis
+  float w[8];
+  int off[8];  // < 2^31: RunPipeline rejects larger inputs
+};
+
+AUGMENTD_KERNEL_HD TrilinearCorners CornersAt(const float ix[3], const int S[3]) {
+  TrilinearCorners c;
+  c.fz = floorf(ix[0]);
+  c.fy = floorf(ix[1]);
+  c.fx = floorf(ix[2]);
+  const int z0 = static_cast<int>(c.fz), y0 = static_cast<int>(c.fy), x0 = static_cast<int>(c.fx);
+  c.vx[0] = static_cast<unsigned>(x0) < static_cast<unsigned>(S[2]);
+  c.vx[1] = static_cast<unsigned>(x0 + 1) < static_cast<unsigned>(S[2]);
+  c.vy[0] = static_cast<unsigned>(y0) < static_cast<unsigned>(S[1]);
+  c.vy[1] = static_cast<unsigned>(y0 + 1) < static_cast<unsigned>(S[1]);
+  c.vz[0] = static_cast<unsigned>(z0) < static_cast<unsigned>(S[0]);
+  c.vz[1] = static_cast<unsigned>(z0 + 1) < static_cast<unsigned>(S[0]);
+  const float wx[2] = {c.vx[0] ? VoteSub(VoteAdd(c.fx, 1.f), ix[2]) : 0.f, c.vx[1] ? VoteSub(ix[2], c.fx) : 0.f};
+  const float wy[2] = {c.vy[0] ? VoteSub(VoteAdd(c.fy, 1.f), ix[1]) : 0.f, c.vy[1] ? VoteSub(ix[1], c.fy) : 0.f};
+  const float wz[2] = {c.vz[0] ? VoteSub(VoteAdd(c.fz, 1.f), ix[0]) : 0.f, c.vz[1] ? VoteSub(ix[0], c.fz) : 0.f};
+  const int cx[2] = {ClampIndex(x0, S[2] - 1), ClampIndex(x0 + 1, S[2] - 1)};
+  const int cy[2] = {ClampIndex(y0, S[1] - 1), ClampIndex(y0 + 1, S[1] - 1)};
+  const int cz[2] = {ClampIndex(z0, S[0] - 1), ClampIndex(z0 + 1, S[0] - 1)};
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) {
+    const int mx = m & 1, my = (m >> 1) & 1, mz = (m >> 2) & 1;
+    c.w[m] = VoteMul(VoteMul(wx[mx], wy[my]), wz[mz]);
+    c.off[m] = (cz[mz] * S[1] + cy[my]) * S[2] + cx[mx];
+  }
+  return c;
+}
+
+// bgv2 0.3.6's nearest neighbour of ix among its corners (tiebreak 1): the corner index m of CornersAt.
+AUGMENTD_KERNEL_HD int NearestCorner(const float ix[3], const TrilinearCorners& c) {
+  return (rintf(ix[2]) != c.fx ? 1 : 0) | (rintf(ix[1]) != c.fy ? 2 : 0) | (rintf(ix[0]) != c.fz ? 4 : 0);
 }
 
 // bgv2 0.3.6's vote over the 8 corners (cpu_spatial.cc DecideLabelPadFirst, without its two-label shortcut: that

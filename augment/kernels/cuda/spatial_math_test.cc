@@ -5,6 +5,8 @@
 #include "augment/kernels/cuda/spatial_math.h"
 #include "augment/kernels/cuda/vote036_cases.h"
 
+#include "augment/kernels/cpu_spatial.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -379,6 +381,100 @@ TEST(SpatialMath, PadFirstVoteKeysIsPadFirstVoteOnRandomCorners) {
     if (got != want && ++differ <= 5) ADD_FAILURE() << "case " << i << ": " << got << " != " << want;
   }
   EXPECT_EQ(differ, 0);
+}
+
+
+// The label the spatial kernel's 0.3.6 builds give a voxel at ix (kDeferVote's builds: the raw-label fast check, else
+// the vote the queue's flush runs), from the same helpers (spatial_math.h).
+int KernelLabel036(const float ix[3], const int S[3], const int16_t* seg, int pad, bool votes, int tiebreak,
+                   int lowest, bool packed) {
+  const TrilinearCorners c = CornersAt(ix, S);
+  int raw[8], lab[8];
+  float x1000[8];
+  bool one = true;
+  for (int m = 0; m < 8; ++m) {
+    raw[m] = seg[c.off[m]];
+    lab[m] = c.vx[m & 1] && c.vy[(m >> 1) & 1] && c.vz[(m >> 2) & 1] ? raw[m] : INT32_MIN;
+    x1000[m] = VoteMul(1000.f, c.w[m]);
+    one = one && raw[m] == raw[0];
+  }
+  const bool all_in = c.vx[0] && c.vx[1] && c.vy[0] && c.vy[1] && c.vz[0] && c.vz[1];
+  if (one && (!votes || all_in)) {
+    float v = 0.f;
+    for (int m = 0; m < 8; ++m) v = VoteAdd(v, x1000[m]);
+    return HalfRoundsPositive(v) ? raw[0] : lowest;
+  }
+  const int nn_m = NearestCorner(ix, c);
+  return packed ? PadFirstVoteKeys(lab, x1000, nn_m, pad, votes, tiebreak, lowest)
+                : PadFirstVote(lab, x1000, nn_m, pad, votes, tiebreak, lowest);
+}
+
+// The kernel's 0.3.6 label against the CPU engine's (kernels::SampleLabels, pad_first) at every point of a quarter-voxel
+// lattice from two voxels outside the input to two beyond it: faces, corners, half-way points and exact ties, pad
+// votes on and off (off outside the input too: the function's whole domain), both padding labels, every tiebreak.
+// The sizes are powers of two, so every coordinate, weight and score is exact in float whatever the compiler contracts:
+// the same verdict on every machine. Four labels, so the CPU's two-label shortcut (which the kernel leaves out) is not
+// taken.
+TEST(SpatialMath, KernelVote036EqualsTheCpuEngineOnAQuarterVoxelLattice) {
+  const int S[3] = {4, 8, 4};
+  const int n_in = S[0] * S[1] * S[2];
+  std::vector<int16_t> seg(n_in);
+  std::mt19937 rng(2026);
+  std::uniform_int_distribution<int> label(0, 3);
+  for (int i = 0; i < n_in; ++i) seg[i] = static_cast<int16_t>(i < 4 ? i : label(rng));
+  std::vector<float> ixs[3];
+  for (int d = 0; d < 3; ++d) {
+    for (int q = -8; q <= 4 * (S[d] + 1); ++q) ixs[d].push_back(static_cast<float>(q) / 4.f);
+  }
+  const int64_t n_out = static_cast<int64_t>(ixs[0].size() * ixs[1].size() * ixs[2].size());
+  kernels::GridSpec g;
+  g.ndim = 3;
+  for (int d = 0; d < 3; ++d) g.in_shape[d] = S[d];
+  g.out_shape[0] = n_out;
+  std::vector<float> grid, ix_of;  // normalised coordinates n = (2·ix + 1) / S − 1, exact; and the kernel's ix of n
+  for (const float z : ixs[0]) {
+    for (const float y : ixs[1]) {
+      for (const float x : ixs[2]) {
+        const float v[3] = {z, y, x};
+        for (int d = 0; d < 3; ++d) {
+          const float n = (2.f * v[d] + 1.f) / static_cast<float>(S[d]) - 1.f;
+          grid.push_back(n);
+          ix_of.push_back(VoteMul(VoteSub(VoteMul(VoteAdd(n, 1.f), static_cast<float>(S[d])), 1.f), 0.5f));
+          ASSERT_EQ(ix_of.back(), v[d]);  // the lattice survives the round trip
+        }
+      }
+    }
+  }
+  std::vector<int16_t> cpu(n_out);
+  int64_t compared = 0, differ = 0;
+  for (const int pad : {0, -1}) {
+    for (const bool votes : {false, true}) {
+      for (int tiebreak = 0; tiebreak < 3; ++tiebreak) {
+        kernels::LabelSampleOptions opt;
+        opt.mode = kernels::InterpMode::kLinear;
+        opt.pad_first = true;
+        opt.pad_label = static_cast<int16_t>(pad);
+        opt.pad_votes = votes;
+        opt.tiebreak = static_cast<kernels::SegTiebreak>(tiebreak);  // kLowest, kNearest, kHighest
+        const bool pad_is_new = votes && pad == -1;                 // the padding label joins the label set
+        kernels::SampleLabels(g, seg.data(), grid.data(), static_cast<int16_t>(pad_is_new ? -1 : 0),
+                              pad_is_new ? 5 : 4, opt, cpu.data());
+        const int kernel_tiebreak = tiebreak == 0 ? 0 : (tiebreak == 1 ? 1 : 2);
+        for (int64_t v = 0; v < n_out; ++v) {
+          for (const bool packed : {false, true}) {
+            const int got = KernelLabel036(&ix_of[3 * v], S, seg.data(), pad, votes, kernel_tiebreak, 0, packed);
+            ++compared;
+            if (got != cpu[v] && ++differ <= 5) {
+              ADD_FAILURE() << "ix (" << ix_of[3 * v] << ", " << ix_of[3 * v + 1] << ", " << ix_of[3 * v + 2]
+                            << ") pad " << pad << " votes " << votes << " tiebreak " << tiebreak << " packed "
+                            << packed << ": kernel " << got << ", CPU " << cpu[v];
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(differ, 0) << "of " << compared;
 }
 
 }  // namespace
