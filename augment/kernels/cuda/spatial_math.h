@@ -420,12 +420,12 @@ AUGMENTD_KERNEL_HD int PadFirstVote(const int* lab, const float* x1000, int nn_m
   return best_l;
 }
 
-// PadFirstVote's label with its scores rounded two at a time (HalfRoundedKeys: one cvt.rn.f16x2.f32 on the device, no
-// branch for the subnormal ones) and no branch per corner: every corner's triangular sum is formed, and a corner that is
-// no candidate (out of bounds, or the padding label with pad votes) is masked out of the comparisons. Keys order and
-// tie as the rounded scores do, so the label is PadFirstVote's (spatial_math_test.cc on the host, where the keys are
-// HalfRoundedBits; spatial_vote_test.cc on the device). The kernel runs it with the bench switch AUGMENTD_PF_PACKED_KEYS
-// (spatial.cu; written in session 34, not yet timed).
+// PadFirstVote's label with its scores rounded two at a time (HalfRoundedKeys: one cvt.rn.f16x2.f32 on the device,
+// no branch for the subnormal ones) and no branch per corner: every corner's triangular sum is formed, and a corner
+// that is no candidate (out of bounds, or the padding label with pad votes) is masked out of the comparisons. Keys
+// order and tie as the rounded scores do, so the label is PadFirstVote's (spatial_math_test.cc on the host, where the
+// keys are HalfRoundedBits; spatial_vote_test.cc on the device). The kernel runs it with the bench switch
+// AUGMENTD_PF_PACKED_KEYS (spatial.cu; written in session 34, not yet timed).
 AUGMENTD_KERNEL_HD int PadFirstVoteKeys(const int* lab, const float* x1000, int nn_m, int pad, bool votes, int tiebreak,
                                         int lowest) {
   float others = 0.f;

@@ -409,12 +409,12 @@ int KernelLabel036(const float ix[3], const int S[3], const int16_t* seg, int pa
                 : PadFirstVote(lab, x1000, nn_m, pad, votes, tiebreak, lowest);
 }
 
-// The kernel's 0.3.6 label against the CPU engine's (kernels::SampleLabels, pad_first) at every point of a quarter-voxel
-// lattice from two voxels outside the input to two beyond it: faces, corners, half-way points and exact ties, pad
-// votes on and off (off outside the input too: the function's whole domain), both padding labels, every tiebreak.
-// The sizes are powers of two, so every coordinate, weight and score is exact in float whatever the compiler contracts:
-// the same verdict on every machine. Four labels, so the CPU's two-label shortcut (which the kernel leaves out) is not
-// taken.
+// The kernel's 0.3.6 label against the CPU engine's (kernels::SampleLabels, pad_first) at every point of a
+// quarter-voxel lattice from two voxels outside the input to two beyond it: faces, corners, half-way points and exact
+// ties, pad votes on and off (off outside the input too: the function's whole domain), both padding labels, every
+// tiebreak. The sizes are powers of two, so every coordinate, weight and score is exact in float whatever the compiler
+// contracts: the same verdict on every machine. Four labels, so the CPU's two-label shortcut (which the kernel leaves
+// out) is not taken.
 TEST(SpatialMath, KernelVote036EqualsTheCpuEngineOnAQuarterVoxelLattice) {
   const int S[3] = {4, 8, 4};
   const int n_in = S[0] * S[1] * S[2];
