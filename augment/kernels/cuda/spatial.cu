@@ -406,8 +406,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     float x1000[8];
 #pragma unroll
     for (int m = 0; m < 8; ++m) {
-      const bool in = qc.vx[m & 1] && qc.vy[(m >> 1) & 1] && qc.vz[(m >> 2) & 1];
-      lab[m] = in ? static_cast<int>(__ldg(seg_b + qc.off[m])) : INT32_MIN;
+      lab[m] = CornerInBounds(qc, m) ? static_cast<int>(__ldg(seg_b + qc.off[m])) : INT32_MIN;
       x1000[m] = __fmul_rn(1000.f, qc.w[m]);
     }
     const int l = Vote036(lab, x1000, NearestCorner(qix, qc), border_m1 ? -1 : 0, sp.pad_votes != 0, sp.seg_tiebreak,
@@ -528,9 +527,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       const TrilinearCorners cn = CornersAt(ix, S);
       const float* w = cn.w;
       const int* off = cn.off;
-      const bool* vx = cn.vx;
-      const bool* vy = cn.vy;
-      const bool* vz = cn.vz;
       constexpr bool kLabelsFirst = kPlainLoads;  // the corner labels loaded before the image gathers
       int raw_first[kLabelsFirst ? 8 : 1];
       if constexpr (kLabelsFirst) {
@@ -579,7 +575,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           } else {
             raw = static_cast<int>(__ldg(seg_b + off[m]));
           }
-          lab[m] = (kRawOutLabels || (vx[m & 1] && vy[(m >> 1) & 1] && vz[(m >> 2) & 1])) ? raw : INT32_MIN;
+          lab[m] = (kRawOutLabels || CornerInBounds(cn, m)) ? raw : INT32_MIN;
         }
         float x1000[8];  // one-hot x 1000 sampled: the weight each corner gives its label
 #pragma unroll
@@ -587,34 +583,27 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         constexpr bool pad_first = kPadFirst;
         int best_l;
         if constexpr (pad_first) {
-          // One label among the in-bounds corners: lo == hi (spatial_math.h; the s9 loop over `first` / `uniform` cost
-          // ≈ 70 instructions of predicate packing at the 64-register cap). kDeferVote (raw labels): one label among
-          // all 8. Where every axis has an in-bounds corner index, clamping moves each out-of-bounds corner onto an
+          // One label among the in-bounds corners: `one` (InBoundsLabelRange, spatial_math.h; the s9 loop over
+          // `first` / `uniform` cost ≈ 70 instructions of predicate packing at the 64-register cap). kDeferVote (raw
+          // labels): one label among all 8 (OneLabel). Where every axis has an in-bounds corner index, clamping moves each out-of-bounds corner onto an
           // in-bounds one, so the 8 raw labels are the in-bounds corners' labels and the test is the same. Where some
-          // axis has none, no corner is in bounds and every weight is 0: the sum below is 0 and the voxel takes
+          // axis has none, no corner is in bounds and every weight is 0: SoleLabelVote's sum is 0 and the voxel takes
           // `lowest`, as PadFirstVote does without pad votes (with them such a voxel is not all_in: queued).
-          int lo, hi;
+          int sole;  // the one label, where `one`
+          bool one;
           if constexpr (kDeferVote) {
-            bool one = true;
-#pragma unroll
-            for (int m = 1; m < 8; ++m) one = one && lab[m] == lab[0];
-            lo = lab[0];
-            hi = one ? lo : lo + 1;
+            one = OneLabel(lab);
+            sole = lab[0];
           } else {
-            InBoundsLabelRange(lab, lo, hi);
+            int hi;
+            InBoundsLabelRange(lab, sole, hi);
+            one = sole == hi;
           }
           const bool votes = sp.pad_votes != 0;
-          const bool all_in = vx[0] && vx[1] && vy[0] && vy[1] && vz[0] && vz[1];
-          const bool fast = lo == hi && (!votes || all_in);
+          const bool all_in = AllCornersInBounds(cn);
+          const bool fast = one && (!votes || all_in);
           best_l = lowest;
-          if (fast) {
-            // Fast path (most voxels): one label among the in-bounds corners; same arithmetic as PadFirstVote
-            // (out-of-bounds corners add an exact +0).
-            float v = 0.f;
-#pragma unroll
-            for (int m = 0; m < 8; ++m) v = __fadd_rn(v, x1000[m]);
-            if (HalfRoundsPositive(v)) best_l = lo;
-          }
+          if (fast) best_l = SoleLabelVote(x1000, sole, lowest);  // most voxels
           if constexpr (kDeferVote) {
             // Queued for the warp's next flush (the q_ok lanes are here together: crop, elastic and seg_block are
             // block-uniform): its coordinate and output offset, slots after the queue's last in lane order.

@@ -357,6 +357,33 @@ AUGMENTD_KERNEL_HD int NearestCorner(const float ix[3], const TrilinearCorners& 
   return (rintf(ix[2]) != c.fx ? 1 : 0) | (rintf(ix[1]) != c.fy ? 2 : 0) | (rintf(ix[0]) != c.fz ? 4 : 0);
 }
 
+// Whether corner m of c is in bounds on every axis, and whether all 8 are.
+AUGMENTD_KERNEL_HD bool CornerInBounds(const TrilinearCorners& c, int m) {
+  return c.vx[m & 1] && c.vy[(m >> 1) & 1] && c.vz[(m >> 2) & 1];
+}
+
+AUGMENTD_KERNEL_HD bool AllCornersInBounds(const TrilinearCorners& c) {
+  return c.vx[0] && c.vx[1] && c.vy[0] && c.vy[1] && c.vz[0] && c.vz[1];
+}
+
+// Whether the 8 corner labels are one label (kDeferVote's fast test on the raw, clamped labels).
+AUGMENTD_KERNEL_HD bool OneLabel(const int* lab) {
+  bool one = true;
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 1; m < 8; ++m) one = one && lab[m] == lab[0];
+  return one;
+}
+
+// The 0.3.6 vote where one label is among the in-bounds corners (and, with pad votes, every corner is in bounds):
+// that label if its corner-order sum rounds to a positive half, else `lowest`; PadFirstVote's arithmetic
+// (out-of-bounds corners add an exact +0).
+AUGMENTD_KERNEL_HD int SoleLabelVote(const float* x1000, int label, int lowest) {
+  float v = 0.f;
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) v = VoteAdd(v, x1000[m]);
+  return HalfRoundsPositive(v) ? label : lowest;
+}
+
 // bgv2 0.3.6's vote over the 8 corners (cpu_spatial.cc DecideLabelPadFirst, without its two-label shortcut: that
 // differs only where fp16(score) is within an ulp of 500): `lab` (INT32_MIN out of bounds), `x1000` (1000·weight,
 // +0 out of bounds), `nn_m` the nearest corner. With `votes` the padding label scores 1000 − Σ of the other labels'

@@ -391,19 +391,12 @@ int KernelLabel036(const float ix[3], const int S[3], const int16_t* seg, int pa
   const TrilinearCorners c = CornersAt(ix, S);
   int raw[8], lab[8];
   float x1000[8];
-  bool one = true;
   for (int m = 0; m < 8; ++m) {
     raw[m] = seg[c.off[m]];
-    lab[m] = c.vx[m & 1] && c.vy[(m >> 1) & 1] && c.vz[(m >> 2) & 1] ? raw[m] : INT32_MIN;
+    lab[m] = CornerInBounds(c, m) ? raw[m] : INT32_MIN;
     x1000[m] = VoteMul(1000.f, c.w[m]);
-    one = one && raw[m] == raw[0];
   }
-  const bool all_in = c.vx[0] && c.vx[1] && c.vy[0] && c.vy[1] && c.vz[0] && c.vz[1];
-  if (one && (!votes || all_in)) {
-    float v = 0.f;
-    for (int m = 0; m < 8; ++m) v = VoteAdd(v, x1000[m]);
-    return HalfRoundsPositive(v) ? raw[0] : lowest;
-  }
+  if (OneLabel(raw) && (!votes || AllCornersInBounds(c))) return SoleLabelVote(x1000, raw[0], lowest);
   const int nn_m = NearestCorner(ix, c);
   return packed ? PadFirstVoteKeys(lab, x1000, nn_m, pad, votes, tiebreak, lowest)
                 : PadFirstVote(lab, x1000, nn_m, pad, votes, tiebreak, lowest);
