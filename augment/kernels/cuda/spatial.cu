@@ -585,10 +585,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         if constexpr (pad_first) {
           // One label among the in-bounds corners: `one` (InBoundsLabelRange, spatial_math.h; the s9 loop over
           // `first` / `uniform` cost ≈ 70 instructions of predicate packing at the 64-register cap). kDeferVote (raw
-          // labels): one label among all 8 (OneLabel). Where every axis has an in-bounds corner index, clamping moves each out-of-bounds corner onto an
-          // in-bounds one, so the 8 raw labels are the in-bounds corners' labels and the test is the same. Where some
-          // axis has none, no corner is in bounds and every weight is 0: SoleLabelVote's sum is 0 and the voxel takes
-          // `lowest`, as PadFirstVote does without pad votes (with them such a voxel is not all_in: queued).
+          // labels): one label among all 8 (OneLabel). Where every axis has an in-bounds corner index, clamping moves
+          // each out-of-bounds corner onto an in-bounds one, so the 8 raw labels are the in-bounds corners' labels and
+          // the test is the same. Where some axis has none, no corner is in bounds and every weight is 0:
+          // SoleLabelVote's sum is 0 and the voxel takes `lowest`, as PadFirstVote does without pad votes (with them
+          // such a voxel is not all_in: queued).
           int sole;  // the one label, where `one`
           bool one;
           if constexpr (kDeferVote) {
