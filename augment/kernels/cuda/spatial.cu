@@ -11,8 +11,9 @@
 //    lowest label when every value is 0 (no in-bounds corner with weight); then, with the −1 border,
 //    voxels whose normalised coordinate is outside [−1 + 1/size, 1 − 1/size] become −1, where bgv2
 //    pairs the flipped grid (x=axis 2, …) with sizes in array order (S0, S1, S2): the swapped-threshold
-//    quirk of axes 0 and 2; bgv2 0.3.6's vote (kPadFirst, PadFirstVote) of a voxel whose corners hold more than one
-//    label (or, with pad votes, one out of bounds) is queued per warp and voted 32 voxels at a time (kDeferVote);
+//    quirk of axes 0 and 2; bgv2 0.3.6's vote (kPadFirst, PadFirstVote): one or two corner labels voted inline
+//    (FewLabelVote036), the other voxels (three or more labels, or pad votes with some corners out of bounds) queued
+//    per warp and voted 32 voxels at a time, the queues' rests by the whole block after the loop (kDeferVote);
 //  * no rotation/scale drawn: integer crop starting at floor(S/2) − floor(P/2) (half-voxel quirk).
 // Elastic deformation (elastic.cu fields): the centred patch coordinate gets the sample's displacement before A,
 // and the grid mean is subtracted from the shift (bgv2 center_deformation).
@@ -46,6 +47,18 @@
 // no branch per corner) instead of PadFirstVote
 #ifndef AUGMENTD_PF_PACKED_KEYS
 #define AUGMENTD_PF_PACKED_KEYS 0
+#endif
+// bench A/B only (session 35): 0 = kDeferVote's builds queue every voxel whose corners hold more than one label, as in
+// session 34, instead of voting one or two labels inline (kFewVote, FewLabelVote036)
+#ifndef AUGMENTD_PF_FEW
+#define AUGMENTD_PF_FEW 1
+#endif
+// bench A/B only (session 35): 0 = each warp votes the rest of its own queue after the loop, as in session 34
+#ifndef AUGMENTD_PF_RING
+#define AUGMENTD_PF_RING 64
+#endif
+#ifndef AUGMENTD_PF_POOL
+#define AUGMENTD_PF_POOL 1
 #endif
 
 namespace augmentd::cuda::internal {
@@ -88,6 +101,41 @@ __device__ __forceinline__ int Vote036(const int* lab, const float* x1000, int n
   } else {
     return PadFirstVote(lab, x1000, nn_m, pad, votes, tiebreak, lowest);
   }
+}
+
+// kDeferVote's vote of one queued voxel (q: its ix and, as bits, its output offset) on the corners CornersAt gives
+// again, stored to its seg and mask and, where `zero_image` and the label is negative, a 0 to its image (the direct
+// path's mask channel). A call (AUGMENTD_PF_FLUSH_NOINLINE, bench A/B, session 35; 0 inlines it), so that the vote's
+// registers are not the sampling loop's: the 0.3.6 no-noise build spills nothing (inline: 8 bytes), every transform
+// on 0.3.6 B=2 C=1 −0.5 %, rotation + scaling −4.2 % (H100, call B). With PadFirstVoteKeys in the call: +4.6 %.
+#ifndef AUGMENTD_PF_FLUSH_NOINLINE
+#define AUGMENTD_PF_FLUSH_NOINLINE 1
+#endif
+#if AUGMENTD_PF_FLUSH_NOINLINE
+#define AUGMENTD_PF_FLUSH_INLINE __noinline__
+#else
+#define AUGMENTD_PF_FLUSH_INLINE __forceinline__
+#endif
+__device__ AUGMENTD_PF_FLUSH_INLINE void VoteQueuedVoxel(float4 q, int s0, int s1, int s2, const int16_t* seg_b,
+                                                         int pad, bool votes, int tiebreak, int lowest,
+                                                         bool remove_minus_one, int16_t* seg_out, uint8_t* mask_out,
+                                                         bool zero_image, void* image, OutDType dtype,
+                                                         int64_t image_base) {
+  const float qix[3] = {q.x, q.y, q.z};
+  const int S[3] = {s0, s1, s2};
+  const int qo = __float_as_int(q.w);
+  const TrilinearCorners qc = CornersAt(qix, S);
+  int lab[8];
+  float x1000[8];
+#pragma unroll
+  for (int m = 0; m < 8; ++m) {
+    lab[m] = CornerInBounds(qc, m) ? static_cast<int>(__ldg(seg_b + qc.off[m])) : INT32_MIN;
+    x1000[m] = __fmul_rn(1000.f, qc.w[m]);
+  }
+  const int l = Vote036(lab, x1000, NearestCorner(qix, qc), pad, votes, tiebreak, lowest);
+  seg_out[qo] = static_cast<int16_t>((remove_minus_one && l == -1) ? 0 : l);
+  if (mask_out != nullptr) mask_out[qo] = l < 0 ? 1 : 0;
+  if (zero_image && l < 0) StoreOut(image, dtype, image_base + qo, 0.f);
 }
 
 // Component d (0, 1, 2) of v's x, y, z; d a compile-time constant after unrolling.
@@ -387,36 +435,32 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // those two it won nothing in the noise build (+0.3 %, call B). Not in the split builds: C=4 +1.4 % with it, −1.4 %
   // with the other two alone (call B). The fast check on raw labels (below) then, same call against the tree without
   // it: every transform on −1.9 %, B=8 −1.6 %, rotation + scaling −6.3 % (call D).
+  // Session 35 (H100, NOTES.md s35, digests unchanged): one or two labels voted inline (kFewVote, below), so that
+  // only about the voxels of three or more labels are queued: every transform on 0.3.6 B=2 C=1 0.2437 → 0.2351 ms
+  // (−3.5 %), B=8 −5.5 % (call A); then the queues' rests pooled by the block after the loop, and the queued vote a
+  // call (VoteQueuedVoxel, AUGMENTD_PF_FLUSH_NOINLINE): 0.2355 → 0.2321 ms, rotation + scaling −4.5 % (call B).
   constexpr bool kDeferVote =
       AUGMENTD_PAD_FIRST_TUNED && kPadFirst && kCT == 1 && kMinBlocks == 4 && !kPermute && !kCrops && !kSplit;
-  constexpr int kVoteQueue = 64;  // a flush leaves < 32 queued, a step adds ≤ 32
+  // A flush leaves < 32 queued, a step adds ≤ 32. AUGMENTD_PF_RING (bench A/B, session 35): 256 holds all a warp's
+  // voxels (kVoxPerThread steps of 32), so nothing is voted inside the loop (32 KB of shared memory a block).
+  constexpr int kVoteQueue = AUGMENTD_PF_RING;
+  constexpr bool kFlushInLoop = kVoteQueue < 32 * kVoxPerThread;
+  static_assert(kVoteQueue >= 64 && (kVoteQueue & (kVoteQueue - 1)) == 0, "a power of two that a flush can leave");
   __shared__ float4 sh_vq[kDeferVote ? kThreads / 32 : 1][kDeferVote ? kVoteQueue : 1];
+  __shared__ int2 sh_qrest[kDeferVote ? kThreads / 32 : 1];  // each warp's q_head, q_len after the loop
   // The lanes that sample (col_ok: the same every step) enqueue with one ballot; q_len is theirs, and every lane takes
   // the lead lane's at the flush, where all 32 meet.
   const unsigned q_ok = kDeferVote ? __ballot_sync(0xffffffffu, col_ok) : 0u;
   const int q_lead = q_ok != 0u ? __ffs(q_ok) - 1 : 0;
   int q_head = 0, q_len = 0;
-  // Votes queue entry e and stores its seg, mask and (direct path, mask channel, negative label) zeroed image.
-  const auto vote_queued = [&](int e) {
-    const float4 q = sh_vq[warp][e];
-    const float qix[3] = {q.x, q.y, q.z};
-    const int qo = __float_as_int(q.w);
-    const TrilinearCorners qc = CornersAt(qix, S);
-    int lab[8];
-    float x1000[8];
-#pragma unroll
-    for (int m = 0; m < 8; ++m) {
-      lab[m] = CornerInBounds(qc, m) ? static_cast<int>(__ldg(seg_b + qc.off[m])) : INT32_MIN;
-      x1000[m] = __fmul_rn(1000.f, qc.w[m]);
-    }
-    const int l = Vote036(lab, x1000, NearestCorner(qix, qc), border_m1 ? -1 : 0, sp.pad_votes != 0, sp.seg_tiebreak,
-                          lowest);
+  // Votes entry e of warp w's queue and stores its seg, mask and (direct path, mask channel, negative label) zeroed
+  // image.
+  const auto vote_queued = [&](int w, int e) {
     const int64_t base = static_cast<int64_t>(b) * out_n;
-    (kOutBases ? sh_out_seg_b : out_seg + base)[qo] = static_cast<int16_t>((a.remove_minus_one && l == -1) ? 0 : l);
-    if (a.mask) (kOutBases ? sh_mask_b : a.mask + base)[qo] = l < 0 ? 1 : 0;
-    if (a.x1 == nullptr && mask_ch[0] && l < 0) {
-      StoreOut(out_image, a.out_dtype, (static_cast<int64_t>(b) * Ct + c0) * out_n + qo, 0.f);
-    }
+    VoteQueuedVoxel(sh_vq[w][e], S[0], S[1], S[2], seg_b, border_m1 ? -1 : 0, sp.pad_votes != 0, sp.seg_tiebreak,
+                    lowest, a.remove_minus_one != 0, kOutBases ? sh_out_seg_b : out_seg + base,
+                    a.mask == nullptr ? nullptr : (kOutBases ? sh_mask_b : a.mask + base),
+                    a.x1 == nullptr && mask_ch[0], out_image, a.out_dtype, (static_cast<int64_t>(b) * Ct + c0) * out_n);
   };
   // kRunningOffsets (kRunningBuild's): j and o of step k, advanced by the loop (o runs backwards when axis 0 is
   // mirrored). Unsigned: the last step's advance may pass the volume's end (wraps, never used). The crops build's
@@ -432,11 +476,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   for (int k = 0; k < kVoxPerThread; ++k, j_run += plane_n, o_run += o_step) {
     const int j0 = z_first + k;
     if (j0 >= P[0]) break;  // block-uniform
-    if constexpr (kDeferVote) {
+    if constexpr (kDeferVote && kFlushInLoop) {
       q_len = __shfl_sync(0xffffffffu, q_len, q_lead);
       if (q_len >= 32) {
         __syncwarp();  // the entries (and a queued voxel's image store) visible to every lane
-        vote_queued((q_head + lane) & (kVoteQueue - 1));
+        vote_queued(warp, (q_head + lane) & (kVoteQueue - 1));
         __syncwarp();  // read before the step's enqueues reuse the slots
         q_head = (q_head + 32) & (kVoteQueue - 1);
         q_len -= 32;
@@ -590,9 +634,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           // the test is the same. Where some axis has none, no corner is in bounds and every weight is 0:
           // SoleLabelVote's sum is 0 and the voxel takes `lowest`, as PadFirstVote does without pad votes (with them
           // such a voxel is not all_in: queued).
+          // kFewVote (kDeferVote's builds): one or two labels among the raw labels voted inline by FewLabelVote036
+          // (pad votes: every corner in bounds; or none, the padding label), the rest queued.
+          constexpr bool kFewVote = kDeferVote && AUGMENTD_PF_FEW;
           int sole;  // the one label, where `one`
           bool one;
-          if constexpr (kDeferVote) {
+          if constexpr (kFewVote) {
+            sole = one = false;  // unused
+          } else if constexpr (kDeferVote) {
             one = OneLabel(lab);
             sole = lab[0];
           } else {
@@ -602,9 +651,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           }
           const bool votes = sp.pad_votes != 0;
           const bool all_in = AllCornersInBounds(cn);
-          const bool fast = one && (!votes || all_in);
+          bool fast = one && (!votes || all_in);
           best_l = lowest;
-          if (fast) best_l = SoleLabelVote(x1000, sole, lowest);  // most voxels
+          if constexpr (kFewVote) {
+            fast = FewLabelVote036(lab, x1000, border_m1 ? -1 : 0, votes, all_in, NoCornerInBounds(cn),
+                                   sp.seg_tiebreak, lowest, best_l);
+          } else {
+            if (fast) best_l = SoleLabelVote(x1000, sole, lowest);  // most voxels
+          }
           if constexpr (kDeferVote) {
             // Queued for the warp's next flush (the q_ok lanes are here together: crop, elastic and seg_block are
             // block-uniform): its coordinate and output offset, slots after the queue's last in lane order.
@@ -697,11 +751,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       }
     }
   }
-  if constexpr (kDeferVote) {  // the queue's rest (< 64 voxels)
+  if constexpr (kDeferVote) {
+    // The queues' rests (< 64 voxels a warp), pooled: the block's threads take them in turn, warp by warp, so that
+    // the few voxels a warp has left (kFewVote: those of three or more labels, a few a warp) fill whole warps'
+    // votes instead of each warp running one vote for them (session 35). The barrier makes every ring and the
+    // main loop's image stores visible to the block.
     q_len = __shfl_sync(0xffffffffu, q_len, q_lead);
-    __syncwarp();
-    for (; q_len > 0; q_len -= 32, q_head = (q_head + 32) & (kVoteQueue - 1)) {
-      if (lane < q_len) vote_queued((q_head + lane) & (kVoteQueue - 1));
+    if constexpr (AUGMENTD_PF_POOL) {
+      if (lane == 0) sh_qrest[warp] = make_int2(q_head, q_len);
+      __syncthreads();
+      int total = 0;
+#pragma unroll
+      for (int w = 0; w < kThreads / 32; ++w) total += sh_qrest[w].y;
+      for (int e = threadIdx.x; e < total; e += kThreads) {
+        int w = 0, r = e;
+        while (r >= sh_qrest[w].y) r -= sh_qrest[w++].y;
+        vote_queued(w, (sh_qrest[w].x + r) & (kVoteQueue - 1));
+      }
+    } else {
+      __syncwarp();
+      for (; q_len > 0; q_len -= 32, q_head = (q_head + 32) & (kVoteQueue - 1)) {
+        if (lane < q_len) vote_queued(warp, (q_head + lane) & (kVoteQueue - 1));
+      }
     }
   }
   if constexpr (kPermute) {

@@ -384,6 +384,60 @@ AUGMENTD_KERNEL_HD int SoleLabelVote(const float* x1000, int label, int lowest) 
   return HalfRoundsPositive(v) ? label : lowest;
 }
 
+// Whether no corner of c is in bounds: some axis has neither of its two corner indices inside.
+AUGMENTD_KERNEL_HD bool NoCornerInBounds(const TrilinearCorners& c) {
+  return !(c.vx[0] || c.vx[1]) || !(c.vy[0] || c.vy[1]) || !(c.vz[0] || c.vz[1]);
+}
+
+// bgv2 0.3.6's vote (PadFirstVote's label) in one branch-free path, where that is cheap to know; returns whether it
+// decided, and then sets `label`. The kernel's inline 0.3.6 vote since session 35 (kFewVote in spatial.cu); it queues
+// the undecided voxels for PadFirstVote. Inputs as the kernel has them:
+//  * `raw`: the 8 corner labels loaded at the clamped offsets. Where every axis has an in-bounds corner index, clamping
+//    moves each out-of-bounds corner onto an in-bounds one, so the raw labels are the in-bounds corners' labels; where
+//    some axis has none (`none_in`), they may be any labels;
+//  * `x1000`: 1000·weight, +0 out of bounds; `all_in`: every corner in bounds.
+// Decided:
+//  * pad votes with no corner in bounds: the padding label (it scores 1000 − 0; no other label has a corner);
+//  * the corners hold one or two labels lo <= hi, and pad votes are off or every corner is in bounds. A label's score
+//    is its corner-order sum (TwoLabelSums: the triangular sum from its first corner; out-of-bounds corners add +0).
+//    With pad votes the padding label scores 1000 − Σ of the other labels' corners, clamped at 0: where it is lo or
+//    hi that Σ is the other one's sum (PadFirstVote's `others`), else Σ of all 8, and then its rounded score must be
+//    below the larger of lo's and hi's (else undecided: never, with every corner in bounds). The larger rounded score
+//    wins. A tie at a positive score goes to lo under tiebreak 0, to hi under 2, and is undecided under 1 (the nearest
+//    neighbour's label). No positive score gives `lowest` without pad votes and is undecided with them.
+// Host test: spatial_math_test.cc (equal to PadFirstVote wherever it decides, on random corner sets and on the lattice
+// against the CPU engine); device: spatial_vote_test.cc.
+AUGMENTD_KERNEL_HD bool FewLabelVote036(const int* raw, const float* x1000, int pad, bool votes, bool all_in,
+                                        bool none_in, int tiebreak, int lowest, int& label) {
+  int lo = raw[0], hi = raw[0];
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 1; m < 8; ++m) {
+    lo = raw[m] < lo ? raw[m] : lo;
+    hi = raw[m] > hi ? raw[m] : hi;
+  }
+  bool two = true;
+  float va = 0.f, vb = 0.f;  // lo's and hi's sums (TwoLabelSums)
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 0; m < 8; ++m) {
+    two = two && (raw[m] == lo || raw[m] == hi);
+    const float a = raw[m] == lo ? x1000[m] : 0.f;
+    va = VoteAdd(va, a);
+    vb = VoteAdd(vb, VoteSub(x1000[m], a));
+  }
+  const bool pad_lo = votes && lo == pad, pad_hi = votes && hi == pad && hi != lo;
+  const float s_lo = pad_lo ? fmaxf(VoteAdd(-vb, 1000.f), 0.f) : va;
+  const float s_hi = pad_hi ? fmaxf(VoteAdd(-va, 1000.f), 0.f) : vb;
+  uint32_t k_lo, k_hi;
+  HalfRoundedKeys(s_lo, s_hi, k_lo, k_hi);
+  const uint32_t top = k_lo > k_hi ? k_lo : k_hi;
+  const bool tie = k_lo == k_hi;
+  const bool pad_below = !votes || pad_lo || pad_hi || VoteAdd(va, vb) >= 999.f;
+  const bool decided = two && (!votes || all_in) && pad_below && (top != 0u ? !(tie && tiebreak == 1) : !votes);
+  const bool pad_alone = votes && none_in;
+  label = pad_alone ? pad : (top == 0u ? lowest : ((k_lo > k_hi || (tie && tiebreak != 2)) ? lo : hi));
+  return pad_alone || decided;
+}
+
 // bgv2 0.3.6's vote over the 8 corners (cpu_spatial.cc DecideLabelPadFirst, without its two-label shortcut: that
 // differs only where fp16(score) is within an ulp of 500): `lab` (INT32_MIN out of bounds), `x1000` (1000·weight,
 // +0 out of bounds), `nn_m` the nearest corner. With `votes` the padding label scores 1000 − Σ of the other labels'

@@ -1,6 +1,6 @@
 // augment/kernels/cuda/spatial_vote_check.cu — test support for spatial_vote_test.cc: the label votes of the fused
 // spatial kernel (spatial_math.h: LabelVote035 and LabelVote035BranchFree, what the kernel runs, and TriangularVote035,
-// the s9 kernel's vote; bgv2 0.3.6's PadFirstVote and PadFirstVoteKeys) evaluated on the device, one corner set per
+// the s9 kernel's vote; bgv2 0.3.6's PadFirstVote, PadFirstVoteKeys and FewLabelVote036) evaluated on the device, one corner set per
 // thread, so the test can compare them with each other and with the host build of the same functions. Not part of the
 // kernel library.
 #include "augment/kernels/cuda/spatial_vote_check.h"
@@ -29,12 +29,15 @@ __global__ void VotesKernel(const int* lab, const float* x1000, const int* lowes
   out_old[i] = TriangularVote035(l, x, lowest[i]);
 }
 
-__global__ void PadFirstVotesKernel(const Vote036Case* cases, int n, int* out_plain, int* out_keys) {
+__global__ void PadFirstVotesKernel(const Vote036Case* cases, int n, int* out_plain, int* out_keys, int* out_few) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const Vote036Case c = cases[i];
   out_plain[i] = PadFirstVote(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
   out_keys[i] = PadFirstVoteKeys(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
+  int few;
+  const bool decided = FewLabelVote036(c.raw, c.x1000, c.pad, c.votes, c.all_in, c.none_in, c.tiebreak, c.lowest, few);
+  out_few[i] = decided ? few : kFewUndecided;
 }
 
 }  // namespace
@@ -69,25 +72,28 @@ cudaError_t RunVotesOnDevice(const int* h_lab, const float* h_x1000, const int* 
   return e;
 }
 
-cudaError_t RunPadFirstVotesOnDevice(const Vote036Case* h_cases, int n, int* h_plain, int* h_keys) {
+cudaError_t RunPadFirstVotesOnDevice(const Vote036Case* h_cases, int n, int* h_plain, int* h_keys, int* h_few) {
   if (n <= 0) return cudaSuccess;
   Vote036Case* d_cases = nullptr;
-  int *d_plain = nullptr, *d_keys = nullptr;
+  int *d_plain = nullptr, *d_keys = nullptr, *d_few = nullptr;
   cudaError_t e = cudaMalloc(&d_cases, static_cast<size_t>(n) * sizeof(Vote036Case));
   if (e == cudaSuccess) e = cudaMalloc(&d_plain, static_cast<size_t>(n) * sizeof(int));
   if (e == cudaSuccess) e = cudaMalloc(&d_keys, static_cast<size_t>(n) * sizeof(int));
+  if (e == cudaSuccess) e = cudaMalloc(&d_few, static_cast<size_t>(n) * sizeof(int));
   if (e == cudaSuccess) {
     e = cudaMemcpy(d_cases, h_cases, static_cast<size_t>(n) * sizeof(Vote036Case), cudaMemcpyHostToDevice);
   }
   if (e == cudaSuccess) {
-    PadFirstVotesKernel<<<(n + 255) / 256, 256>>>(d_cases, n, d_plain, d_keys);
+    PadFirstVotesKernel<<<(n + 255) / 256, 256>>>(d_cases, n, d_plain, d_keys, d_few);
     e = cudaGetLastError();
   }
   if (e == cudaSuccess) e = cudaMemcpy(h_plain, d_plain, static_cast<size_t>(n) * sizeof(int), cudaMemcpyDeviceToHost);
   if (e == cudaSuccess) e = cudaMemcpy(h_keys, d_keys, static_cast<size_t>(n) * sizeof(int), cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess) e = cudaMemcpy(h_few, d_few, static_cast<size_t>(n) * sizeof(int), cudaMemcpyDeviceToHost);
   cudaFree(d_cases);
   cudaFree(d_plain);
   cudaFree(d_keys);
+  cudaFree(d_few);
   return e;
 }
 

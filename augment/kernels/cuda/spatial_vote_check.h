@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include <climits>
+
 #include "augment/kernels/cuda/vote036_cases.h"
 
 namespace augmentd::cuda {
@@ -15,8 +17,10 @@ namespace augmentd::cuda {
 cudaError_t RunVotesOnDevice(const int* h_lab, const float* h_x1000, const int* h_lowest, int n, int* h_new,
                              int* h_branch_free, int* h_old);
 
-// For i < n: h_plain[i] = PadFirstVote and h_keys[i] = PadFirstVoteKeys of h_cases[i], computed on the current device.
-// Host arrays; synchronous.
-cudaError_t RunPadFirstVotesOnDevice(const Vote036Case* h_cases, int n, int* h_plain, int* h_keys);
+// For i < n: h_plain[i] = PadFirstVote and h_keys[i] = PadFirstVoteKeys of h_cases[i], and h_few[i] FewLabelVote036's
+// label of its raw corners where it decides, kFewUndecided where not; computed on the current device. Host arrays;
+// synchronous.
+inline constexpr int kFewUndecided = INT32_MIN + 1;
+cudaError_t RunPadFirstVotesOnDevice(const Vote036Case* h_cases, int n, int* h_plain, int* h_keys, int* h_few);
 
 }  // namespace augmentd::cuda

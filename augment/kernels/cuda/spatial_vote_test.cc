@@ -5,7 +5,8 @@
 // the host side against an independent reference). Skipped without a device. The device's branch-free vote rounds with
 // packed float16 conversions and the host's with HalfRoundedBits (spatial_math.h's HalfRoundedKeys): equal labels check
 // the two roundings against each other. The 0.3.6 vote: PadFirstVote and PadFirstVoteKeys (packed keys) on the device
-// equal PadFirstVote on the host on random corner sets (vote036_cases.h).
+// equal PadFirstVote on the host on random corner sets (vote036_cases.h), and FewLabelVote036 decides the same cases
+// on both, with PadFirstVote's label.
 #include <climits>
 #include <cstdint>
 #include <random>
@@ -78,17 +79,25 @@ TEST(SpatialVoteDevice, PadFirstVoteBothFormsEqualTheHostOnRandomCorners) {
   std::mt19937 rng(20261205);
   std::vector<Vote036Case> cases(n);
   for (auto& c : cases) c = RandomVote036Case(rng);
-  std::vector<int> plain(n), keys(n);
-  ASSERT_EQ(RunPadFirstVotesOnDevice(cases.data(), n, plain.data(), keys.data()), cudaSuccess);
-  int64_t plain_differ = 0, keys_differ = 0;
+  std::vector<int> plain(n), keys(n), few(n);
+  ASSERT_EQ(RunPadFirstVotesOnDevice(cases.data(), n, plain.data(), keys.data(), few.data()), cudaSuccess);
+  int64_t plain_differ = 0, keys_differ = 0, few_differ = 0, few_decided = 0;
   for (int i = 0; i < n; ++i) {
     const Vote036Case& c = cases[i];
     const int want = PadFirstVote(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
     plain_differ += plain[i] != want;
     keys_differ += keys[i] != want;
+    // FewLabelVote036: the device decides where the host does, and then PadFirstVote's label.
+    int host_few;
+    const bool host_decided =
+        FewLabelVote036(c.raw, c.x1000, c.pad, c.votes, c.all_in, c.none_in, c.tiebreak, c.lowest, host_few);
+    few_differ += few[i] != (host_decided ? want : kFewUndecided);
+    few_decided += host_decided;
   }
   EXPECT_EQ(plain_differ, 0);
   EXPECT_EQ(keys_differ, 0);
+  EXPECT_EQ(few_differ, 0);
+  EXPECT_GT(few_decided, n / 100);  // about 1.5 % of the generator's cases are one or two labels
 }
 
 }  // namespace

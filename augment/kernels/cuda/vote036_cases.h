@@ -15,6 +15,10 @@ struct Vote036Case {
   float x1000[8];
   int nn_m, pad, tiebreak, lowest;
   bool votes;
+  // The corners as FewLabelVote036 takes them: `raw`, the labels loaded at clamped offsets (an out-of-bounds corner
+  // carries an in-bounds corner's label, here the first one's; any label when none is in bounds), and the flags.
+  int raw[8];
+  bool all_in, none_in;
 };
 static_assert(std::is_trivially_copyable_v<Vote036Case>, "copied to the device as bytes (spatial_vote_check.cu)");
 
@@ -40,6 +44,14 @@ inline Vote036Case RandomVote036Case(std::mt19937& rng) {
     c.lab[m] = p == 0 ? INT32_MIN : (p == 1 ? c.pad : (p < 6 ? 1 + (p & 1) : 3 + (p & 1)));
     const float w = f[0][(m >> 2) & 1] * f[1][(m >> 1) & 1] * f[2][m & 1];
     c.x1000[m] = c.lab[m] == INT32_MIN ? 0.f : 1000.f * w;
+  }
+  int first = INT32_MIN;
+  for (int m = 7; m >= 0; --m) first = c.lab[m] != INT32_MIN ? c.lab[m] : first;
+  c.all_in = true;
+  c.none_in = first == INT32_MIN;
+  for (int m = 0; m < 8; ++m) {
+    c.all_in = c.all_in && c.lab[m] != INT32_MIN;
+    c.raw[m] = c.lab[m] != INT32_MIN ? c.lab[m] : (c.none_in ? 1 + 2 * (m & 1) : first);
   }
   return c;
 }
