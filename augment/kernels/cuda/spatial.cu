@@ -43,8 +43,9 @@
 #ifndef AUGMENTD_PAD_FIRST_TUNED
 #define AUGMENTD_PAD_FIRST_TUNED 1
 #endif
-// bench A/B only (written in session 34, not yet timed): 1 = the 0.3.6 vote as PadFirstVoteKeys (packed float16 keys,
-// no branch per corner) instead of PadFirstVote
+// bench A/B only (written in session 34): 1 = the queued 0.3.6 vote as PadFirstVoteKeys (packed float16 keys, no branch
+// per corner) instead of PadFirstVote. H100, session 35: −0.7 % with the vote inline (call A), +4.6 % in the call that
+// VoteQueuedVoxel is (call B); so off.
 #ifndef AUGMENTD_PF_PACKED_KEYS
 #define AUGMENTD_PF_PACKED_KEYS 0
 #endif
@@ -53,10 +54,11 @@
 #ifndef AUGMENTD_PF_FEW
 #define AUGMENTD_PF_FEW 1
 #endif
-// bench A/B only (session 35): 0 = each warp votes the rest of its own queue after the loop, as in session 34
+// bench A/B only (session 35): the ring of queued voxels per warp, 64 or 256 (kVoteQueue below)
 #ifndef AUGMENTD_PF_RING
 #define AUGMENTD_PF_RING 64
 #endif
+// bench A/B only (session 35): 0 = each warp votes the rest of its own queue after the loop, as in session 34
 #ifndef AUGMENTD_PF_POOL
 #define AUGMENTD_PF_POOL 1
 #endif
@@ -607,8 +609,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         // (all 8 corners out of bounds, every score 0), the −1 border fills the voxel (its coordinate is outside [lo,
         // hi]) and with the 0 border `lowest` is the sample's lowest label (LowestLabelKernel), never above a raw
         // label: the contract of LabelVote035BranchFree (spatial_math.h) holds. (NaN coordinates, from invalid
-        // parameters only, are not covered; their labels were never meaningful.) kDeferVote's builds too: they vote
-        // here only where all 8 raw labels are one label (see below), and the queue's flush reads its own.
+        // parameters only, are not covered; their labels were never meaningful.) kDeferVote's builds too: their inline
+        // vote takes raw labels under its own contract (OneLabel, or kFewVote's FewLabelVote036: spatial_math.h), and
+        // the queue's flush reads its own.
         constexpr bool kRawOutLabels = kBranchFreeVote || kDeferVote;
         int lab[8];
 #pragma unroll
@@ -628,19 +631,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         int best_l;
         if constexpr (pad_first) {
           // One label among the in-bounds corners: `one` (InBoundsLabelRange, spatial_math.h; the s9 loop over
-          // `first` / `uniform` cost ≈ 70 instructions of predicate packing at the 64-register cap). kDeferVote (raw
-          // labels): one label among all 8 (OneLabel). Where every axis has an in-bounds corner index, clamping moves
-          // each out-of-bounds corner onto an in-bounds one, so the 8 raw labels are the in-bounds corners' labels and
-          // the test is the same. Where some axis has none, no corner is in bounds and every weight is 0:
-          // SoleLabelVote's sum is 0 and the voxel takes `lowest`, as PadFirstVote does without pad votes (with them
-          // such a voxel is not all_in: queued).
-          // kFewVote (kDeferVote's builds): one or two labels among the raw labels voted inline by FewLabelVote036
-          // (pad votes: every corner in bounds; or none, the padding label), the rest queued.
+          // `first` / `uniform` cost ≈ 70 instructions of predicate packing at the 64-register cap). kDeferVote with
+          // -DAUGMENTD_PF_FEW=0 (raw labels): one label among all 8 (OneLabel). Where every axis has an in-bounds
+          // corner index, clamping moves each out-of-bounds corner onto an in-bounds one, so the 8 raw labels are the
+          // in-bounds corners' labels and the test is the same. Where some axis has none, no corner is in bounds and
+          // every weight is 0: SoleLabelVote's sum is 0 and the voxel takes `lowest`, as PadFirstVote does without pad
+          // votes (with them such a voxel is not all_in: queued).
+          // kFewVote (kDeferVote's builds): one or two raw labels voted inline by FewLabelVote036 (with pad votes only
+          // where every corner is in bounds, or none is: the padding label), the rest queued.
           constexpr bool kFewVote = kDeferVote && AUGMENTD_PF_FEW;
           int sole;  // the one label, where `one`
           bool one;
-          if constexpr (kFewVote) {
-            sole = one = false;  // unused
+          if constexpr (kFewVote) {  // unused
+            sole = 0;
+            one = false;
           } else if constexpr (kDeferVote) {
             one = OneLabel(lab);
             sole = lab[0];
@@ -752,10 +756,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     }
   }
   if constexpr (kDeferVote) {
-    // The queues' rests (< 64 voxels a warp), pooled: the block's threads take them in turn, warp by warp, so that
-    // the few voxels a warp has left (kFewVote: those of three or more labels, a few a warp) fill whole warps'
-    // votes instead of each warp running one vote for them (session 35). The barrier makes every ring and the
-    // main loop's image stores visible to the block.
+    // The queues' rests (< 64 voxels a warp; with AUGMENTD_PF_RING=256 all of them), pooled: the block's threads take
+    // them in turn, warp by warp, so that the few voxels a warp has left (kFewVote: those of three or more labels, a
+    // few a warp) fill whole warps' votes instead of each warp running one vote for them (session 35). The barrier
+    // makes every ring and the main loop's image stores visible to the block.
     q_len = __shfl_sync(0xffffffffu, q_len, q_lead);
     if constexpr (AUGMENTD_PF_POOL) {
       if (lane == 0) sh_qrest[warp] = make_int2(q_head, q_len);

@@ -385,7 +385,8 @@ TEST(SpatialMath, PadFirstVoteKeysIsPadFirstVoteOnRandomCorners) {
 
 // FewLabelVote036 decides PadFirstVote's label wherever it decides, and decides what it documents: pad votes with no
 // corner in bounds, and one or two labels without pad votes or with every corner in bounds, but for a tie under
-// tiebreak 1 and, with pad votes, no positive score. The counts keep the test from passing on a vote that never decides.
+// tiebreak 1 and, with pad votes, no positive score. The counts keep the test from passing on a vote that never
+// decides.
 TEST(SpatialMath, FewLabelVote036IsPadFirstVoteWhereItDecides) {
   std::mt19937 rng(35);
   int differ = 0, missed = 0;

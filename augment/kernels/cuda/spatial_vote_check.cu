@@ -1,8 +1,8 @@
 // augment/kernels/cuda/spatial_vote_check.cu — test support for spatial_vote_test.cc: the label votes of the fused
 // spatial kernel (spatial_math.h: LabelVote035 and LabelVote035BranchFree, what the kernel runs, and TriangularVote035,
-// the s9 kernel's vote; bgv2 0.3.6's PadFirstVote, PadFirstVoteKeys and FewLabelVote036) evaluated on the device, one corner set per
-// thread, so the test can compare them with each other and with the host build of the same functions. Not part of the
-// kernel library.
+// the s9 kernel's vote; bgv2 0.3.6's PadFirstVote, PadFirstVoteKeys and FewLabelVote036) evaluated on the device, one
+// corner set per thread, so the test can compare them with each other and with the host build of the same functions.
+// Not part of the kernel library.
 #include "augment/kernels/cuda/spatial_vote_check.h"
 
 #include <climits>
