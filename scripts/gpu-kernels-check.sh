@@ -28,7 +28,9 @@
 # tests with these CUDA flags: a switch's GPU tests), PROFILE=1 (ncu per kernel of PROFILE_CONFIGS, default
 # all-on:2:1:0,all-on:2:4:0, parameter set PROFILE_SET (0): speed of light, occupancy, warp states, issue slots;
 # $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md; PROFILE_CACHE="all none" profiles with ncu's cache
-# flush and without it, the second as ncu-CFG-cache-none.txt).
+# flush and without it, the second as ncu-CFG-cache-none.txt; PROFILE_KERNEL=REGEX profiles only the kernels it matches,
+# PROFILE_SKIP (84) / PROFILE_COUNT (12) / PROFILE_ITERS (8) the launches skipped, profiled and the bench's iterations;
+# PROFILE_SEG=1 profiles each configuration again with SEG_ARGS, as ncu-CFG-seg.txt).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
 for cache in ${PROFILE_CACHE:-all}; do  # ncu --cache-control values, space-separated
@@ -135,27 +137,42 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
     python3 "$(dirname "$0")/../bench/ab_table.py" "$OUT" 2>&1
   fi
   if [ "${PROFILE:-0}" = 1 ]; then
+    # PROFILE_SEG=1 (with SEG_ARGS): every configuration profiled again on SEG_ARGS' seg, as ncu-CFG-seg.txt.
+    segs=(plain)
+    [ "${PROFILE_SEG:-0}" = 1 ] && [ -n "${SEG_ARGS:-}" ] && segs+=(seg)
+    kfilter=()
+    [ -n "${PROFILE_KERNEL:-}" ] && kfilter=(-k "regex:$PROFILE_KERNEL")
+    skip=${PROFILE_SKIP:-84} count=${PROFILE_COUNT:-12}
     for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
       for cache in ${PROFILE_CACHE:-all}; do
-        f="$OUT/ncu-${cfg//:/-}.txt"
-        [ "$cache" = all ] || f="$OUT/ncu-${cfg//:/-}-cache-$cache.txt"
-        echo; echo "## ncu, 12 kernels of $cfg after the first 84 launches, parameter set ${PROFILE_SET:-0}, new build, --cache-control $cache"
-        # 12 kernels after the first 84 launches (warm-up), every batch parameter set PROFILE_SET (default 0): the same
-        # set's kernels whatever the number of kernels a batch launches (before s23 the sets ran in turn, and a change
-        # that removed a kernel moved the profile to another set).
-        # --cache-control all (ncu's default) flushes the caches before each kernel: a chain pass then reads from DRAM
-        # what in a batch its producer has just left in L2. PROFILE_CACHE="all none" profiles both ways.
-        timeout 240 ncu --clock-control none --cache-control "$cache" --section SpeedOfLight --section Occupancy --section LaunchStats \
-          --section WarpStateStats --section ComputeWorkloadAnalysis --section InstructionStats --launch-skip 84 --launch-count 12 \
-          "$NEW_BUILD"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters 8 --profile-set "${PROFILE_SET:-0}" \
-          >"$f" 2>&1 \
-          || echo "ncu exit $? (see $(basename "$f"))"
-        awk 'function flush() { if (name != "") print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "regs", warp instructions "ins; name="" }
-             /^  [A-Za-z_].*\(/{flush(); name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}
-             /Duration/{d=$NF" "$(NF-1)} /Compute \(SM\) Throughput/{sm=$NF}
-             /^ +Memory Throughput/{mem=$NF} /Achieved Occupancy/{occ=$NF}
-             /Issue Slots Busy/{iss=$NF} /Executed Instructions  /{ins=$NF} /Registers Per Thread/{regs=$NF}
-             END{flush()}' "$f"
+        for seg in "${segs[@]}"; do
+          f="$OUT/ncu-${cfg//:/-}"
+          [ "$cache" = all ] || f="$f-cache-$cache"
+          [ "$seg" = plain ] || f="$f-seg"
+          f="$f.txt"
+          seg_args=()
+          # shellcheck disable=SC2206  # SEG_ARGS is a word list
+          [ "$seg" = plain ] || seg_args=($SEG_ARGS)
+          echo; echo "## ncu, $count kernels${PROFILE_KERNEL:+ matching $PROFILE_KERNEL} of $cfg${seg_args[*]:+ ${seg_args[*]}} after the first $skip, parameter set ${PROFILE_SET:-0}, new build, --cache-control $cache"
+          # $count kernels after the first $skip launches (warm-up; of the kernels PROFILE_KERNEL matches, if set),
+          # every batch parameter set PROFILE_SET (default 0): the same set's kernels whatever the number of kernels a
+          # batch launches (before s23 the sets ran in turn, and a change that removed a kernel moved the profile to
+          # another set).
+          # --cache-control all (ncu's default) flushes the caches before each kernel: a chain pass then reads from DRAM
+          # what in a batch its producer has just left in L2. PROFILE_CACHE="all none" profiles both ways.
+          timeout 240 ncu --clock-control none --cache-control "$cache" ${kfilter[@]+"${kfilter[@]}"} \
+            --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+            --section ComputeWorkloadAnalysis --section InstructionStats --launch-skip "$skip" --launch-count "$count" \
+            "$NEW_BUILD"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters "${PROFILE_ITERS:-8}" \
+            --profile-set "${PROFILE_SET:-0}" ${seg_args[@]+"${seg_args[@]}"} >"$f" 2>&1 \
+            || echo "ncu exit $? (see $(basename "$f"))"
+          awk 'function flush() { if (name != "") print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "regs", warp instructions "ins; name="" }
+               /^  [A-Za-z_].*\(/{flush(); name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}
+               /Duration/{d=$NF" "$(NF-1)} /Compute \(SM\) Throughput/{sm=$NF}
+               /^ +Memory Throughput/{mem=$NF} /Achieved Occupancy/{occ=$NF}
+               /Issue Slots Busy/{iss=$NF} /Executed Instructions  /{ins=$NF} /Registers Per Thread/{regs=$NF}
+               END{flush()}' "$f"
+        done
       done
     done
   fi

@@ -12,8 +12,9 @@
 //    voxels whose normalised coordinate is outside [−1 + 1/size, 1 − 1/size] become −1, where bgv2
 //    pairs the flipped grid (x=axis 2, …) with sizes in array order (S0, S1, S2): the swapped-threshold
 //    quirk of axes 0 and 2; bgv2 0.3.6's vote (kPadFirst, PadFirstVote): one or two corner labels voted inline
-//    (FewLabelVote036), the other voxels (three or more labels, or pad votes with some corners out of bounds) queued
-//    per warp and voted 32 voxels at a time, the queues' rests by the whole block after the loop (kDeferVote);
+//    (FewLabelVote036), the other voxels (three or more labels, pad votes with some corners out of bounds, ties
+//    under tiebreak 1) queued per warp and voted 32 voxels at a time, the queues' rests by the whole block after the
+//    loop (kDeferVote);
 //  * no rotation/scale drawn: integer crop starting at floor(S/2) − floor(P/2) (half-voxel quirk).
 // Elastic deformation (elastic.cu fields): the centred patch coordinate gets the sample's displacement before A,
 // and the grid mean is subtracted from the shift (bgv2 center_deformation).
@@ -53,6 +54,12 @@
 // session 34, instead of voting one or two labels inline (kFewVote, FewLabelVote036)
 #ifndef AUGMENTD_PF_FEW
 #define AUGMENTD_PF_FEW 1
+#endif
+// bench A/B (session 36, not yet timed: the device gave no machine): 1 = kFewVote also decides, with pad votes, the
+// voxels with some corners out of bounds (FewLabelVote036's whole contract); 0 queues them, as in session 35 (the
+// same machine code). sm_90 SASS: the loop −9 instructions without noise, −19 with it; spills unchanged (0 and 40 B).
+#ifndef AUGMENTD_PF_FEW_OOB
+#define AUGMENTD_PF_FEW_OOB 0
 #endif
 // bench A/B only (session 35): the ring of queued voxels per warp, 64 or 256 (kVoteQueue below)
 #ifndef AUGMENTD_PF_RING
@@ -638,7 +645,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           // every weight is 0: SoleLabelVote's sum is 0 and the voxel takes `lowest`, as PadFirstVote does without pad
           // votes (with them such a voxel is not all_in: queued).
           // kFewVote (kDeferVote's builds): one or two raw labels voted inline by FewLabelVote036 (with pad votes only
-          // where every corner is in bounds, or none is: the padding label), the rest queued.
+          // where every corner is in bounds, or none is: the padding label; with -DAUGMENTD_PF_FEW_OOB=1 also where
+          // some are out, unless the padding label's score from outside may win), the rest queued.
           constexpr bool kFewVote = kDeferVote && AUGMENTD_PF_FEW;
           int sole;  // the one label, where `one`
           bool one;
@@ -658,8 +666,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           bool fast = one && (!votes || all_in);
           best_l = lowest;
           if constexpr (kFewVote) {
-            fast = FewLabelVote036(lab, x1000, border_m1 ? -1 : 0, votes, all_in, NoCornerInBounds(cn),
-                                   sp.seg_tiebreak, lowest, best_l);
+            fast = FewLabelVote036(lab, x1000, border_m1 ? -1 : 0, votes, AUGMENTD_PF_FEW_OOB || all_in,
+                                   NoCornerInBounds(cn), sp.seg_tiebreak, lowest, best_l);
           } else {
             if (fast) best_l = SoleLabelVote(x1000, sole, lowest);  // most voxels
           }

@@ -384,51 +384,58 @@ TEST(SpatialMath, PadFirstVoteKeysIsPadFirstVoteOnRandomCorners) {
 }
 
 // FewLabelVote036 decides PadFirstVote's label wherever it decides, and decides what it documents: pad votes with no
-// corner in bounds, and one or two labels without pad votes or with every corner in bounds, but for a tie under
-// tiebreak 1 and, with pad votes, no positive score. The counts keep the test from passing on a vote that never
-// decides.
+// corner in bounds, and one or two labels (with pad votes where `pad_decide`: each case is run with the kernel's
+// default, every corner in bounds, and with true, -DAUGMENTD_PF_FEW_OOB=1), but for a tie under tiebreak 1 and, with
+// pad votes, a padding label outside the two whose score 1000 − RN(Σ) may exceed 1. The counts keep the test from
+// passing on a vote that never decides.
 TEST(SpatialMath, FewLabelVote036IsPadFirstVoteWhereItDecides) {
   std::mt19937 rng(35);
   int differ = 0, missed = 0;
-  int64_t decided = 0, two_label = 0;
+  int64_t decided = 0, two_label = 0, partly_out = 0;
   constexpr int kCases = 2000000;
   for (int i = 0; i < kCases; ++i) {
     const Vote036Case c = RandomVote036Case(rng);
     const int want = PadFirstVote(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
-    int got = INT32_MIN;
-    if (!FewLabelVote036(c.raw, c.x1000, c.pad, c.votes, c.all_in, c.none_in, c.tiebreak, c.lowest, got)) {
-      // Undecided: expected only outside the documented domain, or at its documented exceptions.
-      int lo = c.raw[0], hi = c.raw[0];
-      for (const int l : c.raw) {
-        lo = std::min(lo, l);
-        hi = std::max(hi, l);
-      }
-      bool two = true;
-      for (const int l : c.raw) two = two && (l == lo || l == hi);
-      if (two && !c.none_in && (!c.votes || c.all_in)) {
-        uint32_t top = 0, second = 0;  // the two labels' rounded scores as PadFirstVote forms them
-        float s[2] = {0.f, 0.f};
-        for (int m = 0; m < 8; ++m) s[c.raw[m] == lo ? 0 : 1] = VoteAdd(s[c.raw[m] == lo ? 0 : 1], c.x1000[m]);
-        if (c.votes && (lo == c.pad || hi == c.pad)) {
-          const int p = lo == c.pad ? 0 : 1;
-          s[p] = std::fmax(VoteAdd(-s[1 - p], 1000.f), 0.f);
+    for (const bool pad_decide : {c.all_in, true}) {
+      int got = INT32_MIN;
+      if (!FewLabelVote036(c.raw, c.x1000, c.pad, c.votes, pad_decide, c.none_in, c.tiebreak, c.lowest, got)) {
+        // Undecided: expected only outside the documented domain, or at its documented exceptions.
+        int lo = c.raw[0], hi = c.raw[0];
+        for (const int l : c.raw) {
+          lo = std::min(lo, l);
+          hi = std::max(hi, l);
         }
-        top = std::max(HalfRoundedBits(s[0]), HalfRoundedBits(s[1]));
-        second = std::min(HalfRoundedBits(s[0]), HalfRoundedBits(s[1]));
-        const bool excused = (top == second && top != 0u && c.tiebreak == 1) || (top == 0u && c.votes);
-        if (!excused && ++missed <= 5) ADD_FAILURE() << "case " << i << ": undecided";
+        bool two = true;
+        for (const int l : c.raw) two = two && (l == lo || l == hi);
+        if (two && !c.none_in && (!c.votes || pad_decide)) {
+          float s[2] = {0.f, 0.f};  // the two labels' scores as PadFirstVote forms them
+          for (int m = 0; m < 8; ++m) s[c.raw[m] == lo ? 0 : 1] = VoteAdd(s[c.raw[m] == lo ? 0 : 1], c.x1000[m]);
+          const bool pad_in = c.votes && (lo == c.pad || hi == c.pad);
+          const bool pad_may_win = c.votes && !pad_in && !(VoteAdd(s[0], s[1]) >= 999.f);
+          if (pad_in) {
+            const int p = lo == c.pad ? 0 : 1;
+            s[p] = std::fmax(VoteAdd(-s[1 - p], 1000.f), 0.f);
+          }
+          const uint32_t k0 = HalfRoundedBits(s[0]), k1 = HalfRoundedBits(s[1]);
+          const bool excused = (k0 == k1 && k0 != 0u && c.tiebreak == 1) || pad_may_win;
+          if (!excused && ++missed <= 5) ADD_FAILURE() << "case " << i << " pad_decide " << pad_decide << ": undecided";
+        }
+        continue;
       }
-      continue;
+      ++decided;
+      two_label += c.raw[0] != c.raw[7];
+      partly_out += c.votes && !c.all_in && !c.none_in;  // pad_decide true only
+      if (got != want && ++differ <= 5) {
+        ADD_FAILURE() << "case " << i << " pad_decide " << pad_decide << ": " << got << " != " << want;
+      }
     }
-    ++decided;
-    two_label += c.raw[0] != c.raw[7];
-    if (got != want && ++differ <= 5) ADD_FAILURE() << "case " << i << ": " << got << " != " << want;
   }
   EXPECT_EQ(differ, 0);
   EXPECT_EQ(missed, 0);
-  // The generator draws from up to 6 labels: about 1.5 % of its cases are one or two labels (29,055 decided).
+  // The generator draws from up to 6 labels: about 1.5 % of its cases are one or two labels (decided twice).
   EXPECT_GT(decided, kCases / 100);
   EXPECT_GT(two_label, decided / 4) << two_label << " of " << decided;
+  EXPECT_GT(partly_out, decided / 20) << partly_out << " of " << decided;
 }
 
 // The padding label as the higher of two (a seg with −1 beside the 0 padding), with pad votes and weights that need not
@@ -462,7 +469,7 @@ TEST(SpatialMath, FewLabelVote036ScoresThePaddingLabelAsTheHigherOfTwo) {
 // The label the spatial kernel's 0.3.6 builds give a voxel at ix (kDeferVote's builds: the raw-label fast check, else
 // the vote the queue's flush runs), from the same helpers (spatial_math.h).
 int KernelLabel036(const float ix[3], const int S[3], const int16_t* seg, int pad, bool votes, int tiebreak,
-                   int lowest, bool packed) {
+                   int lowest, bool packed, bool few_oob) {
   const TrilinearCorners c = CornersAt(ix, S);
   int raw[8], lab[8];
   float x1000[8];
@@ -472,7 +479,8 @@ int KernelLabel036(const float ix[3], const int S[3], const int16_t* seg, int pa
     x1000[m] = VoteMul(1000.f, c.w[m]);
   }
   int few;
-  if (FewLabelVote036(raw, x1000, pad, votes, AllCornersInBounds(c), NoCornerInBounds(c), tiebreak, lowest, few)) {
+  if (FewLabelVote036(raw, x1000, pad, votes, few_oob || AllCornersInBounds(c), NoCornerInBounds(c), tiebreak, lowest,
+                      few)) {
     return few;
   }
   const int nn_m = NearestCorner(ix, c);
@@ -533,12 +541,15 @@ TEST(SpatialMath, KernelVote036EqualsTheCpuEngineOnAQuarterVoxelLattice) {
         const int kernel_tiebreak = tiebreak == 0 ? 0 : (tiebreak == 1 ? 1 : 2);
         for (int64_t v = 0; v < n_out; ++v) {
           for (const bool packed : {false, true}) {
-            const int got = KernelLabel036(&ix_of[3 * v], S, seg.data(), pad, votes, kernel_tiebreak, 0, packed);
-            ++compared;
-            if (got != cpu[v] && ++differ <= 5) {
-              ADD_FAILURE() << "ix (" << ix_of[3 * v] << ", " << ix_of[3 * v + 1] << ", " << ix_of[3 * v + 2]
-                            << ") pad " << pad << " votes " << votes << " tiebreak " << tiebreak << " packed "
-                            << packed << ": kernel " << got << ", CPU " << cpu[v];
+            for (const bool few_oob : {false, true}) {  // -DAUGMENTD_PF_FEW_OOB=0 and 1
+              const int got =
+                  KernelLabel036(&ix_of[3 * v], S, seg.data(), pad, votes, kernel_tiebreak, 0, packed, few_oob);
+              ++compared;
+              if (got != cpu[v] && ++differ <= 5) {
+                ADD_FAILURE() << "ix (" << ix_of[3 * v] << ", " << ix_of[3 * v + 1] << ", " << ix_of[3 * v + 2]
+                              << ") pad " << pad << " votes " << votes << " tiebreak " << tiebreak << " packed "
+                              << packed << " few_oob " << few_oob << ": kernel " << got << ", CPU " << cpu[v];
+              }
             }
           }
         }
