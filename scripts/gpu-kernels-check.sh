@@ -29,7 +29,7 @@
 # all-on:2:1:0,all-on:2:4:0, parameter set PROFILE_SET (0): speed of light, occupancy, warp states, issue slots;
 # $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md; PROFILE_CACHE="all none" profiles with ncu's cache
 # flush and without it, the second as ncu-CFG-cache-none.txt; PROFILE_KERNEL=REGEX profiles only the kernels it matches,
-# PROFILE_SKIP (84) / PROFILE_COUNT (12) / PROFILE_ITERS (8) the launches skipped, profiled and the bench's iterations;
+# PROFILE_SKIP (84; 20 with PROFILE_KERNEL) / PROFILE_COUNT (12) / PROFILE_ITERS (8) the launches skipped, profiled and the bench's iterations;
 # PROFILE_SEG=1 profiles each configuration again with SEG_ARGS, as ncu-CFG-seg.txt).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
@@ -142,7 +142,10 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
     [ "${PROFILE_SEG:-0}" = 1 ] && [ -n "${SEG_ARGS:-}" ] && segs+=(seg)
     kfilter=()
     [ -n "${PROFILE_KERNEL:-}" ] && kfilter=(-k "regex:$PROFILE_KERNEL")
+    # With a kernel filter ncu's --launch-skip counts only the matching launches: a kernel launched once per batch
+    # runs about 56 times in `--iters 8`, so the default skip is then 20.
     skip=${PROFILE_SKIP:-84} count=${PROFILE_COUNT:-12}
+    [ -n "${PROFILE_KERNEL:-}" ] && skip=${PROFILE_SKIP:-20}
     for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
       for cache in ${PROFILE_CACHE:-all}; do
         for seg in "${segs[@]}"; do
@@ -151,8 +154,7 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
           [ "$seg" = plain ] || f="$f-seg"
           f="$f.txt"
           seg_args=()
-          # shellcheck disable=SC2206  # SEG_ARGS is a word list
-          [ "$seg" = plain ] || seg_args=($SEG_ARGS)
+          [ "$seg" = plain ] || read -r -a seg_args <<<"$SEG_ARGS"  # a word list, not globbed
           echo; echo "## ncu, $count kernels${PROFILE_KERNEL:+ matching $PROFILE_KERNEL} of $cfg${seg_args[*]:+ ${seg_args[*]}} after the first $skip, parameter set ${PROFILE_SET:-0}, new build, --cache-control $cache"
           # $count kernels after the first $skip launches (warm-up; of the kernels PROFILE_KERNEL matches, if set),
           # every batch parameter set PROFILE_SET (default 0): the same set's kernels whatever the number of kernels a
@@ -166,7 +168,8 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
             "$NEW_BUILD"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters "${PROFILE_ITERS:-8}" \
             --profile-set "${PROFILE_SET:-0}" ${seg_args[@]+"${seg_args[@]}"} >"$f" 2>&1 \
             || echo "ncu exit $? (see $(basename "$f"))"
-          awk 'function flush() { if (name != "") print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "regs", warp instructions "ins; name="" }
+          grep -q "No kernels were profiled" "$f" && echo "ncu profiled no kernel: fewer launches than PROFILE_SKIP ($skip)?"
+          awk 'function flush() { if (name != "") print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "regs", warp instructions "ins; name=d=sm=mem=occ=iss=regs=ins="" }
                /^  [A-Za-z_].*\(/{flush(); name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}
                /Duration/{d=$NF" "$(NF-1)} /Compute \(SM\) Throughput/{sm=$NF}
                /^ +Memory Throughput/{mem=$NF} /Achieved Occupancy/{occ=$NF}

@@ -55,9 +55,9 @@
 #ifndef AUGMENTD_PF_FEW
 #define AUGMENTD_PF_FEW 1
 #endif
-// bench A/B (session 36, not yet timed: the device gave no machine): 1 = kFewVote also decides, with pad votes, the
-// voxels with some corners out of bounds (FewLabelVote036's whole contract); 0 queues them, as in session 35 (the
-// same machine code). sm_90 SASS: the loop −9 instructions without noise, −19 with it; spills unchanged (0 and 40 B).
+// bench A/B (session 36, not yet timed: the device gave no machine): 1 = kFewVote also decides, with pad votes, one or
+// two labels with some corners out of bounds (FewLabelVote036's pad_decide: queued still where the padding label is
+// neither and the two labels' corners sum below 999); 0 queues them all, as in session 35 (the same machine code). sm_90 SASS: the loop −9 instructions without noise, −19 with it; spills unchanged (0 and 40 B).
 #ifndef AUGMENTD_PF_FEW_OOB
 #define AUGMENTD_PF_FEW_OOB 0
 #endif
@@ -646,7 +646,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           // votes (with them such a voxel is not all_in: queued).
           // kFewVote (kDeferVote's builds): one or two raw labels voted inline by FewLabelVote036 (with pad votes only
           // where every corner is in bounds, or none is: the padding label; with -DAUGMENTD_PF_FEW_OOB=1 also where
-          // some are out, unless the padding label's score from outside may win), the rest queued.
+          // some are out, unless the padding label is neither of the two and their corners sum below 999), the rest
+          // queued.
           constexpr bool kFewVote = kDeferVote && AUGMENTD_PF_FEW;
           int sole;  // the one label, where `one`
           bool one;

@@ -422,6 +422,9 @@ TEST(SpatialMath, FewLabelVote036IsPadFirstVoteWhereItDecides) {
         }
         continue;
       }
+      if (c.votes && !pad_decide && !c.none_in && ++differ <= 5) {
+        ADD_FAILURE() << "case " << i << ": decided with pad votes, some corners out of bounds and !pad_decide";
+      }
       ++decided;
       two_label += c.raw[0] != c.raw[7];
       partly_out += c.votes && !c.all_in && !c.none_in;  // pad_decide true only
@@ -440,31 +443,44 @@ TEST(SpatialMath, FewLabelVote036IsPadFirstVoteWhereItDecides) {
 
 // The padding label as the higher of two (a seg with −1 beside the 0 padding), with pad votes and weights that need not
 // sum to 1000, so that its score 1000 − lo's sum and its own corners' sum round apart near 500: FewLabelVote036 must
-// score it as PadFirstVote does.
+// score it as PadFirstVote does. Odd cases put a quarter of the corners out of bounds, as the kernel has them (weight
+// +0, the raw label an in-bounds corner's), with pad_decide (-DAUGMENTD_PF_FEW_OOB=1).
 TEST(SpatialMath, FewLabelVote036ScoresThePaddingLabelAsTheHigherOfTwo) {
   std::mt19937 rng(3506);
-  std::uniform_int_distribution<int> coin(0, 1), tb(0, 2);
+  std::uniform_int_distribution<int> coin(0, 1), tb(0, 2), quarter(0, 3);
   std::uniform_real_distribution<float> w(100.f, 150.f);
   int differ = 0;
-  int64_t decided = 0;
+  int64_t decided = 0, decided_out = 0;
   for (int i = 0; i < 200000; ++i) {
-    int lab[8];
+    int lab[8], raw[8];
     float x1000[8];
     for (int m = 0; m < 8; ++m) {
       lab[m] = coin(rng) ? 0 : -1;
       x1000[m] = w(rng);
+      raw[m] = lab[m];
+    }
+    bool out = false;
+    if (i & 1) {
+      for (int m = 1; m < 8; ++m) {  // corner 0 stays in bounds
+        if (quarter(rng) != 0) continue;
+        lab[m] = INT32_MIN;
+        x1000[m] = 0.f;
+        raw[m] = raw[0];
+        out = true;
+      }
     }
     const int tiebreak = tb(rng);
     const int want = PadFirstVote(lab, x1000, 0, 0, true, tiebreak, -1);
     int got;
-    if (!FewLabelVote036(lab, x1000, 0, true, true, false, tiebreak, -1, got)) continue;
+    if (!FewLabelVote036(raw, x1000, 0, true, true, false, tiebreak, -1, got)) continue;
     ++decided;
+    decided_out += out;
     if (got != want && ++differ <= 5) ADD_FAILURE() << "case " << i << ": " << got << " != " << want;
   }
   EXPECT_EQ(differ, 0);
   EXPECT_GT(decided, 190000);
+  EXPECT_GT(decided_out, 80000);
 }
-
 
 // The label the spatial kernel's 0.3.6 builds give a voxel at ix (kDeferVote's builds: the raw-label fast check, else
 // the vote the queue's flush runs), from the same helpers (spatial_math.h).
