@@ -55,11 +55,12 @@
 #ifndef AUGMENTD_PF_FEW
 #define AUGMENTD_PF_FEW 1
 #endif
-// bench A/B (session 36, not yet timed: the device gave no machine): 1 = kFewVote also decides, with pad votes, one or
-// two labels with some corners out of bounds (FewLabelVote036's pad_decide: queued still where the padding label is
-// neither and the two labels' corners sum below 999); 0 queues them all, as in session 35 (the same machine code). sm_90 SASS: the loop −9 instructions without noise, −19 with it; spills unchanged (0 and 40 B).
+// bench A/B only (session 37): 1 = kFewVote also decides, with pad votes, one or two labels with some corners out of
+// bounds (FewLabelVote036's pad_decide: queued still where the padding label is neither and the two labels' corners sum
+// below the pad-below threshold); 0 queues them all, as in session 35. H100, session 37 (bench/results/2026-12-06-h100-s37.md):
+// the 0.3.6 vote's cost on every transform on B=2 C=1 +10.9 % → +5.6 %, B=8 +11.8 % → +7.2 %; the 0.3.5 rows unchanged.
 #ifndef AUGMENTD_PF_FEW_OOB
-#define AUGMENTD_PF_FEW_OOB 0
+#define AUGMENTD_PF_FEW_OOB 1
 #endif
 // bench A/B only (session 35): the ring of queued voxels per warp, 64 or 256 (kVoteQueue below)
 #ifndef AUGMENTD_PF_RING
@@ -644,10 +645,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           // in-bounds corners' labels and the test is the same. Where some axis has none, no corner is in bounds and
           // every weight is 0: SoleLabelVote's sum is 0 and the voxel takes `lowest`, as PadFirstVote does without pad
           // votes (with them such a voxel is not all_in: queued).
-          // kFewVote (kDeferVote's builds): one or two raw labels voted inline by FewLabelVote036 (with pad votes only
-          // where every corner is in bounds, or none is: the padding label; with -DAUGMENTD_PF_FEW_OOB=1 also where
-          // some are out, unless the padding label is neither of the two and their corners sum below 999), the rest
-          // queued.
+          // kFewVote (kDeferVote's builds): one or two raw labels voted inline by FewLabelVote036 (with pad votes also
+          // where some corners are out of bounds, unless the padding label is neither of the two and their corners sum
+          // below the pad-below threshold; -DAUGMENTD_PF_FEW_OOB=0: only where every corner is in bounds, or none is),
+          // the rest queued.
           constexpr bool kFewVote = kDeferVote && AUGMENTD_PF_FEW;
           int sole;  // the one label, where `one`
           bool one;
