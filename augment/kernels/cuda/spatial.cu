@@ -62,10 +62,6 @@
 #ifndef AUGMENTD_PF_FEW_OOB
 #define AUGMENTD_PF_FEW_OOB 1
 #endif
-// bench A/B only (session 35): the ring of queued voxels per warp, 64 or 256 (kVoteQueue below)
-#ifndef AUGMENTD_PF_RING
-#define AUGMENTD_PF_RING 64
-#endif
 // bench A/B only (session 35): 0 = each warp votes the rest of its own queue after the loop, as in session 34
 #ifndef AUGMENTD_PF_POOL
 #define AUGMENTD_PF_POOL 1
@@ -451,9 +447,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // call (VoteQueuedVoxel, AUGMENTD_PF_FLUSH_NOINLINE): 0.2355 → 0.2321 ms, rotation + scaling −4.5 % (call B).
   constexpr bool kDeferVote =
       AUGMENTD_PAD_FIRST_TUNED && kPadFirst && kCT == 1 && kMinBlocks == 4 && !kPermute && !kCrops && !kSplit;
-  // A flush leaves < 32 queued, a step adds ≤ 32. AUGMENTD_PF_RING (bench A/B, session 35): 256 holds all a warp's
-  // voxels (kVoxPerThread steps of 32), so nothing is voted inside the loop (32 KB of shared memory a block).
-  constexpr int kVoteQueue = AUGMENTD_PF_RING;
+  // A flush leaves < 32 queued, a step adds ≤ 32. A ring of 256 that holds all a warp's voxels, so that nothing is
+  // voted inside the loop, was slower (H100, session 37: +0.6 % on every transform on 0.3.6 B=2, +6.0 % on rotation +
+  // scaling; 32 KB of shared memory a block) and its switch removed.
+  constexpr int kVoteQueue = 64;
   constexpr bool kFlushInLoop = kVoteQueue < 32 * kVoxPerThread;
   static_assert(kVoteQueue >= 64 && (kVoteQueue & (kVoteQueue - 1)) == 0, "a power of two that a flush can leave");
   __shared__ float4 sh_vq[kDeferVote ? kThreads / 32 : 1][kDeferVote ? kVoteQueue : 1];
@@ -766,7 +763,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     }
   }
   if constexpr (kDeferVote) {
-    // The queues' rests (< 64 voxels a warp; with AUGMENTD_PF_RING=256 all of them), pooled: the block's threads take
+    // The queues' rests (< 64 voxels a warp), pooled: the block's threads take
     // them in turn, warp by warp, so that the few voxels a warp has left (kFewVote: those of three or more labels, a
     // few a warp) fill whole warps' votes instead of each warp running one vote for them (session 35). The barrier
     // makes every ring and the main loop's image stores visible to the block.
