@@ -403,19 +403,15 @@ AUGMENTD_KERNEL_HD bool NoCornerInBounds(const TrilinearCorners& c) {
 //  * the corners hold one or two labels lo <= hi, and pad votes are off or `pad_decide`. A label's score is its
 //    corner-order sum (TwoLabelSums: the triangular sum from its first corner). With pad votes the padding label scores
 //    1000 − Σ of the other labels' corners, clamped at 0: where it is lo or hi that Σ is the other one's sum
-//    (PadFirstVote's `others`), else Σ of all 8, and then Σ must round to at least AUGMENTD_PF_PAD_BELOW (999), so
-//    that the padding label's score is below the larger of lo's and hi's (else undecided: only with corners out of
-//    bounds). The larger rounded score wins. A tie at a positive score goes to lo under tiebreak 0, to hi under 2, and is undecided under 1 (the
-//    nearest neighbour's label). No positive score gives `lowest` without pad votes and is undecided with them (it
-//    cannot happen there: the padding label, or the test on Σ, has a score).
+//    (PadFirstVote's `others`), else Σ of all 8, and then Σ must round to at least 999, so that the padding label's
+//    score is below the larger of lo's and hi's (else undecided: only with corners out of bounds). Any bound above
+//    ≈ 667 is exact (host tests pass at 700 and fail at 660); 700 decides more voxels but was not faster (H100, session
+//    37: +0.4 % on the 0.3.6 rows). The larger rounded score wins. A tie at a positive score goes to lo under
+//    tiebreak 0, to hi under 2, and is undecided under 1 (the nearest neighbour's label). No positive score gives
+//    `lowest` without pad votes and is undecided with them (it cannot happen there: the padding label, or the test on
+//    Σ, has a score).
 // Host test: spatial_math_test.cc (equal to PadFirstVote wherever it decides, on random corner sets and on the lattice
 // against the CPU engine); device: spatial_vote_test.cc.
-// bench A/B only (session 37): FewLabelVote036's bound on the two labels' sum where the padding label is neither. Any
-// value above ≈ 667 is exact (session 36's review: 670 and 700 gave 0 mismatches against PadFirstVote, 660 some); a
-// lower one decides more voxels with corners out of bounds.
-#ifndef AUGMENTD_PF_PAD_BELOW
-#define AUGMENTD_PF_PAD_BELOW 999
-#endif
 AUGMENTD_KERNEL_HD bool FewLabelVote036(const int* raw, const float* x1000, int pad, bool votes, bool pad_decide,
                                         bool none_in, int tiebreak, int lowest, int& label) {
   int lo = raw[0], hi = raw[0];
@@ -440,7 +436,7 @@ AUGMENTD_KERNEL_HD bool FewLabelVote036(const int* raw, const float* x1000, int 
   HalfRoundedKeys(s_lo, s_hi, k_lo, k_hi);
   const uint32_t top = k_lo > k_hi ? k_lo : k_hi;
   const bool tie = k_lo == k_hi;
-  const bool pad_below = !votes || pad_lo || pad_hi || VoteAdd(va, vb) >= float(AUGMENTD_PF_PAD_BELOW);
+  const bool pad_below = !votes || pad_lo || pad_hi || VoteAdd(va, vb) >= 999.f;
   const bool decided = two && (!votes || pad_decide) && pad_below && (top != 0u ? !(tie && tiebreak == 1) : !votes);
   const bool pad_alone = votes && none_in;
   label = pad_alone ? pad : (top == 0u ? lowest : ((k_lo > k_hi || (tie && tiebreak != 2)) ? lo : hi));

@@ -411,7 +411,7 @@ TEST(SpatialMath, FewLabelVote036IsPadFirstVoteWhereItDecides) {
           float s[2] = {0.f, 0.f};  // the two labels' scores as PadFirstVote forms them
           for (int m = 0; m < 8; ++m) s[c.raw[m] == lo ? 0 : 1] = VoteAdd(s[c.raw[m] == lo ? 0 : 1], c.x1000[m]);
           const bool pad_in = c.votes && (lo == c.pad || hi == c.pad);
-          const bool pad_may_win = c.votes && !pad_in && !(VoteAdd(s[0], s[1]) >= float(AUGMENTD_PF_PAD_BELOW));
+          const bool pad_may_win = c.votes && !pad_in && !(VoteAdd(s[0], s[1]) >= 999.f);
           if (pad_in) {
             const int p = lo == c.pad ? 0 : 1;
             s[p] = std::fmax(VoteAdd(-s[1 - p], 1000.f), 0.f);
