@@ -13,8 +13,9 @@
 #            unset) over CONFIGS (cuda_pipeline_bench --only MODE:B:C:SHAPE), two reps
 #   detail   NCU_DETAIL=1: the NCU_KERNELS kernels of one NCU_CONFIG batch (all-on:2:1:0, parameter set NCU_SET = 0:
 #            every batch of a profiling run is that set, cuda_pipeline_bench --profile-set) with instruction /
-#            warp-state / source counters: logs/ncu_sass.csv (per SASS instruction; bench/ncu_source_lines.py sums it
-#            per source line), logs/ncu_cuda.csv (the source page's CUDA view)
+#            warp-state / source counters (NCU_ARGS: more cuda_pipeline_bench arguments, e.g. "--bgv2 0.3.6"):
+#            logs/ncu_sass.csv (per SASS instruction; bench/ncu_source_lines.py sums it per source line),
+#            logs/ncu_cuda.csv (the source page's CUDA view)
 # Logs go to $OUT/logs, tarred into $OUT/perf-logs.tar.gz at exit; the table into $OUT/table.md and *.jsonl.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -127,7 +128,8 @@ if [ "${NCU_DETAIL:-0}" = 1 ] && command -v ncu >/dev/null; then
     --launch-skip "${NCU_SKIP:-5}" --launch-count "${NCU_COUNT:-1}" --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section ComputeWorkloadAnalysis --section InstructionStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis --section SourceCounters -o "$OUT/detail" \
-    "$BENCH" --only "${NCU_CONFIG:-all-on:2:1:0}" --iters 3 --profile-set "${NCU_SET:-0}" >"$L/ncu_detail_run.txt" 2>&1
+    "$BENCH" --only "${NCU_CONFIG:-all-on:2:1:0}" --iters 3 --profile-set "${NCU_SET:-0}" ${NCU_ARGS:-} \
+    >"$L/ncu_detail_run.txt" 2>&1
   say "ncu detail exit $?"
   if [ -f "$OUT/detail.ncu-rep" ]; then
     ncu -i "$OUT/detail.ncu-rep" --page details >"$L/ncu_detail.txt" 2>&1

@@ -57,7 +57,7 @@
 #endif
 // bench A/B only (session 37): 1 = kFewVote also decides, with pad votes, one or two labels with some corners out of
 // bounds (FewLabelVote036's pad_decide: queued still where the padding label is neither and the two labels' corners sum
-// below 999); 0 queues them all, as in session 35. H100, session 37 (bench/results/2026-12-06-h100-s37.md): the 0.3.6
+// below 999); 0 queues them all, as in session 35. H100, session 37 (bench/results/2026-12-06-s37-h100-h200.md): the 0.3.6
 // vote's cost on every transform on B=2 C=1 +10.9 % → +5.6 %, B=8 +11.8 % → +7.2 %; the 0.3.5 rows unchanged.
 #ifndef AUGMENTD_PF_FEW_OOB
 #define AUGMENTD_PF_FEW_OOB 1
