@@ -12,9 +12,9 @@
 //    voxels whose normalised coordinate is outside [−1 + 1/size, 1 − 1/size] become −1, where bgv2
 //    pairs the flipped grid (x=axis 2, …) with sizes in array order (S0, S1, S2): the swapped-threshold
 //    quirk of axes 0 and 2; bgv2 0.3.6's vote (kPadFirst, PadFirstVote): one or two corner labels voted inline
-//    (FewLabelVote036), the other voxels (three or more labels, pad votes with some corners out of bounds, ties
-//    under tiebreak 1) queued per warp and voted 32 voxels at a time, the queues' rests by the whole block after the
-//    loop (kDeferVote);
+//    (FewLabelVote036), the other voxels (three or more labels, ties under tiebreak 1, and with pad votes a padding
+//    label outside two labels whose corners sum below 999) queued per warp and voted 32 voxels at a time, the
+//    queues' rests by the whole block after the loop (kDeferVote);
 //  * no rotation/scale drawn: integer crop starting at floor(S/2) − floor(P/2) (half-voxel quirk).
 // Elastic deformation (elastic.cu fields): the centred patch coordinate gets the sample's displacement before A,
 // and the grid mean is subtracted from the shift (bgv2 center_deformation).
@@ -57,8 +57,8 @@
 #endif
 // bench A/B only (session 37): 1 = kFewVote also decides, with pad votes, one or two labels with some corners out of
 // bounds (FewLabelVote036's pad_decide: queued still where the padding label is neither and the two labels' corners sum
-// below 999); 0 queues them all, as in session 35. H100, session 37 (bench/results/2026-12-06-s37-h100-h200.md): the 0.3.6
-// vote's cost on every transform on B=2 C=1 +10.9 % → +5.6 %, B=8 +11.8 % → +7.2 %; the 0.3.5 rows unchanged.
+// below 999); 0 queues them all, as in session 35. H100, session 37 (bench/results/2026-12-06-s37-h100-h200.md):
+// the 0.3.6 vote's cost on every transform on B=2 C=1 +10.9 % → +5.6 %, B=8 +11.8 % → +7.2 %; the 0.3.5 rows unchanged.
 #ifndef AUGMENTD_PF_FEW_OOB
 #define AUGMENTD_PF_FEW_OOB 1
 #endif
@@ -644,7 +644,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           // votes (with them such a voxel is not all_in: queued).
           // kFewVote (kDeferVote's builds): one or two raw labels voted inline by FewLabelVote036 (with pad votes also
           // where some corners are out of bounds, unless the padding label is neither of the two and their corners sum
-          // below the pad-below threshold; -DAUGMENTD_PF_FEW_OOB=0: only where every corner is in bounds, or none is),
+          // below 999; -DAUGMENTD_PF_FEW_OOB=0: only where every corner is in bounds, or none is),
           // the rest queued.
           constexpr bool kFewVote = kDeferVote && AUGMENTD_PF_FEW;
           int sole;  // the one label, where `one`

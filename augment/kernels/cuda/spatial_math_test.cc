@@ -384,8 +384,8 @@ TEST(SpatialMath, PadFirstVoteKeysIsPadFirstVoteOnRandomCorners) {
 }
 
 // FewLabelVote036 decides PadFirstVote's label wherever it decides, and decides what it documents: pad votes with no
-// corner in bounds, and one or two labels (with pad votes where `pad_decide`: each case is run with the kernel's
-// default, every corner in bounds, and with true, -DAUGMENTD_PF_FEW_OOB=1), but for a tie under tiebreak 1 and, with
+// corner in bounds, and one or two labels (with pad votes where `pad_decide`: each case is run with every corner in
+// bounds, the kernel's -DAUGMENTD_PF_FEW_OOB=0, and with true, its default), but for a tie under tiebreak 1 and, with
 // pad votes, a padding label outside the two whose score 1000 − RN(Σ) may exceed 1. The counts keep the test from
 // passing on a vote that never decides.
 TEST(SpatialMath, FewLabelVote036IsPadFirstVoteWhereItDecides) {
