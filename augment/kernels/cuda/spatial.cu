@@ -644,8 +644,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           // votes (with them such a voxel is not all_in: queued).
           // kFewVote (kDeferVote's builds): one or two raw labels voted inline by FewLabelVote036 (with pad votes also
           // where some corners are out of bounds, unless the padding label is neither of the two and their corners sum
-          // below 999; -DAUGMENTD_PF_FEW_OOB=0: only where every corner is in bounds, or none is),
-          // the rest queued.
+          // below 999; -DAUGMENTD_PF_FEW_OOB=0: only where every corner is in bounds, or none is), the rest queued.
           constexpr bool kFewVote = kDeferVote && AUGMENTD_PF_FEW;
           int sole;  // the one label, where `one`
           bool one;
@@ -763,10 +762,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     }
   }
   if constexpr (kDeferVote) {
-    // The queues' rests (< 64 voxels a warp), pooled: the block's threads take
-    // them in turn, warp by warp, so that the few voxels a warp has left (kFewVote: those of three or more labels, a
-    // few a warp) fill whole warps' votes instead of each warp running one vote for them (session 35). The barrier
-    // makes every ring and the main loop's image stores visible to the block.
+    // The queues' rests (< 64 voxels a warp), pooled: the block's threads take them in turn, warp by warp, so that
+    // the few voxels a warp has left (kFewVote: those of three or more labels, a few a warp) fill whole warps' votes
+    // instead of each warp running one vote for them (session 35). The barrier makes every ring and the main loop's
+    // image stores visible to the block.
     q_len = __shfl_sync(0xffffffffu, q_len, q_lead);
     if constexpr (AUGMENTD_PF_POOL) {
       if (lane == 0) sh_qrest[warp] = make_int2(q_head, q_len);
