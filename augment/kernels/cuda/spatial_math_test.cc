@@ -384,8 +384,8 @@ TEST(SpatialMath, PadFirstVoteKeysIsPadFirstVoteOnRandomCorners) {
 }
 
 // FewLabelVote036 decides PadFirstVote's label wherever it decides, and decides what it documents: pad votes with no
-// corner in bounds, and one or two labels (with pad votes where `pad_decide`: each case is run with every corner in
-// bounds, the kernel's -DAUGMENTD_PF_FEW_OOB=0, and with true, its default), but for a tie under tiebreak 1 and, with
+// corner in bounds, and one or two labels (with pad votes where `pad_decide`: each case is run with `all_in`, the
+// kernel's form under -DAUGMENTD_PF_FEW_OOB=0, and with true, its default), but for a tie under tiebreak 1 and, with
 // pad votes, a padding label outside the two whose score 1000 − RN(Σ) may exceed 1. The counts keep the test from
 // passing on a vote that never decides.
 TEST(SpatialMath, FewLabelVote036IsPadFirstVoteWhereItDecides) {
@@ -444,7 +444,7 @@ TEST(SpatialMath, FewLabelVote036IsPadFirstVoteWhereItDecides) {
 // The padding label as the higher of two (a seg with −1 beside the 0 padding), with pad votes and weights that need not
 // sum to 1000, so that its score 1000 − lo's sum and its own corners' sum round apart near 500: FewLabelVote036 must
 // score it as PadFirstVote does. Odd cases put a quarter of the corners out of bounds, as the kernel has them (weight
-// +0, the raw label an in-bounds corner's), with pad_decide (-DAUGMENTD_PF_FEW_OOB=1).
+// +0, the raw label an in-bounds corner's), with pad_decide true (the kernel's default).
 TEST(SpatialMath, FewLabelVote036ScoresThePaddingLabelAsTheHigherOfTwo) {
   std::mt19937 rng(3506);
   std::uniform_int_distribution<int> coin(0, 1), tb(0, 2), quarter(0, 3);

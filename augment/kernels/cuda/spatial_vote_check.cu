@@ -36,9 +36,8 @@ __global__ void PadFirstVotesKernel(const Vote036Case* cases, int n, int* out_pl
   out_plain[i] = PadFirstVote(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
   out_keys[i] = PadFirstVoteKeys(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
   int few;
-  const bool pad_decide = c.all_in || (i & 1) != 0;  // odd cases: the whole contract (-DAUGMENTD_PF_FEW_OOB=1)
   const bool decided =
-      FewLabelVote036(c.raw, c.x1000, c.pad, c.votes, pad_decide, c.none_in, c.tiebreak, c.lowest, few);
+      FewLabelVote036(c.raw, c.x1000, c.pad, c.votes, FewPadDecide(c, i), c.none_in, c.tiebreak, c.lowest, few);
   out_few[i] = decided ? few : kFewUndecided;
 }
 

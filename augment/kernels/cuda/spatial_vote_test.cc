@@ -90,8 +90,7 @@ TEST(SpatialVoteDevice, PadFirstVoteBothFormsEqualTheHostOnRandomCorners) {
     // FewLabelVote036: the device decides where the host does, and then PadFirstVote's label.
     int host_few;
     const bool host_decided =
-        FewLabelVote036(c.raw, c.x1000, c.pad, c.votes, c.all_in || (i & 1) != 0, c.none_in, c.tiebreak, c.lowest,
-                        host_few);  // odd cases: the whole contract, as on the device
+        FewLabelVote036(c.raw, c.x1000, c.pad, c.votes, FewPadDecide(c, i), c.none_in, c.tiebreak, c.lowest, host_few);
     few_differ += few[i] != (host_decided ? want : kFewUndecided);
     few_decided += host_decided;
   }
