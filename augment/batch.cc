@@ -38,15 +38,18 @@ absl::Status DrawEntry(const TransformSpec& ts, size_t t, uint64_t seed, uint64_
   // The region coins (region_mode.h): after the parameters on `prm`, or on their own substream.
   const bool coin_substream = batch && (decision_only || ts.region_mode.per_sample_coins);
   RandomStream coin_sub(seed, ts.region_mode.per_sample_coins ? sample_index : stream_index, ti, kRegionCoinSubstream);
-  // A channel selection: the entry draws as for a sample holding only the selected channels.
-  SampleLayout entry_layout = layout;
+  // A channel selection: the entry draws as for a sample holding only the selected channels (the layout is copied only
+  // then, not for every entry of every sample).
+  SampleLayout selected;
+  const SampleLayout& entry_layout = ts.channels.empty() ? layout : selected;
   if (!ts.channels.empty()) {
+    selected = layout;
     for (int64_t c : ts.channels)
       if (c >= layout.channels)
         return WithSampleContext(ju::Invalid("transform.channels", absl::StrCat("channel ", c, " >= the sample's ",
                                                                                 layout.channels, " channels")),
                                  sample_index, t, tr.name());
-    entry_layout.channels = static_cast<int64_t>(ts.channels.size());
+    selected.channels = static_cast<int64_t>(ts.channels.size());
   }
   const nlohmann::json* inj =
       (injected != nullptr && t < injected->size() && !(*injected)[t].is_null()) ? &(*injected)[t] : nullptr;

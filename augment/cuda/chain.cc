@@ -15,6 +15,7 @@
 #include "augment/transforms/convert_segmentation_to_regions/convert_segmentation_to_regions.h"
 #include "augment/transforms/downsample_seg_for_ds/downsample_seg_for_ds.h"
 #include "augment/transforms/move_seg_as_one_hot_to_data/move_seg_as_one_hot_to_data.h"
+#include "augment/transforms/remove_label/remove_label.h"
 #include "augment/transforms/spatial/spatial.h"
 
 namespace augmentd {
@@ -95,6 +96,17 @@ void HideLabels(ChainTensors& t) {
 void Internal3(const std::vector<int64_t>& s, int32_t out[3]) {
   const size_t lead = 3 - s.size();
   for (size_t d = 0; d < 3; ++d) out[d] = d < lead ? 1 : static_cast<int32_t>(s[d - lead]);
+}
+
+// remove_label as the fused kernel's remove_minus_one does it: −1 → 0 on label channel 0 (the only one the fold runs
+// when drawn, no region mode.
+bool RemovesMinusOneOnly(const TransformSpec& ts) {
+  const auto* r = dynamic_cast<const RemoveLabelTransform*>(ts.transform.get());
+  if (r == nullptr || ts.region_mode.enabled() || !ts.channels.empty()) return false;
+  const RemoveLabelConfig& c = r->config();
+  const bool channels_ok =
+      !c.segmentation_channels || (c.segmentation_channels->size() == 1 && (*c.segmentation_channels)[0] == 0);
+  return c.label_value == -1 && c.set_to == 0 && channels_ok;
 }
 
 }  // namespace
@@ -244,6 +256,22 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
     }
     ASSIGN_OR_RETURN(c->generic_, ChainSpatial::Create(*sp, c->spatial_index_));
   }
+  // remove_label (−1 → 0) folded into the fused spatial kernel's label store (BatchShape::remove_minus_one), when no
+  // entry between the spatial one and it reads the labels other than signed permutations, which move labels without
+  // looking at them and so commute with a map of their values (DA5: mirror, between image-only entries).
+  if (c->spatial_plan_.spatial != nullptr) {
+    for (const Entry& e : c->entries_) {
+      if (e.index <= c->spatial_index_) continue;
+      if (e.index >= c->ds_index_) break;  // the labels are stored there (SIZE_MAX: no DS entry)
+      const TransformSpec& ts = spec.transforms[e.index];
+      if (e.kind == TransformKind::kRemoveLabel) {
+        if (RemovesMinusOneOnly(ts)) c->folded_remove_index_ = e.index;
+        break;
+      }
+      const bool permutation = dynamic_cast<const stage_internal::PermuteStage*>(e.stage.get()) != nullptr;
+      if (!permutation && (ts.transform->UsesLabels() || ts.region_mode.enabled())) break;
+    }
+  }
   return c;
 }
 
@@ -348,7 +376,6 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
     sh.in[d] = g.in[d];
     sh.out[d] = g.out[d];
   }
-  sh.remove_minus_one = 0;
   sh.elastic = spatial_plan_.elastic ? 1 : 0;
   sh.seg_pad_first = spatial_plan_.pad_first ? 1 : 0;
   const bool spatial = generic_ != nullptr;
@@ -380,6 +407,13 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       RETURN_IF_ERROR(generic_->AddSample(p, geom, grids, recs[b]));
     }
   }
+  // remove_label folded into the fused kernel's label store for this batch (folded_remove_index_): its stage then sees
+  // every sample as not applied (the records keep the draws).
+  const bool remove_folded =
+      fused_spatial && g.seg_channels == 1 && folded_remove_index_ != SIZE_MAX &&
+      std::all_of(records.begin(), records.end(),
+                  [&](const SampleRecord& r) { return r.transforms[folded_remove_index_].applied; });
+  sh.remove_minus_one = remove_folded ? 1 : 0;
   if (!spatial && staged_spatial_.empty()) {
     for (int d = 0; d < 3; ++d)
       if (g.in[d] != g.out[d]) return absl::InternalError("CUDA chain: shape changes without a spatial entry");
@@ -454,7 +488,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
     if (e.region != nullptr) regions.assign(static_cast<size_t>(g.batch), RegionDraw{});
     for (int64_t b = 0; b < g.batch; ++b) {
       const AppliedTransform& at = records[b].transforms[e.index];
-      params[b] = at.applied ? at.params.get() : nullptr;
+      params[b] = at.applied && !(remove_folded && e.index == folded_remove_index_) ? at.params.get() : nullptr;
       if (e.region != nullptr && at.applied) regions[b] = at.region;
       if (two_d && params[b] != nullptr) {
         ASSIGN_OR_RETURN(lifted[b], LiftParams2D(e.kind, *params[b]));

@@ -7,8 +7,9 @@
 // entries' up to it, uploaded before the spatial launch; the later entries', packed and uploaded while the spatial
 // kernel runs — then on the stream:
 //   0. entries before the spatial one (if any) on a copy of the input (input shape);
-//   1. spatial (when present): the fused RunPipeline with every intensity stage off, no −1 removal, no DS, storing
-//      through the permutation entries that directly follow it (rot90, transpose_axes, mirror: ≤ 4 channels)
+//   1. spatial (when present): the fused RunPipeline with every intensity stage off, no DS, storing
+//      through the permutation entries that directly follow it (rot90, transpose_axes, mirror: ≤ 4 channels),
+//      with remove_label's −1 → 0 when nothing but permutations reads the labels between them (folded_remove_index_)
 //      → float32 image + int16 label scratch of the patch shape (several seg channels: one launch
 //      per sample and channel, a batch of 1, from the input's planes into the scratch's); the options the fused
 //      kernel lacks (2D samples, dummy-2D, nearest modes, random_crop, other paddings: ChainSpatial::Needed) run on
@@ -110,6 +111,10 @@ class CudaChain {
   // timer must outlive the runs that use it.
   void set_stage_timer(ChainStageTimer* timer) { timer_ = timer; }
 
+  // The spec index of the remove_label entry the fused spatial kernel applies as it stores the labels (SIZE_MAX: none;
+  // tests read it).
+  size_t folded_remove_index() const { return folded_remove_index_; }
+
  private:
   struct Entry {
     size_t index;
@@ -140,6 +145,11 @@ class CudaChain {
   // Entries up to this spec index are prepared into arena_ before the spatial launch (those before it and the run
   // above); the later ones into late_arena_ while the spatial kernel runs. 0 without an executor spatial step.
   size_t early_last_index_ = 0;
+  // The remove_label entry (−1 → 0) that the fused spatial kernel applies as it stores the labels (Create: nothing
+  // between reads them but signed permutations), by spec index; SIZE_MAX when none can. Folded in a batch whose every
+  // sample applies it and whose labels the fused kernel stores in one launch (one seg channel): the entry then
+  // launches nothing (≈ 6 µs a batch of 2 at 128³ before).
+  size_t folded_remove_index_ = SIZE_MAX;
   const DownsampleSegForDsTransform* ds_ = nullptr;
   size_t ds_index_ = SIZE_MAX;  // the label pyramid is stored there; later entries see no labels
   int32_t max_regions_ = 0;  // seg scratch capacity needed by convert_segmentation_to_regions

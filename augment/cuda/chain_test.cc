@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "augment/cuda/chain.h"
 #include "augment/cuda/engine.h"
 #include "augment/engine.h"
 #include "augment/pipeline.h"
@@ -32,7 +33,9 @@
 #include "augment/transforms/gamma/gamma.h"
 #include "augment/transforms/gaussian_blur/gaussian_blur.h"
 #include "augment/transforms/gaussian_noise/gaussian_noise.h"
+#include "augment/transforms/mask_image/mask_image.h"
 #include "augment/transforms/mirror/mirror.h"
+#include "augment/transforms/remove_label/remove_label.h"
 #include "augment/transforms/rot90/rot90.h"
 #include "augment/transforms/spatial/spatial.h"
 #include "augment/transforms/transpose_axes/transpose_axes.h"
@@ -55,6 +58,7 @@ struct Case {
   // fused kernel an fp16 vote tie in the previous stage's seg can move a dilation / the removed component, so a
   // fraction <= 2e-2 of their voxels may differ.
   int onehot = 0;
+  bool minus_one = false;  // the input's highest label becomes −1 (nnU-Net's outside-the-mask voxels)
 };
 
 TrainerConfig Config(std::vector<int64_t> patch, int C) {
@@ -88,6 +92,7 @@ void RunCase(const Case& cs) {
   testing::FillNormal(g, image);
   std::vector<int16_t> seg(cs.B * cs.seg_channels * in_n);
   for (int64_t p = 0; p < cs.B * cs.seg_channels; ++p) testing::FillBlobbyLabels(g, S3, cs.labels, seg.data() + p * in_n);
+  if (cs.minus_one) std::replace(seg.begin(), seg.end(), static_cast<int16_t>(cs.labels - 1), int16_t{-1});
   BatchInput in;
   std::vector<int64_t> ishape = {cs.B, cs.C}, sshape = {cs.B, cs.seg_channels};
   ishape.insert(ishape.end(), S.begin(), S.end());
@@ -336,6 +341,50 @@ TEST(CudaChain, PermutationRunsMatchCpu) {
              return s;
            },
            {}, 2, 2, 1, 4});
+}
+
+// remove_label (−1 → 0) folded into the fused spatial kernel's label store (CudaChain::folded_remove_index): DA5's,
+// behind mirror and image-only entries, and not where an entry between reads the labels (mask_image) or the entry is
+// another map. Inputs with −1 labels inside (and −1 padding outside); batches where remove_label is drawn for some
+// samples only (p = 0.5) run it as a stage.
+TEST(CudaChain, RemoveLabelFoldedIntoSpatial) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  const auto index_of = [](const PipelineSpec& s, TransformKind k) {
+    for (size_t i = 0; i < s.transforms.size(); ++i)
+      if (s.transforms[i].kind == k) return i;
+    return SIZE_MAX;
+  };
+  const auto da5 = [] { return ForceOn(*NnunetDa5Pipeline(Config({20, 20, 20}, 1))); };
+  const auto with_mask = [&] {
+    PipelineSpec s = da5();
+    const size_t at = index_of(s, TransformKind::kMirror) + 1;
+    s.transforms.insert(s.transforms.begin() + at, *TransformSpec::Make(*MaskImageTransform::Create({{0}, 0, 0}), 1.0));
+    return s;
+  };
+  const auto other_map = [&] {
+    PipelineSpec s = da5();
+    s.transforms[index_of(s, TransformKind::kRemoveLabel)] =
+        *TransformSpec::Make(*RemoveLabelTransform::Create({-1, 2, std::nullopt}), 1.0);
+    return s;
+  };
+  const auto half = [&] {
+    PipelineSpec s = da5();
+    s.transforms[index_of(s, TransformKind::kRemoveLabel)].apply_probability = 0.5;
+    return s;
+  };
+  const PipelineSpec d = da5();
+  ASSERT_NE(index_of(d, TransformKind::kRemoveLabel), SIZE_MAX);
+  EXPECT_EQ((*CudaChain::Create(d))->folded_remove_index(), index_of(d, TransformKind::kRemoveLabel));
+  EXPECT_EQ((*CudaChain::Create(half()))->folded_remove_index(), index_of(d, TransformKind::kRemoveLabel));
+  EXPECT_EQ((*CudaChain::Create(with_mask()))->folded_remove_index(), SIZE_MAX);
+  EXPECT_EQ((*CudaChain::Create(other_map()))->folded_remove_index(), SIZE_MAX);
+  for (int B : {1, 2}) {
+    RunCase({"remove-folded", da5, {}, B, 1, 1, 4, DType::kFloat32, false, 0, true});
+    RunCase({"remove-after-mask", with_mask, {}, B, 1, 1, 4, DType::kFloat32, false, 0, true});
+    RunCase({"remove-other-map", other_map, {}, B, 1, 1, 4, DType::kFloat32, false, 0, true});
+  }
+  RunCase({"remove-half", half, {}, 4, 1, 1, 4, DType::kFloat32, false, 0, true});
+  RunCase({"remove-folded-seg2", da5, {}, 2, 1, 2, 4, DType::kFloat32, false, 0, true});
 }
 
 // ---- The generic spatial kernel: 2D samples, dummy-2D, nearest modes, random_crop, paddings -------------------
