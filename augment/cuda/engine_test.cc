@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -580,6 +581,57 @@ TEST(CudaEngine, GraphsEqualEagerLaunches) {
                   static_cast<long long>(gc.captures), static_cast<long long>(gc.replays));
       cudaStreamDestroy(s);
     }
+  }
+}
+
+// The generic chain (DA5, its probabilities and every entry on) with batches enqueued back to back on one stream, one
+// synchronisation at the end, each into its own outputs: equal byte for byte to the same batches run one at a time.
+// The chain shares its scratch between batches and forks the label pyramid onto a stream of its own (cuda/chain.h,
+// labels_final_index_); a missing join or an early reuse would show here.
+TEST(CudaEngine, ChainBatchesBackToBack) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  const uint64_t seed0 = TestSeed();
+  std::printf("[chain back to back] seed %llu\n", static_cast<unsigned long long>(seed0));
+  std::mt19937_64 g(seed0);
+  TrainerConfig tc;
+  tc.patch_size = {20, 20, 20};
+  tc.num_input_channels = 1;
+  tc.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}};
+  for (bool all_on : {true, false}) {
+    PipelineSpec spec = *NnunetDa5Pipeline(tc);
+    if (all_on)
+      for (TransformSpec& ts : spec.transforms) ts.apply_probability = 1.0;
+    const Inputs x = MakeInputs(Make("chain", tc.patch_size, 2, 1, 4, all_on), spec.input_patch_size, g);
+    auto aug = CudaAugmenter::Create(spec, 0);
+    ASSERT_TRUE(aug.ok()) << aug.status();
+    auto lay = (*aug)->OutputLayout(x.ishape, DType::kFloat32);
+    ASSERT_TRUE(lay.ok()) << lay.status();
+    const DeviceInputs din(x);
+    constexpr int kBatches = 8;
+    std::vector<std::unique_ptr<DeviceOutputs>> piped, alone;
+    for (int i = 0; i < kBatches; ++i) {
+      piped.push_back(std::make_unique<DeviceOutputs>(*lay));
+      alone.push_back(std::make_unique<DeviceOutputs>(*lay));
+    }
+    cudaStream_t s;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    RunOptions opt;
+    opt.seed = g();
+    for (int i = 0; i < kBatches; ++i) piped[i]->Poison(s);
+    for (int i = 0; i < kBatches; ++i) {
+      opt.first_sample_index = static_cast<uint64_t>(i) * 2;
+      ASSERT_TRUE((*aug)->Run(din.In(), piped[i]->Out(), opt, s).ok());
+    }
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    for (int i = 0; i < kBatches; ++i) {
+      opt.first_sample_index = static_cast<uint64_t>(i) * 2;
+      alone[i]->Poison(s);
+      ASSERT_TRUE((*aug)->Run(din.In(), alone[i]->Out(), opt, s).ok());
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      EXPECT_EQ(FirstDifference(alone[i]->Bytes(), piped[i]->Bytes(), *lay), "")
+          << (all_on ? "all on" : "DA5 probabilities") << ", batch " << i << ", seed " << seed0;
+    }
+    cudaStreamDestroy(s);
   }
 }
 
