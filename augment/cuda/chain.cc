@@ -116,12 +116,6 @@ CudaChain::~CudaChain() {
     cudaStreamSynchronize(upload_stream_);
     cudaStreamDestroy(upload_stream_);
   }
-  if (label_stream_ != nullptr) {
-    cudaStreamSynchronize(label_stream_);
-    cudaStreamDestroy(label_stream_);
-  }
-  if (labels_ready_ != nullptr) cudaEventDestroy(labels_ready_);
-  if (pyramid_done_ != nullptr) cudaEventDestroy(pyramid_done_);
   if (batch_start_ != nullptr) cudaEventDestroy(batch_start_);
   if (late_uploaded_ != nullptr) cudaEventDestroy(late_uploaded_);
   cudaGetLastError();
@@ -276,20 +270,6 @@ absl::StatusOr<std::unique_ptr<CudaChain>> CudaChain::Create(const PipelineSpec&
       }
       const bool permutation = dynamic_cast<const stage_internal::PermuteStage*>(e.stage.get()) != nullptr;
       if (!permutation && (ts.transform->UsesLabels() || ts.region_mode.enabled())) break;
-    }
-  }
-  // The last entry before DS that reads, writes or moves the labels (the spatial one when none does), with and without
-  // a folded remove_label: the pyramid can be stored once it has run, beside the image-only entries after it.
-  if (c->spatial_index_ != SIZE_MAX && c->ds_index_ != SIZE_MAX && c->ds_index_ > c->spatial_index_) {
-    c->labels_final_index_ = c->labels_final_folded_index_ = c->spatial_index_;
-    for (const Entry& e : c->entries_) {
-      if (e.index <= c->spatial_index_ || e.index >= c->ds_index_) continue;
-      const TransformSpec& ts = spec.transforms[e.index];
-      if (!ts.transform->UsesLabels() && !ts.region_mode.enabled() && e.regions == 0 && e.image_growth == 0 &&
-          e.seg_drop == 0)
-        continue;
-      c->labels_final_index_ = e.index;
-      if (e.index != c->folded_remove_index_) c->labels_final_folded_index_ = e.index;
     }
   }
   return c;
@@ -675,7 +655,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
 
   // 5. The stages, in spec order; the label pyramid where downsample_seg_for_ds stands (the entries after it are
   // image-only: PipelineSpec::CheckLayoutStable).
-  const auto store_labels = [&](const ChainTensors& t, cudaStream_t on) -> absl::Status {
+  const auto store_labels = [&](const ChainTensors& t) -> absl::Status {
     for (int d = 0; d < 3; ++d)
       if (t.shape[d] != g.out[d]) return absl::InternalError("CUDA chain: labels stored before the final shape");
     std::vector<ch::SegLevel> levels(lay.seg_shapes.size());
@@ -689,25 +669,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
     }
     AUGMENTD_CHAIN_CUDA_OK(ch::LaunchSegLevels(static_cast<int32_t>(g.batch) * t.seg_channels, t.shape, t.seg,
                                                levels.data(), static_cast<int32_t>(levels.size()), t.seg_is_bool,
-                                               on));
-    return absl::OkStatus();
-  };
-  // The pyramid beside the image-only entries (labels_final_index_): forked onto label_stream_ once the labels are
-  // final, joined at the end of the batch.
-  const size_t labels_final = remove_folded ? labels_final_folded_index_ : labels_final_index_;
-  bool pyramid_aside = false;
-  const auto store_labels_aside = [&](const ChainTensors& t) -> absl::Status {
-    RETURN_IF_ERROR(mark("label pyramid (forked to its own stream)"));
-    if (label_stream_ == nullptr) {
-      AUGMENTD_CHAIN_CUDA_OK(cudaStreamCreateWithFlags(&label_stream_, cudaStreamNonBlocking));
-      AUGMENTD_CHAIN_CUDA_OK(cudaEventCreateWithFlags(&labels_ready_, cudaEventDisableTiming));
-      AUGMENTD_CHAIN_CUDA_OK(cudaEventCreateWithFlags(&pyramid_done_, cudaEventDisableTiming));
-    }
-    AUGMENTD_CHAIN_CUDA_OK(cudaEventRecord(labels_ready_, stream));
-    AUGMENTD_CHAIN_CUDA_OK(cudaStreamWaitEvent(label_stream_, labels_ready_, 0));
-    RETURN_IF_ERROR(store_labels(t, label_stream_));
-    AUGMENTD_CHAIN_CUDA_OK(cudaEventRecord(pyramid_done_, label_stream_));
-    pyramid_aside = true;
+                                               stream));
     return absl::OkStatus();
   };
   ChainTensors t = t0;
@@ -721,29 +683,23 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
   if (!staged_ && t.seg != nullptr && !bool_seg_ && max_regions_ == 0 && seg_drop_ == 0 && !lay.seg_shapes.empty() &&
       lay.seg_shapes[0] == full_labels)
     t.final_seg = static_cast<int16_t*>(output.seg[0]);
-  bool labels_stored = false, labels_hidden = false;
-  if (labels_final != SIZE_MAX && labels_final == spatial_index_) RETURN_IF_ERROR(store_labels_aside(t));
+  bool labels_stored = false;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
     if (before_spatial(e)) continue;
-    if (e.index > ds_index_ && !labels_hidden) {
-      if (!pyramid_aside) {
-        RETURN_IF_ERROR(mark("label pyramid"));
-        RETURN_IF_ERROR(store_labels(t, stream));
-      }
+    if (e.index > ds_index_ && !labels_stored) {
+      RETURN_IF_ERROR(mark("label pyramid"));
+      RETURN_IF_ERROR(store_labels(t));
       labels_stored = true;
-      labels_hidden = true;
       HideLabels(t);
     }
     RETURN_IF_ERROR(mark(entry_name(e)));
     RETURN_IF_ERROR(enqueue(i, t));
-    if (e.index == labels_final && !pyramid_aside) RETURN_IF_ERROR(store_labels_aside(t));
   }
-  if (!labels_stored && !pyramid_aside) {
+  if (!labels_stored) {
     RETURN_IF_ERROR(mark("label pyramid"));
-    RETURN_IF_ERROR(store_labels(t, stream));
+    RETURN_IF_ERROR(store_labels(t));
   }
-  if (pyramid_aside) AUGMENTD_CHAIN_CUDA_OK(cudaStreamWaitEvent(stream, pyramid_done_, 0));
 
   // 6. The image in the output dtype.
   for (int d = 0; d < 3; ++d)

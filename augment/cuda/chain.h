@@ -22,9 +22,7 @@
 //   3. the image in the output dtype and the label pyramid (nearest-exact; int16, or 0/1 bytes after
 //      convert_segmentation_to_regions) into the caller's buffers. The pyramid is stored where downsample_seg_for_ds
 //      stands: the entries after it are image-only (PipelineSpec::CheckLayoutStable) and see no labels, as on the
-//      CPU engine. When the entries before DS stop touching the labels earlier (DA5: after the mirror), the pyramid is
-//      forked onto a stream of its own there, beside the image-only entries, and the batch's stream joins it at the
-//      end (labels_final_index_).
+//      CPU engine.
 // Staged chains (several spatial entries, or one after convert_segmentation_to_regions): no executor spatial step;
 // the scratch starts as a copy of the input and every spatial entry is a ChainSpatialStage (cuda/chain_spatial.h,
 // the generic kernel) that resamples it into the next shape, labels included (0/1 region channels stay 0/1).
@@ -152,11 +150,6 @@ class CudaChain {
   // sample applies it and whose labels the fused kernel stores in one launch (one seg channel): the entry then
   // launches nothing (≈ 6 µs a batch of 2 at 128³ before).
   size_t folded_remove_index_ = SIZE_MAX;
-  // The spec index after which no entry before DS touches the labels (the spatial one when none does), without and
-  // with the remove_label fold; SIZE_MAX without a spatial step followed by DS. From there the pyramid is stored on
-  // label_stream_, beside the image-only entries that follow (DA5: the image half of the mirror, blank_rectangle …
-  // sharpening), and the batch's stream waits for it at the end.
-  size_t labels_final_index_ = SIZE_MAX, labels_final_folded_index_ = SIZE_MAX;
   const DownsampleSegForDsTransform* ds_ = nullptr;
   size_t ds_index_ = SIZE_MAX;  // the label pyramid is stored there; later entries see no labels
   int32_t max_regions_ = 0;  // seg scratch capacity needed by convert_segmentation_to_regions
@@ -173,8 +166,6 @@ class CudaChain {
   // read its device buffer, are done), and the batch's stream waits for late_uploaded_. Created at the first Run.
   cudaStream_t upload_stream_ = nullptr;
   cudaEvent_t batch_start_ = nullptr, late_uploaded_ = nullptr;
-  cudaStream_t label_stream_ = nullptr;  // the pyramid's (labels_final_index_), created at the first batch that forks
-  cudaEvent_t labels_ready_ = nullptr, pyramid_done_ = nullptr;
   ChainWorkspace ws_;
   void* fused_ws_ = nullptr;  // ws_ slot of the spatial kernel's workspace, initialised for fused_shape_
   cuda::BatchShape fused_shape_{};

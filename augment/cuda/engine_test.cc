@@ -586,8 +586,8 @@ TEST(CudaEngine, GraphsEqualEagerLaunches) {
 
 // The generic chain (DA5, its probabilities and every entry on) with batches enqueued back to back on one stream, one
 // synchronisation at the end, each into its own outputs: equal byte for byte to the same batches run one at a time.
-// The chain shares its scratch between batches and forks the label pyramid onto a stream of its own (cuda/chain.h,
-// labels_final_index_); a missing join or an early reuse would show here.
+// The chain shares its scratch (and its parameter arenas, the late one uploaded on a stream of its own) between
+// batches; a missing wait or an early reuse would show here.
 TEST(CudaEngine, ChainBatchesBackToBack) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   const uint64_t seed0 = TestSeed();

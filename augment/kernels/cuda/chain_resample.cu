@@ -327,10 +327,8 @@ cudaError_t LaunchPermute(const Dims& img, const float* x, float* x_out, const D
     return cudaGetLastError();
   };
   if (img.voxels() > INT32_MAX || seg.voxels() > INT32_MAX) return cudaErrorInvalidValue;  // 32-bit offsets
-  // The labels first: a chain whose labels are final after this gather stores their pyramid on a stream of its own
-  // (cuda/chain.h, labels_final_index_), beside the image's gather.
-  if (s != nullptr && seg.slices() > 0) AUGMENTD_CUDA_RETURN_IF_ERROR(launch(seg, s, s_out));
   if (img.slices() > 0) AUGMENTD_CUDA_RETURN_IF_ERROR(launch(img, x, x_out));
+  if (s != nullptr && seg.slices() > 0) AUGMENTD_CUDA_RETURN_IF_ERROR(launch(seg, s, s_out));
   return cudaSuccess;
 }
 
