@@ -98,8 +98,8 @@ void Internal3(const std::vector<int64_t>& s, int32_t out[3]) {
   for (size_t d = 0; d < 3; ++d) out[d] = d < lead ? 1 : static_cast<int32_t>(s[d - lead]);
 }
 
-// remove_label as the fused kernel's remove_minus_one does it: −1 → 0 on label channel 0 (the only one the fold runs
-// when drawn, no region mode.
+// remove_label as the fused kernel's remove_minus_one does it: −1 → 0 on seg channel 0 (listed, or all channels; the
+// fold runs only with one), no channel selection, no region mode.
 bool RemovesMinusOneOnly(const TransformSpec& ts) {
   const auto* r = dynamic_cast<const RemoveLabelTransform*>(ts.transform.get());
   if (r == nullptr || ts.region_mode.enabled() || !ts.channels.empty()) return false;
@@ -376,6 +376,7 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
     sh.in[d] = g.in[d];
     sh.out[d] = g.out[d];
   }
+  sh.remove_minus_one = 0;  // 1 below when this batch folds remove_label in (folded_remove_index_)
   sh.elastic = spatial_plan_.elastic ? 1 : 0;
   sh.seg_pad_first = spatial_plan_.pad_first ? 1 : 0;
   const bool spatial = generic_ != nullptr;
@@ -413,7 +414,10 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
       fused_spatial && g.seg_channels == 1 && folded_remove_index_ != SIZE_MAX &&
       std::all_of(records.begin(), records.end(),
                   [&](const SampleRecord& r) { return r.transforms[folded_remove_index_].applied; });
-  sh.remove_minus_one = remove_folded ? 1 : 0;
+  if (remove_folded) {
+    sh.remove_minus_one = 1;
+    ++folded_remove_batches_;
+  }
   if (!spatial && staged_spatial_.empty()) {
     for (int d = 0; d < 3; ++d)
       if (g.in[d] != g.out[d]) return absl::InternalError("CUDA chain: shape changes without a spatial entry");
@@ -595,10 +599,14 @@ absl::Status CudaChain::Run(const CudaBatchInput& input, const CudaBatchOutput& 
                                                      " is outside what the CUDA kernels accept"));
     }
     ASSIGN_OR_RETURN(void* fused, ws_.Scratch(kFused, fused_bytes));
-    if (fused != fused_ws_ || std::memcmp(&fused_shape_, &wsh, sizeof(wsh)) != 0) {
+    // The workspace's layout and counters do not depend on remove_minus_one, which a folded remove_label drawn for
+    // some batches only would flip: left out of the key.
+    cuda::BatchShape key = wsh;
+    key.remove_minus_one = 0;
+    if (fused != fused_ws_ || std::memcmp(&fused_shape_, &key, sizeof(key)) != 0) {
       AUGMENTD_CHAIN_CUDA_OK(cuda::InitWorkspace(wsh, fused, stream));
       fused_ws_ = fused;
-      fused_shape_ = wsh;
+      fused_shape_ = key;
     }
     const uint32_t stages = cuda::ActiveStages(sp.data(), sh);
     const auto* d_sp = arena_.device_as<cuda::SampleParams>(sp_offset);

@@ -111,9 +111,10 @@ class CudaChain {
   // timer must outlive the runs that use it.
   void set_stage_timer(ChainStageTimer* timer) { timer_ = timer; }
 
-  // The spec index of the remove_label entry the fused spatial kernel applies as it stores the labels (SIZE_MAX: none;
-  // tests read it).
+  // The spec index of the remove_label entry the fused spatial kernel applies as it stores the labels (SIZE_MAX: none),
+  // and how many batches have run with it folded in (tests read both).
   size_t folded_remove_index() const { return folded_remove_index_; }
+  int64_t folded_remove_batches() const { return folded_remove_batches_; }
 
  private:
   struct Entry {
@@ -150,6 +151,7 @@ class CudaChain {
   // sample applies it and whose labels the fused kernel stores in one launch (one seg channel): the entry then
   // launches nothing (≈ 6 µs a batch of 2 at 128³ before).
   size_t folded_remove_index_ = SIZE_MAX;
+  int64_t folded_remove_batches_ = 0;
   const DownsampleSegForDsTransform* ds_ = nullptr;
   size_t ds_index_ = SIZE_MAX;  // the label pyramid is stored there; later entries see no labels
   int32_t max_regions_ = 0;  // seg scratch capacity needed by convert_segmentation_to_regions

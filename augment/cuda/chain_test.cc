@@ -59,6 +59,7 @@ struct Case {
   // fraction <= 2e-2 of their voxels may differ.
   int onehot = 0;
   bool minus_one = false;  // the input's highest label becomes −1 (nnU-Net's outside-the-mask voxels)
+  bool no_minus_one_out = false;  // no output label may be −1 (every −1 mapped by remove_label): checked exactly
 };
 
 TrainerConfig Config(std::vector<int64_t> patch, int C) {
@@ -158,6 +159,12 @@ void RunCase(const Case& cs) {
       }
       max_rel = std::isfinite(err) ? std::max(max_rel, err / range) : INFINITY;
     }
+  }
+  if (cs.no_minus_one_out) {
+    int64_t minus_ones = 0;
+    for (const HostTensor& level : gpu->seg)
+      for (int64_t i = 0; i < level.numel(); ++i) minus_ones += LabelAt(level, i) == -1;
+    EXPECT_EQ(minus_ones, 0) << cs.name << ": −1 labels left in the outputs";
   }
   const double frac = seg_total > 0 ? static_cast<double>(seg_mismatch) / seg_total : 0.0;
   std::printf("[chain %s] seed %llu B=%d C=%d seg=%d S=%s P=%s: image max|err|/range %.3g (bad %lld), label "
@@ -345,8 +352,11 @@ TEST(CudaChain, PermutationRunsMatchCpu) {
 
 // remove_label (−1 → 0) folded into the fused spatial kernel's label store (CudaChain::folded_remove_index): DA5's,
 // behind mirror and image-only entries, and not where an entry between reads the labels (mask_image) or the entry is
-// another map. Inputs with −1 labels inside (and −1 padding outside); batches where remove_label is drawn for some
-// samples only (p = 0.5) run it as a stage.
+// another map. Inputs with −1 labels inside (and −1 padding outside), every case against the CPU engine, and where
+// remove_label always runs no −1 may be left (exactly: the fp16-tie allowance of RunCase does not cover it). A batch
+// of the chain itself shows the fold taken at run time. remove_label at p = 0.5 on 4 samples: mostly batches where
+// some samples skip it (then the stage runs), 1 in 16 folded. Two seg channels never fold (the fused launch per
+// plane would map −1 on both), also with remove_label listed for channel 0 only.
 TEST(CudaChain, RemoveLabelFoldedIntoSpatial) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   const auto index_of = [](const PipelineSpec& s, TransformKind k) {
@@ -355,36 +365,81 @@ TEST(CudaChain, RemoveLabelFoldedIntoSpatial) {
     return SIZE_MAX;
   };
   const auto da5 = [] { return ForceOn(*NnunetDa5Pipeline(Config({20, 20, 20}, 1))); };
+  const auto with_remove = [&](RemoveLabelConfig c, double p) {
+    PipelineSpec s = da5();
+    s.transforms[index_of(s, TransformKind::kRemoveLabel)] = *TransformSpec::Make(*RemoveLabelTransform::Create(c), p);
+    return s;
+  };
   const auto with_mask = [&] {
     PipelineSpec s = da5();
     const size_t at = index_of(s, TransformKind::kMirror) + 1;
     s.transforms.insert(s.transforms.begin() + at, *TransformSpec::Make(*MaskImageTransform::Create({{0}, 0, 0}), 1.0));
     return s;
   };
-  const auto other_map = [&] {
-    PipelineSpec s = da5();
-    s.transforms[index_of(s, TransformKind::kRemoveLabel)] =
-        *TransformSpec::Make(*RemoveLabelTransform::Create({-1, 2, std::nullopt}), 1.0);
-    return s;
-  };
-  const auto half = [&] {
-    PipelineSpec s = da5();
-    s.transforms[index_of(s, TransformKind::kRemoveLabel)].apply_probability = 0.5;
-    return s;
-  };
+  const auto other_map = [&] { return with_remove({-1, 2, std::nullopt}, 1.0); };
+  const auto half = [&] { return with_remove({-1, 0, std::nullopt}, 0.5); };
+  const auto channel0 = [&] { return with_remove({-1, 0, std::vector<int64_t>{0}}, 1.0); };
   const PipelineSpec d = da5();
-  ASSERT_NE(index_of(d, TransformKind::kRemoveLabel), SIZE_MAX);
-  EXPECT_EQ((*CudaChain::Create(d))->folded_remove_index(), index_of(d, TransformKind::kRemoveLabel));
-  EXPECT_EQ((*CudaChain::Create(half()))->folded_remove_index(), index_of(d, TransformKind::kRemoveLabel));
+  const size_t remove_at = index_of(d, TransformKind::kRemoveLabel);
+  ASSERT_NE(remove_at, SIZE_MAX);
+  EXPECT_EQ((*CudaChain::Create(d))->folded_remove_index(), remove_at);
+  EXPECT_EQ((*CudaChain::Create(half()))->folded_remove_index(), remove_at);
+  EXPECT_EQ((*CudaChain::Create(channel0()))->folded_remove_index(), remove_at);
   EXPECT_EQ((*CudaChain::Create(with_mask()))->folded_remove_index(), SIZE_MAX);
   EXPECT_EQ((*CudaChain::Create(other_map()))->folded_remove_index(), SIZE_MAX);
   for (int B : {1, 2}) {
-    RunCase({"remove-folded", da5, {}, B, 1, 1, 4, DType::kFloat32, false, 0, true});
-    RunCase({"remove-after-mask", with_mask, {}, B, 1, 1, 4, DType::kFloat32, false, 0, true});
-    RunCase({"remove-other-map", other_map, {}, B, 1, 1, 4, DType::kFloat32, false, 0, true});
+    RunCase({"remove-folded", da5, {}, B, 1, 1, 4, DType::kFloat32, false, 0, true, true});
+    RunCase({"remove-after-mask", with_mask, {}, B, 1, 1, 4, DType::kFloat32, false, 0, true, true});
+    RunCase({"remove-other-map", other_map, {}, B, 1, 1, 4, DType::kFloat32, false, 0, true, true});
   }
   RunCase({"remove-half", half, {}, 4, 1, 1, 4, DType::kFloat32, false, 0, true});
-  RunCase({"remove-folded-seg2", da5, {}, 2, 1, 2, 4, DType::kFloat32, false, 0, true});
+  RunCase({"remove-folded-seg2", da5, {}, 2, 1, 2, 4, DType::kFloat32, false, 0, true, true});
+  RunCase({"remove-channel0-seg2", channel0, {}, 2, 1, 2, 4, DType::kFloat32, false, 0, true});
+
+  // The fold at run time: one DA5 batch through the chain itself.
+  auto chain = CudaChain::Create(d);
+  ASSERT_TRUE(chain.ok()) << chain.status();
+  const std::vector<int64_t> S = d.input_patch_size;
+  const int64_t n = NumElements(S), B = 2;
+  std::mt19937_64 g(5);
+  std::vector<float> image(B * n);
+  testing::FillNormal(g, image);
+  std::vector<int16_t> seg(B * n);
+  for (int64_t b = 0; b < B; ++b) testing::FillBlobbyLabels(g, S, 4, seg.data() + b * n);
+  std::replace(seg.begin(), seg.end(), int16_t{3}, int16_t{-1});
+  CudaBatchInput in;
+  in.image_shape = {B, 1, S[0], S[1], S[2]};
+  auto lay = (*chain)->OutputLayout(in.image_shape, DType::kFloat32, 1);
+  ASSERT_TRUE(lay.ok()) << lay.status();
+  float* d_image = nullptr;
+  int16_t* d_seg = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_image, image.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_seg, seg.size() * sizeof(int16_t)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_image, image.data(), image.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_seg, seg.data(), seg.size() * sizeof(int16_t), cudaMemcpyHostToDevice), cudaSuccess);
+  in.image = d_image;
+  in.seg = d_seg;
+  CudaBatchOutput out;
+  ASSERT_EQ(cudaMalloc(&out.image, lay->image_bytes), cudaSuccess);
+  for (size_t bytes : lay->seg_bytes) {
+    void* p = nullptr;
+    ASSERT_EQ(cudaMalloc(&p, bytes), cudaSuccess);
+    out.seg.push_back(static_cast<int16_t*>(p));
+  }
+  RunOptions opt;
+  opt.seed = 11;
+  std::vector<SampleRecord> records;
+  ASSERT_TRUE((*chain)->Run(in, out, opt, nullptr, records).ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ((*chain)->folded_remove_batches(), 1);
+  std::vector<int16_t> level0(lay->seg_bytes[0] / sizeof(int16_t));
+  ASSERT_EQ(cudaMemcpy(level0.data(), out.seg[0], lay->seg_bytes[0], cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(std::count(level0.begin(), level0.end(), int16_t{-1}), 0);
+  EXPECT_GT(std::count(level0.begin(), level0.end(), int16_t{0}), 0);
+  cudaFree(d_image);
+  cudaFree(d_seg);
+  cudaFree(out.image);
+  for (int16_t* p : out.seg) cudaFree(p);
 }
 
 // ---- The generic spatial kernel: 2D samples, dummy-2D, nearest modes, random_crop, paddings -------------------

@@ -587,14 +587,15 @@ TEST(CudaEngine, GraphsEqualEagerLaunches) {
 // The generic chain (DA5, its probabilities and every entry on) with batches enqueued back to back on one stream, one
 // synchronisation at the end, each into its own outputs: equal byte for byte to the same batches run one at a time.
 // The chain shares its scratch (and its parameter arenas, the late one uploaded on a stream of its own) between
-// batches; a missing wait or an early reuse would show here.
+// batches; a missing wait or an early reuse would show here. 64³ patches, so that a batch's kernels outlast the next
+// batch's host work (the parameter uploads wait on the host only for the previous batch's, which run at its start).
 TEST(CudaEngine, ChainBatchesBackToBack) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   const uint64_t seed0 = TestSeed();
   std::printf("[chain back to back] seed %llu\n", static_cast<unsigned long long>(seed0));
   std::mt19937_64 g(seed0);
   TrainerConfig tc;
-  tc.patch_size = {20, 20, 20};
+  tc.patch_size = {64, 64, 64};
   tc.num_input_channels = 1;
   tc.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}};
   for (bool all_on : {true, false}) {

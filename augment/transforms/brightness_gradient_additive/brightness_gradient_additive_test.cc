@@ -48,6 +48,36 @@ TEST(LocalKernel, MaxWithoutTheVolumeEqualsTheVolumesMax) {
   EXPECT_GT(degenerate, 0);  // the degenerate branch was exercised
 }
 
+// The draw's shortcut (two voxels of different value prove the 1) ties where cancellation in a far tail zeroes
+// the factors it looks at while others stay non-zero: a loc far below axis 0 (every cdf near 1). There the whole
+// factors decide, and must still give the volume's max. The test's own copy of the two voxels' indices counts the
+// ties, so that the path is known to run.
+TEST(LocalKernel, MaxWhereTheTwoVoxelsTieButTheKernelIsNotFlat) {
+  std::mt19937 gen(23);
+  std::uniform_real_distribution<double> u(0, 1);
+  int ties = 0;
+  for (int it = 0; it < 500; ++it) {
+    const std::vector<int64_t> shape = {2 + static_cast<int64_t>(u(gen) * 28), 2 + static_cast<int64_t>(u(gen) * 28)};
+    const std::vector<double> loc = {-250 + 100 * u(gen), u(gen) * static_cast<double>(shape[1])};
+    const std::vector<double> scale = {20 + 10 * u(gen), 0.5 + u(gen) * static_cast<double>(shape[1])};
+    std::vector<float> k(static_cast<size_t>(shape[0] * shape[1]));
+    LocalGaussianKernel(shape, loc, scale, k.data());
+    const float want = *std::max_element(k.begin(), k.end());
+    EXPECT_EQ(transforms_internal::LocalGaussianKernelMax(shape, loc, scale), want) << it;
+    float near = 1.0f, far = 1.0f;
+    for (size_t d = 0; d < 2; ++d) {
+      const std::vector<float> f = transforms_internal::LocalGaussianAxis(shape[d], loc[d], scale[d]);
+      const int64_t last = shape[d] - 1;
+      const int64_t c = std::clamp<int64_t>(static_cast<int64_t>(std::floor(loc[d] + 0.5)), 0, last);
+      const int64_t o = std::fabs(loc[d]) > std::fabs(static_cast<double>(last) - loc[d]) ? 0 : last;
+      near = d == 0 ? f[c] : near * f[c];
+      far = d == 0 ? f[o] : far * f[o];
+    }
+    ties += near == far && want == 1.0f;
+  }
+  EXPECT_GT(ties, 0);  // the whole factors decided a non-flat kernel
+}
+
 TEST(LocalKernel, IsSeparableBumpNormalisedToUnitRange) {
   std::vector<float> k(6 * 7 * 8);
   LocalGaussianKernel({6, 7, 8}, {2.5, 1.0, 9.0}, {2.0, 3.0, 4.0}, k.data());

@@ -193,13 +193,17 @@ float LocalGaussianKernelMax(const std::vector<int64_t>& shape, const std::vecto
                              const std::vector<double>& scale) {
   // Two voxels of the product with different values prove max > min, whatever rounding does elsewhere (the float
   // subtraction is monotone: max − min >= |a − b| > 0): the voxel nearest the centre and the corner farthest from it,
-  // 12 cdf values instead of 2·(S0 + S1 + S2 + 3) (≈ 11 µs a draw at 128³, the DA5 chain's host step). Only a flat or
-  // vanishing kernel, where the two tie, has its factors computed whole.
-  if (shape.size() == 2 || shape.size() == 3) {
+  // 12 cdf values instead of S0 + S1 + S2 + 3 (387 at 128³: ≈ 11 µs a draw, GPU idle time at the start of a DA5
+  // chain's batch). Where the two tie (a flat or vanishing kernel, or factors lost to cancellation in a far tail) the
+  // factors are computed whole.
+  bool finite = shape.size() == 2 || shape.size() == 3;
+  for (size_t d = 0; finite && d < shape.size(); ++d) finite = std::isfinite(loc_px[d]) && std::isfinite(scale[d]);
+  if (finite) {
     float near = 1.0f, far = 1.0f;
     for (size_t d = 0; d < shape.size(); ++d) {
       const int64_t last = shape[d] - 1;
-      const int64_t c = std::clamp<int64_t>(static_cast<int64_t>(std::floor(loc_px[d] + 0.5)), 0, last);
+      const double r = std::floor(loc_px[d] + 0.5);  // clamped before the cast: an injected loc may be far outside
+      const int64_t c = r <= 0.0 ? 0 : (r >= static_cast<double>(last) ? last : static_cast<int64_t>(r));
       const int64_t f = std::fabs(loc_px[d]) > std::fabs(static_cast<double>(last) - loc_px[d]) ? 0 : last;
       near = d == 0 ? AxisFactor(c, loc_px[d], scale[d]) : near * AxisFactor(c, loc_px[d], scale[d]);
       far = d == 0 ? AxisFactor(f, loc_px[d], scale[d]) : far * AxisFactor(f, loc_px[d], scale[d]);

@@ -89,7 +89,9 @@ void LocalGaussianKernel(const std::vector<int64_t>& shape, const std::vector<do
 
 // max over the volume LocalGaussianKernel(shape, loc_px, scale) writes, without the volume: 1 when the product's
 // max exceeds its min (then (max − min) / (max − min) is exactly 1 and every value lies in [0, 1]), else 0 (K ≡ 0).
-// The product's extremes come from the 1D factors (rounding is monotone; cuda::da5::ProductMinMax).
+// Two voxels of different value prove the 1 (the one nearest loc and the corner farthest from it: 12 cdf values);
+// where they tie, the product's extremes come from the whole 1D factors (rounding is monotone;
+// cuda::da5::ProductMinMax). The same result either way.
 float LocalGaussianKernelMax(const std::vector<int64_t>& shape, const std::vector<double>& loc_px,
                              const std::vector<double>& scale);
 
