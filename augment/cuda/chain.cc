@@ -98,15 +98,11 @@ void Internal3(const std::vector<int64_t>& s, int32_t out[3]) {
   for (size_t d = 0; d < 3; ++d) out[d] = d < lead ? 1 : static_cast<int32_t>(s[d - lead]);
 }
 
-// remove_label as the fused kernel's remove_minus_one does it: −1 → 0 on seg channel 0 (listed, or all channels; the
-// fold runs only with one), no channel selection, no region mode.
+// remove_label as the fused kernel's remove_minus_one does it (RemovesMinusOneOnChannel0; the fold runs only with one
+// seg channel), with no channel selection and no region mode.
 bool RemovesMinusOneOnly(const TransformSpec& ts) {
   const auto* r = dynamic_cast<const RemoveLabelTransform*>(ts.transform.get());
-  if (r == nullptr || ts.region_mode.enabled() || !ts.channels.empty()) return false;
-  const RemoveLabelConfig& c = r->config();
-  const bool channels_ok =
-      !c.segmentation_channels || (c.segmentation_channels->size() == 1 && (*c.segmentation_channels)[0] == 0);
-  return c.label_value == -1 && c.set_to == 0 && channels_ok;
+  return r != nullptr && !ts.region_mode.enabled() && ts.channels.empty() && RemovesMinusOneOnChannel0(r->config());
 }
 
 }  // namespace

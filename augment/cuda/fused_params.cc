@@ -170,10 +170,7 @@ absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec) {
       case TransformKind::kRemoveLabel: {
         const auto* r = dynamic_cast<const RemoveLabelTransform*>(tr);
         if (r == nullptr) return Unimplemented(name, t, "unknown implementation");
-        const RemoveLabelConfig& c = r->config();
-        const bool channels_ok =
-            !c.segmentation_channels || (c.segmentation_channels->size() == 1 && (*c.segmentation_channels)[0] == 0);
-        if (c.label_value != -1 || c.set_to != 0 || !channels_ok)
+        if (!RemovesMinusOneOnChannel0(r->config()))
           return Unimplemented(name, t, "only label_value=-1 -> set_to=0 on seg channel 0");
         if (ts.apply_probability < 1) return Unimplemented(name, t, "apply_probability < 1");
         plan.remove_minus_one = true;
@@ -208,6 +205,12 @@ absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec) {
     plan.stage.push_back(st);
   }
   return plan;
+}
+
+bool RemovesMinusOneOnChannel0(const RemoveLabelConfig& c) {
+  const bool channels_ok =
+      !c.segmentation_channels || (c.segmentation_channels->size() == 1 && (*c.segmentation_channels)[0] == 0);
+  return c.label_value == -1 && c.set_to == 0 && channels_ok;
 }
 
 absl::StatusOr<CudaPlan> MakeSpatialPlan(const PipelineSpec& spec) {

@@ -12,6 +12,7 @@
 
 namespace augmentd {
 
+struct RemoveLabelConfig;
 class SpatialTransform;
 class GaussianNoiseTransform;
 class DownsampleSegForDsTransform;
@@ -28,6 +29,10 @@ struct CudaPlan {
   int32_t seg_tiebreak = 0;  // SampleParams::seg_tiebreak
   bool elastic = false;  // the spatial transform may deform elastically (fields generated on the device)
 };
+
+// Whether remove_label with config `c` is what the spatial kernel's remove_minus_one does (BatchShape): −1 → 0 on seg
+// channel 0 (listed, or all channels). The fused plan and the generic chain's fold (cuda/chain.h) both ask this.
+bool RemovesMinusOneOnChannel0(const RemoveLabelConfig& c);
 
 // UNIMPLEMENTED naming the first transform (index, kind, option) the kernels do not cover, or the plan.
 absl::StatusOr<CudaPlan> MakeCudaPlan(const PipelineSpec& spec);
