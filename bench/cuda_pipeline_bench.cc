@@ -2,7 +2,7 @@
 //
 //   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE,...]
 //                       [--bgv2 0.3.5|0.3.6] [--channels 1,4] [--profile-set K] [--seg-block 8] [--seg-labels 4]
-//                       [--digests 0|1] [--help]
+//                       [--digests 0|1] [--streams N] [--help]
 // Every option takes a value; an unknown option, a missing value, a bad number, or a --modes / --only selection that
 // would run nothing (CheckSelection: an unknown mode, a row outside the matrix or not written as the bench names it,
 // an --only row whose mode --modes leaves out, an empty list) exits 2 with the reason, before the device is touched.
@@ -43,6 +43,9 @@
 // (printed, and "digest" in the JSON row). Two builds whose kernels compute the same bits give the same digest for
 // the same row and seg; bench/ab_table.py compares them across sides and rounds. The parity tests compare with the
 // CPU within a tolerance, so they cannot tell a changed last bit; this can.
+// --streams N (2..8; 1, the default, is off): each row also runs its batches on N streams at once, the server's regime
+// (one stream per GPU worker, gpu_workers = 2 by default), against the same batches back to back on one stream, and
+// checks that every lane computed what the same batch computes alone (see StreamsRun).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -325,6 +328,25 @@ SampleParams Draw(std::mt19937_64& g, const Probs& pr, const BatchShape& sh, uin
   return p;
 }
 
+// --split 1: each batch of B (even) as two batches of B/2 on two streams forked from and joined to the batch's stream,
+// each half with its own workspace and stage mask (ActiveStages of its samples), timed against the whole batch,
+// interleaved (see RunOne). seg_mismatch / image_max_diff: the halves' outputs against the whole batch's, over the 16
+// sets (the statistics' partial sums may be cut differently, kStageSliceIdle; labels should not move).
+bool g_split = false;
+struct SplitRun {
+  bool ran = false;
+  double ms_whole = 0, ms_split = 0;
+  int64_t seg_mismatch = 0;
+  double image_max_diff = 0;
+};
+
+// --streams N: one configuration's throughput (see TimeLanes).
+struct StreamsRun {
+  int n;                // lanes (streams) in flight
+  double ms_per_batch;  // median over the repeats of (elapsed / batches)
+  double ms_min, ms_max;
+};
+
 struct Result {
   std::string mode;
   int B, C;
@@ -334,6 +356,8 @@ struct Result {
   std::vector<double> sets_eager, sets_graph;
   std::vector<uint32_t> set_stages;
   std::string digest;  // --digests 1: hex of the outputs' hash over the 16 sets; empty otherwise
+  std::vector<StreamsRun> streams;  // --streams N: 1 lane (back to back), then N lanes; empty otherwise
+  SplitRun split;                   // --split 1 (B even): the batch as two halves on two streams
 };
 
 double MeasureCopyGBps(cudaStream_t st) {
@@ -358,6 +382,123 @@ double MeasureCopyGBps(cudaStream_t st) {
   CHECK_CUDA(cudaFree(a));
   CHECK_CUDA(cudaFree(b));
   return 2.0 * n / (Median(t) * 1e-3) / 1e9;
+}
+
+// --streams N (the service's regime): the same row's batches spread over N streams at once, as the server's GPU
+// workers run them (server/options.h gpu_workers, default 2: one CudaAugmenter, workspace and stream per worker, and
+// a worker's batch on its stream while the other's runs). One host thread enqueues every batch without waiting (eager
+// launches with the parameter upload, RunOne's `launch`), batch i on lane i mod n running parameter set i mod 16, and
+// the time from the first launch to the last lane's end, over iters·N batches, gives the time per batch (a mean over
+// the sets, not a median: a throughput). n = 1 is the same batches back to back on one stream, measured in the same
+// run as the baseline: what overlapping the lanes buys is the ratio of the two, not a difference against the
+// single-batch figure (that one waits for each batch's end). After the N-lane run, CheckLanesAgree compares each lane's
+// last outputs with the same parameter set run alone: the lanes must not disturb each other (exit 1 otherwise).
+int g_streams = 1;  // --streams N
+
+// One stream's buffers: outputs (image, seg, DS targets, in that order in `bufs`), workspace and parameters.
+struct Lane {
+  cudaStream_t st = nullptr;
+  augmentd::cuda::PipelineIO io;
+  void* ws = nullptr;
+  void* params = nullptr;
+  std::vector<void*> bufs;
+};
+
+// Bytes of a lane's output buffers, in Lane::bufs' order.
+std::vector<size_t> LaneBufferBytes(const BatchShape& sh) {
+  const size_t out_n = size_t(sh.out[0]) * sh.out[1] * sh.out[2];
+  std::vector<size_t> sizes = {size_t(sh.batch) * sh.channels * out_n * 4, size_t(sh.batch) * out_n * 2};
+  for (int l = 0; l < sh.num_ds; ++l) sizes.push_back(size_t(sh.batch) * sh.ds[l][0] * sh.ds[l][1] * sh.ds[l][2] * 2);
+  return sizes;
+}
+
+Lane MakeLane(const BatchShape& sh, const augmentd::cuda::PipelineIO& inputs, const std::vector<size_t>& sizes,
+              size_t ws_bytes) {
+  Lane l;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&l.st, cudaStreamNonBlocking));
+  for (const size_t n : sizes) {
+    void* p;
+    CHECK_CUDA(cudaMalloc(&p, n));
+    l.bufs.push_back(p);
+  }
+  CHECK_CUDA(cudaMalloc(&l.ws, ws_bytes));
+  CHECK_CUDA(cudaMalloc(&l.params, sizeof(SampleParams) * sh.batch));
+  CHECK_CUDA(augmentd::cuda::InitWorkspace(sh, l.ws, l.st));
+  l.io.image = inputs.image;  // shared, read-only
+  l.io.seg = inputs.seg;
+  l.io.out_image = l.bufs[0];
+  l.io.out_seg = static_cast<int16_t*>(l.bufs[1]);
+  for (int d = 0; d < sh.num_ds; ++d) l.io.out_ds[d] = static_cast<int16_t*>(l.bufs[2 + d]);
+  return l;
+}
+
+void FreeLane(Lane& l) {
+  CHECK_CUDA(cudaStreamSynchronize(l.st));
+  for (void* p : l.bufs) CHECK_CUDA(cudaFree(p));
+  CHECK_CUDA(cudaFree(l.ws));
+  CHECK_CUDA(cudaFree(l.params));
+  CHECK_CUDA(cudaStreamDestroy(l.st));
+}
+
+// iters·N batches (N = --streams) over the first n lanes; five timed repeats after a warm-up.
+template <typename Launch, typename SetOf>
+StreamsRun TimeLanes(const std::vector<Lane>& lanes, int n, int iters, int sets, const Launch& launch_on,
+                     const SetOf& set_of) {
+  const int total = iters * g_streams;
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  std::vector<cudaEvent_t> done(n);
+  for (cudaEvent_t& e : done) CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  const auto run = [&](int batches, bool timed) {
+    CHECK_CUDA(cudaEventRecord(e0, lanes[0].st));
+    for (int k = 1; k < n; ++k) CHECK_CUDA(cudaStreamWaitEvent(lanes[k].st, e0, 0));
+    for (int i = 0; i < batches; ++i) launch_on(lanes[i % n], set_of(i));
+    for (int k = 1; k < n; ++k) {
+      CHECK_CUDA(cudaEventRecord(done[k], lanes[k].st));
+      CHECK_CUDA(cudaStreamWaitEvent(lanes[0].st, done[k], 0));
+    }
+    CHECK_CUDA(cudaEventRecord(e1, lanes[0].st));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    if (timed) CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    return ms / batches;
+  };
+  run(std::max(2 * n, sets), false);
+  std::vector<float> per_batch;
+  for (int r = 0; r < 5; ++r) per_batch.push_back(run(total, true));
+  for (cudaEvent_t e : done) CHECK_CUDA(cudaEventDestroy(e));
+  CHECK_CUDA(cudaEventDestroy(e0));
+  CHECK_CUDA(cudaEventDestroy(e1));
+  const auto [lo, hi] = std::minmax_element(per_batch.begin(), per_batch.end());
+  return StreamsRun{n, Median(per_batch), *lo, *hi};
+}
+
+// After TimeLanes over all lanes: lane k's outputs are those of its last batch (index total − N + k). Each is compared,
+// byte for byte, with the same parameter set run again on lane 0 alone; a difference exits 1.
+template <typename Launch, typename SetOf>
+void CheckLanesAgree(const std::vector<Lane>& lanes, const std::vector<size_t>& sizes, int iters, const Launch& launch_on,
+                     const SetOf& set_of) {
+  const int n = static_cast<int>(lanes.size()), total = iters * g_streams;
+  const auto read = [&](const Lane& l) {
+    std::vector<std::vector<char>> host(sizes.size());
+    for (size_t j = 0; j < sizes.size(); ++j) {
+      host[j].resize(sizes[j]);
+      CHECK_CUDA(cudaMemcpy(host[j].data(), l.bufs[j], sizes[j], cudaMemcpyDeviceToHost));
+    }
+    return host;
+  };
+  for (const Lane& l : lanes) CHECK_CUDA(cudaStreamSynchronize(l.st));
+  std::vector<std::vector<std::vector<char>>> got;
+  for (const Lane& l : lanes) got.push_back(read(l));
+  for (int k = 0; k < n; ++k) {
+    launch_on(lanes[0], set_of(total - n + k));
+    CHECK_CUDA(cudaStreamSynchronize(lanes[0].st));
+    if (read(lanes[0]) != got[k]) {
+      std::fprintf(stderr, "--streams: lane %d's outputs differ from the same batch run alone\n", k);
+      std::exit(1);
+    }
+  }
 }
 
 Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int* S, const int* P, int iters,
@@ -512,6 +653,120 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   }
   const double ms_graph = Median(t);
   const std::vector<double> sets_graph = SetMedians(t, kSets);
+  SplitRun split;
+  if (g_split && B % 2 == 0) {
+    BatchShape hs = sh;
+    hs.batch = B / 2;
+    const size_t hws = augmentd::cuda::WorkspaceBytes(hs);
+    void* hws_d[2];
+    cudaStream_t hst[2] = {st, nullptr};
+    CHECK_CUDA(cudaStreamCreateWithFlags(&hst[1], cudaStreamNonBlocking));
+    augmentd::cuda::PipelineIO hio[2];
+    const int half = B / 2;
+    for (int h = 0; h < 2; ++h) {
+      CHECK_CUDA(cudaMalloc(&hws_d[h], hws));
+      CHECK_CUDA(augmentd::cuda::InitWorkspace(hs, hws_d[h], hst[h]));
+      const size_t o = size_t(h) * half;
+      hio[h].image = io.image + o * C * in_n;
+      hio[h].seg = io.seg + o * in_n;
+      hio[h].out_image = static_cast<float*>(io.out_image) + o * C * out_n;
+      hio[h].out_seg = io.out_seg + o * out_n;
+      for (int l = 0; l < sh.num_ds; ++l)
+        hio[h].out_ds[l] = io.out_ds[l] + o * size_t(sh.ds[l][0]) * sh.ds[l][1] * sh.ds[l][2];
+    }
+    std::vector<uint32_t> half_stages(2 * kSets);
+    for (int t = 0; t < kSets; ++t)
+      for (int h = 0; h < 2; ++h) half_stages[2 * t + h] = augmentd::cuda::ActiveStages(h_params + t * B + h * half, hs);
+    cudaEvent_t fork, join;
+    CHECK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    const auto launch_split = [&](int set) {
+      CHECK_CUDA(cudaMemcpyAsync(d_params, h_params + set * B, sizeof(SampleParams) * B, cudaMemcpyHostToDevice, st));
+      CHECK_CUDA(cudaEventRecord(fork, st));
+      CHECK_CUDA(cudaStreamWaitEvent(hst[1], fork, 0));
+      for (int h = 1; h >= 0; --h)
+        CHECK_CUDA(augmentd::cuda::RunPipeline(hs, static_cast<const SampleParams*>(d_params) + h * half,
+                                               half_stages[2 * set + h], hio[h], hws_d[h], hst[h]));
+      CHECK_CUDA(cudaEventRecord(join, hst[1]));
+      CHECK_CUDA(cudaStreamWaitEvent(st, join, 0));
+    };
+    // The outputs of each set, whole then split.
+    const std::vector<size_t> sizes = LaneBufferBytes(sh);
+    std::vector<char> whole_b, split_b;
+    const auto read_all = [&](std::vector<char>& dst) {
+      CHECK_CUDA(cudaStreamSynchronize(st));
+      dst.clear();
+      std::vector<void*> bufs = {io.out_image, io.out_seg};
+      for (int l = 0; l < sh.num_ds; ++l) bufs.push_back(io.out_ds[l]);
+      for (size_t j = 0; j < sizes.size(); ++j) {
+        const size_t at = dst.size();
+        dst.resize(at + sizes[j]);
+        CHECK_CUDA(cudaMemcpy(dst.data() + at, bufs[j], sizes[j], cudaMemcpyDeviceToHost));
+      }
+    };
+    for (int t = 0; t < kSets; ++t) {
+      launch(t, set_stages[t]);
+      read_all(whole_b);
+      launch_split(t);
+      read_all(split_b);
+      const size_t img_bytes = sizes[0];
+      for (size_t i = 0; i < img_bytes / 4; ++i) {
+        float a, b2;
+        std::memcpy(&a, whole_b.data() + 4 * i, 4);
+        std::memcpy(&b2, split_b.data() + 4 * i, 4);
+        split.image_max_diff = std::max(split.image_max_diff, double(std::fabs(a - b2)));
+      }
+      for (size_t i = img_bytes; i + 1 < whole_b.size(); i += 2)
+        split.seg_mismatch += std::memcmp(whole_b.data() + i, split_b.data() + i, 2) != 0;
+    }
+    for (int i = 0; i < 20; ++i) launch_split(set_of(i));
+    CHECK_CUDA(cudaStreamSynchronize(st));
+    std::vector<float> tw, ts;
+    for (int i = 0; i < iters; ++i)
+      for (int which = 0; which < 2; ++which) {
+        CHECK_CUDA(cudaEventRecord(e0, st));
+        if (which == 0) {
+          launch(set_of(i), set_stages[set_of(i)]);
+        } else {
+          launch_split(set_of(i));
+        }
+        CHECK_CUDA(cudaEventRecord(e1, st));
+        CHECK_CUDA(cudaEventSynchronize(e1));
+        float ms;
+        CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+        (which == 0 ? tw : ts).push_back(ms);
+      }
+    split.ran = true;
+    split.ms_whole = Median(tw);
+    split.ms_split = Median(ts);
+    CHECK_CUDA(cudaEventDestroy(fork));
+    CHECK_CUDA(cudaEventDestroy(join));
+    for (void* p : hws_d) CHECK_CUDA(cudaFree(p));
+    CHECK_CUDA(cudaStreamDestroy(hst[1]));
+  }
+  // --streams N: the service's regime (server/options.h gpu_workers, one CudaAugmenter and stream per worker). Lane 0
+  // is the buffers above on `st`; lanes 1 .. N-1 get their own outputs, workspace and parameters on streams of their
+  // own (the inputs are read-only and shared). See StreamsRun.
+  std::vector<StreamsRun> streams;
+  if (g_streams > 1) {
+    std::vector<Lane> lanes(1);
+    lanes[0].st = st;
+    lanes[0].io = io;
+    lanes[0].ws = d_ws;
+    lanes[0].params = d_params;
+    lanes[0].bufs = {d_out, d_oseg};
+    lanes[0].bufs.insert(lanes[0].bufs.end(), d_ds.begin(), d_ds.end());
+    const std::vector<size_t> sizes = LaneBufferBytes(sh);
+    for (int k = 1; k < g_streams; ++k) lanes.push_back(MakeLane(sh, io, sizes, ws_bytes));
+    const auto launch_on = [&](const Lane& l, int s) {
+      CHECK_CUDA(cudaMemcpyAsync(l.params, h_params + s * B, sizeof(SampleParams) * B, cudaMemcpyHostToDevice, l.st));
+      CHECK_CUDA(augmentd::cuda::RunPipeline(sh, static_cast<const SampleParams*>(l.params), set_stages[s], l.io,
+                                             l.ws, l.st));
+    };
+    for (const int n : {1, g_streams}) streams.push_back(TimeLanes(lanes, n, iters, kSets, launch_on, set_of));
+    CheckLanesAgree(lanes, sizes, iters, launch_on, set_of);
+    for (size_t k = 1; k < lanes.size(); ++k) FreeLane(lanes[k]);
+  }
   for (auto& g : graphs) CHECK_CUDA(cudaGraphExecDestroy(g.second));
   CHECK_CUDA(cudaFreeHost(h_stage));
   CHECK_CUDA(cudaFree(d_upload));
@@ -523,7 +778,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   char shape[64];
   std::snprintf(shape, sizeof(shape), "%dx%dx%d<-%dx%dx%d", P[0], P[1], P[2], S[0], S[1], S[2]);
   return Result{mode, B, C, shape, ms_eager, ms_graph, bytes, (free0 - free1) / 1048576.0,
-                ws_bytes / 1048576.0, sets_eager, sets_graph, set_stages, digest};
+                ws_bytes / 1048576.0, sets_eager, sets_graph, set_stages, digest, streams, split};
 }
 
 // spatial_bandwidth_fraction (issue 27): the spatial stage's bytes over its time, as a fraction of the bandwidth of a
@@ -641,6 +896,7 @@ int main(int argc, char** argv) {
                  "usage: cuda_pipeline_bench [--json FILE] [--iters N] [--modes all-on,default-p,...]\n"
                  "                           [--only MODE:B:C:SHAPE,...] [--bgv2 0.3.5|0.3.6] [--channels 1,4]\n"
                  "                           [--profile-set K] [--seg-block 8] [--seg-labels 4] [--digests 0|1]\n"
+                 "                           [--streams N]\n"
                  "Times the CUDA kernel layer on device 0; the modes and columns are described at the top of\n"
                  "bench/cuda_pipeline_bench.cc.\n");
   };
@@ -691,6 +947,12 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--profile-set") {
       if (!integer("--profile-set", v, 0, 15, g_profile_set)) return 2;
+    } else if (a == "--split") {
+      int on = 0;
+      if (!integer("--split", v, 0, 1, on)) return 2;
+      g_split = on != 0;
+    } else if (a == "--streams") {
+      if (!integer("--streams", v, 1, 8, g_streams)) return 2;
     } else if (a == "--seg-block") {
       if (!integer("--seg-block", v, 1, 1024, g_seg_block)) return 2;
     } else if (a == "--digests") {
@@ -776,6 +1038,20 @@ int main(int argc, char** argv) {
               r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph,
               r.B / (ms * 1e-3), gbps, of_copy, r.mem_mb, r.ws_mb, r.digest.empty() ? "" : "  digest ",
               r.digest.c_str());
+          if (r.split.ran)
+            std::printf("%-15s B=%d C=%d %-22s split: whole %.4f ms, two halves on two streams %.4f ms (%.2fx); "
+                        "halves vs whole over 16 sets: %lld seg voxels differ, image max |diff| %.3g\n",
+                        r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.split.ms_whole, r.split.ms_split,
+                        r.split.ms_whole / r.split.ms_split, static_cast<long long>(r.split.seg_mismatch),
+                        r.split.image_max_diff);
+          if (!r.streams.empty()) {
+            const StreamsRun &one = r.streams.front(), &many = r.streams.back();
+            std::printf("%-15s B=%d C=%d %-22s streams: 1 lane %.4f ms/batch (%.0f samples/s), %d lanes %.4f ms/batch "
+                        "(%.0f samples/s; repeats %.4f-%.4f), %.2fx; lanes' outputs equal run alone\n",
+                        r.mode.c_str(), r.B, r.C, r.shape.c_str(), one.ms_per_batch, r.B / (one.ms_per_batch * 1e-3),
+                        many.n, many.ms_per_batch, r.B / (many.ms_per_batch * 1e-3), many.ms_min, many.ms_max,
+                        one.ms_per_batch / many.ms_per_batch);
+          }
           std::fflush(stdout);
         }
   }
@@ -792,15 +1068,24 @@ int main(int argc, char** argv) {
                    "{\"impl\":\"augmentd-spatial-bw\",\"mode\":\"spatial-bw\",\"B\":%d,\"C\":%d,\"shape\":\"%s\","
                    "\"spatial_ms\":%.5f,\"copy_ms\":%.5f,\"bytes\":%.0f,\"spatial_bandwidth_fraction\":%.4f}\n",
                    r.B, r.C, r.shape.c_str(), r.ms_spatial, r.ms_copy, r.bytes, r.ms_copy / r.ms_spatial);
-    for (const Result& r : res)
+    for (const Result& r : res) {
+      std::string lanes;
+      for (const StreamsRun& q : r.streams) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "%s{\"n\":%d,\"ms_per_batch\":%.5f,\"ms_min\":%.5f,\"ms_max\":%.5f}",
+                      lanes.empty() ? "" : ",", q.n, q.ms_per_batch, q.ms_min, q.ms_max);
+        lanes += buf;
+      }
+      if (!lanes.empty()) lanes = ",\"streams\":[" + lanes + "]";
       std::fprintf(f,
                    "{\"impl\":\"augmentd\",\"mode\":\"%s\",\"B\":%d,\"C\":%d,\"shape\":\"%s\",\"ms_eager\":%.5f,"
                    "\"ms_graph\":%.5f,\"bytes\":%.0f,\"mem_mb\":%.1f,\"ws_mb\":%.1f,\"sets_ms_eager\":%s,"
-                   "\"sets_ms_graph\":%s,\"set_stages\":%s%s%s%s}\n",
+                   "\"sets_ms_graph\":%s,\"set_stages\":%s%s%s%s%s}\n",
                    r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.ms_eager, r.ms_graph, r.bytes, r.mem_mb, r.ws_mb,
                    JsonArray(r.sets_eager, "%.5f").c_str(), JsonArray(r.sets_graph, "%.5f").c_str(),
                    JsonArray(r.set_stages, "%u").c_str(), r.digest.empty() ? "" : ",\"digest\":\"",
-                   r.digest.c_str(), r.digest.empty() ? "" : "\"");
+                   r.digest.c_str(), r.digest.empty() ? "" : "\"", lanes.c_str());
+    }
     std::fclose(f);
   }
   CHECK_CUDA(cudaStreamDestroy(st));

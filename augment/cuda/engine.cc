@@ -58,14 +58,24 @@ class DeviceScope {
   absl::Status status_;
 };
 
-// CUDA graphs of the fused path (cuda/engine.h "CUDA graphs"): keyed by what fixes the launch sequence and its
-// arguments: the stage mask, the batch shape and whether the image output is 16-byte aligned (vectorised final pass).
-struct GraphKey {
-  uint32_t stages = 0;
+// A fused batch in parts (cuda/engine.h "Two parts"): samples [first, first + shape.batch) with their own stage mask.
+struct Part {
   cuda::BatchShape shape{};
-  bool aligned16 = false;
+  int64_t first = 0;
+  uint32_t stages = 0;
+};
+
+// CUDA graphs of the fused path (cuda/engine.h "CUDA graphs"): keyed by what fixes the launch sequence and its
+// arguments: the parts' stage masks, the batch shape, the number of parts and whether each part's image output is
+// 16-byte aligned (vectorised final pass).
+struct GraphKey {
+  uint32_t stages[2] = {0, 0};
+  cuda::BatchShape shape{};
+  int parts = 1;
+  unsigned aligned16 = 0;  // bit k: part k's image output is 16-byte aligned
   bool operator==(const GraphKey& o) const {
-    return stages == o.stages && aligned16 == o.aligned16 && std::memcmp(&shape, &o.shape, sizeof(shape)) == 0;
+    return stages[0] == o.stages[0] && stages[1] == o.stages[1] && parts == o.parts && aligned16 == o.aligned16 &&
+           std::memcmp(&shape, &o.shape, sizeof(shape)) == 0;
   }
 };
 constexpr size_t kMaxGraphs = 64;  // per augmenter (≈ 10 nodes each); the least recently used is destroyed beyond
@@ -92,10 +102,22 @@ bool GraphUploadInside() {
   return inside;
 }
 
-// Upload block of one fused batch, in pinned host memory and (same layout) on the device: the batch's buffers, then
-// its per-sample parameters. One copy moves both, so a captured graph replays for any buffers and parameters.
+// Batches in two parts unless AUGMENTD_CUDA_SPLIT=0 (read once; cuda/engine.h "Two parts").
+bool SplitFromEnvironment() {
+  static const bool on = [] {
+    const char* e = std::getenv("AUGMENTD_CUDA_SPLIT");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  return on;
+}
+
+// Upload block of one fused batch, in pinned host memory and (same layout) on the device: each part's buffers, then
+// the per-sample parameters. One copy moves all, so a captured graph replays for any buffers and parameters.
 constexpr size_t kIoBytes = (sizeof(cuda::PipelineIO) + 255) & ~size_t{255};
-size_t UploadBytes(int64_t batch) { return kIoBytes + sizeof(cuda::SampleParams) * static_cast<size_t>(batch); }
+constexpr int kMaxParts = 2;
+size_t UploadBytes(int64_t batch) {
+  return kMaxParts * kIoBytes + sizeof(cuda::SampleParams) * static_cast<size_t>(batch);
+}
 
 template <typename F>
 absl::Status GuardStatus(F&& f) {
@@ -134,11 +156,15 @@ struct CudaAugmenter::Impl {
   bool use_chain = false;
   bool skippable = false;  // spec.HasSkippableEntry(): CheckBatchShape runs CheckLayoutStable per batch shape
 
-  void* ws = nullptr;
-  size_t ws_cap = 0;
-  cuda::BatchShape ws_shape{};
-  bool ws_ready = false;
-  void* d_upload = nullptr;  // kIoBytes of PipelineIO, then SampleParams[params_cap] (UploadBytes)
+  // Part k's workspace (ws[1] and the side stream for the second part; cuda/engine.h "Two parts").
+  void* ws[kMaxParts] = {nullptr, nullptr};
+  size_t ws_cap[kMaxParts] = {0, 0};
+  cuda::BatchShape ws_shape[kMaxParts]{};
+  bool ws_ready[kMaxParts] = {false, false};
+  bool split_enabled = SplitFromEnvironment();
+  cudaStream_t side = nullptr;  // the second part's stream, forked from and joined to Run's
+  cudaEvent_t fork = nullptr, join = nullptr;
+  void* d_upload = nullptr;  // kMaxParts × kIoBytes of PipelineIO, then SampleParams[params_cap] (UploadBytes)
   void* h_upload = nullptr;  // pinned, same layout
   int params_cap = 0;
   // Graphs point at ws and d_upload: cleared whenever either is reallocated.
@@ -163,7 +189,7 @@ struct CudaAugmenter::Impl {
     if (done != nullptr) cudaEventSynchronize(done);
     graphs.Clear();
     chain.reset();  // its buffers, on this device
-    for (void* p : {ws, d_upload, d_in, d_out}) {
+    for (void* p : {ws[0], ws[1], d_upload, d_in, d_out}) {
       if (p != nullptr) cudaFree(p);
     }
     for (void* p : {h_upload, staging}) {
@@ -171,12 +197,42 @@ struct CudaAugmenter::Impl {
     }
     if (params_copied != nullptr) cudaEventDestroy(params_copied);
     if (done != nullptr) cudaEventDestroy(done);
+    for (cudaEvent_t e : {fork, join}) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
+    if (side != nullptr) cudaStreamDestroy(side);
     if (stream != nullptr) cudaStreamDestroy(stream);
     cudaGetLastError();
   }
 
   const cuda::SampleParams* DeviceParams() const {
-    return reinterpret_cast<const cuda::SampleParams*>(static_cast<const char*>(d_upload) + kIoBytes);
+    return reinterpret_cast<const cuda::SampleParams*>(static_cast<const char*>(d_upload) + kMaxParts * kIoBytes);
+  }
+  const cuda::PipelineIO* DeviceIo(int part) const {
+    return reinterpret_cast<const cuda::PipelineIO*>(static_cast<const char*>(d_upload) + part * kIoBytes);
+  }
+
+  // Enqueues the batch's kernels: with two parts, part 1 on `side` between a fork from `s` and a join back to it, and
+  // part 0 on `s` in between. from_device: the kernels read their buffers from d_upload (the graphs' form).
+  cudaError_t EnqueueParts(const Part* parts, int n, const cuda::PipelineIO* io, cudaStream_t s, bool from_device) {
+    const auto launch = [&](int k, cudaStream_t on) {
+      const Part& p = parts[k];
+      return from_device ? cuda::RunPipelineFromDevice(p.shape, DeviceParams() + p.first, p.stages, io[k],
+                                                       DeviceIo(k), ws[k], on)
+                         : cuda::RunPipeline(p.shape, DeviceParams() + p.first, p.stages, io[k], ws[k], on);
+    };
+    if (n == 1) return launch(0, s);
+    cudaError_t e = cudaEventRecord(fork, s);
+    if (e != cudaSuccess) return e;
+    e = cudaStreamWaitEvent(side, fork, 0);
+    if (e == cudaSuccess) e = launch(1, side);
+    const cudaError_t e0 = e == cudaSuccess ? launch(0, s) : cudaSuccess;
+    // Joined whatever happened, so that `s` never runs ahead of work enqueued on `side`.
+    const cudaError_t rec = cudaEventRecord(join, side);
+    const cudaError_t wait = rec == cudaSuccess ? cudaStreamWaitEvent(s, join, 0) : rec;
+    for (const cudaError_t x : {e, e0, rec, wait})
+      if (x != cudaSuccess) return x;
+    return cudaSuccess;
   }
 
   // Destroys the graphs (they point at ws and d_upload) once the last run, which may replay one, is done.
@@ -188,21 +244,18 @@ struct CudaAugmenter::Impl {
   }
 
   // Captures one fused batch on `s` (the caller checked Capturable): the upload of h_upload (buffers + parameters)
-  // and the external record of params_copied (unless GraphUploadInside() is false), and the kernels reading the
-  // buffers from d_upload (RunPipelineFromDevice). Nothing runs; on failure the capture is discarded (the caller
+  // and the external record of params_copied (unless GraphUploadInside() is false), and the parts' kernels reading the
+  // buffers from d_upload (RunPipelineFromDevice; the second part's on `side`, which the capture follows). Nothing runs; on failure the capture is discarded (the caller
   // then runs eagerly).
-  absl::StatusOr<cudaGraphExec_t> Capture(const cuda::BatchShape& sh, uint32_t stages, const cuda::PipelineIO& io,
-                                          cudaStream_t s) {
+  absl::StatusOr<cudaGraphExec_t> Capture(const cuda::BatchShape& sh, const Part* parts, int n,
+                                          const cuda::PipelineIO* io, cudaStream_t s) {
     AUGMENTD_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     cudaError_t e = cudaSuccess;
     if (GraphUploadInside()) {
       e = cudaMemcpyAsync(d_upload, h_upload, UploadBytes(sh.batch), cudaMemcpyHostToDevice, s);
       if (e == cudaSuccess) e = cudaEventRecordWithFlags(params_copied, s, cudaEventRecordExternal);
     }
-    if (e == cudaSuccess) {
-      e = cuda::RunPipelineFromDevice(sh, DeviceParams(), stages, io, static_cast<const cuda::PipelineIO*>(d_upload),
-                                      ws, s);
-    }
+    if (e == cudaSuccess) e = EnqueueParts(parts, n, io, s, /*from_device=*/true);
     cudaGraph_t graph = nullptr;
     const cudaError_t end = cudaStreamEndCapture(s, &graph);
     if (e == cudaSuccess) e = end;
@@ -329,6 +382,9 @@ absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const Pipel
   RETURN_IF_ERROR(scope.status());
   AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&impl->params_copied, cudaEventDisableTiming));
   AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&impl->done, cudaEventDisableTiming));
+  AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&impl->fork, cudaEventDisableTiming));
+  AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&impl->join, cudaEventDisableTiming));
+  AUGMENTD_CUDA_OK(cudaStreamCreateWithFlags(&impl->side, cudaStreamNonBlocking));
   return std::unique_ptr<CudaAugmenter>(new CudaAugmenter(std::move(impl)));
 }
 
@@ -405,17 +461,32 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
                                        options.first_sample_index));
       RETURN_IF_ERROR(TranslateSample(m.spec, m.plan, recs[b], sh, params[b]));
     }
-    const uint32_t stages = cuda::ActiveStages(params.data(), sh);
+    // The parts: the first ceil(B/2) samples and the rest (cuda/engine.h "Two parts"), each with its own stage mask.
+    const int n_parts = m.split_enabled && batch >= 2 ? 2 : 1;
+    Part parts[kMaxParts];
+    for (int k = 0; k < n_parts; ++k) {
+      parts[k].shape = sh;
+      parts[k].first = k == 0 ? 0 : (batch + 1) / 2;
+      parts[k].shape.batch = static_cast<int32_t>(n_parts == 1 ? batch : k == 0 ? (batch + 1) / 2 : batch / 2);
+      parts[k].stages = cuda::ActiveStages(params.data() + parts[k].first, parts[k].shape);
+    }
 
     DeviceScope scope(m.device);
     RETURN_IF_ERROR(scope.status());
     cudaStream_t s = stream;
-    // Buffers (grow only when a larger batch arrives). The graphs point at them: dropped before either moves.
-    const size_t ws_bytes = cuda::WorkspaceBytes(sh);
-    if (ws_bytes > m.ws_cap || batch > m.params_cap) RETURN_IF_ERROR(m.DropGraphs());
-    void* const old_ws = m.ws;
-    RETURN_IF_ERROR(m.Grow(&m.ws, &m.ws_cap, ws_bytes, false));
-    if (m.ws != old_ws) m.ws_ready = false;  // fresh memory: counters must be armed
+    // Buffers (grow only when a larger batch arrives). The graphs point at them: dropped before any moves.
+    size_t ws_bytes[kMaxParts] = {0, 0};
+    bool grow = batch > m.params_cap;
+    for (int k = 0; k < n_parts; ++k) {
+      ws_bytes[k] = cuda::WorkspaceBytes(parts[k].shape);
+      grow = grow || ws_bytes[k] > m.ws_cap[k];
+    }
+    if (grow) RETURN_IF_ERROR(m.DropGraphs());
+    for (int k = 0; k < n_parts; ++k) {
+      void* const old_ws = m.ws[k];
+      RETURN_IF_ERROR(m.Grow(&m.ws[k], &m.ws_cap[k], ws_bytes[k], false));
+      if (m.ws[k] != old_ws) m.ws_ready[k] = false;  // fresh memory: counters must be armed
+    }
     if (batch > m.params_cap) {
       size_t cap_d = m.d_upload != nullptr ? UploadBytes(m.params_cap) : 0, cap_h = cap_d;
       RETURN_IF_ERROR(m.Grow(&m.d_upload, &cap_d, UploadBytes(batch), false));
@@ -424,27 +495,45 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
     }
     // The previous run (maybe on another stream) reads ws and the upload block until it is done.
     if (m.has_run) AUGMENTD_CUDA_OK(cudaStreamWaitEvent(s, m.done, 0));
-    if (!m.ws_ready || std::memcmp(&m.ws_shape, &sh, sizeof(sh)) != 0) {
-      AUGMENTD_CUDA_OK(cuda::InitWorkspace(sh, m.ws, s));
-      m.ws_shape = sh;
-      m.ws_ready = true;
+    // Both workspaces armed on `s` (before the fork: the side stream's part is ordered after it).
+    for (int k = 0; k < n_parts; ++k) {
+      if (!m.ws_ready[k] || std::memcmp(&m.ws_shape[k], &parts[k].shape, sizeof(sh)) != 0) {
+        AUGMENTD_CUDA_OK(cuda::InitWorkspace(parts[k].shape, m.ws[k], s));
+        m.ws_shape[k] = parts[k].shape;
+        m.ws_ready[k] = true;
+      }
     }
-    cuda::PipelineIO io;
-    io.image = input.image;
-    io.seg = input.seg;
-    io.out_image = output.image;
-    io.out_seg = output.seg[0];
-    for (int l = 0; l < sh.num_ds; ++l) io.out_ds[l] = output.seg[1 + l];
+    // Each part's buffers: the batch's, advanced by the samples before it.
+    const size_t in_n = static_cast<size_t>(sh.in[0]) * sh.in[1] * sh.in[2];
+    const size_t out_n = static_cast<size_t>(sh.out[0]) * sh.out[1] * sh.out[2];
+    const size_t out_elem = sh.out_dtype == cuda::OutDType::kFloat32 ? 4 : 2;
+    cuda::PipelineIO io[kMaxParts];
+    for (int k = 0; k < n_parts; ++k) {
+      const size_t b0 = static_cast<size_t>(parts[k].first);
+      io[k].image = input.image + b0 * sh.channels * in_n;
+      io[k].seg = input.seg + b0 * in_n;
+      io[k].out_image = static_cast<char*>(output.image) + b0 * sh.channels * out_n * out_elem;
+      io[k].out_seg = output.seg[0] + b0 * out_n;
+      for (int l = 0; l < sh.num_ds; ++l)
+        io[k].out_ds[l] = output.seg[1 + l] + b0 * static_cast<size_t>(sh.ds[l][0]) * sh.ds[l][1] * sh.ds[l][2];
+    }
     // The pinned upload block is free once the previous upload has executed.
     if (m.has_run) AUGMENTD_CUDA_OK(cudaEventSynchronize(m.params_copied));
-    std::memcpy(m.h_upload, &io, sizeof(io));
-    std::memcpy(static_cast<char*>(m.h_upload) + kIoBytes, params.data(), sizeof(cuda::SampleParams) * batch);
-    const GraphKey key{stages, sh, reinterpret_cast<uintptr_t>(output.image) % 16 == 0};
+    for (int k = 0; k < n_parts; ++k) std::memcpy(static_cast<char*>(m.h_upload) + k * kIoBytes, &io[k], sizeof(io[k]));
+    std::memcpy(static_cast<char*>(m.h_upload) + kMaxParts * kIoBytes, params.data(),
+                sizeof(cuda::SampleParams) * batch);
+    GraphKey key;
+    key.shape = sh;
+    key.parts = n_parts;
+    for (int k = 0; k < n_parts; ++k) {
+      key.stages[k] = parts[k].stages;
+      if (reinterpret_cast<uintptr_t>(io[k].out_image) % 16 == 0) key.aligned16 |= 1u << k;
+    }
     cudaGraphExec_t exec = nullptr;
     const cuda::GraphAction action =
         m.graphs_enabled && Capturable(s) ? m.graphs.Lookup(key, &exec) : cuda::GraphAction::kEager;
     if (action == cuda::GraphAction::kCapture) {
-      absl::StatusOr<cudaGraphExec_t> captured = m.Capture(sh, stages, io, s);
+      absl::StatusOr<cudaGraphExec_t> captured = m.Capture(sh, parts, n_parts, io, s);
       if (captured.ok()) {
         exec = *captured;
         m.graphs.Store(key, exec);
@@ -465,9 +554,10 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
     } else {
       AUGMENTD_CUDA_OK(cudaMemcpyAsync(m.d_upload, m.h_upload, UploadBytes(batch), cudaMemcpyHostToDevice, s));
       AUGMENTD_CUDA_OK(cudaEventRecord(m.params_copied, s));
-      run = CudaStatus(cuda::RunPipeline(sh, m.DeviceParams(), stages, io, m.ws, s), "RunPipeline");
+      run = CudaStatus(m.EnqueueParts(parts, n_parts, io, s, /*from_device=*/false), "RunPipeline");
       ++m.graph_counters.eager;
     }
+    if (n_parts == 2) ++m.graph_counters.split;
     AUGMENTD_CUDA_OK(cudaEventRecord(m.done, s));
     m.has_run = true;
     return run;
@@ -475,6 +565,8 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
 }
 
 void CudaAugmenter::set_graphs_enabled(bool on) { impl_->graphs_enabled = on; }
+
+void CudaAugmenter::set_split_batches(bool on) { impl_->split_enabled = on; }
 
 CudaGraphCounters CudaAugmenter::graph_counters() const { return impl_->graph_counters; }
 

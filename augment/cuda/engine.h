@@ -80,8 +80,9 @@ absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const Bat
 //
 // CUDA graphs (fused path): a batch's buffers (input, outputs) and per-sample parameters go to the device in one copy
 // from a fixed pinned block into a fixed device block, and the kernels read the buffer pointers from there
-// (cuda::RunPipelineFromDevice), so the whole batch — copy, kernels — is one graph per (stage mask, batch shape,
-// 16-byte alignment of output.image) that replays for any buffers and parameters (AUGMENTD_CUDA_GRAPH_UPLOAD=outside:
+// (cuda::RunPipelineFromDevice), so the whole batch — copy, kernels — is one graph per (parts and their stage masks,
+// batch shape, 16-byte alignment of each part's image output) that replays for any buffers and parameters
+// (AUGMENTD_CUDA_GRAPH_UPLOAD=outside:
 // the copy runs before a kernels-only graph instead). The first batch of a key runs
 // eagerly, the second captures it, later ones replay (at most 64 graphs, least recently used destroyed first;
 // a graph launches into whatever stream Run gets). Outputs are bit-identical to the eager launches. Eager instead:
@@ -89,6 +90,16 @@ absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const Bat
 // capture failed, or graphs off — the default: set_graphs_enabled(true) or AUGMENTD_CUDA_GRAPHS=1 turns them on
 // (measured: no gain; bench/results/2026-11-30-h200-cuda-kernels-s4.md). Graphs are dropped (after
 // the last run completes) when the workspace or the parameter block must grow. The generic chain runs eagerly.
+//
+// Two parts (fused path): a batch of B >= 2 runs as two batches, its first ceil(B/2) samples on Run's stream and the
+// rest on a stream of the augmenter's own, forked from Run's stream after the upload and joined back before Run's
+// stream goes on. Each part has its own workspace and stage mask (cuda::ActiveStages of its samples), so a part whose
+// samples draw no intensity transform launches none of the passes after the spatial kernel, and one part's kernels
+// run while the other's wait at a dependent pass's fixed part (launch, prologue, last-block reduction). Measured
+// (H100, bench/results/2026-12-06-s39-h100.md): nnU-Net's default probabilities B=2 C=1 −8 … −9 %, every transform
+// on B=2 C=1 −2 %. A sample's labels do not depend on the parts; its image may in the last bits, as it already did on
+// which other samples of its batch run a pass (cuda::kStageSliceIdle): a batch's outputs are a function of the batch,
+// the same eager or replayed. AUGMENTD_CUDA_SPLIT=0 (read once) or set_split_batches(false) runs whole batches.
 class CudaAugmenter {
  public:
   // Uses the fused kernels when MakeCudaPlan covers the spec, else the generic chain (cuda/chain.h). UNIMPLEMENTED
@@ -118,6 +129,8 @@ class CudaAugmenter {
   // CUDA graphs for later fused batches on, or off (eager launches; the default unless AUGMENTD_CUDA_GRAPHS=1).
   void set_graphs_enabled(bool on);
   CudaGraphCounters graph_counters() const;
+  // Batches of B >= 2 in two parts on two streams (the default unless AUGMENTD_CUDA_SPLIT=0), or whole.
+  void set_split_batches(bool on);
 
  private:
   struct Impl;

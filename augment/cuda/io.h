@@ -40,6 +40,7 @@ struct CudaGraphCounters {
   int64_t captures = 0;          // graphs captured and instantiated
   int64_t replays = 0;           // batches run as one graph launch (captures included)
   int64_t capture_failures = 0;  // captures that failed (that key then runs eagerly)
+  int64_t split = 0;             // fused batches run in two parts on two streams (cuda/engine.h "Two parts")
 };
 
 }  // namespace augmentd
