@@ -2,7 +2,7 @@
 //
 //   cuda_pipeline_bench [--json out.jsonl] [--iters N] [--modes all-on,default-p,...] [--only MODE:B:C:SHAPE,...]
 //                       [--bgv2 0.3.5|0.3.6] [--channels 1,4] [--profile-set K] [--seg-block 8] [--seg-labels 4]
-//                       [--digests 0|1] [--streams N] [--help]
+//                       [--digests 0|1] [--streams N] [--split 0|1|2] [--help]
 // Every option takes a value; an unknown option, a missing value, a bad number, or a --modes / --only selection that
 // would run nothing (CheckSelection: an unknown mode, a row outside the matrix or not written as the bench names it,
 // an --only row whose mode --modes leaves out, an empty list) exits 2 with the reason, before the device is touched.
@@ -46,6 +46,10 @@
 // --streams N (2..8; 1, the default, is off): each row also runs its batches on N streams at once, the server's regime
 // (one stream per GPU worker, gpu_workers = 2 by default), against the same batches back to back on one stream, and
 // checks that every lane computed what the same batch computes alone (see StreamsRun).
+// --split 1 (rows of even B): each batch also as two halves on two streams, as CudaAugmenter can run it (cuda/engine.h
+// "Two parts"), timed against whole batches and compared with them (see SplitRun); with --streams N also N lanes of
+// such batches. --split 2: two halves only where their stage masks differ (CudaSplitPolicy::kWhenMasksDiffer, the
+// engine's default), whole batches elsewhere.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -332,7 +336,7 @@ SampleParams Draw(std::mt19937_64& g, const Probs& pr, const BatchShape& sh, uin
 // each half with its own workspace and stage mask (ActiveStages of its samples), timed against the whole batch,
 // interleaved (see RunOne). seg_mismatch / image_max_diff: the halves' outputs against the whole batch's, over the 16
 // sets (the statistics' partial sums may be cut differently, kStageSliceIdle; labels should not move).
-bool g_split = false;
+int g_split = 0;  // --split: 1 two parts always, 2 where the halves' stage masks differ (the engine's default)
 struct SplitRun {
   bool ran = false;
   double ms_whole = 0, ms_split = 0;
@@ -345,6 +349,7 @@ struct StreamsRun {
   int n;                // lanes (streams) in flight
   double ms_per_batch;  // median over the repeats of (elapsed / batches)
   double ms_min, ms_max;
+  bool split = false;   // each lane's batches in two parts (--split 1)
 };
 
 struct Result {
@@ -402,7 +407,42 @@ struct Lane {
   void* ws = nullptr;
   void* params = nullptr;
   std::vector<void*> bufs;
+  // --split: the two-part form of the lane's batches (AddSplit): a second stream, the fork / join events, each half's
+  // workspace and buffers (the lane's, advanced by the samples before the half).
+  cudaStream_t st2 = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  void* hws[2] = {nullptr, nullptr};
+  augmentd::cuda::PipelineIO hio[2];
 };
+
+void AddSplit(Lane& l, const BatchShape& hs, int C, size_t in_n, size_t out_n) {
+  CHECK_CUDA(cudaStreamCreateWithFlags(&l.st2, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaEventCreateWithFlags(&l.fork, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventCreateWithFlags(&l.join, cudaEventDisableTiming));
+  for (int h = 0; h < 2; ++h) {
+    CHECK_CUDA(cudaMalloc(&l.hws[h], augmentd::cuda::WorkspaceBytes(hs)));
+    CHECK_CUDA(augmentd::cuda::InitWorkspace(hs, l.hws[h], l.st));
+    const size_t o = size_t(h) * hs.batch;
+    augmentd::cuda::PipelineIO& io = l.hio[h];
+    io.image = l.io.image + o * C * in_n;
+    io.seg = l.io.seg + o * in_n;
+    io.out_image = static_cast<float*>(l.io.out_image) + o * C * out_n;
+    io.out_seg = l.io.out_seg + o * out_n;
+    for (int d = 0; d < hs.num_ds; ++d)
+      io.out_ds[d] = l.io.out_ds[d] + o * size_t(hs.ds[d][0]) * hs.ds[d][1] * hs.ds[d][2];
+  }
+}
+
+void FreeSplit(Lane& l) {
+  if (l.st2 == nullptr) return;
+  CHECK_CUDA(cudaStreamSynchronize(l.st));
+  CHECK_CUDA(cudaStreamSynchronize(l.st2));
+  for (void* p : l.hws) CHECK_CUDA(cudaFree(p));
+  CHECK_CUDA(cudaEventDestroy(l.fork));
+  CHECK_CUDA(cudaEventDestroy(l.join));
+  CHECK_CUDA(cudaStreamDestroy(l.st2));
+  l.st2 = nullptr;
+}
 
 // Bytes of a lane's output buffers, in Lane::bufs' order.
 std::vector<size_t> LaneBufferBytes(const BatchShape& sh) {
@@ -653,61 +693,61 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   }
   const double ms_graph = Median(t);
   const std::vector<double> sets_graph = SetMedians(t, kSets);
-  SplitRun split;
-  if (g_split && B % 2 == 0) {
-    BatchShape hs = sh;
-    hs.batch = B / 2;
-    const size_t hws = augmentd::cuda::WorkspaceBytes(hs);
-    void* hws_d[2];
-    cudaStream_t hst[2] = {st, nullptr};
-    CHECK_CUDA(cudaStreamCreateWithFlags(&hst[1], cudaStreamNonBlocking));
-    augmentd::cuda::PipelineIO hio[2];
-    const int half = B / 2;
-    for (int h = 0; h < 2; ++h) {
-      CHECK_CUDA(cudaMalloc(&hws_d[h], hws));
-      CHECK_CUDA(augmentd::cuda::InitWorkspace(hs, hws_d[h], hst[h]));
-      const size_t o = size_t(h) * half;
-      hio[h].image = io.image + o * C * in_n;
-      hio[h].seg = io.seg + o * in_n;
-      hio[h].out_image = static_cast<float*>(io.out_image) + o * C * out_n;
-      hio[h].out_seg = io.out_seg + o * out_n;
-      for (int l = 0; l < sh.num_ds; ++l)
-        hio[h].out_ds[l] = io.out_ds[l] + o * size_t(sh.ds[l][0]) * sh.ds[l][1] * sh.ds[l][2];
-    }
-    std::vector<uint32_t> half_stages(2 * kSets);
+  // Lane 0: the buffers above on `st`. --streams N adds lanes 1 .. N-1 with their own outputs, workspace and
+  // parameters on streams of their own (the inputs are read-only and shared); --split 1 gives every lane the two-part
+  // form of its batches (AddSplit).
+  std::vector<Lane> lanes(1);
+  lanes[0].st = st;
+  lanes[0].io = io;
+  lanes[0].ws = d_ws;
+  lanes[0].params = d_params;
+  lanes[0].bufs = {d_out, d_oseg};
+  lanes[0].bufs.insert(lanes[0].bufs.end(), d_ds.begin(), d_ds.end());
+  const std::vector<size_t> sizes = LaneBufferBytes(sh);
+  for (int k = 1; k < g_streams; ++k) lanes.push_back(MakeLane(sh, io, sizes, ws_bytes));
+  const bool split_rows = g_split && B % 2 == 0;
+  BatchShape hs = sh;  // a half's shape
+  hs.batch = B / 2;
+  std::vector<uint32_t> half_stages(2 * kSets);  // set t's halves' stage masks
+  if (split_rows) {
     for (int t = 0; t < kSets; ++t)
-      for (int h = 0; h < 2; ++h) half_stages[2 * t + h] = augmentd::cuda::ActiveStages(h_params + t * B + h * half, hs);
-    cudaEvent_t fork, join;
-    CHECK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-    CHECK_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-    const auto launch_split = [&](int set) {
-      CHECK_CUDA(cudaMemcpyAsync(d_params, h_params + set * B, sizeof(SampleParams) * B, cudaMemcpyHostToDevice, st));
-      CHECK_CUDA(cudaEventRecord(fork, st));
-      CHECK_CUDA(cudaStreamWaitEvent(hst[1], fork, 0));
-      for (int h = 1; h >= 0; --h)
-        CHECK_CUDA(augmentd::cuda::RunPipeline(hs, static_cast<const SampleParams*>(d_params) + h * half,
-                                               half_stages[2 * set + h], hio[h], hws_d[h], hst[h]));
-      CHECK_CUDA(cudaEventRecord(join, hst[1]));
-      CHECK_CUDA(cudaStreamWaitEvent(st, join, 0));
-    };
+      for (int h = 0; h < 2; ++h) half_stages[2 * t + h] = augmentd::cuda::ActiveStages(h_params + t * B + h * hs.batch, hs);
+    for (Lane& l : lanes) AddSplit(l, hs, C, in_n, out_n);
+  }
+  const auto launch_on = [&](const Lane& l, int set) {
+    CHECK_CUDA(cudaMemcpyAsync(l.params, h_params + set * B, sizeof(SampleParams) * B, cudaMemcpyHostToDevice, l.st));
+    CHECK_CUDA(augmentd::cuda::RunPipeline(sh, static_cast<const SampleParams*>(l.params), set_stages[set], l.io, l.ws,
+                                           l.st));
+  };
+  // The batch as two halves: the second on the lane's second stream, forked after the upload and joined back.
+  const auto launch_split_on = [&](const Lane& l, int set) {
+    if (g_split == 2 && half_stages[2 * set] == half_stages[2 * set + 1]) return launch_on(l, set);
+    CHECK_CUDA(cudaMemcpyAsync(l.params, h_params + set * B, sizeof(SampleParams) * B, cudaMemcpyHostToDevice, l.st));
+    CHECK_CUDA(cudaEventRecord(l.fork, l.st));
+    CHECK_CUDA(cudaStreamWaitEvent(l.st2, l.fork, 0));
+    for (int h = 1; h >= 0; --h)
+      CHECK_CUDA(augmentd::cuda::RunPipeline(hs, static_cast<const SampleParams*>(l.params) + h * hs.batch,
+                                             half_stages[2 * set + h], l.hio[h], l.hws[h], h == 0 ? l.st : l.st2));
+    CHECK_CUDA(cudaEventRecord(l.join, l.st2));
+    CHECK_CUDA(cudaStreamWaitEvent(l.st, l.join, 0));
+  };
+  SplitRun split;
+  if (split_rows) {
     // The outputs of each set, whole then split.
-    const std::vector<size_t> sizes = LaneBufferBytes(sh);
     std::vector<char> whole_b, split_b;
     const auto read_all = [&](std::vector<char>& dst) {
       CHECK_CUDA(cudaStreamSynchronize(st));
       dst.clear();
-      std::vector<void*> bufs = {io.out_image, io.out_seg};
-      for (int l = 0; l < sh.num_ds; ++l) bufs.push_back(io.out_ds[l]);
       for (size_t j = 0; j < sizes.size(); ++j) {
         const size_t at = dst.size();
         dst.resize(at + sizes[j]);
-        CHECK_CUDA(cudaMemcpy(dst.data() + at, bufs[j], sizes[j], cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(dst.data() + at, lanes[0].bufs[j], sizes[j], cudaMemcpyDeviceToHost));
       }
     };
     for (int t = 0; t < kSets; ++t) {
       launch(t, set_stages[t]);
       read_all(whole_b);
-      launch_split(t);
+      launch_split_on(lanes[0], t);
       read_all(split_b);
       const size_t img_bytes = sizes[0];
       for (size_t i = 0; i < img_bytes / 4; ++i) {
@@ -719,7 +759,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
       for (size_t i = img_bytes; i + 1 < whole_b.size(); i += 2)
         split.seg_mismatch += std::memcmp(whole_b.data() + i, split_b.data() + i, 2) != 0;
     }
-    for (int i = 0; i < 20; ++i) launch_split(set_of(i));
+    for (int i = 0; i < 20; ++i) launch_split_on(lanes[0], set_of(i));
     CHECK_CUDA(cudaStreamSynchronize(st));
     std::vector<float> tw, ts;
     for (int i = 0; i < iters; ++i)
@@ -728,7 +768,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
         if (which == 0) {
           launch(set_of(i), set_stages[set_of(i)]);
         } else {
-          launch_split(set_of(i));
+          launch_split_on(lanes[0], set_of(i));
         }
         CHECK_CUDA(cudaEventRecord(e1, st));
         CHECK_CUDA(cudaEventSynchronize(e1));
@@ -739,34 +779,20 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     split.ran = true;
     split.ms_whole = Median(tw);
     split.ms_split = Median(ts);
-    CHECK_CUDA(cudaEventDestroy(fork));
-    CHECK_CUDA(cudaEventDestroy(join));
-    for (void* p : hws_d) CHECK_CUDA(cudaFree(p));
-    CHECK_CUDA(cudaStreamDestroy(hst[1]));
   }
-  // --streams N: the service's regime (server/options.h gpu_workers, one CudaAugmenter and stream per worker). Lane 0
-  // is the buffers above on `st`; lanes 1 .. N-1 get their own outputs, workspace and parameters on streams of their
-  // own (the inputs are read-only and shared). See StreamsRun.
+  // --streams N (the service's regime, see StreamsRun): one lane back to back, N lanes, and with --split N lanes of
+  // two-part batches (as the engine runs them in each GPU worker).
   std::vector<StreamsRun> streams;
   if (g_streams > 1) {
-    std::vector<Lane> lanes(1);
-    lanes[0].st = st;
-    lanes[0].io = io;
-    lanes[0].ws = d_ws;
-    lanes[0].params = d_params;
-    lanes[0].bufs = {d_out, d_oseg};
-    lanes[0].bufs.insert(lanes[0].bufs.end(), d_ds.begin(), d_ds.end());
-    const std::vector<size_t> sizes = LaneBufferBytes(sh);
-    for (int k = 1; k < g_streams; ++k) lanes.push_back(MakeLane(sh, io, sizes, ws_bytes));
-    const auto launch_on = [&](const Lane& l, int s) {
-      CHECK_CUDA(cudaMemcpyAsync(l.params, h_params + s * B, sizeof(SampleParams) * B, cudaMemcpyHostToDevice, l.st));
-      CHECK_CUDA(augmentd::cuda::RunPipeline(sh, static_cast<const SampleParams*>(l.params), set_stages[s], l.io,
-                                             l.ws, l.st));
-    };
     for (const int n : {1, g_streams}) streams.push_back(TimeLanes(lanes, n, iters, kSets, launch_on, set_of));
     CheckLanesAgree(lanes, sizes, iters, launch_on, set_of);
-    for (size_t k = 1; k < lanes.size(); ++k) FreeLane(lanes[k]);
+    if (split_rows) {
+      streams.push_back(TimeLanes(lanes, g_streams, iters, kSets, launch_split_on, set_of));
+      streams.back().split = true;
+    }
   }
+  for (Lane& l : lanes) FreeSplit(l);
+  for (size_t k = 1; k < lanes.size(); ++k) FreeLane(lanes[k]);
   for (auto& g : graphs) CHECK_CUDA(cudaGraphExecDestroy(g.second));
   CHECK_CUDA(cudaFreeHost(h_stage));
   CHECK_CUDA(cudaFree(d_upload));
@@ -896,7 +922,7 @@ int main(int argc, char** argv) {
                  "usage: cuda_pipeline_bench [--json FILE] [--iters N] [--modes all-on,default-p,...]\n"
                  "                           [--only MODE:B:C:SHAPE,...] [--bgv2 0.3.5|0.3.6] [--channels 1,4]\n"
                  "                           [--profile-set K] [--seg-block 8] [--seg-labels 4] [--digests 0|1]\n"
-                 "                           [--streams N]\n"
+                 "                           [--streams N] [--split 0|1|2]\n"
                  "Times the CUDA kernel layer on device 0; the modes and columns are described at the top of\n"
                  "bench/cuda_pipeline_bench.cc.\n");
   };
@@ -948,9 +974,7 @@ int main(int argc, char** argv) {
     } else if (a == "--profile-set") {
       if (!integer("--profile-set", v, 0, 15, g_profile_set)) return 2;
     } else if (a == "--split") {
-      int on = 0;
-      if (!integer("--split", v, 0, 1, on)) return 2;
-      g_split = on != 0;
+      if (!integer("--split", v, 0, 2, g_split)) return 2;
     } else if (a == "--streams") {
       if (!integer("--streams", v, 1, 8, g_streams)) return 2;
     } else if (a == "--seg-block") {
@@ -1045,12 +1069,17 @@ int main(int argc, char** argv) {
                         r.split.ms_whole / r.split.ms_split, static_cast<long long>(r.split.seg_mismatch),
                         r.split.image_max_diff);
           if (!r.streams.empty()) {
-            const StreamsRun &one = r.streams.front(), &many = r.streams.back();
-            std::printf("%-15s B=%d C=%d %-22s streams: 1 lane %.4f ms/batch (%.0f samples/s), %d lanes %.4f ms/batch "
-                        "(%.0f samples/s; repeats %.4f-%.4f), %.2fx; lanes' outputs equal run alone\n",
-                        r.mode.c_str(), r.B, r.C, r.shape.c_str(), one.ms_per_batch, r.B / (one.ms_per_batch * 1e-3),
-                        many.n, many.ms_per_batch, r.B / (many.ms_per_batch * 1e-3), many.ms_min, many.ms_max,
-                        one.ms_per_batch / many.ms_per_batch);
+            const StreamsRun& one = r.streams[0];
+            std::printf("%-15s B=%d C=%d %-22s streams: 1 lane %.4f ms/batch (%.0f samples/s)", r.mode.c_str(), r.B,
+                        r.C, r.shape.c_str(), one.ms_per_batch, r.B / (one.ms_per_batch * 1e-3));
+            for (size_t q = 1; q < r.streams.size(); ++q) {
+              const StreamsRun& many = r.streams[q];
+              std::printf(", %d lanes%s %.4f ms/batch (%.0f samples/s; repeats %.4f-%.4f), %.2fx", many.n,
+                          many.split ? " of two-part batches" : "", many.ms_per_batch,
+                          r.B / (many.ms_per_batch * 1e-3), many.ms_min, many.ms_max,
+                          one.ms_per_batch / many.ms_per_batch);
+            }
+            std::printf("; lanes' outputs equal run alone\n");
           }
           std::fflush(stdout);
         }
@@ -1072,11 +1101,21 @@ int main(int argc, char** argv) {
       std::string lanes;
       for (const StreamsRun& q : r.streams) {
         char buf[160];
-        std::snprintf(buf, sizeof buf, "%s{\"n\":%d,\"ms_per_batch\":%.5f,\"ms_min\":%.5f,\"ms_max\":%.5f}",
-                      lanes.empty() ? "" : ",", q.n, q.ms_per_batch, q.ms_min, q.ms_max);
+        std::snprintf(buf, sizeof buf,
+                      "%s{\"n\":%d,\"split\":%s,\"ms_per_batch\":%.5f,\"ms_min\":%.5f,\"ms_max\":%.5f}",
+                      lanes.empty() ? "" : ",", q.n, q.split ? "true" : "false", q.ms_per_batch, q.ms_min, q.ms_max);
         lanes += buf;
       }
       if (!lanes.empty()) lanes = ",\"streams\":[" + lanes + "]";
+      if (r.split.ran) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf,
+                      ",\"split\":{\"ms_whole\":%.5f,\"ms_two_parts\":%.5f,\"seg_mismatch\":%lld,"
+                      "\"image_max_diff\":%.3g}",
+                      r.split.ms_whole, r.split.ms_split, static_cast<long long>(r.split.seg_mismatch),
+                      r.split.image_max_diff);
+        lanes += buf;
+      }
       std::fprintf(f,
                    "{\"impl\":\"augmentd\",\"mode\":\"%s\",\"B\":%d,\"C\":%d,\"shape\":\"%s\",\"ms_eager\":%.5f,"
                    "\"ms_graph\":%.5f,\"bytes\":%.0f,\"mem_mb\":%.1f,\"ws_mb\":%.1f,\"sets_ms_eager\":%s,"

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -102,13 +103,17 @@ bool GraphUploadInside() {
   return inside;
 }
 
-// Batches in two parts unless AUGMENTD_CUDA_SPLIT=0 (read once; cuda/engine.h "Two parts").
-bool SplitFromEnvironment() {
-  static const bool on = [] {
+// The split policy from AUGMENTD_CUDA_SPLIT (read once): "0" whole batches, "differ" two parts where their stage masks
+// differ, anything else (unset) two parts for every batch of B >= 2 (cuda/engine.h "Two parts").
+CudaSplitPolicy SplitFromEnvironment() {
+  static const CudaSplitPolicy policy = [] {
     const char* e = std::getenv("AUGMENTD_CUDA_SPLIT");
-    return e == nullptr || std::string(e) != "0";
+    const std::string v = e == nullptr ? "" : e;
+    if (v == "0") return CudaSplitPolicy::kWhole;
+    if (v == "differ") return CudaSplitPolicy::kWhenMasksDiffer;
+    return CudaSplitPolicy::kAlways;
   }();
-  return on;
+  return policy;
 }
 
 // Upload block of one fused batch, in pinned host memory and (same layout) on the device: each part's buffers, then
@@ -130,16 +135,26 @@ absl::Status GuardStatus(F&& f) {
   }
 }
 
-// Streams a graph can be captured on: not the legacy or per-thread default stream, and not one already capturing
-// (a caller's own capture then records the eager launches).
-bool Capturable(cudaStream_t s) {
-  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return false;
+// Whether `s` is being captured: empty for the legacy and per-thread default streams (never captured here) and when
+// the query fails.
+std::optional<bool> Capturing(cudaStream_t s) {
+  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return std::nullopt;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(s, &status) != cudaSuccess) {
     (void)cudaGetLastError();
-    return false;
+    return std::nullopt;
   }
-  return status == cudaStreamCaptureStatusNone;
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Whether the caller is capturing `s` itself.
+bool CallerCapturing(cudaStream_t s) { return Capturing(s).value_or(false); }
+
+// Streams a graph can be captured on: not the legacy or per-thread default stream, and not one already capturing
+// (a caller's own capture then records the eager launches).
+bool Capturable(cudaStream_t s) {
+  const std::optional<bool> c = Capturing(s);
+  return c.has_value() && !*c;
 }
 
 }  // namespace
@@ -161,7 +176,7 @@ struct CudaAugmenter::Impl {
   size_t ws_cap[kMaxParts] = {0, 0};
   cuda::BatchShape ws_shape[kMaxParts]{};
   bool ws_ready[kMaxParts] = {false, false};
-  bool split_enabled = SplitFromEnvironment();
+  CudaSplitPolicy split_policy = SplitFromEnvironment();
   cudaStream_t side = nullptr;  // the second part's stream, forked from and joined to Run's
   cudaEvent_t fork = nullptr, join = nullptr;
   void* d_upload = nullptr;  // kMaxParts × kIoBytes of PipelineIO, then SampleParams[params_cap] (UploadBytes)
@@ -227,12 +242,23 @@ struct CudaAugmenter::Impl {
     e = cudaStreamWaitEvent(side, fork, 0);
     if (e == cudaSuccess) e = launch(1, side);
     const cudaError_t e0 = e == cudaSuccess ? launch(0, s) : cudaSuccess;
-    // Joined whatever happened, so that `s` never runs ahead of work enqueued on `side`.
+    // Joined whatever happened, so that `s` never runs ahead of work enqueued on `side`; where the join itself fails,
+    // the host waits for `side` instead.
     const cudaError_t rec = cudaEventRecord(join, side);
     const cudaError_t wait = rec == cudaSuccess ? cudaStreamWaitEvent(s, join, 0) : rec;
+    if (wait != cudaSuccess) (void)cudaStreamSynchronize(side);
     for (const cudaError_t x : {e, e0, rec, wait})
       if (x != cudaSuccess) return x;
     return cudaSuccess;
+  }
+
+  // The second part's stream and the fork / join events, made on the first batch in two parts (current device: ours).
+  absl::Status EnsureSide() {
+    if (side != nullptr) return absl::OkStatus();
+    AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    AUGMENTD_CUDA_OK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    return absl::OkStatus();
   }
 
   // Destroys the graphs (they point at ws and d_upload) once the last run, which may replay one, is done.
@@ -245,8 +271,8 @@ struct CudaAugmenter::Impl {
 
   // Captures one fused batch on `s` (the caller checked Capturable): the upload of h_upload (buffers + parameters)
   // and the external record of params_copied (unless GraphUploadInside() is false), and the parts' kernels reading the
-  // buffers from d_upload (RunPipelineFromDevice; the second part's on `side`, which the capture follows). Nothing runs; on failure the capture is discarded (the caller
-  // then runs eagerly).
+  // buffers from d_upload (RunPipelineFromDevice; the second part's on `side`, which the capture follows). Nothing
+  // runs; on failure the capture is discarded (the caller then runs eagerly).
   absl::StatusOr<cudaGraphExec_t> Capture(const cuda::BatchShape& sh, const Part* parts, int n,
                                           const cuda::PipelineIO* io, cudaStream_t s) {
     AUGMENTD_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -382,9 +408,6 @@ absl::StatusOr<std::unique_ptr<CudaAugmenter>> CudaAugmenter::Create(const Pipel
   RETURN_IF_ERROR(scope.status());
   AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&impl->params_copied, cudaEventDisableTiming));
   AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&impl->done, cudaEventDisableTiming));
-  AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&impl->fork, cudaEventDisableTiming));
-  AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&impl->join, cudaEventDisableTiming));
-  AUGMENTD_CUDA_OK(cudaStreamCreateWithFlags(&impl->side, cudaStreamNonBlocking));
   return std::unique_ptr<CudaAugmenter>(new CudaAugmenter(std::move(impl)));
 }
 
@@ -461,19 +484,29 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
                                        options.first_sample_index));
       RETURN_IF_ERROR(TranslateSample(m.spec, m.plan, recs[b], sh, params[b]));
     }
-    // The parts: the first ceil(B/2) samples and the rest (cuda/engine.h "Two parts"), each with its own stage mask.
-    const int n_parts = m.split_enabled && batch >= 2 ? 2 : 1;
-    Part parts[kMaxParts];
-    for (int k = 0; k < n_parts; ++k) {
-      parts[k].shape = sh;
-      parts[k].first = k == 0 ? 0 : (batch + 1) / 2;
-      parts[k].shape.batch = static_cast<int32_t>(n_parts == 1 ? batch : k == 0 ? (batch + 1) / 2 : batch / 2);
-      parts[k].stages = cuda::ActiveStages(params.data() + parts[k].first, parts[k].shape);
-    }
-
     DeviceScope scope(m.device);
     RETURN_IF_ERROR(scope.status());
     cudaStream_t s = stream;
+    // The parts (cuda/engine.h "Two parts"): the first ceil(B/2) samples and the rest, each with its own stage mask,
+    // or the whole batch. Whole on a stream the caller is capturing (the side stream would join the caller's capture
+    // until it ends).
+    Part parts[kMaxParts];
+    int n_parts = 1;
+    if (m.split_policy != CudaSplitPolicy::kWhole && batch >= 2 && !CallerCapturing(s)) {
+      for (int k = 0; k < 2; ++k) {
+        parts[k].shape = sh;
+        parts[k].first = k == 0 ? 0 : (batch + 1) / 2;
+        parts[k].shape.batch = static_cast<int32_t>(k == 0 ? (batch + 1) / 2 : batch / 2);
+        parts[k].stages = cuda::ActiveStages(params.data() + parts[k].first, parts[k].shape);
+      }
+      n_parts = m.split_policy == CudaSplitPolicy::kAlways || parts[0].stages != parts[1].stages ? 2 : 1;
+    }
+    if (n_parts == 1) {
+      parts[0] = Part{sh, 0, cuda::ActiveStages(params.data(), sh)};
+      parts[1] = Part{};
+    } else {
+      RETURN_IF_ERROR(m.EnsureSide());
+    }
     // Buffers (grow only when a larger batch arrives). The graphs point at them: dropped before any moves.
     size_t ws_bytes[kMaxParts] = {0, 0};
     bool grow = batch > m.params_cap;
@@ -557,7 +590,10 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
       run = CudaStatus(m.EnqueueParts(parts, n_parts, io, s, /*from_device=*/false), "RunPipeline");
       ++m.graph_counters.eager;
     }
-    if (n_parts == 2) ++m.graph_counters.split;
+    if (run.ok() && n_parts == 2) ++m.graph_counters.split;
+    // A launch that failed part-way may leave a workspace's counters un-armed: re-armed before the next batch.
+    if (!run.ok())
+      for (bool& ready : m.ws_ready) ready = false;
     AUGMENTD_CUDA_OK(cudaEventRecord(m.done, s));
     m.has_run = true;
     return run;
@@ -566,7 +602,7 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
 
 void CudaAugmenter::set_graphs_enabled(bool on) { impl_->graphs_enabled = on; }
 
-void CudaAugmenter::set_split_batches(bool on) { impl_->split_enabled = on; }
+void CudaAugmenter::set_split_policy(CudaSplitPolicy policy) { impl_->split_policy = policy; }
 
 CudaGraphCounters CudaAugmenter::graph_counters() const { return impl_->graph_counters; }
 

@@ -91,15 +91,32 @@ absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const Bat
 // (measured: no gain; bench/results/2026-11-30-h200-cuda-kernels-s4.md). Graphs are dropped (after
 // the last run completes) when the workspace or the parameter block must grow. The generic chain runs eagerly.
 //
-// Two parts (fused path): a batch of B >= 2 runs as two batches, its first ceil(B/2) samples on Run's stream and the
-// rest on a stream of the augmenter's own, forked from Run's stream after the upload and joined back before Run's
-// stream goes on. Each part has its own workspace and stage mask (cuda::ActiveStages of its samples), so a part whose
-// samples draw no intensity transform launches none of the passes after the spatial kernel, and one part's kernels
-// run while the other's wait at a dependent pass's fixed part (launch, prologue, last-block reduction). Measured
-// (H100, bench/results/2026-12-06-s39-h100.md): nnU-Net's default probabilities B=2 C=1 −8 … −9 %, every transform
-// on B=2 C=1 −2 %. A sample's labels do not depend on the parts; its image may in the last bits, as it already did on
-// which other samples of its batch run a pass (cuda::kStageSliceIdle): a batch's outputs are a function of the batch,
-// the same eager or replayed. AUGMENTD_CUDA_SPLIT=0 (read once) or set_split_batches(false) runs whole batches.
+// Two parts (fused path): a batch of B >= 2 may run as two batches, its first ceil(B/2) samples on Run's stream and
+// the rest on a stream of the augmenter's own (made on first use), forked from Run's stream after the upload and
+// joined back before Run's stream goes on. Each part has its own workspace and stage mask (cuda::ActiveStages of its
+// samples), so a part whose samples draw no intensity transform launches none of the passes after the spatial kernel,
+// and one part's kernels run while the other's wait at a dependent pass's fixed part (launch, prologue, last-block
+// reduction). CudaSplitPolicy picks when; on a stream the caller is capturing itself the batch runs whole. A sample's
+// labels do not depend on the parts; its image may in the last bits, as it already did on which other samples of its
+// batch run a pass (cuda::kStageSliceIdle, kStageGamma1Alone): a batch's outputs are a function of the batch, the
+// same eager or replayed. Measured on an H100, bench/results/2026-12-06-s39-h100.md:
+// - one batch at a time, through this class with nnU-Net's default spec (bench/cuda_chain_bench --default), two
+//   parts always: default probabilities B=2 C=1 −7.5 %, B=8 −8 %, C=4 −6 %; every transform on B=2 C=1 unchanged,
+//   B=8 −8 %, C=4 −7 %;
+// - two streams at once (the server's two GPU workers; bench/cuda_pipeline_bench --streams 2 --split 1): two parts
+//   gained 4-6 % a batch with default probabilities and cost every transform on B=2 C=1 +5 % (its halves' masks
+//   are equal, so nothing is skipped, and the two workers already overlap the fixed parts).
+// kWhenMasksDiffer would keep the first and avoid the second; it was written after the session's last GPU call and has
+// neither been timed nor run there (CudaEngine.SplitWhenTheHalvesMasksDiffer), so kAlways stays the default.
+
+// When a fused batch runs in two parts (above). AUGMENTD_CUDA_SPLIT=0 / differ (read once) picks kWhole /
+// kWhenMasksDiffer for every augmenter; set_split_policy for one.
+enum class CudaSplitPolicy {
+  kWhole,            // never
+  kWhenMasksDiffer,  // B >= 2 and the two parts' stage masks differ (a part skips a pass)
+  kAlways,           // every batch of B >= 2: the default
+};
+
 class CudaAugmenter {
  public:
   // Uses the fused kernels when MakeCudaPlan covers the spec, else the generic chain (cuda/chain.h). UNIMPLEMENTED
@@ -129,8 +146,8 @@ class CudaAugmenter {
   // CUDA graphs for later fused batches on, or off (eager launches; the default unless AUGMENTD_CUDA_GRAPHS=1).
   void set_graphs_enabled(bool on);
   CudaGraphCounters graph_counters() const;
-  // Batches of B >= 2 in two parts on two streams (the default unless AUGMENTD_CUDA_SPLIT=0), or whole.
-  void set_split_batches(bool on);
+  // When batches of B >= 2 run in two parts on two streams ("Two parts" above).
+  void set_split_policy(CudaSplitPolicy policy);
 
  private:
   struct Impl;

@@ -50,6 +50,8 @@ absl::StatusOr<BatchResult> CudaAugmenter::RunHost(const BatchInput&, const RunO
 
 void CudaAugmenter::set_graphs_enabled(bool) {}
 
+void CudaAugmenter::set_split_policy(CudaSplitPolicy) {}
+
 CudaGraphCounters CudaAugmenter::graph_counters() const { return {}; }
 
 }  // namespace augmentd

@@ -540,6 +540,10 @@ TEST(CudaEngine, GraphsEqualEagerLaunches) {
       ASSERT_TRUE(eager.ok() && graphs.ok());
       (*eager)->set_graphs_enabled(false);
       (*graphs)->set_graphs_enabled(true);
+      // Two parts for every batch on both (the default policy decides on the host, alike for both): the graphs capture
+      // and replay the forked stream.
+      (*eager)->set_split_policy(CudaSplitPolicy::kAlways);
+      (*graphs)->set_split_policy(CudaSplitPolicy::kAlways);
       auto lay = (*eager)->OutputLayout(x.ishape, DType::kFloat32);
       ASSERT_TRUE(lay.ok()) << lay.status();
       const DeviceInputs din(x);
@@ -584,11 +588,17 @@ TEST(CudaEngine, GraphsEqualEagerLaunches) {
         EXPECT_EQ(FirstDifference(ref.Bytes(), out_a.Bytes(), *lay), "")
             << (all_on ? "all-on" : "default-p") << ", " << C << " channels, batch 0 replayed, seed " << seed0;
       }
-      // The default stream: eager.
-      const int64_t before = (*graphs)->graph_counters().eager;
+      // The default stream: eager, in two parts (the side stream forked from and joined to the legacy stream), equal
+      // to batch 0's eager run above (`ref`).
+      const int64_t before = (*graphs)->graph_counters().eager, split_before = (*graphs)->graph_counters().split;
+      out_a.Poison(s);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
       EXPECT_TRUE((*graphs)->Run(in, out_a.Out(), opt, nullptr).ok());
       EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       EXPECT_EQ((*graphs)->graph_counters().eager, before + 1);
+      EXPECT_EQ((*graphs)->graph_counters().split, split_before + 1);
+      EXPECT_EQ(FirstDifference(ref.Bytes(), out_a.Bytes(), *lay), "")
+          << (all_on ? "all-on" : "default-p") << ", " << C << " channels, batch 0 on the default stream";
       std::printf("[graphs] %s, %d channels: eager %lld, captures %lld, replays %lld\n",
                   all_on ? "all-on" : "default-p", C, static_cast<long long>(gc.eager),
                   static_cast<long long>(gc.captures), static_cast<long long>(gc.replays));
@@ -597,12 +607,92 @@ TEST(CudaEngine, GraphsEqualEagerLaunches) {
   }
 }
 
+// `out` against `ref` (same layout): every label level byte for byte, the image within the parity tests' tolerance
+// per sample and channel.
+void ExpectLabelsEqualImageClose(const DeviceOutputs& ref, const DeviceOutputs& out, DType dt, const std::string& what) {
+  const CudaOutputLayout& lay = ref.lay;
+  const std::vector<char> a = ref.Bytes(), b = out.Bytes();
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(0, std::memcmp(a.data() + lay.image_bytes, b.data() + lay.image_bytes, a.size() - lay.image_bytes))
+      << what << ": labels differ";
+  HostTensor ia = HostTensor::Empty(lay.image_shape, dt), ib = HostTensor::Empty(lay.image_shape, dt);
+  std::memcpy(ia.raw_data(), a.data(), lay.image_bytes);
+  std::memcpy(ib.raw_data(), b.data(), lay.image_bytes);
+  const int64_t planes = lay.image_shape[0] * lay.image_shape[1];
+  const int64_t per = lay.image_bytes / (dt == DType::kFloat32 ? 4 : 2) / planes;
+  int64_t bad = 0;
+  for (int64_t bc = 0; bc < planes; ++bc) {
+    const double range = testing::RangeOf(ia, bc * per, per);
+    for (int64_t o = 0; o < per; ++o) {
+      const double r = testing::ValueAt(ia, bc * per + o), k = testing::ValueAt(ib, bc * per + o);
+      if (!(std::fabs(k - r) <= testing::ImageTolerance(range, dt, r))) ++bad;
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": image values outside the tolerance";
+}
+
+// One case of SplitBatchesEqualWholeBatches: 4 batches through a whole-batch augmenter and a two-part one (graphs on),
+// then one batch three more times through the latter against a two-part augmenter with graphs off.
+void CheckSplitAgainstWhole(int B, int C, bool all_on, DType dt, int64_t p2, std::mt19937_64& g) {
+  Case cs = Make("split", {25, 31, p2}, B, C, 4, all_on);
+  cs.out_dtype = dt;
+  const PipelineSpec spec = MakeSpec(cs);
+  const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
+  auto whole = CudaAugmenter::Create(spec, 0);
+  auto split = CudaAugmenter::Create(spec, 0);
+  auto split_eager = CudaAugmenter::Create(spec, 0);
+  ASSERT_TRUE(whole.ok() && split.ok() && split_eager.ok());
+  (*whole)->set_split_policy(CudaSplitPolicy::kWhole);
+  (*split)->set_split_policy(CudaSplitPolicy::kAlways);
+  (*split)->set_graphs_enabled(true);
+  (*split_eager)->set_split_policy(CudaSplitPolicy::kAlways);
+  (*split_eager)->set_graphs_enabled(false);
+  auto lay = (*whole)->OutputLayout(x.ishape, dt);
+  ASSERT_TRUE(lay.ok()) << lay.status();
+  const DeviceInputs din(x);
+  const DeviceOutputs ref(*lay), out(*lay);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  RunOptions opt;
+  opt.seed = g();
+  opt.image_dtype = dt;
+  const std::string what = std::string(all_on ? "all-on" : "default-p") + " B=" + std::to_string(B) +
+                           " C=" + std::to_string(C) + (dt == DType::kFloat16 ? " fp16" : " fp32") +
+                           " P2=" + std::to_string(p2);
+  for (int it = 0; it < 4; ++it) {
+    opt.first_sample_index = static_cast<uint64_t>(it) * B;
+    ref.Poison(s);
+    out.Poison(s);
+    ASSERT_TRUE((*whole)->Run(din.In(), ref.Out(), opt, s).ok());
+    ASSERT_TRUE((*split)->Run(din.In(), out.Out(), opt, s).ok());
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    ExpectLabelsEqualImageClose(ref, out, dt, what + ", batch " + std::to_string(it));
+  }
+  // A sure replay (the key's second sighting captures, the third replays) equals the eager parts bit for bit.
+  opt.first_sample_index = 0;
+  ASSERT_TRUE((*split_eager)->Run(din.In(), ref.Out(), opt, s).ok());
+  const int64_t replays_before = (*split)->graph_counters().replays;
+  for (int rep = 0; rep < 3; ++rep) ASSERT_TRUE((*split)->Run(din.In(), out.Out(), opt, s).ok());
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_GE((*split)->graph_counters().replays - replays_before, 2) << what;
+  EXPECT_EQ(FirstDifference(ref.Bytes(), out.Bytes(), *lay), "") << what << ", replayed";
+  const CudaGraphCounters c = (*split)->graph_counters(), w = (*whole)->graph_counters();
+  EXPECT_EQ(c.split, B >= 2 ? 7 : 0) << what;
+  EXPECT_EQ(w.split, 0) << what;
+  EXPECT_EQ(c.capture_failures, 0) << what;
+  std::printf("[split] %s: %lld in two parts, eager %lld, replays %lld\n", what.c_str(),
+              static_cast<long long>(c.split), static_cast<long long>(c.eager),
+              static_cast<long long>(c.replays));
+  cudaStreamDestroy(s);
+}
+
 // Two parts (cuda/engine.h): batches of 2, 3 and 8 samples run in two parts on two streams equal the same batches run
 // whole: every label level byte for byte, the image within the parity tests' tolerance (the parts may round a pass's
-// statistics differently, as the samples of one batch already may: kStageSliceIdle). Odd batches and float16 outputs
-// put the second part's image at an address that is not 16-byte aligned (the final pass's scalar form); graphs are on
-// (where a key repeats within the 4 batches, a replay is compared too; GraphsEqualEagerLaunches checks replays equal
-// eager launches bit for bit, parts included). A batch of 1 runs whole.
+// statistics differently, as the samples of one batch already may: kStageSliceIdle, kStageGamma1Alone). P2 = 27 runs
+// the final pass's scalar form; P2 = 28 its vectorised form wherever a part's image output is 16-byte aligned: both
+// parts at float32, only the first at float16 with B = 2 (the second starts 43,400 bytes in), so the graph key's
+// per-part alignment bits differ between the two. Graphs are on, and each case ends with a sure replay compared bit for
+// bit with the eager parts. A batch of 1 runs whole.
 TEST(CudaEngine, SplitBatchesEqualWholeBatches) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   const uint64_t seed0 = TestSeed();
@@ -613,62 +703,119 @@ TEST(CudaEngine, SplitBatchesEqualWholeBatches) {
       for (const bool all_on : {true, false})
         for (const DType dt : {DType::kFloat32, DType::kFloat16}) {
           if (B == 8 && C == 4) continue;
-          Case cs = Make("split", {25, 31, 27}, B, C, 4, all_on);
-          cs.out_dtype = dt;
-          const PipelineSpec spec = MakeSpec(cs);
-          const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
-          auto whole = CudaAugmenter::Create(spec, 0);
-          auto split = CudaAugmenter::Create(spec, 0);
-          ASSERT_TRUE(whole.ok() && split.ok());
-          (*whole)->set_split_batches(false);
-          (*split)->set_split_batches(true);
-          (*split)->set_graphs_enabled(true);
-          auto lay = (*whole)->OutputLayout(x.ishape, dt);
-          ASSERT_TRUE(lay.ok()) << lay.status();
-          const DeviceInputs din(x);
-          const DeviceOutputs ref(*lay), out(*lay);
-          cudaStream_t s;
-          ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-          RunOptions opt;
-          opt.seed = g();
-          opt.image_dtype = dt;
-          const std::string what = std::string(all_on ? "all-on" : "default-p") + " B=" + std::to_string(B) +
-                                   " C=" + std::to_string(C) + (dt == DType::kFloat16 ? " fp16" : " fp32");
-          for (int it = 0; it < 4; ++it) {
-            opt.first_sample_index = static_cast<uint64_t>(it) * B;
-            ref.Poison(s);
-            out.Poison(s);
-            ASSERT_TRUE((*whole)->Run(din.In(), ref.Out(), opt, s).ok());
-            ASSERT_TRUE((*split)->Run(din.In(), out.Out(), opt, s).ok());
-            ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-            const std::vector<char> a = ref.Bytes(), b = out.Bytes();
-            ASSERT_EQ(a.size(), b.size());
-            EXPECT_EQ(0, std::memcmp(a.data() + lay->image_bytes, b.data() + lay->image_bytes,
-                                     a.size() - lay->image_bytes))
-                << what << ", batch " << it << ": labels differ";
-            HostTensor ia = HostTensor::Empty(lay->image_shape, dt), ib = HostTensor::Empty(lay->image_shape, dt);
-            std::memcpy(ia.raw_data(), a.data(), lay->image_bytes);
-            std::memcpy(ib.raw_data(), b.data(), lay->image_bytes);
-            const int64_t per = lay->image_bytes / (dt == DType::kFloat32 ? 4 : 2) / (B * C);
-            int64_t bad = 0;
-            for (int64_t bc = 0; bc < int64_t{B} * C; ++bc) {
-              const double range = testing::RangeOf(ia, bc * per, per);
-              for (int64_t o = 0; o < per; ++o) {
-                const double r = testing::ValueAt(ia, bc * per + o), k = testing::ValueAt(ib, bc * per + o);
-                if (!(std::fabs(k - r) <= testing::ImageTolerance(range, dt, r))) ++bad;
-              }
-            }
-            EXPECT_EQ(bad, 0) << what << ", batch " << it;
-          }
-          const CudaGraphCounters c = (*split)->graph_counters(), w = (*whole)->graph_counters();
-          EXPECT_EQ(c.split, B >= 2 ? 4 : 0) << what;
-          EXPECT_EQ(w.split, 0) << what;
-          EXPECT_EQ(c.capture_failures, 0) << what;
-          std::printf("[split] %s: %lld in two parts, eager %lld, replays %lld\n", what.c_str(),
-                      static_cast<long long>(c.split), static_cast<long long>(c.eager),
-                      static_cast<long long>(c.replays));
-          cudaStreamDestroy(s);
+          CheckSplitAgainstWhole(B, C, all_on, dt, 27, g);
+          // P2 % 4 == 0: the final pass's vectorised form, where a part's image output is 16-byte aligned.
+          if (B <= 3 && C == 1) CheckSplitAgainstWhole(B, C, all_on, dt, 28, g);
         }
+}
+
+// One augmenter through changing batch sizes (2, 3, 1, 3 whole, 8, 3, 2; each part's workspace re-armed or grown as
+// its shape changes, graphs dropped when a buffer moves) equals a whole-batch augmenter fed the same batches.
+TEST(CudaEngine, SplitAcrossBatchSizes) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  const uint64_t seed0 = TestSeed();
+  std::printf("[split sizes] seed %llu\n", static_cast<unsigned long long>(seed0));
+  std::mt19937_64 g(seed0);
+  const Case cs = Make("split-sizes", {25, 31, 28}, 8, 2, 4, false);
+  const PipelineSpec spec = MakeSpec(cs);
+  const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
+  const DeviceInputs din(x);
+  auto parts = CudaAugmenter::Create(spec, 0);
+  auto whole = CudaAugmenter::Create(spec, 0);
+  ASSERT_TRUE(parts.ok() && whole.ok());
+  (*parts)->set_graphs_enabled(true);
+  (*whole)->set_split_policy(CudaSplitPolicy::kWhole);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  RunOptions opt;
+  opt.seed = g();
+  const std::pair<int, bool> steps[] = {{2, true}, {3, true}, {1, true}, {3, false}, {8, true}, {3, true}, {2, true}};
+  int64_t expect_split = 0;
+  for (size_t i = 0; i < std::size(steps); ++i) {
+    const auto [B, split] = steps[i];
+    (*parts)->set_split_policy(split ? CudaSplitPolicy::kAlways : CudaSplitPolicy::kWhole);
+    expect_split += split && B >= 2;
+    std::vector<int64_t> shape = x.ishape;
+    shape[0] = B;
+    const CudaBatchInput in{din.image, din.seg, shape};
+    auto lay = (*whole)->OutputLayout(shape, DType::kFloat32);
+    ASSERT_TRUE(lay.ok()) << lay.status();
+    const DeviceOutputs ref(*lay), out(*lay);
+    ref.Poison(s);
+    out.Poison(s);
+    opt.first_sample_index = i * 8;
+    ASSERT_TRUE((*whole)->Run(in, ref.Out(), opt, s).ok());
+    ASSERT_TRUE((*parts)->Run(in, out.Out(), opt, s).ok());
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    ExpectLabelsEqualImageClose(ref, out, DType::kFloat32,
+                                "step " + std::to_string(i) + " (B=" + std::to_string(B) + "), seed " +
+                                    std::to_string(seed0));
+  }
+  EXPECT_EQ((*parts)->graph_counters().split, expect_split);
+  cudaStreamDestroy(s);
+}
+
+// The default policy (kWhenMasksDiffer) on injected parameters: a batch whose two halves draw the same stage mask
+// runs whole, one whose second half draws no intensity transform runs in two parts, and both equal a whole-batch
+// augmenter's outputs.
+TEST(CudaEngine, SplitWhenTheHalvesMasksDiffer) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  const uint64_t seed0 = TestSeed();
+  std::printf("[split policy] seed %llu\n", static_cast<unsigned long long>(seed0));
+  std::mt19937_64 g(seed0);
+  const Case cs = Make("split-policy", {25, 31, 28}, 4, 1, 4, true);
+  const PipelineSpec spec = MakeSpec(cs);
+  const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
+  const DeviceInputs din(x);
+  auto dflt = CudaAugmenter::Create(spec, 0);
+  auto whole = CudaAugmenter::Create(spec, 0);
+  ASSERT_TRUE(dflt.ok() && whole.ok());
+  (*dflt)->set_split_policy(CudaSplitPolicy::kWhenMasksDiffer);
+  (*whole)->set_split_policy(CudaSplitPolicy::kWhole);
+  auto lay = (*whole)->OutputLayout(x.ishape, DType::kFloat32);
+  ASSERT_TRUE(lay.ok()) << lay.status();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  // Every intensity entry off ({"applied": false}) for the samples in `off`, drawn (null) elsewhere.
+  const auto inject = [&](std::vector<bool> off) {
+    std::vector<std::vector<nlohmann::json>> inj(cs.B);
+    for (int b = 0; b < cs.B; ++b)
+      for (const TransformSpec& ts : spec.transforms) {
+        const bool intensity = ts.kind == TransformKind::kGaussianNoise || ts.kind == TransformKind::kGaussianBlur ||
+                               ts.kind == TransformKind::kMultiplicativeBrightness ||
+                               ts.kind == TransformKind::kContrast ||
+                               ts.kind == TransformKind::kSimulateLowResolution || ts.kind == TransformKind::kGamma;
+        inj[b].push_back(intensity && off[b] ? nlohmann::json{{"applied", false}} : nlohmann::json());
+      }
+    return inj;
+  };
+  struct Step {
+    std::vector<bool> off;
+    bool split;
+  };
+  const Step steps[] = {
+      {{true, true, true, true}, false},     // both halves: the spatial kernel alone (equal masks)
+      {{false, false, true, true}, true},    // the second half skips every pass after the spatial kernel
+      {{true, true, false, false}, true},    // the first half does
+  };
+  int64_t expect_split = 0;
+  for (size_t i = 0; i < std::size(steps); ++i) {
+    const auto inj = inject(steps[i].off);
+    RunOptions opt;
+    opt.seed = g();
+    opt.first_sample_index = i * cs.B;
+    opt.injected = &inj;
+    const DeviceOutputs ref(*lay), out(*lay);
+    ref.Poison(s);
+    out.Poison(s);
+    ASSERT_TRUE((*whole)->Run(din.In(), ref.Out(), opt, s).ok());
+    ASSERT_TRUE((*dflt)->Run(din.In(), out.Out(), opt, s).ok());
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    expect_split += steps[i].split;
+    EXPECT_EQ((*dflt)->graph_counters().split, expect_split) << "step " << i;
+    ExpectLabelsEqualImageClose(ref, out, DType::kFloat32, "step " + std::to_string(i));
+  }
+  cudaStreamDestroy(s);
 }
 
 // The generic chain (DA5, its probabilities and every entry on) with batches enqueued back to back on one stream, one
