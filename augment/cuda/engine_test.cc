@@ -755,9 +755,9 @@ TEST(CudaEngine, SplitAcrossBatchSizes) {
   cudaStreamDestroy(s);
 }
 
-// The default policy (kWhenMasksDiffer) on injected parameters: a batch whose two halves draw the same stage mask
-// runs whole, one whose second half draws no intensity transform runs in two parts, and both equal a whole-batch
-// augmenter's outputs.
+// CudaSplitPolicy::kWhenMasksDiffer (not the default) on injected parameters: a batch whose two halves draw the same
+// stage mask runs whole, one whose first or second half draws no intensity transform runs in two parts, and each
+// equals a whole-batch augmenter's outputs. Written after session 39's last GPU call: not yet run on a GPU.
 TEST(CudaEngine, SplitWhenTheHalvesMasksDiffer) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   const uint64_t seed0 = TestSeed();
