@@ -48,8 +48,11 @@
 // checks that every lane computed what the same batch computes alone (see StreamsRun).
 // --split 1 (rows of even B): each batch also as two halves on two streams, as CudaAugmenter can run it (cuda/engine.h
 // "Two parts"), timed against whole batches and compared with them (see SplitRun); with --streams N also N lanes of
-// such batches. --split 2: two halves only where their stage masks differ (CudaSplitPolicy::kWhenMasksDiffer, the
-// engine's default), whole batches elsewhere.
+// such batches. --split 2: two halves only where their stage masks differ (CudaSplitPolicy::kWhenMasksDiffer, not the
+// engine's default), whole batches elsewhere; the JSON row's split_mode says which, and split_sets how many of the 16
+// sets ran in two parts.
+// Note: the bench's all-on draws blur and low-res on every channel, so its halves' masks are always equal; nnU-Net's
+// spec draws them per channel with p 0.5.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -336,9 +339,11 @@ SampleParams Draw(std::mt19937_64& g, const Probs& pr, const BatchShape& sh, uin
 // each half with its own workspace and stage mask (ActiveStages of its samples), timed against the whole batch,
 // interleaved (see RunOne). seg_mismatch / image_max_diff: the halves' outputs against the whole batch's, over the 16
 // sets (the statistics' partial sums may be cut differently, kStageSliceIdle; labels should not move).
-int g_split = 0;  // --split: 1 two parts always, 2 where the halves' stage masks differ (the engine's default)
+int g_split = 0;  // --split: 1 two parts always (the engine's default), 2 where the halves' stage masks differ
 struct SplitRun {
   bool ran = false;
+  int mode = 0;        // --split's value
+  int sets_split = 0;  // of the 16 sets, those run in two parts (all with --split 1)
   double ms_whole = 0, ms_split = 0;
   int64_t seg_mismatch = 0;
   double image_max_diff = 0;
@@ -777,6 +782,8 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
         (which == 0 ? tw : ts).push_back(ms);
       }
     split.ran = true;
+    split.mode = g_split;
+    for (int t = 0; t < kSets; ++t) split.sets_split += g_split == 1 || half_stages[2 * t] != half_stages[2 * t + 1];
     split.ms_whole = Median(tw);
     split.ms_split = Median(ts);
   }
@@ -789,6 +796,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     if (split_rows) {
       streams.push_back(TimeLanes(lanes, g_streams, iters, kSets, launch_split_on, set_of));
       streams.back().split = true;
+      CheckLanesAgree(lanes, sizes, iters, launch_split_on, set_of);
     }
   }
   for (Lane& l : lanes) FreeSplit(l);
@@ -1063,11 +1071,12 @@ int main(int argc, char** argv) {
               r.B / (ms * 1e-3), gbps, of_copy, r.mem_mb, r.ws_mb, r.digest.empty() ? "" : "  digest ",
               r.digest.c_str());
           if (r.split.ran)
-            std::printf("%-15s B=%d C=%d %-22s split: whole %.4f ms, two halves on two streams %.4f ms (%.2fx); "
-                        "halves vs whole over 16 sets: %lld seg voxels differ, image max |diff| %.3g\n",
-                        r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.split.ms_whole, r.split.ms_split,
-                        r.split.ms_whole / r.split.ms_split, static_cast<long long>(r.split.seg_mismatch),
-                        r.split.image_max_diff);
+            std::printf("%-15s B=%d C=%d %-22s split %d (%d of 16 sets in two parts): whole %.4f ms, two halves on "
+                        "two streams %.4f ms (%.2fx); halves vs whole over 16 sets: %lld seg voxels differ, image max "
+                        "|diff| %.3g\n",
+                        r.mode.c_str(), r.B, r.C, r.shape.c_str(), r.split.mode, r.split.sets_split,
+                        r.split.ms_whole, r.split.ms_split, r.split.ms_whole / r.split.ms_split,
+                        static_cast<long long>(r.split.seg_mismatch), r.split.image_max_diff);
           if (!r.streams.empty()) {
             const StreamsRun& one = r.streams[0];
             std::printf("%-15s B=%d C=%d %-22s streams: 1 lane %.4f ms/batch (%.0f samples/s)", r.mode.c_str(), r.B,
@@ -1110,10 +1119,10 @@ int main(int argc, char** argv) {
       if (r.split.ran) {
         char buf[200];
         std::snprintf(buf, sizeof buf,
-                      ",\"split\":{\"ms_whole\":%.5f,\"ms_two_parts\":%.5f,\"seg_mismatch\":%lld,"
-                      "\"image_max_diff\":%.3g}",
-                      r.split.ms_whole, r.split.ms_split, static_cast<long long>(r.split.seg_mismatch),
-                      r.split.image_max_diff);
+                      ",\"split\":{\"split_mode\":%d,\"split_sets\":%d,\"ms_whole\":%.5f,\"ms_two_parts\":%.5f,"
+                      "\"seg_mismatch\":%lld,\"image_max_diff\":%.3g}",
+                      r.split.mode, r.split.sets_split, r.split.ms_whole, r.split.ms_split,
+                      static_cast<long long>(r.split.seg_mismatch), r.split.image_max_diff);
         lanes += buf;
       }
       std::fprintf(f,

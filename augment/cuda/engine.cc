@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -104,13 +105,18 @@ bool GraphUploadInside() {
 }
 
 // The split policy from AUGMENTD_CUDA_SPLIT (read once): "0" whole batches, "differ" two parts where their stage masks
-// differ, anything else (unset) two parts for every batch of B >= 2 (cuda/engine.h "Two parts").
+// differ, unset / "1" / "always" two parts for every batch of B >= 2 (cuda/engine.h "Two parts"); any other value is
+// named on stderr and taken as the default.
 CudaSplitPolicy SplitFromEnvironment() {
   static const CudaSplitPolicy policy = [] {
     const char* e = std::getenv("AUGMENTD_CUDA_SPLIT");
     const std::string v = e == nullptr ? "" : e;
     if (v == "0") return CudaSplitPolicy::kWhole;
     if (v == "differ") return CudaSplitPolicy::kWhenMasksDiffer;
+    if (!v.empty() && v != "1" && v != "always") {
+      std::fprintf(stderr, "augmentd: AUGMENTD_CUDA_SPLIT=%s is not 0, 1, always or differ: two parts always\n",
+                   v.c_str());
+    }
     return CudaSplitPolicy::kAlways;
   }();
   return policy;
@@ -135,10 +141,10 @@ absl::Status GuardStatus(F&& f) {
   }
 }
 
-// Whether `s` is being captured: empty for the legacy and per-thread default streams (never captured here) and when
-// the query fails.
+// Whether `s` is being captured: empty for the legacy default stream (it cannot be) and when the query fails. The
+// per-thread default stream is queried (a caller may capture it).
 std::optional<bool> Capturing(cudaStream_t s) {
-  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return std::nullopt;
+  if (s == nullptr || s == cudaStreamLegacy) return std::nullopt;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(s, &status) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -153,6 +159,7 @@ bool CallerCapturing(cudaStream_t s) { return Capturing(s).value_or(false); }
 // Streams a graph can be captured on: not the legacy or per-thread default stream, and not one already capturing
 // (a caller's own capture then records the eager launches).
 bool Capturable(cudaStream_t s) {
+  if (s == cudaStreamPerThread) return false;
   const std::optional<bool> c = Capturing(s);
   return c.has_value() && !*c;
 }
@@ -254,10 +261,9 @@ struct CudaAugmenter::Impl {
 
   // The second part's stream and the fork / join events, made on the first batch in two parts (current device: ours).
   absl::Status EnsureSide() {
-    if (side != nullptr) return absl::OkStatus();
-    AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-    AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-    AUGMENTD_CUDA_OK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    if (fork == nullptr) AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    if (join == nullptr) AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    if (side == nullptr) AUGMENTD_CUDA_OK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
     return absl::OkStatus();
   }
 

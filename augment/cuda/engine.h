@@ -106,8 +106,11 @@ absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const Bat
 // - two streams at once (the server's two GPU workers; bench/cuda_pipeline_bench --streams 2 --split 1): two parts
 //   gained 4-6 % a batch with default probabilities and cost every transform on B=2 C=1 +5 % (its halves' masks
 //   are equal, so nothing is skipped, and the two workers already overlap the fixed parts).
-// kWhenMasksDiffer would keep the first and avoid the second; it was written after the session's last GPU call and has
-// neither been timed nor run there (CudaEngine.SplitWhenTheHalvesMasksDiffer), so kAlways stays the default.
+// kWhenMasksDiffer was written after the session's last GPU call and has neither been timed nor run there
+// (CudaEngine.SplitWhenTheHalvesMasksDiffer), so kAlways stays the default. It would not simply avoid the loss: with
+// nnU-Net's own spec the halves' masks differ more often than in that benchmark (blur and low-res draw per channel
+// with p 0.5, rotation per sample), and a batch that alternates between one and two parts re-arms (once: grows) the
+// first part's workspace. Which mask bits should decide is to be measured (NOTES.md s39).
 
 // When a fused batch runs in two parts (above). AUGMENTD_CUDA_SPLIT=0 / differ (read once) picks kWhole /
 // kWhenMasksDiffer for every augmenter; set_split_policy for one.

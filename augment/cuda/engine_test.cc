@@ -767,10 +767,8 @@ TEST(CudaEngine, SplitWhenTheHalvesMasksDiffer) {
   const PipelineSpec spec = MakeSpec(cs);
   const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
   const DeviceInputs din(x);
-  auto dflt = CudaAugmenter::Create(spec, 0);
   auto whole = CudaAugmenter::Create(spec, 0);
-  ASSERT_TRUE(dflt.ok() && whole.ok());
-  (*dflt)->set_split_policy(CudaSplitPolicy::kWhenMasksDiffer);
+  ASSERT_TRUE(whole.ok());
   (*whole)->set_split_policy(CudaSplitPolicy::kWhole);
   auto lay = (*whole)->OutputLayout(x.ishape, DType::kFloat32);
   ASSERT_TRUE(lay.ok()) << lay.status();
@@ -794,26 +792,34 @@ TEST(CudaEngine, SplitWhenTheHalvesMasksDiffer) {
     bool split;
   };
   const Step steps[] = {
-      {{true, true, true, true}, false},     // both halves: the spatial kernel alone (equal masks)
-      {{false, false, true, true}, true},    // the second half skips every pass after the spatial kernel
-      {{true, true, false, false}, true},    // the first half does
+      {{true, true, true, true}, false},   // both halves: the spatial kernel alone (equal masks)
+      {{false, false, true, true}, true},  // the second half skips every pass after the spatial kernel
+      {{true, true, false, false}, true},  // the first half does
+      {{true, true, true, true}, false},   // whole again after two parts (the first part's workspace re-armed)
   };
-  int64_t expect_split = 0;
-  for (size_t i = 0; i < std::size(steps); ++i) {
-    const auto inj = inject(steps[i].off);
-    RunOptions opt;
-    opt.seed = g();
-    opt.first_sample_index = i * cs.B;
-    opt.injected = &inj;
-    const DeviceOutputs ref(*lay), out(*lay);
-    ref.Poison(s);
-    out.Poison(s);
-    ASSERT_TRUE((*whole)->Run(din.In(), ref.Out(), opt, s).ok());
-    ASSERT_TRUE((*dflt)->Run(din.In(), out.Out(), opt, s).ok());
-    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    expect_split += steps[i].split;
-    EXPECT_EQ((*dflt)->graph_counters().split, expect_split) << "step " << i;
-    ExpectLabelsEqualImageClose(ref, out, DType::kFloat32, "step " + std::to_string(i));
+  for (const bool graphs : {false, true}) {
+    auto dflt = CudaAugmenter::Create(spec, 0);
+    ASSERT_TRUE(dflt.ok());
+    (*dflt)->set_split_policy(CudaSplitPolicy::kWhenMasksDiffer);
+    (*dflt)->set_graphs_enabled(graphs);
+    int64_t expect_split = 0;
+    for (size_t i = 0; i < std::size(steps); ++i) {
+      const auto inj = inject(steps[i].off);
+      RunOptions opt;
+      opt.seed = g();
+      opt.first_sample_index = i * cs.B;
+      opt.injected = &inj;
+      const DeviceOutputs ref(*lay), out(*lay);
+      ref.Poison(s);
+      out.Poison(s);
+      ASSERT_TRUE((*whole)->Run(din.In(), ref.Out(), opt, s).ok());
+      ASSERT_TRUE((*dflt)->Run(din.In(), out.Out(), opt, s).ok());
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      expect_split += steps[i].split;
+      const std::string what = std::string(graphs ? "graphs" : "eager") + ", step " + std::to_string(i);
+      EXPECT_EQ((*dflt)->graph_counters().split, expect_split) << what;
+      ExpectLabelsEqualImageClose(ref, out, DType::kFloat32, what);
+    }
   }
   cudaStreamDestroy(s);
 }
