@@ -7,6 +7,8 @@
 //   cuda_chain_bench --cascade [...]   nnU-Net's 3d_cascade_fullres pipeline vs the default one (issue 24)
 //   cuda_chain_bench [--cascade] --stage-times [...]  also each DA5 (or cascade) row's GPU time per chain step (below)
 //   cuda_chain_bench --kernel-times [...]   the cascade perturbations' kernels alone, per launch (below)
+//   cuda_chain_bench --split-masks [...]    host only, no device: how often a batch's two halves draw different
+//                                           stage masks under nnU-Net's default spec (below)
 //
 // Rows (B × C at the preset's initial patch size → patch):
 //   da5          nnunet_da5 with DA5's probabilities (one-of groups included);
@@ -31,6 +33,13 @@
 // spatial resampling); 2 "balls": three balls of radius P/10…P/5 (a previous stage's prediction: a few compact
 // objects); 3 "empty" (an absent label). Each kernel between two events (the launchers' kernel_marks), the image
 // restored before every launch; median ms per kernel.
+// --split-masks: for nnU-Net's default spec (its probabilities, and every entry applied) at --batch / --channels /
+// --patch, --iters batches of fresh draws (seed 7, consecutive sample indices) are drawn and translated as
+// CudaAugmenter does (DrawSampleParams, TranslateSample), and the stage masks of the batch's two parts (ceil(B/2),
+// floor(B/2); cuda/engine.h "Two parts") compared with cuda::ActiveStages: how many batches' parts differ, how many
+// differ in a pass after the spatial kernel, in having any such pass (one part on the direct path), only in
+// kStageResample (one part all centre crops), and how often each bit differs. What CudaSplitPolicy::kWhenMasksDiffer
+// would split, and which bits such a policy could key on. Runs without a GPU.
 // Timing: CUDA events around CudaAugmenter::Run on one stream; median and p90 of --iters batches after 3 warm-up
 // batches, each batch with fresh draws (first_sample_index advances). Inputs: N(0.3, 1) image, labels 0..3 in 4³
 // blobs. Exit status 2 without a CUDA device (prints why), 1 on any engine error.
@@ -45,8 +54,11 @@
 #include <utility>
 #include <vector>
 
+#include "augment/batch.h"
 #include "augment/cuda/chain.h"
 #include "augment/cuda/engine.h"
+#include "augment/cuda/fused_params.h"
+#include "augment/kernels/cuda/pipeline_cuda.h"
 #include "augment/pipeline.h"
 #include "augment/testing/cascade_pipeline.h"
 #include "augment/testing/random_volume.h"
@@ -433,6 +445,87 @@ PipelineSpec Subset(const PipelineSpec& full, const std::vector<size_t>& keep, s
   return s;
 }
 
+// --split-masks (see the header): host only.
+int SplitMasks(const augmentd::TrainerConfig& tc, int64_t B, int64_t C, int batches) {
+  namespace cu = augmentd::cuda;
+  if (B < 2) {
+    std::fprintf(stderr, "--split-masks: --batch must be at least 2 (two parts)\n");
+    return 1;
+  }
+  auto def = augmentd::NnunetDefaultPipeline(tc);
+  if (!def.ok()) {
+    std::fprintf(stderr, "nnunet_default: %s\n", def.status().ToString().c_str());
+    return 1;
+  }
+  PipelineSpec all_on = *def;
+  for (TransformSpec& t : all_on.transforms) t.apply_probability = 1.0;
+  static const char* kBitNames[] = {"noise",    "blur",      "contrast", "lowres",        "gamma0",
+                                    "gamma1",   "mask",      "lowest",   "elastic",       "permute",
+                                    "gamma1-alone", "resample", "slice-idle"};
+  std::printf("# split masks: nnunet_default, B=%lld C=%lld, patch %lldx%lldx%lld, %d batches each\n\n", (long long)B,
+              (long long)C, (long long)tc.patch_size[0], (long long)tc.patch_size[1], (long long)tc.patch_size[2],
+              batches);
+  std::printf("| spec | parts differ | in a pass after the spatial kernel | one part direct | only in resample | "
+              "bits that differ (share of batches) |\n|---|---:|---:|---:|---:|---|\n");
+  for (const auto& [name, spec] : {std::pair<const char*, const PipelineSpec*>{"default probabilities", &*def},
+                                   std::pair<const char*, const PipelineSpec*>{"every entry applied", &all_on}}) {
+    auto plan = augmentd::MakeCudaPlan(*spec);
+    if (!plan.ok()) {
+      std::fprintf(stderr, "MakeCudaPlan: %s\n", plan.status().ToString().c_str());
+      return 1;
+    }
+    cu::BatchShape sh;
+    sh.batch = static_cast<int32_t>(B);
+    sh.channels = static_cast<int32_t>(C);
+    for (int d = 0; d < 3; ++d) {
+      sh.in[d] = static_cast<int32_t>(spec->input_patch_size[d]);
+      sh.out[d] = static_cast<int32_t>(tc.patch_size[d]);
+    }
+    sh.remove_minus_one = plan->remove_minus_one ? 1 : 0;
+    sh.elastic = plan->elastic ? 1 : 0;
+    sh.seg_pad_first = plan->pad_first ? 1 : 0;
+    cu::BatchShape part[2] = {sh, sh};
+    part[0].batch = static_cast<int32_t>((B + 1) / 2);
+    part[1].batch = static_cast<int32_t>(B / 2);
+    const augmentd::SampleLayout layout{C, {sh.in[0], sh.in[1], sh.in[2]}, 1};
+    int differ = 0, differ_pass = 0, one_direct = 0, only_resample = 0;
+    int bit_differs[13] = {};
+    std::vector<cu::SampleParams> params(B);
+    for (int i = 0; i < batches; ++i) {
+      for (int64_t b = 0; b < B; ++b) {
+        augmentd::SampleRecord rec;
+        const uint64_t index = static_cast<uint64_t>(i) * B + b;
+        absl::Status st = augmentd::DrawSampleParams(*spec, 7, index, nullptr, layout, rec, static_cast<uint64_t>(i) * B);
+        if (st.ok()) st = augmentd::TranslateSample(*spec, *plan, rec, sh, params[b]);
+        if (!st.ok()) {
+          std::fprintf(stderr, "draw / translate: %s\n", st.ToString().c_str());
+          return 1;
+        }
+      }
+      const uint32_t m0 = cu::ActiveStages(params.data(), part[0]);
+      const uint32_t m1 = cu::ActiveStages(params.data() + part[0].batch, part[1]);
+      const uint32_t x = m0 ^ m1;
+      differ += x != 0;
+      differ_pass += (x & cu::kStagesAfterSpatial) != 0;
+      one_direct += ((m0 & cu::kStagesAfterSpatial) == 0) != ((m1 & cu::kStagesAfterSpatial) == 0);
+      only_resample += x == cu::kStageResample;
+      for (int k = 0; k < 13; ++k) bit_differs[k] += (x >> k) & 1;
+    }
+    std::string bits;
+    for (int k = 0; k < 13; ++k) {
+      if (bit_differs[k] == 0) continue;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s %.0f %%", bits.empty() ? "" : ", ", kBitNames[k],
+                    100.0 * bit_differs[k] / batches);
+      bits += buf;
+    }
+    const auto pct = [&](int n) { return 100.0 * n / batches; };
+    std::printf("| %s | %.1f %% | %.1f %% | %.1f %% | %.1f %% | %s |\n", name, pct(differ), pct(differ_pass),
+                pct(one_direct), pct(only_resample), bits.empty() ? "none" : bits.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -440,7 +533,7 @@ int main(int argc, char** argv) {
   int64_t B = 2, C = 1;
   int iters = 20;
   const char* json = nullptr;
-  bool default_pipeline = false, cascade = false, stage_times = false, kernel_times = false;
+  bool default_pipeline = false, cascade = false, stage_times = false, kernel_times = false, split_masks = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has = i + 1 < argc;
@@ -453,19 +546,27 @@ int main(int argc, char** argv) {
     else if (a == "--cascade") cascade = true;
     else if (a == "--stage-times") stage_times = true;
     else if (a == "--kernel-times") kernel_times = true;
+    else if (a == "--split-masks") split_masks = true;
     else {
       std::fprintf(stderr,
-                   "usage: %s [--default | [--cascade] [--stage-times] | --kernel-times] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
+                   "usage: %s [--default | [--cascade] [--stage-times] | --kernel-times | --split-masks] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
                    argv[0]);
       return a == "--help" || a == "-h" ? 0 : 1;
     }
   }
   // The modes exclude each other and --stage-times only times the DA5 or --cascade rows: refuse what would be ignored.
-  if (int{default_pipeline} + int{cascade} + int{kernel_times} > 1 ||
-      (stage_times && (default_pipeline || kernel_times))) {
-    std::fprintf(stderr, "%s: --default, --cascade and --kernel-times exclude each other; --stage-times times the "
-                 "DA5 or --cascade rows\n", argv[0]);
+  if (int{default_pipeline} + int{cascade} + int{kernel_times} + int{split_masks} > 1 ||
+      (stage_times && (default_pipeline || kernel_times || split_masks))) {
+    std::fprintf(stderr, "%s: --default, --cascade, --kernel-times and --split-masks exclude each other; "
+                 "--stage-times times the DA5 or --cascade rows\n", argv[0]);
     return 1;
+  }
+  if (split_masks) {  // host only
+    augmentd::TrainerConfig tcm;
+    tcm.patch_size = patch;
+    tcm.num_input_channels = C;
+    tcm.deep_supervision_scales = {{1, 1, 1}, {0.5, 0.5, 0.5}, {0.25, 0.25, 0.25}};
+    return SplitMasks(tcm, B, C, iters);
   }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
