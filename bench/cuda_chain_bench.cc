@@ -445,6 +445,20 @@ PipelineSpec Subset(const PipelineSpec& full, const std::vector<size_t>& keep, s
   return s;
 }
 
+// nnU-Net's default spec for `tc` and the same with every entry applied (apply_probability 1; the entries' own
+// probabilities — rotation, p_per_channel — as nnU-Net sets them). False, with the reason on stderr, if it fails.
+bool DefaultSpecs(const augmentd::TrainerConfig& tc, PipelineSpec& def, PipelineSpec& all_on) {
+  auto d = augmentd::NnunetDefaultPipeline(tc);
+  if (!d.ok()) {
+    std::fprintf(stderr, "nnunet_default: %s\n", d.status().ToString().c_str());
+    return false;
+  }
+  def = *d;
+  all_on = *d;
+  for (TransformSpec& t : all_on.transforms) t.apply_probability = 1.0;
+  return true;
+}
+
 // --split-masks (see the header): host only.
 int SplitMasks(const augmentd::TrainerConfig& tc, int64_t B, int64_t C, int batches) {
   namespace cu = augmentd::cuda;
@@ -452,13 +466,8 @@ int SplitMasks(const augmentd::TrainerConfig& tc, int64_t B, int64_t C, int batc
     std::fprintf(stderr, "--split-masks: --batch must be at least 2 (two parts)\n");
     return 1;
   }
-  auto def = augmentd::NnunetDefaultPipeline(tc);
-  if (!def.ok()) {
-    std::fprintf(stderr, "nnunet_default: %s\n", def.status().ToString().c_str());
-    return 1;
-  }
-  PipelineSpec all_on = *def;
-  for (TransformSpec& t : all_on.transforms) t.apply_probability = 1.0;
+  PipelineSpec def, all_on;
+  if (!DefaultSpecs(tc, def, all_on)) return 1;
   static const char* kBitNames[] = {"noise",    "blur",      "contrast", "lowres",        "gamma0",
                                     "gamma1",   "mask",      "lowest",   "elastic",       "permute",
                                     "gamma1-alone", "resample", "slice-idle"};
@@ -467,7 +476,7 @@ int SplitMasks(const augmentd::TrainerConfig& tc, int64_t B, int64_t C, int batc
               batches);
   std::printf("| spec | parts differ | in a pass after the spatial kernel | one part direct | only in resample | "
               "bits that differ (share of batches) |\n|---|---:|---:|---:|---:|---|\n");
-  for (const auto& [name, spec] : {std::pair<const char*, const PipelineSpec*>{"default probabilities", &*def},
+  for (const auto& [name, spec] : {std::pair<const char*, const PipelineSpec*>{"default probabilities", &def},
                                    std::pair<const char*, const PipelineSpec*>{"every entry applied", &all_on}}) {
     auto plan = augmentd::MakeCudaPlan(*spec);
     if (!plan.ok()) {
@@ -620,21 +629,14 @@ int main(int argc, char** argv) {
     return rc;
   }
   if (default_pipeline) {  // issue 21: the fused intensity path vs the generic chain, same pipeline, same run
-    auto def = augmentd::NnunetDefaultPipeline(tc);
-    if (!def.ok()) {
-      std::fprintf(stderr, "nnunet_default: %s\n", def.status().ToString().c_str());
-      return 1;
-    }
-    // every entry applied (apply_probability 1; the entries' own probabilities — rotation, p_per_channel — as nnU-Net
-    // sets them); the input is sized for this preset's initial patch.
-    PipelineSpec all_on = *def;
-    for (TransformSpec& t : all_on.transforms) t.apply_probability = 1.0;
-    const DeviceInput din(B, C, def->input_patch_size);
+    PipelineSpec def, all_on;  // the input is sized for this preset's initial patch
+    if (!DefaultSpecs(tc, def, all_on)) return 1;
+    const DeviceInput din(B, C, def.input_patch_size);
     for (int round = 0; round < 2; ++round) {  // interleaved, so that drift hits both paths alike
       report("default-all-on fused", TimeSpec(all_on, din, B, C, iters, stream), -1);
       report("default-all-on chain", TimeSpec(all_on, din, B, C, iters, stream, /*chain_only=*/true), -1);
-      report("default fused", TimeSpec(*def, din, B, C, iters, stream), -1);
-      report("default chain", TimeSpec(*def, din, B, C, iters, stream, /*chain_only=*/true), -1);
+      report("default fused", TimeSpec(def, din, B, C, iters, stream), -1);
+      report("default chain", TimeSpec(def, din, B, C, iters, stream, /*chain_only=*/true), -1);
     }
     if (out != nullptr) std::fclose(out);
     cudaStreamDestroy(stream);
