@@ -485,6 +485,19 @@ void FreeLane(Lane& l) {
   CHECK_CUDA(cudaStreamDestroy(l.st));
 }
 
+// A lane's outputs on the host, Lane::bufs' buffers one after the other (waits for the lane's stream first: the copies
+// run on the legacy stream, which a non-blocking stream's work does not order before them).
+std::vector<char> ReadLane(const Lane& l, const std::vector<size_t>& sizes) {
+  CHECK_CUDA(cudaStreamSynchronize(l.st));
+  std::vector<char> host;
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    const size_t at = host.size();
+    host.resize(at + sizes[j]);
+    CHECK_CUDA(cudaMemcpy(host.data() + at, l.bufs[j], sizes[j], cudaMemcpyDeviceToHost));
+  }
+  return host;
+}
+
 // iters·N batches (N = --streams) over the first n lanes; five timed repeats after a warm-up.
 template <typename Launch, typename SetOf>
 StreamsRun TimeLanes(const std::vector<Lane>& lanes, int n, int iters, int sets, const Launch& launch_on,
@@ -525,21 +538,12 @@ template <typename Launch, typename SetOf>
 void CheckLanesAgree(const std::vector<Lane>& lanes, const std::vector<size_t>& sizes, int iters, const Launch& launch_on,
                      const SetOf& set_of) {
   const int n = static_cast<int>(lanes.size()), total = iters * g_streams;
-  const auto read = [&](const Lane& l) {
-    std::vector<std::vector<char>> host(sizes.size());
-    for (size_t j = 0; j < sizes.size(); ++j) {
-      host[j].resize(sizes[j]);
-      CHECK_CUDA(cudaMemcpy(host[j].data(), l.bufs[j], sizes[j], cudaMemcpyDeviceToHost));
-    }
-    return host;
-  };
   for (const Lane& l : lanes) CHECK_CUDA(cudaStreamSynchronize(l.st));
-  std::vector<std::vector<std::vector<char>>> got;
-  for (const Lane& l : lanes) got.push_back(read(l));
+  std::vector<std::vector<char>> got;
+  for (const Lane& l : lanes) got.push_back(ReadLane(l, sizes));
   for (int k = 0; k < n; ++k) {
     launch_on(lanes[0], set_of(total - n + k));
-    CHECK_CUDA(cudaStreamSynchronize(lanes[0].st));
-    if (read(lanes[0]) != got[k]) {
+    if (ReadLane(lanes[0], sizes) != got[k]) {
       std::fprintf(stderr, "--streams: lane %d's outputs differ from the same batch run alone\n", k);
       std::exit(1);
     }
@@ -739,21 +743,11 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   SplitRun split;
   if (split_rows) {
     // The outputs of each set, whole then split.
-    std::vector<char> whole_b, split_b;
-    const auto read_all = [&](std::vector<char>& dst) {
-      CHECK_CUDA(cudaStreamSynchronize(st));
-      dst.clear();
-      for (size_t j = 0; j < sizes.size(); ++j) {
-        const size_t at = dst.size();
-        dst.resize(at + sizes[j]);
-        CHECK_CUDA(cudaMemcpy(dst.data() + at, lanes[0].bufs[j], sizes[j], cudaMemcpyDeviceToHost));
-      }
-    };
     for (int t = 0; t < kSets; ++t) {
       launch(t, set_stages[t]);
-      read_all(whole_b);
+      const std::vector<char> whole_b = ReadLane(lanes[0], sizes);
       launch_split_on(lanes[0], t);
-      read_all(split_b);
+      const std::vector<char> split_b = ReadLane(lanes[0], sizes);
       const size_t img_bytes = sizes[0];
       for (size_t i = 0; i < img_bytes / 4; ++i) {
         float a, b2;
