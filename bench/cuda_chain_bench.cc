@@ -9,6 +9,8 @@
 //   cuda_chain_bench --kernel-times [...]   the cascade perturbations' kernels alone, per launch (below)
 //   cuda_chain_bench --split-masks [...]    host only, no device: how often a batch's two halves draw different
 //                                           stage masks under nnU-Net's default spec (below)
+//   cuda_chain_bench --policies [--workers 2] [...]  nnU-Net's default spec under each CudaSplitPolicy, one batch at
+//                                           a time and on --workers threads at once (below)
 //
 // Rows (B × C at the preset's initial patch size → patch):
 //   da5          nnunet_da5 with DA5's probabilities (one-of groups included);
@@ -40,17 +42,27 @@
 // differ in a pass after the spatial kernel, in having any such pass (one part on the direct path), only in
 // kStageResample (one part all centre crops), and how often each bit differs. What CudaSplitPolicy::kWhenMasksDiffer
 // would split, and which bits such a policy could key on. Runs without a GPU.
+// --policies: nnU-Net's default spec (its probabilities, and every entry applied) through CudaAugmenter under each
+// CudaSplitPolicy (whole, always, differ, direct; cuda/engine.h "Two parts"), two ways: one batch at a time (the
+// median and p90 below), and --workers threads at once, each with its own augmenter, stream and outputs, --iters
+// batches each after 3 warm-up batches, as the server's gpu_workers run sessions' batches (ms a batch = the wall time
+// from the threads' common start to the last stream's end, over all their batches; host draws included). The share
+// of batches run in two parts is from the augmenters' counters. Three rounds, the policies interleaved in each.
 // Timing: CUDA events around CudaAugmenter::Run on one stream; median and p90 of --iters batches after 3 warm-up
 // batches, each batch with fresh draws (first_sample_index advances). Inputs: N(0.3, 1) image, labels 0..3 in 4³
 // blobs. Exit status 2 without a CUDA device (prints why), 1 on any engine error.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -139,11 +151,11 @@ struct DeviceInput {
 };
 
 // Runs `spec` `iters` times (after 3 warm-up batches) on `in` through CudaAugmenter (the service's path), or with
-// `chain_only` through CudaChain directly (the generic chain even where the fused kernels cover the spec); exits 1
-// on an engine error.
+// `chain_only` through CudaChain directly (the generic chain even where the fused kernels cover the spec), with
+// `policy` under that split policy (else the augmenter's default); exits 1 on an engine error.
 Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int64_t C, int iters,
                 cudaStream_t stream, bool chain_only = false, int64_t seg_channels = 1,
-                StageTimes* stage_times = nullptr) {
+                StageTimes* stage_times = nullptr, const augmentd::CudaSplitPolicy* policy = nullptr) {
   std::unique_ptr<augmentd::CudaAugmenter> aug;
   std::unique_ptr<augmentd::CudaChain> chain;
   augmentd::ChainStageTimer timer;
@@ -155,6 +167,7 @@ Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int6
   } else {
     auto a = augmentd::CudaAugmenter::Create(spec, 0);
     if (a.ok()) aug = std::move(*a); else created = a.status();
+    if (aug && policy != nullptr) aug->set_split_policy(*policy);
   }
   if (!created.ok()) {
     std::fprintf(stderr, "Create: %s\n", created.ToString().c_str());
@@ -218,6 +231,85 @@ Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int6
   cudaFree(out.image);
   for (int16_t* p : out.seg) cudaFree(p);
   return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)]};
+}
+
+// --policies' second form (see the header): `workers` threads, each with its own CudaAugmenter under `policy`, stream
+// and outputs, `iters` batches each after 3 warm-up batches. Returns ms a batch and the share run in two parts.
+struct WorkersTiming {
+  double ms_per_batch = 0, split_share = 0;
+};
+WorkersTiming TimeWorkers(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int64_t C, int iters,
+                          int workers, augmentd::CudaSplitPolicy policy) {
+  struct Worker {
+    std::unique_ptr<augmentd::CudaAugmenter> aug;
+    cudaStream_t stream = nullptr;
+    augmentd::CudaBatchOutput out;
+  };
+  const std::vector<int64_t>& S = spec.input_patch_size;
+  const augmentd::CudaBatchInput input{in.image, in.seg, {B, C, S[0], S[1], S[2]}, 1};
+  std::vector<Worker> ws(workers);
+  for (Worker& w : ws) {
+    auto a = augmentd::CudaAugmenter::Create(spec, 0);
+    if (!a.ok()) {
+      std::fprintf(stderr, "Create: %s\n", a.status().ToString().c_str());
+      std::exit(1);
+    }
+    w.aug = std::move(*a);
+    w.aug->set_split_policy(policy);
+    auto layout = w.aug->OutputLayout(input.image_shape, augmentd::DType::kFloat32, 1);
+    if (!layout.ok()) {
+      std::fprintf(stderr, "OutputLayout: %s\n", layout.status().ToString().c_str());
+      std::exit(1);
+    }
+    CHECK_CUDA(cudaStreamCreateWithFlags(&w.stream, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaMalloc(&w.out.image, layout->image_bytes));
+    for (size_t bytes : layout->seg_bytes) {
+      void* p = nullptr;
+      CHECK_CUDA(cudaMalloc(&p, bytes));
+      w.out.seg.push_back(static_cast<int16_t*>(p));
+    }
+  }
+  // Worker w's batch i draws samples (w · (iters + 3) + i) · B onwards: every batch its own draws.
+  const auto run = [&](int w, int first, int count) {
+    augmentd::RunOptions opt;
+    opt.seed = 7;
+    for (int i = first; i < first + count; ++i) {
+      opt.first_sample_index = (static_cast<uint64_t>(w) * (iters + 3) + i) * B;
+      const absl::Status st = ws[w].aug->Run(input, ws[w].out, opt, ws[w].stream);
+      if (!st.ok()) {
+        std::fprintf(stderr, "Run: %s\n", st.ToString().c_str());
+        std::exit(1);
+      }
+    }
+    CHECK_CUDA(cudaStreamSynchronize(ws[w].stream));
+  };
+  for (int w = 0; w < workers; ++w) run(w, 0, 3);
+  int64_t split_before = 0;
+  for (const Worker& w : ws) split_before += w.aug->graph_counters().split;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      ++ready;
+      while (!go.load()) std::this_thread::yield();
+      run(w, 3, iters);
+    });
+  }
+  while (ready.load() < workers) std::this_thread::yield();
+  const auto t0 = std::chrono::steady_clock::now();
+  go = true;
+  for (std::thread& t : threads) t.join();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  int64_t split = -split_before;
+  for (Worker& w : ws) {
+    split += w.aug->graph_counters().split;
+    cudaStreamDestroy(w.stream);
+    cudaFree(w.out.image);
+    for (int16_t* p : w.out.seg) cudaFree(p);
+  }
+  const double batches = static_cast<double>(workers) * iters;
+  return {ms / batches, static_cast<double>(split) / batches};
 }
 
 // --stage-times: each row once more through CudaChain directly with per-step events; prints a table of each step's
@@ -542,7 +634,9 @@ int main(int argc, char** argv) {
   int64_t B = 2, C = 1;
   int iters = 20;
   const char* json = nullptr;
-  bool default_pipeline = false, cascade = false, stage_times = false, kernel_times = false, split_masks = false;
+  bool default_pipeline = false, cascade = false, stage_times = false, kernel_times = false, split_masks = false,
+       policies = false;
+  int workers = 2;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has = i + 1 < argc;
@@ -556,17 +650,20 @@ int main(int argc, char** argv) {
     else if (a == "--stage-times") stage_times = true;
     else if (a == "--kernel-times") kernel_times = true;
     else if (a == "--split-masks") split_masks = true;
+    else if (a == "--policies") policies = true;
+    else if (a == "--workers" && has) workers = std::max(1, std::atoi(argv[++i]));
     else {
       std::fprintf(stderr,
-                   "usage: %s [--default | [--cascade] [--stage-times] | --kernel-times | --split-masks] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
+                   "usage: %s [--default | [--cascade] [--stage-times] | --kernel-times | --split-masks | --policies "
+                   "[--workers 2]] [--patch 128,128,128] [--batch 2] [--channels 1] [--iters 20] [--json f]\n",
                    argv[0]);
       return a == "--help" || a == "-h" ? 0 : 1;
     }
   }
   // The modes exclude each other and --stage-times only times the DA5 or --cascade rows: refuse what would be ignored.
-  if (int{default_pipeline} + int{cascade} + int{kernel_times} + int{split_masks} > 1 ||
-      (stage_times && (default_pipeline || kernel_times || split_masks))) {
-    std::fprintf(stderr, "%s: --default, --cascade, --kernel-times and --split-masks exclude each other; "
+  if (int{default_pipeline} + int{cascade} + int{kernel_times} + int{split_masks} + int{policies} > 1 ||
+      (stage_times && (default_pipeline || kernel_times || split_masks || policies))) {
+    std::fprintf(stderr, "%s: --default, --cascade, --kernel-times, --split-masks and --policies exclude each other; "
                  "--stage-times times the DA5 or --cascade rows\n", argv[0]);
     return 1;
   }
@@ -609,7 +706,8 @@ int main(int argc, char** argv) {
   std::printf("# cuda_chain_bench — %s, B=%lld C=%lld, input %lldx%lldx%lld -> patch %lldx%lldx%lld, %d iterations\n\n",
               prop.name, (long long)B, (long long)C, (long long)S[0], (long long)S[1], (long long)S[2],
               (long long)patch[0], (long long)patch[1], (long long)patch[2], iters);
-  std::printf("| row | ms/batch median | p90 | samples/s | marginal ms vs base |\n|---|---:|---:|---:|---:|\n");
+  if (!policies)
+    std::printf("| row | ms/batch median | p90 | samples/s | marginal ms vs base |\n|---|---:|---:|---:|---:|\n");
   auto report = [&](const std::string& row, const Timing& t, double base) {
     const double marginal = base >= 0 ? t.median_ms - base : 0;
     char diff[32] = "–";
@@ -637,6 +735,39 @@ int main(int argc, char** argv) {
       report("default-all-on chain", TimeSpec(all_on, din, B, C, iters, stream, /*chain_only=*/true), -1);
       report("default fused", TimeSpec(def, din, B, C, iters, stream), -1);
       report("default chain", TimeSpec(def, din, B, C, iters, stream, /*chain_only=*/true), -1);
+    }
+    if (out != nullptr) std::fclose(out);
+    cudaStreamDestroy(stream);
+    return 0;
+  }
+  if (policies) {  // cuda/engine.h "Two parts": which batches to split, one batch at a time and under workers
+    PipelineSpec def, all_on;
+    if (!DefaultSpecs(tc, def, all_on)) return 1;
+    const DeviceInput din(B, C, def.input_patch_size);
+    using augmentd::CudaSplitPolicy;
+    const std::pair<const char*, CudaSplitPolicy> kPolicies[] = {{"whole", CudaSplitPolicy::kWhole},
+                                                                 {"always", CudaSplitPolicy::kAlways},
+                                                                 {"differ", CudaSplitPolicy::kWhenMasksDiffer},
+                                                                 {"direct", CudaSplitPolicy::kWhenOnePartDirect}};
+    std::printf("\n| round | spec | policy | one batch median ms | p90 | %d workers ms a batch | split share |\n"
+                "|---:|---|---|---:|---:|---:|---:|\n", workers);
+    for (int round = 0; round < 3; ++round) {
+      for (const auto& [spec_name, spec] : {std::pair<const char*, const PipelineSpec*>{"default", &def},
+                                            std::pair<const char*, const PipelineSpec*>{"default-all-on", &all_on}}) {
+        for (const auto& [name, policy] : kPolicies) {
+          const Timing one = TimeSpec(*spec, din, B, C, iters, stream, false, 1, nullptr, &policy);
+          const WorkersTiming many = TimeWorkers(*spec, din, B, C, iters, workers, policy);
+          std::printf("| %d | %s | %s | %.4f | %.4f | %.4f | %.2f |\n", round, spec_name, name, one.median_ms, one.p90_ms,
+                      many.ms_per_batch, many.split_share);
+          std::fflush(stdout);
+          if (out != nullptr) {
+            std::fprintf(out, "{\"round\": %d, \"spec\": \"%s\", \"policy\": \"%s\", \"B\": %lld, \"C\": %lld, "
+                              "\"median_ms\": %.4f, \"p90_ms\": %.4f, \"workers\": %d, \"workers_ms_per_batch\": "
+                              "%.4f, \"split_share\": %.4f}\n", round, spec_name, name, (long long)B, (long long)C,
+                         one.median_ms, one.p90_ms, workers, many.ms_per_batch, many.split_share);
+          }
+        }
+      }
     }
     if (out != nullptr) std::fclose(out);
     cudaStreamDestroy(stream);

@@ -105,7 +105,7 @@ bool GraphUploadInside() {
 }
 
 // The split policy from AUGMENTD_CUDA_SPLIT (read once): "0" whole batches, "differ" two parts where their stage masks
-// differ, unset / "1" / "always" two parts for every batch of B >= 2 (cuda/engine.h "Two parts"); any other value is
+// differ, "direct" where exactly one of them has no pass after the spatial kernel, unset / "1" / "always" two parts for every batch of B >= 2 (cuda/engine.h "Two parts"); any other value is
 // named on stderr and taken as the default.
 CudaSplitPolicy SplitFromEnvironment() {
   static const CudaSplitPolicy policy = [] {
@@ -113,13 +113,30 @@ CudaSplitPolicy SplitFromEnvironment() {
     const std::string v = e == nullptr ? "" : e;
     if (v == "0") return CudaSplitPolicy::kWhole;
     if (v == "differ") return CudaSplitPolicy::kWhenMasksDiffer;
+    if (v == "direct") return CudaSplitPolicy::kWhenOnePartDirect;
     if (!v.empty() && v != "1" && v != "always") {
-      std::fprintf(stderr, "augmentd: AUGMENTD_CUDA_SPLIT=%s is not 0, 1, always or differ: two parts always\n",
+      std::fprintf(stderr,
+                   "augmentd: AUGMENTD_CUDA_SPLIT=%s is not 0, 1, always, differ or direct: two parts always\n",
                    v.c_str());
     }
     return CudaSplitPolicy::kAlways;
   }();
   return policy;
+}
+
+// Whether a batch whose two parts draw `first` and `second` (cuda::ActiveStages) runs in two parts under `policy`.
+bool SplitsInTwo(CudaSplitPolicy policy, uint32_t first, uint32_t second) {
+  switch (policy) {
+    case CudaSplitPolicy::kWhole:
+      return false;
+    case CudaSplitPolicy::kWhenMasksDiffer:
+      return first != second;
+    case CudaSplitPolicy::kWhenOnePartDirect:
+      return ((first & cuda::kStagesAfterSpatial) == 0) != ((second & cuda::kStagesAfterSpatial) == 0);
+    case CudaSplitPolicy::kAlways:
+      return true;
+  }
+  return true;
 }
 
 // Upload block of one fused batch, in pinned host memory and (same layout) on the device: each part's buffers, then
@@ -505,7 +522,7 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
         parts[k].shape.batch = static_cast<int32_t>(k == 0 ? (batch + 1) / 2 : batch / 2);
         parts[k].stages = cuda::ActiveStages(params.data() + parts[k].first, parts[k].shape);
       }
-      n_parts = m.split_policy == CudaSplitPolicy::kAlways || parts[0].stages != parts[1].stages ? 2 : 1;
+      n_parts = SplitsInTwo(m.split_policy, parts[0].stages, parts[1].stages) ? 2 : 1;
     }
     if (n_parts == 1) {
       parts[0] = Part{sh, 0, cuda::ActiveStages(params.data(), sh)};

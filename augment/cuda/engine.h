@@ -106,20 +106,25 @@ absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const Bat
 // - two streams at once (the server's two GPU workers; bench/cuda_pipeline_bench --streams 2 --split 1): two parts
 //   gained 4-6 % a batch with default probabilities and cost every transform on B=2 C=1 +5 % (its halves' masks
 //   are equal, so nothing is skipped, and the two workers already overlap the fixed parts).
-// kWhenMasksDiffer was written after the session's last GPU call and has neither been timed nor run there
-// (CudaEngine.SplitWhenTheHalvesMasksDiffer), so kAlways stays the default. It would not simply avoid the loss: with
-// nnU-Net's own spec the halves' masks differ more often than in that benchmark (blur and low-res draw per channel
-// with p 0.5, rotation per sample), and a batch that alternates between one and two parts re-arms (once: grows) the
-// first part's workspace. Host-side counts (bench/cuda_chain_bench --split-masks, nnU-Net's spec, B=2 C=1): the halves'
-// masks differ in 90 % of default-probability batches and 86 % of all-applied ones, so as written it splits nearly as
-// often as kAlways; "one part direct" holds in 49 % and 0 %. Which bits should decide is to be measured (NOTES.md s39).
+// The policies through this class with nnU-Net's default spec (bench/cuda_chain_bench --policies; H100, session 40,
+// bench/results/2026-12-06-s40-h100.md), one batch at a time and on two threads at once (the server's two workers),
+// against kWhole in the same run:
+// - default probabilities: kAlways −7.3 % one batch and −4.7 % on two workers at B=2 C=1, −7.2 / −2.8 % at B=8,
+//   −9.4 / −5.9 % at C=4; kWhenMasksDiffer (splits 90-98 % of these batches) −6.8 / −0.9 % at B=2 C=1;
+//   kWhenOnePartDirect (splits 42 %) −2.5 / −0.5 %;
+// - every entry applied: kAlways −1.9 % one batch but +6.0 % on two workers at B=2 C=1, −6.7 / −0.1 % at B=8,
+//   −11.7 / −0.6 % at C=4; kWhenMasksDiffer +12.4 % on two workers at B=2 C=1 (a batch that alternates between one and
+//   two parts re-arms the first part's workspace); kWhenOnePartDirect never splits these batches.
+// kAlways is the default: under nnU-Net's probabilities the best on two workers in every configuration, and within a
+// point of the best one batch at a time. Its one loss is two workers on B=2 C=1 batches that apply every entry.
 
-// When a fused batch runs in two parts (above). AUGMENTD_CUDA_SPLIT=0 / differ (read once) picks kWhole /
-// kWhenMasksDiffer for every augmenter; set_split_policy for one.
+// When a fused batch runs in two parts (above). AUGMENTD_CUDA_SPLIT=0 / differ / direct (read once) picks kWhole /
+// kWhenMasksDiffer / kWhenOnePartDirect for every augmenter; set_split_policy for one.
 enum class CudaSplitPolicy {
-  kWhole,            // never
-  kWhenMasksDiffer,  // B >= 2 and the two parts' stage masks differ (a part skips a pass)
-  kAlways,           // every batch of B >= 2: the default
+  kWhole,              // never
+  kWhenMasksDiffer,    // B >= 2 and the two parts' stage masks differ (a part skips a pass)
+  kWhenOnePartDirect,  // B >= 2 and exactly one part launches no pass after the spatial kernel (direct path)
+  kAlways,             // every batch of B >= 2: the default
 };
 
 class CudaAugmenter {

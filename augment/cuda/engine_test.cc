@@ -755,10 +755,12 @@ TEST(CudaEngine, SplitAcrossBatchSizes) {
   cudaStreamDestroy(s);
 }
 
-// CudaSplitPolicy::kWhenMasksDiffer (not the default) on injected parameters: a batch whose two halves draw the same
-// stage mask runs whole, one whose first or second half draws no intensity transform runs in two parts, and each
-// equals a whole-batch augmenter's outputs. Written after session 39's last GPU call: not yet run on a GPU.
-TEST(CudaEngine, SplitWhenTheHalvesMasksDiffer) {
+// CudaSplitPolicy::kWhenMasksDiffer and kWhenOnePartDirect (not the default) on injected parameters, every transform
+// on where not injected off: a batch whose two halves draw the same stage mask runs whole under both; one whose first
+// or second half draws no intensity transform runs in two parts under both; one whose halves both run passes, but
+// different ones (gamma off in the first half, blur in the second), in two parts only where the masks decide. Each
+// batch equals a whole-batch augmenter's outputs.
+TEST(CudaEngine, SplitPoliciesOnTheHalvesMasks) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   const uint64_t seed0 = TestSeed();
   std::printf("[split policy] seed %llu\n", static_cast<unsigned long long>(seed0));
@@ -774,51 +776,57 @@ TEST(CudaEngine, SplitWhenTheHalvesMasksDiffer) {
   ASSERT_TRUE(lay.ok()) << lay.status();
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  // Every intensity entry off ({"applied": false}) for the samples in `off`, drawn (null) elsewhere.
-  const auto inject = [&](std::vector<bool> off) {
+  using K = TransformKind;
+  const std::vector<K> intensity = {K::kGaussianNoise, K::kGaussianBlur, K::kMultiplicativeBrightness,
+                                    K::kContrast,      K::kSimulateLowResolution, K::kGamma};
+  // Sample b's entries of a kind in off[b] are not applied ({"applied": false}); the others drawn (null: applied).
+  const auto inject = [&](const std::vector<std::vector<K>>& off) {
     std::vector<std::vector<nlohmann::json>> inj(cs.B);
     for (int b = 0; b < cs.B; ++b)
       for (const TransformSpec& ts : spec.transforms) {
-        const bool intensity = ts.kind == TransformKind::kGaussianNoise || ts.kind == TransformKind::kGaussianBlur ||
-                               ts.kind == TransformKind::kMultiplicativeBrightness ||
-                               ts.kind == TransformKind::kContrast ||
-                               ts.kind == TransformKind::kSimulateLowResolution || ts.kind == TransformKind::kGamma;
-        inj[b].push_back(intensity && off[b] ? nlohmann::json{{"applied", false}} : nlohmann::json());
+        const bool drop = std::find(off[b].begin(), off[b].end(), ts.kind) != off[b].end();
+        inj[b].push_back(drop ? nlohmann::json{{"applied", false}} : nlohmann::json());
       }
     return inj;
   };
+  const std::vector<K> none, gamma = {K::kGamma}, blur = {K::kGaussianBlur};
   struct Step {
-    std::vector<bool> off;
-    bool split;
+    std::vector<std::vector<K>> off;
+    bool differ, direct;  // split under kWhenMasksDiffer, kWhenOnePartDirect
   };
   const Step steps[] = {
-      {{true, true, true, true}, false},   // both halves: the spatial kernel alone (equal masks)
-      {{false, false, true, true}, true},  // the second half skips every pass after the spatial kernel
-      {{true, true, false, false}, true},  // the first half does
-      {{true, true, true, true}, false},   // whole again after two parts (the first part's workspace re-armed)
+      {{intensity, intensity, intensity, intensity}, false, false},  // both halves: the spatial kernel alone
+      {{none, none, intensity, intensity}, true, true},              // the second half skips every pass
+      {{intensity, intensity, none, none}, true, true},              // the first half does
+      {{gamma, gamma, blur, blur}, true, false},                     // both run passes, not the same ones
+      {{intensity, intensity, intensity, intensity}, false, false},  // whole again (the first workspace re-armed)
   };
-  for (const bool graphs : {false, true}) {
-    auto dflt = CudaAugmenter::Create(spec, 0);
-    ASSERT_TRUE(dflt.ok());
-    (*dflt)->set_split_policy(CudaSplitPolicy::kWhenMasksDiffer);
-    (*dflt)->set_graphs_enabled(graphs);
-    int64_t expect_split = 0;
-    for (size_t i = 0; i < std::size(steps); ++i) {
-      const auto inj = inject(steps[i].off);
-      RunOptions opt;
-      opt.seed = g();
-      opt.first_sample_index = i * cs.B;
-      opt.injected = &inj;
-      const DeviceOutputs ref(*lay), out(*lay);
-      ref.Poison(s);
-      out.Poison(s);
-      ASSERT_TRUE((*whole)->Run(din.In(), ref.Out(), opt, s).ok());
-      ASSERT_TRUE((*dflt)->Run(din.In(), out.Out(), opt, s).ok());
-      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-      expect_split += steps[i].split;
-      const std::string what = std::string(graphs ? "graphs" : "eager") + ", step " + std::to_string(i);
-      EXPECT_EQ((*dflt)->graph_counters().split, expect_split) << what;
-      ExpectLabelsEqualImageClose(ref, out, DType::kFloat32, what);
+  for (const CudaSplitPolicy policy : {CudaSplitPolicy::kWhenMasksDiffer, CudaSplitPolicy::kWhenOnePartDirect}) {
+    const bool differ = policy == CudaSplitPolicy::kWhenMasksDiffer;
+    for (const bool graphs : {false, true}) {
+      auto aug = CudaAugmenter::Create(spec, 0);
+      ASSERT_TRUE(aug.ok());
+      (*aug)->set_split_policy(policy);
+      (*aug)->set_graphs_enabled(graphs);
+      int64_t expect_split = 0;
+      for (size_t i = 0; i < std::size(steps); ++i) {
+        const auto inj = inject(steps[i].off);
+        RunOptions opt;
+        opt.seed = g();
+        opt.first_sample_index = i * cs.B;
+        opt.injected = &inj;
+        const DeviceOutputs ref(*lay), out(*lay);
+        ref.Poison(s);
+        out.Poison(s);
+        ASSERT_TRUE((*whole)->Run(din.In(), ref.Out(), opt, s).ok());
+        ASSERT_TRUE((*aug)->Run(din.In(), out.Out(), opt, s).ok());
+        ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+        expect_split += differ ? steps[i].differ : steps[i].direct;
+        const std::string what = std::string(differ ? "differ, " : "direct, ") + (graphs ? "graphs" : "eager") +
+                                 ", step " + std::to_string(i);
+        EXPECT_EQ((*aug)->graph_counters().split, expect_split) << what;
+        ExpectLabelsEqualImageClose(ref, out, DType::kFloat32, what);
+      }
     }
   }
   cudaStreamDestroy(s);
