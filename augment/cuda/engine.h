@@ -108,15 +108,14 @@ absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const Bat
 //   are equal, so nothing is skipped, and the two workers already overlap the fixed parts).
 // The policies through this class with nnU-Net's default spec (bench/cuda_chain_bench --policies; H100, session 40,
 // bench/results/2026-12-06-s40-h100.md), one batch at a time and on two threads at once (the server's two workers),
-// against kWhole in the same run:
-// - default probabilities: kAlways −7.3 % one batch and −4.7 % on two workers at B=2 C=1, −7.2 / −2.8 % at B=8,
-//   −9.4 / −5.9 % at C=4; kWhenMasksDiffer (splits 90-98 % of these batches) −6.8 / −0.9 % at B=2 C=1;
-//   kWhenOnePartDirect (splits 42 %) −2.5 / −0.5 %;
-// - every entry applied: kAlways −1.9 % one batch but +6.0 % on two workers at B=2 C=1, −6.7 / −0.1 % at B=8,
-//   −11.7 / −0.6 % at C=4; kWhenMasksDiffer +12.4 % on two workers at B=2 C=1 (a batch that alternates between one and
-//   two parts re-arms the first part's workspace); kWhenOnePartDirect never splits these batches.
-// kAlways is the default: under nnU-Net's probabilities the best on two workers in every configuration, and within a
-// point of the best one batch at a time. Its one loss is two workers on B=2 C=1 batches that apply every entry.
+// against kWhole in the same run, medians of three rounds:
+// - default probabilities: kAlways −6.8 % one batch and −4.4 % on two workers at B=2 C=1, −6.6 / −2.9 % at B=8,
+//   −9.4 / −5.9 % at C=4; kWhenMasksDiffer (splits 90-98 % of these batches) −6.1 / −2.1 % at B=2 C=1, −8.3 / −2.4 %
+//   at B=8, −5.4 / −4.7 % at C=4; kWhenOnePartDirect (splits 5-42 %) −0.3 … −2.9 %;
+// - every entry applied: kAlways −2.5 % one batch but +5.7 % on two workers at B=2 C=1 (kWhenMasksDiffer +6.0 %),
+//   −6.6 / 0.0 % at B=8, −11.9 / −0.4 % at C=4; kWhenOnePartDirect never splits these batches.
+// kAlways is the default: under nnU-Net's probabilities the best on two workers in every configuration, and within
+// two points of the best one batch at a time. Its one loss is two workers on B=2 C=1 batches that apply every entry.
 
 // When a fused batch runs in two parts (above). AUGMENTD_CUDA_SPLIT=0 / differ / direct (read once) picks kWhole /
 // kWhenMasksDiffer / kWhenOnePartDirect for every augmenter; set_split_policy for one.
