@@ -47,7 +47,8 @@
 // median and p90 below), and --workers threads at once, each with its own augmenter, stream and outputs, --iters
 // batches each after 3 warm-up batches, as the server's gpu_workers run sessions' batches (ms a batch = the wall time
 // from the threads' common start to the last stream's end, over all their batches; host draws included). The share
-// of batches run in two parts is from the augmenters' counters. Three rounds, the policies interleaved in each.
+// of batches run in two parts (and, with AUGMENTD_CUDA_GRAPHS=1, replayed from a graph) is from the augmenters'
+// counters. Three rounds, the policies interleaved in each.
 // Timing: CUDA events around CudaAugmenter::Run on one stream; median and p90 of --iters batches after 3 warm-up
 // batches, each batch with fresh draws (first_sample_index advances). Inputs: N(0.3, 1) image, labels 0..3 in 4³
 // blobs. Exit status 2 without a CUDA device (prints why), 1 on any engine error.
@@ -234,9 +235,10 @@ Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int6
 }
 
 // --policies' second form (see the header): `workers` threads, each with its own CudaAugmenter under `policy`, stream
-// and outputs, `iters` batches each after 3 warm-up batches. Returns ms a batch and the share run in two parts.
+// and outputs, `iters` batches each after 3 warm-up batches. Returns ms a batch and the shares run in two parts and
+// replayed from a CUDA graph.
 struct WorkersTiming {
-  double ms_per_batch = 0, split_share = 0;
+  double ms_per_batch = 0, split_share = 0, replay_share = 0;  // replays: graphs on (AUGMENTD_CUDA_GRAPHS=1) only
 };
 WorkersTiming TimeWorkers(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int64_t C, int iters,
                           int workers, augmentd::CudaSplitPolicy policy) {
@@ -284,8 +286,11 @@ WorkersTiming TimeWorkers(const PipelineSpec& spec, const DeviceInput& in, int64
     CHECK_CUDA(cudaStreamSynchronize(ws[w].stream));
   };
   for (int w = 0; w < workers; ++w) run(w, 0, 3);
-  int64_t split_before = 0;
-  for (const Worker& w : ws) split_before += w.aug->graph_counters().split;
+  int64_t split_before = 0, replays_before = 0;
+  for (const Worker& w : ws) {
+    split_before += w.aug->graph_counters().split;
+    replays_before += w.aug->graph_counters().replays;
+  }
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
@@ -301,15 +306,16 @@ WorkersTiming TimeWorkers(const PipelineSpec& spec, const DeviceInput& in, int64
   go = true;
   for (std::thread& t : threads) t.join();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  int64_t split = -split_before;
+  int64_t split = -split_before, replays = -replays_before;
   for (Worker& w : ws) {
     split += w.aug->graph_counters().split;
+    replays += w.aug->graph_counters().replays;
     cudaStreamDestroy(w.stream);
     cudaFree(w.out.image);
     for (int16_t* p : w.out.seg) cudaFree(p);
   }
   const double batches = static_cast<double>(workers) * iters;
-  return {ms / batches, static_cast<double>(split) / batches};
+  return {ms / batches, static_cast<double>(split) / batches, static_cast<double>(replays) / batches};
 }
 
 // --stage-times: each row once more through CudaChain directly with per-step events; prints a table of each step's
@@ -749,22 +755,23 @@ int main(int argc, char** argv) {
                                                                  {"always", CudaSplitPolicy::kAlways},
                                                                  {"differ", CudaSplitPolicy::kWhenMasksDiffer},
                                                                  {"direct", CudaSplitPolicy::kWhenOnePartDirect}};
-    std::printf("\n| round | spec | policy | one batch median ms | p90 | %d workers ms a batch | split share |\n"
-                "|---:|---|---|---:|---:|---:|---:|\n", workers);
+    std::printf("\n| round | spec | policy | one batch median ms | p90 | %d workers ms a batch | split share | "
+                "graph replays |\n|---:|---|---|---:|---:|---:|---:|---:|\n", workers);
     for (int round = 0; round < 3; ++round) {
       for (const auto& [spec_name, spec] : {std::pair<const char*, const PipelineSpec*>{"default", &def},
                                             std::pair<const char*, const PipelineSpec*>{"default-all-on", &all_on}}) {
         for (const auto& [name, policy] : kPolicies) {
           const Timing one = TimeSpec(*spec, din, B, C, iters, stream, false, 1, nullptr, &policy);
           const WorkersTiming many = TimeWorkers(*spec, din, B, C, iters, workers, policy);
-          std::printf("| %d | %s | %s | %.4f | %.4f | %.4f | %.2f |\n", round, spec_name, name, one.median_ms, one.p90_ms,
-                      many.ms_per_batch, many.split_share);
+          std::printf("| %d | %s | %s | %.4f | %.4f | %.4f | %.2f | %.2f |\n", round, spec_name, name, one.median_ms,
+                      one.p90_ms, many.ms_per_batch, many.split_share, many.replay_share);
           std::fflush(stdout);
           if (out != nullptr) {
             std::fprintf(out, "{\"round\": %d, \"spec\": \"%s\", \"policy\": \"%s\", \"B\": %lld, \"C\": %lld, "
                               "\"median_ms\": %.4f, \"p90_ms\": %.4f, \"workers\": %d, \"workers_ms_per_batch\": "
-                              "%.4f, \"split_share\": %.4f}\n", round, spec_name, name, (long long)B, (long long)C,
-                         one.median_ms, one.p90_ms, workers, many.ms_per_batch, many.split_share);
+                              "%.4f, \"split_share\": %.4f, \"replay_share\": %.4f}\n", round, spec_name, name,
+                         (long long)B, (long long)C, one.median_ms, one.p90_ms, workers, many.ms_per_batch,
+                         many.split_share, many.replay_share);
           }
         }
       }
