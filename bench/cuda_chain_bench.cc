@@ -271,21 +271,28 @@ WorkersTiming TimeWorkers(const PipelineSpec& spec, const DeviceInput& in, int64
       w.out.seg.push_back(static_cast<int16_t*>(p));
     }
   }
-  // Worker w's batch i draws samples (w · (iters + 3) + i) · B onwards: every batch its own draws.
+  // Worker w's batch i draws samples (w · (iters + 3) + i) · B onwards: every batch its own draws. A failure is kept
+  // in the worker's status (the threads are joined before the process exits on the main thread).
+  std::vector<absl::Status> failed(workers);
   const auto run = [&](int w, int first, int count) {
     augmentd::RunOptions opt;
     opt.seed = 7;
-    for (int i = first; i < first + count; ++i) {
+    for (int i = first; i < first + count && failed[w].ok(); ++i) {
       opt.first_sample_index = (static_cast<uint64_t>(w) * (iters + 3) + i) * B;
-      const absl::Status st = ws[w].aug->Run(input, ws[w].out, opt, ws[w].stream);
-      if (!st.ok()) {
-        std::fprintf(stderr, "Run: %s\n", st.ToString().c_str());
-        std::exit(1);
-      }
+      failed[w] = ws[w].aug->Run(input, ws[w].out, opt, ws[w].stream);
     }
-    CHECK_CUDA(cudaStreamSynchronize(ws[w].stream));
+    const cudaError_t e = cudaStreamSynchronize(ws[w].stream);
+    if (failed[w].ok() && e != cudaSuccess) failed[w] = absl::InternalError(cudaGetErrorString(e));
+  };
+  const auto exit_on_failure = [&] {
+    for (const absl::Status& st : failed) {
+      if (st.ok()) continue;
+      std::fprintf(stderr, "worker Run: %s\n", st.ToString().c_str());
+      std::exit(1);
+    }
   };
   for (int w = 0; w < workers; ++w) run(w, 0, 3);
+  exit_on_failure();
   int64_t split_before = 0, replays_before = 0;
   for (const Worker& w : ws) {
     split_before += w.aug->graph_counters().split;
@@ -306,6 +313,7 @@ WorkersTiming TimeWorkers(const PipelineSpec& spec, const DeviceInput& in, int64
   go = true;
   for (std::thread& t : threads) t.join();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  exit_on_failure();
   int64_t split = -split_before, replays = -replays_before;
   for (Worker& w : ws) {
     split += w.aug->graph_counters().split;
@@ -641,7 +649,7 @@ int main(int argc, char** argv) {
   int iters = 20;
   const char* json = nullptr;
   bool default_pipeline = false, cascade = false, stage_times = false, kernel_times = false, split_masks = false,
-       policies = false;
+       policies = false, workers_given = false;
   int workers = 2;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -657,7 +665,14 @@ int main(int argc, char** argv) {
     else if (a == "--kernel-times") kernel_times = true;
     else if (a == "--split-masks") split_masks = true;
     else if (a == "--policies") policies = true;
-    else if (a == "--workers" && has) workers = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--workers" && has) {
+      workers = std::atoi(argv[++i]);
+      workers_given = true;
+      if (workers < 1 || workers > 64) {
+        std::fprintf(stderr, "%s: --workers takes 1 to 64 threads, got '%s'\n", argv[0], argv[i]);
+        return 1;
+      }
+    }
     else {
       std::fprintf(stderr,
                    "usage: %s [--default | [--cascade] [--stage-times] | --kernel-times | --split-masks | --policies "
@@ -668,9 +683,9 @@ int main(int argc, char** argv) {
   }
   // The modes exclude each other and --stage-times only times the DA5 or --cascade rows: refuse what would be ignored.
   if (int{default_pipeline} + int{cascade} + int{kernel_times} + int{split_masks} + int{policies} > 1 ||
-      (stage_times && (default_pipeline || kernel_times || split_masks || policies))) {
+      (stage_times && (default_pipeline || kernel_times || split_masks || policies)) || (workers_given && !policies)) {
     std::fprintf(stderr, "%s: --default, --cascade, --kernel-times, --split-masks and --policies exclude each other; "
-                 "--stage-times times the DA5 or --cascade rows\n", argv[0]);
+                 "--stage-times times the DA5 or --cascade rows; --workers goes with --policies\n", argv[0]);
     return 1;
   }
   if (split_masks) {  // host only

@@ -105,8 +105,8 @@ bool GraphUploadInside() {
 }
 
 // The split policy from AUGMENTD_CUDA_SPLIT (read once): "0" whole batches, "differ" two parts where their stage masks
-// differ, "direct" where exactly one of them has no pass after the spatial kernel, unset / "1" / "always" two parts for every batch of B >= 2 (cuda/engine.h "Two parts"); any other value is
-// named on stderr and taken as the default.
+// differ, "direct" where exactly one of them has no pass after the spatial kernel, unset / "1" / "always" two parts
+// for every batch of B >= 2 (cuda/engine.h "Two parts"); any other value is named on stderr and taken as the default.
 CudaSplitPolicy SplitFromEnvironment() {
   static const CudaSplitPolicy policy = [] {
     const char* e = std::getenv("AUGMENTD_CUDA_SPLIT");

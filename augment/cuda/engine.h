@@ -111,11 +111,12 @@ absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const Bat
 // against kWhole in the same run, medians of three rounds:
 // - default probabilities: kAlways −6.8 % one batch and −4.4 % on two workers at B=2 C=1, −6.6 / −2.9 % at B=8,
 //   −9.4 / −5.9 % at C=4; kWhenMasksDiffer (splits 90-98 % of these batches) −6.1 / −2.1 % at B=2 C=1, −8.3 / −2.4 %
-//   at B=8, −5.4 / −4.7 % at C=4; kWhenOnePartDirect (splits 5-42 %) −0.3 … −2.9 %;
+//   at B=8, −5.4 / −4.7 % at C=4; kWhenOnePartDirect (splits 5-42 %) 0.0 … −2.9 %;
 // - every entry applied: kAlways −2.5 % one batch but +5.7 % on two workers at B=2 C=1 (kWhenMasksDiffer +6.0 %),
 //   −6.6 / 0.0 % at B=8, −11.9 / −0.4 % at C=4; kWhenOnePartDirect never splits these batches.
-// kAlways is the default: under nnU-Net's probabilities the best on two workers in every configuration, and within
-// two points of the best one batch at a time. Its one loss is two workers on B=2 C=1 batches that apply every entry.
+// kAlways is the default: under nnU-Net's probabilities the best on two workers in every configuration (four calls);
+// one batch at a time, kWhenMasksDiffer is ahead at B=8 (1.7 points) and in one call at C=4, within the rounds' spread
+// of one-batch times. Its one loss is two workers on B=2 C=1 batches that apply every entry (+5.7 … +6.5 %).
 
 // When a fused batch runs in two parts (above). AUGMENTD_CUDA_SPLIT=0 / differ / direct (read once) picks kWhole /
 // kWhenMasksDiffer / kWhenOnePartDirect for every augmenter; set_split_policy for one.

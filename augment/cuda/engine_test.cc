@@ -758,8 +758,9 @@ TEST(CudaEngine, SplitAcrossBatchSizes) {
 // CudaSplitPolicy::kWhenMasksDiffer and kWhenOnePartDirect (not the default) on injected parameters, every transform
 // on where not injected off: a batch whose two halves draw the same stage mask runs whole under both; one whose first
 // or second half draws no intensity transform runs in two parts under both; one whose halves both run passes, but
-// different ones (gamma off in the first half, blur in the second), in two parts only where the masks decide. Each
-// batch equals a whole-batch augmenter's outputs.
+// different ones (gamma off in the first half, blur in the second; both keep the contrast pass, p_per_channel 1), and
+// one whose halves both take the direct path but differ in noise (the spatial kernel's), in two parts only where the
+// masks decide. Each batch equals a whole-batch augmenter's outputs.
 TEST(CudaEngine, SplitPoliciesOnTheHalvesMasks) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   const uint64_t seed0 = TestSeed();
@@ -790,6 +791,9 @@ TEST(CudaEngine, SplitPoliciesOnTheHalvesMasks) {
     return inj;
   };
   const std::vector<K> none, gamma = {K::kGamma}, blur = {K::kGaussianBlur};
+  std::vector<K> all_but_noise;
+  for (K k : intensity)
+    if (k != K::kGaussianNoise) all_but_noise.push_back(k);
   struct Step {
     std::vector<std::vector<K>> off;
     bool differ, direct;  // split under kWhenMasksDiffer, kWhenOnePartDirect
@@ -799,6 +803,7 @@ TEST(CudaEngine, SplitPoliciesOnTheHalvesMasks) {
       {{none, none, intensity, intensity}, true, true},              // the second half skips every pass
       {{intensity, intensity, none, none}, true, true},              // the first half does
       {{gamma, gamma, blur, blur}, true, false},                     // both run passes, not the same ones
+      {{all_but_noise, all_but_noise, intensity, intensity}, true, false},  // both direct, noise in one only
       {{intensity, intensity, intensity, intensity}, false, false},  // whole again (the first workspace re-armed)
   };
   for (const CudaSplitPolicy policy : {CudaSplitPolicy::kWhenMasksDiffer, CudaSplitPolicy::kWhenOnePartDirect}) {
