@@ -122,7 +122,7 @@ absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const Bat
 // kWhenMasksDiffer / kWhenOnePartDirect for every augmenter; set_split_policy for one.
 enum class CudaSplitPolicy {
   kWhole,              // never
-  kWhenMasksDiffer,    // B >= 2 and the two parts' stage masks differ (a part skips a pass)
+  kWhenMasksDiffer,    // B >= 2 and the two parts' stage masks differ (a part skips a pass, or its noise)
   kWhenOnePartDirect,  // B >= 2 and exactly one part launches no pass after the spatial kernel (direct path)
   kAlways,             // every batch of B >= 2: the default
 };
