@@ -151,6 +151,27 @@ struct DeviceInput {
   }
 };
 
+// Device outputs for `layout` (exits 1 on a layout error or a failed allocation); FreeOutputs releases them.
+augmentd::CudaBatchOutput AllocOutputs(const absl::StatusOr<augmentd::CudaOutputLayout>& layout) {
+  if (!layout.ok()) {
+    std::fprintf(stderr, "OutputLayout: %s\n", layout.status().ToString().c_str());
+    std::exit(1);
+  }
+  augmentd::CudaBatchOutput out;
+  CHECK_CUDA(cudaMalloc(&out.image, layout->image_bytes));
+  for (size_t bytes : layout->seg_bytes) {
+    void* p = nullptr;
+    CHECK_CUDA(cudaMalloc(&p, bytes));
+    out.seg.push_back(static_cast<int16_t*>(p));
+  }
+  return out;
+}
+
+void FreeOutputs(const augmentd::CudaBatchOutput& out) {
+  cudaFree(out.image);
+  for (int16_t* p : out.seg) cudaFree(p);
+}
+
 // Runs `spec` `iters` times (after 3 warm-up batches) on `in` through CudaAugmenter (the service's path), or with
 // `chain_only` through CudaChain directly (the generic chain even where the fused kernels cover the spec), with
 // `policy` under that split policy (else the augmenter's default); exits 1 on an engine error.
@@ -178,17 +199,7 @@ Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int6
   augmentd::CudaBatchInput input{in.image, in.seg, {B, C, S[0], S[1], S[2]}, seg_channels};
   auto layout = chain ? chain->OutputLayout(input.image_shape, augmentd::DType::kFloat32, seg_channels)
                       : aug->OutputLayout(input.image_shape, augmentd::DType::kFloat32, seg_channels);
-  if (!layout.ok()) {
-    std::fprintf(stderr, "OutputLayout: %s\n", layout.status().ToString().c_str());
-    std::exit(1);
-  }
-  augmentd::CudaBatchOutput out;
-  CHECK_CUDA(cudaMalloc(&out.image, layout->image_bytes));
-  for (size_t bytes : layout->seg_bytes) {
-    void* p = nullptr;
-    CHECK_CUDA(cudaMalloc(&p, bytes));
-    out.seg.push_back(static_cast<int16_t*>(p));
-  }
+  augmentd::CudaBatchOutput out = AllocOutputs(layout);
   cudaEvent_t start, stop;
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
@@ -229,8 +240,7 @@ Timing TimeSpec(const PipelineSpec& spec, const DeviceInput& in, int64_t B, int6
   std::sort(ms.begin(), ms.end());
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  cudaFree(out.image);
-  for (int16_t* p : out.seg) cudaFree(p);
+  FreeOutputs(out);
   return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)]};
 }
 
@@ -258,18 +268,8 @@ WorkersTiming TimeWorkers(const PipelineSpec& spec, const DeviceInput& in, int64
     }
     w.aug = std::move(*a);
     w.aug->set_split_policy(policy);
-    auto layout = w.aug->OutputLayout(input.image_shape, augmentd::DType::kFloat32, 1);
-    if (!layout.ok()) {
-      std::fprintf(stderr, "OutputLayout: %s\n", layout.status().ToString().c_str());
-      std::exit(1);
-    }
+    w.out = AllocOutputs(w.aug->OutputLayout(input.image_shape, augmentd::DType::kFloat32, 1));
     CHECK_CUDA(cudaStreamCreateWithFlags(&w.stream, cudaStreamNonBlocking));
-    CHECK_CUDA(cudaMalloc(&w.out.image, layout->image_bytes));
-    for (size_t bytes : layout->seg_bytes) {
-      void* p = nullptr;
-      CHECK_CUDA(cudaMalloc(&p, bytes));
-      w.out.seg.push_back(static_cast<int16_t*>(p));
-    }
   }
   // Worker w's batch i draws samples (w · (iters + 3) + i) · B onwards: every batch its own draws. A failure is kept
   // in the worker's status (the threads are joined before the process exits on the main thread).
@@ -319,8 +319,7 @@ WorkersTiming TimeWorkers(const PipelineSpec& spec, const DeviceInput& in, int64
     split += w.aug->graph_counters().split;
     replays += w.aug->graph_counters().replays;
     cudaStreamDestroy(w.stream);
-    cudaFree(w.out.image);
-    for (int16_t* p : w.out.seg) cudaFree(p);
+    FreeOutputs(w.out);
   }
   const double batches = static_cast<double>(workers) * iters;
   return {ms / batches, static_cast<double>(split) / batches, static_cast<double>(replays) / batches};

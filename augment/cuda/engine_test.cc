@@ -631,6 +631,19 @@ void ExpectLabelsEqualImageClose(const DeviceOutputs& ref, const DeviceOutputs& 
   EXPECT_EQ(bad, 0) << what << ": image values outside the tolerance";
 }
 
+// One batch through `whole` into `ref` and through `other` into `out` (both poisoned first), on `s`, then
+// ExpectLabelsEqualImageClose.
+void RunBothAndCompare(CudaAugmenter& whole, CudaAugmenter& other, const CudaBatchInput& in, const DeviceOutputs& ref,
+                       const DeviceOutputs& out, const RunOptions& opt, cudaStream_t s, DType dt,
+                       const std::string& what) {
+  ref.Poison(s);
+  out.Poison(s);
+  ASSERT_TRUE(whole.Run(in, ref.Out(), opt, s).ok());
+  ASSERT_TRUE(other.Run(in, out.Out(), opt, s).ok());
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  ExpectLabelsEqualImageClose(ref, out, dt, what);
+}
+
 // One case of SplitBatchesEqualWholeBatches: 4 batches through a whole-batch augmenter and a two-part one (graphs on),
 // then one batch three more times through the latter against a two-part augmenter with graphs off.
 void CheckSplitAgainstWhole(int B, int C, bool all_on, DType dt, int64_t p2, std::mt19937_64& g) {
@@ -661,12 +674,8 @@ void CheckSplitAgainstWhole(int B, int C, bool all_on, DType dt, int64_t p2, std
                            " P2=" + std::to_string(p2);
   for (int it = 0; it < 4; ++it) {
     opt.first_sample_index = static_cast<uint64_t>(it) * B;
-    ref.Poison(s);
-    out.Poison(s);
-    ASSERT_TRUE((*whole)->Run(din.In(), ref.Out(), opt, s).ok());
-    ASSERT_TRUE((*split)->Run(din.In(), out.Out(), opt, s).ok());
-    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    ExpectLabelsEqualImageClose(ref, out, dt, what + ", batch " + std::to_string(it));
+    ASSERT_NO_FATAL_FAILURE(
+        RunBothAndCompare(**whole, **split, din.In(), ref, out, opt, s, dt, what + ", batch " + std::to_string(it)));
   }
   // A sure replay (the key's second sighting captures, the third replays) equals the eager parts bit for bit.
   opt.first_sample_index = 0;
@@ -741,15 +750,10 @@ TEST(CudaEngine, SplitAcrossBatchSizes) {
     auto lay = (*whole)->OutputLayout(shape, DType::kFloat32);
     ASSERT_TRUE(lay.ok()) << lay.status();
     const DeviceOutputs ref(*lay), out(*lay);
-    ref.Poison(s);
-    out.Poison(s);
     opt.first_sample_index = i * 8;
-    ASSERT_TRUE((*whole)->Run(in, ref.Out(), opt, s).ok());
-    ASSERT_TRUE((*parts)->Run(in, out.Out(), opt, s).ok());
-    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    ExpectLabelsEqualImageClose(ref, out, DType::kFloat32,
-                                "step " + std::to_string(i) + " (B=" + std::to_string(B) + "), seed " +
-                                    std::to_string(seed0));
+    ASSERT_NO_FATAL_FAILURE(RunBothAndCompare(**whole, **parts, in, ref, out, opt, s, DType::kFloat32,
+                                              "step " + std::to_string(i) + " (B=" + std::to_string(B) + "), seed " +
+                                                  std::to_string(seed0)));
   }
   EXPECT_EQ((*parts)->graph_counters().split, expect_split);
   cudaStreamDestroy(s);
@@ -821,16 +825,11 @@ TEST(CudaEngine, SplitPoliciesOnTheHalvesMasks) {
         opt.first_sample_index = i * cs.B;
         opt.injected = &inj;
         const DeviceOutputs ref(*lay), out(*lay);
-        ref.Poison(s);
-        out.Poison(s);
-        ASSERT_TRUE((*whole)->Run(din.In(), ref.Out(), opt, s).ok());
-        ASSERT_TRUE((*aug)->Run(din.In(), out.Out(), opt, s).ok());
-        ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-        expect_split += differ ? steps[i].differ : steps[i].direct;
         const std::string what = std::string(differ ? "differ, " : "direct, ") + (graphs ? "graphs" : "eager") +
                                  ", step " + std::to_string(i);
+        ASSERT_NO_FATAL_FAILURE(RunBothAndCompare(**whole, **aug, din.In(), ref, out, opt, s, DType::kFloat32, what));
+        expect_split += differ ? steps[i].differ : steps[i].direct;
         EXPECT_EQ((*aug)->graph_counters().split, expect_split) << what;
-        ExpectLabelsEqualImageClose(ref, out, DType::kFloat32, what);
       }
     }
   }
