@@ -759,6 +759,70 @@ TEST(CudaEngine, SplitAcrossBatchSizes) {
   cudaStreamDestroy(s);
 }
 
+// The seg lane (cuda/engine.h): batches of 1, 2 and 8 samples, 1 and 4 channels, every transform on and nnU-Net's
+// probabilities, whole and in two parts, enqueued back to back on one stream without a synchronisation through an
+// augmenter with its seg lanes (graphs on: the later batches replay) equal, byte for byte, the same batches through
+// one without (eager), each run alone. 40³ patches so that a batch's kernels outlast the host's enqueueing.
+TEST(CudaEngine, SegLaneEqualsOneStream) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
+  const uint64_t seed0 = TestSeed();
+  std::printf("[seg lane] seed %llu\n", static_cast<unsigned long long>(seed0));
+  std::mt19937_64 g(seed0);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  for (const int B : {1, 2, 8})
+    for (const int C : {1, 4})
+      for (const bool all_on : {true, false})
+        for (const CudaSplitPolicy policy : {CudaSplitPolicy::kWhole, CudaSplitPolicy::kAlways}) {
+          if (B == 1 && policy == CudaSplitPolicy::kAlways) continue;
+          const Case cs = Make("seg-lane", {40, 40, 40}, B, C, 4, all_on);
+          const PipelineSpec spec = MakeSpec(cs);
+          const Inputs x = MakeInputs(cs, spec.input_patch_size, g);
+          const DeviceInputs din(x);
+          auto plain = CudaAugmenter::Create(spec, 0);
+          auto lane = CudaAugmenter::Create(spec, 0);
+          ASSERT_TRUE(plain.ok() && lane.ok());
+          for (auto* a : {&*plain, &*lane}) (*a)->set_split_policy(policy);
+          (*plain)->set_seg_lane(false);
+          (*plain)->set_graphs_enabled(false);
+          (*lane)->set_seg_lane(true);
+          (*lane)->set_graphs_enabled(true);
+          auto lay = (*plain)->OutputLayout(x.ishape, DType::kFloat32);
+          ASSERT_TRUE(lay.ok()) << lay.status();
+          const std::string what = std::string(all_on ? "all-on" : "default-p") + " B=" + std::to_string(B) +
+                                   " C=" + std::to_string(C) +
+                                   (policy == CudaSplitPolicy::kAlways ? " two parts" : " whole");
+          constexpr int kBatches = 6;
+          RunOptions opt;
+          opt.seed = g();
+          std::vector<std::unique_ptr<DeviceOutputs>> piped;
+          for (int i = 0; i < kBatches; ++i) {
+            piped.push_back(std::make_unique<DeviceOutputs>(*lay));
+            piped.back()->Poison(s);
+          }
+          for (int i = 0; i < kBatches; ++i) {
+            opt.first_sample_index = static_cast<uint64_t>(i % 3) * B;  // batches 3-5 repeat 0-2: replays
+            ASSERT_TRUE((*lane)->Run(din.In(), piped[i]->Out(), opt, s).ok()) << what;
+          }
+          ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+          const DeviceOutputs ref(*lay);
+          for (int i = 0; i < kBatches; ++i) {
+            opt.first_sample_index = static_cast<uint64_t>(i % 3) * B;
+            ref.Poison(s);
+            ASSERT_TRUE((*plain)->Run(din.In(), ref.Out(), opt, s).ok()) << what;
+            ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+            EXPECT_EQ(FirstDifference(ref.Bytes(), piped[i]->Bytes(), *lay), "")
+                << what << ", batch " << i << ", seed " << seed0;
+          }
+          const CudaGraphCounters c = (*lane)->graph_counters();
+          EXPECT_EQ(c.capture_failures, 0) << what;
+          std::printf("[seg lane] %s: eager %lld, captures %lld, replays %lld\n", what.c_str(),
+                      static_cast<long long>(c.eager), static_cast<long long>(c.captures),
+                      static_cast<long long>(c.replays));
+        }
+  cudaStreamDestroy(s);
+}
+
 // CudaSplitPolicy::kWhenMasksDiffer and kWhenOnePartDirect (not the default) on injected parameters, every transform
 // on where not injected off: a batch whose two halves draw the same stage mask runs whole under both; one whose first
 // or second half draws no intensity transform runs in two parts under both; one whose halves both run passes, but
