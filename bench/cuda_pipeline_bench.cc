@@ -53,10 +53,6 @@
 // sets ran in two parts.
 // Note: the bench's all-on draws blur and low-res on every channel, so its halves' masks are always equal; nnU-Net's
 // spec draws them per channel with p 0.5.
-// AUGMENTD_CUDA_SEG_LANE=1 or after (environment, as the engine reads it): the eager and graph timings run every batch
-// with the seg on a stream of its own (pipeline_cuda.h SegLane; after: forked after the image's spatial launch), and
-// with the suffix hi (1hi, afterhi) the batch's stream at the greatest priority; the --streams and --split lanes do
-// not. For an A/B, sides of scripts/gpu-kernels-check.sh that set it, with --digests 1 (the outputs must not move).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -344,9 +340,6 @@ SampleParams Draw(std::mt19937_64& g, const Probs& pr, const BatchShape& sh, uin
 // interleaved (see RunOne). seg_mismatch / image_max_diff: the halves' outputs against the whole batch's, over the 16
 // sets (the statistics' partial sums may be cut differently, kStageSliceIdle; labels should not move).
 int g_split = 0;  // --split: 1 two parts always (the engine's default), 2 where the halves' stage masks differ
-
-// AUGMENTD_CUDA_SEG_LANE=1: the seg lane of the eager and graph timings (made in main; null stream: none).
-augmentd::cuda::SegLane g_seg_lane;
 struct SplitRun {
   bool ran = false;
   int mode = 0;        // --split's value
@@ -624,8 +617,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   CHECK_CUDA(cudaEventCreate(&e1));
   auto launch = [&](int s, uint32_t stg) {
     CHECK_CUDA(cudaMemcpyAsync(d_params, h_params + s * B, sizeof(SampleParams) * B, cudaMemcpyHostToDevice, st));
-    CHECK_CUDA(
-        augmentd::cuda::RunPipeline(sh, static_cast<const SampleParams*>(d_params), stg, io, d_ws, st, &g_seg_lane));
+    CHECK_CUDA(augmentd::cuda::RunPipeline(sh, static_cast<const SampleParams*>(d_params), stg, io, d_ws, st));
   };
   for (int i = 0; i < 20; ++i) launch(set_of(i), set_stages[set_of(i)]);
   CHECK_CUDA(cudaStreamSynchronize(st));
@@ -682,7 +674,7 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
     cudaGraphExec_t exec;
     CHECK_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
     CHECK_CUDA(cudaMemcpyAsync(d_upload, h_stage, upload, cudaMemcpyHostToDevice, st));
-    CHECK_CUDA(augmentd::cuda::RunPipelineFromDevice(sh, d_gparams, stg, io, d_io, d_ws, st, &g_seg_lane));
+    CHECK_CUDA(augmentd::cuda::RunPipelineFromDevice(sh, d_gparams, stg, io, d_io, d_ws, st));
     CHECK_CUDA(cudaStreamEndCapture(st, &graph));
     CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     CHECK_CUDA(cudaGraphDestroy(graph));
@@ -1022,36 +1014,15 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   cudaStream_t st;
   CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  // AUGMENTD_CUDA_SEG_LANE: 1 (the lane forked before the image's spatial launch) or after (after it), each with an
-  // optional suffix hi: the batch's stream at the greatest priority (the lane keeps the default, the lowest).
-  const std::string lane_env = std::getenv("AUGMENTD_CUDA_SEG_LANE") ? std::getenv("AUGMENTD_CUDA_SEG_LANE") : "";
-  if (!lane_env.empty() && lane_env != "0") {
-    const bool hi = lane_env.size() > 2 && lane_env.substr(lane_env.size() - 2) == "hi";
-    const std::string how = hi ? lane_env.substr(0, lane_env.size() - 2) : lane_env;
-    if (how != "1" && how != "after") {
-      std::fprintf(stderr, "AUGMENTD_CUDA_SEG_LANE=%s is not 0, 1, after, 1hi or afterhi\n", lane_env.c_str());
-      return 2;
-    }
-    if (hi) {
-      int least = 0, greatest = 0;
-      CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-      CHECK_CUDA(cudaStreamDestroy(st));
-      CHECK_CUDA(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, greatest));
-    }
-    g_seg_lane.after_image = how == "after";
-    CHECK_CUDA(cudaStreamCreateWithFlags(&g_seg_lane.stream, cudaStreamNonBlocking));
-    CHECK_CUDA(cudaEventCreateWithFlags(&g_seg_lane.fork, cudaEventDisableTiming));
-    CHECK_CUDA(cudaEventCreateWithFlags(&g_seg_lane.join, cudaEventDisableTiming));
-  }
   // The 1 GiB copy (the "% of copy" column) is skipped when --only names one configuration (a profiling run).
   const bool one_config = !only.empty() && std::count(only.begin(), only.end(), ',') == 2;
   const double copy_gbps = one_config ? 0.0 : MeasureCopyGBps(st);
   char copy_text[64] = "not measured (one configuration)";
   if (copy_gbps > 0) std::snprintf(copy_text, sizeof copy_text, "%.0f GB/s (read+write)", copy_gbps);
   std::printf("device %s, %d SMs, L2 %d MiB; device-to-device copy %s; label vote bgv2 %s; seg %d^3 blocks of %d "
-              "labels%s\n",
+              "labels\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, copy_text, g_bgv2_036 ? "0.3.6" : "0.3.5",
-              g_seg_block, g_seg_labels, g_seg_lane.stream != nullptr ? ("; seg lane " + lane_env).c_str() : "");
+              g_seg_block, g_seg_labels);
   const int S1[3] = {205, 205, 205}, P1[3] = {128, 128, 128};
   const int S2[3] = {175, 257, 210}, P2[3] = {80, 160, 160};
   std::vector<Result> res;
@@ -1121,9 +1092,8 @@ int main(int argc, char** argv) {
     if (!f) return 1;
     std::fprintf(f,
                  "{\"impl\":\"device\",\"name\":\"%s\",\"copy_gbps\":%.1f,\"bgv2\":\"%s\",\"profile_set\":%d,"
-                 "\"seg_block\":%d,\"seg_labels\":%d,\"seg_lane\":%d}\n",
-                 prop.name, copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5", g_profile_set, g_seg_block, g_seg_labels,
-                 g_seg_lane.stream != nullptr ? 1 : 0);
+                 "\"seg_block\":%d,\"seg_labels\":%d}\n",
+                 prop.name, copy_gbps, g_bgv2_036 ? "0.3.6" : "0.3.5", g_profile_set, g_seg_block, g_seg_labels);
     // Its own impl: readers of the "augmentd" rows (bench/cuda_coverage_table.py) expect ms_eager / ms_graph.
     for (const BandwidthResult& r : bw)
       std::fprintf(f,

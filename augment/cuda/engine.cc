@@ -75,10 +75,9 @@ struct GraphKey {
   cuda::BatchShape shape{};
   int parts = 1;
   unsigned aligned16 = 0;  // bit k: part k's image output is 16-byte aligned
-  bool lanes = false;      // the parts' segs on their lanes (cuda/engine.h "The seg lane")
   bool operator==(const GraphKey& o) const {
     return stages[0] == o.stages[0] && stages[1] == o.stages[1] && parts == o.parts && aligned16 == o.aligned16 &&
-           lanes == o.lanes && std::memcmp(&shape, &o.shape, sizeof(shape)) == 0;
+           std::memcmp(&shape, &o.shape, sizeof(shape)) == 0;
   }
 };
 constexpr size_t kMaxGraphs = 64;  // per augmenter (≈ 10 nodes each); the least recently used is destroyed beyond
@@ -123,25 +122,6 @@ CudaSplitPolicy SplitFromEnvironment() {
     return CudaSplitPolicy::kAlways;
   }();
   return policy;
-}
-
-// The seg lane from AUGMENTD_CUDA_SEG_LANE (read once): "1" runs each part's seg on a stream of its own beside the
-// intensity passes (cuda::SegLane, cuda/engine.h "The seg lane"), "after" the same forked after the image's spatial
-// launch (SegLane::after_image); unset or "0" one stream a part; any other value is named on stderr and taken as the
-// default.
-enum class SegLaneMode { kOff, kWithImage, kAfterImage };
-SegLaneMode SegLaneFromEnvironment() {
-  static const SegLaneMode mode = [] {
-    const char* e = std::getenv("AUGMENTD_CUDA_SEG_LANE");
-    const std::string v = e == nullptr ? "" : e;
-    if (v == "1") return SegLaneMode::kWithImage;
-    if (v == "after") return SegLaneMode::kAfterImage;
-    if (!v.empty() && v != "0") {
-      std::fprintf(stderr, "augmentd: AUGMENTD_CUDA_SEG_LANE=%s is not 0, 1 or after: no seg lane\n", v.c_str());
-    }
-    return SegLaneMode::kOff;
-  }();
-  return mode;
 }
 
 // Whether a batch whose two parts draw `first` and `second` (cuda::ActiveStages) runs in two parts under `policy`.
@@ -223,8 +203,6 @@ struct CudaAugmenter::Impl {
   CudaSplitPolicy split_policy = SplitFromEnvironment();
   cudaStream_t side = nullptr;  // the second part's stream, forked from and joined to Run's
   cudaEvent_t fork = nullptr, join = nullptr;
-  bool seg_lane = SegLaneFromEnvironment() != SegLaneMode::kOff;
-  cuda::SegLane lanes[kMaxParts];  // part k's seg lane (EnsureLanes), when seg_lane
   void* d_upload = nullptr;  // kMaxParts × kIoBytes of PipelineIO, then SampleParams[params_cap] (UploadBytes)
   void* h_upload = nullptr;  // pinned, same layout
   int params_cap = 0;
@@ -261,12 +239,6 @@ struct CudaAugmenter::Impl {
     for (cudaEvent_t e : {fork, join}) {
       if (e != nullptr) cudaEventDestroy(e);
     }
-    for (const cuda::SegLane& l : lanes) {
-      for (cudaEvent_t e : {l.fork, l.join}) {
-        if (e != nullptr) cudaEventDestroy(e);
-      }
-      if (l.stream != nullptr) cudaStreamDestroy(l.stream);
-    }
     if (side != nullptr) cudaStreamDestroy(side);
     if (stream != nullptr) cudaStreamDestroy(stream);
     cudaGetLastError();
@@ -281,15 +253,12 @@ struct CudaAugmenter::Impl {
 
   // Enqueues the batch's kernels: with two parts, part 1 on `side` between a fork from `s` and a join back to it, and
   // part 0 on `s` in between. from_device: the kernels read their buffers from d_upload (the graphs' form).
-  // use_lanes: each part's seg on its lane (EnsureLanes ran).
-  cudaError_t EnqueueParts(const Part* parts, int n, const cuda::PipelineIO* io, cudaStream_t s, bool from_device,
-                           bool use_lanes) {
+  cudaError_t EnqueueParts(const Part* parts, int n, const cuda::PipelineIO* io, cudaStream_t s, bool from_device) {
     const auto launch = [&](int k, cudaStream_t on) {
       const Part& p = parts[k];
-      const cuda::SegLane* lane = use_lanes ? &lanes[k] : nullptr;
       return from_device ? cuda::RunPipelineFromDevice(p.shape, DeviceParams() + p.first, p.stages, io[k],
-                                                       DeviceIo(k), ws[k], on, lane)
-                         : cuda::RunPipeline(p.shape, DeviceParams() + p.first, p.stages, io[k], ws[k], on, lane);
+                                                       DeviceIo(k), ws[k], on)
+                         : cuda::RunPipeline(p.shape, DeviceParams() + p.first, p.stages, io[k], ws[k], on);
     };
     if (n == 1) return launch(0, s);
     cudaError_t e = cudaEventRecord(fork, s);
@@ -315,18 +284,6 @@ struct CudaAugmenter::Impl {
     return absl::OkStatus();
   }
 
-  // The seg lanes of parts 0 … n − 1 (current device: ours).
-  absl::Status EnsureLanes(int n) {
-    for (int k = 0; k < n; ++k) {
-      cuda::SegLane& l = lanes[k];
-      if (l.fork == nullptr) AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&l.fork, cudaEventDisableTiming));
-      if (l.join == nullptr) AUGMENTD_CUDA_OK(cudaEventCreateWithFlags(&l.join, cudaEventDisableTiming));
-      if (l.stream == nullptr) AUGMENTD_CUDA_OK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
-      l.after_image = SegLaneFromEnvironment() == SegLaneMode::kAfterImage;
-    }
-    return absl::OkStatus();
-  }
-
   // Destroys the graphs (they point at ws and d_upload) once the last run, which may replay one, is done.
   absl::Status DropGraphs() {
     if (graphs.graphs() == 0) return absl::OkStatus();
@@ -340,14 +297,14 @@ struct CudaAugmenter::Impl {
   // buffers from d_upload (RunPipelineFromDevice; the second part's on `side`, which the capture follows). Nothing
   // runs; on failure the capture is discarded (the caller then runs eagerly).
   absl::StatusOr<cudaGraphExec_t> Capture(const cuda::BatchShape& sh, const Part* parts, int n,
-                                          const cuda::PipelineIO* io, cudaStream_t s, bool use_lanes) {
+                                          const cuda::PipelineIO* io, cudaStream_t s) {
     AUGMENTD_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     cudaError_t e = cudaSuccess;
     if (GraphUploadInside()) {
       e = cudaMemcpyAsync(d_upload, h_upload, UploadBytes(sh.batch), cudaMemcpyHostToDevice, s);
       if (e == cudaSuccess) e = cudaEventRecordWithFlags(params_copied, s, cudaEventRecordExternal);
     }
-    if (e == cudaSuccess) e = EnqueueParts(parts, n, io, s, /*from_device=*/true, use_lanes);
+    if (e == cudaSuccess) e = EnqueueParts(parts, n, io, s, /*from_device=*/true);
     cudaGraph_t graph = nullptr;
     const cudaError_t end = cudaStreamEndCapture(s, &graph);
     if (e == cudaSuccess) e = end;
@@ -558,8 +515,7 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
     // until it ends).
     Part parts[kMaxParts];
     int n_parts = 1;
-    const bool caller_capturing = CallerCapturing(s);
-    if (m.split_policy != CudaSplitPolicy::kWhole && batch >= 2 && !caller_capturing) {
+    if (m.split_policy != CudaSplitPolicy::kWhole && batch >= 2 && !CallerCapturing(s)) {
       for (int k = 0; k < 2; ++k) {
         parts[k].shape = sh;
         parts[k].first = k == 0 ? 0 : (batch + 1) / 2;
@@ -574,9 +530,6 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
     } else {
       RETURN_IF_ERROR(m.EnsureSide());
     }
-    // The seg lanes (cuda/engine.h "The seg lane"), not on a stream the caller is capturing (as the side stream).
-    const bool use_lanes = m.seg_lane && !caller_capturing;
-    if (use_lanes) RETURN_IF_ERROR(m.EnsureLanes(n_parts));
     // Buffers (grow only when a larger batch arrives). The graphs point at them: dropped before any moves.
     size_t ws_bytes[kMaxParts] = {0, 0};
     bool grow = batch > m.params_cap;
@@ -628,7 +581,6 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
     GraphKey key;
     key.shape = sh;
     key.parts = n_parts;
-    key.lanes = use_lanes;
     for (int k = 0; k < n_parts; ++k) {
       key.stages[k] = parts[k].stages;
       if (reinterpret_cast<uintptr_t>(io[k].out_image) % 16 == 0) key.aligned16 |= 1u << k;
@@ -637,7 +589,7 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
     const cuda::GraphAction action =
         m.graphs_enabled && Capturable(s) ? m.graphs.Lookup(key, &exec) : cuda::GraphAction::kEager;
     if (action == cuda::GraphAction::kCapture) {
-      absl::StatusOr<cudaGraphExec_t> captured = m.Capture(sh, parts, n_parts, io, s, use_lanes);
+      absl::StatusOr<cudaGraphExec_t> captured = m.Capture(sh, parts, n_parts, io, s);
       if (captured.ok()) {
         exec = *captured;
         m.graphs.Store(key, exec);
@@ -658,7 +610,7 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
     } else {
       AUGMENTD_CUDA_OK(cudaMemcpyAsync(m.d_upload, m.h_upload, UploadBytes(batch), cudaMemcpyHostToDevice, s));
       AUGMENTD_CUDA_OK(cudaEventRecord(m.params_copied, s));
-      run = CudaStatus(m.EnqueueParts(parts, n_parts, io, s, /*from_device=*/false, use_lanes), "RunPipeline");
+      run = CudaStatus(m.EnqueueParts(parts, n_parts, io, s, /*from_device=*/false), "RunPipeline");
       ++m.graph_counters.eager;
     }
     if (run.ok() && n_parts == 2) ++m.graph_counters.split;
@@ -674,8 +626,6 @@ absl::Status CudaAugmenter::RunFused(const CudaBatchInput& input, const CudaBatc
 void CudaAugmenter::set_graphs_enabled(bool on) { impl_->graphs_enabled = on; }
 
 void CudaAugmenter::set_split_policy(CudaSplitPolicy policy) { impl_->split_policy = policy; }
-
-void CudaAugmenter::set_seg_lane(bool on) { impl_->seg_lane = on; }
 
 CudaGraphCounters CudaAugmenter::graph_counters() const { return impl_->graph_counters; }
 

@@ -118,12 +118,6 @@ absl::StatusOr<BatchResult> AugmentBatchCuda(const PipelineSpec& spec, const Bat
 // one batch at a time, kWhenMasksDiffer is ahead at B=8 (1.7 points) and in one call at C=4, within the rounds' spread
 // of one-batch times. Its one loss is two workers on B=2 C=1 batches that apply every entry (+5.7 … +6.5 %).
 
-// The seg lane (fused path; off unless AUGMENTD_CUDA_SEG_LANE=1 or set_seg_lane(true)): where a part runs a pass after
-// the spatial kernel, its spatial stage is two launches, the image's on the part's stream and the seg's (labels, mask,
-// deep-supervision picks) on a stream of the augmenter's own (one a part, made on first use), which runs beside the
-// part's intensity passes and joins back before its final pass (mask) or after it (cuda::SegLane). Outputs are
-// bit-identical. Not on a stream the caller is capturing (as two parts). Measured: see NOTES.md s41.
-
 // When a fused batch runs in two parts (above). AUGMENTD_CUDA_SPLIT=0 / differ / direct (read once) picks kWhole /
 // kWhenMasksDiffer / kWhenOnePartDirect for every augmenter; set_split_policy for one.
 enum class CudaSplitPolicy {
@@ -164,8 +158,6 @@ class CudaAugmenter {
   CudaGraphCounters graph_counters() const;
   // When batches of B >= 2 run in two parts on two streams ("Two parts" above).
   void set_split_policy(CudaSplitPolicy policy);
-  // Each part's seg on a stream of its own ("The seg lane" above), or not.
-  void set_seg_lane(bool on);
 
  private:
   struct Impl;

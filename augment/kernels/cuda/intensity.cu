@@ -673,13 +673,12 @@ cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_para
 
 cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
                         const PipelineIO* d_io, const Workspace& ws, const ChainState& st, bool with_mask,
-                        bool ds_picks, cudaStream_t stream) {
+                        cudaStream_t stream) {
   const Dims d = MakeDims(shape);
   const int vec4 = (shape.out[2] % 4 == 0 && reinterpret_cast<uintptr_t>(io.out_image) % 16 == 0) ? 1 : 0;
-  DsArgs ds = MakeDsArgs(shape, io, d_io);
-  if (!ds_picks) ds.num_ds = 0;
   FinalKernel<<<dim3(WaveGrid<FinalKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(
-      d, d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4, ds);
+      d, d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4,
+      MakeDsArgs(shape, io, d_io));
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
   return cudaSuccess;
 }

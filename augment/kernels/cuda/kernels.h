@@ -23,12 +23,8 @@ struct SpatialFlags {
   bool permute;            // some sample's out_axis is not the identity: the build storing through its brick (direct)
   bool crops_only;         // every sample is a centre crop (no kStageResample): the crops build where there is one
 };
-// lane (not the direct path): pipeline_cuda.h's SegLane. The image's launch (the split build with no voting block, x1
-// and its statistics) on `stream`, lane->fork recorded on `stream` before it (after it with after_image) and waited
-// for by the lane, then the seg's launch (labels, mask) and the DS picks on lane->stream. The caller joins it back.
 cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
-                          const PipelineIO* d_io, const Workspace& ws, const SpatialFlags& flags, cudaStream_t stream,
-                          const SegLane* lane = nullptr);
+                          const PipelineIO* d_io, const Workspace& ws, const SpatialFlags& flags, cudaStream_t stream);
 
 // Elastic displacement fields of the deforming samples into ws.field (+ ws.estat), elastic.cu. Needs
 // BatchShape::elastic and patch axes <= kMaxElasticAxis (cudaErrorInvalidValue otherwise).
@@ -60,10 +56,9 @@ cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, con
 // of V4 (gamma-1 input) are derived from Y0's (intensity.cu GammaOutStats).
 cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, int mode, cudaStream_t stream);
-// Final pass (chain rest, mirroring, mask, dtype) plus, with ds_picks, the deep-supervision picks of the final seg
-// (without: the seg lane made them).
+// Final pass (chain rest, mirroring, mask, dtype) plus the deep-supervision picks of the final seg.
 cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
                         const PipelineIO* d_io, const Workspace& ws, const ChainState& st, bool with_mask,
-                        bool ds_picks, cudaStream_t stream);
+                        cudaStream_t stream);
 
 }  // namespace augmentd::cuda::internal

@@ -11,8 +11,6 @@
 //   gamma stats      y0 stats; y1 stats (each only if its slot is used; V4's stats follow from y0's; without
 //                    kStageGamma1Alone the y0 pass also reduces y1's in slot-0 terms and the y1 pass only converts)
 //   final            pointwise rest, mirroring, mask, dtype; DS picks in extra blocks (own launch when direct)
-// With a seg lane (SegLane) and a stage after the spatial one, the spatial stage is the image's launch on `stream` and
-// the seg's (+ its DS launch) on the lane, joined back before the final pass (mask) or after it.
 // Every stage is one launch over the whole batch with per-sample parameters read on the device.
 #include <cmath>
 
@@ -101,14 +99,13 @@ cudaError_t ComputeLowestLabels(const BatchShape& shape, const int16_t* seg, int
 }
 
 cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, uint32_t stages, const PipelineIO& io,
-                        void* workspace, cudaStream_t stream, const SegLane* lane) {
-  return RunPipelineFromDevice(shape, d_params, stages, io, nullptr, workspace, stream, lane);
+                        void* workspace, cudaStream_t stream) {
+  return RunPipelineFromDevice(shape, d_params, stages, io, nullptr, workspace, stream);
 }
 
 // d_io == nullptr: the kernels take io's pointers by value (RunPipeline).
 cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d_params, uint32_t stages,
-                                  const PipelineIO& io, const PipelineIO* d_io, void* workspace, cudaStream_t stream,
-                                  const SegLane* lane) {
+                                  const PipelineIO& io, const PipelineIO* d_io, void* workspace, cudaStream_t stream) {
   // Seg only (pipeline_cuda.h): both image pointers null, and nothing but the spatial kernel's direct path.
   const bool seg_only = io.image == nullptr && io.out_image == nullptr;
   if (!ValidShape(shape) || d_params == nullptr || workspace == nullptr || io.seg == nullptr ||
@@ -129,52 +126,25 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
   const bool permute = stages & kStagePermute;
   if (permute && (!direct || shape.channels > kMaxPermutedChannels)) return cudaErrorInvalidValue;
 
-  // The seg lane (SegLane): LaunchSpatial forks it, after everything both spatial launches read (lowest labels,
-  // elastic fields).
-  const bool seg_lane = lane != nullptr && lane->stream != nullptr && !direct;
-  if (seg_lane && (lane->fork == nullptr || lane->join == nullptr)) return cudaErrorInvalidValue;
-
   if (lowest) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowestLabels(shape, io.seg, d_io, ws.lowest, stream));
   if (elastic) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchElasticField(shape, d_params, ws, stream));
-  const cudaError_t spatial =
+  AUGMENTD_CUDA_RETURN_IF_ERROR(
       internal::LaunchSpatial(shape, d_params, io, d_io, ws,
                               {lowest, direct, mask, contrast, elastic, (stages & kStageNoise) != 0, permute,
                                (stages & kStageResample) == 0},
-                              stream, seg_lane ? lane : nullptr);
-  // Joined whatever happened, so that `stream` (and a capture of it) never runs ahead of the lane's work.
-  const auto join = [&] {
-    const cudaError_t rec = cudaEventRecord(lane->join, lane->stream);
-    return rec == cudaSuccess ? cudaStreamWaitEvent(stream, lane->join, 0) : rec;
-  };
-  if (spatial != cudaSuccess) {
-    if (seg_lane) (void)join();
-    return spatial;
-  }
+                              stream));
   if (direct) return cudaSuccess;
 
   ChainState st{blur, false, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0,
                 AUGMENTD_SLICE_SHARE && (stages & kStageSliceIdle) != 0 && internal::SliceSharesApply(shape)};
-  cudaError_t e = cudaSuccess;
-  if (blur) e = internal::LaunchBlur(shape, d_params, ws, contrast, stream);
-  if (e == cudaSuccess && (lowres || g0 || g1)) {
-    e = internal::LaunchMid(shape, d_params, ws, st, stream);
+  if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, stream));
+  if (lowres || g0 || g1) {
+    AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, stream));
     st.mid_done = true;
   }
-  if (e == cudaSuccess && g0) e = internal::LaunchGammaStats(shape, d_params, ws, st, 0, stream);
-  if (e == cudaSuccess && g1) e = internal::LaunchGammaStats(shape, d_params, ws, st, 2, stream);
-  // The final pass reads the lane's mask where it masks; the lane's DS picks are its own (the final pass takes none).
-  bool joined = false;
-  if (seg_lane && (mask || e != cudaSuccess)) {
-    const cudaError_t j = join();
-    joined = true;
-    if (e == cudaSuccess) e = j;
-  }
-  if (e == cudaSuccess) e = internal::LaunchFinal(shape, d_params, io, d_io, ws, st, mask, !seg_lane, stream);
-  if (seg_lane && !joined) {
-    const cudaError_t j = join();
-    if (e == cudaSuccess) e = j;
-  }
-  return e;
+  if (g0) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 0, stream));
+  if (g1) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 2, stream));
+  return internal::LaunchFinal(shape, d_params, io, d_io, ws, st, mask, stream);
 }
 
 int BlurKernelSize(double sigma) { return internal::KernelSizeForHost(sigma); }

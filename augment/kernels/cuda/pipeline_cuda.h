@@ -179,23 +179,6 @@ size_t WorkspaceBytes(const BatchShape& shape);
 // the same shape need no further initialisation.
 cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t stream);
 
-// The seg on a stream of its own (RunPipeline's `lane`, caller-owned; all three members set, or `stream` null for
-// none). Where a stage follows the spatial one (the intensity chain runs), the spatial stage is two launches: the
-// image's on `stream` (the channel-split build, none of whose blocks votes: the chain's critical path) and the seg's
-// (labels, mask, deep-supervision picks) on `lane.stream`, which then runs beside the chain's passes instead of before
-// them. RunPipeline records `fork` on `stream` before the spatial stage and makes the lane wait for it, records `join`
-// on the lane after its last launch and makes `stream` wait for it before the final pass (a mask stage reads the
-// lane's mask) or after it. So `stream` has the whole batch behind it when the call returns, a capture of `stream`
-// follows the fork into the lane and back, and one lane must not serve two batches at once. Outputs are bit-identical
-// to one stream's: the same operations per voxel, the same statistics' bricks. Direct-path batches (nothing after the
-// spatial stage) run on `stream` alone.
-struct SegLane {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t fork = nullptr;  // e.g. cudaEventDisableTiming
-  cudaEvent_t join = nullptr;
-  bool after_image = false;    // the fork after the image's spatial launch, not before it (an A/B of the bench)
-};
-
 // Runs the whole default pipeline on a batch. `d_params`: B SampleParams in device memory (read by the
 // kernels while they run). `stages`: ActiveStages(...) of the same parameters (a superset is valid, only
 // slower; without kStagePermute, out_axis is read as the identity; kStageResample must be there when some sample
@@ -206,9 +189,8 @@ struct SegLane {
 // low-res, gammas) in `stages`: the spatial kernel resamples only the seg (same labels, DS targets as usual; noise,
 // brightness and mask touch nothing). The generic chain uses it for its second and later seg channels, whose image
 // the first launch already wrote.
-// `lane` (optional, SegLane above): the seg on a stream of its own beside the intensity passes.
 cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, uint32_t stages, const PipelineIO& io,
-                        void* workspace, cudaStream_t stream, const SegLane* lane = nullptr);
+                        void* workspace, cudaStream_t stream);
 
 // RunPipeline with the batch's buffers read from device memory by the kernels when they run: `d_io` is one PipelineIO
 // in device memory (it must stay valid, and hold the batch's pointers, until the kernels have run); `io` is the same
@@ -217,8 +199,7 @@ cudaError_t RunPipeline(const BatchShape& shape, const SampleParams* d_params, u
 // the same alignment by rewriting *d_io and *d_params before each replay (e.g. by a captured host-to-device copy).
 // Results are bit-identical to RunPipeline with the same pointers.
 cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d_params, uint32_t stages,
-                                  const PipelineIO& io, const PipelineIO* d_io, void* workspace, cudaStream_t stream,
-                                  const SegLane* lane = nullptr);
+                                  const PipelineIO& io, const PipelineIO* d_io, void* workspace, cudaStream_t stream);
 
 // Lowest label per sample of the input seg (B int32 into d_lowest), for the zero-padding seg border
 // (bgv2 before nnU-Net 2.7): there, voxels with no in-bounds corner take the lowest label of the patch.

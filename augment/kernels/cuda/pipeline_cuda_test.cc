@@ -523,57 +523,6 @@ void RunCase(const Case& cs) {
     }
   }
 
-  // The seg lane (pipeline_cuda.h SegLane): where a pass follows the spatial kernel, the batch with its seg on a stream
-  // of its own, eager, captured into a graph, and forked after the image's launch, gives the same bytes as one stream
-  // (image, seg, DS targets), with the outputs poisoned before each run. A mask stage joins the lane before the final pass, other batches after it.
-  if (stages & kStagesAfterSpatial) {
-    cudaStream_t st;
-    SegLane lane;
-    CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    CUDA_OK(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking));
-    CUDA_OK(cudaEventCreateWithFlags(&lane.fork, cudaEventDisableTiming));
-    CUDA_OK(cudaEventCreateWithFlags(&lane.join, cudaEventDisableTiming));
-    for (int mode = 0; mode < 3; ++mode) {  // eager, captured, eager with the fork after the image's launch
-      const bool graph = mode == 1;
-      lane.after_image = mode == 2;
-      const std::string how = graph ? "seg lane, graph" : mode == 2 ? "seg lane after the image, eager" : "seg lane, eager";
-      CUDA_OK(cudaMemsetAsync(d_out, 0x7f, out_img_bytes, st));
-      CUDA_OK(cudaMemsetAsync(d_oseg, 0x7f, out_seg_bytes, st));
-      for (int l = 0; l < sh.num_ds; ++l) CUDA_OK(cudaMemsetAsync(d_ds[l], 0x7f, cs.B * ds_n[l] * 2, st));
-      if (graph) {
-        cudaGraph_t g;
-        cudaGraphExec_t exec;
-        CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-        const cudaError_t run = RunPipeline(sh, static_cast<const SampleParams*>(d_params), stages, io, d_ws, st, &lane);
-        CUDA_OK(cudaStreamEndCapture(st, &g));
-        CUDA_OK(run);
-        CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
-        CUDA_OK(cudaGraphLaunch(exec, st));
-        CUDA_OK(cudaStreamSynchronize(st));
-        CUDA_OK(cudaGraphExecDestroy(exec));
-        CUDA_OK(cudaGraphDestroy(g));
-      } else {
-        CUDA_OK(RunPipeline(sh, static_cast<const SampleParams*>(d_params), stages, io, d_ws, st, &lane));
-        CUDA_OK(cudaStreamSynchronize(st));  // the lane joined `st`: nothing of the batch is left after this
-      }
-      std::vector<uint8_t> img2(out_img_bytes);
-      std::vector<int16_t> seg2(cs.B * out_n);
-      CUDA_OK(cudaMemcpy(img2.data(), d_out, out_img_bytes, cudaMemcpyDeviceToHost));
-      CUDA_OK(cudaMemcpy(seg2.data(), d_oseg, out_seg_bytes, cudaMemcpyDeviceToHost));
-      EXPECT_EQ(img2, out_img) << cs.name << ": " << how << ", image";
-      EXPECT_EQ(seg2, out_seg) << cs.name << ": " << how << ", seg";
-      for (int l = 0; l < sh.num_ds; ++l) {
-        std::vector<int16_t> ds2(cs.B * ds_n[l]);
-        CUDA_OK(cudaMemcpy(ds2.data(), d_ds[l], cs.B * ds_n[l] * 2, cudaMemcpyDeviceToHost));
-        EXPECT_EQ(ds2, out_ds[l]) << cs.name << ": " << how << ", DS level " << l;
-      }
-    }
-    CUDA_OK(cudaEventDestroy(lane.fork));
-    CUDA_OK(cudaEventDestroy(lane.join));
-    CUDA_OK(cudaStreamDestroy(lane.stream));
-    CUDA_OK(cudaStreamDestroy(st));
-  }
-
   int64_t seg_mismatch = 0, unexplained = 0, ds_mismatch = 0, ds_self_mismatch = 0, float_bad = 0;
   double max_rel = 0.0;
   for (int b = 0; b < cs.B; ++b) {
@@ -817,24 +766,6 @@ TEST(CudaKernels, SegOnlyLaunchRules) {
   half = io;
   half.out_image = reinterpret_cast<void*>(uintptr_t{24576});
   EXPECT_EQ(RunPipeline(sh, params, 0, half, ws, nullptr), cudaErrorInvalidValue);  // out_image without image
-}
-
-// A seg lane (pipeline_cuda.h SegLane) with a stream needs both events; rejected before any device call (nothing
-// below is dereferenced). A lane whose stream is null is no lane.
-TEST(CudaKernels, SegLaneRules) {
-  const BatchShape sh = RuleShape(1);
-  const auto* params = reinterpret_cast<const SampleParams*>(uintptr_t{4096});
-  void* ws = reinterpret_cast<void*>(uintptr_t{8192});
-  PipelineIO io;
-  io.image = reinterpret_cast<const float*>(uintptr_t{12288});
-  io.out_image = reinterpret_cast<void*>(uintptr_t{16384});
-  io.seg = reinterpret_cast<const int16_t*>(uintptr_t{20480});
-  io.out_seg = reinterpret_cast<int16_t*>(uintptr_t{24576});
-  SegLane lane;
-  lane.stream = reinterpret_cast<cudaStream_t>(uintptr_t{28672});
-  EXPECT_EQ(RunPipeline(sh, params, kStageBlur, io, ws, nullptr, &lane), cudaErrorInvalidValue);
-  lane.fork = reinterpret_cast<cudaEvent_t>(uintptr_t{32768});
-  EXPECT_EQ(RunPipeline(sh, params, kStageGamma1, io, ws, nullptr, &lane), cudaErrorInvalidValue);
 }
 
 // The permuted store (SampleParams::out_axis): ActiveStages reports it per sample, and RunPipeline takes it only on

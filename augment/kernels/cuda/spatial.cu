@@ -87,7 +87,6 @@ struct SpatialArgs {
   const float* field;          // (B, 3, P) elastic fields, null when no sample deforms
   const ElasticStat* estat;    // (B, 3)
   const PipelineIO* io_dev;    // non-null: image, seg, out_seg, out_image (when set) are read from here (graph replay)
-  int image_only;              // kSplit builds: no block votes or writes seg and mask (the seg lane's image launch)
   // Shape constants of the grid normalisation (host-computed, read from the parameter bank): S, S/2, RN(2/S), and
   // the −1-border thresholds of array axis d (bgv2 compares flipped-grid entry 2−d with size[2−d]).
   float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
@@ -231,7 +230,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   static_assert(!kCrops || !kPadFirst, "the crop path has no vote: one crops build serves both");
   const int b = kSplit ? blockIdx.y / a.d.c : blockIdx.y;
   const int c0 = kSplit ? blockIdx.y % a.d.c : 0;
-  const bool seg_block = c0 == 0 && !(kSplit && a.image_only);  // votes the seg, writes seg and mask
+  const bool seg_block = c0 == 0;  // votes the seg, writes seg and mask
   const SampleParams& sp = a.params[b];
   const int Ct = a.d.c;          // channels of the batch; 0 in a seg-only launch (LaunchSpatial)
   const int C = kSplit ? 1 : Ct;  // channels this block resamples: c0 … c0 + C − 1
@@ -889,20 +888,10 @@ void LaunchSpatialBuild(bool noise, bool pad_first, bool crops, dim3 grid, cudaS
     LaunchSpatialBuild<kCT, kMinBlocks, false, kPermute, kSplit>(noise, grid, stream, a);
   }
 }
-
-// The deep-supervision picks of the batch's output seg, one launch (nothing without DS levels).
-cudaError_t LaunchDs(const BatchShape& shape, const PipelineIO& io, const PipelineIO* d_io, cudaStream_t stream) {
-  if (shape.num_ds == 0) return cudaSuccess;
-  const DsArgs da = MakeDsArgs(shape, io, d_io);
-  DsKernel<<<dim3(DsChunks(shape), shape.batch, shape.num_ds), kThreads, 0, stream>>>(da);
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return cudaSuccess;
-}
 }  // namespace
 
 cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
-                          const PipelineIO* d_io, const Workspace& ws, const SpatialFlags& f, cudaStream_t stream,
-                          const SegLane* lane) {
+                          const PipelineIO* d_io, const Workspace& ws, const SpatialFlags& f, cudaStream_t stream) {
   const bool direct = f.direct;
   SpatialArgs a{};
   a.d = MakeDims(shape);
@@ -940,32 +929,6 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   const int split_min = variant == SpatialVariant::kSplit2 ? 2 : kSplitMinChannels;
   const bool split =
       variant != SpatialVariant::kNoSplit && a.d.c >= split_min && !f.permute && !(direct && f.with_mask);
-  if (lane != nullptr && !direct && a.d.c > 0) {
-    // The seg lane (pipeline_cuda.h SegLane): the image as a split launch whose blocks all skip the vote (the 0.3.5
-    // build: the vote is the only difference), the seg as a seg-only launch (no channel: d.c = 0) of the 1-channel
-    // build without noise, then the DS picks, on the lane.
-    const auto fork = [&] {
-      const cudaError_t e = cudaEventRecord(lane->fork, stream);
-      return e == cudaSuccess ? cudaStreamWaitEvent(lane->stream, lane->fork, 0) : e;
-    };
-    if (!lane->after_image) AUGMENTD_CUDA_RETURN_IF_ERROR(fork());
-    SpatialArgs image = a;
-    image.image_only = 1;
-    image.mask = nullptr;
-    LaunchSpatialBuild<1, 4, false, true>(noise, false, f.crops_only,
-                                          dim3(SpatialBricks(shape), shape.batch * a.d.c), stream, image);
-    AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-    if (lane->after_image) AUGMENTD_CUDA_RETURN_IF_ERROR(fork());
-    const cudaStream_t seg_stream = lane->stream;
-    SpatialArgs seg_only = a;
-    seg_only.d.c = 0;
-    seg_only.x1 = nullptr;
-    seg_only.want_stats = 0;
-    LaunchSpatialBuild<1, 4>(false, pad_first, f.crops_only, dim3(SpatialBricks(shape), shape.batch), seg_stream,
-                             seg_only);
-    AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-    return LaunchDs(shape, io, d_io, seg_stream);
-  }
   const dim3 grid(SpatialBricks(shape), shape.batch * (split ? a.d.c : 1));
   if (split) {
     LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, f.crops_only, grid, stream, a);
@@ -992,7 +955,12 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
     LaunchSpatialBuild<8, 2>(noise, pad_first, f.crops_only, grid, stream, a);
   }
   AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return direct ? LaunchDs(shape, io, d_io, stream) : cudaSuccess;
+  if (shape.num_ds > 0 && direct) {
+    const DsArgs da = MakeDsArgs(shape, io, d_io);
+    DsKernel<<<dim3(DsChunks(shape), shape.batch, shape.num_ds), kThreads, 0, stream>>>(da);
+    AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
+  }
+  return cudaSuccess;
 }
 
 cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, const PipelineIO* d_io, int32_t* d_lowest,
