@@ -66,13 +66,6 @@
 #ifndef AUGMENTD_PF_POOL
 #define AUGMENTD_PF_POOL 1
 #endif
-// bench A/B only (session 41): 1 = the 0.3.5 1-channel builds (whole, not split) defer their vote too (kDeferVote): one
-// or two labels voted inline (LabelVote035Few), corners of three or more labels queued per warp and voted 32 at a time,
-// instead of the triangular vote inline in every warp step where one lane needs it (44 % of the benchmark seg's warp
-// steps, 2 % on a smoother one: bench/vote_divergence.py, NOTES.md s26).
-#ifndef AUGMENTD_DEFER_035
-#define AUGMENTD_DEFER_035 0
-#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -129,9 +122,6 @@ __device__ __forceinline__ int Vote036(const int* lab, const float* x1000, int n
 #else
 #define AUGMENTD_PF_FLUSH_INLINE __forceinline__
 #endif
-// kPadFirst false (AUGMENTD_DEFER_035): the 0.3.5 vote, LabelVote035BranchFree on the raw labels as the sampling loop
-// votes them (kRawOutLabels); the loop queues no voxel that the −1 fill takes.
-template <bool kPadFirst>
 __device__ AUGMENTD_PF_FLUSH_INLINE void VoteQueuedVoxel(float4 q, int s0, int s1, int s2, const int16_t* seg_b,
                                                          int pad, bool votes, int tiebreak, int lowest,
                                                          bool remove_minus_one, int16_t* seg_out, uint8_t* mask_out,
@@ -145,33 +135,13 @@ __device__ AUGMENTD_PF_FLUSH_INLINE void VoteQueuedVoxel(float4 q, int s0, int s
   float x1000[8];
 #pragma unroll
   for (int m = 0; m < 8; ++m) {
-    if constexpr (kPadFirst) {
-      lab[m] = CornerInBounds(qc, m) ? static_cast<int>(__ldg(seg_b + qc.off[m])) : INT32_MIN;
-    } else {
-      lab[m] = static_cast<int>(__ldg(seg_b + qc.off[m]));
-    }
+    lab[m] = CornerInBounds(qc, m) ? static_cast<int>(__ldg(seg_b + qc.off[m])) : INT32_MIN;
     x1000[m] = __fmul_rn(1000.f, qc.w[m]);
   }
-  const int l = kPadFirst ? Vote036(lab, x1000, NearestCorner(qix, qc), pad, votes, tiebreak, lowest)
-                          : LabelVote035BranchFree(lab, x1000, lowest);
+  const int l = Vote036(lab, x1000, NearestCorner(qix, qc), pad, votes, tiebreak, lowest);
   seg_out[qo] = static_cast<int16_t>((remove_minus_one && l == -1) ? 0 : l);
   if (mask_out != nullptr) mask_out[qo] = l < 0 ? 1 : 0;
   if (zero_image && l < 0) StoreOut(image, dtype, image_base + qo, 0.f);
-}
-
-// kDeferVote's enqueue: a voxel not voted inline (`fast` false) goes to its warp's queue (ring of kQueue entries from
-// q_head, q_len of them taken) for the next flush: its coordinate ix and output offset o, in the slots after the
-// queue's last in lane order. All of `q_ok`'s lanes call it together; `queued_here` is set for this lane's voxel.
-template <int kQueue>
-__device__ __forceinline__ void DeferUnless(bool fast, unsigned q_ok, int lane, int q_head, int& q_len, float4* queue,
-                                            const float* ix, int o, bool& queued_here) {
-  const unsigned queued = __ballot_sync(q_ok, !fast);
-  if (!fast) {
-    const int slot = (q_head + q_len + __popc(queued & ((1u << lane) - 1u))) & (kQueue - 1);
-    queue[slot] = make_float4(ix[0], ix[1], ix[2], __int_as_float(o));
-    queued_here = true;
-  }
-  q_len += __popc(queued);
 }
 
 // Component d (0, 1, 2) of v's x, y, z; d a compile-time constant after unrolling.
@@ -475,9 +445,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // only about the voxels of three or more labels are queued: every transform on 0.3.6 B=2 C=1 0.2437 → 0.2351 ms
   // (−3.5 %), B=8 −5.5 % (call A); then the queues' rests pooled by the block after the loop, and the queued vote a
   // call (VoteQueuedVoxel, AUGMENTD_PF_FLUSH_NOINLINE): 0.2355 → 0.2321 ms, rotation + scaling −4.5 % (call B).
-  // AUGMENTD_DEFER_035 (session 41, bench A/B): the 0.3.5 whole 1-channel builds too.
-  constexpr bool kDeferVote = (kPadFirst ? AUGMENTD_PAD_FIRST_TUNED : AUGMENTD_DEFER_035) && kCT == 1 &&
-                              kMinBlocks == 4 && !kPermute && !kCrops && !kSplit;
+  constexpr bool kDeferVote =
+      AUGMENTD_PAD_FIRST_TUNED && kPadFirst && kCT == 1 && kMinBlocks == 4 && !kPermute && !kCrops && !kSplit;
   // A flush leaves < 32 queued, a step adds ≤ 32. A ring of 256 that holds all a warp's voxels, so that nothing is
   // voted inside the loop, was slower (H100, session 37: +0.6 % on every transform on 0.3.6 B=2, +6.0 % on rotation +
   // scaling; 32 KB of shared memory a block) and its switch removed.
@@ -495,7 +464,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // image.
   const auto vote_queued = [&](int w, int e) {
     const int64_t base = static_cast<int64_t>(b) * out_n;
-    VoteQueuedVoxel<kPadFirst>(sh_vq[w][e], S[0], S[1], S[2], seg_b, border_m1 ? -1 : 0, sp.pad_votes != 0, sp.seg_tiebreak,
+    VoteQueuedVoxel(sh_vq[w][e], S[0], S[1], S[2], seg_b, border_m1 ? -1 : 0, sp.pad_votes != 0, sp.seg_tiebreak,
                     lowest, a.remove_minus_one != 0, kOutBases ? sh_out_seg_b : out_seg + base,
                     a.mask == nullptr ? nullptr : (kOutBases ? sh_mask_b : a.mask + base),
                     a.x1 == nullptr && mask_ch[0], out_image, a.out_dtype, (static_cast<int64_t>(b) * Ct + c0) * out_n);
@@ -701,20 +670,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
             if (fast) best_l = SoleLabelVote(x1000, sole, lowest);  // most voxels
           }
           if constexpr (kDeferVote) {
-            DeferUnless<kVoteQueue>(fast, q_ok, lane, q_head, q_len, sh_vq[warp], ix,
-                                    kRunningOffsets ? static_cast<int>(o_run) : MirroredOffset(j0, j1, j2, P, mirror),
-                                    deferred);
+            // Queued for the warp's next flush (the q_ok lanes are here together: crop, elastic and seg_block are
+            // block-uniform): its coordinate and output offset, slots after the queue's last in lane order.
+            const unsigned queued = __ballot_sync(q_ok, !fast);
+            if (!fast) {
+              const int slot = (q_head + q_len + __popc(queued & ((1u << lane) - 1u))) & (kVoteQueue - 1);
+              sh_vq[warp][slot] = make_float4(ix[0], ix[1], ix[2], __int_as_float(
+                  kRunningOffsets ? static_cast<int>(o_run) : MirroredOffset(j0, j1, j2, P, mirror)));
+              deferred = true;
+            }
+            q_len += __popc(queued);
           } else if (!fast) {
             best_l = Vote036(lab, x1000, NearestCorner(ix, cn), border_m1 ? -1 : 0, votes, sp.seg_tiebreak, lowest);
           }
-        } else if constexpr (kDeferVote) {
-          // 0.3.5, deferred (AUGMENTD_DEFER_035): one or two labels inline, three or more queued, unless the −1 fill
-          // takes the voxel anyway (its vote is not needed).
-          best_l = lowest;
-          DeferUnless<kVoteQueue>(LabelVote035Few(lab, x1000, lowest, best_l) || (border_m1 && oob), q_ok, lane, q_head,
-                                  q_len, sh_vq[warp], ix,
-                                  kRunningOffsets ? static_cast<int>(o_run) : MirroredOffset(j0, j1, j2, P, mirror),
-                                  deferred);
         } else {
           // 0.3.5 vote (spatial_math.h): one or two labels among the corners without the triangular vote, which is
           // kept for corners of three or more label regions; the labels of TriangularVote035 (the s9 kernel's vote),

@@ -271,10 +271,7 @@ AUGMENTD_KERNEL_HD void BranchFreeVoteLabels(const int* lab, int* out) {
 // one-label rule), beside another label it wins the zero-score tie. Host test: spatial_math_test.cc (every corner
 // pattern of up to 4 labels and out of bounds, random and tied weights; raw labels under the contract, and cases
 // outside it that differ).
-// LabelVote035BranchFree's one- and two-label path (the kernel's deferred 0.3.5 vote, AUGMENTD_DEFER_035, votes these
-// inline and queues the rest): true and `label` = LabelVote035BranchFree(lab, x1000, lowest) where the corners hold at
-// most two labels; false, `label` untouched, where they hold three or more.
-AUGMENTD_KERNEL_HD bool LabelVote035Few(const int* lab, const float* x1000, int lowest, int& label) {
+AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000, int lowest) {
   int lo = lab[0], hi = lab[0];
   AUGMENTD_VOTE_UNROLL
   for (int m = 1; m < 8; ++m) {
@@ -284,7 +281,7 @@ AUGMENTD_KERNEL_HD bool LabelVote035Few(const int* lab, const float* x1000, int 
   bool two = true;
   AUGMENTD_VOTE_UNROLL
   for (int m = 0; m < 8; ++m) two &= lab[m] == lo || lab[m] == hi;
-  if (!two) return false;
+  if (!two) return TriangularVoteCore<true>(lab, x1000, lowest);
   float va, vb;
   TwoLabelSums(lab, x1000, lo, va, vb);
   uint32_t ha, hb;
@@ -292,13 +289,7 @@ AUGMENTD_KERNEL_HD bool LabelVote035Few(const int* lab, const float* x1000, int 
   const bool one = hi == lo || hi == kVoteOutOfBounds;
   const bool lo_wins = ha > 0u || (!one && lo < lowest);
   const bool hi_wins = !one && hb > (lo_wins ? ha : 0u);  // as in LabelVote035: hi never wins a tie
-  label = hi_wins ? hi : (lo_wins ? lo : lowest);
-  return true;
-}
-
-AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000, int lowest) {
-  int label;
-  return LabelVote035Few(lab, x1000, lowest, label) ? label : TriangularVoteCore<true>(lab, x1000, lowest);
+  return hi_wins ? hi : (lo_wins ? lo : lowest);
 }
 
 // RN(a·b) without contraction on either side (the corner weights).

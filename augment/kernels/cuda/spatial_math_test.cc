@@ -163,7 +163,7 @@ TEST(SpatialMath, LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPatter
   // half-subnormal scores, the fl16(v) > 0 threshold) and one-axis-degenerate weights; the labels include some below
   // the patch's lowest label.
   std::mt19937_64 g(std::random_device{}());
-  int64_t checked = 0, two_label = 0, two_label_equal_w = 0, few_decided = 0;
+  int64_t checked = 0, two_label = 0, two_label_equal_w = 0;
   for (int pattern = 0; pattern < 2 * 390625; ++pattern) {
     const int* label_of = kLabelSets[pattern / 390625];
     const int* lowest_of = kLowestSets[pattern / 390625];
@@ -195,19 +195,6 @@ TEST(SpatialMath, LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPatter
       int lab_sentinel[8];  // LabelVote035BranchFree's out-of-bounds label
       BranchFreeVoteLabels(lab, lab_sentinel);
       ASSERT_EQ(LabelVote035BranchFree(lab_sentinel, x1000, lowest), want) << "pattern " << pattern << " set " << set;
-      // Its one- and two-label path (the kernel's deferred 0.3.5 vote): decided exactly where the corners, the
-      // out-of-bounds sentinel counted as a label, hold at most two labels, and then the same label; else untouched.
-      int few_label = 424242;
-      const bool few = LabelVote035Few(lab_sentinel, x1000, lowest, few_label);
-      int kinds = 0;
-      for (int m = 0; m < 8; ++m) {
-        bool seen = false;
-        for (int q = 0; q < m; ++q) seen |= lab_sentinel[q] == lab_sentinel[m];
-        kinds += !seen;
-      }
-      ASSERT_EQ(few, kinds <= 2) << "pattern " << pattern << " set " << set;
-      ASSERT_EQ(few_label, few ? want : 424242) << "pattern " << pattern << " set " << set;
-      few_decided += few;
       int distinct = 0;
       for (int i = 1; i < 5; ++i) {
         bool any = false;
@@ -222,8 +209,6 @@ TEST(SpatialMath, LabelVote035BothFormsEqualTheTriangularVoteOnEveryCornerPatter
   EXPECT_EQ(checked, 2 * 4 * 390625);
   EXPECT_GT(two_label, 10000);
   EXPECT_GT(two_label_equal_w, 1000);
-  EXPECT_GT(few_decided, 10000);
-  EXPECT_LT(few_decided, checked);
 }
 
 // Whether some in-bounds label (INT32_MIN: out of bounds) scores above 0 after the reference float16 rounding.
