@@ -260,8 +260,12 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
 __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a) {
   const int slice = blockIdx.z;
   const int b = slice / a.d.c, c = slice % a.d.c;
+  ChainTriggerEntry();
   const ChannelParams& cp = a.params[b].ch[c];
-  if (cp.blur_sigma[0] == 0.f) return;  // slice-uniform
+  if (cp.blur_sigma[0] == 0.f) {  // slice-uniform
+    ChainWait();
+    return;
+  }
   __shared__ float w[3][kBlurRing];
   __shared__ int rad[3];
   __shared__ __align__(16) float tile[kBlurHaloY][kBlurHaloX];  // BlurFast reads rows as float2
@@ -295,6 +299,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   __syncthreads();
   if (tap < taps) w[tap_axis][tap] = static_cast<float>(tap_exp[tap_axis][tap] / tap_sum[tap_axis]);
   __syncthreads();
+  ChainWait();  // the taps above need only the parameters; the source is the spatial kernel's
   BlurSink sink;
   sink.o = a.dst + static_cast<int64_t>(slice) * a.d.out_n;
   sink.P1 = a.d.out[1];
@@ -312,6 +317,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   } else {
     BlurGeneral(a, w, rad, tile, xb, ring, s, sink, part);
   }
+  ChainTriggerLate();
   if (sink.stats) {
     const Partial red = BlockReduce(part);
     CommitPartial(a.slot, slice, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y, red, a.d.out_n);
@@ -334,9 +340,7 @@ cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, co
   a.tiles_x = (shape.out[2] + kBlurTX - 1) / kBlurTX;
   const int tiles_y = (shape.out[1] + kBlurTY - 1) / kBlurTY;
   const dim3 grid(a.tiles_x * tiles_y, (shape.out[0] + kBlurTZ - 1) / kBlurTZ, shape.batch * shape.channels);
-  BlurTiledKernel<<<grid, kThreads, 0, stream>>>(a);
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return cudaSuccess;
+  return LaunchChained(BlurTiledKernel, grid, kThreads, stream, a);
 }
 
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "augment/kernels/cuda/pipeline_cuda.h"
 
@@ -516,6 +517,66 @@ inline Dims MakeDims(const BatchShape& s) {
   const int target = (4 * DeviceSmCount() + slices - 1) / slices;
   d.grid = std::max(1, std::min(d.nchunks, target));
   return d;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Chained launches (programmatic dependent launch, sm_90), a bench switch: -DAUGMENTD_CHAINED=1 or 2 (NOTES.md s42;
+// s16 tried the form where every kernel waited as its first statement). Off (0) by default: then the helpers below
+// compile to nothing and LaunchChained is a plain launch, so the kernels' machine code is the unchained one.
+// The fused chain's passes after the spatial kernel (blur, mid, gamma statistics, final) launch with
+// cudaLaunchAttributeProgrammaticStreamSerialization: a pass may start once every block of the kernel before it has
+// called ChainTrigger (or exited), and runs its prologue (parameters, taps, pointers: nothing a kernel of this batch
+// writes) while that kernel drains, then waits in ChainWait for it to complete.
+// Contract for a kernel launched through LaunchChained:
+//   - every block calls ChainWait before its first access to memory that an earlier kernel of the batch writes
+//     (images, statistics, seg), and on every path, early exits included; so a kernel completes only after the one
+//     before it did, and completion stays transitive along the chain;
+//   - before ChainWait it reads only what the host wrote before the batch (parameters, PipelineIO) and writes nothing
+//     but shared memory.
+// ChainTrigger's place: 1 at every kernel's entry; 2 at the spatial kernel's entry (several waves: the next pass
+// launches once the last wave has started) and in the one-wave passes after the voxel loop, before the block's
+// reduction and commit (ChainTriggerLate), so that the next pass's launch and prologue overlap the commits and the
+// last block's reduction, which the dependency waits for (s24).
+#ifndef AUGMENTD_CHAINED
+#define AUGMENTD_CHAINED 0
+#endif
+
+__device__ __forceinline__ void ChainTrigger() {
+#if AUGMENTD_CHAINED && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// A one-wave pass's trigger: at entry (1) or after its voxel loop (2); the other call of the pair is empty.
+__device__ __forceinline__ void ChainTriggerEntry() {
+  if constexpr (AUGMENTD_CHAINED == 1) ChainTrigger();
+}
+__device__ __forceinline__ void ChainTriggerLate() {
+  if constexpr (AUGMENTD_CHAINED == 2) ChainTrigger();
+}
+
+// Waits until the stream's previous kernel has completed and its writes are visible (returns at once outside a
+// chained launch).
+__device__ __forceinline__ void ChainWait() {
+#if AUGMENTD_CHAINED && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// `kernel`<<<grid, block, 0, stream>>>(args...), chained to the stream's previous kernel when AUGMENTD_CHAINED is on.
+template <typename... Params, typename... Args>
+cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = AUGMENTD_CHAINED ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 // Blocks of the slice passes that run in some slices only (MidKernel, GammaStatsKernel).

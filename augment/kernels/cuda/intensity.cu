@@ -173,18 +173,26 @@ __device__ __forceinline__ void UpSampleSlice(const float* v1, const int* Q, con
 template <bool kShare>
 __global__ void __launch_bounds__(kThreads, 5)
     MidKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
+  ChainTriggerEntry();
   SliceBlocks<kShare> sb;
   const auto has_work = [&](const ChannelParams& q) { return (SlicePasses(q, d.out) & kPassMid) != 0; };
-  if (!sb.Take(d, params, has_work)) return;
+  if (!sb.Take(d, params, has_work)) {
+    ChainWait();
+    return;
+  }
   const int slice = sb.slice();
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
   const bool lowres_on = LowResOn(cp, d);
-  if (!kShare && !lowres_on && cp.gamma[0] == 0.f && cp.gamma[1] == 0.f) return;  // slice-uniform: !has_work(cp)
+  if (!kShare && !lowres_on && cp.gamma[0] == 0.f && cp.gamma[1] == 0.f) {  // slice-uniform: !has_work(cp)
+    ChainWait();
+    return;
+  }
   float* cur = CurBuffer(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
   const int P[3] = {d.out[0], d.out[1], d.out[2]};
   const int out_n = static_cast<int>(d.out_n);
   Partial part = EmptyPartial();
+  ChainWait();  // V1's statistics and V1 are the spatial or blur pass's
   const BCConsts bc = MakeBC(cp, ws.slot[kSlotV1].result + slice);
   if (lowres_on) {
     // The slice's V1 base pointer through shared memory: opaque to the compiler, it stays in one register pair
@@ -227,6 +235,7 @@ __global__ void __launch_bounds__(kThreads, 5)
       if (base + k * kThreads < out_n) Accumulate(part, ApplyBC(v[k], bc));
     }
   }
+  ChainTriggerLate();
   const Partial red = BlockReduce(part);
   CommitPartial(ws.slot[kSlotV3], slice, sb.block(), sb.count(), red, d.out_n);
 }
@@ -368,18 +377,29 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 template <int mode, bool kFused, bool kShare>
 __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
+  ChainTriggerEntry();
   SliceBlocks<kShare> sb;
   const auto has_work = [&](const ChannelParams& q) {
     return (SlicePasses(q, d.out) & (mode == 0 ? kPassGamma0 : kPassGamma1)) != 0;
   };
-  if (!sb.Take(d, params, has_work)) return;
+  if (!sb.Take(d, params, has_work)) {
+    ChainWait();
+    return;
+  }
   const int slice = sb.slice();
   const int b = slice / d.c, c = slice % d.c;
   const ChannelParams& cp = params[b].ch[c];
   // Per-slice blocks: !has_work(cp), in the form the passes had before slice shares (the same machine code).
-  if (!kShare && mode == 0 && (cp.gamma[0] == 0.f || (!cp.gamma_retain[0] && cp.gamma[1] == 0.f))) return;
-  if (!kShare && mode == 2 && (cp.gamma[1] == 0.f || !cp.gamma_retain[1])) return;
+  if (!kShare && mode == 0 && (cp.gamma[0] == 0.f || (!cp.gamma_retain[0] && cp.gamma[1] == 0.f))) {
+    ChainWait();
+    return;
+  }
+  if (!kShare && mode == 2 && (cp.gamma[1] == 0.f || !cp.gamma_retain[1])) {
+    ChainWait();
+    return;
+  }
   const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
+  ChainWait();  // the statistics and the image are the earlier passes'
   const Chain ch = MakeChain(ws, cp, d, slice, st, mode == 2, mode == 2, false);
   if (kFused && mode == 2 && FusedY1Valid(ch)) {  // slice-uniform: the mode-0 pass reduced p1
     if (sb.block() == 0 && threadIdx.x == 0) {
@@ -397,6 +417,7 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
       const float t = __fmul_rn(p0, f.k);
       Accumulate(p1, PowFtz(fmaxf(f.flip ? __fsub_rn(1.f, t) : t, 0.f), f.g1));
     });
+    ChainTriggerLate();
     const Partial red1 = BlockReduce(p1);
     CommitPartial(ws.slot[kSlotY1], slice, sb.block(), sb.count(), red1, d.out_n);
     const Partial red0 = BlockReduce(y0);
@@ -409,6 +430,7 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
   } else {
     ForSliceValues(cur, d, sb, [&](float v) { Accumulate(part, GammaCore(GammaFull(ch.V3(v), ch.g0), ch.g1)); });
   }
+  ChainTriggerLate();
   const Partial red = BlockReduce(part);
   CommitPartial(ws.slot[mode == 0 ? kSlotY0 : kSlotY1], slice, sb.block(), sb.count(), red, d.out_n);
 }
@@ -586,6 +608,7 @@ __global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SamplePara
   const SampleParams& sp = params[b];
   const ChannelParams& cp = sp.ch[c];
   const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
+  ChainWait();  // the chain's statistics and image; the seg (DsShare) is the spatial kernel's
   const Chain ch = MakeChain(ws, cp, d, slice, st, true, true, true);
   const bool do_mask = mask != nullptr && cp.mask != 0;
   const int mirror = sp.mirror_mask;
@@ -625,25 +648,23 @@ int WaveGrid(const Dims& d) {
 // slice: per-slice blocks, grid (per slice, slices), or, with ChainState::slice_share, one row of per slice · slices
 // blocks that the slices with work deal out among themselves (common.cuh SliceBlocks). Each build's own wave.
 template <auto kPerSlice, auto kShared>
-void LaunchSlicePass(const Dims& d, int max_per_slice, const SampleParams* d_params, const Workspace& ws,
-                     const ChainState& st, cudaStream_t stream) {
+cudaError_t LaunchSlicePass(const Dims& d, int max_per_slice, const SampleParams* d_params, const Workspace& ws,
+                            const ChainState& st, cudaStream_t stream) {
   const int slices = d.b * d.c;
   if (st.slice_share) {
     const int per_slice = std::min(WaveGrid<kShared>(d), max_per_slice);
-    kShared<<<dim3(static_cast<unsigned int>(per_slice * slices)), kThreads, 0, stream>>>(d, d_params, ws, st);
-  } else {
-    const int per_slice = std::min(WaveGrid<kPerSlice>(d), max_per_slice);
-    kPerSlice<<<dim3(per_slice, slices), kThreads, 0, stream>>>(d, d_params, ws, st);
+    return LaunchChained(kShared, dim3(static_cast<unsigned int>(per_slice * slices)), kThreads, stream, d, d_params,
+                         ws, st);
   }
+  const int per_slice = std::min(WaveGrid<kPerSlice>(d), max_per_slice);
+  return LaunchChained(kPerSlice, dim3(per_slice, slices), kThreads, stream, d, d_params, ws, st);
 }
 }  // namespace
 
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
                       cudaStream_t stream) {
   const Dims d = MakeDims(shape);
-  LaunchSlicePass<MidKernel<false>, MidKernel<true>>(d, d.nchunks, d_params, ws, st, stream);
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return cudaSuccess;
+  return LaunchSlicePass<MidKernel<false>, MidKernel<true>>(d, d.nchunks, d_params, ws, st, stream);
 }
 
 // The fused mode-2 pass has work only in degenerate slices (FusedY1): a few blocks a slice, so that a launch whose
@@ -651,9 +672,9 @@ cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, con
 constexpr int kDegenerateBlocks = 16;
 
 template <int mode, bool kFused>
-void LaunchGammaStatsBuild(const Dims& d, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
-                           cudaStream_t stream) {
-  LaunchSlicePass<GammaStatsKernel<mode, kFused, false>, GammaStatsKernel<mode, kFused, true>>(
+cudaError_t LaunchGammaStatsBuild(const Dims& d, const SampleParams* d_params, const Workspace& ws,
+                                  const ChainState& st, cudaStream_t stream) {
+  return LaunchSlicePass<GammaStatsKernel<mode, kFused, false>, GammaStatsKernel<mode, kFused, true>>(
       d, mode == 2 && kFused ? kDegenerateBlocks : d.nchunks, d_params, ws, st, stream);
 }
 
@@ -661,14 +682,11 @@ cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_para
                              const ChainState& st, int mode, cudaStream_t stream) {
   const Dims d = MakeDims(shape);
   if (mode == 0) {
-    st.gamma_fused ? LaunchGammaStatsBuild<0, true>(d, d_params, ws, st, stream)
-                   : LaunchGammaStatsBuild<0, false>(d, d_params, ws, st, stream);
-  } else {
-    st.gamma_fused ? LaunchGammaStatsBuild<2, true>(d, d_params, ws, st, stream)
-                   : LaunchGammaStatsBuild<2, false>(d, d_params, ws, st, stream);
+    return st.gamma_fused ? LaunchGammaStatsBuild<0, true>(d, d_params, ws, st, stream)
+                          : LaunchGammaStatsBuild<0, false>(d, d_params, ws, st, stream);
   }
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return cudaSuccess;
+  return st.gamma_fused ? LaunchGammaStatsBuild<2, true>(d, d_params, ws, st, stream)
+                        : LaunchGammaStatsBuild<2, false>(d, d_params, ws, st, stream);
 }
 
 cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
@@ -676,11 +694,9 @@ cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, c
                         cudaStream_t stream) {
   const Dims d = MakeDims(shape);
   const int vec4 = (shape.out[2] % 4 == 0 && reinterpret_cast<uintptr_t>(io.out_image) % 16 == 0) ? 1 : 0;
-  FinalKernel<<<dim3(WaveGrid<FinalKernel>(d), shape.batch * shape.channels), kThreads, 0, stream>>>(
-      d, d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4,
-      MakeDsArgs(shape, io, d_io));
-  AUGMENTD_CUDA_RETURN_IF_LAUNCH_ERROR();
-  return cudaSuccess;
+  return LaunchChained(FinalKernel, dim3(WaveGrid<FinalKernel>(d), shape.batch * shape.channels), kThreads, stream, d,
+                       d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4,
+                       MakeDsArgs(shape, io, d_io));
 }
 
 }  // namespace augmentd::cuda::internal
