@@ -536,7 +536,8 @@ inline Dims MakeDims(const BatchShape& s) {
 // ChainTrigger's place: 1 at every kernel's entry; 2 at the spatial kernel's entry (several waves: the next pass
 // launches once the last wave has started) and in the one-wave passes after the voxel loop, before the block's
 // reduction and commit (ChainTriggerLate), so that the next pass's launch and prologue overlap the commits and the
-// last block's reduction, which the dependency waits for (s24).
+// last block's reduction, which the dependency waits for (s24); 3 as 2 but none in the spatial kernel (its blocks'
+// exits).
 #ifndef AUGMENTD_CHAINED
 #define AUGMENTD_CHAINED 0
 #endif
@@ -547,12 +548,16 @@ __device__ __forceinline__ void ChainTrigger() {
 #endif
 }
 
-// A one-wave pass's trigger: at entry (1) or after its voxel loop (2); the other call of the pair is empty.
+// The spatial kernel's trigger, at its entry (1, 2).
+__device__ __forceinline__ void ChainTriggerSpatial() {
+  if constexpr (AUGMENTD_CHAINED == 1 || AUGMENTD_CHAINED == 2) ChainTrigger();
+}
+// A one-wave pass's trigger: at entry (1) or after its voxel loop (2, 3); the other call of the pair is empty.
 __device__ __forceinline__ void ChainTriggerEntry() {
   if constexpr (AUGMENTD_CHAINED == 1) ChainTrigger();
 }
 __device__ __forceinline__ void ChainTriggerLate() {
-  if constexpr (AUGMENTD_CHAINED == 2) ChainTrigger();
+  if constexpr (AUGMENTD_CHAINED >= 2) ChainTrigger();
 }
 
 // Waits until the stream's previous kernel has completed and its writes are visible (returns at once outside a
