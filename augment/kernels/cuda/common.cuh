@@ -576,6 +576,21 @@ __device__ __forceinline__ void ChainWait() {
 #endif
 }
 
+// Whether the current device has programmatic dependent launch (compute capability 9.0 and later; the kernels'
+// waits exist only in their sm_90+ code, AUGMENTD_CUDA_KERNEL_ARCHS). Queried once, like DeviceSmCount.
+inline bool DeviceChains() {
+  static const bool on = [] {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return major >= 9;
+  }();
+  return on;
+}
+
 // `kernel`<<<grid, block, 0, stream>>>(args...), chained to the stream's previous kernel when AUGMENTD_CHAINED is on.
 template <typename... Params, typename... Args>
 cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
@@ -588,7 +603,7 @@ cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cuda
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
   cfg.attrs = &attr;
-  cfg.numAttrs = AUGMENTD_CHAINED ? 1 : 0;
+  cfg.numAttrs = AUGMENTD_CHAINED && DeviceChains() ? 1 : 0;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
