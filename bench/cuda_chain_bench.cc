@@ -79,12 +79,15 @@
 #include "augment/transforms/apply_random_binary_operator/binop_cuda_types.h"
 #include "augment/transforms/apply_random_binary_operator/binop_passes.h"
 #include "augment/transforms/remove_random_connected_component/cc_cuda_types.h"
+#include "bench/bench_args.h"
 
 namespace {
 
 using augmentd::PipelineSpec;
 using augmentd::TransformKind;
 using augmentd::TransformSpec;
+using augmentd::bench::ParseInteger;
+using augmentd::bench::ParseIntegerList;
 
 struct Timing {
   double median_ms = 0, p90_ms = 0;
@@ -119,15 +122,6 @@ struct StageTimes {
       std::exit(1);                                                                        \
     }                                                                                      \
   } while (0)
-
-std::vector<int64_t> ParseShape(const char* s) {
-  std::vector<int64_t> v;
-  for (const char* p = s; *p;) {
-    v.push_back(std::strtoll(p, const_cast<char**>(&p), 10));
-    if (*p == ',') ++p;
-  }
-  return v;
-}
 
 // Device copies of one random input batch at `S`.
 struct DeviceInput {
@@ -653,11 +647,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has = i + 1 < argc;
-    if (a == "--patch" && has) patch = ParseShape(argv[++i]);
-    else if (a == "--batch" && has) B = std::atoll(argv[++i]);
-    else if (a == "--channels" && has) C = std::atoll(argv[++i]);
-    else if (a == "--iters" && has) iters = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--json" && has) json = argv[++i];
+    // Numbers: the whole value, in range, or exit 1 naming the flag (bench/bench_args.h).
+    if (a == "--patch" && has) {
+      if (!ParseIntegerList("--patch", argv[++i], 1, 4096, patch)) return 1;
+    } else if (a == "--batch" && has) {
+      if (!ParseInteger("--batch", argv[++i], 1, 1024, B)) return 1;
+    } else if (a == "--channels" && has) {
+      if (!ParseInteger("--channels", argv[++i], 1, 64, C)) return 1;
+    } else if (a == "--iters" && has) {
+      if (!ParseInteger("--iters", argv[++i], 1, 1000000, iters)) return 1;
+    } else if (a == "--json" && has) json = argv[++i];
     else if (a == "--default") default_pipeline = true;
     else if (a == "--cascade") cascade = true;
     else if (a == "--stage-times") stage_times = true;
@@ -665,12 +664,8 @@ int main(int argc, char** argv) {
     else if (a == "--split-masks") split_masks = true;
     else if (a == "--policies") policies = true;
     else if (a == "--workers" && has) {
-      workers = std::atoi(argv[++i]);
+      if (!ParseInteger("--workers", argv[++i], 1, 64, workers)) return 1;
       workers_given = true;
-      if (workers < 1 || workers > 64) {
-        std::fprintf(stderr, "%s: --workers takes 1 to 64 threads, got '%s'\n", argv[0], argv[i]);
-        return 1;
-      }
     }
     else {
       std::fprintf(stderr,

@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "augment/kernels/cuda/pipeline_cuda.h"
+#include "bench/bench_args.h"
 
 namespace {
 
@@ -928,17 +929,9 @@ int main(int argc, char** argv) {
                  "Times the CUDA kernel layer on device 0; the modes and columns are described at the top of\n"
                  "bench/cuda_pipeline_bench.cc.\n");
   };
-  // An integer flag's value in [lo, hi], or an error naming the flag (exit 2).
-  const auto integer = [](const char* flag, const char* v, long lo, long hi, int& out) {
-    char* end = nullptr;
-    const long k = std::strtol(v, &end, 10);
-    if (end == v || *end != '\0' || k < lo || k > hi) {
-      std::fprintf(stderr, "%s: an integer in %ld..%ld, got %s\n", flag, lo, hi, v);
-      return false;
-    }
-    out = static_cast<int>(k);
-    return true;
-  };
+  // Numbers: the whole value, in range, or exit 2 naming the flag (bench/bench_args.h).
+  using augmentd::bench::ParseInteger;
+  using augmentd::bench::ParseIntegerList;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -955,38 +948,27 @@ int main(int argc, char** argv) {
     if (a == "--json") {
       json = v;
     } else if (a == "--iters") {
-      if (!integer("--iters", v, 1, 1000000, iters)) return 2;
+      if (!ParseInteger("--iters", v, 1, 1000000, iters)) return 2;
     } else if (a == "--only") {
       only = "," + std::string(v) + ",";
     } else if (a == "--modes") {
       modes = "," + std::string(v) + ",";
     } else if (a == "--channels") {
-      channels.clear();
-      for (const char* p = v; *p != '\0';) {
-        char* end = nullptr;
-        const long c = std::strtol(p, &end, 10);
-        if (end == p || c < 1 || c > augmentd::cuda::kMaxChannels) {
-          std::fprintf(stderr, "--channels: a list of channel counts in 1..%d, got %s\n", augmentd::cuda::kMaxChannels,
-                       v);
-          return 2;
-        }
-        channels.push_back(static_cast<int>(c));
-        p = *end == ',' ? end + 1 : end;
-      }
+      if (!ParseIntegerList("--channels", v, 1, augmentd::cuda::kMaxChannels, channels)) return 2;
     } else if (a == "--profile-set") {
-      if (!integer("--profile-set", v, 0, 15, g_profile_set)) return 2;
+      if (!ParseInteger("--profile-set", v, 0, 15, g_profile_set)) return 2;
     } else if (a == "--split") {
-      if (!integer("--split", v, 0, 2, g_split)) return 2;
+      if (!ParseInteger("--split", v, 0, 2, g_split)) return 2;
     } else if (a == "--streams") {
-      if (!integer("--streams", v, 1, 8, g_streams)) return 2;
+      if (!ParseInteger("--streams", v, 1, 8, g_streams)) return 2;
     } else if (a == "--seg-block") {
-      if (!integer("--seg-block", v, 1, 1024, g_seg_block)) return 2;
+      if (!ParseInteger("--seg-block", v, 1, 1024, g_seg_block)) return 2;
     } else if (a == "--digests") {
       int on = 0;
-      if (!integer("--digests", v, 0, 1, on)) return 2;
+      if (!ParseInteger("--digests", v, 0, 1, on)) return 2;
       g_digests = on != 0;
     } else if (a == "--seg-labels") {  // below kVoteOutOfBounds (32768), the vote's out-of-bounds label
-      if (!integer("--seg-labels", v, 1, 32767, g_seg_labels)) return 2;
+      if (!ParseInteger("--seg-labels", v, 1, 32767, g_seg_labels)) return 2;
     } else if (a == "--bgv2") {
       if (std::strcmp(v, "0.3.5") != 0 && std::strcmp(v, "0.3.6") != 0) {
         std::fprintf(stderr, "--bgv2: 0.3.5 or 0.3.6, got %s\n", v);

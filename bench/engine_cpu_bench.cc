@@ -40,6 +40,7 @@
 #include "augment/registry.h"
 #include "augment/transform.h"
 #include "augment/types.h"
+#include "bench/bench_args.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -294,9 +295,9 @@ int main(int argc, char** argv) {
     if (a == "--serve") {
       serve = true;
     } else if (a == "--reps" && i + 1 < argc) {
-      reps = std::max(1, std::atoi(argv[++i]));
+      if (!augmentd::bench::ParseInteger("--reps", argv[++i], 1, 1000000, reps)) return 2;
     } else if (a == "--samples" && i + 1 < argc) {
-      samples = std::max(1, std::atoi(argv[++i]));
+      if (!augmentd::bench::ParseInteger("--samples", argv[++i], 1, 1000000, samples)) return 2;
     } else if (a == "--filter" && i + 1 < argc) {
       filter = argv[++i];
     } else {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -22,6 +23,7 @@
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include "augmentd/v1/batch.pb.h"
+#include "bench/bench_args.h"
 
 namespace {
 
@@ -44,13 +46,18 @@ double Min(const std::vector<double>& v) { return *std::min_element(v.begin(), v
 int main(int argc, char** argv) {
   size_t slice = 16384;
   int rounds = 15;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {  // every option takes a value: the whole number, in range (bench_args.h)
     const std::string flag = argv[i];
-    if (flag == "--slice") slice = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--rounds") rounds = std::atoi(argv[i + 1]);
-    else { std::fprintf(stderr, "usage: %s [--slice BYTES] [--rounds N]\n", argv[0]); return 2; }
+    const bool has = i + 1 < argc;
+    if (flag == "--slice" && has) {
+      if (!augmentd::bench::ParseInteger("--slice", argv[i + 1], 1, int64_t{1} << 32, slice)) return 2;
+    } else if (flag == "--rounds" && has) {
+      if (!augmentd::bench::ParseInteger("--rounds", argv[i + 1], 1, 1000000, rounds)) return 2;
+    } else {
+      std::fprintf(stderr, "usage: %s [--slice BYTES] [--rounds N]\n", argv[0]);
+      return flag == "--help" || flag == "-h" ? 0 : 2;
+    }
   }
-  if (slice == 0 || rounds < 1) { std::fprintf(stderr, "--slice and --rounds must be positive\n"); return 2; }
   const char* tuning = std::getenv("AUGMENTD_MALLOC_TUNING");
   const bool tune = tuning == nullptr || std::string(tuning) != "0";
   if (tune) {

@@ -42,7 +42,9 @@ def test_help_lists_every_option():
     (["--profile-set", "16"], "--profile-set: an integer in 0..15, got 16"),
     (["--digests", "2"], "--digests: an integer in 0..1, got 2"),
     (["--bgv2", "0.3.7"], "--bgv2: 0.3.5 or 0.3.6, got 0.3.7"),
-    (["--channels", "1,0"], "--channels: a list of channel counts"),
+    (["--channels", "1,0"], "--channels: a list of integers in 1.."),
+    (["--channels", "1,,4"], "--channels: a list of integers in 1.."),
+    (["--iters", "3x"], "--iters: an integer in 1..1000000, got 3x"),
     (["--seg-block", "32", "--json"], "no value after --json"),
     # A --modes / --only entry that would run nothing (session 33; session 32's `only-blur` row was dropped without a
     # word because --modes left its mode out).
