@@ -40,14 +40,6 @@ inline constexpr int kBlurHaloY = kBlurTY + 2 * kMaxBlurRadius, kBlurHaloX = kBl
 inline constexpr int kBlurLoadRows = kBlurHaloY / (kThreads / 32), kBlurLoadCols = (kBlurHaloX + 31) / 32;
 static_assert(kThreads == 256 && kBlurTX == 32 && kBlurTY == 2 * (kThreads / 32), "two columns per thread");
 
-// The block's tile (y · x), z tile and slice, and the grid's tile counts: grid (tiles, z tiles, slices), or with
-// AUGMENTD_SLICE_MINOR (common.cuh) (slices, tiles, z tiles).
-__device__ __forceinline__ unsigned int BlurTile() { return AUGMENTD_SLICE_MINOR ? blockIdx.y : blockIdx.x; }
-__device__ __forceinline__ unsigned int BlurZTile() { return AUGMENTD_SLICE_MINOR ? blockIdx.z : blockIdx.y; }
-__device__ __forceinline__ unsigned int BlurSlice() { return AUGMENTD_SLICE_MINOR ? blockIdx.x : blockIdx.z; }
-__device__ __forceinline__ unsigned int BlurTiles() { return AUGMENTD_SLICE_MINOR ? gridDim.y : gridDim.x; }
-__device__ __forceinline__ unsigned int BlurZTiles() { return AUGMENTD_SLICE_MINOR ? gridDim.z : gridDim.y; }
-
 struct BlurArgs {
   Dims d;
   const SampleParams* params;
@@ -103,8 +95,8 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   const float* wx = wpad + 2 * kWStride;
   const int P0 = a.d.out[0], P1 = a.d.out[1], P2 = a.d.out[2];
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  const int y0 = (BlurTile() / a.tiles_x) * kBlurTY, x0 = (BlurTile() % a.tiles_x) * kBlurTX;
-  const int zs = BlurZTile() * kBlurTZ, ze = min(zs + kBlurTZ, P0);
+  const int y0 = (blockIdx.x / a.tiles_x) * kBlurTY, x0 = (blockIdx.x % a.tiles_x) * kBlurTX;
+  const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
   // The k-th value a thread loads is the tile's element threadIdx.x + 256·k; only the last k can fall past kN.
   int off[kLoads];
 #pragma unroll
@@ -204,8 +196,8 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
   const int r0 = rad[0], r1 = rad[1], r2 = rad[2];
   const int P0 = a.d.out[0], P1 = a.d.out[1], P2 = a.d.out[2];
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  const int y0 = (BlurTile() / a.tiles_x) * kBlurTY, x0 = (BlurTile() % a.tiles_x) * kBlurTX;
-  const int zs = BlurZTile() * kBlurTZ, ze = min(zs + kBlurTZ, P0);
+  const int y0 = (blockIdx.x / a.tiles_x) * kBlurTY, x0 = (blockIdx.x % a.tiles_x) * kBlurTX;
+  const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
   const int hy = kBlurTY + 2 * r1, hx = kBlurTX + 2 * r2;
   int row_off[kBlurLoadRows], col_off[kBlurLoadCols];
 #pragma unroll
@@ -266,7 +258,7 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
 }
 
 __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a) {
-  const int slice = BlurSlice();
+  const int slice = blockIdx.z;
   const int b = slice / a.d.c, c = slice % a.d.c;
   ChainTriggerEntry();
   const ChannelParams& cp = a.params[b].ch[c];
@@ -328,7 +320,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   ChainTriggerLate();
   if (sink.stats) {
     const Partial red = BlockReduce(part);
-    CommitPartial(a.slot, slice, BlurZTile() * BlurTiles() + BlurTile(), BlurTiles() * BlurZTiles(), red, a.d.out_n);
+    CommitPartial(a.slot, slice, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y, red, a.d.out_n);
   }
 }
 
@@ -347,9 +339,7 @@ cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, co
   a.slot = ws.slot[kSlotV1];
   a.tiles_x = (shape.out[2] + kBlurTX - 1) / kBlurTX;
   const int tiles_y = (shape.out[1] + kBlurTY - 1) / kBlurTY;
-  const unsigned int tiles = a.tiles_x * tiles_y, ztiles = (shape.out[0] + kBlurTZ - 1) / kBlurTZ;
-  const unsigned int slices = shape.batch * shape.channels;
-  const dim3 grid = AUGMENTD_SLICE_MINOR ? dim3(slices, tiles, ztiles) : dim3(tiles, ztiles, slices);
+  const dim3 grid(a.tiles_x * tiles_y, (shape.out[0] + kBlurTZ - 1) / kBlurTZ, shape.batch * shape.channels);
   return LaunchChained(BlurTiledKernel, grid, kThreads, stream, a);
 }
 

@@ -542,14 +542,6 @@ inline Dims MakeDims(const BatchShape& s) {
 #define AUGMENTD_CHAINED 0
 #endif
 
-// Bench A/B (s42): per-slice grids with the slice as the fastest block index, so that blocks dispatched in index order
-// into the slots a draining kernel frees alternate between slices (a chained pass's blocks arrive that way; at a plain
-// launch the GPU is empty and the blocks spread evenly): the slice passes' per-slice blocks (SliceBlocks<false>) and the
-// blur. Off (0): the grids as before.
-#ifndef AUGMENTD_SLICE_MINOR
-#define AUGMENTD_SLICE_MINOR 0
-#endif
-
 __device__ __forceinline__ void ChainTrigger() {
 #if AUGMENTD_CHAINED && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -680,15 +672,9 @@ struct SliceBlocks {
       return true;
     }
   }
-  __device__ __forceinline__ int slice() const {
-    return kShare ? share->slice : static_cast<int>(AUGMENTD_SLICE_MINOR ? blockIdx.x : blockIdx.y);
-  }
-  __device__ __forceinline__ int block() const {
-    return kShare ? share->block : static_cast<int>(AUGMENTD_SLICE_MINOR ? blockIdx.y : blockIdx.x);
-  }
-  __device__ __forceinline__ int count() const {
-    return kShare ? share->nblocks : static_cast<int>(AUGMENTD_SLICE_MINOR ? gridDim.y : gridDim.x);
-  }
+  __device__ __forceinline__ int slice() const { return kShare ? share->slice : static_cast<int>(blockIdx.y); }
+  __device__ __forceinline__ int block() const { return kShare ? share->block : static_cast<int>(blockIdx.x); }
+  __device__ __forceinline__ int count() const { return kShare ? share->nblocks : static_cast<int>(gridDim.x); }
 };
 
 // Low-res is on for a slice when its drawn shape is valid (0 < Q_d <= P_d, `out` = P).

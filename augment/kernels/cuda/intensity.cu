@@ -657,8 +657,7 @@ cudaError_t LaunchSlicePass(const Dims& d, int max_per_slice, const SampleParams
                          ws, st);
   }
   const int per_slice = std::min(WaveGrid<kPerSlice>(d), max_per_slice);
-  const dim3 grid = AUGMENTD_SLICE_MINOR ? dim3(slices, per_slice) : dim3(per_slice, slices);  // SliceBlocks<false>
-  return LaunchChained(kPerSlice, grid, kThreads, stream, d, d_params, ws, st);
+  return LaunchChained(kPerSlice, dim3(per_slice, slices), kThreads, stream, d, d_params, ws, st);
 }
 }  // namespace
 
