@@ -23,7 +23,8 @@
 # -DAUGMENTD_GAMMA_FUSION=0, session 21; -DAUGMENTD_SLICE_SHARE=0, session 22; -DAUGMENTD_PAD_FIRST_TUNED=0 and
 # -DAUGMENTD_PF_PACKED_KEYS=1, session 34 (timed in session 35: not kept); -DAUGMENTD_PF_FEW=0, -DAUGMENTD_PF_POOL=0,
 # -DAUGMENTD_PF_FLUSH_NOINLINE=0, session 35 (session 35's 256-entry ring switch was removed in session 37);
-# -DAUGMENTD_PF_FEW_OOB=0, session 37; sessions 28-30's five were kept in session 32 and are gone),
+# -DAUGMENTD_PF_FEW_OOB=0, session 37; -DAUGMENTD_CHAINED=0, plain launches of the chain's passes, session 42;
+# sessions 28-30's five were kept in session 32 and are gone),
 # NEW_CUDA_FLAGS (the new build and its
 # tests with these CUDA flags: a switch's GPU tests), PROFILE=1 (ncu per kernel of PROFILE_CONFIGS, default
 # all-on:2:1:0,all-on:2:4:0, parameter set PROFILE_SET (0): speed of light, occupancy, warp states, issue slots;

@@ -260,7 +260,6 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
 __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a) {
   const int slice = blockIdx.z;
   const int b = slice / a.d.c, c = slice % a.d.c;
-  ChainTriggerEntry();
   const ChannelParams& cp = a.params[b].ch[c];
   if (cp.blur_sigma[0] == 0.f) {  // slice-uniform
     ChainWait();
@@ -317,7 +316,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   } else {
     BlurGeneral(a, w, rad, tile, xb, ring, s, sink, part);
   }
-  ChainTriggerLate();
+  ChainTrigger();  // after the voxel loop (common.cuh)
   if (sink.stats) {
     const Partial red = BlockReduce(part);
     CommitPartial(a.slot, slice, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y, red, a.d.out_n);

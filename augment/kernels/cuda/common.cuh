@@ -520,44 +520,36 @@ inline Dims MakeDims(const BatchShape& s) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Chained launches (programmatic dependent launch, sm_90), a bench switch: -DAUGMENTD_CHAINED=1 or 2 (NOTES.md s42;
-// s16 tried the form where every kernel waited as its first statement). Off (0) by default: then the helpers below
-// compile to nothing and LaunchChained is a plain launch, so the kernels' machine code is the unchained one.
-// The fused chain's passes after the spatial kernel (blur, mid, gamma statistics, final) launch with
-// cudaLaunchAttributeProgrammaticStreamSerialization: a pass may start once every block of the kernel before it has
-// called ChainTrigger (or exited), and runs its prologue (parameters, taps, pointers: nothing a kernel of this batch
-// writes) while that kernel drains, then waits in ChainWait for it to complete.
+// Chained launches (programmatic dependent launch, sm_90; NOTES.md s42). The fused chain's passes after the spatial
+// kernel (blur, mid, gamma statistics, final) launch with cudaLaunchAttributeProgrammaticStreamSerialization: a pass
+// may start once every block of the kernel before it has called ChainTrigger (or exited), runs its prologue
+// (parameters, slice shares, the blur's taps: nothing a kernel of this batch writes) while that kernel drains, and
+// waits in ChainWait for it to complete.
 // Contract for a kernel launched through LaunchChained:
 //   - every block calls ChainWait before its first access to memory that an earlier kernel of the batch writes
 //     (images, statistics, seg), and on every path, early exits included; so a kernel completes only after the one
 //     before it did, and completion stays transitive along the chain;
 //   - before ChainWait it reads only what the host wrote before the batch (parameters, PipelineIO) and writes nothing
 //     but shared memory.
-// ChainTrigger's place: 1 at every kernel's entry; 2 at the spatial kernel's entry (several waves: the next pass
-// launches once the last wave has started) and in the one-wave passes after the voxel loop, before the block's
-// reduction and commit (ChainTriggerLate), so that the next pass's launch and prologue overlap the commits and the
-// last block's reduction, which the dependency waits for (s24); 3 as 2 but none in the spatial kernel (its blocks'
-// exits).
+// ChainTrigger's places: the spatial kernel's entry (several waves: the next pass launches once the last wave has
+// started) and, in the one-wave passes, after the voxel loop, before the block's reduction and commit, so that the
+// next pass's launch and prologue overlap the commits and the last block's reduction, which the dependency waits for
+// (s24). H100, against plain launches in the same call (two calls, s42): every transform on B=2 C=1 −3.6 % / −2.4 %,
+// C=4 −1.6 / −0.9 %, B=8 −1.6 / −0.8 %, default probabilities −2.3 / −2.0 % over the mean of the 16 parameter sets but
+// +4.2 / +3.8 % at the median, which falls on set 0 (crops with low-res: +4.8 / +6.5 %); outputs bit-identical.
+// Tried and dropped: the trigger at every kernel's entry (s16's place; −2.7 % all-on), none in the spatial kernel, and
+// per-slice grids with the slice as the fastest block index (s42).
+// -DAUGMENTD_CHAINED=0 (bench A/B) launches plainly: the helpers compile to nothing, and the machine code is
+// session 41's.
 #ifndef AUGMENTD_CHAINED
-#define AUGMENTD_CHAINED 0
+#define AUGMENTD_CHAINED 1
 #endif
 
+// Lets the stream's next chained kernel launch once every block of this one has called it or exited.
 __device__ __forceinline__ void ChainTrigger() {
 #if AUGMENTD_CHAINED && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-}
-
-// The spatial kernel's trigger, at its entry (1, 2).
-__device__ __forceinline__ void ChainTriggerSpatial() {
-  if constexpr (AUGMENTD_CHAINED == 1 || AUGMENTD_CHAINED == 2) ChainTrigger();
-}
-// A one-wave pass's trigger: at entry (1) or after its voxel loop (2, 3); the other call of the pair is empty.
-__device__ __forceinline__ void ChainTriggerEntry() {
-  if constexpr (AUGMENTD_CHAINED == 1) ChainTrigger();
-}
-__device__ __forceinline__ void ChainTriggerLate() {
-  if constexpr (AUGMENTD_CHAINED >= 2) ChainTrigger();
 }
 
 // Waits until the stream's previous kernel has completed and its writes are visible (returns at once outside a
@@ -583,7 +575,7 @@ inline bool DeviceChains() {
   return on;
 }
 
-// `kernel`<<<grid, block, 0, stream>>>(args...), chained to the stream's previous kernel when AUGMENTD_CHAINED is on.
+// `kernel`<<<grid, block, 0, stream>>>(args...), chained to the stream's previous kernel (on a device that chains).
 template <typename... Params, typename... Args>
 cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
   cudaLaunchAttribute attr{};

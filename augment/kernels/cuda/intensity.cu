@@ -173,7 +173,6 @@ __device__ __forceinline__ void UpSampleSlice(const float* v1, const int* Q, con
 template <bool kShare>
 __global__ void __launch_bounds__(kThreads, 5)
     MidKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  ChainTriggerEntry();
   SliceBlocks<kShare> sb;
   const auto has_work = [&](const ChannelParams& q) { return (SlicePasses(q, d.out) & kPassMid) != 0; };
   if (!sb.Take(d, params, has_work)) {
@@ -235,7 +234,7 @@ __global__ void __launch_bounds__(kThreads, 5)
       if (base + k * kThreads < out_n) Accumulate(part, ApplyBC(v[k], bc));
     }
   }
-  ChainTriggerLate();
+  ChainTrigger();  // after the voxel loop (common.cuh)
   const Partial red = BlockReduce(part);
   CommitPartial(ws.slot[kSlotV3], slice, sb.block(), sb.count(), red, d.out_n);
 }
@@ -377,7 +376,6 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 template <int mode, bool kFused, bool kShare>
 __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  ChainTriggerEntry();
   SliceBlocks<kShare> sb;
   const auto has_work = [&](const ChannelParams& q) {
     return (SlicePasses(q, d.out) & (mode == 0 ? kPassGamma0 : kPassGamma1)) != 0;
@@ -417,7 +415,7 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
       const float t = __fmul_rn(p0, f.k);
       Accumulate(p1, PowFtz(fmaxf(f.flip ? __fsub_rn(1.f, t) : t, 0.f), f.g1));
     });
-    ChainTriggerLate();
+    ChainTrigger();  // after the voxel loop (common.cuh)
     const Partial red1 = BlockReduce(p1);
     CommitPartial(ws.slot[kSlotY1], slice, sb.block(), sb.count(), red1, d.out_n);
     const Partial red0 = BlockReduce(y0);
@@ -430,7 +428,7 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
   } else {
     ForSliceValues(cur, d, sb, [&](float v) { Accumulate(part, GammaCore(GammaFull(ch.V3(v), ch.g0), ch.g1)); });
   }
-  ChainTriggerLate();
+  ChainTrigger();  // after the voxel loop (common.cuh)
   const Partial red = BlockReduce(part);
   CommitPartial(ws.slot[mode == 0 ? kSlotY0 : kSlotY1], slice, sb.block(), sb.count(), red, d.out_n);
 }

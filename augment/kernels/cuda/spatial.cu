@@ -228,7 +228,7 @@ template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = 
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
   static_assert(!kSplit || (kCT == 1 && !kPermute), "the channel split runs the plain 1-channel build");
   static_assert(!kCrops || !kPadFirst, "the crop path has no vote: one crops build serves both");
-  ChainTriggerSpatial();  // several waves: the chain's next pass launches once the last one has started (common.cuh)
+  ChainTrigger();  // several waves: the chain's next pass launches once the last one has started (common.cuh)
   const int b = kSplit ? blockIdx.y / a.d.c : blockIdx.y;
   const int c0 = kSplit ? blockIdx.y % a.d.c : 0;
   const bool seg_block = c0 == 0;  // votes the seg, writes seg and mask
