@@ -5,21 +5,11 @@ benchmark (CI builds it with the CUDA kernels).
 Before session 42 the numbers went through atoi: `--workers 3x` ran three workers and `--iters abc` one iteration,
 each under the label the caller asked for.
 """
-import os
-import subprocess
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("AUGMENTD_BUILD_DIR", REPO / "build"))
-BENCH = BUILD / "bench" / "cuda_chain_bench"
+from bench_cli import bench_runner
 
-
-def run(*args):
-    if not BENCH.is_file():
-        pytest.skip(f"cuda_chain_bench not built: {BENCH}")
-    return subprocess.run([str(BENCH), *args], capture_output=True, text=True, timeout=60)
+run = bench_runner("bench/cuda_chain_bench")
 
 
 def test_help_exits_0_with_the_usage():

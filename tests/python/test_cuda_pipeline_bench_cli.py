@@ -5,21 +5,11 @@ Before session 27 the benchmark ignored what it did not know, so a flag an older
 the default configuration under the caller's label. Arguments are parsed before the device is looked for, so these
 run on any machine that built the benchmark (CI builds it with the CUDA kernels).
 """
-import os
-import subprocess
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("AUGMENTD_BUILD_DIR", REPO / "build"))
-BENCH = BUILD / "augment" / "kernels" / "cuda" / "cuda_pipeline_bench"
+from bench_cli import bench_runner
 
-
-def run(*args):
-    if not BENCH.is_file():
-        pytest.skip(f"cuda_pipeline_bench not built: {BENCH}")
-    return subprocess.run([str(BENCH), *args], capture_output=True, text=True, timeout=60)
+run = bench_runner("augment/kernels/cuda/cuda_pipeline_bench")
 
 
 def test_help_lists_every_option():
