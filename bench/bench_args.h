@@ -6,21 +6,33 @@
 // false, and the caller exits with its usage error code.
 #pragma once
 
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 #include <vector>
 
 namespace augmentd::bench {
 
-// `v` as one decimal integer in [lo, hi] (leading '+' or '-' allowed, nothing after the digits).
-inline bool ParseInteger(const char* flag, const char* v, long long lo, long long hi, long long& out) {
-  char* end = nullptr;
+// One decimal integer at p: a sign or a digit first (strtoll alone would skip white space), the number in `k`, the
+// first character after it in `end`; false where p holds none.
+inline bool ReadInteger(const char* p, long long& k, const char*& end) {
+  if (!std::isdigit(static_cast<unsigned char>(*p)) && *p != '+' && *p != '-') return false;
+  char* e = nullptr;
   errno = 0;
-  const long long k = std::strtoll(v, &end, 10);
-  if (end == v || *end != '\0' || errno == ERANGE || k < lo || k > hi) {
+  k = std::strtoll(p, &e, 10);
+  end = e;
+  return e != p && errno != ERANGE;
+}
+
+// `v` as one decimal integer in [lo, hi] (leading '+' or '-' allowed, nothing before or after it).
+inline bool ParseInteger(const char* flag, const char* v, long long lo, long long hi, long long& out) {
+  long long k = 0;
+  const char* end = nullptr;
+  if (!ReadInteger(v, k, end) || *end != '\0' || k < lo || k > hi) {
     std::fprintf(stderr, "%s: an integer in %lld..%lld, got %s\n", flag, lo, hi, v);
     return false;
   }
@@ -28,9 +40,22 @@ inline bool ParseInteger(const char* flag, const char* v, long long lo, long lon
   return true;
 }
 
-// The same into any integer type whose range holds [lo, hi].
+// [lo, hi] within T's range (a caller's bug otherwise: the value would be truncated).
+template <typename T>
+inline bool RangeFits(long long lo, long long hi) {
+  using L = std::numeric_limits<T>;
+  return (!L::is_signed || lo >= static_cast<long long>(L::min())) &&
+         (L::is_signed ? hi <= static_cast<long long>(L::max())
+                       : lo >= 0 && static_cast<unsigned long long>(hi) <= static_cast<unsigned long long>(L::max()));
+}
+
+// The same into any integer type whose range holds [lo, hi] (checked: false, with a message, where it does not).
 template <typename T>
 inline bool ParseInteger(const char* flag, const char* v, long long lo, long long hi, T& out) {
+  if (!RangeFits<T>(lo, hi)) {
+    std::fprintf(stderr, "%s: the range %lld..%lld does not fit the option's type\n", flag, lo, hi);
+    return false;
+  }
   long long k = 0;
   if (!ParseInteger(flag, v, lo, hi, k)) return false;
   out = static_cast<T>(k);
@@ -40,13 +65,16 @@ inline bool ParseInteger(const char* flag, const char* v, long long lo, long lon
 // `v` as a comma-separated list of such integers, at least one ("128,128,128"; no empty items).
 template <typename T>
 inline bool ParseIntegerList(const char* flag, const char* v, long long lo, long long hi, std::vector<T>& out) {
+  if (!RangeFits<T>(lo, hi)) {
+    std::fprintf(stderr, "%s: the range %lld..%lld does not fit the option's type\n", flag, lo, hi);
+    return false;
+  }
   std::vector<T> items;
   const char* p = v;
   for (;;) {
-    char* end = nullptr;
-    errno = 0;
-    const long long k = std::strtoll(p, &end, 10);
-    if (end == p || (*end != ',' && *end != '\0') || errno == ERANGE || k < lo || k > hi) {
+    long long k = 0;
+    const char* end = nullptr;
+    if (!ReadInteger(p, k, end) || (*end != ',' && *end != '\0') || k < lo || k > hi) {
       std::fprintf(stderr, "%s: a list of integers in %lld..%lld separated by commas, got %s\n", flag, lo, hi, v);
       return false;
     }

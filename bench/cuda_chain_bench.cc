@@ -650,10 +650,14 @@ int main(int argc, char** argv) {
     // Numbers: the whole value, in range, or exit 1 naming the flag (bench/bench_args.h).
     if (a == "--patch" && has) {
       if (!ParseIntegerList("--patch", argv[++i], 1, 4096, patch)) return 1;
+      if (patch.size() != 3) {
+        std::fprintf(stderr, "--patch: three sizes (Z,Y,X), got %s\n", argv[i]);
+        return 1;
+      }
     } else if (a == "--batch" && has) {
-      if (!ParseInteger("--batch", argv[++i], 1, 1024, B)) return 1;
-    } else if (a == "--channels" && has) {
-      if (!ParseInteger("--channels", argv[++i], 1, 64, C)) return 1;
+      if (!ParseInteger("--batch", argv[++i], 1, 4096, B)) return 1;
+    } else if (a == "--channels" && has) {  // SampleParams holds kMaxChannels channels
+      if (!ParseInteger("--channels", argv[++i], 1, augmentd::cuda::kMaxChannels, C)) return 1;
     } else if (a == "--iters" && has) {
       if (!ParseInteger("--iters", argv[++i], 1, 1000000, iters)) return 1;
     } else if (a == "--json" && has) json = argv[++i];

@@ -532,9 +532,9 @@ inline Dims MakeDims(const BatchShape& s) {
 //   - before ChainWait it reads only what the host wrote before the batch (parameters, PipelineIO) and writes nothing
 //     but shared memory.
 // ChainTrigger's places: the spatial kernel's entry (several waves: the next pass launches once the last wave has
-// started) and, in the one-wave passes, after the voxel loop, before the block's reduction and commit, so that the
-// next pass's launch and prologue overlap the commits and the last block's reduction, which the dependency waits for
-// (s24). H100, against plain launches in the same call (two calls, s42): every transform on B=2 C=1 −3.6 % / −2.4 %,
+// started) and, in the blur, mid and gamma statistics passes, after the voxel loop, before the block's reduction and
+// commit, so that the next pass's launch and prologue overlap the commits and the last block's reduction, which the
+// dependency waits for (s24). (The slice passes are one wave; the blur is one at B=2 128³ and several at B=8.) H100, against plain launches in the same call (two calls, s42): every transform on B=2 C=1 −3.6 % / −2.4 %,
 // C=4 −1.6 / −0.9 %, B=8 −1.6 / −0.8 %, default probabilities −2.3 / −2.0 % over the mean of the 16 parameter sets but
 // +4.2 / +3.8 % at the median, which falls on set 0 (crops with low-res: +4.8 / +6.5 %); outputs bit-identical.
 // Tried and dropped: the trigger at every kernel's entry (s16's place; −2.7 % all-on), none in the spatial kernel, and
@@ -560,8 +560,10 @@ __device__ __forceinline__ void ChainWait() {
 #endif
 }
 
-// Whether the current device has programmatic dependent launch (compute capability 9.0 and later; the kernels'
-// waits exist only in their sm_90+ code, AUGMENTD_CUDA_KERNEL_ARCHS). Queried once, like DeviceSmCount.
+// Whether the device has programmatic dependent launch (compute capability 9.0 and later; the kernels' waits exist
+// only in their sm_90+ code, and augment/kernels/cuda/CMakeLists.txt builds with AUGMENTD_CHAINED=0 when
+// AUGMENTD_CUDA_KERNEL_ARCHS has no architecture of 90 or more). Queried once per process, on the device current at
+// the first call, like DeviceSmCount: a process that mixes devices of different generations gets the first one's.
 inline bool DeviceChains() {
   static const bool on = [] {
     int dev = 0, major = 0;
@@ -588,7 +590,9 @@ cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cuda
   cfg.stream = stream;
   cfg.attrs = &attr;
   cfg.numAttrs = AUGMENTD_CHAINED && DeviceChains() ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (err != cudaSuccess) (void)cudaGetLastError();  // as <<<>>> + cudaGetLastError: the next launch starts clean
+  return err;
 }
 
 // Blocks of the slice passes that run in some slices only (MidKernel, GammaStatsKernel).
