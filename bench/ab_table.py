@@ -5,7 +5,10 @@
 
 Reads OUT_DIR/pipe-SIDE-ROUND.jsonl (bench/cuda_pipeline_bench --json) and OUT_DIR/chain-SIDE-ROUND.jsonl
 (bench/cuda_chain_bench --json). A pipeline cell is the better of eager launches and CUDA-graph replay (ms); the
-last column compares the best round of each side with the best round of the first side. Chain rows: the median
+last column compares the best round of each side with the best round of the first side. A row with per-set times
+(cuda_pipeline_bench's 16 parameter sets) is followed by "CONFIG, mean of the sets": per round, the mean over the sets
+of each set's better of eager and graph. The row itself is the median over all batches, so one set's time, while a
+training run that draws every set pays the mean (session 42: a change can move the two apart). Chain rows: the median
 (and p90) of the da5 row (nnU-Net's DA5 trainer). Side order: --sides, else old, new, then the others by name.
 --sets CONFIG (a configuration as the table names it, e.g. "default-p B=2 C=1 128x128x128") adds that
 configuration's parameter sets, one row each with its stage mask: a mode's median is one set's cost, so this shows
@@ -24,6 +27,7 @@ import re
 import sys
 
 NAME = re.compile(r"(pipe|chain)-(.+)-(\d+)\.jsonl$")
+MEAN_OF_SETS = ", mean of the sets"
 
 
 def load(path):
@@ -55,6 +59,9 @@ def collect(out_dir, prefix, wanted):
         found.add(side)
         if prefix == "pipe" and r.get("impl") == "augmentd":
             cells[config_key(r)][side][rnd] = (min(r["ms_eager"], r["ms_graph"]),)
+            if r.get("sets_ms_eager"):  # what a run drawing every set pays; the row above is one set's median
+                per_set = [min(e, g) for e, g in zip(r["sets_ms_eager"], r["sets_ms_graph"])]
+                cells[config_key(r) + MEAN_OF_SETS][side][rnd] = (sum(per_set) / len(per_set),)
         elif prefix == "pipe" and r.get("impl") == "augmentd-spatial-bw":
             cells["spatial-bw fraction (higher is better)"][side][rnd] = (r["spatial_bandwidth_fraction"],)
             cells["spatial-bw kernel ms"][side][rnd] = (r["spatial_ms"],)

@@ -91,6 +91,24 @@ def test_per_set_table_shows_which_parameter_sets_moved(tmp_path):
     assert missing.returncode == 1 and "no per-set times of 'all-on B=8 C=1 128x128x128'" in missing.stderr
 
 
+def test_rows_with_sets_have_a_mean_of_the_sets_row(tmp_path):
+    # The median row and the mean of the sets can move in opposite directions (session 42): both are printed.
+    def rows(ms, sets):
+        r = pipe_rows(ms, ms, 0.12)
+        r[2].update({"mode": "default-p", "sets_ms_eager": sets, "sets_ms_graph": [s + 0.001 for s in sets],
+                     "set_stages": [0, 0, 0]})
+        return r
+    write(tmp_path / "pipe-old-1.jsonl", rows(0.100, [0.100, 0.110, 0.150]))
+    write(tmp_path / "pipe-old-2.jsonl", rows(0.101, [0.101, 0.111, 0.152]))
+    write(tmp_path / "pipe-new-1.jsonl", rows(0.104, [0.104, 0.105, 0.120]))
+    r = run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "| default-p B=2 C=1 128x128x128 | 0.1000 / 0.1010 | 0.1040 | new +4.0 % |" in lines
+    # Means: old 0.1200 / 0.1213, new 0.1097: the mean moved the other way.
+    assert "| default-p B=2 C=1 128x128x128, mean of the sets | 0.1200 / 0.1213 | 0.1097 | new -8.6 % |" in lines
+
+
 def test_digest_table_says_which_sides_computed_the_same_bits(tmp_path):
     def rows(digest):
         r = pipe_rows(0.25, 0.25, 0.12)
