@@ -536,9 +536,9 @@ inline Dims MakeDims(const BatchShape& s) {
 // commit, so that the next pass's launch and prologue overlap the commits and the last block's reduction, which the
 // dependency waits for (s24). (The slice passes are one wave; the blur is one at B=2 128³ and several at B=8.) H100, against plain launches in the same call (two calls, s42): every transform on B=2 C=1 −3.6 % / −2.4 %,
 // C=4 −1.6 / −0.9 %, B=8 −1.6 / −0.8 %, default probabilities −2.3 / −2.0 % over the mean of the 16 parameter sets but
-// +4.2 / +3.8 % at the median, which falls on set 0 (crops with low-res: +4.8 / +6.5 %); outputs bit-identical.
-// Tried and dropped: the trigger at every kernel's entry (s16's place; −2.7 % all-on), none in the spatial kernel, and
-// per-slice grids with the slice as the fastest block index (s42).
+// +4.2 / +3.8 % at the median, which lies near set 0's time (crops with low-res: +4.8 / +6.5 %); outputs
+// bit-identical. Tried and dropped: the trigger at every kernel's entry (s16's place; −2.7 % all-on B=2 C=1), none in
+// the spatial kernel, and per-slice grids with the slice as the fastest block index (s42).
 // -DAUGMENTD_CHAINED=0 (bench A/B) launches plainly: the helpers compile to nothing, and the machine code is
 // session 41's.
 #ifndef AUGMENTD_CHAINED
