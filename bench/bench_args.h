@@ -40,24 +40,23 @@ inline bool ParseInteger(const char* flag, const char* v, long long lo, long lon
   return true;
 }
 
-// [lo, hi] within T's range (a caller's bug otherwise: the value would be truncated).
+// Whether [lo, hi] lies within T's range; prints why not (a caller's bug: the value would be truncated).
 template <typename T>
-inline bool RangeFits(long long lo, long long hi) {
+inline bool RangeFits(const char* flag, long long lo, long long hi) {
   using L = std::numeric_limits<T>;
-  return (!L::is_signed || lo >= static_cast<long long>(L::min())) &&
-         (L::is_signed ? hi <= static_cast<long long>(L::max())
-                       : lo >= 0 && static_cast<unsigned long long>(hi) <= static_cast<unsigned long long>(L::max()));
+  const bool fits =
+      (!L::is_signed || lo >= static_cast<long long>(L::min())) &&
+      (L::is_signed ? hi <= static_cast<long long>(L::max())
+                    : lo >= 0 && static_cast<unsigned long long>(hi) <= static_cast<unsigned long long>(L::max()));
+  if (!fits) std::fprintf(stderr, "%s: the range %lld..%lld does not fit the option's type\n", flag, lo, hi);
+  return fits;
 }
 
 // The same into any integer type whose range holds [lo, hi] (checked: false, with a message, where it does not).
 template <typename T>
 inline bool ParseInteger(const char* flag, const char* v, long long lo, long long hi, T& out) {
-  if (!RangeFits<T>(lo, hi)) {
-    std::fprintf(stderr, "%s: the range %lld..%lld does not fit the option's type\n", flag, lo, hi);
-    return false;
-  }
   long long k = 0;
-  if (!ParseInteger(flag, v, lo, hi, k)) return false;
+  if (!RangeFits<T>(flag, lo, hi) || !ParseInteger(flag, v, lo, hi, k)) return false;
   out = static_cast<T>(k);
   return true;
 }
@@ -65,10 +64,7 @@ inline bool ParseInteger(const char* flag, const char* v, long long lo, long lon
 // `v` as a comma-separated list of such integers, at least one ("128,128,128"; no empty items).
 template <typename T>
 inline bool ParseIntegerList(const char* flag, const char* v, long long lo, long long hi, std::vector<T>& out) {
-  if (!RangeFits<T>(lo, hi)) {
-    std::fprintf(stderr, "%s: the range %lld..%lld does not fit the option's type\n", flag, lo, hi);
-    return false;
-  }
+  if (!RangeFits<T>(flag, lo, hi)) return false;
   std::vector<T> items;
   const char* p = v;
   for (;;) {

@@ -534,8 +534,9 @@ inline Dims MakeDims(const BatchShape& s) {
 // ChainTrigger's places: the spatial kernel's entry (several waves: the next pass launches once the last wave has
 // started) and, in the blur, mid and gamma statistics passes, after the voxel loop, before the block's reduction and
 // commit, so that the next pass's launch and prologue overlap the commits and the last block's reduction, which the
-// dependency waits for (s24). (The slice passes are one wave; the blur is one at B=2 128³ and several at B=8.) H100, against plain launches in the same call (two calls, s42): every transform on B=2 C=1 −3.6 % / −2.4 %,
-// C=4 −1.6 / −0.9 %, B=8 −1.6 / −0.8 %, default probabilities −2.3 / −2.0 % over the mean of the 16 parameter sets but
+// dependency waits for (s24). (The slice passes are one wave; the blur is one at B=2 128³ and several at B=8.)
+// H100, against plain launches in the same call (two calls, s42): every transform on B=2 C=1 −3.6 % / −2.4 %, C=4
+// −1.6 / −0.9 %, B=8 −1.6 / −0.8 %, default probabilities −2.3 / −2.0 % over the mean of the 16 parameter sets but
 // +4.2 / +3.8 % at the median, which lies near set 0's time (crops with low-res: +4.8 / +6.5 %); outputs
 // bit-identical. Tried and dropped: the trigger at every kernel's entry (s16's place; −2.7 % all-on B=2 C=1), none in
 // the spatial kernel, and per-slice grids with the slice as the fastest block index (s42).
@@ -586,7 +587,6 @@ cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cuda
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
-  cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
   cfg.attrs = &attr;
   cfg.numAttrs = AUGMENTD_CHAINED && DeviceChains() ? 1 : 0;
