@@ -578,9 +578,11 @@ inline bool DeviceChains() {
   return on;
 }
 
-// `kernel`<<<grid, block, 0, stream>>>(args...), chained to the stream's previous kernel (on a device that chains).
+// `kernel`<<<grid, block, 0, stream>>>(args...), chained to the stream's previous kernel (on a device that chains)
+// when `chain`; launched plainly otherwise (its waits then return at once).
 template <typename... Params, typename... Args>
-cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, bool chain,
+                          Args&&... args) {
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;
@@ -589,7 +591,7 @@ cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cuda
   cfg.blockDim = block;
   cfg.stream = stream;
   cfg.attrs = &attr;
-  cfg.numAttrs = AUGMENTD_CHAINED && DeviceChains() ? 1 : 0;
+  cfg.numAttrs = AUGMENTD_CHAINED && chain && DeviceChains() ? 1 : 0;
   const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
   if (err != cudaSuccess) (void)cudaGetLastError();  // as <<<>>> + cudaGetLastError: the next launch starts clean
   return err;

@@ -40,7 +40,7 @@ cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, cons
 
 // Separable blur of the blurred slices, one tiled launch: x1 -> x2; stats of the result into slot V1.
 cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
-                       cudaStream_t stream);
+                       bool chain, cudaStream_t stream);
 
 // State of the intensity chain passed to the later passes.
 struct ChainState {
@@ -56,7 +56,7 @@ struct ChainState {
 // a gamma slot, only V3 = BC(V1)'s statistics (cur keeps V1, the later passes apply BC through Chain::V3); with
 // neither, nothing (that slice's kSlotV3 result stays stale: it is read only under gamma[k] != 0).
 cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, const ChainState& st,
-                      cudaStream_t stream);
+                      bool chain, cudaStream_t stream);
 // mode: 0 = stats of gamma-0 core output (slot Y0), 2 = stats of gamma-1 core output (slot Y1). The statistics
 // of V4 (gamma-1 input) are derived from Y0's (intensity.cu GammaOutStats).
 cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
