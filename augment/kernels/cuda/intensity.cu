@@ -158,23 +158,6 @@ __device__ __forceinline__ void UpSampleSlice(const float* v1, const int* Q, con
   }
 }
 
-#ifndef AUGMENTD_PREFETCH_FIRST  // bench A/B only (session 43): 1 = PrefetchFirstChunk on
-#define AUGMENTD_PREFETCH_FIRST 0
-#endif
-// This block's first chunk of a slice (kChunk floats from chunk sb.block(): the first loads of ForSliceValues and of
-// the mid pass's statistics loop) into L1, issued right after the wait, so that the lines arrive while the block loads
-// the statistics its constants need instead of after them. One line a thread, threads 0 … 63.
-template <bool kShare>
-__device__ __forceinline__ void PrefetchFirstChunk(const float* cur, const Dims& d, const SliceBlocks<kShare>& sb) {
-#if AUGMENTD_PREFETCH_FIRST
-  constexpr int kLineFloats = 32;
-  const int64_t first = static_cast<int64_t>(sb.block()) * kChunk + static_cast<int64_t>(threadIdx.x) * kLineFloats;
-  if (threadIdx.x < kChunk / kLineFloats && sb.block() < d.nchunks && first < d.out_n) {
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(cur + first));
-  }
-#endif
-}
-
 // Low-res slices: V3 (the up-sampled low-res image, gathered from V1) into the other scratch buffer (V3Buffer) and
 // V3's statistics. This needs no low-res image of its own, hence no pass before this one: the picks are read where
 // the up-sampling needs them and brightness/contrast applied on the way, which only V1's statistics (final after the
@@ -208,19 +191,7 @@ __global__ void __launch_bounds__(kThreads, 5)
   const int P[3] = {d.out[0], d.out[1], d.out[2]};
   const int out_n = static_cast<int>(d.out_n);
   Partial part = EmptyPartial();
-  // Low-res: the axis-0 sources and the low-res planes' V1 offsets once per block (the branch is slice-uniform;
-  // Q0 <= P0). They need only the parameters, so they are built before the wait, while the pass before drains.
-  __shared__ AxisSrc sh_src0[kPickTable];
-  __shared__ int sh_plane0[kPickTable];
-  const bool tabled = P[0] <= kPickTable;
-  if (lowres_on && tabled) {
-    const int q0 = cp.lowres_shape[0];
-    const float ratio0 = static_cast<float>(q0) / static_cast<float>(P[0]);
-    for (int i = threadIdx.x; i < P[0]; i += kThreads) sh_src0[i] = AxisSource(i, q0, P[0], ratio0);
-    for (int i = threadIdx.x; i < q0; i += kThreads) sh_plane0[i] = NearestExactSrc(i, P[0], q0) * P[1] * P[2];
-  }
   ChainWait();  // V1's statistics and V1 are the spatial or blur pass's
-  if (!lowres_on) PrefetchFirstChunk(cur, d, sb);
   const BCConsts bc = MakeBC(cp, ws.slot[kSlotV1].result + slice);
   if (lowres_on) {
     // The slice's V1 base pointer through shared memory: opaque to the compiler, it stays in one register pair
@@ -237,6 +208,14 @@ __global__ void __launch_bounds__(kThreads, 5)
     const float ratio[3] = {static_cast<float>(Q[0]) / static_cast<float>(P[0]),
                             static_cast<float>(Q[1]) / static_cast<float>(P[1]),
                             static_cast<float>(Q[2]) / static_cast<float>(P[2])};
+    // The axis-0 sources and the low-res planes' V1 offsets once per block (the branch is slice-uniform; Q0 <= P0).
+    __shared__ AxisSrc sh_src0[kPickTable];
+    __shared__ int sh_plane0[kPickTable];
+    const bool tabled = P[0] <= kPickTable;
+    if (tabled) {
+      for (int i = threadIdx.x; i < P[0]; i += kThreads) sh_src0[i] = AxisSource(i, Q[0], P[0], ratio[0]);
+      for (int i = threadIdx.x; i < Q[0]; i += kThreads) sh_plane0[i] = NearestExactSrc(i, P[0], Q[0]) * P[1] * P[2];
+    }
     __syncthreads();
     float* v3 = V3Target(ws, cp, st.blur_active) + static_cast<int64_t>(slice) * d.out_n;
     if (tabled) {
@@ -419,7 +398,6 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
   }
   const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
   ChainWait();  // the statistics and the image are the earlier passes'
-  if (!(kFused && mode == 2)) PrefetchFirstChunk(cur, d, sb);
   const Chain ch = MakeChain(ws, cp, d, slice, st, mode == 2, mode == 2, false);
   if (kFused && mode == 2 && FusedY1Valid(ch)) {  // slice-uniform: the mode-0 pass reduced p1
     if (sb.block() == 0 && threadIdx.x == 0) {
