@@ -13,7 +13,6 @@
 //   final            pointwise rest, mirroring, mask, dtype; DS picks in extra blocks (own launch when direct)
 // Every stage is one launch over the whole batch with per-sample parameters read on the device.
 #include <cmath>
-#include <cstdlib>
 
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
@@ -22,16 +21,6 @@
 #ifndef AUGMENTD_GAMMA_FUSION  // bench A/B only: -DAUGMENTD_GAMMA_FUSION=0 runs the gamma passes apart
 #define AUGMENTD_GAMMA_FUSION 1
 #endif
-// bench A/B only (session 43): how the pass after a batch of centre crops (no kStageResample) launches.
-// AUGMENTD_CHAIN_AFTER_CROPS=1 (unset): chained, as every pass; 0: plainly; 2: plainly when the batch has low-res.
-static int ChainAfterCrops() {
-  static const int policy = [] {
-    const char* v = std::getenv("AUGMENTD_CHAIN_AFTER_CROPS");
-    return v == nullptr ? 1 : std::atoi(v);
-  }();
-  return policy;
-}
-
 #ifndef AUGMENTD_SLICE_SHARE  // bench A/B only: -DAUGMENTD_SLICE_SHARE=0 keeps every slice's own blocks
 #define AUGMENTD_SLICE_SHARE 1
 #endif
@@ -148,8 +137,9 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
 
   ChainState st{blur, false, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0,
                 AUGMENTD_SLICE_SHARE && (stages & kStageSliceIdle) != 0 && internal::SliceSharesApply(shape)};
-  const int after_crops = (stages & kStageResample) == 0 ? ChainAfterCrops() : 1;
-  const bool chain_next = after_crops == 1 || (after_crops == 2 && !lowres);
+  // The pass after the spatial kernel launches plainly in batches of centre crops with low-res (NOTES.md s43, H100:
+  // default probabilities' parameter sets 0 and 6 −2.4 / −1.8 % against chained; every other batch chains).
+  const bool chain_next = (stages & kStageResample) != 0 || !lowres;
   if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, chain_next, stream));
   if (lowres || g0 || g1) {
     AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, blur || chain_next, stream));
