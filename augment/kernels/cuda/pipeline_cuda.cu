@@ -33,6 +33,10 @@ int KernelSizeForHost(double sigma);
 using internal::ChainState;
 using internal::Workspace;
 
+// Batches of centre crops with low-res up to this many slices (B·C) launch the pass after the spatial kernel plainly
+// (RunPipelineFromDevice).
+constexpr int kPlainAfterCropsMaxSlices = 2;
+
 uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
   uint32_t st = 0;
   uint32_t passes_any = 0, passes_all = ~0u;  // slice passes some slice runs / every slice runs
@@ -137,9 +141,11 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
 
   ChainState st{blur, false, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0,
                 AUGMENTD_SLICE_SHARE && (stages & kStageSliceIdle) != 0 && internal::SliceSharesApply(shape)};
-  // The pass after the spatial kernel launches plainly in batches of centre crops with low-res (NOTES.md s43, H100:
-  // default probabilities' parameter sets 0 and 6 −2.4 / −1.8 % against chained; every other batch chains).
-  const bool chain_next = (stages & kStageResample) != 0 || !lowres;
+  // The pass after the spatial kernel launches plainly in batches of centre crops with low-res and at most
+  // kPlainAfterCropsMaxSlices slices; every other batch chains (NOTES.md s43, H100, against chaining in the same call:
+  // default probabilities B=2 C=1, the two such parameter sets −5.4 / −7.4 %; B=2 C=4, the one such set +1.1 %).
+  const bool chain_next = (stages & kStageResample) != 0 || !lowres ||
+                          shape.batch * shape.channels > kPlainAfterCropsMaxSlices;
   if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, chain_next, stream));
   if (lowres || g0 || g1) {
     AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, blur || chain_next, stream));
