@@ -328,7 +328,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
 int KernelSizeForHost(double sigma) { return KernelSizeFor(sigma); }
 
 cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
-                       bool chain, cudaStream_t stream) {
+                       cudaStream_t stream) {
   BlurArgs a{};
   a.d = MakeDims(shape);
   a.params = d_params;
@@ -339,7 +339,7 @@ cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, co
   a.tiles_x = (shape.out[2] + kBlurTX - 1) / kBlurTX;
   const int tiles_y = (shape.out[1] + kBlurTY - 1) / kBlurTY;
   const dim3 grid(a.tiles_x * tiles_y, (shape.out[0] + kBlurTZ - 1) / kBlurTZ, shape.batch * shape.channels);
-  return LaunchChained(BlurTiledKernel, grid, kThreads, stream, chain, a);
+  return LaunchChained(BlurTiledKernel, grid, kThreads, stream, /*chain=*/true, a);
 }
 
 

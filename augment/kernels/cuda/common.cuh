@@ -521,7 +521,8 @@ inline Dims MakeDims(const BatchShape& s) {
 
 // ---------------------------------------------------------------------------------------------------
 // Chained launches (programmatic dependent launch, sm_90; NOTES.md s42). The fused chain's passes after the spatial
-// kernel (blur, mid, gamma statistics, final) launch with cudaLaunchAttributeProgrammaticStreamSerialization: a pass
+// kernel (blur, mid, gamma statistics, final) launch with cudaLaunchAttributeProgrammaticStreamSerialization (all but
+// the mid pass right after the crops build in small batches with low-res: RunPipelineFromDevice, NOTES.md s43): a pass
 // may start once every block of the kernel before it has called ChainTrigger (or exited), runs its prologue
 // (parameters, slice shares, the blur's taps: nothing a kernel of this batch writes) while that kernel drains, and
 // waits in ChainWait for it to complete.
@@ -537,9 +538,10 @@ inline Dims MakeDims(const BatchShape& s) {
 // dependency waits for (s24). (The slice passes are one wave; the blur is one at B=2 128³ and several at B=8.)
 // H100, against plain launches in the same call (two calls, s42): every transform on B=2 C=1 −3.6 % / −2.4 %, C=4
 // −1.6 / −0.9 %, B=8 −1.6 / −0.8 %, default probabilities −2.3 / −2.0 % over the mean of the 16 parameter sets but
-// +4.2 / +3.8 % at the median, which lies near set 0's time (crops with low-res: +4.8 / +6.5 %); outputs
-// bit-identical. Tried and dropped: the trigger at every kernel's entry (s16's place; −2.7 % all-on B=2 C=1), none in
-// the spatial kernel, and per-slice grids with the slice as the fastest block index (s42).
+// +4.2 / +3.8 % at the median, which lies near set 0's time (crops with low-res: +4.8 / +6.5 %; s43 launches that
+// mid pass plainly at B·C <= 2); outputs bit-identical. Tried and dropped: the trigger at every kernel's entry (s16's
+// place; −2.7 % all-on B=2 C=1), none in the spatial kernel, and per-slice grids with the slice as the fastest block
+// index (s42).
 // -DAUGMENTD_CHAINED=0 (bench A/B) launches plainly: the helpers compile to nothing, and the machine code is
 // session 41's.
 #ifndef AUGMENTD_CHAINED
@@ -579,7 +581,8 @@ inline bool DeviceChains() {
 }
 
 // `kernel`<<<grid, block, 0, stream>>>(args...), chained to the stream's previous kernel (on a device that chains)
-// when `chain`; launched plainly otherwise (its waits then return at once).
+// when `chain`; launched plainly otherwise: its waits then return at once, and its ChainTrigger still lets a chained
+// kernel after it start early.
 template <typename... Params, typename... Args>
 cudaError_t LaunchChained(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, bool chain,
                           Args&&... args) {

@@ -673,7 +673,7 @@ template <int mode, bool kFused>
 cudaError_t LaunchGammaStatsBuild(const Dims& d, const SampleParams* d_params, const Workspace& ws,
                                   const ChainState& st, cudaStream_t stream) {
   return LaunchSlicePass<GammaStatsKernel<mode, kFused, false>, GammaStatsKernel<mode, kFused, true>>(
-      d, mode == 2 && kFused ? kDegenerateBlocks : d.nchunks, d_params, ws, st, true, stream);
+      d, mode == 2 && kFused ? kDegenerateBlocks : d.nchunks, d_params, ws, st, /*chain=*/true, stream);
 }
 
 cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
@@ -693,8 +693,8 @@ cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, c
   const Dims d = MakeDims(shape);
   const int vec4 = (shape.out[2] % 4 == 0 && reinterpret_cast<uintptr_t>(io.out_image) % 16 == 0) ? 1 : 0;
   return LaunchChained(FinalKernel, dim3(WaveGrid<FinalKernel>(d), shape.batch * shape.channels), kThreads, stream,
-                       true, d, d_params, ws, st, io.out_image, shape.out_dtype, with_mask ? ws.mask : nullptr, vec4,
-                       MakeDsArgs(shape, io, d_io));
+                       /*chain=*/true, d, d_params, ws, st, io.out_image, shape.out_dtype,
+                       with_mask ? ws.mask : nullptr, vec4, MakeDsArgs(shape, io, d_io));
 }
 
 }  // namespace augmentd::cuda::internal

@@ -36,13 +36,13 @@ cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, cons
 // The passes below are chained launches (common.cuh LaunchChained): each may start while the kernel before it on
 // `stream` drains, and reads d_params (and d_io) before it waits for that kernel. Precondition: whatever wrote
 // d_params / d_io for this batch completed before the batch's first kernel (a copy or kernel before LaunchSpatial
-// qualifies; a kernel launched between these passes does not). LaunchBlur and LaunchMid take `chain`: false
-// launches plainly (RunPipelineFromDevice: the pass after the spatial kernel in small batches of centre crops with
-// low-res).
+// qualifies; a kernel launched between these passes does not). LaunchMid takes `chain`: false launches it plainly
+// (RunPipelineFromDevice: right after the spatial kernel's crops build, with low-res, in batches of at most
+// kPlainMidMaxSlices slices).
 
 // Separable blur of the blurred slices, one tiled launch: x1 -> x2; stats of the result into slot V1.
 cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
-                       bool chain, cudaStream_t stream);
+                       cudaStream_t stream);
 
 // State of the intensity chain passed to the later passes.
 struct ChainState {

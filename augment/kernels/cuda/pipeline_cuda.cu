@@ -33,9 +33,9 @@ int KernelSizeForHost(double sigma);
 using internal::ChainState;
 using internal::Workspace;
 
-// Batches of centre crops with low-res up to this many slices (B·C) launch the pass after the spatial kernel plainly
-// (RunPipelineFromDevice).
-constexpr int kPlainAfterCropsMaxSlices = 2;
+// Batches of centre crops with low-res up to this many slices (B·C) launch the mid pass plainly when it follows the
+// spatial kernel (RunPipelineFromDevice).
+constexpr int kPlainMidMaxSlices = 2;
 
 uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
   uint32_t st = 0;
@@ -141,14 +141,14 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
 
   ChainState st{blur, false, AUGMENTD_GAMMA_FUSION && g0 && g1 && (stages & kStageGamma1Alone) == 0,
                 AUGMENTD_SLICE_SHARE && (stages & kStageSliceIdle) != 0 && internal::SliceSharesApply(shape)};
-  // The pass after the spatial kernel launches plainly in batches of centre crops with low-res and at most
-  // kPlainAfterCropsMaxSlices slices; every other batch chains (NOTES.md s43, H100, against chaining in the same call:
+  // The mid pass launches plainly right after the spatial kernel's crops build in batches with low-res of at most
+  // kPlainMidMaxSlices slices; every other pass chains (NOTES.md s43, H100, against chaining in the same call:
   // default probabilities B=2 C=1, the two such parameter sets −5.4 / −7.4 %; B=2 C=4, the one such set +1.1 %).
-  const bool chain_next = (stages & kStageResample) != 0 || !lowres ||
-                          shape.batch * shape.channels > kPlainAfterCropsMaxSlices;
-  if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, chain_next, stream));
+  const bool mid_plain = !blur && lowres && (stages & kStageResample) == 0 &&
+                         shape.batch * shape.channels <= kPlainMidMaxSlices;
+  if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, stream));
   if (lowres || g0 || g1) {
-    AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, blur || chain_next, stream));
+    AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, !mid_plain, stream));
     st.mid_done = true;
   }
   if (g0) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 0, stream));

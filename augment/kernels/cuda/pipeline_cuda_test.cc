@@ -980,7 +980,8 @@ TEST(CudaKernels, GammaSlot1StatisticsFromSlot0) {
 // build: there the comparison is of one build with itself), the direct and the intensity path, with and without
 // noise (shared noise quads, and per-voxel normals where P2 % 4 != 0), brightness, masks (negative labels only where
 // the patch is larger than the input: the −1 slab lies outside the unpadded crops), padding on two axes, seg border 0
-// and −1, fp16 output.
+// and −1, fp16 output; low-res, whose mid pass launches plainly in the 1-channel batches and chained in the run with
+// kStageResample (pipeline_cuda.cu kPlainMidMaxSlices): the same bytes either way.
 TEST(CudaKernels, CropBatches) {
   Probs direct = Probs::None();
   direct.noise = direct.bright = 1.0;
@@ -995,7 +996,11 @@ TEST(CudaKernels, CropBatches) {
   plain_intensity.noise = 0.0;
   Probs zero_border = intensity;
   zero_border.border_m1 = false;
+  Probs lowres = intensity;  // the mid pass right after the crops build: launched plainly at B·C <= 2 (s43)
+  lowres.lowres = lowres.lowres_ch = 1.0;
   for (int C : {1, 4}) {
+    RunCase(Make("crops-lowres", 2, C, 4, lowres));
+    RunCase(Make("crops-lowres-odd", 2, C, 4, lowres, {20, 45, 30}, {25, 31, 27}));
     RunCase(Make("crops-direct", 2, C, 4, direct));
     RunCase(Make("crops-direct-nomask", 2, C, 4, direct_split, {20, 29, 41}, {25, 31, 28}));
     RunCase(Make("crops-plain", 2, C, 4, plain, {20, 45, 25}, {25, 31, 28}));
