@@ -66,10 +66,11 @@
 #ifndef AUGMENTD_PF_POOL
 #define AUGMENTD_PF_POOL 1
 #endif
-// bench A/B (session 44): 1 = kUniformVote (below): a warp whose voxels' 8 corner labels are each one label votes them
-// all with SoleLabelVote; 0 builds the vote as in session 43
+// bench A/B (session 44): kUniformVote (below), a warp whose voxels' 8 corner labels are each one label votes them all
+// with SoleLabelVote; 0 builds the vote as in session 43, 1 tests OneLabel before the vote, 2 tests lo == hi after
+// its first step (CornerLabelRange)
 #ifndef AUGMENTD_UNIFORM_VOTE
-#define AUGMENTD_UNIFORM_VOTE 1
+#define AUGMENTD_UNIFORM_VOTE 2
 #endif
 
 namespace augmentd::cuda::internal {
@@ -624,17 +625,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         // vote takes raw labels under its own contract (OneLabel, or kFewVote's FewLabelVote036: spatial_math.h), and
         // the queue's flush reads its own.
         constexpr bool kRawOutLabels = kBranchFreeVote || kDeferVote;
-        // kUniformVote (the raw-label votes: the branch-free 0.3.5 one, and kDeferVote's inline 0.3.6 one): where every
-        // lane of the warp that votes this step has one label at all 8 corners (OneLabel on the raw labels), the warp
-        // takes SoleLabelVote (the sum of the 8 scores in corner order; the label where it rounds to a positive half,
-        // else `lowest`) instead of the full vote's min / max, two-label test, masked sums and keys. It is the full
-        // vote's own one-label path, so each lane's label is the same (spatial_math.h, SoleLabelVote; host test
-        // SpatialMath.UniformWarpVoteIsTheFullVoteOnOneLabel): 0.3.5, LabelVote035BranchFree with lo == hi; 0.3.6,
-        // where pad votes are off or every corner is in bounds (the rule kDeferVote's one-label test had before
-        // FewLabelVote036). The test is warp-wide (__all_sync) so that a warp never runs both paths: on a label
-        // boundary it costs the test alone (≈ 9 instructions a voxel). Lanes that do not vote (outside the patch)
-        // left at the step's `continue`; any subset of lanes voting together gets each lane's own label.
-        constexpr bool kUniformVote = AUGMENTD_UNIFORM_VOTE && kRawOutLabels;
+        // kUniformVote (the branch-free 0.3.5 vote of the whole 1-channel builds): where every lane of the warp that
+        // votes this step has one label at all 8 corners (raw labels: lo == hi), the warp takes SoleLabelVote (the sum
+        // of the 8 scores in corner order; the label where it rounds to a positive half, else `lowest`) instead of the
+        // rest of the vote (the two-label test, masked sums and keys). It is LabelVote035BranchFree's own one-label
+        // path, so each lane's label is the same (host test SpatialMath.UniformWarpVoteIsTheFullVoteOnOneLabel). The
+        // test is warp-wide (__all_sync) so that a warp never runs both paths. Lanes outside the patch left at the
+        // step's `continue`; any subset of lanes voting together gets each lane's own label.
+        constexpr bool kUniformVote = AUGMENTD_UNIFORM_VOTE != 0 && kBranchFreeVote && !kSplit;
         int lab[8];
 #pragma unroll
         for (int m = 0; m < 8; ++m) {
@@ -681,13 +679,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           bool fast = one && (!votes || all_in);
           best_l = lowest;
           if constexpr (kFewVote) {
-            if (kUniformVote && __all_sync(q_ok, OneLabel(lab) && (!votes || all_in))) {
-              best_l = SoleLabelVote(x1000, lab[0], lowest);  // FewLabelVote036's label there (kUniformVote)
-              fast = true;
-            } else {
-              fast = FewLabelVote036(lab, x1000, border_m1 ? -1 : 0, votes, AUGMENTD_PF_FEW_OOB || all_in,
-                                     NoCornerInBounds(cn), sp.seg_tiebreak, lowest, best_l);
-            }
+            fast = FewLabelVote036(lab, x1000, border_m1 ? -1 : 0, votes, AUGMENTD_PF_FEW_OOB || all_in,
+                                   NoCornerInBounds(cn), sp.seg_tiebreak, lowest, best_l);
           } else {
             if (fast) best_l = SoleLabelVote(x1000, sole, lowest);  // most voxels
           }
@@ -709,8 +702,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           // 0.3.5 vote (spatial_math.h): one or two labels among the corners without the triangular vote, which is
           // kept for corners of three or more label regions; the labels of TriangularVote035 (the s9 kernel's vote),
           // in one branch-free path (kBranchFreeVote) or LabelVote035's two.
-          if (kBranchFreeVote && kUniformVote && __all_sync(__activemask(), OneLabel(lab))) {
-            best_l = SoleLabelVote(x1000, lab[0], lowest);  // LabelVote035BranchFree's label there (kUniformVote)
+          if constexpr (kUniformVote && AUGMENTD_UNIFORM_VOTE == 1) {
+            best_l = __all_sync(__activemask(), OneLabel(lab)) ? SoleLabelVote(x1000, lab[0], lowest)
+                                                                 : LabelVote035BranchFree(lab, x1000, lowest);
+          } else if constexpr (kUniformVote) {
+            int lo, hi;
+            CornerLabelRange(lab, lo, hi);
+            best_l = __all_sync(__activemask(), lo == hi) ? SoleLabelVote(x1000, lo, lowest)
+                                                          : LabelVote035BranchFree(lab, x1000, lowest, lo, hi);
           } else {
             best_l = kBranchFreeVote ? LabelVote035BranchFree(lab, x1000, lowest) : LabelVote035(lab, x1000, lowest);
           }

@@ -271,13 +271,20 @@ AUGMENTD_KERNEL_HD void BranchFreeVoteLabels(const int* lab, int* out) {
 // one-label rule), beside another label it wins the zero-score tie. Host test: spatial_math_test.cc (every corner
 // pattern of up to 4 labels and out of bounds, random and tied weights; raw labels under the contract, and cases
 // outside it that differ).
-AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000, int lowest) {
-  int lo = lab[0], hi = lab[0];
+// The smallest and largest of the 8 corner labels (LabelVote035BranchFree's first step; the kernel's kUniformVote
+// test reads lo == hi before the rest of the vote).
+AUGMENTD_KERNEL_HD void CornerLabelRange(const int* lab, int& lo, int& hi) {
+  lo = lab[0];
+  hi = lab[0];
   AUGMENTD_VOTE_UNROLL
   for (int m = 1; m < 8; ++m) {
     lo = lab[m] < lo ? lab[m] : lo;
     hi = lab[m] > hi ? lab[m] : hi;
   }
+}
+
+// LabelVote035BranchFree from its labels' range (CornerLabelRange(lab, lo, hi)).
+AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000, int lowest, int lo, int hi) {
   bool two = true;
   AUGMENTD_VOTE_UNROLL
   for (int m = 0; m < 8; ++m) two &= lab[m] == lo || lab[m] == hi;
@@ -290,6 +297,12 @@ AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000
   const bool lo_wins = ha > 0u || (!one && lo < lowest);
   const bool hi_wins = !one && hb > (lo_wins ? ha : 0u);  // as in LabelVote035: hi never wins a tie
   return hi_wins ? hi : (lo_wins ? lo : lowest);
+}
+
+AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000, int lowest) {
+  int lo, hi;
+  CornerLabelRange(lab, lo, hi);
+  return LabelVote035BranchFree(lab, x1000, lowest, lo, hi);
 }
 
 // RN(a·b) without contraction on either side (the corner weights).

@@ -575,15 +575,14 @@ TEST(SpatialMath, KernelVote036EqualsTheCpuEngineOnAQuarterVoxelLattice) {
   EXPECT_EQ(differ, 0) << "of " << compared;
 }
 
-// The spatial kernel's warp-wide fast path (kUniformVote in spatial.cu): where the 8 raw corner labels are one label L
-// (OneLabel), SoleLabelVote(x1000, L, lowest) is the label each full vote gives: the branch-free 0.3.5 vote on the raw
-// labels (every in-bounds / out-of-bounds pattern of the corners, each weight set of the 0.3.5 tests, the labels and
-// lowest labels of kLabelSets / kLowestSets; and, inside the raw-label contract, the triangular vote), and bgv2
-// 0.3.6's PadFirstVote and FewLabelVote036 where pad votes are off or every corner is in bounds (random 0.3.6 cases
-// made one-label). The counts keep the test from passing on cases that all go one way.
+// The spatial kernel's warp-wide fast path (kUniformVote in spatial.cu, the branch-free 0.3.5 vote): where the 8 raw
+// corner labels are one label L (CornerLabelRange's lo == hi), SoleLabelVote(x1000, L, lowest) is
+// LabelVote035BranchFree's label, on every out-of-bounds pattern of the corners, each weight set of the 0.3.5 tests,
+// the labels and lowest labels of kLabelSets / kLowestSets; and, inside the raw-label contract, the triangular vote's.
+// The counts keep the test from passing on cases that all go one way.
 TEST(SpatialMath, UniformWarpVoteIsTheFullVoteOnOneLabel) {
   std::mt19937_64 g(20261206);
-  int64_t checked035 = 0, took_label = 0, took_lowest = 0;
+  int64_t checked = 0, took_label = 0, took_lowest = 0;
   for (int set_of_labels = 0; set_of_labels < 2; ++set_of_labels) {
     for (int li = 1; li < 5; ++li) {
       const int L = kLabelSets[set_of_labels][li];
@@ -593,57 +592,40 @@ TEST(SpatialMath, UniformWarpVoteIsTheFullVoteOnOneLabel) {
           lab[m] = (out_mask >> m) & 1 ? INT32_MIN : L;
           raw[m] = L;  // the clamped offsets' labels: L wherever the 8 raw labels are one label
         }
-        ASSERT_TRUE(OneLabel(raw));
+        int lo, hi;
+        CornerLabelRange(raw, lo, hi);
+        ASSERT_TRUE(lo == L && hi == L && OneLabel(raw));
         for (const int lowest : kLowestSets[set_of_labels]) {
           for (int set = 0; set < 4; ++set) {
             float x1000[8];
             CornerScores(lab, out_mask + li, set, g, x1000);
-            const int got = SoleLabelVote(x1000, L, lowest);
-            ASSERT_EQ(got, LabelVote035BranchFree(raw, x1000, lowest))
+            const int got = SoleLabelVote(x1000, lo, lowest);
+            ASSERT_EQ(got, LabelVote035BranchFree(raw, x1000, lowest, lo, hi))
                 << "label " << L << " out " << out_mask << " lowest " << lowest << " set " << set;
+            ASSERT_EQ(got, LabelVote035BranchFree(raw, x1000, lowest));
             if (L >= lowest || AnyPositiveScore(lab, x1000)) {  // LabelVote035BranchFree's raw-label contract
               ASSERT_EQ(got, TriangularVote035(lab, x1000, lowest))
                   << "label " << L << " out " << out_mask << " lowest " << lowest << " set " << set;
             }
             took_label += got == L && L != lowest;
             took_lowest += got == lowest && L != lowest;
-            ++checked035;
+            ++checked;
           }
         }
       }
     }
   }
-  EXPECT_EQ(checked035, 2 * 4 * 256 * 3 * 4);
-  EXPECT_GT(took_label, checked035 / 4);
+  EXPECT_EQ(checked, 2 * 4 * 256 * 3 * 4);
+  EXPECT_GT(took_label, checked / 4);
   EXPECT_GT(took_lowest, 500);  // every corner out of bounds, or scores that round to half 0 (666 with this seed)
-
-  std::mt19937 rng(44);
-  int64_t checked036 = 0, decided_few = 0, partly_out = 0;
-  int differ = 0;
-  for (int i = 0; i < 500000; ++i) {
-    Vote036Case c = RandomVote036Case(rng);
-    const int L = c.raw[i % 8];  // one label at every corner: out-of-bounds ones keep their weight +0
-    for (int m = 0; m < 8; ++m) {
-      c.raw[m] = L;
-      if (c.lab[m] != INT32_MIN) c.lab[m] = L;
-    }
-    if (c.votes && !c.all_in) continue;  // outside the fast path (spatial.cu: !votes || all_in)
-    const int got = SoleLabelVote(c.x1000, L, c.lowest);
-    const int want = PadFirstVote(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
-    if (got != want && ++differ <= 5) ADD_FAILURE() << "case " << i << ": " << got << " != PadFirstVote's " << want;
-    int few = INT32_MIN;
-    if (FewLabelVote036(c.raw, c.x1000, c.pad, c.votes, true, c.none_in, c.tiebreak, c.lowest, few)) {
-      ++decided_few;
-      if (few != got && ++differ <= 5) ADD_FAILURE() << "case " << i << ": " << got << " != FewLabelVote036's " << few;
-    }
-    partly_out += !c.all_in && !c.none_in;
-    ++checked036;
-  }
-  EXPECT_EQ(differ, 0);
-  EXPECT_GT(checked036, 200000);
-  EXPECT_GT(decided_few, checked036 / 2);
-  EXPECT_GT(partly_out, checked036 / 10);  // corners out of bounds without pad votes
+  // Two labels: lo != hi, and the 5-argument form is the vote's.
+  const int two[8] = {3, 5, 3, 3, 5, 5, 3, 5};
+  const float x1000[8] = {100.f, 200.f, 50.f, 50.f, 200.f, 100.f, 200.f, 100.f};
+  int lo, hi;
+  CornerLabelRange(two, lo, hi);
+  EXPECT_EQ(lo, 3);
+  EXPECT_EQ(hi, 5);
+  EXPECT_EQ(LabelVote035BranchFree(two, x1000, 0, lo, hi), 5);  // 5: 600, 3: 400
 }
-
 }  // namespace
 }  // namespace augmentd::cuda
