@@ -66,11 +66,18 @@
 #ifndef AUGMENTD_PF_POOL
 #define AUGMENTD_PF_POOL 1
 #endif
-// bench A/B (session 44): kUniformVote (below), a warp whose voxels' 8 corner labels are each one label votes them all
-// with SoleLabelVote; 0 builds the vote as in session 43, 1 tests OneLabel before the vote, 2 tests lo == hi after
-// its first step (CornerLabelRange)
+// bench A/B (session 44): 0 builds the vote as in session 43, without kUniformVote (below: a warp whose voxels' 8
+// corner labels are each one label votes them all with SoleLabelVote)
 #ifndef AUGMENTD_UNIFORM_VOTE
-#define AUGMENTD_UNIFORM_VOTE 2
+#define AUGMENTD_UNIFORM_VOTE 1
+#endif
+// bench A/B (session 44): 1 = kUniformVote in kDeferVote's 0.3.6 builds too (lo == hi, and pad votes off or every
+// corner in bounds), and in the split builds' seg blocks
+#ifndef AUGMENTD_UNIFORM_VOTE036
+#define AUGMENTD_UNIFORM_VOTE036 0
+#endif
+#ifndef AUGMENTD_UNIFORM_VOTE_SPLIT
+#define AUGMENTD_UNIFORM_VOTE_SPLIT 0
 #endif
 
 namespace augmentd::cuda::internal {
@@ -632,7 +639,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         // path, so each lane's label is the same (host test SpatialMath.UniformWarpVoteIsTheFullVoteOnOneLabel). The
         // test is warp-wide (__all_sync) so that a warp never runs both paths. Lanes outside the patch left at the
         // step's `continue`; any subset of lanes voting together gets each lane's own label.
-        constexpr bool kUniformVote = AUGMENTD_UNIFORM_VOTE != 0 && kBranchFreeVote && !kSplit;
+        constexpr bool kUniformVote =
+            AUGMENTD_UNIFORM_VOTE != 0 && kBranchFreeVote && (!kSplit || AUGMENTD_UNIFORM_VOTE_SPLIT);
+        constexpr bool kUniformVote036 = AUGMENTD_UNIFORM_VOTE036 && kDeferVote;
         int lab[8];
 #pragma unroll
         for (int m = 0; m < 8; ++m) {
@@ -678,7 +687,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           const bool all_in = AllCornersInBounds(cn);
           bool fast = one && (!votes || all_in);
           best_l = lowest;
-          if constexpr (kFewVote) {
+          if constexpr (kFewVote && kUniformVote036) {
+            int lo, hi;
+            CornerLabelRange(lab, lo, hi);
+            if (__all_sync(q_ok, lo == hi && (!votes || all_in))) {
+              best_l = SoleLabelVote(x1000, lo, lowest);
+              fast = true;
+            } else {
+              fast = FewLabelVote036(lab, x1000, border_m1 ? -1 : 0, votes, AUGMENTD_PF_FEW_OOB || all_in,
+                                     NoCornerInBounds(cn), sp.seg_tiebreak, lowest, lo, hi, best_l);
+            }
+          } else if constexpr (kFewVote) {
             fast = FewLabelVote036(lab, x1000, border_m1 ? -1 : 0, votes, AUGMENTD_PF_FEW_OOB || all_in,
                                    NoCornerInBounds(cn), sp.seg_tiebreak, lowest, best_l);
           } else {
@@ -702,10 +721,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           // 0.3.5 vote (spatial_math.h): one or two labels among the corners without the triangular vote, which is
           // kept for corners of three or more label regions; the labels of TriangularVote035 (the s9 kernel's vote),
           // in one branch-free path (kBranchFreeVote) or LabelVote035's two.
-          if constexpr (kUniformVote && AUGMENTD_UNIFORM_VOTE == 1) {
-            best_l = __all_sync(__activemask(), OneLabel(lab)) ? SoleLabelVote(x1000, lab[0], lowest)
-                                                                 : LabelVote035BranchFree(lab, x1000, lowest);
-          } else if constexpr (kUniformVote) {
+          if constexpr (kUniformVote) {
             int lo, hi;
             CornerLabelRange(lab, lo, hi);
             best_l = __all_sync(__activemask(), lo == hi) ? SoleLabelVote(x1000, lo, lowest)
