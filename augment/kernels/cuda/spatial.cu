@@ -71,14 +71,6 @@
 #ifndef AUGMENTD_UNIFORM_VOTE
 #define AUGMENTD_UNIFORM_VOTE 1
 #endif
-// bench A/B (session 44): 1 = kUniformVote in kDeferVote's 0.3.6 builds too (lo == hi, and pad votes off or every
-// corner in bounds), and in the split builds' seg blocks
-#ifndef AUGMENTD_UNIFORM_VOTE036
-#define AUGMENTD_UNIFORM_VOTE036 0
-#endif
-#ifndef AUGMENTD_UNIFORM_VOTE_SPLIT
-#define AUGMENTD_UNIFORM_VOTE_SPLIT 0
-#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -639,9 +631,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         // path, so each lane's label is the same (host test SpatialMath.UniformWarpVoteIsTheFullVoteOnOneLabel). The
         // test is warp-wide (__all_sync) so that a warp never runs both paths. Lanes outside the patch left at the
         // step's `continue`; any subset of lanes voting together gets each lane's own label.
-        constexpr bool kUniformVote =
-            AUGMENTD_UNIFORM_VOTE != 0 && kBranchFreeVote && (!kSplit || AUGMENTD_UNIFORM_VOTE_SPLIT);
-        constexpr bool kUniformVote036 = AUGMENTD_UNIFORM_VOTE036 && kDeferVote;
+        constexpr bool kUniformVote = AUGMENTD_UNIFORM_VOTE != 0 && kBranchFreeVote && !kSplit;
         int lab[8];
 #pragma unroll
         for (int m = 0; m < 8; ++m) {
@@ -687,17 +677,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
           const bool all_in = AllCornersInBounds(cn);
           bool fast = one && (!votes || all_in);
           best_l = lowest;
-          if constexpr (kFewVote && kUniformVote036) {
-            int lo, hi;
-            CornerLabelRange(lab, lo, hi);
-            if (__all_sync(q_ok, lo == hi && (!votes || all_in))) {
-              best_l = SoleLabelVote(x1000, lo, lowest);
-              fast = true;
-            } else {
-              fast = FewLabelVote036(lab, x1000, border_m1 ? -1 : 0, votes, AUGMENTD_PF_FEW_OOB || all_in,
-                                     NoCornerInBounds(cn), sp.seg_tiebreak, lowest, lo, hi, best_l);
-            }
-          } else if constexpr (kFewVote) {
+          if constexpr (kFewVote) {
             fast = FewLabelVote036(lab, x1000, border_m1 ? -1 : 0, votes, AUGMENTD_PF_FEW_OOB || all_in,
                                    NoCornerInBounds(cn), sp.seg_tiebreak, lowest, best_l);
           } else {

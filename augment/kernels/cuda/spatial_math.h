@@ -425,9 +425,10 @@ AUGMENTD_KERNEL_HD bool NoCornerInBounds(const TrilinearCorners& c) {
 //    Σ, has a score).
 // Host test: spatial_math_test.cc (equal to PadFirstVote wherever it decides, on random corner sets and on the lattice
 // against the CPU engine); device: spatial_vote_test.cc.
-// FewLabelVote036 from its labels' range (CornerLabelRange(raw, lo, hi)).
 AUGMENTD_KERNEL_HD bool FewLabelVote036(const int* raw, const float* x1000, int pad, bool votes, bool pad_decide,
-                                        bool none_in, int tiebreak, int lowest, int lo, int hi, int& label) {
+                                        bool none_in, int tiebreak, int lowest, int& label) {
+  int lo, hi;
+  CornerLabelRange(raw, lo, hi);
   bool two = true;
   float va = 0.f, vb = 0.f;  // lo's and hi's sums (TwoLabelSums)
   AUGMENTD_VOTE_UNROLL
@@ -449,13 +450,6 @@ AUGMENTD_KERNEL_HD bool FewLabelVote036(const int* raw, const float* x1000, int 
   const bool pad_alone = votes && none_in;
   label = pad_alone ? pad : (top == 0u ? lowest : ((k_lo > k_hi || (tie && tiebreak != 2)) ? lo : hi));
   return pad_alone || decided;
-}
-
-AUGMENTD_KERNEL_HD bool FewLabelVote036(const int* raw, const float* x1000, int pad, bool votes, bool pad_decide,
-                                        bool none_in, int tiebreak, int lowest, int& label) {
-  int lo, hi;
-  CornerLabelRange(raw, lo, hi);
-  return FewLabelVote036(raw, x1000, pad, votes, pad_decide, none_in, tiebreak, lowest, lo, hi, label);
 }
 
 // bgv2 0.3.6's vote over the 8 corners (cpu_spatial.cc DecideLabelPadFirst, without its two-label shortcut: that

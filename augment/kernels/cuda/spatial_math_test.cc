@@ -628,36 +628,5 @@ TEST(SpatialMath, UniformWarpVoteIsTheFullVoteOnOneLabel) {
   EXPECT_EQ(LabelVote035BranchFree(two, x1000, 0, lo, hi), 5);  // 5: 600, 3: 400
 }
 
-// The same fast path in kDeferVote's 0.3.6 builds (-DAUGMENTD_UNIFORM_VOTE036=1, bench A/B): where the 8 raw labels
-// are one label and pad votes are off or every corner is in bounds, SoleLabelVote is PadFirstVote's label and
-// FewLabelVote036's (random 0.3.6 cases made one-label).
-TEST(SpatialMath, UniformWarpVote036IsPadFirstVoteOnOneLabel) {
-  std::mt19937 rng(44);
-  int64_t checked = 0, decided_few = 0, partly_out = 0;
-  int differ = 0;
-  for (int i = 0; i < 500000; ++i) {
-    Vote036Case c = RandomVote036Case(rng);
-    const int L = c.raw[i % 8];  // one label at every corner: out-of-bounds ones keep their weight +0
-    for (int m = 0; m < 8; ++m) {
-      c.raw[m] = L;
-      if (c.lab[m] != INT32_MIN) c.lab[m] = L;
-    }
-    if (c.votes && !c.all_in) continue;  // outside the fast path
-    const int got = SoleLabelVote(c.x1000, L, c.lowest);
-    const int want = PadFirstVote(c.lab, c.x1000, c.nn_m, c.pad, c.votes, c.tiebreak, c.lowest);
-    if (got != want && ++differ <= 5) ADD_FAILURE() << "case " << i << ": " << got << " != PadFirstVote's " << want;
-    int few = INT32_MIN;
-    if (FewLabelVote036(c.raw, c.x1000, c.pad, c.votes, true, c.none_in, c.tiebreak, c.lowest, L, L, few)) {
-      ++decided_few;
-      if (few != got && ++differ <= 5) ADD_FAILURE() << "case " << i << ": " << got << " != FewLabelVote036's " << few;
-    }
-    partly_out += !c.all_in && !c.none_in;
-    ++checked;
-  }
-  EXPECT_EQ(differ, 0);
-  EXPECT_GT(checked, 200000);
-  EXPECT_GT(decided_few, checked / 2);
-  EXPECT_GT(partly_out, checked / 10);  // corners out of bounds without pad votes
-}
 }  // namespace
 }  // namespace augmentd::cuda
