@@ -628,14 +628,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
         // votes this step has one label at all 8 corners (raw labels: lo == hi), the warp takes SoleLabelVote (the sum
         // of the 8 scores in corner order; the label where it rounds to a positive half, else `lowest`) instead of the
         // rest of the vote (the two-label test, masked sums and keys). It is LabelVote035BranchFree's own one-label
-        // path, so each lane's label is the same (host test SpatialMath.UniformWarpVoteIsTheFullVoteOnOneLabel). The
+        // path, so each lane's label is the same for scores finite and >= +0 (host test
+        // SpatialMath.UniformWarpVoteIsTheFullVoteOnOneLabel; NaN coordinates are outside the contract, as above). The
         // test is warp-wide (__all_sync) so that a warp never runs both paths. Lanes outside the patch left at the
-        // step's `continue`; any subset of lanes voting together gets each lane's own label. H100, NOTES.md s44, against
-        // the tree without it in the same call: on a seg of 32³ blocks of 3 labels (68 % of warp steps one label a
-        // lane) every transform on B=2 C=1 −3.4 %, B=8 −3.5 %, default probabilities −2.0 %, the spatial kernel −10.4 %
-        // warp instructions; on the benchmark's 8³ random seg (10 %) −0.3 / −0.8 / −0.8 %, the no-noise kernel +0.9 %.
-        // Slower in the builds it is not in: the 0.3.6 ones (every transform on +4.6 %: ptxas split the noise build's
-        // gathers) and the split ones (C=4 +2.2 %).
+        // step's `continue`; any subset of lanes voting together gets each lane's own label. H100, NOTES.md s44,
+        // against the tree without it in the same call: on a seg of 32³ blocks of 3 labels (68 % of warp steps one
+        // label a lane) every transform on B=2 C=1 −3.4 %, B=8 −3.5 %, default probabilities −2.0 %, the spatial
+        // kernel −10.4 % warp instructions; on the benchmark's 8³ random seg (10 %) −0.3 / −0.8 / −0.8 %, the no-noise
+        // kernel +0.9 %. Slower in the builds it is not in: the 0.3.6 ones (every transform on +4.6 %: ptxas split the
+        // noise build's gathers) and the split ones (C=4 +2.2 %).
         constexpr bool kUniformVote = AUGMENTD_UNIFORM_VOTE != 0 && kBranchFreeVote && !kSplit;
         int lab[8];
 #pragma unroll

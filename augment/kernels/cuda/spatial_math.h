@@ -6,8 +6,8 @@
 //  * the IEEE quotient u / d by a per-launch constant d from its reciprocal: 3 instructions instead of the ~10 of a
 //    division (reciprocal, refinement, range check and branch);
 //  * the 0.3.5 label vote over the 8 corners (LabelVote035: one- and two-label paths before the triangular vote;
-//    LabelVote035BranchFree: one path for both) and the one-label test (InBoundsLabelRange); the s9 vote stays as
-//    TriangularVote035, the reference;
+//    LabelVote035BranchFree: one path for both, from the corners' label range CornerLabelRange) and the one-label test
+//    (InBoundsLabelRange); the s9 vote stays as TriangularVote035, the reference;
 //  * grid_sample's 8 corners (CornersAt, NearestCorner) and bgv2 0.3.6's vote over them (PadFirstVote;
 //    PadFirstVoteKeys, its packed-key form).
 #pragma once
@@ -251,6 +251,18 @@ AUGMENTD_KERNEL_HD void BranchFreeVoteLabels(const int* lab, int* out) {
   for (int m = 0; m < 8; ++m) out[m] = lab[m] == INT32_MIN ? kVoteOutOfBounds : lab[m];
 }
 
+// The smallest and largest of the 8 corner labels (LabelVote035BranchFree's first step; the kernel's kUniformVote
+// test reads lo == hi before the rest of the vote).
+AUGMENTD_KERNEL_HD void CornerLabelRange(const int* lab, int& lo, int& hi) {
+  lo = lab[0];
+  hi = lab[0];
+  AUGMENTD_VOTE_UNROLL
+  for (int m = 1; m < 8; ++m) {
+    lo = lab[m] < lo ? lab[m] : lo;
+    hi = lab[m] > hi ? lab[m] : hi;
+  }
+}
+
 // LabelVote035's labels in one branch-free path for one or two labels (s18; the vote of the fused kernel's 1-channel
 // 0.3.5 builds, the split ones since s19, not permuted). `lab`: the corner labels, kVoteOutOfBounds (not INT32_MIN)
 // out of bounds (BranchFreeVoteLabels maps one to the other); then, for x1000 finite and >= +0 (+0 out of bounds),
@@ -270,20 +282,8 @@ AUGMENTD_KERNEL_HD void BranchFreeVoteLabels(const int* lab, int* out) {
 // kRawOutLabels). Not otherwise: an in-bounds label below `lowest` alone with score 0 gives `lowest` (the
 // one-label rule), beside another label it wins the zero-score tie. Host test: spatial_math_test.cc (every corner
 // pattern of up to 4 labels and out of bounds, random and tied weights; raw labels under the contract, and cases
-// outside it that differ).
-// The smallest and largest of the 8 corner labels (LabelVote035BranchFree's first step; the kernel's kUniformVote
-// test reads lo == hi before the rest of the vote).
-AUGMENTD_KERNEL_HD void CornerLabelRange(const int* lab, int& lo, int& hi) {
-  lo = lab[0];
-  hi = lab[0];
-  AUGMENTD_VOTE_UNROLL
-  for (int m = 1; m < 8; ++m) {
-    lo = lab[m] < lo ? lab[m] : lo;
-    hi = lab[m] > hi ? lab[m] : hi;
-  }
-}
-
-// LabelVote035BranchFree from its labels' range (CornerLabelRange(lab, lo, hi)).
+// outside it that differ). This form takes lo and hi from CornerLabelRange(lab, lo, hi); the 3-argument one below
+// computes them.
 AUGMENTD_KERNEL_HD int LabelVote035BranchFree(const int* lab, const float* x1000, int lowest, int lo, int hi) {
   bool two = true;
   AUGMENTD_VOTE_UNROLL

@@ -577,9 +577,10 @@ TEST(SpatialMath, KernelVote036EqualsTheCpuEngineOnAQuarterVoxelLattice) {
 
 // The spatial kernel's warp-wide fast path (kUniformVote in spatial.cu, the branch-free 0.3.5 vote): where the 8 raw
 // corner labels are one label L (CornerLabelRange's lo == hi), SoleLabelVote(x1000, L, lowest) is
-// LabelVote035BranchFree's label, on every out-of-bounds pattern of the corners, each weight set of the 0.3.5 tests,
-// the labels and lowest labels of kLabelSets / kLowestSets; and, inside the raw-label contract, the triangular vote's.
-// The counts keep the test from passing on cases that all go one way.
+// LabelVote035BranchFree's label and the triangular vote's, on every out-of-bounds pattern of the corners, each weight
+// set of the 0.3.5 tests, the labels and lowest labels of kLabelSets / kLowestSets, and scores at the float16
+// threshold 2^-25 and the floats beside it. The counts keep the test from passing on cases that all go one way. (The
+// kernel's call site, which labels and scores it passes, is checked by the GPU tests against the CPU engine.)
 TEST(SpatialMath, UniformWarpVoteIsTheFullVoteOnOneLabel) {
   std::mt19937_64 g(20261206);
   int64_t checked = 0, took_label = 0, took_lowest = 0;
@@ -602,11 +603,8 @@ TEST(SpatialMath, UniformWarpVoteIsTheFullVoteOnOneLabel) {
             const int got = SoleLabelVote(x1000, lo, lowest);
             ASSERT_EQ(got, LabelVote035BranchFree(raw, x1000, lowest, lo, hi))
                 << "label " << L << " out " << out_mask << " lowest " << lowest << " set " << set;
-            ASSERT_EQ(got, LabelVote035BranchFree(raw, x1000, lowest));
-            if (L >= lowest || AnyPositiveScore(lab, x1000)) {  // LabelVote035BranchFree's raw-label contract
-              ASSERT_EQ(got, TriangularVote035(lab, x1000, lowest))
-                  << "label " << L << " out " << out_mask << " lowest " << lowest << " set " << set;
-            }
+            ASSERT_EQ(got, TriangularVote035(lab, x1000, lowest))
+                << "label " << L << " out " << out_mask << " lowest " << lowest << " set " << set;
             took_label += got == L && L != lowest;
             took_lowest += got == lowest && L != lowest;
             ++checked;
@@ -617,7 +615,18 @@ TEST(SpatialMath, UniformWarpVoteIsTheFullVoteOnOneLabel) {
   }
   EXPECT_EQ(checked, 2 * 4 * 256 * 3 * 4);
   EXPECT_GT(took_label, checked / 4);
-  EXPECT_GT(took_lowest, 500);  // every corner out of bounds, or scores that round to half 0 (666 with this seed)
+  EXPECT_GT(took_lowest, 500);  // every corner out of bounds, or scores that round to half 0
+  // One in-bounds corner whose score is at the threshold (fl16(2^-25) = 0: ties to even) or a float beside it.
+  const float t = std::ldexp(1.f, -25);
+  for (const float v : {std::nextafter(t, 0.f), t, std::nextafter(t, 1.f), 0.f, 1000.f}) {
+    const int one_in[8] = {4, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
+    const int raw4[8] = {4, 4, 4, 4, 4, 4, 4, 4};
+    const float x1000[8] = {v, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    const int want = v > t ? 4 : 1;
+    EXPECT_EQ(SoleLabelVote(x1000, 4, 1), want) << v;
+    EXPECT_EQ(LabelVote035BranchFree(raw4, x1000, 1, 4, 4), want) << v;
+    EXPECT_EQ(TriangularVote035(one_in, x1000, 1), want) << v;
+  }
   // Two labels: lo != hi, and the 5-argument form is the vote's.
   const int two[8] = {3, 5, 3, 3, 5, 5, 3, 5};
   const float x1000[8] = {100.f, 200.f, 50.f, 50.f, 200.f, 100.f, 200.f, 100.f};
