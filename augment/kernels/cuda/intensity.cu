@@ -501,16 +501,6 @@ __device__ __forceinline__ int KthSliceWith(const Dims& d, const SampleParams* p
   return -1;
 }
 
-// The next unit of a claim counter, the same in every thread of the block.
-__device__ __forceinline__ unsigned int ClaimUnit(unsigned int* counter) {
-  __shared__ unsigned int sh_unit;
-  if (threadIdx.x == 0) sh_unit = atomicAdd(counter, 1u);
-  __syncthreads();
-  const unsigned int u = sh_unit;
-  __syncthreads();  // the next claim rewrites sh_unit
-  return u;
-}
-
 __device__ __forceinline__ unsigned int LoadAcquire(const unsigned int* p) {
   unsigned int v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -530,59 +520,97 @@ __device__ __forceinline__ Stats LoadStatsCg(const Stats* p) {
   return Stats{__ldcg(&p->mean), __ldcg(&p->std), __ldcg(&p->mn), __ldcg(&p->mx)};
 }
 
-// A chunk's partial (valid in thread 0) into `slot` at [slice][chunk] (and `pb` into *b, when b is not null). The block
-// that completes the slice's last chunk (`done` reaching nchunks) reduces them and sets `ready`.
-__device__ __forceinline__ void CommitChunk(const Dims& d, int slice, int chunk, const StatsSlot& a, const Partial& pa,
-                                            const StatsSlot* b, const Partial& pb, unsigned int* done,
-                                            unsigned int* ready) {
+// Stores a chunk's partial (valid in thread 0) at [slice][chunk] of `slot`.
+__device__ __forceinline__ void StoreChunkPartial(const StatsSlot& slot, int slice, int chunk, const Partial& p) {
+  if (threadIdx.x == 0) slot.partials[static_cast<int64_t>(slice) * slot.max_blocks + chunk] = p;
+}
+
+// Publishes `n` chunks of `slice` whose partials thread 0 stored: the block that completes the slice's last chunk
+// (`done` reaching nchunks) reduces them (finalize(), every thread) and then sets `ready`.
+template <typename Finalize>
+__device__ __forceinline__ void PublishChunks(const Dims& d, unsigned int n, unsigned int* done, unsigned int* ready,
+                                              Finalize&& finalize) {
   __shared__ bool sh_last;
   if (threadIdx.x == 0) {
-    a.partials[static_cast<int64_t>(slice) * a.max_blocks + chunk] = pa;
-    if (b != nullptr) b->partials[static_cast<int64_t>(slice) * b->max_blocks + chunk] = pb;
     __threadfence();
-    sh_last = atomicAdd(done, 1u) == static_cast<unsigned int>(d.nchunks - 1);
+    sh_last = atomicAdd(done, n) + n == static_cast<unsigned int>(d.nchunks);
   }
   __syncthreads();
   if (!sh_last) return;
   __threadfence();
-  FinalizeStats(a, slice, d.nchunks, d.out_n);
-  if (b != nullptr) FinalizeStats(*b, slice, d.nchunks, d.out_n);
+  finalize();
   if (threadIdx.x == 0) {
     __threadfence();
     atomicExch(ready, 1u);
   }
 }
 
-// The y0 phase (GammaStatsKernel mode 0's statistics).
+// Claims units from `counter` until `units` ran out, the next claim in flight while the block runs a unit: run(u)
+// stores the unit's partial and returns its slice. A block's claims rise, and a slice's units are consecutive, so
+// the block publishes its chunks of a slice once (publish(slice, n)) when the next unit is of another slice or the
+// claims ran out: one fence and one ticket a slice, not a chunk. Every unit claimed is held by a running block.
+template <typename Run, typename Publish>
+__device__ __forceinline__ void ClaimChunks(unsigned int* counter, unsigned int units, Run&& run, Publish&& publish) {
+  __shared__ unsigned int sh_next;
+  if (threadIdx.x == 0) sh_next = atomicAdd(counter, 1u);
+  __syncthreads();
+  unsigned int u = sh_next;
+  int slice = -1;
+  unsigned int n = 0;
+  while (u < units) {  // block-uniform
+    unsigned int next = 0;
+    if (threadIdx.x == 0) next = atomicAdd(counter, 1u);
+    const int s = run(u);  // its block reductions order sh_next's read above before the store below
+    if (s != slice) {
+      if (n > 0) publish(slice, n);
+      slice = s;
+      n = 0;
+    }
+    ++n;
+    if (threadIdx.x == 0) sh_next = next;
+    __syncthreads();
+    u = sh_next;
+  }
+  if (n > 0) publish(slice, n);
+}
+
+// The y0 phase (GammaStatsKernel mode 0's statistics): units (slice, chunk), slice-major over the slices with slot 0's
+// pass.
 template <bool kVec4>
 __device__ __forceinline__ void Y0Phase(const Dims& d, const SampleParams* params, const Workspace& ws,
                                         const ChainState& st) {
   const unsigned int units = static_cast<unsigned int>(SlicesWith(d, params, kPassGamma0)) * d.nchunks;
   if (units == 0) return;
-  for (;;) {
-    const unsigned int u = ClaimUnit(ws.final_sync + kSyncClaimY0);
-    if (u >= units) return;
+  // Slot 1's p1 statistics beside y0's (FusedY1).
+  const auto fused_p1 = [&](const ChannelParams& cp) {
+    return st.gamma_fused && cp.gamma[1] != 0.f && cp.gamma_retain[1] != 0;
+  };
+  const auto run = [&](unsigned int u) {
     const int slice = KthSliceWith(d, params, kPassGamma0, static_cast<int>(u / d.nchunks));
     const int chunk = static_cast<int>(u % d.nchunks);
     const ChannelParams& cp = SliceParams(params, d, slice);
     const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
     const Chain ch = MakeChain(ws, cp, d, slice, st, false, false, false);
-    unsigned int* sync = SliceSync(ws, slice);
     Partial y0 = EmptyPartial();
-    if (st.gamma_fused && cp.gamma[1] != 0.f && cp.gamma_retain[1]) {  // block-uniform
+    if (fused_p1(cp)) {  // block-uniform
       const FusedY1 f = MakeFusedY1(ch.g0, cp);
       Partial p1 = EmptyPartial();
       ForChunkValues<kVec4>(cur, d, chunk, [&](float v) { AccumulateY0P1(y0, p1, v, ch, f); });
-      p1 = BlockReduce(p1);
-      y0 = BlockReduce(y0);
-      CommitChunk(d, slice, chunk, ws.slot[kSlotY0], y0, &ws.slot[kSlotY1], p1, sync + kSyncDoneY0,
-                  sync + kSyncReadyY0);
+      StoreChunkPartial(ws.slot[kSlotY1], slice, chunk, BlockReduce(p1));
     } else {
       ForChunkValues<kVec4>(cur, d, chunk, [&](float v) { Accumulate(y0, GammaCore(ch.V3(v), ch.g0)); });
-      y0 = BlockReduce(y0);
-      CommitChunk(d, slice, chunk, ws.slot[kSlotY0], y0, nullptr, y0, sync + kSyncDoneY0, sync + kSyncReadyY0);
     }
-  }
+    StoreChunkPartial(ws.slot[kSlotY0], slice, chunk, BlockReduce(y0));
+    return slice;
+  };
+  const auto publish = [&](int slice, unsigned int n) {
+    unsigned int* sync = SliceSync(ws, slice);
+    PublishChunks(d, n, sync + kSyncDoneY0, sync + kSyncReadyY0, [&] {
+      FinalizeStats(ws.slot[kSlotY0], slice, d.nchunks, d.out_n);
+      if (fused_p1(SliceParams(params, d, slice))) FinalizeStats(ws.slot[kSlotY1], slice, d.nchunks, d.out_n);
+    });
+  };
+  ClaimChunks(ws.final_sync + kSyncClaimY0, units, run, publish);
 }
 
 // The chain of a slice up to slot 1's core: slot 0's retain-stats from the y0 phase (waited for where it runs).
@@ -601,7 +629,8 @@ __device__ __forceinline__ bool NeedsY1Phase(const ChainState& st, const Chain& 
   return !(st.gamma_fused && FusedY1Valid(ch));
 }
 
-// The y1 phase (GammaStatsKernel mode 2's statistics where they are reduced, not converted).
+// The y1 phase (GammaStatsKernel mode 2's statistics where they are reduced, not converted): per slice that needs
+// it, in slice order, units = its chunks.
 template <bool kVec4>
 __device__ __forceinline__ void Y1Phase(const Dims& d, const SampleParams* params, const Workspace& ws,
                                         const ChainState& st) {
@@ -612,15 +641,17 @@ __device__ __forceinline__ void Y1Phase(const Dims& d, const SampleParams* param
     if (!NeedsY1Phase(st, ch)) continue;  // block-uniform
     const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
     unsigned int* sync = SliceSync(ws, slice);
-    for (;;) {
-      const unsigned int chunk = ClaimUnit(sync + kSyncClaimY1);
-      if (chunk >= static_cast<unsigned int>(d.nchunks)) break;
+    const auto run = [&](unsigned int chunk) {
       Partial y1 = EmptyPartial();
       ForChunkValues<kVec4>(cur, d, static_cast<int>(chunk), [&](float v) { Accumulate(y1, Y1Core(v, ch)); });
-      y1 = BlockReduce(y1);
-      CommitChunk(d, slice, static_cast<int>(chunk), ws.slot[kSlotY1], y1, nullptr, y1, sync + kSyncDoneY1,
-                  sync + kSyncReadyY1);
-    }
+      StoreChunkPartial(ws.slot[kSlotY1], slice, static_cast<int>(chunk), BlockReduce(y1));
+      return slice;
+    };
+    const auto publish = [&](int, unsigned int n) {
+      PublishChunks(d, n, sync + kSyncDoneY1, sync + kSyncReadyY1,
+                    [&] { FinalizeStats(ws.slot[kSlotY1], slice, d.nchunks, d.out_n); });
+    };
+    ClaimChunks(sync + kSyncClaimY1, static_cast<unsigned int>(d.nchunks), run, publish);
   }
 }
 
