@@ -7,7 +7,8 @@
 //            them, into the other scratch buffer (V3Buffer), and stats of V3; slices without low-res only reduce the
 //            stats of BC(V1) (read-only, and only for a gamma).
 //  gamma     per slot: (maybe −x) → ((x − min)/max(r, 1e-7))^γ·r + min → retain mean and unbiased std
-//            (stats passes), → (maybe −x). Statistics are deterministic per-slice reductions; slot 1's input
+//            (statistics: phases of the final kernel, FinalStats, or with -DAUGMENTD_FINAL_STATS=0 passes of their
+//            own), → (maybe −x). Statistics are deterministic per-slice reductions; slot 1's input
 //            statistics follow from slot 0's (GammaOutStats), and, in batches where slot 1 never runs alone, its
 //            output statistics from slot 0's pass too (FusedY1): the second pass then reads only degenerate slices.
 //  final     pointwise rest of the chain, mirroring (index map), mask, dtype conversion (float4 groups when
@@ -675,7 +676,9 @@ __device__ __forceinline__ Chain FinalStats(const Dims& d, const SampleParams* p
   }
   if (threadIdx.x == 0) {  // counted out: only thread 0 touches the sync words
     const unsigned int blocks = gridDim.x * gridDim.y;
+    __threadfence();  // this block's sync-word atomics before its count
     if (atomicAdd(ws.final_sync + kSyncDepart, 1u) == blocks - 1) {
+      __threadfence();  // every block's before the zeroes
       const int words = kFinalSyncGlobal + d.b * d.c * kFinalSyncSlice;
       for (int i = 0; i < words; ++i) ws.final_sync[i] = 0u;  // the next launch reads them after this one ends
     }

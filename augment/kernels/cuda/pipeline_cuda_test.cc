@@ -641,8 +641,9 @@ Probs SpatialOnly() {
 // synchronisations: the reduction counters re-arm whatever the previous batch's stage mask was, and no pass depends on
 // scratch a previous batch left. (Session 16 ran it with the kernels chained by programmatic dependent launch as
 // well, where a kernel touching scratch before its predecessor completed would have shown here.)
-// kBatches batches, the even ones drawn with `even`, the odd ones with `odd`, each run alone and then all back to back
-// three times on one workspace and stream: the same bytes. The image is N(image_mean, image_std²).
+// kBatches batches, the even ones drawn with `even`, the odd ones with `odd`, each run alone on a workspace fresh from
+// InitWorkspace and then all back to back three times on one workspace and stream: the same bytes, so no launch
+// leaves state (a reduction counter, a sync word) that the next one misreads. The image is N(image_mean, image_std²).
 void RunBackToBack(const char* name, const Probs& even, const Probs& odd, float image_mean, float image_std) {
   constexpr int kBatches = 12, B = 2, C = 2;
   Case cs = Make(name, B, C, 4, even, {100, 110, 96}, {64, 72, 60});
@@ -682,7 +683,6 @@ void RunBackToBack(const char* name, const Probs& even, const Probs& odd, float 
   CUDA_OK(cudaMemcpy(d_img, img.data_ptr(), img_bytes, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(d_seg, seg.data_ptr(), seg_bytes, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(d_params, params.data(), sizeof(SampleParams) * params.size(), cudaMemcpyHostToDevice));
-  CUDA_OK(InitWorkspace(sh, d_ws, nullptr));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   auto io_of = [&](int k) {
@@ -697,13 +697,15 @@ void RunBackToBack(const char* name, const Probs& even, const Probs& odd, float 
   };
   const auto* d_p = static_cast<const SampleParams*>(d_params);
   std::vector<std::vector<uint8_t>> alone(kBatches, std::vector<uint8_t>(out_bytes));
-  for (int k = 0; k < kBatches; ++k) {  // each batch alone
+  for (int k = 0; k < kBatches; ++k) {  // each batch alone, on a workspace fresh from InitWorkspace
+    CUDA_OK(InitWorkspace(sh, d_ws, st));
     CUDA_OK(cudaMemsetAsync(static_cast<char*>(d_out) + k * out_bytes, 0x7f, out_bytes, st));
     CUDA_OK(cudaStreamSynchronize(st));
     CUDA_OK(RunPipeline(sh, d_p + k * B, stages[k], io_of(k), d_ws, st));
     CUDA_OK(cudaStreamSynchronize(st));
     CUDA_OK(cudaMemcpy(alone[k].data(), static_cast<char*>(d_out) + k * out_bytes, out_bytes, cudaMemcpyDeviceToHost));
   }
+  CUDA_OK(InitWorkspace(sh, d_ws, st));
   CUDA_OK(cudaMemsetAsync(d_out, 0x7f, out_bytes * kBatches, st));
   for (int rep = 0; rep < 3; ++rep) {  // back to back, three passes over the batches
     for (int k = 0; k < kBatches; ++k) CUDA_OK(RunPipeline(sh, d_p + k * B, stages[k], io_of(k), d_ws, st));
@@ -731,8 +733,9 @@ TEST(CudaKernels, BatchesBackToBack) {
 
 // The final kernel's gamma statistics (intensity.cu FinalStats) re-arm their sync words for the next launch on the
 // workspace. A range of ≈ 1e-8 puts slot 1's under its 1e-7 floor, so every slice with slot 1 runs the y1 phase, whose
-// statistics differ from batch to batch with the drawn gammas (a launch that read the last one's would differ from
-// the batch alone); the odd batches have slot 1 without slot 0 in some slices (not fused: y1 phase everywhere).
+// statistics differ from batch to batch with the drawn gammas (a launch that read the one before's would differ from
+// the batch alone on a fresh workspace); in the odd batches slot 0 is drawn with p 0.5, so most have a slice with
+// slot 1 alone (not fused: the y1 phase in every slice with slot 1).
 TEST(CudaKernels, DegenerateGammaBatchesBackToBack) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   Probs both = Probs::None();
