@@ -69,18 +69,12 @@ inline constexpr int kElasticOutPerThread = 8;  // outputs per thread of the smo
 // Circular taps stored doubled (t[i] = K[i mod n], i < 2n + kElasticOutPerThread) so no modulo is needed.
 inline constexpr int kElasticTapStride = 2 * kMaxElasticAxis + kElasticOutPerThread;
 
-// The final kernel's gamma statistics (intensity.cu FinalStats): kFinalSyncGlobal words for the launch, then
-// kFinalSyncSlice words per slice. The kernel's last block re-arms them all (zero between launches).
-enum FinalSyncGlobal { kSyncClaimY0 = 0, kSyncDepart = 1, kFinalSyncGlobal = 2 };
-enum FinalSyncSlice { kSyncDoneY0 = 0, kSyncReadyY0, kSyncClaimY1, kSyncDoneY1, kSyncReadyY1, kFinalSyncSlice };
-
 struct Workspace {
   float* x1;        // (B, C, P) scratch image
   float* x2;        // (B, C, P) scratch image
   uint8_t* mask;    // (B, P) seg < 0 at the final (mirrored) position
   int32_t* lowest;  // (B) lowest labels
   StatsSlot slot[kNumSlots];
-  unsigned int* final_sync;  // kFinalSyncGlobal + slices · kFinalSyncSlice words (zeroed by InitWorkspace)
   // Elastic deformation (only when BatchShape::elastic): fields (B, 3, P) and their ping-pong scratch, the
   // smoothing taps (B, 3 components, 3 axes, kElasticTapStride) and per-(sample, component) max/sum.
   float* field;
@@ -109,10 +103,6 @@ inline int SpatialBricks(const BatchShape& s) {
          ((s.out[2] + kBrickX - 1) / kBrickX);
 }
 
-inline size_t FinalSyncWords(const BatchShape& shape) {
-  return kFinalSyncGlobal + static_cast<size_t>(shape.batch) * shape.channels * kFinalSyncSlice;
-}
-
 // Carves the workspace (base may be null to only compute the size).
 inline Workspace CarveWorkspace(const BatchShape& shape, void* base) {
   Workspace ws{};
@@ -136,7 +126,6 @@ inline Workspace CarveWorkspace(const BatchShape& shape, void* base) {
     ws.slot[s].result = reinterpret_cast<Stats*>(take(slices * sizeof(Stats)));
     ws.slot[s].max_blocks = max_blocks;
   }
-  ws.final_sync = reinterpret_cast<unsigned int*>(take(FinalSyncWords(shape) * sizeof(unsigned int)));
   if (shape.elastic) {
     const size_t fn = static_cast<size_t>(shape.batch) * 3 * static_cast<size_t>(Prod(shape.out));
     ws.field = reinterpret_cast<float*>(take(fn * sizeof(float)));
@@ -181,12 +170,23 @@ __device__ __forceinline__ Partial BlockReduce(Partial p) {
   return p;
 }
 
-// The slice's Stats over `count` voxels from its `nparts` partials (every thread of the block; written by thread 0):
-// all partials reduced in a fixed order. The caller has made the partials visible (a fence after the last one's ticket).
-__device__ __forceinline__ void FinalizeStats(const StatsSlot& slot, int slice, int nparts, int64_t count) {
+// Stores this block's partial (p valid in thread 0) for `slice`; the last block of the slice reduces all
+// partials in a fixed order, writes the slice's Stats over `count` voxels and re-arms the counter.
+__device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, int block, int nblocks,
+                                              const Partial& p, int64_t count) {
+  __shared__ bool is_last;
+  if (threadIdx.x == 0) {
+    slot.partials[static_cast<int64_t>(slice) * slot.max_blocks + block] = p;
+    __threadfence();
+    const unsigned int ticket = atomicAdd(slot.counters + slice, 1u);
+    is_last = ticket == static_cast<unsigned int>(nblocks - 1);
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
   Partial acc = EmptyPartial();
   const Partial* parts = slot.partials + static_cast<int64_t>(slice) * slot.max_blocks;
-  for (int i = threadIdx.x; i < nparts; i += blockDim.x) {
+  for (int i = threadIdx.x; i < nblocks; i += blockDim.x) {
     Partial q;
     q.sum = __ldcg(&parts[i].sum);
     q.sumsq = __ldcg(&parts[i].sumsq);
@@ -208,25 +208,8 @@ __device__ __forceinline__ void FinalizeStats(const StatsSlot& slot, int slice, 
     s.mn = acc.mn;
     s.mx = acc.mx;
     slot.result[slice] = s;
+    slot.counters[slice] = 0u;
   }
-}
-
-// Stores this block's partial (p valid in thread 0) for `slice`; the last block of the slice reduces all
-// partials in a fixed order, writes the slice's Stats over `count` voxels and re-arms the counter.
-__device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, int block, int nblocks,
-                                              const Partial& p, int64_t count) {
-  __shared__ bool is_last;
-  if (threadIdx.x == 0) {
-    slot.partials[static_cast<int64_t>(slice) * slot.max_blocks + block] = p;
-    __threadfence();
-    const unsigned int ticket = atomicAdd(slot.counters + slice, 1u);
-    is_last = ticket == static_cast<unsigned int>(nblocks - 1);
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-  FinalizeStats(slot, slice, nblocks, count);
-  if (threadIdx.x == 0) slot.counters[slice] = 0u;
 }
 
 __device__ __forceinline__ void Accumulate(Partial& p, float v) {

@@ -7,8 +7,7 @@
 //            them, into the other scratch buffer (V3Buffer), and stats of V3; slices without low-res only reduce the
 //            stats of BC(V1) (read-only, and only for a gamma).
 //  gamma     per slot: (maybe −x) → ((x − min)/max(r, 1e-7))^γ·r + min → retain mean and unbiased std
-//            (statistics: phases of the final kernel, FinalStats, or with -DAUGMENTD_FINAL_STATS=0 passes of their
-//            own), → (maybe −x). Statistics are deterministic per-slice reductions; slot 1's input
+//            (stats passes), → (maybe −x). Statistics are deterministic per-slice reductions; slot 1's input
 //            statistics follow from slot 0's (GammaOutStats), and, in batches where slot 1 never runs alone, its
 //            output statistics from slot 0's pass too (FusedY1): the second pass then reads only degenerate slices.
 //  final     pointwise rest of the chain, mirroring (index map), mask, dtype conversion (float4 groups when
@@ -269,59 +268,51 @@ __device__ __forceinline__ Stats GammaOutStats(const GammaConsts& g, const Stats
   return r;
 }
 
-// The chain of one slice from the statistics of the passes before (V1's, V3's) and those of the gamma slots' core
-// outputs: `y0` (null: slot 0 without retain-stats; read when slot 0 retains or slot 1 is on with `with_g1`) and `y1`
-// (null: slot 1 without retain-stats).
-__device__ __forceinline__ Chain MakeChainFrom(const Workspace& ws, const ChannelParams& cp, const Dims& d, int slice,
-                                               const ChainState& st, const Stats* y0, bool with_g1, const Stats* y1) {
+__device__ __forceinline__ Chain MakeChain(const Workspace& ws, const ChannelParams& cp, const Dims& d, int slice,
+                                           const ChainState& st, bool with_g0_retain, bool with_g1,
+                                           bool with_g1_retain) {
   Chain ch;
   ch.cur_is_v3 = st.mid_done && LowResOn(cp, d);  // the mid pass writes only low-res slices (MidKernel)
   ch.bc = ch.cur_is_v3 ? BCConsts{} : MakeBC(cp, ws.slot[kSlotV1].result + slice);
   ch.g0 = MakeGammaCore(cp, 0, ws.slot[kSlotV3].result + slice);
-  if (y0 != nullptr) AddRetain(ch.g0, y0);
+  if (with_g0_retain) AddRetain(ch.g0, ws.slot[kSlotY0].result + slice);
   ch.g1 = GammaConsts{};
   if (with_g1 && cp.gamma[1] != 0.f) {  // off: nothing to read (MidKernel skips slices without a gamma slot)
     // Input of slot 1: V4, whose statistics follow from those of slot 0's core output (or V3 when slot 0 is off).
-    const Stats s4 = ch.g0.on ? GammaOutStats(ch.g0, *y0) : ws.slot[kSlotV3].result[slice];
+    const Stats s4 = ch.g0.on ? GammaOutStats(ch.g0, ws.slot[kSlotY0].result[slice]) : ws.slot[kSlotV3].result[slice];
     ch.g1 = MakeGammaCore(cp, 1, &s4);
-    if (y1 != nullptr) AddRetain(ch.g1, y1);
+    if (with_g1_retain) AddRetain(ch.g1, ws.slot[kSlotY1].result + slice);
   }
   return ch;
 }
 
-// MakeChainFrom with the gamma statistics of the workspace's slots (written by earlier launches). with_g1 needs
-// with_g0_retain.
-__device__ __forceinline__ Chain MakeChain(const Workspace& ws, const ChannelParams& cp, const Dims& d, int slice,
-                                           const ChainState& st, bool with_g0_retain, bool with_g1,
-                                           bool with_g1_retain) {
-  return MakeChainFrom(ws, cp, d, slice, st, with_g0_retain ? ws.slot[kSlotY0].result + slice : nullptr, with_g1,
-                       with_g1_retain ? ws.slot[kSlotY1].result + slice : nullptr);
-}
-
-// Calls f(value) for every voxel of chunk `chunk` of one read-only slice (any order): float4 loads with kVec4 (the
-// slice length a multiple of 4: every slice then starts 16-byte aligned in the workspace), scalar otherwise. Each
-// thread issues its loads before it uses any.
-template <bool kVec4, typename F>
-__device__ __forceinline__ void ForChunkValues(const float* cur, const Dims& d, int chunk, F&& f) {
+// Calls f(value) for every voxel of this block's chunks of one read-only slice (any order): float4 loads when the
+// slice length is a multiple of 4 (every slice then starts 16-byte aligned in the workspace), scalar otherwise.
+template <bool kShare, typename F>
+__device__ __forceinline__ void ForSliceValues(const float* cur, const Dims& d, const SliceBlocks<kShare>& sb, F&& f) {
   const int out_n = static_cast<int>(d.out_n);
-  if constexpr (kVec4) {
+  if ((out_n & 3) == 0) {
     const float4* c4 = reinterpret_cast<const float4*>(cur);
     const int n4 = out_n >> 2;
-    const int base = chunk * (kChunk / 4) + threadIdx.x;
-    float4 v[kVoxPerThread / 4];
+    for (int chunk = sb.block(); chunk < d.nchunks; chunk += sb.count()) {
+      const int base = chunk * (kChunk / 4) + threadIdx.x;
+      float4 v[kVoxPerThread / 4];
 #pragma unroll
-    for (int k = 0; k < kVoxPerThread / 4; ++k) {
-      v[k] = base + k * kThreads < n4 ? __ldg(c4 + base + k * kThreads) : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+      for (int k = 0; k < kVoxPerThread / 4; ++k) {
+        v[k] = base + k * kThreads < n4 ? __ldg(c4 + base + k * kThreads) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
 #pragma unroll
-    for (int k = 0; k < kVoxPerThread / 4; ++k) {
-      if (base + k * kThreads >= n4) continue;
-      f(v[k].x);
-      f(v[k].y);
-      f(v[k].z);
-      f(v[k].w);
+      for (int k = 0; k < kVoxPerThread / 4; ++k) {
+        if (base + k * kThreads >= n4) continue;
+        f(v[k].x);
+        f(v[k].y);
+        f(v[k].z);
+        f(v[k].w);
+      }
     }
-  } else {
+    return;
+  }
+  for (int chunk = sb.block(); chunk < d.nchunks; chunk += sb.count()) {
     const int base = chunk * kChunk + threadIdx.x;
     float v[kVoxPerThread];
 #pragma unroll
@@ -331,16 +322,6 @@ __device__ __forceinline__ void ForChunkValues(const float* cur, const Dims& d, 
       if (base + k * kThreads < out_n) f(v[k]);
     }
   }
-}
-
-// ForChunkValues over this block's chunks of the slice (a grid-stride loop over the slice's blocks).
-template <bool kShare, typename F>
-__device__ __forceinline__ void ForSliceValues(const float* cur, const Dims& d, const SliceBlocks<kShare>& sb, F&& f) {
-  if ((d.out_n & 3) == 0) {
-    for (int chunk = sb.block(); chunk < d.nchunks; chunk += sb.count()) ForChunkValues<true>(cur, d, chunk, f);
-    return;
-  }
-  for (int chunk = sb.block(); chunk < d.nchunks; chunk += sb.count()) ForChunkValues<false>(cur, d, chunk, f);
 }
 
 // Slot 1's statistics from slot 0's pass. Slot 1's input is x1 = ±(α·y0 + β) with α >= 0 (slot 0's retain-stats,
@@ -382,19 +363,6 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
   y.mn = __fadd_rn(__fmul_rn(p.mn, g1.r), g1.mn);
   y.mx = __fadd_rn(__fmul_rn(p.mx, g1.r), g1.mn);
   return y;
-}
-
-// One voxel of the fused y0 statistics: slot 0's core output y0 and slot 1's p1 (FusedY1) from the slice's value v.
-__device__ __forceinline__ void AccumulateY0P1(Partial& y0, Partial& p1, float v, const Chain& ch, const FusedY1& f) {
-  const float p0 = GammaPower(ch.V3(v), ch.g0);
-  Accumulate(y0, __fadd_rn(__fmul_rn(p0, ch.g0.r), ch.g0.mn));  // GammaCore
-  const float t = __fmul_rn(p0, f.k);
-  Accumulate(p1, PowFtz(fmaxf(f.flip ? __fsub_rn(1.f, t) : t, 0.f), f.g1));
-}
-
-// Slot 1's core output y1 of the slice's buffer value v (ch: slot 0 with retain-stats, slot 1's core).
-__device__ __forceinline__ float Y1Core(float v, const Chain& ch) {
-  return GammaCore(GammaFull(ch.V3(v), ch.g0), ch.g1);
 }
 
 // mode 0: statistics of gamma slot 0's core output y0 (retain-stats of slot 0, and the input statistics of slot 1
@@ -441,7 +409,12 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
   if (kFused && mode == 0 && cp.gamma[1] != 0.f && cp.gamma_retain[1]) {  // slice-uniform
     const FusedY1 f = MakeFusedY1(ch.g0, cp);
     Partial y0 = EmptyPartial(), p1 = EmptyPartial();
-    ForSliceValues(cur, d, sb, [&](float v) { AccumulateY0P1(y0, p1, v, ch, f); });
+    ForSliceValues(cur, d, sb, [&](float v) {
+      const float p0 = GammaPower(ch.V3(v), ch.g0);
+      Accumulate(y0, __fadd_rn(__fmul_rn(p0, ch.g0.r), ch.g0.mn));  // GammaCore
+      const float t = __fmul_rn(p0, f.k);
+      Accumulate(p1, PowFtz(fmaxf(f.flip ? __fsub_rn(1.f, t) : t, 0.f), f.g1));
+    });
     ChainTrigger();  // after the voxel loop (common.cuh)
     const Partial red1 = BlockReduce(p1);
     CommitPartial(ws.slot[kSlotY1], slice, sb.block(), sb.count(), red1, d.out_n);
@@ -453,237 +426,11 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
   if (mode == 0) {
     ForSliceValues(cur, d, sb, [&](float v) { Accumulate(part, GammaCore(ch.V3(v), ch.g0)); });
   } else {
-    ForSliceValues(cur, d, sb, [&](float v) { Accumulate(part, Y1Core(v, ch)); });
+    ForSliceValues(cur, d, sb, [&](float v) { Accumulate(part, GammaCore(GammaFull(ch.V3(v), ch.g0), ch.g1)); });
   }
   ChainTrigger();  // after the voxel loop (common.cuh)
   const Partial red = BlockReduce(part);
   CommitPartial(ws.slot[mode == 0 ? kSlotY0 : kSlotY1], slice, sb.block(), sb.count(), red, d.out_n);
-}
-
-// ---------------------------------------------------------------------------------------------------
-// The gamma statistics as phases of the final kernel (FinalStats; s45 in NOTES.md; -DAUGMENTD_FINAL_STATS=0 in
-// pipeline_cuda.cu launches GammaStatsKernel's passes instead). Each statistics pass ended in a kernel boundary before
-// the next launch could read its result: the drain of the last blocks, then the next grid's dispatch (≈ 4 µs for the
-// narrow mode-2 pass whose blocks all return at once). Here the final kernel's blocks first reduce the statistics
-// themselves, and wait for them, without a grid-wide barrier that would need every block resident (the server runs
-// batches on two streams, so a launch may get only part of the GPU):
-//  * y0 phase: the units are (slice, chunk) of every slice with slot 0's pass (SlicePasses kPassGamma0), slice by
-//    slice, claimed one at a time from one counter by whichever blocks are running. A unit's partial goes to
-//    [slice][chunk]; the block that completes a slice's last unit reduces its partials (FinalizeStats) and sets the
-//    slice's ready flag. A block waits for a flag only after the claims of the units behind it ran out, so every
-//    unit it waits for is held by a running block, which finishes it without waiting: no deadlock, whatever the
-//    residency.
-//  * y1 phase: for each slice with slot 1's pass (kPassGamma1) where the fused statistics do not stand (FusedY1Valid;
-//    every such slice in a batch that is not fused), the same over its chunks, after its y0 flag.
-//  * then each block builds its own slice's chain (the fused y1 statistics converted in every block: FusedY1Stats, as
-//    the mode-2 pass's block 0 wrote them), counts out, and runs the final pass. The last block to count out re-arms
-//    the sync words (Workspace::final_sync) for the next launch on the workspace.
-// The statistics are cut by chunk instead of by block: deterministic (a chunk's partial does not depend on which
-// block took it), their rounding not that of the passes (within the GPU tests' tolerance).
-
-__device__ __forceinline__ unsigned int* SliceSync(const Workspace& ws, int slice) {
-  return ws.final_sync + kFinalSyncGlobal + slice * kFinalSyncSlice;
-}
-
-__device__ __forceinline__ const ChannelParams& SliceParams(const SampleParams* params, const Dims& d, int slice) {
-  return params[slice / d.c].ch[slice % d.c];
-}
-
-// The number of slices whose SlicePasses has `pass`, and the k-th of them in slice order (block-uniform).
-__device__ __forceinline__ int SlicesWith(const Dims& d, const SampleParams* params, uint32_t pass) {
-  int n = 0;
-  for (int s = 0; s < d.b * d.c; ++s) n += (SlicePasses(SliceParams(params, d, s), d.out) & pass) != 0 ? 1 : 0;
-  return n;
-}
-__device__ __forceinline__ int KthSliceWith(const Dims& d, const SampleParams* params, uint32_t pass, int k) {
-  for (int s = 0; s < d.b * d.c; ++s) {
-    if ((SlicePasses(SliceParams(params, d, s), d.out) & pass) != 0 && k-- == 0) return s;
-  }
-  return -1;
-}
-
-__device__ __forceinline__ unsigned int LoadAcquire(const unsigned int* p) {
-  unsigned int v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// Thread 0 waits for the flag; then the block goes on (the flag's writer fenced what it wrote before setting it).
-__device__ __forceinline__ void WaitReady(const unsigned int* flag) {
-  if (threadIdx.x == 0) {
-    while (LoadAcquire(flag) == 0u) __nanosleep(64);
-  }
-  __syncthreads();
-}
-
-// Statistics written in this launch by another block (from L2: this SM's L1 may hold the line from before).
-__device__ __forceinline__ Stats LoadStatsCg(const Stats* p) {
-  return Stats{__ldcg(&p->mean), __ldcg(&p->std), __ldcg(&p->mn), __ldcg(&p->mx)};
-}
-
-// Stores a chunk's partial (valid in thread 0) at [slice][chunk] of `slot`.
-__device__ __forceinline__ void StoreChunkPartial(const StatsSlot& slot, int slice, int chunk, const Partial& p) {
-  if (threadIdx.x == 0) slot.partials[static_cast<int64_t>(slice) * slot.max_blocks + chunk] = p;
-}
-
-// Publishes `n` chunks of `slice` whose partials thread 0 stored: the block that completes the slice's last chunk
-// (`done` reaching nchunks) reduces them (finalize(), every thread) and then sets `ready`.
-template <typename Finalize>
-__device__ __forceinline__ void PublishChunks(const Dims& d, unsigned int n, unsigned int* done, unsigned int* ready,
-                                              Finalize&& finalize) {
-  __shared__ bool sh_last;
-  if (threadIdx.x == 0) {
-    __threadfence();
-    sh_last = atomicAdd(done, n) + n == static_cast<unsigned int>(d.nchunks);
-  }
-  __syncthreads();
-  if (!sh_last) return;
-  __threadfence();
-  finalize();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicExch(ready, 1u);
-  }
-}
-
-// Claims units from `counter` until `units` ran out, the next claim in flight while the block runs a unit: run(u)
-// stores the unit's partial and returns its slice. A block's claims rise, and a slice's units are consecutive, so
-// the block publishes its chunks of a slice once (publish(slice, n)) when the next unit is of another slice or the
-// claims ran out: one fence and one ticket a slice, not a chunk. Every unit claimed is held by a running block.
-template <typename Run, typename Publish>
-__device__ __forceinline__ void ClaimChunks(unsigned int* counter, unsigned int units, Run&& run, Publish&& publish) {
-  __shared__ unsigned int sh_next;
-  if (threadIdx.x == 0) sh_next = atomicAdd(counter, 1u);
-  __syncthreads();
-  unsigned int u = sh_next;
-  int slice = -1;
-  unsigned int n = 0;
-  while (u < units) {  // block-uniform
-    unsigned int next = 0;
-    if (threadIdx.x == 0) next = atomicAdd(counter, 1u);
-    const int s = run(u);  // its block reductions order sh_next's read above before the store below
-    if (s != slice) {
-      if (n > 0) publish(slice, n);
-      slice = s;
-      n = 0;
-    }
-    ++n;
-    if (threadIdx.x == 0) sh_next = next;
-    __syncthreads();
-    u = sh_next;
-  }
-  if (n > 0) publish(slice, n);
-}
-
-// The y0 phase (GammaStatsKernel mode 0's statistics): units (slice, chunk), slice-major over the slices with slot 0's
-// pass.
-template <bool kVec4>
-__device__ __forceinline__ void Y0Phase(const Dims& d, const SampleParams* params, const Workspace& ws,
-                                        const ChainState& st) {
-  const unsigned int units = static_cast<unsigned int>(SlicesWith(d, params, kPassGamma0)) * d.nchunks;
-  if (units == 0) return;
-  // Slot 1's p1 statistics beside y0's (FusedY1).
-  const auto fused_p1 = [&](const ChannelParams& cp) {
-    return st.gamma_fused && cp.gamma[1] != 0.f && cp.gamma_retain[1] != 0;
-  };
-  const auto run = [&](unsigned int u) {
-    const int slice = KthSliceWith(d, params, kPassGamma0, static_cast<int>(u / d.nchunks));
-    const int chunk = static_cast<int>(u % d.nchunks);
-    const ChannelParams& cp = SliceParams(params, d, slice);
-    const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
-    const Chain ch = MakeChain(ws, cp, d, slice, st, false, false, false);
-    Partial y0 = EmptyPartial();
-    if (fused_p1(cp)) {  // block-uniform
-      const FusedY1 f = MakeFusedY1(ch.g0, cp);
-      Partial p1 = EmptyPartial();
-      ForChunkValues<kVec4>(cur, d, chunk, [&](float v) { AccumulateY0P1(y0, p1, v, ch, f); });
-      StoreChunkPartial(ws.slot[kSlotY1], slice, chunk, BlockReduce(p1));
-    } else {
-      ForChunkValues<kVec4>(cur, d, chunk, [&](float v) { Accumulate(y0, GammaCore(ch.V3(v), ch.g0)); });
-    }
-    StoreChunkPartial(ws.slot[kSlotY0], slice, chunk, BlockReduce(y0));
-    return slice;
-  };
-  const auto publish = [&](int slice, unsigned int n) {
-    unsigned int* sync = SliceSync(ws, slice);
-    PublishChunks(d, n, sync + kSyncDoneY0, sync + kSyncReadyY0, [&] {
-      FinalizeStats(ws.slot[kSlotY0], slice, d.nchunks, d.out_n);
-      if (fused_p1(SliceParams(params, d, slice))) FinalizeStats(ws.slot[kSlotY1], slice, d.nchunks, d.out_n);
-    });
-  };
-  ClaimChunks(ws.final_sync + kSyncClaimY0, units, run, publish);
-}
-
-// The chain of a slice up to slot 1's core: slot 0's retain-stats from the y0 phase (waited for where it runs).
-__device__ __forceinline__ Chain ChainWithY0(const Workspace& ws, const ChannelParams& cp, const Dims& d, int slice,
-                                             const ChainState& st) {
-  Stats y0{0.f, 0.f, 0.f, 0.f};  // read only where slot 0's pass runs (SlicePasses)
-  if ((SlicePasses(cp, d.out) & kPassGamma0) != 0) {
-    WaitReady(SliceSync(ws, slice) + kSyncReadyY0);
-    y0 = LoadStatsCg(ws.slot[kSlotY0].result + slice);
-  }
-  return MakeChainFrom(ws, cp, d, slice, st, &y0, true, nullptr);
-}
-
-// Whether slot 1's statistics need a y1 phase of their own in this slice (it runs slot 1's pass).
-__device__ __forceinline__ bool NeedsY1Phase(const ChainState& st, const Chain& ch) {
-  return !(st.gamma_fused && FusedY1Valid(ch));
-}
-
-// The y1 phase (GammaStatsKernel mode 2's statistics where they are reduced, not converted): per slice that needs
-// it, in slice order, units = its chunks.
-template <bool kVec4>
-__device__ __forceinline__ void Y1Phase(const Dims& d, const SampleParams* params, const Workspace& ws,
-                                        const ChainState& st) {
-  for (int slice = 0; slice < d.b * d.c; ++slice) {
-    const ChannelParams& cp = SliceParams(params, d, slice);
-    if ((SlicePasses(cp, d.out) & kPassGamma1) == 0) continue;
-    const Chain ch = ChainWithY0(ws, cp, d, slice, st);
-    if (!NeedsY1Phase(st, ch)) continue;  // block-uniform
-    const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
-    unsigned int* sync = SliceSync(ws, slice);
-    const auto run = [&](unsigned int chunk) {
-      Partial y1 = EmptyPartial();
-      ForChunkValues<kVec4>(cur, d, static_cast<int>(chunk), [&](float v) { Accumulate(y1, Y1Core(v, ch)); });
-      StoreChunkPartial(ws.slot[kSlotY1], slice, static_cast<int>(chunk), BlockReduce(y1));
-      return slice;
-    };
-    const auto publish = [&](int, unsigned int n) {
-      PublishChunks(d, n, sync + kSyncDoneY1, sync + kSyncReadyY1,
-                    [&] { FinalizeStats(ws.slot[kSlotY1], slice, d.nchunks, d.out_n); });
-    };
-    ClaimChunks(sync + kSyncClaimY1, static_cast<unsigned int>(d.nchunks), run, publish);
-  }
-}
-
-// Both phases, then this block's slice's whole chain (MakeChain(…, true, true, true) of the passes' statistics).
-template <bool kVec4>
-__device__ __forceinline__ Chain FinalStats(const Dims& d, const SampleParams* params, const Workspace& ws,
-                                            const ChainState& st, int slice) {
-  Y0Phase<kVec4>(d, params, ws, st);
-  Y1Phase<kVec4>(d, params, ws, st);
-  const ChannelParams& cp = SliceParams(params, d, slice);
-  Chain ch = ChainWithY0(ws, cp, d, slice, st);
-  if ((SlicePasses(cp, d.out) & kPassGamma1) != 0) {
-    Stats y1;
-    if (NeedsY1Phase(st, ch)) {
-      WaitReady(SliceSync(ws, slice) + kSyncReadyY1);
-      y1 = LoadStatsCg(ws.slot[kSlotY1].result + slice);
-    } else {
-      y1 = FusedY1Stats(LoadStatsCg(ws.slot[kSlotY1].result + slice), ch.g1);  // p1's, from the y0 phase
-    }
-    AddRetain(ch.g1, &y1);
-  }
-  if (threadIdx.x == 0) {  // counted out: only thread 0 touches the sync words
-    const unsigned int blocks = gridDim.x * gridDim.y;
-    __threadfence();  // this block's sync-word atomics before its count
-    if (atomicAdd(ws.final_sync + kSyncDepart, 1u) == blocks - 1) {
-      __threadfence();  // every block's before the zeroes
-      const int words = kFinalSyncGlobal + d.b * d.c * kFinalSyncSlice;
-      for (int i = 0; i < words; ++i) ws.final_sync[i] = 0u;  // the next launch reads them after this one ends
-    }
-  }
-  return ch;
 }
 
 // Four consecutive voxels of one output row (vectorised final pass).
@@ -847,13 +594,22 @@ __device__ __forceinline__ void DsShare(const DsArgs& ds, int samples) {
   }
 }
 
-// The final pass of this block's slice with its chain, and the block's deal of the deep-supervision picks.
-__device__ __forceinline__ void FinalPass(const Dims& d, const SampleParams* params, const Chain& ch, const float* cur,
-                                          void* out, OutDType dt, const uint8_t* mask, int vec4, const DsArgs& ds) {
+// Block row blockIdx.y: slice blockIdx.y's final pass, then the block's deal of the deep-supervision picks (DsShare:
+// no launch or block rows of their own; s30 in NOTES.md, s32 on the H100: default probabilities B=2 C=1 −2.0 %,
+// every transform on +0.3 %).
+__global__ void __launch_bounds__(kThreads) FinalKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st,
+                                                        void* out, OutDType dt, const uint8_t* mask, int vec4,
+                                                        const DsArgs ds) {
+  if (ds.io_dev != nullptr) out = ds.io_dev->out_image;  // graph replay: this batch's buffers
   const int slice = blockIdx.y;
   const int b = slice / d.c, c = slice % d.c;
-  const bool do_mask = mask != nullptr && params[b].ch[c].mask != 0;
-  const int mirror = params[b].mirror_mask;
+  const SampleParams& sp = params[b];
+  const ChannelParams& cp = sp.ch[c];
+  const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
+  ChainWait();  // the chain's statistics and image; the seg (DsShare) is the spatial kernel's
+  const Chain ch = MakeChain(ws, cp, d, slice, st, true, true, true);
+  const bool do_mask = mask != nullptr && cp.mask != 0;
+  const int mirror = sp.mirror_mask;
   const int out_n = static_cast<int>(d.out_n);
   const uint8_t* mask_b = do_mask ? mask + static_cast<int64_t>(b) * out_n : nullptr;
   if (vec4) {
@@ -862,38 +618,6 @@ __device__ __forceinline__ void FinalPass(const Dims& d, const SampleParams* par
     FinalScalar(d, ch, cur, mask_b, mirror, out, dt, slice);
   }
   DsShare(ds, d.b);
-}
-
-// Block row blockIdx.y: slice blockIdx.y's final pass, then the block's deal of the deep-supervision picks (DsShare:
-// no launch or block rows of their own; s30 in NOTES.md, s32 on the H100: default probabilities B=2 C=1 −2.0 %,
-// every transform on +0.3 %). kStats: the gamma statistics first (FinalStats); the final pass's pointers are then
-// read after them, so that they are not held across the phases.
-// -DAUGMENTD_FINAL_MIN_BLOCKS=n (bench A/B only) bounds the kernel's registers for n blocks a multiprocessor.
-#if defined(AUGMENTD_FINAL_MIN_BLOCKS) && AUGMENTD_FINAL_MIN_BLOCKS > 0
-#define AUGMENTD_FINAL_BOUNDS __launch_bounds__(kThreads, AUGMENTD_FINAL_MIN_BLOCKS)
-#else
-#define AUGMENTD_FINAL_BOUNDS __launch_bounds__(kThreads)
-#endif
-template <bool kStats>
-__global__ void AUGMENTD_FINAL_BOUNDS FinalKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st,
-                                                        void* out, OutDType dt, const uint8_t* mask, int vec4,
-                                                        const DsArgs ds) {
-  const int slice = blockIdx.y;
-  if constexpr (kStats) {
-    ChainWait();  // the image and the statistics of the passes before; the seg (DsShare) is the spatial kernel's
-    const Chain ch = (d.out_n & 3) == 0 ? FinalStats<true>(d, params, ws, st, slice)
-                                        : FinalStats<false>(d, params, ws, st, slice);
-    if (ds.io_dev != nullptr) out = ds.io_dev->out_image;  // graph replay: this batch's buffers
-    const ChannelParams& cp = SliceParams(params, d, slice);
-    const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
-    FinalPass(d, params, ch, cur, out, dt, mask, vec4, ds);
-  } else {
-    if (ds.io_dev != nullptr) out = ds.io_dev->out_image;  // graph replay: this batch's buffers
-    const ChannelParams& cp = SliceParams(params, d, slice);
-    const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
-    ChainWait();  // the chain's statistics and image; the seg (DsShare) is the spatial kernel's
-    FinalPass(d, params, MakeChain(ws, cp, d, slice, st, true, true, true), cur, out, dt, mask, vec4, ds);
-  }
 }
 
 }  // namespace
@@ -963,22 +687,14 @@ cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_para
                         : LaunchGammaStatsBuild<2, false>(d, d_params, ws, st, stream);
 }
 
-template <bool kStats>
-cudaError_t LaunchFinalBuild(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
-                             const PipelineIO* d_io, const Workspace& ws, const ChainState& st, bool with_mask,
-                             cudaStream_t stream) {
-  const Dims d = MakeDims(shape);
-  const int vec4 = (shape.out[2] % 4 == 0 && reinterpret_cast<uintptr_t>(io.out_image) % 16 == 0) ? 1 : 0;
-  return LaunchChained(FinalKernel<kStats>, dim3(WaveGrid<FinalKernel<kStats>>(d), shape.batch * shape.channels),
-                       kThreads, stream, /*chain=*/true, d, d_params, ws, st, io.out_image, shape.out_dtype,
-                       with_mask ? ws.mask : nullptr, vec4, MakeDsArgs(shape, io, d_io));
-}
-
 cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
                         const PipelineIO* d_io, const Workspace& ws, const ChainState& st, bool with_mask,
-                        bool gamma_stats, cudaStream_t stream) {
-  return gamma_stats ? LaunchFinalBuild<true>(shape, d_params, io, d_io, ws, st, with_mask, stream)
-                     : LaunchFinalBuild<false>(shape, d_params, io, d_io, ws, st, with_mask, stream);
+                        cudaStream_t stream) {
+  const Dims d = MakeDims(shape);
+  const int vec4 = (shape.out[2] % 4 == 0 && reinterpret_cast<uintptr_t>(io.out_image) % 16 == 0) ? 1 : 0;
+  return LaunchChained(FinalKernel, dim3(WaveGrid<FinalKernel>(d), shape.batch * shape.channels), kThreads, stream,
+                       /*chain=*/true, d, d_params, ws, st, io.out_image, shape.out_dtype,
+                       with_mask ? ws.mask : nullptr, vec4, MakeDsArgs(shape, io, d_io));
 }
 
 }  // namespace augmentd::cuda::internal

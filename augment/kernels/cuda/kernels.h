@@ -63,11 +63,9 @@ cudaError_t LaunchMid(const BatchShape& shape, const SampleParams* d_params, con
 // of V4 (gamma-1 input) are derived from Y0's (intensity.cu GammaOutStats).
 cudaError_t LaunchGammaStats(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws,
                              const ChainState& st, int mode, cudaStream_t stream);
-// Final pass (chain rest, mirroring, mask, dtype) plus the deep-supervision picks of the final seg. With
-// `gamma_stats`, the gamma statistics too (what LaunchGammaStats' modes 0 and 2 reduce), in phases of the same launch
-// before the final pass (intensity.cu FinalStats): then no statistics pass is launched between the mid pass and it.
+// Final pass (chain rest, mirroring, mask, dtype) plus the deep-supervision picks of the final seg.
 cudaError_t LaunchFinal(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
                         const PipelineIO* d_io, const Workspace& ws, const ChainState& st, bool with_mask,
-                        bool gamma_stats, cudaStream_t stream);
+                        cudaStream_t stream);
 
 }  // namespace augmentd::cuda::internal

@@ -8,10 +8,9 @@
 //   blur             one tiled separable pass, stats of the result (contrast input)
 //   mid              trilinear up (low-res slices: samples gathered from V1 at the nearest-exact picks, brightness/
 //                    contrast applied on the way) and stats of V3 (gamma input; other slices: stats only)
-//   final            [gamma statistics: y0's; y1's (each only if its slot is used; V4's follow from y0's; without
-//                    kStageGamma1Alone the y0 phase also reduces y1's in slot-0 terms, and y1's own phase runs only
-//                    where those do not stand), in phases of the same launch (intensity.cu FinalStats)], pointwise
-//                    rest, mirroring, mask, dtype; DS picks in extra blocks (own launch when direct)
+//   gamma stats      y0 stats; y1 stats (each only if its slot is used; V4's stats follow from y0's; without
+//                    kStageGamma1Alone the y0 pass also reduces y1's in slot-0 terms and the y1 pass only converts)
+//   final            pointwise rest, mirroring, mask, dtype; DS picks in extra blocks (own launch when direct)
 // Every stage is one launch over the whole batch with per-sample parameters read on the device.
 #include <cmath>
 
@@ -24,11 +23,6 @@
 #endif
 #ifndef AUGMENTD_SLICE_SHARE  // bench A/B only: -DAUGMENTD_SLICE_SHARE=0 keeps every slice's own blocks
 #define AUGMENTD_SLICE_SHARE 1
-#endif
-// The gamma statistics as phases of the final kernel (intensity.cu FinalStats, s45); bench A/B only:
-// -DAUGMENTD_FINAL_STATS=0 launches the statistics passes before it (GammaStatsKernel, modes 0 and 2).
-#ifndef AUGMENTD_FINAL_STATS
-#define AUGMENTD_FINAL_STATS 1
 #endif
 
 namespace augmentd::cuda {
@@ -100,8 +94,6 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
   for (int s = 0; s < internal::kNumSlots; ++s) {
     AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ws.slot[s].counters, 0, slices * sizeof(unsigned int), stream));
   }
-  AUGMENTD_CUDA_RETURN_IF_ERROR(
-      cudaMemsetAsync(ws.final_sync, 0, internal::FinalSyncWords(shape) * sizeof(unsigned int), stream));
   return cudaSuccess;
 }
 
@@ -159,10 +151,9 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
     AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, !mid_plain, stream));
     st.mid_done = true;
   }
-  const bool final_stats = AUGMENTD_FINAL_STATS && (g0 || g1);
-  if (g0 && !final_stats) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 0, stream));
-  if (g1 && !final_stats) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 2, stream));
-  return internal::LaunchFinal(shape, d_params, io, d_io, ws, st, mask, final_stats, stream);
+  if (g0) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 0, stream));
+  if (g1) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchGammaStats(shape, d_params, ws, st, 2, stream));
+  return internal::LaunchFinal(shape, d_params, io, d_io, ws, st, mask, stream);
 }
 
 int BlurKernelSize(double sigma) { return internal::KernelSizeForHost(sigma); }

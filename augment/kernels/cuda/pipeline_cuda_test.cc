@@ -731,11 +731,12 @@ TEST(CudaKernels, BatchesBackToBack) {
   RunBackToBack("back-to-back", Probs::AllOn(), Probs(), 0.3f, 1.f);
 }
 
-// The final kernel's gamma statistics (intensity.cu FinalStats) re-arm their sync words for the next launch on the
-// workspace. A range of ≈ 1e-8 puts slot 1's under its 1e-7 floor, so every slice with slot 1 runs the y1 phase, whose
+// The gamma statistics passes re-arm their reduction counters (common.cuh CommitPartial) for the next launch on the
+// workspace, in the slices where slot 1's statistics are reduced, not converted (intensity.cu FusedY1): a range of
+// ≈ 1e-8 puts slot 1's under its 1e-7 floor, so every slice with slot 1 runs the narrow mode-2 pass's reduction, whose
 // statistics differ from batch to batch with the drawn gammas (a launch that read the one before's would differ from
 // the batch alone on a fresh workspace); in the odd batches slot 0 is drawn with p 0.5, so most have a slice with
-// slot 1 alone (not fused: the y1 phase in every slice with slot 1).
+// slot 1 alone (not fused: the mode-2 pass at full width).
 TEST(CudaKernels, DegenerateGammaBatchesBackToBack) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   Probs both = Probs::None();
