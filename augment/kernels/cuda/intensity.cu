@@ -44,9 +44,10 @@ __device__ __forceinline__ float* V3Buffer(const Workspace& ws, const ChannelPar
 // Extents up to this use MidKernel's per-block tables (the output's P0 and the low-res Q0).
 constexpr int kPickTable = 512;
 
-// -DAUGMENTD_NARROW_TRIGGER=0 (bench A/B only): the narrow mode-2 pass triggers where the other passes do.
+// -DAUGMENTD_NARROW_TRIGGER=1 (bench A/B only, not timed yet: s45 got no machine for it): the fused mode-2 pass
+// triggers at entry. 0, the default, builds session 44's SASS.
 #ifndef AUGMENTD_NARROW_TRIGGER
-#define AUGMENTD_NARROW_TRIGGER 1
+#define AUGMENTD_NARROW_TRIGGER 0
 #endif
 
 // The four low-res samples of low-res plane `a` that one output column (fixed j1, j2) interpolates between: rows
@@ -381,9 +382,9 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 template <int mode, bool kFused, bool kShare>
 __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  // The fused mode-2 pass is narrow (kDegenerateBlocks a slice) and mostly returns at once: its trigger at entry
-  // lets the final kernel launch while the mode-0 pass drains (s45), where the late trigger (after the voxel loop,
-  // which these blocks skip) left it to the blocks' exits, after the mode-0 pass had ended.
+  // With AUGMENTD_NARROW_TRIGGER: the fused mode-2 pass is narrow (kDegenerateBlocks a slice) and mostly returns at
+  // once, so a trigger at entry would let the final kernel launch while the mode-0 pass drains (s45); the late
+  // trigger (after the voxel loop, which these blocks skip) leaves it to the blocks' exits, after the mode-0 pass.
   if (AUGMENTD_NARROW_TRIGGER && kFused && mode == 2) ChainTrigger();
   SliceBlocks<kShare> sb;
   const auto has_work = [&](const ChannelParams& q) {
