@@ -641,9 +641,10 @@ Probs SpatialOnly() {
 // synchronisations: the reduction counters re-arm whatever the previous batch's stage mask was, and no pass depends on
 // scratch a previous batch left. (Session 16 ran it with the kernels chained by programmatic dependent launch as
 // well, where a kernel touching scratch before its predecessor completed would have shown here.)
-// kBatches batches, the even ones drawn with `even`, the odd ones with `odd`, each run alone on a workspace fresh from
-// InitWorkspace and then all back to back three times on one workspace and stream: the same bytes, so no launch
-// leaves state (a reduction counter, a sync word) that the next one misreads. The image is N(image_mean, image_std²).
+// kBatches batches, the even ones drawn with `even`, the odd ones with `odd`, each run alone on a workspace filled with
+// junk and then InitWorkspace'd, and then all back to back three times on one workspace and stream: the same bytes, so
+// no launch leaves state (a reduction counter, a statistic, a scratch image) that the next one misreads. The image is
+// N(image_mean, image_std²).
 void RunBackToBack(const char* name, const Probs& even, const Probs& odd, float image_mean, float image_std) {
   constexpr int kBatches = 12, B = 2, C = 2;
   Case cs = Make(name, B, C, 4, even, {100, 110, 96}, {64, 72, 60});
@@ -697,7 +698,8 @@ void RunBackToBack(const char* name, const Probs& even, const Probs& odd, float 
   };
   const auto* d_p = static_cast<const SampleParams*>(d_params);
   std::vector<std::vector<uint8_t>> alone(kBatches, std::vector<uint8_t>(out_bytes));
-  for (int k = 0; k < kBatches; ++k) {  // each batch alone, on a workspace fresh from InitWorkspace
+  for (int k = 0; k < kBatches; ++k) {  // each batch alone, on a workspace of junk fresh from InitWorkspace
+    CUDA_OK(cudaMemsetAsync(d_ws, 0xff, WorkspaceBytes(sh), st));
     CUDA_OK(InitWorkspace(sh, d_ws, st));
     CUDA_OK(cudaMemsetAsync(static_cast<char*>(d_out) + k * out_bytes, 0x7f, out_bytes, st));
     CUDA_OK(cudaStreamSynchronize(st));
@@ -731,19 +733,24 @@ TEST(CudaKernels, BatchesBackToBack) {
   RunBackToBack("back-to-back", Probs::AllOn(), Probs(), 0.3f, 1.f);
 }
 
-// The gamma statistics passes re-arm their reduction counters (common.cuh CommitPartial) for the next launch on the
-// workspace, in the slices where slot 1's statistics are reduced, not converted (intensity.cu FusedY1): a range of
-// ≈ 1e-8 puts slot 1's under its 1e-7 floor, so every slice with slot 1 runs the narrow mode-2 pass's reduction, whose
-// statistics differ from batch to batch with the drawn gammas (a launch that read the one before's would differ from
-// the batch alone on a fresh workspace); in the odd batches slot 0 is drawn with p 0.5, so most have a slice with
-// slot 1 alone (not fused: the mode-2 pass at full width).
+// Slot 1's statistics reduced by the mode-2 pass, not converted from the mode-0 pass's (intensity.cu FusedY1), in every
+// batch: an input range of ≈ 1e-8 leaves slot 1's input a range far under its 1e-7 floor (FusedY1Valid fails), and
+// those statistics differ from batch to batch with the drawn gammas, so a launch that read the one before's, or a
+// counter left armed, would differ from the batch alone. (Slot 0's statistics cancel out of these outputs: its mean
+// shifts slot 1's input and minimum alike, and both stds are under the floor; BatchesBackToBack covers them.) Odd
+// batches: slot 0 drawn with p 0.5, so most have a slice with slot 1 alone (not fused: the mode-2 pass at full
+// width); or slot 1 with p 0.5, still fused, where the slices without it leave mode-2 blocks idle and the batch of
+// four slices runs the slice-share builds.
 TEST(CudaKernels, DegenerateGammaBatchesBackToBack) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   Probs both = Probs::None();
   both.g0 = both.g1 = 1.0;
-  Probs some = both;
-  some.g0 = 0.5;
-  RunBackToBack("back-to-back-degenerate-gamma", both, some, 0.f, 1e-9f);
+  Probs slot1_alone = both;
+  slot1_alone.g0 = 0.5;
+  Probs shares = both;
+  shares.g1 = 0.5;
+  RunBackToBack("back-to-back-degenerate-gamma", both, slot1_alone, 0.f, 1e-9f);
+  RunBackToBack("back-to-back-degenerate-gamma-shares", both, shares, 0.f, 1e-9f);
 }
 
 TEST(CudaKernels, HostRules) {
