@@ -698,8 +698,8 @@ void RunBackToBack(const char* name, const Probs& even, const Probs& odd, float 
   };
   const auto* d_p = static_cast<const SampleParams*>(d_params);
   std::vector<std::vector<uint8_t>> alone(kBatches, std::vector<uint8_t>(out_bytes));
-  for (int k = 0; k < kBatches; ++k) {  // each batch alone, on a workspace of junk fresh from InitWorkspace
-    CUDA_OK(cudaMemsetAsync(d_ws, 0xff, WorkspaceBytes(sh), st));
+  for (int k = 0; k < kBatches; ++k) {  // each batch alone, on a poisoned workspace fresh from InitWorkspace
+    CUDA_OK(cudaMemsetAsync(d_ws, 0x7f, WorkspaceBytes(sh), st));  // poison, as RunCase does
     CUDA_OK(InitWorkspace(sh, d_ws, st));
     CUDA_OK(cudaMemsetAsync(static_cast<char*>(d_out) + k * out_bytes, 0x7f, out_bytes, st));
     CUDA_OK(cudaStreamSynchronize(st));
