@@ -635,16 +635,13 @@ Probs SpatialOnly() {
   return p;
 }
 
-// A stream of batches enqueued back to back with no synchronisation in between — parameters already on the device,
-// so each batch's first kernel follows the previous batch's last kernel directly, every stage mask (all-on, default
-// probabilities: the direct path too), one workspace — gives the same bytes as each batch run alone between
-// synchronisations: the reduction counters re-arm whatever the previous batch's stage mask was, and no pass depends on
-// scratch a previous batch left. (Session 16 ran it with the kernels chained by programmatic dependent launch as
-// well, where a kernel touching scratch before its predecessor completed would have shown here.)
-// kBatches batches, the even ones drawn with `even`, the odd ones with `odd`, each run alone on a workspace filled with
-// junk and then InitWorkspace'd, and then all back to back three times on one workspace and stream: the same bytes, so
-// no launch leaves state (a reduction counter, a statistic, a scratch image) that the next one misreads. The image is
-// N(image_mean, image_std²).
+// kBatches batches, the even ones drawn with `even`, the odd ones with `odd`, each run alone between synchronisations on
+// a workspace poisoned and then InitWorkspace'd, then all enqueued back to back three times with no synchronisation in
+// between (parameters already on the device, so each batch's first kernel follows the previous batch's last kernel
+// directly) on one workspace and stream: the same bytes, so the reduction counters re-arm whatever the previous
+// batch's stage mask was and no pass depends on state (a statistic, a scratch image) a previous batch left. (Session 16
+// ran it with the kernels chained by programmatic dependent launch as well, where a kernel touching scratch before its
+// predecessor completed would have shown here.) The image is N(image_mean, image_std²).
 void RunBackToBack(const char* name, const Probs& even, const Probs& odd, float image_mean, float image_std) {
   constexpr int kBatches = 12, B = 2, C = 2;
   Case cs = Make(name, B, C, 4, even, {100, 110, 96}, {64, 72, 60});
@@ -728,6 +725,7 @@ void RunBackToBack(const char* name, const Probs& even, const Probs& odd, float 
   for (void* p : {d_img, d_seg, d_ws, d_params, d_out}) CUDA_OK(cudaFree(p));
 }
 
+// Every stage mask: every transform on, and default probabilities (the direct path too).
 TEST(CudaKernels, BatchesBackToBack) {
   if (!HaveGpu()) GTEST_SKIP() << "no CUDA device";
   RunBackToBack("back-to-back", Probs::AllOn(), Probs(), 0.3f, 1.f);
