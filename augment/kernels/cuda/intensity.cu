@@ -44,12 +44,6 @@ __device__ __forceinline__ float* V3Buffer(const Workspace& ws, const ChannelPar
 // Extents up to this use MidKernel's per-block tables (the output's P0 and the low-res Q0).
 constexpr int kPickTable = 512;
 
-// -DAUGMENTD_NARROW_TRIGGER=1 (bench A/B only, not timed yet: s45 got no machine for it): the fused mode-2 pass
-// triggers at entry. 0, the default, builds session 44's SASS.
-#ifndef AUGMENTD_NARROW_TRIGGER
-#define AUGMENTD_NARROW_TRIGGER 0
-#endif
-
 // The four low-res samples of low-res plane `a` that one output column (fixed j1, j2) interpolates between: rows
 // b0 / b1 of the plane at columns c0 / c1. A low-res sample (a, b, c) is BC(V1) at V1's voxel (pick0(a), pick1(b),
 // pick2(c)) (nearest-exact: NearestExactSrc), so the taps hold V1 element offsets: r00 … r11 within a V1 plane, and
@@ -382,10 +376,6 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 template <int mode, bool kFused, bool kShare>
 __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
-  // With AUGMENTD_NARROW_TRIGGER: the fused mode-2 pass is narrow (kDegenerateBlocks a slice) and mostly returns at
-  // once, so a trigger at entry would let the final kernel launch while the mode-0 pass drains (s45); the late
-  // trigger (after the voxel loop, which these blocks skip) leaves it to the blocks' exits, after the mode-0 pass.
-  if (AUGMENTD_NARROW_TRIGGER && kFused && mode == 2) ChainTrigger();
   SliceBlocks<kShare> sb;
   const auto has_work = [&](const ChannelParams& q) {
     return (SlicePasses(q, d.out) & (mode == 0 ? kPassGamma0 : kPassGamma1)) != 0;
