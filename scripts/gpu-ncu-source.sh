@@ -13,7 +13,8 @@
 # Outputs in $OUT: ncu-details.txt (every section of every profiled launch), ncu-stalls.txt (per launch, the 12
 # largest warp-state ratios in cycles per issued instruction; "selected" among them is issuing, not a stall),
 # ncu-source.csv (the SASS of each launch with its stall samples, where this ncu can print it; ncu prints each launch
-# twice, so sum one copy), ncu-export.err, build.log and ncu-run.txt.
+# twice, so sum one copy), ncu-raw.csv (every metric of every launch; whether it carries the PM sampling section's
+# timeline, up to 1.5 µs a sample, is not checked yet), ncu-export.err, build.log and ncu-run.txt.
 set -uo pipefail
 source "$(dirname "$0")/gpu-common.sh"
 gpu_begin gpu-ncu /tmp/gpu-ncu
@@ -33,8 +34,8 @@ if [ ! -s "$rep.ncu-rep" ] || grep -q "No kernels were profiled" "$OUT/ncu-run.t
 fi
 say "profiled"
 ncu -i "$rep.ncu-rep" --page details >"$OUT/ncu-details.txt" 2>&1 || echo "ncu details exit $?"
-ncu -i "$rep.ncu-rep" --page raw --csv >/tmp/gpu-ncu-raw.csv 2>>"$OUT/ncu-export.err" || echo "ncu raw exit $?"
-python3 - /tmp/gpu-ncu-raw.csv >"$OUT/ncu-stalls.txt" 2>&1 <<'PY'
+ncu -i "$rep.ncu-rep" --page raw --csv >"$OUT/ncu-raw.csv" 2>>"$OUT/ncu-export.err" || echo "ncu raw exit $?"
+python3 - "$OUT/ncu-raw.csv" >"$OUT/ncu-stalls.txt" 2>&1 <<'PY'
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
 head, units, data = rows[0], rows[1], rows[2:]
