@@ -51,6 +51,11 @@
 // such batches. --split 2: two halves only where their stage masks differ (CudaSplitPolicy::kWhenMasksDiffer, not the
 // engine's default), whole batches elsewhere; the JSON row's split_mode says which, and split_sets how many of the 16
 // sets ran in two parts.
+// --block-clocks FILE (a build with -DAUGMENTD_BLOCK_CLOCKS=1 in CMAKE_CUDA_FLAGS; others exit 2): after the eager
+// timing, each row runs kClockBatches more batches (its sets in turn, or --profile-set's), one at a time as the timing
+// does, with every block of the chain's kernels recording its entry, wait, trigger and exit (block_clocks.h), and
+// appends one CSV line per block to FILE; bench/block_clocks.py reads it (NOTES.md s47). The recording's own cost
+// (a few instructions and one atomic a block) is in those batches, so time a build without it beside them.
 // Note: the bench's all-on draws blur and low-res on every channel, so its halves' masks are always equal; nnU-Net's
 // spec draws them per channel with p 0.5.
 #include <cuda_runtime.h>
@@ -65,6 +70,7 @@
 #include <string>
 #include <vector>
 
+#include "augment/kernels/cuda/block_clocks.h"
 #include "augment/kernels/cuda/pipeline_cuda.h"
 #include "bench/bench_args.h"
 
@@ -75,6 +81,8 @@ int g_profile_set = -1;   // --profile-set K: every batch runs parameter set K
 int g_seg_block = 8;      // --seg-block N: the seg's label blocks are N³ voxels
 int g_seg_labels = 4;     // --seg-labels L: each block draws one of labels 0 … L−1
 bool g_digests = false;   // --digests 1: hash every parameter set's outputs (see the header)
+FILE* g_clocks = nullptr;  // --block-clocks FILE: the CSV of every recorded block (see the header)
+constexpr int kClockBatches = 8;
 
 // FNV-1a over 8-byte words (then the tail bytes), continuing from h: equal bytes give equal hashes.
 uint64_t HashBytes(const std::vector<char>& bytes, uint64_t h) {
@@ -121,6 +129,51 @@ using augmentd::cuda::SampleParams;
       std::exit(1);                                                                              \
     }                                                                                            \
   } while (0)
+
+// --block-clocks: runs `batches` batches through launch(i) one at a time, recording, and appends their blocks to
+// g_clocks as "config,batch,set,batch_ms,kernel,block,smid,entry_ns,waited_ns,triggered_ns,exit_ns,waited_cyc,
+// triggered_cyc,exit_cyc": times from the batch's first entry (ns, %globaltimer) and from the block's own entry
+// (cycles, clock64), empty where the block did not pass the mark.
+template <typename Launch, typename SetOf>
+void RecordBlockClocks(const std::string& config, int batches, cudaStream_t st, const Launch& launch,
+                       const SetOf& set_of) {
+  using augmentd::cuda::BlockClock;
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  CHECK_CUDA(augmentd::cuda::BlockClocksStart(size_t{1} << 17));
+  for (int i = 0; i < batches; ++i) {
+    CHECK_CUDA(cudaEventRecord(e0, st));
+    launch(i);
+    CHECK_CUDA(cudaEventRecord(e1, st));
+    CHECK_CUDA(cudaEventSynchronize(e1));
+    float ms = 0.f;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    std::vector<BlockClock> recs;
+    uint64_t dropped = 0;
+    CHECK_CUDA(augmentd::cuda::BlockClocksTake(&recs, &dropped));
+    if (dropped != 0) std::fprintf(stderr, "--block-clocks: %s batch %d: %llu blocks past the log's capacity\n",
+                                   config.c_str(), i, static_cast<unsigned long long>(dropped));
+    uint64_t t0 = UINT64_MAX;
+    for (const BlockClock& r : recs) t0 = std::min(t0, r.ns[augmentd::cuda::kMarkEntry]);
+    for (const BlockClock& r : recs) {
+      std::fprintf(g_clocks, "%s,%d,%d,%.4f,%s,%u,%u", config.c_str(), i, set_of(i), ms,
+                   augmentd::cuda::BlockClockKernelName(r.kernel), r.block, r.smid);
+      for (int m = 0; m < augmentd::cuda::kNumMarks; ++m) {
+        if (r.ns[m] == 0) std::fprintf(g_clocks, ",");
+        else std::fprintf(g_clocks, ",%llu", static_cast<unsigned long long>(r.ns[m] - t0));
+      }
+      for (int m = 1; m < augmentd::cuda::kNumMarks; ++m) {
+        if (r.cycles[m] == 0) std::fprintf(g_clocks, ",");
+        else std::fprintf(g_clocks, ",%lld", r.cycles[m] - r.cycles[augmentd::cuda::kMarkEntry]);
+      }
+      std::fprintf(g_clocks, "\n");
+    }
+  }
+  std::fflush(g_clocks);
+  CHECK_CUDA(cudaEventDestroy(e0));
+  CHECK_CUDA(cudaEventDestroy(e1));
+}
 
 double Median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
@@ -634,6 +687,12 @@ Result RunOne(const std::string& mode, const Probs& pr, int B, int C, const int*
   }
   const double ms_eager = Median(t);
   const std::vector<double> sets_eager = SetMedians(t, kSets);
+  if (g_clocks != nullptr) {
+    char config[96];
+    std::snprintf(config, sizeof config, "%s:%d:%d:%dx%dx%d", mode.c_str(), B, C, P[0], P[1], P[2]);
+    RecordBlockClocks(
+        config, kClockBatches, st, [&](int i) { launch(set_of(i), set_stages[set_of(i)]); }, set_of);
+  }
   std::string digest;
   if (g_digests) {
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -925,7 +984,7 @@ int main(int argc, char** argv) {
                  "usage: cuda_pipeline_bench [--json FILE] [--iters N] [--modes all-on,default-p,...]\n"
                  "                           [--only MODE:B:C:SHAPE,...] [--bgv2 0.3.5|0.3.6] [--channels 1,4]\n"
                  "                           [--profile-set K] [--seg-block 8] [--seg-labels 4] [--digests 0|1]\n"
-                 "                           [--streams N] [--split 0|1|2]\n"
+                 "                           [--streams N] [--split 0|1|2] [--block-clocks FILE]\n"
                  "Times the CUDA kernel layer on device 0; the modes and columns are described at the top of\n"
                  "bench/cuda_pipeline_bench.cc.\n");
   };
@@ -967,6 +1026,21 @@ int main(int argc, char** argv) {
       int on = 0;
       if (!ParseInteger("--digests", v, 0, 1, on)) return 2;
       g_digests = on != 0;
+    } else if (a == "--block-clocks") {
+      if (!augmentd::cuda::BlockClocksBuilt()) {
+        std::fprintf(stderr,
+                     "cuda_pipeline_bench: --block-clocks needs a build with -DAUGMENTD_BLOCK_CLOCKS=1 in "
+                     "CMAKE_CUDA_FLAGS\n");
+        return 2;
+      }
+      g_clocks = std::fopen(v, "w");
+      if (g_clocks == nullptr) {
+        std::fprintf(stderr, "cuda_pipeline_bench: --block-clocks: cannot write %s\n", v);
+        return 2;
+      }
+      std::fprintf(g_clocks,
+                   "config,batch,set,batch_ms,kernel,block,smid,entry_ns,waited_ns,triggered_ns,exit_ns,waited_cyc,"
+                   "triggered_cyc,exit_cyc\n");
     } else if (a == "--seg-labels") {  // below kVoteOutOfBounds (32768), the vote's out-of-bounds label
       if (!ParseInteger("--seg-labels", v, 1, 32767, g_seg_labels)) return 2;
     } else if (a == "--bgv2") {

@@ -33,7 +33,11 @@
 # $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md; PROFILE_CACHE="all none" profiles with ncu's cache
 # flush and without it, the second as ncu-CFG-cache-none.txt; PROFILE_KERNEL=REGEX profiles only the kernels it matches,
 # PROFILE_SKIP (84; 20 with PROFILE_KERNEL) / PROFILE_COUNT (12) / PROFILE_ITERS (8) the launches skipped, profiled and the bench's iterations;
-# PROFILE_SEG=1 profiles each configuration again with SEG_ARGS, as ncu-CFG-seg.txt).
+# PROFILE_SEG=1 profiles each configuration again with SEG_ARGS, as ncu-CFG-seg.txt), EXTRA_PARALLEL=1 (the extra builds
+# at the same time: they share the machine's cores, but each waits mostly on its own longest file), CLOCK_BUILDS
+# ("NAME ...": extra builds made with -DAUGMENTD_BLOCK_CLOCKS=1, whose cuda_pipeline_bench then records every block's
+# timeline with CLOCK_ARGS, default "--only all-on:2:1:0 --profile-set 0 --iters 20": bench/block_clocks.py's table
+# per build in summary.md, the CSVs in clocks.tar.gz; NOTES.md s47).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
 for cache in ${PROFILE_CACHE:-all}; do  # ncu --cache-control values, space-separated
@@ -59,6 +63,7 @@ fi
 GPU_BUILD_CMAKE_EXTRA="-DCMAKE_CUDA_FLAGS=${NEW_CUDA_FLAGS:-}" build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" \
   && say "built new${NEW_CUDA_FLAGS:+ with $NEW_CUDA_FLAGS}" || exit 1
 set -f  # EXTRA_BUILDS entries are words, not globs
+extra_pids=()
 for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS: one word (no spaces), its flags joined by commas
   name=${extra%%=*}
   case $extra in
@@ -69,10 +74,17 @@ for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS: one word (no spaces), its flag
     old | new | gpu | "" | *[!A-Za-z0-9_-]*) echo "EXTRA_BUILDS: '$name' is reserved or not a plain name"; exit 1 ;;
   esac
   flags=${extra#*=}
+  if [ "${EXTRA_PARALLEL:-0}" = 1 ]; then
+    (GPU_BUILD_CMAKE_EXTRA="-DCMAKE_CUDA_FLAGS=${flags//,/ }" build "$PWD" "$PWD/build-$name" "$BENCH_TARGETS" \
+      && say "built $name") &
+    extra_pids+=($!)
+    continue
+  fi
   GPU_BUILD_CMAKE_EXTRA="-DCMAKE_CUDA_FLAGS=${flags//,/ }" build "$PWD" "$PWD/build-$name" "$BENCH_TARGETS" \
     && say "built $name" || exit 1
 done
 set +f
+for pid in ${extra_pids[@]+"${extra_pids[@]}"}; do wait "$pid" || exit 1; done
 CT_RC=skipped
 if [ "${SKIP_CTEST:-0}" != 1 ]; then
   (cd "$NEW_BUILD" && timeout "${CTEST_TIMEOUT:-90}" ctest -L gpu -R "${GPU_TESTS:-cuda_da5_stages_test|augment_cuda_chain_test|cuda_auglab_stages_test}" -j3 \
@@ -139,6 +151,14 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
     echo; echo "## A/B table (bench/ab_table.py)"
     python3 "$(dirname "$0")/../bench/ab_table.py" "$OUT" 2>&1
   fi
+  for name in ${CLOCK_BUILDS:-}; do
+    # The timeline of a build with -DAUGMENTD_BLOCK_CLOCKS=1 (its batch times carry the recording's cost).
+    echo; echo "## block clocks, build $name: cuda_pipeline_bench ${CLOCK_ARGS:---only all-on:2:1:0 --profile-set 0 --iters 20}"
+    # shellcheck disable=SC2086  # CLOCK_ARGS is a word list
+    timeout 150 "$PWD/build-$name/augment/kernels/cuda/cuda_pipeline_bench" \
+      ${CLOCK_ARGS:---only all-on:2:1:0 --profile-set 0 --iters 20} --block-clocks "$OUT/clocks-$name.csv" 2>&1 | tail -12
+    python3 "$(dirname "$0")/../bench/block_clocks.py" "$OUT/clocks-$name.csv" 2>&1
+  done
   if [ "${PROFILE:-0}" = 1 ]; then
     # PROFILE_SEG=1 (with SEG_ARGS): every configuration profiled again on SEG_ARGS' seg, as ncu-CFG-seg.txt.
     segs=(plain)
@@ -189,3 +209,4 @@ echo "== summary: ctest $CT_RC"
 # The device returns at most 8 files: the logs and the JSON lines travel as one archive each.
 (cd "$OUT" && tar czf logs.tar.gz ./*.log && rm -f ./*.log)
 (cd "$OUT" && if compgen -G './*.jsonl' >/dev/null; then tar czf jsonl.tar.gz ./*.jsonl && rm -f ./*.jsonl; fi)
+(cd "$OUT" && if compgen -G './clocks-*.csv' >/dev/null; then tar czf clocks.tar.gz ./clocks-*.csv && rm -f ./clocks-*.csv; fi)

@@ -258,6 +258,7 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
 }
 
 __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a) {
+  const BlockClockScope clocks(kClockBlur);  // block_clocks.cuh
   const int slice = blockIdx.z;
   const int b = slice / a.d.c, c = slice % a.d.c;
   const ChannelParams& cp = a.params[b].ch[c];

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "augment/kernels/cuda/block_clocks.cuh"
 #include "augment/kernels/cuda/pipeline_cuda.h"
 
 #define AUGMENTD_CUDA_RETURN_IF_ERROR(expr) \
@@ -170,8 +171,23 @@ __device__ __forceinline__ Partial BlockReduce(Partial p) {
   return p;
 }
 
+// A slice's Stats from the reduction of its partials over `count` voxels (mean, unbiased std, min, max).
+__device__ __forceinline__ Stats SliceStats(const Partial& acc, int64_t count) {
+  const double n = static_cast<double>(count);
+  const double mean = acc.sum / n;
+  const double var = count > 1 ? (acc.sumsq - acc.sum * mean) / (n - 1.0) : 0.0;
+  Stats s;
+  s.mean = static_cast<float>(mean);
+  s.std = static_cast<float>(sqrt(var > 0.0 ? var : 0.0));
+  s.mn = acc.mn;
+  s.mx = acc.mx;
+  return s;
+}
+
 // Stores this block's partial (p valid in thread 0) for `slice`; the last block of the slice reduces all
 // partials in a fixed order, writes the slice's Stats over `count` voxels and re-arms the counter.
+// (CommitPartials<1> below computes the same, but its form builds other machine code in every pass that commits:
+// sass_compare, s47. This one is the form the passes were timed with.)
 __device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, int block, int nblocks,
                                               const Partial& p, int64_t count) {
   __shared__ bool is_last;
@@ -199,16 +215,78 @@ __device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, 
   }
   acc = BlockReduce(acc);
   if (threadIdx.x == 0) {
-    const double n = static_cast<double>(count);
-    const double mean = acc.sum / n;
-    const double var = count > 1 ? (acc.sumsq - acc.sum * mean) / (n - 1.0) : 0.0;
-    Stats s;
-    s.mean = static_cast<float>(mean);
-    s.std = static_cast<float>(sqrt(var > 0.0 ? var : 0.0));
-    s.mn = acc.mn;
-    s.mx = acc.mx;
-    slot.result[slice] = s;
+    slot.result[slice] = SliceStats(acc, count);
     slot.counters[slice] = 0u;
+  }
+}
+
+// Block-wide reductions of kN partials side by side (blockDim.x == kThreads); the results are valid in thread 0.
+// Fixed order, each partial's the same as alone: reducing two together gives BlockReduce's bits for each, with
+// two barriers instead of four.
+template <int kN>
+__device__ __forceinline__ void BlockReduceN(Partial (&p)[kN]) {
+  __shared__ Partial warp_part[kN][kThreads / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int k = 0; k < kN; ++k) WarpReduce(p[k]);
+  __syncthreads();  // warp_part may still be read by a previous call
+  if (lane == 0) {
+#pragma unroll
+    for (int k = 0; k < kN; ++k) warp_part[k][warp] = p[k];
+  }
+  __syncthreads();
+  if (warp == 0) {
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      p[k] = lane < kThreads / 32 ? warp_part[k][lane] : EmptyPartial();
+      WarpReduce(p[k]);
+    }
+  }
+}
+
+// Stores this block's partials p[k] (valid in thread 0) into slots[k] for `slice` under one ticket, slots[0]'s
+// counter: the slice's last block reduces each slot's partials in a fixed order (whichever block is last, the same
+// bits; kN = 2 gives two CommitPartial calls' bits), writes its Stats over `count` voxels and re-arms the counter.
+template <int kN>
+__device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int slice, int block, int nblocks,
+                                               const Partial (&p)[kN], int64_t count) {
+  __shared__ bool is_last;
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 0; k < kN; ++k) slots[k].partials[static_cast<int64_t>(slice) * slots[k].max_blocks + block] = p[k];
+    __threadfence();
+    const unsigned int ticket = atomicAdd(slots[0].counters + slice, 1u);
+    is_last = ticket == static_cast<unsigned int>(nblocks - 1);
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  Partial acc[kN];
+  const Partial* parts[kN];
+#pragma unroll
+  for (int k = 0; k < kN; ++k) {
+    acc[k] = EmptyPartial();
+    parts[k] = slots[k].partials + static_cast<int64_t>(slice) * slots[k].max_blocks;
+  }
+  for (int i = threadIdx.x; i < nblocks; i += blockDim.x) {
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      Partial q;
+      q.sum = __ldcg(&parts[k][i].sum);
+      q.sumsq = __ldcg(&parts[k][i].sumsq);
+      q.mn = __ldcg(&parts[k][i].mn);
+      q.mx = __ldcg(&parts[k][i].mx);
+      acc[k].sum += q.sum;
+      acc[k].sumsq += q.sumsq;
+      acc[k].mn = fminf(acc[k].mn, q.mn);
+      acc[k].mx = fmaxf(acc[k].mx, q.mx);
+    }
+  }
+  BlockReduceN<kN>(acc);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 0; k < kN; ++k) slots[k].result[slice] = SliceStats(acc[k], count);
+    slots[0].counters[slice] = 0u;
   }
 }
 
@@ -553,6 +631,7 @@ __device__ __forceinline__ void ChainTrigger() {
 #if AUGMENTD_CHAINED && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+  ClockMark(kMarkTriggered);  // block_clocks.cuh (a bench build's timeline; nothing otherwise)
 }
 
 // Waits until the stream's previous kernel has completed and its writes are visible (returns at once outside a
@@ -561,6 +640,7 @@ __device__ __forceinline__ void ChainWait() {
 #if AUGMENTD_CHAINED && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+  ClockMark(kMarkWaited);
 }
 
 // Whether the device has programmatic dependent launch (compute capability 9.0 and later; the kernels' waits exist

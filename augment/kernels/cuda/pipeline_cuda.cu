@@ -12,8 +12,11 @@
 //                    kStageGamma1Alone the y0 pass also reduces y1's in slot-0 terms and the y1 pass only converts)
 //   final            pointwise rest, mirroring, mask, dtype; DS picks in extra blocks (own launch when direct)
 // Every stage is one launch over the whole batch with per-sample parameters read on the device.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "augment/kernels/cuda/block_clocks.h"
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 #include "augment/kernels/cuda/pipeline_cuda.h"
@@ -159,5 +162,84 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
 int BlurKernelSize(double sigma) { return internal::KernelSizeForHost(sigma); }
 
 int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+// ---------------------------------------------------------------------------------------------------
+// Block clocks (block_clocks.h).
+
+const char* BlockClockKernelName(uint32_t kernel) {
+  switch (kernel) {
+    case kClockSpatial:
+      return "spatial";
+    case kClockBlur:
+      return "blur";
+    case kClockMid:
+      return "mid";
+    case kClockGamma0:
+      return "gamma0";
+    case kClockGamma2:
+      return "gamma2";
+    case kClockFinal:
+      return "final";
+    default:
+      return "?";
+  }
+}
+
+bool BlockClocksBuilt() { return AUGMENTD_BLOCK_CLOCKS != 0; }
+
+#if AUGMENTD_BLOCK_CLOCKS
+namespace internal {
+namespace {
+std::vector<BlockClockSetter>& BlockClockSetters() {
+  static std::vector<BlockClockSetter> setters;
+  return setters;
+}
+BlockClockLog* g_host_log = nullptr;  // the device log BlockClocksStart allocated (host-side handle)
+}  // namespace
+
+bool RegisterBlockClockSetter(BlockClockSetter set) {
+  BlockClockSetters().push_back(set);
+  return true;
+}
+}  // namespace internal
+
+cudaError_t BlockClocksStart(size_t capacity) {
+  using internal::BlockClockLog;
+  if (internal::g_host_log != nullptr) {
+    AUGMENTD_CUDA_RETURN_IF_ERROR(cudaFree(internal::g_host_log));
+    internal::g_host_log = nullptr;
+  }
+  void* p = nullptr;
+  AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, sizeof(BlockClockLog) + capacity * sizeof(BlockClock)));
+  internal::g_host_log = static_cast<BlockClockLog*>(p);
+  const BlockClockLog head{0, capacity};
+  AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpy(p, &head, sizeof head, cudaMemcpyHostToDevice));
+  for (internal::BlockClockSetter set : internal::BlockClockSetters()) AUGMENTD_CUDA_RETURN_IF_ERROR(set(internal::g_host_log));
+  return cudaSuccess;
+}
+
+cudaError_t BlockClocksTake(std::vector<BlockClock>* out, uint64_t* dropped) {
+  using internal::BlockClockLog;
+  *dropped = 0;
+  if (internal::g_host_log == nullptr) return cudaSuccess;
+  BlockClockLog head;
+  AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpy(&head, internal::g_host_log, sizeof head, cudaMemcpyDeviceToHost));
+  const size_t kept = static_cast<size_t>(std::min(head.n, head.capacity));
+  const size_t first = out->size();
+  out->resize(first + kept);
+  AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpy(out->data() + first, internal::g_host_log + 1, kept * sizeof(BlockClock),
+                                           cudaMemcpyDeviceToHost));
+  *dropped = head.n - kept;
+  const BlockClockLog empty{0, head.capacity};
+  return cudaMemcpy(internal::g_host_log, &empty, sizeof empty, cudaMemcpyHostToDevice);
+}
+#else
+cudaError_t BlockClocksStart(size_t) { return cudaErrorNotSupported; }
+cudaError_t BlockClocksTake(std::vector<BlockClock>* out, uint64_t* dropped) {
+  (void)out;
+  *dropped = 0;
+  return cudaErrorNotSupported;
+}
+#endif
 
 }  // namespace augmentd::cuda

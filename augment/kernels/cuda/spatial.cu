@@ -233,6 +233,7 @@ template <int kCT, int kMinBlocks, bool kNoise, bool kPadFirst, bool kPermute = 
 __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const SpatialArgs a) {
   static_assert(!kSplit || (kCT == 1 && !kPermute), "the channel split runs the plain 1-channel build");
   static_assert(!kCrops || !kPadFirst, "the crop path has no vote: one crops build serves both");
+  const BlockClockScope clocks(kClockSpatial);  // block_clocks.cuh: a bench build's timeline, nothing otherwise
   ChainTrigger();  // several waves: the chain's next pass launches once the last one has started (common.cuh)
   const int b = kSplit ? blockIdx.y / a.d.c : blockIdx.y;
   const int c0 = kSplit ? blockIdx.y % a.d.c : 0;

@@ -1,0 +1,108 @@
+// augment/kernels/cuda/block_clocks.cuh — the device side of block_clocks.h (included by common.cuh).
+//
+// A recording kernel declares `BlockClockScope clocks(kClockX);` as its first statement: thread 0 notes the entry,
+// ChainWait and ChainTrigger note theirs (ClockMark), and the scope's destructor, on whichever return thread 0 takes,
+// notes the exit and appends the block's record to the log. Without -DAUGMENTD_BLOCK_CLOCKS=1 all of it is empty.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "augment/kernels/cuda/block_clocks.h"
+
+#ifndef AUGMENTD_BLOCK_CLOCKS
+#define AUGMENTD_BLOCK_CLOCKS 0
+#endif
+
+namespace augmentd::cuda::internal {
+
+#if AUGMENTD_BLOCK_CLOCKS
+
+struct BlockClockLog {  // the device log's header; BlockClock records follow it
+  unsigned long long n;  // blocks that finished (records past `capacity` are not kept)
+  unsigned long long capacity;
+};
+
+// Each .cu file is its own device module (no relocatable device code), so each has its own copy of the log pointer;
+// BlockClocksStart sets every copy through the setters that the files register at static initialisation.
+static __device__ BlockClockLog* g_block_clock_log = nullptr;
+
+using BlockClockSetter = cudaError_t (*)(BlockClockLog*);
+bool RegisterBlockClockSetter(BlockClockSetter set);  // pipeline_cuda.cu
+
+static cudaError_t SetThisFilesBlockClockLog(BlockClockLog* log) {
+  return cudaMemcpyToSymbol(g_block_clock_log, &log, sizeof log);
+}
+[[maybe_unused]] static const bool g_block_clock_registered = RegisterBlockClockSetter(&SetThisFilesBlockClockLog);
+
+struct BlockClockShared {
+  uint64_t ns[kNumMarks];
+  long long cycles[kNumMarks];
+  uint32_t smid;
+};
+
+__device__ __forceinline__ BlockClockShared& ClockShared() {
+  __shared__ BlockClockShared s;
+  return s;
+}
+
+__device__ __forceinline__ void ClockMark(int mark) {
+  if (threadIdx.x != 0) return;
+  uint64_t ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  BlockClockShared& s = ClockShared();
+  s.ns[mark] = ns;
+  s.cycles[mark] = clock64();
+}
+
+class BlockClockScope {
+ public:
+  __device__ explicit BlockClockScope(uint32_t kernel) : kernel_(kernel) {
+    if (threadIdx.x == 0) {
+      BlockClockShared& s = ClockShared();
+      for (int m = 0; m < kNumMarks; ++m) {
+        s.ns[m] = 0;
+        s.cycles[m] = 0;
+      }
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(s.smid));
+    }
+    ClockMark(kMarkEntry);
+  }
+  __device__ ~BlockClockScope() {
+    BlockClockLog* log = g_block_clock_log;
+    if (threadIdx.x != 0 || log == nullptr) return;
+    ClockMark(kMarkExit);
+    const unsigned long long i = atomicAdd(&log->n, 1ull);
+    if (i >= log->capacity) return;
+    const BlockClockShared& s = ClockShared();
+    BlockClock r;
+    r.kernel = kernel_;
+    r.block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    r.smid = s.smid;
+    r.pad = 0;
+    for (int m = 0; m < kNumMarks; ++m) {
+      r.ns[m] = s.ns[m];
+      r.cycles[m] = s.cycles[m];
+    }
+    reinterpret_cast<BlockClock*>(log + 1)[i] = r;
+  }
+  BlockClockScope(const BlockClockScope&) = delete;
+  BlockClockScope& operator=(const BlockClockScope&) = delete;
+
+ private:
+  uint32_t kernel_;
+};
+
+#else
+
+class BlockClockScope {
+ public:
+  __device__ explicit BlockClockScope(uint32_t) {}
+};
+
+__device__ __forceinline__ void ClockMark(int) {}
+
+#endif
+
+}  // namespace augmentd::cuda::internal

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The timeline of a chained batch, from cuda_pipeline_bench --block-clocks FILE (a -DAUGMENTD_BLOCK_CLOCKS=1 build).
+
+Per configuration, the median over its recorded batches of, for each kernel in launch order (µs from the batch's first
+block entry; %globaltimer, so each mark is as fine as the timer's own step, printed as `timer step`):
+
+  entry        first and last block entry (the grid's dispatch)
+  waited       first and last return from ChainWait (the dependency on the kernel before)
+  exit         first, 90th percentile and last block exit
+  after prev   this kernel's first wait return minus the previous kernel's last exit: what the dependency's release
+               costs (negative: the previous kernel's last block had not yet left when the wait returned, as the
+               completion counts its own trigger and flush)
+  tail         last exit minus the 90th percentile exit: the last tenth of the blocks
+  busy         the multiprocessors' mean share of the kernel's span (first entry to last exit) holding a block of it
+  block        median block time from wait return (or entry) to exit, and the same in the SM's cycles
+
+Usage: bench/block_clocks.py FILE [--config SUBSTRING] [--batch N]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+ORDER = ["spatial", "blur", "mid", "gamma0", "gamma2", "final"]
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
+
+
+def busy_share(blocks: list[dict], t0: float, t1: float) -> float:
+    """Mean over the multiprocessors the kernel used of the share of [t0, t1] they held one of its blocks."""
+    if t1 <= t0:
+        return 0.0
+    per_sm: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for b in blocks:
+        per_sm[b["smid"]].append((b["entry"], b["exit"]))
+    shares = []
+    for spans in per_sm.values():
+        spans.sort()
+        held, cur_s, cur_e = 0.0, None, None
+        for s, e in spans:
+            if cur_e is None or s > cur_e:
+                if cur_e is not None:
+                    held += cur_e - cur_s
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        if cur_e is not None:
+            held += cur_e - cur_s
+        shares.append(held / (t1 - t0))
+    return statistics.mean(shares) if shares else 0.0
+
+
+def kernel_row(blocks: list[dict]) -> dict:
+    entry = [b["entry"] for b in blocks]
+    exits = [b["exit"] for b in blocks]
+    waited = [b["waited"] for b in blocks if b["waited"] is not None]
+    start = [b["waited"] if b["waited"] is not None else b["entry"] for b in blocks]
+    cyc = [b["exit_cyc"] - (b["waited_cyc"] or 0) for b in blocks if b["exit_cyc"] is not None]
+    return {
+        "blocks": len(blocks),
+        "sms": len({b["smid"] for b in blocks}),
+        "entry0": min(entry), "entry1": max(entry),
+        "waited0": min(waited) if waited else None, "waited1": max(waited) if waited else None,
+        "exit0": min(exits), "exit90": pct(exits, 0.9), "exit1": max(exits),
+        "busy": busy_share(blocks, min(entry), max(exits)),
+        "block_us": statistics.median(e - s for e, s in zip(exits, start)),
+        "block_cyc": statistics.median(cyc) if cyc else None,
+    }
+
+
+def read(path: str, config_filter: str | None):
+    batches: dict[tuple[str, int], dict] = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if config_filter and config_filter not in r["config"]:
+                continue
+            key = (r["config"], int(r["batch"]))
+            b = batches.setdefault(key, {"set": int(r["set"]), "ms": float(r["batch_ms"]), "kernels": defaultdict(list)})
+
+            def num(k, scale=1e-3):
+                return float(r[k]) * scale if r[k] != "" else None
+
+            b["kernels"][r["kernel"]].append({
+                "smid": int(r["smid"]), "entry": num("entry_ns"), "waited": num("waited_ns"),
+                "exit": num("exit_ns"), "waited_cyc": num("waited_cyc", 1), "exit_cyc": num("exit_cyc", 1),
+            })
+    return batches
+
+
+def timer_step(batches) -> float:
+    """The smallest non-zero difference between two marks of one batch: the timer's step as seen (µs)."""
+    best = float("inf")
+    for b in batches.values():
+        marks = sorted({x["entry"] for k in b["kernels"].values() for x in k} |
+                       {x["exit"] for k in b["kernels"].values() for x in k})
+        best = min([best] + [y - x for x, y in zip(marks, marks[1:]) if y > x])
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("file")
+    ap.add_argument("--config", help="only configurations whose name contains this")
+    ap.add_argument("--batch", type=int, help="only this recorded batch (default: the median over all)")
+    a = ap.parse_args()
+    batches = read(a.file, a.config)
+    if a.batch is not None:
+        batches = {k: v for k, v in batches.items() if k[1] == a.batch}
+    if not batches:
+        print(f"{a.file}: no recorded blocks{' for ' + a.config if a.config else ''}", file=sys.stderr)
+        return 1
+    print(f"timer step as seen: {timer_step(batches):.3f} µs")
+    for config in sorted({k[0] for k in batches}):
+        mine = [v for k, v in sorted(batches.items()) if k[0] == config]
+        rows: dict[str, list[dict]] = defaultdict(list)
+        for b in mine:
+            prev_exit = None
+            for name in [n for n in ORDER if n in b["kernels"]] + sorted(set(b["kernels"]) - set(ORDER)):
+                row = kernel_row(b["kernels"][name])
+                row["after_prev"] = (row["waited0"] - prev_exit
+                                     if prev_exit is not None and row["waited0"] is not None else None)
+                prev_exit = row["exit1"]
+                rows[name].append(row)
+        ends = [max(x["exit"] for k in b["kernels"].values() for x in k) for b in mine]
+        print(f"\n## {config}: {len(mine)} batches (sets {sorted({b['set'] for b in mine})}), event time median "
+              f"{statistics.median(b['ms'] for b in mine) * 1e3:.1f} µs, first entry to last exit median "
+              f"{statistics.median(ends):.1f} µs\n")
+        print("| kernel | blocks | SMs | entry | waited | exit (first / p90 / last) | after prev | tail | busy | "
+              "block µs | block cycles |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+
+        def med(name, key, fmt="{:.1f}"):
+            vals = [r[key] for r in rows[name] if r[key] is not None]
+            return fmt.format(statistics.median(vals)) if vals else "–"
+
+        for name in rows:
+            tail = statistics.median(r["exit1"] - r["exit90"] for r in rows[name])
+            print(f"| {name} | {med(name, 'blocks', '{:.0f}')} | {med(name, 'sms', '{:.0f}')} | "
+                  f"{med(name, 'entry0')} … {med(name, 'entry1')} | {med(name, 'waited0')} … {med(name, 'waited1')} | "
+                  f"{med(name, 'exit0')} / {med(name, 'exit90')} / {med(name, 'exit1')} | {med(name, 'after_prev')} | "
+                  f"{tail:.1f} | {med(name, 'busy', '{:.0%}')} | {med(name, 'block_us', '{:.2f}')} | "
+                  f"{med(name, 'block_cyc', '{:.0f}')} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

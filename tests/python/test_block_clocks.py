@@ -1,0 +1,68 @@
+"""bench/block_clocks.py (issue 27, s47): the timeline table of cuda_pipeline_bench --block-clocks (a synthetic CSV in
+the bench's format; no GPU needed)."""
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "bench" / "block_clocks.py"
+HEADER = ("config,batch,set,batch_ms,kernel,block,smid,entry_ns,waited_ns,triggered_ns,exit_ns,waited_cyc,"
+          "triggered_cyc,exit_cyc\n")
+
+
+def line(batch, kernel, block, smid, entry, waited, exit_, cfg="all-on:2:1:128x128x128"):
+    w = "" if waited is None else str(waited)
+    wc = "" if waited is None else str((waited - entry) * 2)
+    return f"{cfg},{batch},0,0.0300,{kernel},{block},{smid},{entry},{w},,{exit_},{wc},,{(exit_ - entry) * 2}\n"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+
+
+def rows_of(out):
+    return {cells[0]: cells for cells in
+            ([c.strip() for c in l.strip("|").split("|")] for l in out.splitlines() if l.startswith("| ")
+             and not l.startswith("| kernel"))}
+
+
+def test_two_kernels_on_two_sms(tmp_path):
+    # spatial: two blocks on SMs 0 and 1, 0-10 µs and 0-6 µs (no wait). blur: ten blocks that wait until 12 µs,
+    # nine leave at 20 µs and one at 30 µs, all on SM 0, entered at 8 µs.
+    text = HEADER + line(0, "spatial", 0, 0, 0, None, 10_000) + line(0, "spatial", 1, 1, 0, None, 6_000)
+    for b in range(10):
+        text += line(0, "blur", b, 0, 8_000, 12_000, 30_000 if b == 9 else 20_000)
+    f = tmp_path / "clocks.csv"
+    f.write_text(text)
+    r = run(f)
+    assert r.returncode == 0, r.stderr
+    rows = rows_of(r.stdout)
+    assert rows["spatial"][1:3] == ["2", "2"]
+    # busy: SM 0 holds a block all of 0-10, SM 1 for 0-6: mean 80 %.
+    assert rows["spatial"][8] == "80%"
+    assert rows["blur"][1:3] == ["10", "1"]
+    assert rows["blur"][4] == "12.0 … 12.0"
+    assert rows["blur"][5] == "20.0 / 20.0 / 30.0"
+    # the wait returned 2 µs after the spatial kernel's last block left; the last tenth took 10 µs more.
+    assert rows["blur"][6] == "2.0"
+    assert rows["blur"][7] == "10.0"
+    assert rows["blur"][9] == "8.00"  # median block time from the wait's return
+    assert "first entry to last exit median 30.0 µs" in r.stdout
+
+
+def test_median_over_batches_and_one_batch(tmp_path):
+    text = HEADER
+    for batch, end in ((0, 10_000), (1, 20_000), (2, 40_000)):
+        text += line(batch, "final", 0, 3, 0, 1_000, end)
+    f = tmp_path / "clocks.csv"
+    f.write_text(text)
+    assert rows_of(run(f).stdout)["final"][5] == "20.0 / 20.0 / 20.0"
+    assert rows_of(run(f, "--batch", 2).stdout)["final"][5] == "40.0 / 40.0 / 40.0"
+
+
+def test_no_rows_for_the_filter_fails(tmp_path):
+    f = tmp_path / "clocks.csv"
+    f.write_text(HEADER + line(0, "mid", 0, 0, 0, 1, 2))
+    r = run(f, "--config", "default-p")
+    assert r.returncode == 1
+    assert "no recorded blocks" in r.stderr
