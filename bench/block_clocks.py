@@ -4,14 +4,15 @@
 Per configuration, the median over its recorded batches of, for each kernel in launch order (µs from the batch's first
 block entry; %globaltimer, so each mark is as fine as the timer's own step, printed as `timer step`):
 
-  entry        first and last block entry (the grid's dispatch)
-  waited       first and last return from ChainWait (the dependency on the kernel before)
-  exit         first, 90th percentile and last block exit
+  entry        first and last block entry (thread 0's; the grid's dispatch)
+  waited       first and last return from ChainWait (thread 0's; the dependency on the kernel before)
+  exit         first, 90th percentile and last block exit (the block's last warp)
   after prev   this kernel's first wait return minus the previous kernel's last exit: what the dependency's release
                costs (negative: the previous kernel's last block had not yet left when the wait returned, as the
                completion counts its own trigger and flush)
   tail         last exit minus the 90th percentile exit: the last tenth of the blocks
-  busy         the multiprocessors' mean share of the kernel's span (first entry to last exit) holding a block of it
+  busy         the device's multiprocessors' mean share of the kernel's span (first entry to last exit) holding a
+               block of it (every multiprocessor counted, used or not: comparable with ncu's active / elapsed)
   block        median block time from wait return (or entry) to exit, and the same in the SM's cycles
 
 Usage: bench/block_clocks.py FILE [--config SUBSTRING] [--batch N]
@@ -32,8 +33,8 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
 
 
-def busy_share(blocks: list[dict], t0: float, t1: float) -> float:
-    """Mean over the multiprocessors the kernel used of the share of [t0, t1] they held one of its blocks."""
+def busy_share(blocks: list[dict], t0: float, t1: float, sms: int) -> float:
+    """Mean over the device's `sms` multiprocessors of the share of [t0, t1] they held one of the kernel's blocks."""
     if t1 <= t0:
         return 0.0
     per_sm: dict[int, list[tuple[float, float]]] = defaultdict(list)
@@ -53,10 +54,10 @@ def busy_share(blocks: list[dict], t0: float, t1: float) -> float:
         if cur_e is not None:
             held += cur_e - cur_s
         shares.append(held / (t1 - t0))
-    return statistics.mean(shares) if shares else 0.0
+    return sum(shares) / max(sms, len(shares))
 
 
-def kernel_row(blocks: list[dict]) -> dict:
+def kernel_row(blocks: list[dict], sms: int) -> dict:
     entry = [b["entry"] for b in blocks]
     exits = [b["exit"] for b in blocks]
     waited = [b["waited"] for b in blocks if b["waited"] is not None]
@@ -68,7 +69,7 @@ def kernel_row(blocks: list[dict]) -> dict:
         "entry0": min(entry), "entry1": max(entry),
         "waited0": min(waited) if waited else None, "waited1": max(waited) if waited else None,
         "exit0": min(exits), "exit90": pct(exits, 0.9), "exit1": max(exits),
-        "busy": busy_share(blocks, min(entry), max(exits)),
+        "busy": busy_share(blocks, min(entry), max(exits), sms),
         "block_us": statistics.median(e - s for e, s in zip(exits, start)),
         "block_cyc": statistics.median(cyc) if cyc else None,
     }
@@ -81,7 +82,8 @@ def read(path: str, config_filter: str | None):
             if config_filter and config_filter not in r["config"]:
                 continue
             key = (r["config"], int(r["batch"]))
-            b = batches.setdefault(key, {"set": int(r["set"]), "ms": float(r["batch_ms"]), "kernels": defaultdict(list)})
+            b = batches.setdefault(key, {"set": int(r["set"]), "ms": float(r["batch_ms"]), "sms": int(r["sms"]),
+                                         "kernels": defaultdict(list)})
 
             def num(k, scale=1e-3):
                 return float(r[k]) * scale if r[k] != "" else None
@@ -122,7 +124,7 @@ def main() -> int:
         for b in mine:
             prev_exit = None
             for name in [n for n in ORDER if n in b["kernels"]] + sorted(set(b["kernels"]) - set(ORDER)):
-                row = kernel_row(b["kernels"][name])
+                row = kernel_row(b["kernels"][name], b["sms"])
                 row["after_prev"] = (row["waited0"] - prev_exit
                                      if prev_exit is not None and row["waited0"] is not None else None)
                 prev_exit = row["exit1"]

@@ -55,7 +55,8 @@
 // timing, each row runs kClockBatches more batches (its sets in turn, or --profile-set's), one at a time as the timing
 // does, with every block of the chain's kernels recording its entry, wait, trigger and exit (block_clocks.h), and
 // appends one CSV line per block to FILE; bench/block_clocks.py reads it (NOTES.md s47). The recording's own cost
-// (a few instructions and one atomic a block) is in those batches, so time a build without it beside them.
+// (a few instructions, a barrier and two atomics a block) is in those batches, so time a build without it beside them;
+// the row's other runs record nothing.
 // Note: the bench's all-on draws blur and low-res on every channel, so its halves' masks are always equal; nnU-Net's
 // spec draws them per channel with p 0.5.
 #include <cuda_runtime.h>
@@ -131,9 +132,10 @@ using augmentd::cuda::SampleParams;
   } while (0)
 
 // --block-clocks: runs `batches` batches through launch(i) one at a time, recording, and appends their blocks to
-// g_clocks as "config,batch,set,batch_ms,kernel,block,smid,entry_ns,waited_ns,triggered_ns,exit_ns,waited_cyc,
-// triggered_cyc,exit_cyc": times from the batch's first entry (ns, %globaltimer) and from the block's own entry
-// (cycles, clock64), empty where the block did not pass the mark.
+// g_clocks as "config,batch,set,batch_ms,sms,kernel,block,smid,entry_ns,waited_ns,triggered_ns,exit_ns,waited_cyc,
+// triggered_cyc,exit_cyc" (sms: the device's multiprocessors): times from the batch's first entry (ns, %globaltimer)
+// and from the block's own entry (cycles, clock64), empty where the block did not pass the mark; then stops
+// recording.
 template <typename Launch, typename SetOf>
 void RecordBlockClocks(const std::string& config, int batches, cudaStream_t st, const Launch& launch,
                        const SetOf& set_of) {
@@ -141,6 +143,9 @@ void RecordBlockClocks(const std::string& config, int batches, cudaStream_t st, 
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
+  int dev = 0, sms = 0;
+  CHECK_CUDA(cudaGetDevice(&dev));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   CHECK_CUDA(augmentd::cuda::BlockClocksStart(size_t{1} << 17));
   for (int i = 0; i < batches; ++i) {
     CHECK_CUDA(cudaEventRecord(e0, st));
@@ -152,12 +157,14 @@ void RecordBlockClocks(const std::string& config, int batches, cudaStream_t st, 
     std::vector<BlockClock> recs;
     uint64_t dropped = 0;
     CHECK_CUDA(augmentd::cuda::BlockClocksTake(&recs, &dropped));
-    if (dropped != 0) std::fprintf(stderr, "--block-clocks: %s batch %d: %llu blocks past the log's capacity\n",
-                                   config.c_str(), i, static_cast<unsigned long long>(dropped));
+    if (dropped != 0) {
+      std::fprintf(stderr, "--block-clocks: %s batch %d: %llu blocks past the log's capacity\n", config.c_str(), i,
+                   static_cast<unsigned long long>(dropped));
+    }
     uint64_t t0 = UINT64_MAX;
     for (const BlockClock& r : recs) t0 = std::min(t0, r.ns[augmentd::cuda::kMarkEntry]);
     for (const BlockClock& r : recs) {
-      std::fprintf(g_clocks, "%s,%d,%d,%.4f,%s,%u,%u", config.c_str(), i, set_of(i), ms,
+      std::fprintf(g_clocks, "%s,%d,%d,%.4f,%d,%s,%u,%u", config.c_str(), i, set_of(i), ms, sms,
                    augmentd::cuda::BlockClockKernelName(r.kernel), r.block, r.smid);
       for (int m = 0; m < augmentd::cuda::kNumMarks; ++m) {
         if (r.ns[m] == 0) std::fprintf(g_clocks, ",");
@@ -171,6 +178,7 @@ void RecordBlockClocks(const std::string& config, int batches, cudaStream_t st, 
     }
   }
   std::fflush(g_clocks);
+  CHECK_CUDA(augmentd::cuda::BlockClocksStop());  // the row's later runs and the next rows record nothing
   CHECK_CUDA(cudaEventDestroy(e0));
   CHECK_CUDA(cudaEventDestroy(e1));
 }
@@ -1039,7 +1047,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       std::fprintf(g_clocks,
-                   "config,batch,set,batch_ms,kernel,block,smid,entry_ns,waited_ns,triggered_ns,exit_ns,waited_cyc,"
+                   "config,batch,set,batch_ms,sms,kernel,block,smid,entry_ns,waited_ns,triggered_ns,exit_ns,waited_cyc,"
                    "triggered_cyc,exit_cyc\n");
     } else if (a == "--seg-labels") {  // below kVoteOutOfBounds (32768), the vote's out-of-bounds label
       if (!ParseInteger("--seg-labels", v, 1, 32767, g_seg_labels)) return 2;

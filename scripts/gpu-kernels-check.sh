@@ -37,7 +37,7 @@
 # at the same time: they share the machine's cores, but each waits mostly on its own longest file), CLOCK_BUILDS
 # ("NAME ...": extra builds made with -DAUGMENTD_BLOCK_CLOCKS=1, whose cuda_pipeline_bench then records every block's
 # timeline with CLOCK_ARGS, default "--only all-on:2:1:0 --profile-set 0 --iters 20": bench/block_clocks.py's table
-# per build in summary.md, the CSVs in clocks.tar.gz; NOTES.md s47).
+# per build in summary.md, the CSVs in clocks.tar.gz, one more returned file; NOTES.md s47).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
 for cache in ${PROFILE_CACHE:-all}; do  # ncu --cache-control values, space-separated
@@ -84,7 +84,9 @@ for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS: one word (no spaces), its flag
     && say "built $name" || exit 1
 done
 set +f
-for pid in ${extra_pids[@]+"${extra_pids[@]}"}; do wait "$pid" || exit 1; done
+extra_failed=0
+for pid in ${extra_pids[@]+"${extra_pids[@]}"}; do wait "$pid" || extra_failed=1; done  # all of them, then the verdict
+[ "$extra_failed" = 0 ] || exit 1
 CT_RC=skipped
 if [ "${SKIP_CTEST:-0}" != 1 ]; then
   (cd "$NEW_BUILD" && timeout "${CTEST_TIMEOUT:-90}" ctest -L gpu -R "${GPU_TESTS:-cuda_da5_stages_test|augment_cuda_chain_test|cuda_auglab_stages_test}" -j3 \
@@ -154,10 +156,14 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
   for name in ${CLOCK_BUILDS:-}; do
     # The timeline of a build with -DAUGMENTD_BLOCK_CLOCKS=1 (its batch times carry the recording's cost).
     echo; echo "## block clocks, build $name: cuda_pipeline_bench ${CLOCK_ARGS:---only all-on:2:1:0 --profile-set 0 --iters 20}"
+    if [ ! -x "$PWD/build-$name/augment/kernels/cuda/cuda_pipeline_bench" ]; then
+      echo "CLOCK_BUILDS: no build-$name (name it in EXTRA_BUILDS with -DAUGMENTD_BLOCK_CLOCKS=1)"; continue
+    fi
     # shellcheck disable=SC2086  # CLOCK_ARGS is a word list
     timeout 150 "$PWD/build-$name/augment/kernels/cuda/cuda_pipeline_bench" \
       ${CLOCK_ARGS:---only all-on:2:1:0 --profile-set 0 --iters 20} --block-clocks "$OUT/clocks-$name.csv" 2>&1 | tail -12
-    python3 "$(dirname "$0")/../bench/block_clocks.py" "$OUT/clocks-$name.csv" 2>&1
+    if [ -s "$OUT/clocks-$name.csv" ]; then python3 "$(dirname "$0")/../bench/block_clocks.py" "$OUT/clocks-$name.csv" 2>&1
+    else echo "build $name recorded no block (see above)"; fi
   done
   if [ "${PROFILE:-0}" = 1 ]; then
     # PROFILE_SEG=1 (with SEG_ARGS): every configuration profiled again on SEG_ARGS' seg, as ncu-CFG-seg.txt.

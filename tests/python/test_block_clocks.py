@@ -6,14 +6,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "block_clocks.py"
-HEADER = ("config,batch,set,batch_ms,kernel,block,smid,entry_ns,waited_ns,triggered_ns,exit_ns,waited_cyc,"
+HEADER = ("config,batch,set,batch_ms,sms,kernel,block,smid,entry_ns,waited_ns,triggered_ns,exit_ns,waited_cyc,"
           "triggered_cyc,exit_cyc\n")
 
 
-def line(batch, kernel, block, smid, entry, waited, exit_, cfg="all-on:2:1:128x128x128"):
+def line(batch, kernel, block, smid, entry, waited, exit_, cfg="all-on:2:1:128x128x128", sms=2):
     w = "" if waited is None else str(waited)
     wc = "" if waited is None else str((waited - entry) * 2)
-    return f"{cfg},{batch},0,0.0300,{kernel},{block},{smid},{entry},{w},,{exit_},{wc},,{(exit_ - entry) * 2}\n"
+    return f"{cfg},{batch},0,0.0300,{sms},{kernel},{block},{smid},{entry},{w},,{exit_},{wc},,{(exit_ - entry) * 2}\n"
 
 
 def run(*args):
@@ -41,6 +41,7 @@ def test_two_kernels_on_two_sms(tmp_path):
     # busy: SM 0 holds a block all of 0-10, SM 1 for 0-6: mean 80 %.
     assert rows["spatial"][8] == "80%"
     assert rows["blur"][1:3] == ["10", "1"]
+    assert rows["blur"][8] == "50%"  # SM 1 of the device's two held none of its blocks
     assert rows["blur"][4] == "12.0 … 12.0"
     assert rows["blur"][5] == "20.0 / 20.0 / 30.0"
     # the wait returned 2 µs after the spatial kernel's last block left; the last tenth took 10 µs more.

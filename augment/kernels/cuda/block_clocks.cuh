@@ -1,8 +1,10 @@
 // augment/kernels/cuda/block_clocks.cuh — the device side of block_clocks.h (included by common.cuh).
 //
 // A recording kernel declares `BlockClockScope clocks(kClockX);` as its first statement: thread 0 notes the entry,
-// ChainWait and ChainTrigger note theirs (ClockMark), and the scope's destructor, on whichever return thread 0 takes,
-// notes the exit and appends the block's record to the log. Without -DAUGMENTD_BLOCK_CLOCKS=1 all of it is empty.
+// ChainWait and ChainTrigger note thread 0's passage (ClockMark), and the scope's destructor, in the block's last warp
+// to return, notes the exit and appends the block's record to the log. Kernels without a scope that call ChainWait or
+// ChainTrigger (elastic, the generic chain, DA5) write the marks into shared memory nobody reads. Without
+// -DAUGMENTD_BLOCK_CLOCKS=1 all of it is empty.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -40,6 +42,7 @@ struct BlockClockShared {
   uint64_t ns[kNumMarks];
   long long cycles[kNumMarks];
   uint32_t smid;
+  unsigned int warps_left;  // the block's warps that have passed the scope's destructor
 };
 
 __device__ __forceinline__ BlockClockShared& ClockShared() {
@@ -58,6 +61,8 @@ __device__ __forceinline__ void ClockMark(int mark) {
 
 class BlockClockScope {
  public:
+  // The kernel's first statement: every thread passes it (the barrier orders the shared marks' reset before any
+  // warp can leave).
   __device__ explicit BlockClockScope(uint32_t kernel) : kernel_(kernel) {
     if (threadIdx.x == 0) {
       BlockClockShared& s = ClockShared();
@@ -65,17 +70,26 @@ class BlockClockScope {
         s.ns[m] = 0;
         s.cycles[m] = 0;
       }
+      s.warps_left = 0;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(s.smid));
     }
     ClockMark(kMarkEntry);
+    __syncthreads();
   }
+  // On each thread's return: the first lane of the block's last warp to leave marks the exit (whichever thread) and
+  // appends the record (the kernels return warp-uniformly).
   __device__ ~BlockClockScope() {
     BlockClockLog* log = g_block_clock_log;
-    if (threadIdx.x != 0 || log == nullptr) return;
-    ClockMark(kMarkExit);
+    if ((threadIdx.x & 31) != 0 || log == nullptr) return;
+    BlockClockShared& s = ClockShared();
+    const unsigned int warps = (blockDim.x * blockDim.y * blockDim.z + 31) / 32;
+    if (atomicAdd(&s.warps_left, 1u) != warps - 1) return;
+    uint64_t ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    s.ns[kMarkExit] = ns;
+    s.cycles[kMarkExit] = clock64();
     const unsigned long long i = atomicAdd(&log->n, 1ull);
     if (i >= log->capacity) return;
-    const BlockClockShared& s = ClockShared();
     BlockClock r;
     r.kernel = kernel_;
     r.block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);

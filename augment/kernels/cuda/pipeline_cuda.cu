@@ -203,19 +203,33 @@ bool RegisterBlockClockSetter(BlockClockSetter set) {
 }
 }  // namespace internal
 
+namespace {
+// Points every file's copy of the log pointer at `log` (nullptr: no recording).
+cudaError_t SetBlockClockLogs(internal::BlockClockLog* log) {
+  for (internal::BlockClockSetter set : internal::BlockClockSetters()) {
+    AUGMENTD_CUDA_RETURN_IF_ERROR(set(log));
+  }
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t BlockClocksStop() {
+  if (internal::g_host_log == nullptr) return cudaSuccess;
+  AUGMENTD_CUDA_RETURN_IF_ERROR(SetBlockClockLogs(nullptr));
+  const cudaError_t err = cudaFree(internal::g_host_log);
+  internal::g_host_log = nullptr;
+  return err;
+}
+
 cudaError_t BlockClocksStart(size_t capacity) {
   using internal::BlockClockLog;
-  if (internal::g_host_log != nullptr) {
-    AUGMENTD_CUDA_RETURN_IF_ERROR(cudaFree(internal::g_host_log));
-    internal::g_host_log = nullptr;
-  }
+  AUGMENTD_CUDA_RETURN_IF_ERROR(BlockClocksStop());
   void* p = nullptr;
   AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, sizeof(BlockClockLog) + capacity * sizeof(BlockClock)));
   internal::g_host_log = static_cast<BlockClockLog*>(p);
   const BlockClockLog head{0, capacity};
   AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpy(p, &head, sizeof head, cudaMemcpyHostToDevice));
-  for (internal::BlockClockSetter set : internal::BlockClockSetters()) AUGMENTD_CUDA_RETURN_IF_ERROR(set(internal::g_host_log));
-  return cudaSuccess;
+  return SetBlockClockLogs(internal::g_host_log);
 }
 
 cudaError_t BlockClocksTake(std::vector<BlockClock>* out, uint64_t* dropped) {
@@ -240,6 +254,7 @@ cudaError_t BlockClocksTake(std::vector<BlockClock>* out, uint64_t* dropped) {
   *dropped = 0;
   return cudaErrorNotSupported;
 }
+cudaError_t BlockClocksStop() { return cudaErrorNotSupported; }
 #endif
 
 }  // namespace augmentd::cuda
