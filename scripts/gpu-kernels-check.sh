@@ -34,7 +34,8 @@
 # flush and without it, the second as ncu-CFG-cache-none.txt; PROFILE_KERNEL=REGEX profiles only the kernels it matches,
 # PROFILE_SKIP (84; 20 with PROFILE_KERNEL) / PROFILE_COUNT (12) / PROFILE_ITERS (8) the launches skipped, profiled and the bench's iterations;
 # PROFILE_SEG=1 profiles each configuration again with SEG_ARGS, as ncu-CFG-seg.txt), EXTRA_PARALLEL=1 (the extra builds
-# at the same time: they share the machine's cores, but each waits mostly on its own longest file), CLOCK_BUILDS
+# at the same time as each other and the new build: they share the machine's cores, but each waits mostly on its own
+# longest file), CLOCK_BUILDS
 # ("NAME ...": extra builds made with -DAUGMENTD_BLOCK_CLOCKS=1, whose cuda_pipeline_bench then records every block's
 # timeline with CLOCK_ARGS, default "--only all-on:2:1:0 --profile-set 0 --iters 20": bench/block_clocks.py's table
 # per build in summary.md, the CSVs in clocks.tar.gz, one more returned file; NOTES.md s47).
@@ -58,10 +59,7 @@ build() {  # src dir, build dir, targets (one word list)
 if [ "${SKIP_OLD:-0}" != 1 ]; then
   build "$OLD" "$OLD_BUILD" "$BENCH_TARGETS" && say "built old" || exit 1
 fi
-# NEW_CUDA_FLAGS: the new build (its tests too) with CMAKE_CUDA_FLAGS, e.g. a kernel's bench switch turned on; always
-# passed, empty too, so that a reused build folder does not keep an earlier call's flags in its cache.
-GPU_BUILD_CMAKE_EXTRA="-DCMAKE_CUDA_FLAGS=${NEW_CUDA_FLAGS:-}" build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" \
-  && say "built new${NEW_CUDA_FLAGS:+ with $NEW_CUDA_FLAGS}" || exit 1
+# The extra builds first: with EXTRA_PARALLEL=1 they build in the background while the new build runs.
 set -f  # EXTRA_BUILDS entries are words, not globs
 extra_pids=()
 for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS: one word (no spaces), its flags joined by commas
@@ -84,6 +82,10 @@ for extra in ${EXTRA_BUILDS:-}; do  # NAME=FLAGS: one word (no spaces), its flag
     && say "built $name" || exit 1
 done
 set +f
+# NEW_CUDA_FLAGS: the new build (its tests too) with CMAKE_CUDA_FLAGS, e.g. a kernel's bench switch turned on; always
+# passed, empty too, so that a reused build folder does not keep an earlier call's flags in its cache.
+GPU_BUILD_CMAKE_EXTRA="-DCMAKE_CUDA_FLAGS=${NEW_CUDA_FLAGS:-}" build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" \
+  && say "built new${NEW_CUDA_FLAGS:+ with $NEW_CUDA_FLAGS}" || exit 1
 extra_failed=0
 for pid in ${extra_pids[@]+"${extra_pids[@]}"}; do wait "$pid" || extra_failed=1; done  # all of them, then the verdict
 [ "$extra_failed" = 0 ] || exit 1
