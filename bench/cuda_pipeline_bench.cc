@@ -55,8 +55,8 @@
 // timing, each row runs kClockBatches more batches (its sets in turn, or --profile-set's), one at a time as the timing
 // does, with every block of the chain's kernels recording its entry, wait, trigger and exit (block_clocks.h), and
 // appends one CSV line per block to FILE; bench/block_clocks.py reads it (NOTES.md s47). The recording's own cost
-// (a few instructions, a barrier and two atomics a block) is in those batches, so time a build without it beside them;
-// the row's other runs record nothing.
+// (a few instructions, a barrier, a shared atomic a warp and a global one a block) is in those batches, so time a build
+// without it beside them; the row's other runs record nothing.
 // Note: the bench's all-on draws blur and low-res on every channel, so its halves' masks are always equal; nnU-Net's
 // spec draws them per channel with p 0.5.
 #include <cuda_runtime.h>

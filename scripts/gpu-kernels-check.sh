@@ -85,10 +85,11 @@ set +f
 # NEW_CUDA_FLAGS: the new build (its tests too) with CMAKE_CUDA_FLAGS, e.g. a kernel's bench switch turned on; always
 # passed, empty too, so that a reused build folder does not keep an earlier call's flags in its cache.
 GPU_BUILD_CMAKE_EXTRA="-DCMAKE_CUDA_FLAGS=${NEW_CUDA_FLAGS:-}" build "$PWD" "$NEW_BUILD" "$BENCH_TARGETS $TEST_TARGETS" \
-  && say "built new${NEW_CUDA_FLAGS:+ with $NEW_CUDA_FLAGS}" || exit 1
+  && say "built new${NEW_CUDA_FLAGS:+ with $NEW_CUDA_FLAGS}"
+new_rc=$?
 extra_failed=0
 for pid in ${extra_pids[@]+"${extra_pids[@]}"}; do wait "$pid" || extra_failed=1; done  # all of them, then the verdict
-[ "$extra_failed" = 0 ] || exit 1
+[ "$new_rc" = 0 ] && [ "$extra_failed" = 0 ] || exit 1
 CT_RC=skipped
 if [ "${SKIP_CTEST:-0}" != 1 ]; then
   (cd "$NEW_BUILD" && timeout "${CTEST_TIMEOUT:-90}" ctest -L gpu -R "${GPU_TESTS:-cuda_da5_stages_test|augment_cuda_chain_test|cuda_auglab_stages_test}" -j3 \
@@ -153,7 +154,14 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
   # first side's bits), so that summary.md holds the verdict without unpacking jsonl.tar.gz.
   if compgen -G "$OUT/pipe-*.jsonl" >/dev/null || compgen -G "$OUT/chain-*.jsonl" >/dev/null; then
     echo; echo "## A/B table (bench/ab_table.py)"
-    python3 "$(dirname "$0")/../bench/ab_table.py" "$OUT" 2>&1
+    # In SIDES' order, the first side the baseline ("base new": the change against base, not the other way round).
+    order=""
+    for spec in ${SIDES:-old new}; do
+      tag=${spec//[^A-Za-z0-9_-]/_}
+      order="$order,$tag"
+      [ -n "${SEG_ARGS:-}" ] && order="$order,${tag}_seg"
+    done
+    python3 "$(dirname "$0")/../bench/ab_table.py" --sides "${order#,}" "$OUT" 2>&1
   fi
   for name in ${CLOCK_BUILDS:-}; do
     # The timeline of a build with -DAUGMENTD_BLOCK_CLOCKS=1 (its batch times carry the recording's cost).

@@ -4,8 +4,9 @@
 // blur, mid, gamma statistics, final), when its thread 0 entered, came out of ChainWait, passed ChainTrigger and
 // left, with the multiprocessor it ran on (NOTES.md s47: where a chained batch's passes idle). Every other build
 // compiles the recording to nothing (the kernels' machine code is unchanged) and the functions below answer
-// cudaErrorNotSupported. The recording adds a few instructions, shared bytes, a barrier and two atomics a block: its
-// timeline is the instrumented kernels', read beside the plain build's batch time, not instead of it.
+// cudaErrorNotSupported. The recording adds a few instructions, shared bytes, a barrier, an atomic on shared memory a
+// warp and one on global memory a block: its timeline is the instrumented kernels', read beside the plain build's batch
+// time, not instead of it.
 //
 //   BlockClocksStart(1 << 17);            // allocates the device log; every recording kernel appends to it
 //   RunPipeline(...); cudaStreamSynchronize(stream);
@@ -45,7 +46,7 @@ struct BlockClock {
   uint32_t block;              // the linear block index in its grid (x fastest)
   uint32_t smid;               // %smid at entry
   uint32_t pad;                // 0 (aligns ns)
-  uint64_t ns[kNumMarks];      // %globaltimer (ns, device-wide); entry, wait, trigger: thread 0's; exit: the last warp's
+  uint64_t ns[kNumMarks];      // %globaltimer (ns, device-wide): entry, wait, trigger thread 0's; exit the last warp's
   long long cycles[kNumMarks];  // clock64() (the multiprocessor's own counter: differences within the block only)
 };
 

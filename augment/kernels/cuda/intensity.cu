@@ -372,8 +372,9 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 // 0 also reduces slot 1's p1 into slot 1's result (FusedY1), and mode 2, launched narrow, converts those into y1's
 // where they stand for them, else reduces y1 itself. Other batches run the passes as before fusion: fusing there
 // made the mode-0 pass longer (≈ 14 → 21 µs a batch) while a slice with slot 1 alone kept the mode-2 pass at full
-// width. Register bounds: 8 blocks per SM (32 registers, no spills) but the fused mode 0, at 6 (40 registers,
-// 4 spilled bytes outside the voxel loop; at 32, 28 bytes spilled inside it).
+// width. Register bounds: 8 blocks per SM (32 registers, no spills) but the fused mode 0, at 6 (40 registers, no
+// spills with nvcc 13.0 (4 bytes outside the voxel loop with AUGMENTD_FUSED_COMMIT=1 and slice shares); at 32, 28
+// bytes spilled inside it).
 // -DAUGMENTD_FUSED_COMMIT=1 (s47; NOTES.md): the fused mode-0 pass commits y0's and p1's partials under one ticket
 // (CommitPartials<2>: one store fence and one atomic a block, one last-block tail, the same bits); 0 commits them one
 // after the other, as before.
