@@ -163,15 +163,16 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
     done
     python3 "$(dirname "$0")/../bench/ab_table.py" --sides "${order#,}" "$OUT" 2>&1
   fi
+  clock_args=${CLOCK_ARGS:---only all-on:2:1:0 --profile-set 0 --iters 20}
   for name in ${CLOCK_BUILDS:-}; do
     # The timeline of a build with -DAUGMENTD_BLOCK_CLOCKS=1 (its batch times carry the recording's cost).
-    echo; echo "## block clocks, build $name: cuda_pipeline_bench ${CLOCK_ARGS:---only all-on:2:1:0 --profile-set 0 --iters 20}"
+    echo; echo "## block clocks, build $name: cuda_pipeline_bench $clock_args"
     if [ ! -x "$PWD/build-$name/augment/kernels/cuda/cuda_pipeline_bench" ]; then
       echo "CLOCK_BUILDS: no build-$name (name it in EXTRA_BUILDS with -DAUGMENTD_BLOCK_CLOCKS=1)"; continue
     fi
-    # shellcheck disable=SC2086  # CLOCK_ARGS is a word list
-    timeout 150 "$PWD/build-$name/augment/kernels/cuda/cuda_pipeline_bench" \
-      ${CLOCK_ARGS:---only all-on:2:1:0 --profile-set 0 --iters 20} --block-clocks "$OUT/clocks-$name.csv" 2>&1 | tail -12
+    # shellcheck disable=SC2086  # clock_args is a word list
+    timeout 150 "$PWD/build-$name/augment/kernels/cuda/cuda_pipeline_bench" $clock_args \
+      --block-clocks "$OUT/clocks-$name.csv" 2>&1 | tail -12
     if [ -s "$OUT/clocks-$name.csv" ]; then python3 "$(dirname "$0")/../bench/block_clocks.py" "$OUT/clocks-$name.csv" 2>&1
     else echo "build $name recorded no block (see above)"; fi
   done

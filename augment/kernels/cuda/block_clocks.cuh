@@ -50,13 +50,16 @@ __device__ __forceinline__ BlockClockShared& ClockShared() {
   return s;
 }
 
-__device__ __forceinline__ void ClockMark(int mark) {
-  if (threadIdx.x != 0) return;
+// Notes `mark` now (the calling thread's clocks).
+__device__ __forceinline__ void StampMark(BlockClockShared& s, int mark) {
   uint64_t ns;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-  BlockClockShared& s = ClockShared();
   s.ns[mark] = ns;
   s.cycles[mark] = clock64();
+}
+
+__device__ __forceinline__ void ClockMark(int mark) {
+  if (threadIdx.x == 0) StampMark(ClockShared(), mark);
 }
 
 class BlockClockScope {
@@ -84,10 +87,7 @@ class BlockClockScope {
     BlockClockShared& s = ClockShared();
     const unsigned int warps = (blockDim.x * blockDim.y * blockDim.z + 31) / 32;
     if (atomicAdd(&s.warps_left, 1u) != warps - 1) return;
-    uint64_t ns;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-    s.ns[kMarkExit] = ns;
-    s.cycles[kMarkExit] = clock64();
+    StampMark(s, kMarkExit);
     const unsigned long long i = atomicAdd(&log->n, 1ull);
     if (i >= log->capacity) return;
     BlockClock r;
