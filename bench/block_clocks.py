@@ -10,6 +10,8 @@ block entry; %globaltimer, so each mark is as fine as the timer's own step, prin
   after prev   this kernel's first wait return minus the previous kernel's last exit: what the dependency's release
                costs (negative: the previous kernel's last block had not yet left when the wait returned, as the
                completion counts its own trigger and flush)
+  early        the share of this kernel's blocks that entered before the previous kernel's last exit: resident and
+               waiting while it still ran (chained launches), rather than dispatched as its blocks left
   tail         last exit minus the 90th percentile exit: the last tenth of the blocks
   busy         the device's multiprocessors' mean share of the kernel's span (first entry to last exit) holding a
                block of it (every multiprocessor counted, used or not: comparable with ncu's active / elapsed)
@@ -127,15 +129,17 @@ def main() -> int:
                 row = kernel_row(b["kernels"][name], b["sms"])
                 row["after_prev"] = (row["waited0"] - prev_exit
                                      if prev_exit is not None and row["waited0"] is not None else None)
+                row["early"] = (sum(x["entry"] < prev_exit for x in b["kernels"][name]) / row["blocks"]
+                                if prev_exit is not None else None)
                 prev_exit = row["exit1"]
                 rows[name].append(row)
         ends = [max(x["exit"] for k in b["kernels"].values() for x in k) for b in mine]
         print(f"\n## {config}: {len(mine)} batches (sets {sorted({b['set'] for b in mine})}), event time median "
               f"{statistics.median(b['ms'] for b in mine) * 1e3:.1f} µs, first entry to last exit median "
               f"{statistics.median(ends):.1f} µs\n")
-        print("| kernel | blocks | SMs | entry | waited | exit (first / p90 / last) | after prev | tail | busy | "
-              "block µs | block cycles |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print("| kernel | blocks | SMs | entry | waited | exit (first / p90 / last) | after prev | early | tail | "
+              "busy | block µs | block cycles |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 
         def med(name, key, fmt="{:.1f}"):
             vals = [r[key] for r in rows[name] if r[key] is not None]
@@ -146,7 +150,7 @@ def main() -> int:
             print(f"| {name} | {med(name, 'blocks', '{:.0f}')} | {med(name, 'sms', '{:.0f}')} | "
                   f"{med(name, 'entry0')} … {med(name, 'entry1')} | {med(name, 'waited0')} … {med(name, 'waited1')} | "
                   f"{med(name, 'exit0')} / {med(name, 'exit90')} / {med(name, 'exit1')} | {med(name, 'after_prev')} | "
-                  f"{tail:.1f} | {med(name, 'busy', '{:.0%}')} | {med(name, 'block_us', '{:.2f}')} | "
+                  f"{med(name, 'early', '{:.0%}')} | {tail:.1f} | {med(name, 'busy', '{:.0%}')} | {med(name, 'block_us', '{:.2f}')} | "
                   f"{med(name, 'block_cyc', '{:.0f}')} |")
     return 0
 

@@ -28,10 +28,10 @@ def rows_of(out):
 
 def test_two_kernels_on_two_sms(tmp_path):
     # spatial: two blocks on SMs 0 and 1, 0-10 µs and 0-6 µs (no wait). blur: ten blocks that wait until 12 µs,
-    # nine leave at 20 µs and one at 30 µs, all on SM 0, entered at 8 µs.
+    # nine leave at 20 µs and one at 30 µs, all on SM 0; nine entered at 8 µs, the last at 11 µs.
     text = HEADER + line(0, "spatial", 0, 0, 0, None, 10_000) + line(0, "spatial", 1, 1, 0, None, 6_000)
     for b in range(10):
-        text += line(0, "blur", b, 0, 8_000, 12_000, 30_000 if b == 9 else 20_000)
+        text += line(0, "blur", b, 0, 11_000 if b == 9 else 8_000, 12_000, 30_000 if b == 9 else 20_000)
     f = tmp_path / "clocks.csv"
     f.write_text(text)
     r = run(f)
@@ -39,15 +39,19 @@ def test_two_kernels_on_two_sms(tmp_path):
     rows = rows_of(r.stdout)
     assert rows["spatial"][1:3] == ["2", "2"]
     # busy: SM 0 holds a block all of 0-10, SM 1 for 0-6: mean 80 %.
-    assert rows["spatial"][8] == "80%"
+    assert rows["spatial"][9] == "80%"
+    assert rows["spatial"][7] == "–"  # no kernel before it
     assert rows["blur"][1:3] == ["10", "1"]
-    assert rows["blur"][8] == "50%"  # SM 1 of the device's two held none of its blocks
+    assert rows["blur"][9] == "50%"  # SM 1 of the device's two held none of its blocks
+    assert rows["blur"][3] == "8.0 … 11.0"
     assert rows["blur"][4] == "12.0 … 12.0"
     assert rows["blur"][5] == "20.0 / 20.0 / 30.0"
-    # the wait returned 2 µs after the spatial kernel's last block left; the last tenth took 10 µs more.
+    # the wait returned 2 µs after the spatial kernel's last block left; nine of the ten blocks had entered before
+    # it left (the tenth at 11 µs); the last tenth took 10 µs more.
     assert rows["blur"][6] == "2.0"
-    assert rows["blur"][7] == "10.0"
-    assert rows["blur"][9] == "8.00"  # median block time from the wait's return
+    assert rows["blur"][7] == "90%"
+    assert rows["blur"][8] == "10.0"
+    assert rows["blur"][10] == "8.00"  # median block time from the wait's return
     assert "first entry to last exit median 30.0 µs" in r.stdout
 
 
