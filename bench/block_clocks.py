@@ -10,7 +10,8 @@ block entry; %globaltimer, so each mark is as fine as the timer's own step, prin
   after prev   this kernel's first wait return minus the previous kernel's last exit: what the dependency's release
                costs (negative: the previous kernel's last block had not yet left when the wait returned, as the
                completion counts its own trigger and flush)
-  early        the share of this kernel's blocks that entered before the previous kernel's last exit: resident and
+  early        the share of this kernel's blocks that entered before the previous kernel's last exit (the kernel
+               before it in the same batch, as for after prev): resident and
                waiting while it still ran (chained launches), rather than dispatched as its blocks left
   tail         last exit minus the 90th percentile exit: the last tenth of the blocks
   busy         the device's multiprocessors' mean share of the kernel's span (first entry to last exit) holding a
@@ -145,13 +146,14 @@ def main() -> int:
             vals = [r[key] for r in rows[name] if r[key] is not None]
             return fmt.format(statistics.median(vals)) if vals else "–"
 
-        for name in rows:
+        # launch order (ORDER), as in each batch: "after prev" and "early" compare with the kernel before in that batch
+        for name in [n for n in ORDER if n in rows] + sorted(set(rows) - set(ORDER)):
             tail = statistics.median(r["exit1"] - r["exit90"] for r in rows[name])
             print(f"| {name} | {med(name, 'blocks', '{:.0f}')} | {med(name, 'sms', '{:.0f}')} | "
                   f"{med(name, 'entry0')} … {med(name, 'entry1')} | {med(name, 'waited0')} … {med(name, 'waited1')} | "
                   f"{med(name, 'exit0')} / {med(name, 'exit90')} / {med(name, 'exit1')} | {med(name, 'after_prev')} | "
-                  f"{med(name, 'early', '{:.0%}')} | {tail:.1f} | {med(name, 'busy', '{:.0%}')} | {med(name, 'block_us', '{:.2f}')} | "
-                  f"{med(name, 'block_cyc', '{:.0f}')} |")
+                  f"{med(name, 'early', '{:.0%}')} | {tail:.1f} | {med(name, 'busy', '{:.0%}')} | "
+                  f"{med(name, 'block_us', '{:.2f}')} | {med(name, 'block_cyc', '{:.0f}')} |")
     return 0
 
 

@@ -20,6 +20,10 @@ def run(*args):
     return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
 
 
+def table_cells(out):
+    return [len(l.strip().strip("|").split("|")) for l in out.splitlines() if l.startswith("|")]
+
+
 def rows_of(out):
     return {cells[0]: cells for cells in
             ([c.strip() for c in l.strip("|").split("|")] for l in out.splitlines() if l.startswith("| ")
@@ -37,6 +41,8 @@ def test_two_kernels_on_two_sms(tmp_path):
     r = run(f)
     assert r.returncode == 0, r.stderr
     rows = rows_of(r.stdout)
+    assert table_cells(r.stdout) == [12] * 4  # header, separator, two kernels: every row as wide as the header
+    assert list(rows) == ["spatial", "blur"]
     assert rows["spatial"][1:3] == ["2", "2"]
     # busy: SM 0 holds a block all of 0-10, SM 1 for 0-6: mean 80 %.
     assert rows["spatial"][9] == "80%"
