@@ -11,8 +11,8 @@ block entry; %globaltimer, so each mark is as fine as the timer's own step, prin
                costs (negative: the previous kernel's last block had not yet left when the wait returned, as the
                completion counts its own trigger and flush)
   early        the share of this kernel's blocks that entered before the previous kernel's last exit (the kernel
-               before it in the same batch, as for after prev): resident and
-               waiting while it still ran (chained launches), rather than dispatched as its blocks left
+               before it in the same batch, as for after prev): resident and waiting while it still ran (chained
+               launches), rather than dispatched as its blocks left
   tail         last exit minus the 90th percentile exit: the last tenth of the blocks
   busy         the device's multiprocessors' mean share of the kernel's span (first entry to last exit) holding a
                block of it (every multiprocessor counted, used or not: comparable with ncu's active / elapsed)
