@@ -17,6 +17,9 @@ block entry; %globaltimer, so each mark is as fine as the timer's own step, prin
   busy         the device's multiprocessors' mean share of the kernel's span (first entry to last exit) holding a
                block of it (every multiprocessor counted, used or not: comparable with ncu's active / elapsed)
   block        median block time from wait return (or entry) to exit, and the same in the SM's cycles
+  adds         this kernel's last exit minus the previous kernel's last exit (the first kernel's: from the batch's
+               first entry): its share of the batch's critical path; in each batch the column sums to the first entry to
+               last exit (the medians printed, nearly)
 
 Usage: bench/block_clocks.py FILE [--config SUBSTRING] [--batch N]
 """
@@ -132,6 +135,7 @@ def main() -> int:
                                      if prev_exit is not None and row["waited0"] is not None else None)
                 row["early"] = (sum(x["entry"] < prev_exit for x in b["kernels"][name]) / row["blocks"]
                                 if prev_exit is not None else None)
+                row["adds"] = row["exit1"] - (prev_exit if prev_exit is not None else 0.0)
                 prev_exit = row["exit1"]
                 rows[name].append(row)
         ends = [max(x["exit"] for k in b["kernels"].values() for x in k) for b in mine]
@@ -139,8 +143,8 @@ def main() -> int:
               f"{statistics.median(b['ms'] for b in mine) * 1e3:.1f} µs, first entry to last exit median "
               f"{statistics.median(ends):.1f} µs\n")
         print("| kernel | blocks | SMs | entry | waited | exit (first / p90 / last) | after prev | early | tail | "
-              "busy | block µs | block cycles |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "busy | block µs | block cycles | adds |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
         def med(name, key, fmt="{:.1f}"):
             vals = [r[key] for r in rows[name] if r[key] is not None]
@@ -153,7 +157,7 @@ def main() -> int:
                   f"{med(name, 'entry0')} … {med(name, 'entry1')} | {med(name, 'waited0')} … {med(name, 'waited1')} | "
                   f"{med(name, 'exit0')} / {med(name, 'exit90')} / {med(name, 'exit1')} | {med(name, 'after_prev')} | "
                   f"{med(name, 'early', '{:.0%}')} | {tail:.1f} | {med(name, 'busy', '{:.0%}')} | "
-                  f"{med(name, 'block_us', '{:.2f}')} | {med(name, 'block_cyc', '{:.0f}')} |")
+                  f"{med(name, 'block_us', '{:.2f}')} | {med(name, 'block_cyc', '{:.0f}')} | {med(name, 'adds')} |")
     return 0
 
 

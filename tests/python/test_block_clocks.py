@@ -41,7 +41,7 @@ def test_two_kernels_on_two_sms(tmp_path):
     r = run(f)
     assert r.returncode == 0, r.stderr
     rows = rows_of(r.stdout)
-    assert table_cells(r.stdout) == [12] * 4  # header, separator, two kernels: every row as wide as the header
+    assert table_cells(r.stdout) == [13] * 4  # header, separator, two kernels: every row as wide as the header
     assert list(rows) == ["spatial", "blur"]
     assert rows["spatial"][1:3] == ["2", "2"]
     # busy: SM 0 holds a block all of 0-10, SM 1 for 0-6: mean 80 %.
@@ -58,6 +58,9 @@ def test_two_kernels_on_two_sms(tmp_path):
     assert rows["blur"][7] == "90%"
     assert rows["blur"][8] == "10.0"
     assert rows["blur"][10] == "8.00"  # median block time from the wait's return
+    # the critical path: the spatial kernel's last block left at 10 µs, the blur's 20 µs later; they sum to 30.
+    assert rows["spatial"][12] == "10.0"
+    assert rows["blur"][12] == "20.0"
     assert "first entry to last exit median 30.0 µs" in r.stdout
 
 
