@@ -18,8 +18,9 @@ block entry; %globaltimer, so each mark is as fine as the timer's own step, prin
                block of it (every multiprocessor counted, used or not: comparable with ncu's active / elapsed)
   block        median block time from wait return (or entry) to exit, and the same in the SM's cycles
   adds         this kernel's last exit minus the previous kernel's last exit (the first kernel's: from the batch's
-               first entry): its share of the batch's critical path; in each batch the column sums to the first entry to
-               last exit (the medians printed, nearly)
+               first entry): its share of the batch's critical path; in each batch the column sums to the last
+               kernel's last exit, the batch's end as the kernels run in stream order (the medians printed, nearly,
+               where every batch launches the same kernels)
 
 Usage: bench/block_clocks.py FILE [--config SUBSTRING] [--batch N]
 """

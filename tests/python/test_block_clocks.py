@@ -80,3 +80,23 @@ def test_no_rows_for_the_filter_fails(tmp_path):
     r = run(f, "--config", "default-p")
     assert r.returncode == 1
     assert "no recorded blocks" in r.stderr
+
+
+def test_launch_order_first_kernel_and_the_early_boundary(tmp_path):
+    # Batch 0 has no mid pass: gamma0 comes first, entering at 2 µs and leaving at 10 µs; of final's two blocks one
+    # entered at 9 µs, the other exactly as gamma0's last block left (not early). Batch 1 has mid first.
+    text = HEADER + line(0, "gamma0", 0, 0, 2_000, 2_000, 10_000)
+    text += line(0, "final", 0, 1, 9_000, 11_000, 15_000) + line(0, "final", 1, 0, 10_000, 11_000, 15_000)
+    text += line(1, "mid", 0, 0, 0, None, 4_000) + line(1, "gamma0", 0, 1, 1_000, 5_000, 10_000)
+    text += line(1, "final", 0, 0, 10_000, 11_000, 15_000)
+    f = tmp_path / "clocks.csv"
+    f.write_text(text)
+    assert list(rows_of(run(f).stdout)) == ["mid", "gamma0", "final"]  # launch order, not the names' order
+    rows = rows_of(run(f, "--batch", 0).stdout)
+    assert list(rows) == ["gamma0", "final"]
+    assert rows["gamma0"][12] == "10.0"  # from the batch's first entry, not from its own (2 µs)
+    assert rows["gamma0"][7] == "–"
+    assert rows["final"][7] == "50%"  # entering as the previous kernel's last block leaves is not early
+    assert rows["final"][12] == "5.0"
+    rows = rows_of(run(f, "--batch", 1).stdout)
+    assert [rows[k][12] for k in ("mid", "gamma0", "final")] == ["4.0", "6.0", "5.0"]
