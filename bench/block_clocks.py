@@ -118,7 +118,15 @@ def main() -> int:
     ap.add_argument("--config", help="only configurations whose name contains this")
     ap.add_argument("--batch", type=int, help="only this recorded batch (default: the median over all)")
     a = ap.parse_args()
-    batches = read(a.file, a.config)
+    try:
+        batches = read(a.file, a.config)
+    except OSError as e:
+        print(f"{a.file}: cannot read: {e.strerror}", file=sys.stderr)
+        return 1
+    except (KeyError, ValueError) as e:
+        print(f"{a.file}: not a --block-clocks CSV (column or value {e} not as cuda_pipeline_bench writes it)",
+              file=sys.stderr)
+        return 1
     if a.batch is not None:
         batches = {k: v for k, v in batches.items() if k[1] == a.batch}
     if not batches:

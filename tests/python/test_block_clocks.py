@@ -100,3 +100,12 @@ def test_launch_order_first_kernel_and_the_early_boundary(tmp_path):
     assert rows["final"][12] == "5.0"
     rows = rows_of(run(f, "--batch", 1).stdout)
     assert [rows[k][12] for k in ("mid", "gamma0", "final")] == ["4.0", "6.0", "5.0"]
+
+
+def test_a_missing_or_foreign_file_fails_in_one_line(tmp_path):
+    r = run(tmp_path / "absent.csv")
+    assert r.returncode == 1 and "cannot read" in r.stderr and "Traceback" not in r.stderr
+    f = tmp_path / "other.csv"
+    f.write_text("a,b\n1,2\n")
+    r = run(f)
+    assert r.returncode == 1 and "not a --block-clocks CSV" in r.stderr and "Traceback" not in r.stderr
