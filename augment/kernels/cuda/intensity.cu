@@ -373,14 +373,8 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 // where they stand for them, else reduces y1 itself. Other batches run the passes as before fusion: fusing there
 // made the mode-0 pass longer (≈ 14 → 21 µs a batch) while a slice with slot 1 alone kept the mode-2 pass at full
 // width. Register bounds: 8 blocks per SM (32 registers, no spills) but the fused mode 0, at 6 (40 registers, no
-// spills with nvcc 13.0 (4 bytes outside the voxel loop with AUGMENTD_FUSED_COMMIT=1 and slice shares); at 32, 28
+// spills with nvcc 13.0 (4 bytes outside the voxel loop with slice shares: the joint commit, s47); at 32, 28
 // bytes spilled inside it).
-// -DAUGMENTD_FUSED_COMMIT=1 (s47; NOTES.md): the fused mode-0 pass commits y0's and p1's partials under one ticket
-// (CommitPartials<2>: one store fence and one atomic a block, one last-block tail, the same bits); 0 commits them one
-// after the other, as before.
-#ifndef AUGMENTD_FUSED_COMMIT
-#define AUGMENTD_FUSED_COMMIT 0
-#endif
 template <int mode, bool kFused, bool kShare>
 __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
@@ -425,18 +419,12 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
       Accumulate(p1, PowFtz(fmaxf(f.flip ? __fsub_rn(1.f, t) : t, 0.f), f.g1));
     });
     ChainTrigger();  // after the voxel loop (common.cuh)
-#if AUGMENTD_FUSED_COMMIT
-    // y0 and p1 under one ticket (y0's counter; the mode-2 pass's own reduction of y1 keeps slot 1's at 0).
+    // y0 and p1 under one ticket (y0's counter; the mode-2 pass's own reduction of y1 keeps slot 1's at 0): one
+    // store fence and one atomic a block, one last-block tail, the bits of two CommitPartial calls (s47, timed s50).
     Partial red[2] = {y0, p1};
     BlockReduceN<2>(red);
     const StatsSlot slots[2] = {ws.slot[kSlotY0], ws.slot[kSlotY1]};
     CommitPartials<2>(slots, slice, sb.block(), sb.count(), red, d.out_n);
-#else
-    const Partial red1 = BlockReduce(p1);
-    CommitPartial(ws.slot[kSlotY1], slice, sb.block(), sb.count(), red1, d.out_n);
-    const Partial red0 = BlockReduce(y0);
-    CommitPartial(ws.slot[kSlotY0], slice, sb.block(), sb.count(), red0, d.out_n);
-#endif
     return;
   }
   Partial part = EmptyPartial();
