@@ -184,10 +184,49 @@ __device__ __forceinline__ Stats SliceStats(const Partial& acc, int64_t count) {
   return s;
 }
 
+// -DAUGMENTD_FAST_TAIL (s50, a bench switch, 0 until timed; NOTES.md s50): the slice's last-block tail, which the
+// block timeline measured at ≈ 3 µs a commit on the chain's critical path (the mid pass's last block leaves ≈ 3 µs
+// after the slice's other blocks, the fused gamma pass's ≈ 6 µs with two commits).
+//   1: the ticket an acq_rel add (atom.add.acq_rel.gpu) instead of an SC fence (MEMBAR.SC.GPU) and a relaxed add,
+//      and no fence in the last block's threads after the barrier: thread 0's acquire reads the end of the counter's
+//      release sequence (every earlier block's add), and the barrier orders the block's loads after it;
+//   2: 1, and each thread of the last block issues the loads of its partials together (TailLoads<kN> at a time),
+//      adding them in CommitPartial's order afterwards: one L2 round trip for up to 2·kThreads partials, the same bits.
+// At 1 or 2, CommitPartial is CommitPartials<1> (other machine code in every pass that commits).
+#ifndef AUGMENTD_FAST_TAIL
+#define AUGMENTD_FAST_TAIL 0
+#endif
+
+#if AUGMENTD_FAST_TAIL
+template <int kN>
+inline constexpr int TailLoads = kN == 1 ? 2 : 1;  // partials a thread loads before adding (24 bytes each; kN = 2
+                                                   // at 2 lost its order to the fused gamma pass's 40 registers)
+
+__device__ __forceinline__ Partial LoadPartialCg(const Partial* q) {
+  return Partial{__ldcg(&q->sum), __ldcg(&q->sumsq), __ldcg(&q->mn), __ldcg(&q->mx)};
+}
+
+__device__ __forceinline__ void AddPartial(Partial& acc, const Partial& q) {
+  acc.sum += q.sum;
+  acc.sumsq += q.sumsq;
+  acc.mn = fminf(acc.mn, q.mn);
+  acc.mx = fmaxf(acc.mx, q.mx);
+}
+
+// The slice's ticket (thread 0): this block's place among the slice's commits, nblocks - 1 for the last. Its release
+// half publishes this thread's partial stores; its acquire half, in the last block, every earlier block's.
+__device__ __forceinline__ unsigned int TakeTicket(unsigned int* counter) {
+  unsigned int old;
+  asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+  return old;
+}
+#endif
+
 // Stores this block's partial (p valid in thread 0) for `slice`; the last block of the slice reduces all
 // partials in a fixed order, writes the slice's Stats over `count` voxels and re-arms the counter.
 // (CommitPartials<1> below computes the same, but its form builds other machine code in every pass that commits:
 // sass_compare, s47. This one is the form the passes were timed with.)
+#if !AUGMENTD_FAST_TAIL
 __device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, int block, int nblocks,
                                               const Partial& p, int64_t count) {
   __shared__ bool is_last;
@@ -219,6 +258,7 @@ __device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, 
     slot.counters[slice] = 0u;
   }
 }
+#endif
 
 // Block-wide reductions of kN partials side by side (blockDim.x == kThreads); the results are valid in thread 0.
 // Fixed order, each partial's the same as alone: reducing two together gives BlockReduce's bits for each, with
@@ -254,13 +294,19 @@ __device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int k = 0; k < kN; ++k) slots[k].partials[static_cast<int64_t>(slice) * slots[k].max_blocks + block] = p[k];
+#if AUGMENTD_FAST_TAIL
+    const unsigned int ticket = TakeTicket(slots[0].counters + slice);
+#else
     __threadfence();
     const unsigned int ticket = atomicAdd(slots[0].counters + slice, 1u);
+#endif
     is_last = ticket == static_cast<unsigned int>(nblocks - 1);
   }
   __syncthreads();
   if (!is_last) return;
+#if !AUGMENTD_FAST_TAIL
   __threadfence();
+#endif
   Partial acc[kN];
   const Partial* parts[kN];
 #pragma unroll
@@ -268,6 +314,26 @@ __device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int
     acc[k] = EmptyPartial();
     parts[k] = slots[k].partials + static_cast<int64_t>(slice) * slots[k].max_blocks;
   }
+#if AUGMENTD_FAST_TAIL >= 2
+  // Thread t adds partials t, t + kThreads, t + 2·kThreads, ... in that order, as below; their loads go out together.
+  constexpr int kL = TailLoads<kN>;
+  for (int i0 = threadIdx.x; i0 < nblocks; i0 += kL * kThreads) {
+    Partial q[kL][kN];
+#pragma unroll
+    for (int l = 0; l < kL; ++l) {
+#pragma unroll
+      for (int k = 0; k < kN; ++k) q[l][k] = i0 + l * kThreads < nblocks ? LoadPartialCg(parts[k] + i0 + l * kThreads)
+                                                                          : EmptyPartial();
+    }
+#pragma unroll
+    for (int l = 0; l < kL; ++l) {
+#pragma unroll
+      for (int k = 0; k < kN; ++k) {
+        if (i0 + l * kThreads < nblocks) AddPartial(acc[k], q[l][k]);
+      }
+    }
+  }
+#else
   for (int i = threadIdx.x; i < nblocks; i += blockDim.x) {
 #pragma unroll
     for (int k = 0; k < kN; ++k) {
@@ -282,6 +348,7 @@ __device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int
       acc[k].mx = fmaxf(acc[k].mx, q.mx);
     }
   }
+#endif
   BlockReduceN<kN>(acc);
   if (threadIdx.x == 0) {
 #pragma unroll
@@ -289,6 +356,16 @@ __device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int
     slots[0].counters[slice] = 0u;
   }
 }
+
+#if AUGMENTD_FAST_TAIL
+// CommitPartial's contract (above), through CommitPartials' tail.
+__device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, int block, int nblocks,
+                                              const Partial& p, int64_t count) {
+  const StatsSlot slots[1] = {slot};
+  const Partial ps[1] = {p};
+  CommitPartials<1>(slots, slice, block, nblocks, ps, count);
+}
+#endif
 
 __device__ __forceinline__ void Accumulate(Partial& p, float v) {
   p.sum += static_cast<double>(v);
