@@ -184,20 +184,10 @@ __device__ __forceinline__ Stats SliceStats(const Partial& acc, int64_t count) {
   return s;
 }
 
-// -DAUGMENTD_FAST_TAIL (s50, a bench switch, 0 until timed; NOTES.md s50): the slice's last-block tail, which the
-// block timeline measured at ≈ 3 µs a commit on the chain's critical path (the mid pass's last block leaves ≈ 3 µs
-// after the slice's other blocks, the fused gamma pass's ≈ 6 µs with two commits).
-//   1: the ticket an acq_rel add (atom.add.acq_rel.gpu) instead of an SC fence (MEMBAR.SC.GPU) and a relaxed add,
-//      and no fence in the last block's threads after the barrier: thread 0's acquire reads the end of the counter's
-//      release sequence (every earlier block's add), and the barrier orders the block's loads after it;
-//   2: 1, and each thread of the last block issues the loads of its partials together (TailLoads<kN> at a time),
-//      adding them in CommitPartial's order afterwards: one L2 round trip for up to 2·kThreads partials, the same bits.
-// At 1 or 2, CommitPartial is CommitPartials<1> (other machine code in every pass that commits).
-#ifndef AUGMENTD_FAST_TAIL
-#define AUGMENTD_FAST_TAIL 0
-#endif
-
-#if AUGMENTD_FAST_TAIL
+// The slice's last-block tail (CommitPartials below; s50, NOTES.md): the block timeline measured it at ≈ 3 µs a
+// commit on the chain's critical path with an SC fence before each ticket, another in every thread of the last
+// block, and one partial loaded at a time; ≈ 1.4 µs with the ticket an acq_rel add and the loads issued together
+// (every transform on B=2 C=1 −1.4 %, H100, the same bits).
 template <int kN>
 inline constexpr int TailLoads = kN == 1 ? 2 : 1;  // partials a thread loads before adding (24 bytes each; kN = 2
                                                    // at 2 lost its order to the fused gamma pass's 40 registers)
@@ -220,45 +210,6 @@ __device__ __forceinline__ unsigned int TakeTicket(unsigned int* counter) {
   asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
   return old;
 }
-#endif
-
-// Stores this block's partial (p valid in thread 0) for `slice`; the last block of the slice reduces all
-// partials in a fixed order, writes the slice's Stats over `count` voxels and re-arms the counter.
-// (CommitPartials<1> below computes the same, but its form builds other machine code in every pass that commits:
-// sass_compare, s47. This one is the form the passes were timed with.)
-#if !AUGMENTD_FAST_TAIL
-__device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, int block, int nblocks,
-                                              const Partial& p, int64_t count) {
-  __shared__ bool is_last;
-  if (threadIdx.x == 0) {
-    slot.partials[static_cast<int64_t>(slice) * slot.max_blocks + block] = p;
-    __threadfence();
-    const unsigned int ticket = atomicAdd(slot.counters + slice, 1u);
-    is_last = ticket == static_cast<unsigned int>(nblocks - 1);
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-  Partial acc = EmptyPartial();
-  const Partial* parts = slot.partials + static_cast<int64_t>(slice) * slot.max_blocks;
-  for (int i = threadIdx.x; i < nblocks; i += blockDim.x) {
-    Partial q;
-    q.sum = __ldcg(&parts[i].sum);
-    q.sumsq = __ldcg(&parts[i].sumsq);
-    q.mn = __ldcg(&parts[i].mn);
-    q.mx = __ldcg(&parts[i].mx);
-    acc.sum += q.sum;
-    acc.sumsq += q.sumsq;
-    acc.mn = fminf(acc.mn, q.mn);
-    acc.mx = fmaxf(acc.mx, q.mx);
-  }
-  acc = BlockReduce(acc);
-  if (threadIdx.x == 0) {
-    slot.result[slice] = SliceStats(acc, count);
-    slot.counters[slice] = 0u;
-  }
-}
-#endif
 
 // Block-wide reductions of kN partials side by side (blockDim.x == kThreads); the results are valid in thread 0.
 // Fixed order, each partial's the same as alone: reducing two together gives BlockReduce's bits for each, with
@@ -294,19 +245,11 @@ __device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int k = 0; k < kN; ++k) slots[k].partials[static_cast<int64_t>(slice) * slots[k].max_blocks + block] = p[k];
-#if AUGMENTD_FAST_TAIL
     const unsigned int ticket = TakeTicket(slots[0].counters + slice);
-#else
-    __threadfence();
-    const unsigned int ticket = atomicAdd(slots[0].counters + slice, 1u);
-#endif
     is_last = ticket == static_cast<unsigned int>(nblocks - 1);
   }
   __syncthreads();
-  if (!is_last) return;
-#if !AUGMENTD_FAST_TAIL
-  __threadfence();
-#endif
+  if (!is_last) return;  // the ticket's acquire (thread 0) and the barrier order this block's loads after every partial
   Partial acc[kN];
   const Partial* parts[kN];
 #pragma unroll
@@ -314,8 +257,8 @@ __device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int
     acc[k] = EmptyPartial();
     parts[k] = slots[k].partials + static_cast<int64_t>(slice) * slots[k].max_blocks;
   }
-#if AUGMENTD_FAST_TAIL >= 2
-  // Thread t adds partials t, t + kThreads, t + 2·kThreads, ... in that order, as below; their loads go out together.
+  // Thread t adds partials t, t + kThreads, t + 2·kThreads, ... in that order (whichever block is last, the same
+  // bits); kL of them are loaded before any is added, so their loads are in flight together.
   constexpr int kL = TailLoads<kN>;
   for (int i0 = threadIdx.x; i0 < nblocks; i0 += kL * kThreads) {
     Partial q[kL][kN];
@@ -333,22 +276,6 @@ __device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int
       }
     }
   }
-#else
-  for (int i = threadIdx.x; i < nblocks; i += blockDim.x) {
-#pragma unroll
-    for (int k = 0; k < kN; ++k) {
-      Partial q;
-      q.sum = __ldcg(&parts[k][i].sum);
-      q.sumsq = __ldcg(&parts[k][i].sumsq);
-      q.mn = __ldcg(&parts[k][i].mn);
-      q.mx = __ldcg(&parts[k][i].mx);
-      acc[k].sum += q.sum;
-      acc[k].sumsq += q.sumsq;
-      acc[k].mn = fminf(acc[k].mn, q.mn);
-      acc[k].mx = fmaxf(acc[k].mx, q.mx);
-    }
-  }
-#endif
   BlockReduceN<kN>(acc);
   if (threadIdx.x == 0) {
 #pragma unroll
@@ -357,15 +284,14 @@ __device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int
   }
 }
 
-#if AUGMENTD_FAST_TAIL
-// CommitPartial's contract (above), through CommitPartials' tail.
+// Stores this block's partial (p valid in thread 0) for `slice`; the last block of the slice reduces all
+// partials in a fixed order, writes the slice's Stats over `count` voxels and re-arms the counter.
 __device__ __forceinline__ void CommitPartial(const StatsSlot& slot, int slice, int block, int nblocks,
                                               const Partial& p, int64_t count) {
   const StatsSlot slots[1] = {slot};
   const Partial ps[1] = {p};
   CommitPartials<1>(slots, slice, block, nblocks, ps, count);
 }
-#endif
 
 __device__ __forceinline__ void Accumulate(Partial& p, float v) {
   p.sum += static_cast<double>(v);
