@@ -375,13 +375,6 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 // width. Register bounds: 8 blocks per SM (32 registers, no spills) but the fused mode 0, at 6 (40 registers, no
 // spills with nvcc 13.0 (4 bytes outside the voxel loop with slice shares: the joint commit, s47); at 32, 28
 // bytes spilled inside it).
-// -DAUGMENTD_MODE2_TRIGGER=1 (s50, a bench switch, 0 until timed; NOTES.md s50): the narrow mode-2 pass's blocks that
-// only convert p1's statistics call ChainTrigger once their wait has returned, so the final pass launches while they
-// work rather than after they leave. (s45's trigger at the pass's entry lost: the final pass's blocks then found the
-// mode-0 pass still resident.)
-#ifndef AUGMENTD_MODE2_TRIGGER
-#define AUGMENTD_MODE2_TRIGGER 0
-#endif
 template <int mode, bool kFused, bool kShare>
 __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
@@ -410,9 +403,6 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
   ChainWait();  // the statistics and the image are the earlier passes'
   const Chain ch = MakeChain(ws, cp, d, slice, st, mode == 2, mode == 2, false);
   if (kFused && mode == 2 && FusedY1Valid(ch)) {  // slice-uniform: the mode-0 pass reduced p1
-#if AUGMENTD_MODE2_TRIGGER
-    ChainTrigger();  // the mode-0 pass has left every multiprocessor: the final pass may launch beside these blocks
-#endif
     if (sb.block() == 0 && threadIdx.x == 0) {
       Stats* y1 = ws.slot[kSlotY1].result + slice;
       *y1 = FusedY1Stats(*y1, ch.g1);
