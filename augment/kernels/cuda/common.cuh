@@ -189,8 +189,9 @@ __device__ __forceinline__ Stats SliceStats(const Partial& acc, int64_t count) {
 // block, and one partial loaded at a time; ≈ 1.4 µs with the ticket an acq_rel add and the loads issued together
 // (every transform on B=2 C=1 −1.4 %, H100, the same bits).
 template <int kN>
-inline constexpr int TailLoads = kN == 1 ? 2 : 1;  // partials a thread loads before adding (24 bytes each; kN = 2
-                                                   // at 2 lost its order to the fused gamma pass's 40 registers)
+inline constexpr int TailLoads = kN == 1 ? 2 : 1;  // partials a thread loads before adding (24 bytes each). kN = 2
+                                                   // stays at 1: at 2, under the fused gamma pass's 40-register
+                                                   // bound, nvcc interleaved the loads and adds again.
 
 __device__ __forceinline__ Partial LoadPartialCg(const Partial* q) {
   return Partial{__ldcg(&q->sum), __ldcg(&q->sumsq), __ldcg(&q->mn), __ldcg(&q->mx)};

@@ -372,9 +372,15 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 // 0 also reduces slot 1's p1 into slot 1's result (FusedY1), and mode 2, launched narrow, converts those into y1's
 // where they stand for them, else reduces y1 itself. Other batches run the passes as before fusion: fusing there
 // made the mode-0 pass longer (≈ 14 → 21 µs a batch) while a slice with slot 1 alone kept the mode-2 pass at full
-// width. Register bounds: 8 blocks per SM (32 registers, no spills) but the fused mode 0, at 6 (40 registers, no
-// spills with nvcc 13.0 (4 bytes outside the voxel loop with slice shares: the joint commit, s47); at 32, 28
-// bytes spilled inside it).
+// width. Register bounds: 8 blocks per SM (32 registers, no spills) but the fused mode 0, at 6 (40 registers; with
+// nvcc 13.0 its spills lie outside the voxel loop, in MakeChain and the reduction and commit: 4 bytes per-slice, 40
+// with slice shares since s50's commit tail; at 32 registers, 28 bytes spilled inside the loop).
+// -DAUGMENTD_MODE2_WAIT_TRIGGER=1 (s50, a bench switch, 0 until timed; NOTES.md s50): the narrow mode-2 pass calls
+// ChainTrigger as soon as its wait returns, before MakeChain's loads. (Call 3's trigger after MakeChain came 1.3 µs
+// after the wait, 0.5-0.8 µs before the blocks left; s45's at entry found the mode-0 pass still resident.)
+#ifndef AUGMENTD_MODE2_WAIT_TRIGGER
+#define AUGMENTD_MODE2_WAIT_TRIGGER 0
+#endif
 template <int mode, bool kFused, bool kShare>
 __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
@@ -401,6 +407,9 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
   }
   const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
   ChainWait();  // the statistics and the image are the earlier passes'
+#if AUGMENTD_MODE2_WAIT_TRIGGER
+  if (kFused && mode == 2) ChainTrigger();  // the mode-0 pass has completed: the final pass may launch beside these
+#endif
   const Chain ch = MakeChain(ws, cp, d, slice, st, mode == 2, mode == 2, false);
   if (kFused && mode == 2 && FusedY1Valid(ch)) {  // slice-uniform: the mode-0 pass reduced p1
     if (sb.block() == 0 && threadIdx.x == 0) {
@@ -420,7 +429,7 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     });
     ChainTrigger();  // after the voxel loop (common.cuh)
     // y0 and p1 under one ticket (y0's counter; the mode-2 pass's own reduction of y1 keeps slot 1's at 0): one
-    // store fence and one atomic a block, one last-block tail, the bits of two CommitPartial calls (s47, timed s50).
+    // acq_rel ticket a block, one last-block tail, the bits of two CommitPartial calls (s47, timed s50).
     Partial red[2] = {y0, p1};
     BlockReduceN<2>(red);
     const StatsSlot slots[2] = {ws.slot[kSlotY0], ws.slot[kSlotY1]};
