@@ -375,12 +375,6 @@ __device__ __forceinline__ Stats FusedY1Stats(const Stats& p, const GammaConsts&
 // width. Register bounds: 8 blocks per SM (32 registers, no spills) but the fused mode 0, at 6 (40 registers; with
 // nvcc 13.0 its spills lie outside the voxel loop, in MakeChain and the reduction and commit: 4 bytes per-slice, 40
 // with slice shares since s50's commit tail; at 32 registers, 28 bytes spilled inside the loop).
-// -DAUGMENTD_MODE2_WAIT_TRIGGER=1 (s50, a bench switch, 0 until timed; NOTES.md s50): the narrow mode-2 pass calls
-// ChainTrigger as soon as its wait returns, before MakeChain's loads. (Call 3's trigger after MakeChain came 1.3 µs
-// after the wait, 0.5-0.8 µs before the blocks left; s45's at entry found the mode-0 pass still resident.)
-#ifndef AUGMENTD_MODE2_WAIT_TRIGGER
-#define AUGMENTD_MODE2_WAIT_TRIGGER 0
-#endif
 template <int mode, bool kFused, bool kShare>
 __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
     GammaStatsKernel(Dims d, const SampleParams* params, Workspace ws, ChainState st) {
@@ -407,9 +401,6 @@ __global__ void __launch_bounds__(kThreads, mode == 0 && kFused ? 6 : 8)
   }
   const float* cur = V3Buffer(ws, cp, d, st) + static_cast<int64_t>(slice) * d.out_n;
   ChainWait();  // the statistics and the image are the earlier passes'
-#if AUGMENTD_MODE2_WAIT_TRIGGER
-  if (kFused && mode == 2) ChainTrigger();  // the mode-0 pass has completed: the final pass may launch beside these
-#endif
   const Chain ch = MakeChain(ws, cp, d, slice, st, mode == 2, mode == 2, false);
   if (kFused && mode == 2 && FusedY1Valid(ch)) {  // slice-uniform: the mode-0 pass reduced p1
     if (sb.block() == 0 && threadIdx.x == 0) {
