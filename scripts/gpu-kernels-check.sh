@@ -26,8 +26,8 @@
 # -DAUGMENTD_PF_FEW_OOB=0, session 37; -DAUGMENTD_CHAINED=0, plain launches of the chain's passes, session 42;
 # -DAUGMENTD_UNIFORM_VOTE=0, the 0.3.5 vote without the one-label warp path, session 44;
 # (session 45's -DAUGMENTD_NARROW_TRIGGER=1 lost in session 46 and was removed; session 47's -DAUGMENTD_FUSED_COMMIT and
-# session 50's -DAUGMENTD_FAST_TAIL were kept in session 50 and are gone; session 50's -DAUGMENTD_MODE2_TRIGGER=1 lost
-# and was removed);
+# session 50's -DAUGMENTD_FAST_TAIL were kept in session 50 and are gone; session 50's -DAUGMENTD_MODE2_TRIGGER=1 and
+# -DAUGMENTD_MODE2_WAIT_TRIGGER=1 lost and were removed);
 # sessions 28-30's five were kept in session 32 and are gone),
 # NEW_CUDA_FLAGS (the new build and its
 # tests with these CUDA flags: a switch's GPU tests), PROFILE=1 (ncu per kernel of PROFILE_CONFIGS, default
