@@ -61,19 +61,10 @@ __global__ void __launch_bounds__(kThreads) FinalizeKernel(int64_t n, On on, con
   if (!on(slice)) return;
   Partial acc = internal::EmptyPartial();
   for (int i = threadIdx.x; i < blocks; i += blockDim.x) {
-    const Partial q = partials[static_cast<int64_t>(slice) * blocks + i];
-    acc.sum += q.sum;
-    acc.sumsq += q.sumsq;
-    acc.mn = fminf(acc.mn, q.mn);
-    acc.mx = fmaxf(acc.mx, q.mx);
+    internal::AddPartial(acc, partials[static_cast<int64_t>(slice) * blocks + i]);
   }
   acc = internal::BlockReduce(acc);
-  if (threadIdx.x == 0) {
-    const double cnt = static_cast<double>(n);
-    const double mean = acc.sum / cnt;
-    const double var = n > 1 ? (acc.sumsq - acc.sum * mean) / (cnt - 1.0) : 0.0;
-    out[slice] = Stats{static_cast<float>(mean), static_cast<float>(sqrt(var > 0.0 ? var : 0.0)), acc.mn, acc.mx};
-  }
+  if (threadIdx.x == 0) out[slice] = internal::SliceStats(acc, n);
 }
 
 template <typename On>

@@ -197,6 +197,7 @@ __device__ __forceinline__ Partial LoadPartialCg(const Partial* q) {
   return Partial{__ldcg(&q->sum), __ldcg(&q->sumsq), __ldcg(&q->mn), __ldcg(&q->mx)};
 }
 
+// One partial into another: the sums added, the extremes kept (the slices' tails here, chain_stats.cu's finalize).
 __device__ __forceinline__ void AddPartial(Partial& acc, const Partial& q) {
   acc.sum += q.sum;
   acc.sumsq += q.sumsq;
