@@ -76,6 +76,7 @@ struct Workspace {
   uint8_t* mask;    // (B, P) seg < 0 at the final (mirrored) position
   int32_t* lowest;  // (B) lowest labels
   StatsSlot slot[kNumSlots];
+  unsigned int* bricks;  // (rows of the spatial grid: B·C, at least B) the persistent spatial kernel's brick tickets
   // Elastic deformation (only when BatchShape::elastic): fields (B, 3, P) and their ping-pong scratch, the
   // smoothing taps (B, 3 components, 3 axes, kElasticTapStride) and per-(sample, component) max/sum.
   float* field;
@@ -97,11 +98,24 @@ inline int64_t Prod(const int32_t* s) { return int64_t{s[0]} * s[1] * s[2]; }
 inline int BlocksPerSlice(const BatchShape& shape) { return static_cast<int>((Prod(shape.out) + kChunk - 1) / kChunk); }
 
 // The spatial kernel walks bricks of kBrickZ x kBrickY x kBrickX output voxels (a warp covers 4 x 8 in
-// (axis 1, axis 2), so its sampling points stay compact in the input: fewer cache lines per gather).
-inline constexpr int kBrickZ = kVoxPerThread, kBrickY = 16, kBrickX = 16;
+// (axis 1, axis 2), so its sampling points stay compact in the input: fewer cache lines per gather); a thread takes
+// the brick's kBrickZ steps along axis 0.
+// bench A/B only (session 51): -DAUGMENTD_BRICK_Z=4 halves the bricks' depth, so that the grid's last blocks are
+// half as long (the spatial kernel's tail: NOTES.md s51). It changes which voxels each block's statistics partial
+// sums, so the statistics' last bits where the spatial kernel commits them.
+#ifndef AUGMENTD_BRICK_Z
+#define AUGMENTD_BRICK_Z 8
+#endif
+inline constexpr int kBrickZ = AUGMENTD_BRICK_Z, kBrickY = 16, kBrickX = 16;
+static_assert(kBrickZ % 4 == 0 && kBrickZ <= kVoxPerThread, "whole noise quads (4 steps) a brick");
 inline int SpatialBricks(const BatchShape& s) {
   return ((s.out[0] + kBrickZ - 1) / kBrickZ) * ((s.out[1] + kBrickY - 1) / kBrickY) *
          ((s.out[2] + kBrickX - 1) / kBrickX);
+}
+
+// Rows of the spatial kernel's grid at most (one per sample, or per sample and channel in the split build).
+inline size_t SpatialRows(const BatchShape& s) {
+  return static_cast<size_t>(s.batch) * static_cast<size_t>(std::max(s.channels, 1));
 }
 
 // Carves the workspace (base may be null to only compute the size).
@@ -127,6 +141,7 @@ inline Workspace CarveWorkspace(const BatchShape& shape, void* base) {
     ws.slot[s].result = reinterpret_cast<Stats*>(take(slices * sizeof(Stats)));
     ws.slot[s].max_blocks = max_blocks;
   }
+  ws.bricks = reinterpret_cast<unsigned int*>(take(SpatialRows(shape) * sizeof(unsigned int)));
   if (shape.elastic) {
     const size_t fn = static_cast<size_t>(shape.batch) * 3 * static_cast<size_t>(Prod(shape.out));
     ws.field = reinterpret_cast<float*>(take(fn * sizeof(float)));
@@ -581,6 +596,21 @@ inline int DeviceSmCount() {
     return n > 0 ? n : 132;
   }();
   return count;
+}
+
+// Blocks of `kKernel` per grid row when `rows` rows share one wave at its occupancy (queried once per build), at most
+// `units` (a row's work items) and at least 1.
+template <auto kKernel>
+int ResidentGrid(int units, int rows) {
+  static const int per_sm = [] {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kKernel, kThreads, 0) != cudaSuccess || n < 1) {
+      (void)cudaGetLastError();
+      n = 4;
+    }
+    return n;
+  }();
+  return std::max(1, std::min(units, per_sm * DeviceSmCount() / std::max(rows, 1)));
 }
 
 inline Dims MakeDims(const BatchShape& s) {
