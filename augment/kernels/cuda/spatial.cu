@@ -114,14 +114,6 @@ __device__ __forceinline__ int NextBrick(unsigned int* counter, int nbricks) {
   return static_cast<int>(min(t, static_cast<unsigned int>(nbricks)));
 }
 
-// n / d for 0 <= n < 2^23 and d >= 1, rcp = RN(1/d): the float quotient is within 1 of it, corrected once.
-__device__ __forceinline__ int DivSmall(int n, int d, float rcp) {
-  int q = __float2int_rz(__fmul_rn(__int2float_rn(n), rcp));
-  const int r = n - q * d;
-  q += (r >= d ? 1 : 0) - (r < 0 ? 1 : 0);
-  return q;
-}
-
 // Patch voxel (j0, j1, j2)'s index in the output, axis d mirrored where bit d of `mirror` is set.
 __device__ __forceinline__ int MirroredOffset(int j0, int j1, int j2, const int P[3], int mirror) {
   const int o0 = (mirror & 1) ? P[0] - 1 - j0 : j0, o1 = (mirror & 2) ? P[1] - 1 - j1 : j1;
