@@ -220,12 +220,29 @@ __device__ __forceinline__ void AddPartial(Partial& acc, const Partial& q) {
   acc.mx = fmaxf(acc.mx, q.mx);
 }
 
+// bench A/B only (session 51): 1 = the ticket a release add, and only the slice's last block an acquire fence after it
+// (the acq_rel add ends in an L1 invalidate, CCTL.IVALL, in every committing block). The same bits.
+#ifndef AUGMENTD_RELEASE_TICKET
+#define AUGMENTD_RELEASE_TICKET 0
+#endif
+
 // The slice's ticket (thread 0): this block's place among the slice's commits, nblocks - 1 for the last. Its release
-// half publishes this thread's partial stores; its acquire half, in the last block, every earlier block's.
+// half publishes this thread's partial stores; its acquire half, in the last block, every earlier block's
+// (AUGMENTD_RELEASE_TICKET: AcquireAfterTicket's fence).
 __device__ __forceinline__ unsigned int TakeTicket(unsigned int* counter) {
   unsigned int old;
-  asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+  if constexpr (AUGMENTD_RELEASE_TICKET != 0) {
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+  } else {
+    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+  }
   return old;
+}
+
+// The last block's acquire of every earlier block's partials (thread 0, after a release TakeTicket that returned the
+// last ticket): the fence makes the atomic's read an acquire pattern; the barrier after it extends it to the block.
+__device__ __forceinline__ void AcquireAfterTicket() {
+  if constexpr (AUGMENTD_RELEASE_TICKET != 0) asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
 
 // Block-wide reductions of kN partials side by side (blockDim.x == kThreads); the results are valid in thread 0.
@@ -264,6 +281,7 @@ __device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int
     for (int k = 0; k < kN; ++k) slots[k].partials[static_cast<int64_t>(slice) * slots[k].max_blocks + block] = p[k];
     const unsigned int ticket = TakeTicket(slots[0].counters + slice);
     is_last = ticket == static_cast<unsigned int>(nblocks - 1);
+    if (is_last) AcquireAfterTicket();
   }
   __syncthreads();
   if (!is_last) return;  // the ticket's acquire (thread 0) and the barrier order this block's loads after every partial
