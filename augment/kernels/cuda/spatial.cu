@@ -100,6 +100,8 @@ struct SpatialArgs {
   const PipelineIO* io_dev;    // non-null: image, seg, out_seg, out_image (when set) are read from here (graph replay)
   unsigned int* bricks;        // kPersist: each grid row's brick ticket (Workspace::bricks; 0 between launches)
   int nbricks;                 // bricks per grid row (SpatialBricks)
+  int nbx, nby;                // bricks along axes 2 and 1
+  float rcp_nbx, rcp_nby;      // RN(1 / nbx), RN(1 / nby) (DivSmall)
   // Shape constants of the grid normalisation (host-computed, read from the parameter bank): S, S/2, RN(2/S), and
   // the −1-border thresholds of array axis d (bgv2 compares flipped-grid entry 2−d with size[2−d]).
   float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
@@ -374,6 +376,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   __shared__ uint8_t* sh_mask_b;
   __shared__ float* sh_x1_b;
   __shared__ int sh_brick;  // kPersist: the block's next brick (nbricks: none)
+  __shared__ int sh_cur;    // kPersist: the brick being sampled (read at its commit, not held in a register)
   const int nbricks = kPersist ? a.nbricks : static_cast<int>(gridDim.x);
   if (threadIdx.x == 0) {
     if (kPersist) sh_brick = NextBrick(a.bricks + blockIdx.y, nbricks);
@@ -416,20 +419,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   }
 
   // kPersist: the brick's position by float reciprocals (DivSmall), not a 32-bit division each.
-  const float rcp_nbx = kPersist ? __frcp_rn(static_cast<float>(nbx)) : 0.f;
-  const float rcp_nby = kPersist ? __frcp_rn(static_cast<float>(nby)) : 0.f;
   for (;;) {  // kPersist: a brick an iteration; otherwise the block's one brick
   const int brick = kPersist ? sh_brick : static_cast<int>(blockIdx.x);
   int bz, by, bx;  // the brick's position
   if constexpr (kPersist) {
-    if (brick >= nbricks) break;  // block-uniform
-    const int row = DivSmall(brick, nbx, rcp_nbx);  // bz · nby + by
-    bx = brick - row * nbx;
-    bz = DivSmall(row, nby, rcp_nby);
-    by = row - bz * nby;
+    if (brick >= a.nbricks) break;  // block-uniform
+    const int row = DivSmall(brick, a.nbx, a.rcp_nbx);  // bz · nby + by (the arguments' constants: no registers)
+    bx = brick - row * a.nbx;
+    bz = DivSmall(row, a.nby, a.rcp_nby);
+    by = row - bz * a.nby;
     if (table_thread) fill_tables(by, bx);
     __syncthreads();  // the tables, and every thread's read of sh_brick before thread 0 takes the next ticket
-    if (threadIdx.x == 0) sh_brick = NextBrick(a.bricks + blockIdx.y, nbricks);
+    if (threadIdx.x == 0) {
+      sh_cur = brick;
+      sh_brick = NextBrick(a.bricks + blockIdx.y, a.nbricks);
+    }
   } else {
     bx = brick % nbx;
     by = (brick / nbx) % nby;
@@ -639,7 +643,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       const TrilinearCorners cn = CornersAt(ix, S);
       const float* w = cn.w;
       const int* off = cn.off;
-      constexpr bool kLabelsFirst = kPlainLoads;  // the corner labels loaded before the image gathers
+      constexpr bool kLabelsFirst = kPlainLoads || kPersist;  // the corner labels loaded before the image gathers
       int raw_first[kLabelsFirst ? 8 : 1];
       if constexpr (kLabelsFirst) {
         if (seg_block) {
@@ -886,7 +890,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       if (c >= C) continue;
       if (sp.ch[c0 + c].blur_sigma[0] != 0.f) continue;  // block-uniform
       const Partial r = BlockReduce(part[c]);
-      CommitPartial(a.slot, b * Ct + c0 + c, brick, nbricks, r, out_n);
+      CommitPartial(a.slot, b * Ct + c0 + c, kPersist ? sh_cur : brick, nbricks, r, out_n);
     }
   }
   if constexpr (!kPersist) break;
@@ -1007,6 +1011,10 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   a.io_dev = d_io;
   a.bricks = ws.bricks;
   a.nbricks = SpatialBricks(shape);
+  a.nbx = (shape.out[2] + kBrickX - 1) / kBrickX;
+  a.nby = (shape.out[1] + kBrickY - 1) / kBrickY;
+  a.rcp_nbx = 1.f / static_cast<float>(a.nbx);
+  a.rcp_nby = 1.f / static_cast<float>(a.nby);
   // Seg only (io.image == nullptr, RunPipeline checked the direct path): no image channel is resampled, and the image
   // base pointer stays null + 0. The kernel's code is the same either way (channel loops bounded by d.c).
   if (io.image == nullptr) a.d.c = 0;
