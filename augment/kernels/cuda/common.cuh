@@ -99,15 +99,10 @@ inline int BlocksPerSlice(const BatchShape& shape) { return static_cast<int>((Pr
 
 // The spatial kernel walks bricks of kBrickZ x kBrickY x kBrickX output voxels (a warp covers 4 x 8 in
 // (axis 1, axis 2), so its sampling points stay compact in the input: fewer cache lines per gather); a thread takes
-// the brick's kBrickZ steps along axis 0.
-// bench A/B only (session 51): -DAUGMENTD_BRICK_Z=4 halves the bricks' depth, so that the grid's last blocks are
-// half as long (the spatial kernel's tail: NOTES.md s51). It changes which voxels each block's statistics partial
-// sums, so the statistics' last bits where the spatial kernel commits them.
-#ifndef AUGMENTD_BRICK_Z
-#define AUGMENTD_BRICK_Z 8
-#endif
-inline constexpr int kBrickZ = AUGMENTD_BRICK_Z, kBrickY = 16, kBrickX = 16;
-static_assert(kBrickZ % 4 == 0 && kBrickZ <= kVoxPerThread, "whole noise quads (4 steps) a brick");
+// the brick's kBrickZ steps along axis 0 (whole noise quads of 4 steps). Half-depth bricks, to shorten the grid's
+// tail, would add ≈ 8 % to the kernel's instructions in per-block prologues (NOTES.md s51).
+inline constexpr int kBrickZ = kVoxPerThread, kBrickY = 16, kBrickX = 16;
+static_assert(kBrickZ % 4 == 0, "whole noise quads (4 steps) a brick");
 inline int SpatialBricks(const BatchShape& s) {
   return ((s.out[0] + kBrickZ - 1) / kBrickZ) * ((s.out[1] + kBrickY - 1) / kBrickY) *
          ((s.out[2] + kBrickX - 1) / kBrickX);
@@ -220,29 +215,14 @@ __device__ __forceinline__ void AddPartial(Partial& acc, const Partial& q) {
   acc.mx = fmaxf(acc.mx, q.mx);
 }
 
-// bench A/B only (session 51): 1 = the ticket a release add, and only the slice's last block an acquire fence after it
-// (the acq_rel add ends in an L1 invalidate, CCTL.IVALL, in every committing block). The same bits.
-#ifndef AUGMENTD_RELEASE_TICKET
-#define AUGMENTD_RELEASE_TICKET 0
-#endif
-
 // The slice's ticket (thread 0): this block's place among the slice's commits, nblocks - 1 for the last. Its release
-// half publishes this thread's partial stores; its acquire half, in the last block, every earlier block's
-// (AUGMENTD_RELEASE_TICKET: AcquireAfterTicket's fence).
+// half publishes this thread's partial stores; its acquire half, in the last block, every earlier block's. (A release
+// add with an acquire fence in the last block alone drops the L1 invalidate from the other blocks: timed in session
+// 51, within the rounds' spread on every row, and not kept.)
 __device__ __forceinline__ unsigned int TakeTicket(unsigned int* counter) {
   unsigned int old;
-  if constexpr (AUGMENTD_RELEASE_TICKET != 0) {
-    asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
-  } else {
-    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
-  }
+  asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
   return old;
-}
-
-// The last block's acquire of every earlier block's partials (thread 0, after a release TakeTicket that returned the
-// last ticket): the fence makes the atomic's read an acquire pattern; the barrier after it extends it to the block.
-__device__ __forceinline__ void AcquireAfterTicket() {
-  if constexpr (AUGMENTD_RELEASE_TICKET != 0) asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
 
 // Block-wide reductions of kN partials side by side (blockDim.x == kThreads); the results are valid in thread 0.
@@ -281,7 +261,6 @@ __device__ __forceinline__ void CommitPartials(const StatsSlot (&slots)[kN], int
     for (int k = 0; k < kN; ++k) slots[k].partials[static_cast<int64_t>(slice) * slots[k].max_blocks + block] = p[k];
     const unsigned int ticket = TakeTicket(slots[0].counters + slice);
     is_last = ticket == static_cast<unsigned int>(nblocks - 1);
-    if (is_last) AcquireAfterTicket();
   }
   __syncthreads();
   if (!is_last) return;  // the ticket's acquire (thread 0) and the barrier order this block's loads after every partial
