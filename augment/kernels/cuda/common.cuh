@@ -76,7 +76,6 @@ struct Workspace {
   uint8_t* mask;    // (B, P) seg < 0 at the final (mirrored) position
   int32_t* lowest;  // (B) lowest labels
   StatsSlot slot[kNumSlots];
-  unsigned int* bricks;  // (rows of the spatial grid: B·C, at least B) the persistent spatial kernel's brick tickets
   // Elastic deformation (only when BatchShape::elastic): fields (B, 3, P) and their ping-pong scratch, the
   // smoothing taps (B, 3 components, 3 axes, kElasticTapStride) and per-(sample, component) max/sum.
   float* field;
@@ -98,19 +97,11 @@ inline int64_t Prod(const int32_t* s) { return int64_t{s[0]} * s[1] * s[2]; }
 inline int BlocksPerSlice(const BatchShape& shape) { return static_cast<int>((Prod(shape.out) + kChunk - 1) / kChunk); }
 
 // The spatial kernel walks bricks of kBrickZ x kBrickY x kBrickX output voxels (a warp covers 4 x 8 in
-// (axis 1, axis 2), so its sampling points stay compact in the input: fewer cache lines per gather); a thread takes
-// the brick's kBrickZ steps along axis 0 (whole noise quads of 4 steps). Half-depth bricks, to shorten the grid's
-// tail, would add ≈ 8 % to the kernel's instructions in per-block prologues (NOTES.md s51).
+// (axis 1, axis 2), so its sampling points stay compact in the input: fewer cache lines per gather).
 inline constexpr int kBrickZ = kVoxPerThread, kBrickY = 16, kBrickX = 16;
-static_assert(kBrickZ % 4 == 0, "whole noise quads (4 steps) a brick");
 inline int SpatialBricks(const BatchShape& s) {
   return ((s.out[0] + kBrickZ - 1) / kBrickZ) * ((s.out[1] + kBrickY - 1) / kBrickY) *
          ((s.out[2] + kBrickX - 1) / kBrickX);
-}
-
-// Rows of the spatial kernel's grid at most (one per sample, or per sample and channel in the split build).
-inline size_t SpatialRows(const BatchShape& s) {
-  return static_cast<size_t>(s.batch) * static_cast<size_t>(std::max(s.channels, 1));
 }
 
 // Carves the workspace (base may be null to only compute the size).
@@ -136,7 +127,6 @@ inline Workspace CarveWorkspace(const BatchShape& shape, void* base) {
     ws.slot[s].result = reinterpret_cast<Stats*>(take(slices * sizeof(Stats)));
     ws.slot[s].max_blocks = max_blocks;
   }
-  ws.bricks = reinterpret_cast<unsigned int*>(take(SpatialRows(shape) * sizeof(unsigned int)));
   if (shape.elastic) {
     const size_t fn = static_cast<size_t>(shape.batch) * 3 * static_cast<size_t>(Prod(shape.out));
     ws.field = reinterpret_cast<float*>(take(fn * sizeof(float)));
@@ -216,9 +206,7 @@ __device__ __forceinline__ void AddPartial(Partial& acc, const Partial& q) {
 }
 
 // The slice's ticket (thread 0): this block's place among the slice's commits, nblocks - 1 for the last. Its release
-// half publishes this thread's partial stores; its acquire half, in the last block, every earlier block's. (A release
-// add with an acquire fence in the last block alone drops the L1 invalidate from the other blocks: timed in session
-// 51, within the rounds' spread on every row, and not kept.)
+// half publishes this thread's partial stores; its acquire half, in the last block, every earlier block's.
 __device__ __forceinline__ unsigned int TakeTicket(unsigned int* counter) {
   unsigned int old;
   asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
@@ -593,21 +581,6 @@ inline int DeviceSmCount() {
     return n > 0 ? n : 132;
   }();
   return count;
-}
-
-// Blocks of `kKernel` per grid row when `rows` rows share one wave at its occupancy (queried once per build), at most
-// `units` (a row's work items) and at least 1.
-template <auto kKernel>
-int ResidentGrid(int units, int rows) {
-  static const int per_sm = [] {
-    int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kKernel, kThreads, 0) != cudaSuccess || n < 1) {
-      (void)cudaGetLastError();
-      n = 4;
-    }
-    return n;
-  }();
-  return std::max(1, std::min(units, per_sm * DeviceSmCount() / std::max(rows, 1)));
 }
 
 inline Dims MakeDims(const BatchShape& s) {

@@ -636,7 +636,16 @@ namespace {
 // SMs over 8 slices rounded up to 83 per slice put 4 blocks in a second wave and doubled the mid pass at B·C = 8).
 template <auto kKernel>
 int WaveGrid(const Dims& d) {
-  return ResidentGrid<kKernel>(d.nchunks, d.b * d.c);
+  static const int per_sm = [] {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kKernel, kThreads, 0) != cudaSuccess || n < 1) {
+      (void)cudaGetLastError();
+      n = 4;
+    }
+    return n;
+  }();
+  const int slices = d.b * d.c;
+  return std::max(1, std::min(d.nchunks, per_sm * DeviceSmCount() / slices));
 }
 
 // Launches a slice pass (all three take (Dims, params, Workspace, ChainState)) with at most `max_per_slice` blocks a

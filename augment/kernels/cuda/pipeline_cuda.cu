@@ -97,8 +97,6 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
   for (int s = 0; s < internal::kNumSlots; ++s) {
     AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ws.slot[s].counters, 0, slices * sizeof(unsigned int), stream));
   }
-  AUGMENTD_CUDA_RETURN_IF_ERROR(
-      cudaMemsetAsync(ws.bricks, 0, internal::SpatialRows(shape) * sizeof(unsigned int), stream));
   return cudaSuccess;
 }
 

@@ -72,12 +72,6 @@
 #define AUGMENTD_UNIFORM_VOTE 1
 #endif
 
-// bench A/B only (session 51): 1 = the persistent build (kPersist below): one wave of blocks a grid row, each taking
-// bricks from the row's ticket until none is left, so that the per-block prologue runs once a block, not once a brick.
-#ifndef AUGMENTD_SPATIAL_PERSIST
-#define AUGMENTD_SPATIAL_PERSIST 0
-#endif
-
 namespace augmentd::cuda::internal {
 namespace {
 
@@ -98,23 +92,10 @@ struct SpatialArgs {
   const float* field;          // (B, 3, P) elastic fields, null when no sample deforms
   const ElasticStat* estat;    // (B, 3)
   const PipelineIO* io_dev;    // non-null: image, seg, out_seg, out_image (when set) are read from here (graph replay)
-  unsigned int* bricks;        // kPersist: each grid row's brick ticket (Workspace::bricks; 0 between launches)
-  int nbricks;                 // bricks per grid row (SpatialBricks)
-  int nbx, nby;                // bricks along axes 2 and 1
-  float rcp_nbx, rcp_nby;      // RN(1 / nbx), RN(1 / nby) (DivSmall)
   // Shape constants of the grid normalisation (host-computed, read from the parameter bank): S, S/2, RN(2/S), and
   // the −1-border thresholds of array axis d (bgv2 compares flipped-grid entry 2−d with size[2−d]).
   float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
 };
-
-// kPersist's next brick of a grid row (thread 0): its ticket, nbricks once the row's bricks are all taken. Every block
-// of the row takes exactly one ticket past the bricks, so the one that takes the row's last ticket re-arms the counter
-// for the next launch (no other block of this launch reads it after that).
-__device__ __forceinline__ int NextBrick(unsigned int* counter, int nbricks) {
-  const unsigned int t = atomicAdd(counter, 1u);
-  if (t == static_cast<unsigned int>(nbricks) + gridDim.x - 1u) *counter = 0u;
-  return static_cast<int>(min(t, static_cast<unsigned int>(nbricks)));
-}
 
 // Patch voxel (j0, j1, j2)'s index in the output, axis d mirrored where bit d of `mirror` is set.
 __device__ __forceinline__ int MirroredOffset(int j0, int j1, int j2, const int P[3], int mirror) {
@@ -328,32 +309,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   constexpr int kTableRows = kInvariantsShared ? kBrickY : 1, kTableCols = kInvariantsShared ? kBrickX : 1;
   static_assert(kThreads >= 32 + kBrickY + kBrickX, "threads 32 … 32 + kBrickY + kBrickX − 1 fill the tables");
   __shared__ float4 sh_a0, sh_col1[kTableRows], sh_col2[kTableCols];
-  // kPersist (AUGMENTD_SPATIAL_PERSIST; the 1-channel builds but the crops one, whose loop is unrolled over prefetched
-  // gathers; the multi-channel builds spilled more with it): the grid
-  // is one wave a row (ResidentGrid), and each block takes bricks from its row's ticket (NextBrick) until none is
-  // left. What does not depend on the brick (parameters, keys, base pointers, the elastic constants; ≈ 60 % of the
-  // ≈ 340 instructions a warp runs before its first step in the every-transform build, SASS) then runs once a block;
-  // the brick's tables are filled between two barriers a brick. Each brick's statistics partial is committed under
-  // its own index, from the same voxels in the same order: the same bits, whichever block takes which brick.
-  constexpr bool kPersist = AUGMENTD_SPATIAL_PERSIST != 0 && kCT == 1 && !kCrops;
-  // Bricks of kBrickZ x kBrickY x kBrickX voxels, x fastest: brick index (bz · nby + by) · nbx + bx.
-  const int nbx = (P[2] + kBrickX - 1) / kBrickX, nby = (P[1] + kBrickY - 1) / kBrickY;
-  // The brick's column terms (threads 32 … 32 + kBrickY + kBrickX − 1; brick row by, column bx).
-  const bool table_thread = kInvariantsShared && threadIdx.x >= 32 && threadIdx.x < 32 + kBrickY + kBrickX;
-  const auto fill_tables = [&](int by, int bx) {
-    const int t = threadIdx.x - 32, e = t < kBrickY ? 1 : 2;  // matrix column: 1 for rows (j1), 2 for columns (j2)
-    const int jj = e == 1 ? by * kBrickY + t : bx * kBrickX + t - kBrickY;
-    const float g = __fsub_rn(static_cast<float>(jj), 0.5f * static_cast<float>(P[e] - 1));
-    float* col = reinterpret_cast<float*>(e == 1 ? &sh_col1[t] : &sh_col2[t - kBrickY]);
-#pragma unroll
-    for (int d = 0; d < 3; ++d) col[d] = __fmul_rn(sp.matrix[3 * d + e], g);
-  };
   if (threadIdx.x < 3) {
     const int d = threadIdx.x;
     sh_shift[d] = sp.shift[d];
     if (kInvariantsShared) reinterpret_cast<float*>(&sh_a0)[d] = sp.matrix[3 * d];
-  } else if (!kPersist && table_thread) {
-    fill_tables((blockIdx.x / nbx) % nby, blockIdx.x % nbx);
+  } else if (kInvariantsShared && threadIdx.x >= 32 && threadIdx.x < 32 + kBrickY + kBrickX) {
+    const int t = threadIdx.x - 32, e = t < kBrickY ? 1 : 2;  // matrix column: 1 for rows (j1), 2 for columns (j2)
+    const int nbx = (P[2] + kBrickX - 1) / kBrickX, nby = (P[1] + kBrickY - 1) / kBrickY;  // bricks as below
+    const int jj = e == 1 ? ((blockIdx.x / nbx) % nby) * kBrickY + t : (blockIdx.x % nbx) * kBrickX + t - kBrickY;
+    const float g = __fsub_rn(static_cast<float>(jj), 0.5f * static_cast<float>(P[e] - 1));
+    float* col = reinterpret_cast<float*>(e == 1 ? &sh_col1[t] : &sh_col2[t - kBrickY]);
+#pragma unroll
+    for (int d = 0; d < 3; ++d) col[d] = __fmul_rn(sp.matrix[3 * d + e], g);
   }
   // The sample's input base pointers go through shared memory: opaque to the compiler, they stay one register pair
   // each and every gather is one wide multiply-add of its 32-bit offset (folding b·C·in_n into each gather's 64-bit
@@ -375,11 +342,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   __shared__ int16_t* sh_out_seg_b;
   __shared__ uint8_t* sh_mask_b;
   __shared__ float* sh_x1_b;
-  __shared__ int sh_brick;  // kPersist: the block's next brick (nbricks: none)
-  __shared__ int sh_cur;    // kPersist: the brick being sampled (read at its commit, not held in a register)
-  const int nbricks = kPersist ? a.nbricks : static_cast<int>(gridDim.x);
   if (threadIdx.x == 0) {
-    if (kPersist) sh_brick = NextBrick(a.bricks + blockIdx.y, nbricks);
     sh_img_b = image + (static_cast<int64_t>(b) * Ct + c0) * in_n;
     sh_seg_b = seg + static_cast<int64_t>(b) * in_n;
     if (kOutBases) {
@@ -408,7 +371,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // kStatsShared: each thread's voxel values wait in shared memory (8 KB a block) and are reduced after the loop, in
   // the loop's order (same partials), instead of holding the 6 registers of a Partial through the loop.
   constexpr bool kStatsShared = kPlainLoads;
-  __shared__ float sh_stat[kStatsShared ? kBrickZ : 1][kStatsShared ? kThreads : 1];
+  __shared__ float sh_stat[kStatsShared ? kVoxPerThread : 1][kStatsShared ? kThreads : 1];
   Partial part[kCT];
 #pragma unroll
   for (int c = 0; c < kCT; ++c) {
@@ -416,38 +379,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     bright[c] = c < C ? sp.ch[c0 + c].brightness : 1.f;
     stat_ch[c] = a.want_stats && c < C && sp.ch[c0 + c].blur_sigma[0] == 0.f;
     mask_ch[c] = c < C && sp.ch[c0 + c].mask != 0;
+    part[c] = EmptyPartial();
   }
 
-  // kPersist: the brick's position by float reciprocals (DivSmall), not a 32-bit division each.
-  for (;;) {  // kPersist: a brick an iteration; otherwise the block's one brick
-  const int brick = kPersist ? sh_brick : static_cast<int>(blockIdx.x);
-  int bz, by, bx;  // the brick's position
-  if constexpr (kPersist) {
-    if (brick >= a.nbricks) break;  // block-uniform
-    const int row = DivSmall(brick, a.nbx, a.rcp_nbx);  // bz · nby + by (the arguments' constants: no registers)
-    bx = brick - row * a.nbx;
-    bz = DivSmall(row, a.nby, a.rcp_nby);
-    by = row - bz * a.nby;
-    if (table_thread) fill_tables(by, bx);
-    __syncthreads();  // the tables, and every thread's read of sh_brick before thread 0 takes the next ticket
-    if (threadIdx.x == 0) {
-      sh_cur = brick;
-      sh_brick = NextBrick(a.bricks + blockIdx.y, a.nbricks);
-    }
-  } else {
-    bx = brick % nbx;
-    by = (brick / nbx) % nby;
-    bz = brick / (nbx * nby);
-  }
-#pragma unroll
-  for (int c = 0; c < kCT; ++c) part[c] = EmptyPartial();
-
-  // A warp covers 4 (axis 1) x 8 (axis 2) of the brick per step in axis 0.
+  // Brick of kBrickZ x kBrickY x kBrickX voxels; a warp covers 4 (axis 1) x 8 (axis 2) per step in axis 0.
+  const int nbx = (P[2] + kBrickX - 1) / kBrickX, nby = (P[1] + kBrickY - 1) / kBrickY;
+  const int brick = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int j2 = bx * kBrickX + (warp & 1) * 8 + (lane & 7);
-  const int j1 = by * kBrickY + (warp >> 1) * 4 + (lane >> 3);
+  const int j2 = (brick % nbx) * kBrickX + (warp & 1) * 8 + (lane & 7);
+  const int j1 = ((brick / nbx) % nby) * kBrickY + (warp >> 1) * 4 + (lane >> 3);
   const int l1 = (warp >> 1) * 4 + (lane >> 3), l2 = (warp & 1) * 8 + (lane & 7);  // brick-local j1, j2 (tables)
-  const int z_first = bz * kBrickZ;
+  const int z_first = (brick / (nbx * nby)) * kBrickZ;
   const bool col_ok = j1 < P[1] && j2 < P[2];
   // kPermute: this thread's slot in the staged brick (brick-local j1, j2; axis 0 is the loop step).
   __shared__ float sh_pimg[kPermute ? kCT * kPermBrickVox : 1];
@@ -482,12 +424,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // a thread's in flight at once; the loop is unrolled to read them from registers. Elsewhere a step's gathers wait
   // for the previous step's stores (the loop is not unrolled: registers).
   constexpr bool kPrefetch = kCrops && AUGMENTD_CROPS_BUILD >= 2;
-  constexpr int kPre = kPrefetch ? kBrickZ : 1;
+  constexpr int kPre = kPrefetch ? kVoxPerThread : 1;
   float pre_val[kPre][kCT];
   int pre_label[kPre];
   if constexpr (kPrefetch) {
 #pragma unroll
-    for (int k = 0; k < kBrickZ; ++k) {
+    for (int k = 0; k < kVoxPerThread; ++k) {
       const int j0 = z_first + k;
       if (j0 < P[0] && col_ok) {
         CropGather<kCT>(img_b, seg_b, in_n, S, P, j0, j1, j2, C, seg_block, border_m1, pre_val[k], pre_label[k]);
@@ -516,7 +458,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // voted inside the loop, was slower (H100, session 37: +0.6 % on every transform on 0.3.6 B=2, +6.0 % on rotation +
   // scaling; 32 KB of shared memory a block) and its switch removed.
   constexpr int kVoteQueue = 64;
-  constexpr bool kFlushInLoop = kVoteQueue < 32 * kBrickZ;
+  constexpr bool kFlushInLoop = kVoteQueue < 32 * kVoxPerThread;
   static_assert(kVoteQueue >= 64 && (kVoteQueue & (kVoteQueue - 1)) == 0, "a power of two that a flush can leave");
   __shared__ float4 sh_vq[kDeferVote ? kThreads / 32 : 1][kDeferVote ? kVoteQueue : 1];
   __shared__ int2 sh_qrest[kDeferVote ? kThreads / 32 : 1];  // each warp's q_head, q_len after the loop
@@ -544,8 +486,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   unsigned o_run = static_cast<unsigned>(
       (((mirror & 1) ? P[0] - 1 - z_first : z_first) * P[1] + ((mirror & 2) ? P[1] - 1 - j1 : j1)) * P[2] +
       ((mirror & 4) ? P[2] - 1 - j2 : j2));
-#pragma unroll(kPrefetch ? kBrickZ : 1)
-  for (int k = 0; k < kBrickZ; ++k, j_run += plane_n, o_run += o_step) {
+#pragma unroll(kPrefetch ? kVoxPerThread : 1)
+  for (int k = 0; k < kVoxPerThread; ++k, j_run += plane_n, o_run += o_step) {
     const int j0 = z_first + k;
     if (j0 >= P[0]) break;  // block-uniform
     if constexpr (kDeferVote && kFlushInLoop) {
@@ -643,7 +585,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       const TrilinearCorners cn = CornersAt(ix, S);
       const float* w = cn.w;
       const int* off = cn.off;
-      constexpr bool kLabelsFirst = kPlainLoads || kPersist;  // the corner labels loaded before the image gathers
+      constexpr bool kLabelsFirst = kPlainLoads;  // the corner labels loaded before the image gathers
       int raw_first[kLabelsFirst ? 8 : 1];
       if constexpr (kLabelsFirst) {
         if (seg_block) {
@@ -873,13 +815,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   }
   if constexpr (kPermute) {
     __syncthreads();
-    const int org[3] = {z_first, by * kBrickY, bx * kBrickX};
+    const int org[3] = {z_first, ((brick / nbx) % nby) * kBrickY, (brick % nbx) * kBrickX};
     const int axis[3] = {sp.out_axis[0], sp.out_axis[1], sp.out_axis[2]};
     StorePermutedBrick<kCT>(sh_pimg, sh_plab, org, P, axis, mirror, b, C, out_n, out_seg, out_image, a.out_dtype);
-    if constexpr (!kPersist) return;
+    return;
   }
   if constexpr (kStatsShared) {
-    const int kend = min(kBrickZ, P[0] - z_first);
+    const int kend = min(kVoxPerThread, P[0] - z_first);
     if (stat_ch[0] && col_ok) {
       for (int i = 0; i < kend; ++i) Accumulate(part[0], sh_stat[i][threadIdx.x]);
     }
@@ -890,11 +832,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       if (c >= C) continue;
       if (sp.ch[c0 + c].blur_sigma[0] != 0.f) continue;  // block-uniform
       const Partial r = BlockReduce(part[c]);
-      CommitPartial(a.slot, b * Ct + c0 + c, kPersist ? sh_cur : brick, nbricks, r, out_n);
+      CommitPartial(a.slot, b * Ct + c0 + c, blockIdx.x, gridDim.x, r, out_n);
     }
-  }
-  if constexpr (!kPersist) break;
-  __syncthreads();  // this brick's reads of the tables, staging and queues before the next brick's writes
   }
 }
 
@@ -952,22 +891,12 @@ SpatialVariant ReadSpatialVariant() {
 // default probabilities at 2 channels measured slower split (0.152 → 0.160 ms).
 constexpr int kSplitMinChannels = 3;
 
-// One build's launch: a brick a block (grid.x = the row's bricks), or with kPersist one wave of blocks a row.
-template <auto kKernel, bool kPersistBuild>
-void LaunchSpatialKernel(dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
-  if (kPersistBuild) grid.x = static_cast<unsigned int>(ResidentGrid<kKernel>(a.nbricks, static_cast<int>(grid.y)));
-  kKernel<<<grid, kThreads, 0, stream>>>(a);
-}
-
 template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute, bool kSplit, bool kCrops = false>
 void LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
-  constexpr bool kPersistBuild = AUGMENTD_SPATIAL_PERSIST != 0 && kCT == 1 && !kCrops;  // the kernel's kPersist
   if (noise) {
-    LaunchSpatialKernel<SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit, kCrops>, kPersistBuild>(
-        grid, stream, a);
+    SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit, kCrops><<<grid, kThreads, 0, stream>>>(a);
   } else {
-    LaunchSpatialKernel<SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit, kCrops>, kPersistBuild>(
-        grid, stream, a);
+    SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit, kCrops><<<grid, kThreads, 0, stream>>>(a);
   }
 }
 
@@ -1009,12 +938,6 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   a.field = f.elastic ? ws.field : nullptr;
   a.estat = f.elastic ? ws.estat : nullptr;
   a.io_dev = d_io;
-  a.bricks = ws.bricks;
-  a.nbricks = SpatialBricks(shape);
-  a.nbx = (shape.out[2] + kBrickX - 1) / kBrickX;
-  a.nby = (shape.out[1] + kBrickY - 1) / kBrickY;
-  a.rcp_nbx = 1.f / static_cast<float>(a.nbx);
-  a.rcp_nby = 1.f / static_cast<float>(a.nby);
   // Seg only (io.image == nullptr, RunPipeline checked the direct path): no image channel is resampled, and the image
   // base pointer stays null + 0. The kernel's code is the same either way (channel loops bounded by d.c).
   if (io.image == nullptr) a.d.c = 0;
