@@ -36,7 +36,8 @@
 # $OUT/ncu-*.txt and a one-line-per-kernel digest in summary.md; PROFILE_CACHE="all none" profiles with ncu's cache
 # flush and without it, the second as ncu-CFG-cache-none.txt; PROFILE_KERNEL=REGEX profiles only the kernels it matches,
 # PROFILE_SKIP (84; 20 with PROFILE_KERNEL) / PROFILE_COUNT (12) / PROFILE_ITERS (8) the launches skipped, profiled and the bench's iterations;
-# PROFILE_SEG=1 profiles each configuration again with SEG_ARGS, as ncu-CFG-seg.txt), EXTRA_PARALLEL=1 (the extra builds
+# PROFILE_SEG=1 profiles each configuration again with SEG_ARGS, as ncu-CFG-seg.txt; PROFILE_SIDES="old new" profiles the
+# old build too, as ncu-CFG-old.txt: a same-call profile of both), EXTRA_PARALLEL=1 (the extra builds
 # at the same time as each other and the new build: they share the machine's cores, but each waits mostly on its own
 # longest file), CLOCK_BUILDS
 # ("NAME ...": extra builds made with -DAUGMENTD_BLOCK_CLOCKS=1, whose cuda_pipeline_bench then records every block's
@@ -189,16 +190,23 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
     # runs about 56 times in `--iters 8`, so the default skip is then 20.
     skip=${PROFILE_SKIP:-84} count=${PROFILE_COUNT:-12}
     [ -n "${PROFILE_KERNEL:-}" ] && skip=${PROFILE_SKIP:-20}
+    for pside in ${PROFILE_SIDES:-new}; do
+    case $pside in
+      new) pbuild=$NEW_BUILD ;;
+      old) pbuild=$OLD_BUILD ;;
+      *) echo "PROFILE_SIDES: '$pside' is not old or new"; continue ;;
+    esac
     for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
       for cache in ${PROFILE_CACHE:-all}; do
         for seg in "${segs[@]}"; do
           f="$OUT/ncu-${cfg//:/-}"
           [ "$cache" = all ] || f="$f-cache-$cache"
           [ "$seg" = plain ] || f="$f-seg"
+          [ "$pside" = new ] || f="$f-$pside"
           f="$f.txt"
           seg_args=()
           [ "$seg" = plain ] || read -r -a seg_args <<<"$SEG_ARGS"  # a word list, not globbed
-          echo; echo "## ncu, $count kernels${PROFILE_KERNEL:+ matching $PROFILE_KERNEL} of $cfg${seg_args[*]:+ ${seg_args[*]}} after the first $skip, parameter set ${PROFILE_SET:-0}, new build, --cache-control $cache"
+          echo; echo "## ncu, $count kernels${PROFILE_KERNEL:+ matching $PROFILE_KERNEL} of $cfg${seg_args[*]:+ ${seg_args[*]}} after the first $skip, parameter set ${PROFILE_SET:-0}, $pside build, --cache-control $cache"
           # $count kernels after the first $skip launches (warm-up; of the kernels PROFILE_KERNEL matches, if set),
           # every batch parameter set PROFILE_SET (default 0): the same set's kernels whatever the number of kernels a
           # batch launches (before s23 the sets ran in turn, and a change that removed a kernel moved the profile to
@@ -208,7 +216,7 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
           timeout 240 ncu --clock-control none --cache-control "$cache" ${kfilter[@]+"${kfilter[@]}"} \
             --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
             --section ComputeWorkloadAnalysis --section InstructionStats --launch-skip "$skip" --launch-count "$count" \
-            "$NEW_BUILD"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters "${PROFILE_ITERS:-8}" \
+            "$pbuild"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters "${PROFILE_ITERS:-8}" \
             --profile-set "${PROFILE_SET:-0}" ${seg_args[@]+"${seg_args[@]}"} >"$f" 2>&1 \
             || echo "ncu exit $? (see $(basename "$f"))"
           grep -q "No kernels were profiled" "$f" && echo "ncu profiled no kernel: fewer launches than PROFILE_SKIP ($skip)?"
@@ -220,6 +228,7 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
                END{flush()}' "$f"
         done
       done
+    done
     done
   fi
 } >"$OUT/summary.md" 2>&1

@@ -71,6 +71,14 @@
 #ifndef AUGMENTD_UNIFORM_VOTE
 #define AUGMENTD_UNIFORM_VOTE 1
 #endif
+// bench A/B (session 52): 1 = the grid (nbx·nby, nbz, B or B·C), so that a block reads its brick's depth and sample from
+// blockIdx.y and blockIdx.z and takes (by, bx) from blockIdx.x by one DivSmall (and, split, the sample and channel from
+// blockIdx.z by another), where the default grid (bricks, B or B·C) costs every warp three signed 32-bit divisions (the
+// split build five, the table warp two more). The blocks' linear order, each brick's index (the statistics partials)
+// and the partials' count are the default grid's.
+#ifndef AUGMENTD_BRICK_GRID
+#define AUGMENTD_BRICK_GRID 0
+#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -95,6 +103,8 @@ struct SpatialArgs {
   // Shape constants of the grid normalisation (host-computed, read from the parameter bank): S, S/2, RN(2/S), and
   // the −1-border thresholds of array axis d (bgv2 compares flipped-grid entry 2−d with size[2−d]).
   float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
+  int nbx;               // bricks along axis 2 (AUGMENTD_BRICK_GRID's DivSmall)
+  float rcp_nbx, rcp_c;  // RN(1 / nbx), RN(1 / d.c) (the split build's sample and channel, DivSmall)
 };
 
 // Patch voxel (j0, j1, j2)'s index in the output, axis d mirrored where bit d of `mirror` is set.
@@ -235,8 +245,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   static_assert(!kCrops || !kPadFirst, "the crop path has no vote: one crops build serves both");
   const BlockClockScope clocks(kClockSpatial);  // block_clocks.cuh: a bench build's timeline, nothing otherwise
   ChainTrigger();  // several waves: the chain's next pass launches once the last one has started (common.cuh)
-  const int b = kSplit ? blockIdx.y / a.d.c : blockIdx.y;
-  const int c0 = kSplit ? blockIdx.y % a.d.c : 0;
+  constexpr bool kBrickGrid = AUGMENTD_BRICK_GRID != 0;
+  const int zi = kBrickGrid ? blockIdx.z : blockIdx.y;  // the sample (kSplit: and the channel)
+  const int b = kSplit ? (kBrickGrid ? DivSmall(zi, a.d.c, a.rcp_c) : zi / a.d.c) : zi;
+  const int c0 = kSplit ? zi - b * a.d.c : 0;
+  // kBrickGrid: the brick's row and column (by, bx) in its plane of bricks, its plane bz, its index in the sample's
+  // bricks and their count (the default grid derives them from blockIdx.x below).
+  const int g_by = kBrickGrid ? DivSmall(blockIdx.x, a.nbx, a.rcp_nbx) : 0;
+  const int g_bx = kBrickGrid ? static_cast<int>(blockIdx.x) - g_by * a.nbx : 0;
   const bool seg_block = c0 == 0;  // votes the seg, writes seg and mask
   const SampleParams& sp = a.params[b];
   const int Ct = a.d.c;          // channels of the batch; 0 in a seg-only launch (LaunchSpatial)
@@ -315,8 +331,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     if (kInvariantsShared) reinterpret_cast<float*>(&sh_a0)[d] = sp.matrix[3 * d];
   } else if (kInvariantsShared && threadIdx.x >= 32 && threadIdx.x < 32 + kBrickY + kBrickX) {
     const int t = threadIdx.x - 32, e = t < kBrickY ? 1 : 2;  // matrix column: 1 for rows (j1), 2 for columns (j2)
-    const int nbx = (P[2] + kBrickX - 1) / kBrickX, nby = (P[1] + kBrickY - 1) / kBrickY;  // bricks as below
-    const int jj = e == 1 ? ((blockIdx.x / nbx) % nby) * kBrickY + t : (blockIdx.x % nbx) * kBrickX + t - kBrickY;
+    int jj;
+    if constexpr (kBrickGrid) {
+      jj = e == 1 ? g_by * kBrickY + t : g_bx * kBrickX + t - kBrickY;
+    } else {
+      const int nbx = (P[2] + kBrickX - 1) / kBrickX, nby = (P[1] + kBrickY - 1) / kBrickY;  // bricks as below
+      jj = e == 1 ? ((blockIdx.x / nbx) % nby) * kBrickY + t : (blockIdx.x % nbx) * kBrickX + t - kBrickY;
+    }
     const float g = __fsub_rn(static_cast<float>(jj), 0.5f * static_cast<float>(P[e] - 1));
     float* col = reinterpret_cast<float*>(e == 1 ? &sh_col1[t] : &sh_col2[t - kBrickY]);
 #pragma unroll
@@ -384,12 +405,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
 
   // Brick of kBrickZ x kBrickY x kBrickX voxels; a warp covers 4 (axis 1) x 8 (axis 2) per step in axis 0.
   const int nbx = (P[2] + kBrickX - 1) / kBrickX, nby = (P[1] + kBrickY - 1) / kBrickY;
-  const int brick = blockIdx.x;
+  const int brick = kBrickGrid ? blockIdx.x + gridDim.x * blockIdx.y : blockIdx.x;
+  const int nbricks = kBrickGrid ? gridDim.x * gridDim.y : gridDim.x;
+  const int bx = kBrickGrid ? g_bx : brick % nbx, by = kBrickGrid ? g_by : (brick / nbx) % nby;
+  const int bz = kBrickGrid ? static_cast<int>(blockIdx.y) : brick / (nbx * nby);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int j2 = (brick % nbx) * kBrickX + (warp & 1) * 8 + (lane & 7);
-  const int j1 = ((brick / nbx) % nby) * kBrickY + (warp >> 1) * 4 + (lane >> 3);
+  const int j2 = bx * kBrickX + (warp & 1) * 8 + (lane & 7);
+  const int j1 = by * kBrickY + (warp >> 1) * 4 + (lane >> 3);
   const int l1 = (warp >> 1) * 4 + (lane >> 3), l2 = (warp & 1) * 8 + (lane & 7);  // brick-local j1, j2 (tables)
-  const int z_first = (brick / (nbx * nby)) * kBrickZ;
+  const int z_first = bz * kBrickZ;
   const bool col_ok = j1 < P[1] && j2 < P[2];
   // kPermute: this thread's slot in the staged brick (brick-local j1, j2; axis 0 is the loop step).
   __shared__ float sh_pimg[kPermute ? kCT * kPermBrickVox : 1];
@@ -815,7 +839,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   }
   if constexpr (kPermute) {
     __syncthreads();
-    const int org[3] = {z_first, ((brick / nbx) % nby) * kBrickY, (brick % nbx) * kBrickX};
+    const int org[3] = {z_first, by * kBrickY, bx * kBrickX};
     const int axis[3] = {sp.out_axis[0], sp.out_axis[1], sp.out_axis[2]};
     StorePermutedBrick<kCT>(sh_pimg, sh_plab, org, P, axis, mirror, b, C, out_n, out_seg, out_image, a.out_dtype);
     return;
@@ -832,7 +856,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       if (c >= C) continue;
       if (sp.ch[c0 + c].blur_sigma[0] != 0.f) continue;  // block-uniform
       const Partial r = BlockReduce(part[c]);
-      CommitPartial(a.slot, b * Ct + c0 + c, blockIdx.x, gridDim.x, r, out_n);
+      CommitPartial(a.slot, b * Ct + c0 + c, kBrickGrid ? brick : static_cast<int>(blockIdx.x),
+                    kBrickGrid ? nbricks : static_cast<int>(gridDim.x), r, out_n);
     }
   }
 }
@@ -957,7 +982,13 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   const int split_min = variant == SpatialVariant::kSplit2 ? 2 : kSplitMinChannels;
   const bool split =
       variant != SpatialVariant::kNoSplit && a.d.c >= split_min && !f.permute && !(direct && f.with_mask);
-  const dim3 grid(SpatialBricks(shape), shape.batch * (split ? a.d.c : 1));
+  const int nbx = (shape.out[2] + kBrickX - 1) / kBrickX, nby = (shape.out[1] + kBrickY - 1) / kBrickY;
+  a.nbx = nbx;
+  a.rcp_nbx = 1.f / static_cast<float>(nbx);
+  a.rcp_c = 1.f / static_cast<float>(std::max(a.d.c, 1));
+  const int samples = shape.batch * (split ? a.d.c : 1);
+  const dim3 grid = AUGMENTD_BRICK_GRID ? dim3(nbx * nby, (shape.out[0] + kBrickZ - 1) / kBrickZ, samples)
+                                        : dim3(SpatialBricks(shape), samples);
   if (split) {
     LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, f.crops_only, grid, stream, a);
   } else if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels

@@ -70,6 +70,32 @@ TEST(SpatialMath, HalfRoundsPositiveAtTheSmallestSubnormal) {
   }
 }
 
+TEST(SpatialMath, DivSmallIsTheIntegerQuotient) {
+  // Every n below 2^16 and, further up to 2^23 − 1, random n and the neighbours of random multiples of d.
+  std::mt19937_64 g(52);  // a fixed seed: the same cases on every machine
+  std::uniform_int_distribution<int> big(0, (1 << 23) - 1);
+  int64_t checked = 0;
+  for (int d = 1; d <= 4096; d += (d < 300 ? 1 : 37)) {
+    const volatile float rcp = 1.f / static_cast<float>(d);
+    const auto check = [&](int n) {
+      if (n < 0 || n >= (1 << 23)) return;
+      ASSERT_EQ(DivSmall(n, d, rcp), n / d) << n << " / " << d;
+      ++checked;
+    };
+    const int dense = d <= 64 ? 1 << 16 : 1 << 10;
+    for (int n = 0; n < dense; ++n) check(n);
+    for (int i = 0; i < 2000; ++i) {
+      const int n = big(g), k = n / d;
+      check(n);
+      check(k * d - 1);
+      check(k * d);
+      check(k * d + d - 1);
+    }
+  }
+  EXPECT_GT(checked, 6000000);
+  EXPECT_EQ(DivSmall((1 << 23) - 1, 1, 1.f), (1 << 23) - 1);
+}
+
 TEST(SpatialMath, DivByReciprocalIsTheIeeeQuotient) {
   // Compiled without FMA contraction of `u / d`; std::fma is exact by definition.
   std::mt19937_64 g(std::random_device{}());
