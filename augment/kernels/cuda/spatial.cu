@@ -71,14 +71,6 @@
 #ifndef AUGMENTD_UNIFORM_VOTE
 #define AUGMENTD_UNIFORM_VOTE 1
 #endif
-// bench A/B (session 52): 1 = the grid (nbx·nby, nbz, B or B·C), so that a block reads its brick's depth and sample from
-// blockIdx.y and blockIdx.z and takes (by, bx) from blockIdx.x by one DivSmall (and, split, the sample and channel from
-// blockIdx.z by another), where the default grid (bricks, B or B·C) costs every warp three signed 32-bit divisions (the
-// split build five, the table warp two more). The blocks' linear order, each brick's index (the statistics partials)
-// and the partials' count are the default grid's.
-#ifndef AUGMENTD_BRICK_GRID
-#define AUGMENTD_BRICK_GRID 0
-#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -103,8 +95,8 @@ struct SpatialArgs {
   // Shape constants of the grid normalisation (host-computed, read from the parameter bank): S, S/2, RN(2/S), and
   // the −1-border thresholds of array axis d (bgv2 compares flipped-grid entry 2−d with size[2−d]).
   float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
-  int nbx;               // bricks along axis 2 (AUGMENTD_BRICK_GRID's DivSmall)
-  float rcp_nbx, rcp_c;  // RN(1 / nbx), RN(1 / d.c) (the split build's sample and channel, DivSmall)
+  int nbx;               // bricks along axis 2: blockIdx.x = by·nbx + bx
+  float rcp_nbx, rcp_c;  // RN(1 / nbx), RN(1 / d.c) (DivSmall: the brick's row; the split build's sample)
 };
 
 // Patch voxel (j0, j1, j2)'s index in the output, axis d mirrored where bit d of `mirror` is set.
@@ -245,14 +237,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   static_assert(!kCrops || !kPadFirst, "the crop path has no vote: one crops build serves both");
   const BlockClockScope clocks(kClockSpatial);  // block_clocks.cuh: a bench build's timeline, nothing otherwise
   ChainTrigger();  // several waves: the chain's next pass launches once the last one has started (common.cuh)
-  constexpr bool kBrickGrid = AUGMENTD_BRICK_GRID != 0;
-  const int zi = kBrickGrid ? blockIdx.z : blockIdx.y;  // the sample (kSplit: and the channel)
-  const int b = kSplit ? (kBrickGrid ? DivSmall(zi, a.d.c, a.rcp_c) : zi / a.d.c) : zi;
+  // The grid is (nbx·nby, nbz, B or B·C) (LaunchSpatial): the brick's plane bz is blockIdx.y, its row and column
+  // (by, bx) come from blockIdx.x by one DivSmall, and the sample (split: sample·C + channel) is blockIdx.z. The grid
+  // (bricks, B or B·C) before session 52 cost every warp three signed 32-bit divisions for the brick's position (the
+  // split build one more for the sample, the table warp two more): ≈ 90 of a warp's ≈ 340 instructions before its
+  // first step. H100, NOTES.md s52, same call against that grid: the spatial kernel's warp instructions −1.9 %, every
+  // transform on B=2 C=1 −1.1 %, C=4 −1.1 %, B=8 −1.0 %; the same bits (the blocks' linear order, each brick's index
+  // and the bricks' count are that grid's).
+  const int zi = blockIdx.z;
+  const int b = kSplit ? DivSmall(zi, a.d.c, a.rcp_c) : zi;
   const int c0 = kSplit ? zi - b * a.d.c : 0;
-  // kBrickGrid: the brick's row and column (by, bx) in its plane of bricks, its plane bz, its index in the sample's
-  // bricks and their count (the default grid derives them from blockIdx.x below).
-  const int g_by = kBrickGrid ? DivSmall(blockIdx.x, a.nbx, a.rcp_nbx) : 0;
-  const int g_bx = kBrickGrid ? static_cast<int>(blockIdx.x) - g_by * a.nbx : 0;
+  const int by = DivSmall(blockIdx.x, a.nbx, a.rcp_nbx);
+  const int bx = static_cast<int>(blockIdx.x) - by * a.nbx;
   const bool seg_block = c0 == 0;  // votes the seg, writes seg and mask
   const SampleParams& sp = a.params[b];
   const int Ct = a.d.c;          // channels of the batch; 0 in a seg-only launch (LaunchSpatial)
@@ -331,13 +327,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
     if (kInvariantsShared) reinterpret_cast<float*>(&sh_a0)[d] = sp.matrix[3 * d];
   } else if (kInvariantsShared && threadIdx.x >= 32 && threadIdx.x < 32 + kBrickY + kBrickX) {
     const int t = threadIdx.x - 32, e = t < kBrickY ? 1 : 2;  // matrix column: 1 for rows (j1), 2 for columns (j2)
-    int jj;
-    if constexpr (kBrickGrid) {
-      jj = e == 1 ? g_by * kBrickY + t : g_bx * kBrickX + t - kBrickY;
-    } else {
-      const int nbx = (P[2] + kBrickX - 1) / kBrickX, nby = (P[1] + kBrickY - 1) / kBrickY;  // bricks as below
-      jj = e == 1 ? ((blockIdx.x / nbx) % nby) * kBrickY + t : (blockIdx.x % nbx) * kBrickX + t - kBrickY;
-    }
+    const int jj = e == 1 ? by * kBrickY + t : bx * kBrickX + t - kBrickY;
     const float g = __fsub_rn(static_cast<float>(jj), 0.5f * static_cast<float>(P[e] - 1));
     float* col = reinterpret_cast<float*>(e == 1 ? &sh_col1[t] : &sh_col2[t - kBrickY]);
 #pragma unroll
@@ -404,11 +394,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   }
 
   // Brick of kBrickZ x kBrickY x kBrickX voxels; a warp covers 4 (axis 1) x 8 (axis 2) per step in axis 0.
-  const int nbx = (P[2] + kBrickX - 1) / kBrickX, nby = (P[1] + kBrickY - 1) / kBrickY;
-  const int brick = kBrickGrid ? blockIdx.x + gridDim.x * blockIdx.y : blockIdx.x;
-  const int nbricks = kBrickGrid ? gridDim.x * gridDim.y : gridDim.x;
-  const int bx = kBrickGrid ? g_bx : brick % nbx, by = kBrickGrid ? g_by : (brick / nbx) % nby;
-  const int bz = kBrickGrid ? static_cast<int>(blockIdx.y) : brick / (nbx * nby);
+  const int brick = blockIdx.x + gridDim.x * blockIdx.y;  // the brick's index among the sample's (statistics partials)
+  const int nbricks = gridDim.x * gridDim.y;
+  const int bz = blockIdx.y;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int j2 = bx * kBrickX + (warp & 1) * 8 + (lane & 7);
   const int j1 = by * kBrickY + (warp >> 1) * 4 + (lane >> 3);
@@ -856,8 +844,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       if (c >= C) continue;
       if (sp.ch[c0 + c].blur_sigma[0] != 0.f) continue;  // block-uniform
       const Partial r = BlockReduce(part[c]);
-      CommitPartial(a.slot, b * Ct + c0 + c, kBrickGrid ? brick : static_cast<int>(blockIdx.x),
-                    kBrickGrid ? nbricks : static_cast<int>(gridDim.x), r, out_n);
+      CommitPartial(a.slot, b * Ct + c0 + c, brick, nbricks, r, out_n);
     }
   }
 }
@@ -982,13 +969,14 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   const int split_min = variant == SpatialVariant::kSplit2 ? 2 : kSplitMinChannels;
   const bool split =
       variant != SpatialVariant::kNoSplit && a.d.c >= split_min && !f.permute && !(direct && f.with_mask);
+  // The grid (nbx·nby, nbz, B or B·C) (the kernel's brick position). DivSmall's contract: blockIdx.x < 2^23.
   const int nbx = (shape.out[2] + kBrickX - 1) / kBrickX, nby = (shape.out[1] + kBrickY - 1) / kBrickY;
+  const int nbz = (shape.out[0] + kBrickZ - 1) / kBrickZ, samples = shape.batch * (split ? a.d.c : 1);
+  if (int64_t{nbx} * nby >= (int64_t{1} << 23) || nbz > 65535 || samples > 65535) return cudaErrorInvalidValue;
   a.nbx = nbx;
   a.rcp_nbx = 1.f / static_cast<float>(nbx);
   a.rcp_c = 1.f / static_cast<float>(std::max(a.d.c, 1));
-  const int samples = shape.batch * (split ? a.d.c : 1);
-  const dim3 grid = AUGMENTD_BRICK_GRID ? dim3(nbx * nby, (shape.out[0] + kBrickZ - 1) / kBrickZ, samples)
-                                        : dim3(SpatialBricks(shape), samples);
+  const dim3 grid(nbx * nby, nbz, samples);
   if (split) {
     LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, f.crops_only, grid, stream, a);
   } else if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels
