@@ -192,44 +192,44 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
     skip=${PROFILE_SKIP:-84} count=${PROFILE_COUNT:-12}
     [ -n "${PROFILE_KERNEL:-}" ] && skip=${PROFILE_SKIP:-20}
     for pside in ${PROFILE_SIDES:-new}; do
-    case $pside in
-      new) pbuild=$NEW_BUILD ;;
-      old) pbuild=$OLD_BUILD ;;
-      *) echo "PROFILE_SIDES: '$pside' is not old or new"; continue ;;
-    esac
-    for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
-      for cache in ${PROFILE_CACHE:-all}; do
-        for seg in "${segs[@]}"; do
-          f="$OUT/ncu-${cfg//:/-}"
-          [ "$cache" = all ] || f="$f-cache-$cache"
-          [ "$seg" = plain ] || f="$f-seg"
-          [ "$pside" = new ] || f="$f-$pside"
-          f="$f.txt"
-          seg_args=()
-          [ "$seg" = plain ] || read -r -a seg_args <<<"$SEG_ARGS"  # a word list, not globbed
-          echo; echo "## ncu, $count kernels${PROFILE_KERNEL:+ matching $PROFILE_KERNEL} of $cfg${seg_args[*]:+ ${seg_args[*]}} after the first $skip, parameter set ${PROFILE_SET:-0}, $pside build, --cache-control $cache"
-          # $count kernels after the first $skip launches (warm-up; of the kernels PROFILE_KERNEL matches, if set),
-          # every batch parameter set PROFILE_SET (default 0): the same set's kernels whatever the number of kernels a
-          # batch launches (before s23 the sets ran in turn, and a change that removed a kernel moved the profile to
-          # another set).
-          # --cache-control all (ncu's default) flushes the caches before each kernel: a chain pass then reads from DRAM
-          # what in a batch its producer has just left in L2. PROFILE_CACHE="all none" profiles both ways.
-          timeout 240 ncu --clock-control none --cache-control "$cache" ${kfilter[@]+"${kfilter[@]}"} \
-            --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-            --section ComputeWorkloadAnalysis --section InstructionStats --launch-skip "$skip" --launch-count "$count" \
-            "$pbuild"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters "${PROFILE_ITERS:-8}" \
-            --profile-set "${PROFILE_SET:-0}" ${seg_args[@]+"${seg_args[@]}"} >"$f" 2>&1 \
-            || echo "ncu exit $? (see $(basename "$f"))"
-          grep -q "No kernels were profiled" "$f" && echo "ncu profiled no kernel: fewer launches than PROFILE_SKIP ($skip)?"
-          awk 'function flush() { if (name != "") print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "regs", warp instructions "ins; name=d=sm=mem=occ=iss=regs=ins="" }
-               /^  [A-Za-z_].*\(/{flush(); name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}
-               /Duration/{d=$NF" "$(NF-1)} /Compute \(SM\) Throughput/{sm=$NF}
-               /^ +Memory Throughput/{mem=$NF} /Achieved Occupancy/{occ=$NF}
-               /Issue Slots Busy/{iss=$NF} /Executed Instructions  /{ins=$NF} /Registers Per Thread/{regs=$NF}
-               END{flush()}' "$f"
+      case $pside in
+        new) pbuild=$NEW_BUILD ;;
+        old) pbuild=$OLD_BUILD ;;
+        *) echo "PROFILE_SIDES: '$pside' is not old or new"; continue ;;
+      esac
+      for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
+        for cache in ${PROFILE_CACHE:-all}; do
+          for seg in "${segs[@]}"; do
+            f="$OUT/ncu-${cfg//:/-}"
+            [ "$cache" = all ] || f="$f-cache-$cache"
+            [ "$seg" = plain ] || f="$f-seg"
+            [ "$pside" = new ] || f="$f-$pside"
+            f="$f.txt"
+            seg_args=()
+            [ "$seg" = plain ] || read -r -a seg_args <<<"$SEG_ARGS"  # a word list, not globbed
+            echo; echo "## ncu, $count kernels${PROFILE_KERNEL:+ matching $PROFILE_KERNEL} of $cfg${seg_args[*]:+ ${seg_args[*]}} after the first $skip, parameter set ${PROFILE_SET:-0}, $pside build, --cache-control $cache"
+            # $count kernels after the first $skip launches (warm-up; of the kernels PROFILE_KERNEL matches, if set),
+            # every batch parameter set PROFILE_SET (default 0): the same set's kernels whatever the number of kernels a
+            # batch launches (before s23 the sets ran in turn, and a change that removed a kernel moved the profile to
+            # another set).
+            # --cache-control all (ncu's default) flushes the caches before each kernel: a chain pass then reads from DRAM
+            # what in a batch its producer has just left in L2. PROFILE_CACHE="all none" profiles both ways.
+            timeout 240 ncu --clock-control none --cache-control "$cache" ${kfilter[@]+"${kfilter[@]}"} \
+              --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+              --section ComputeWorkloadAnalysis --section InstructionStats --launch-skip "$skip" --launch-count "$count" \
+              "$pbuild"/augment/kernels/cuda/cuda_pipeline_bench --only "$cfg" --iters "${PROFILE_ITERS:-8}" \
+              --profile-set "${PROFILE_SET:-0}" ${seg_args[@]+"${seg_args[@]}"} >"$f" 2>&1 \
+              || echo "ncu exit $? (see $(basename "$f"))"
+            grep -q "No kernels were profiled" "$f" && echo "ncu profiled no kernel: fewer launches than PROFILE_SKIP ($skip)?"
+            awk 'function flush() { if (name != "") print name": "d", SM "sm"%, mem "mem"%, occupancy "occ"%, issue busy "iss"%, regs "regs", warp instructions "ins; name=d=sm=mem=occ=iss=regs=ins="" }
+                 /^  [A-Za-z_].*\(/{flush(); name=$0; sub(/^ +/,"",name); sub(/\(.*/,"",name); sub(/.*::/,"",name)}
+                 /Duration/{d=$NF" "$(NF-1)} /Compute \(SM\) Throughput/{sm=$NF}
+                 /^ +Memory Throughput/{mem=$NF} /Achieved Occupancy/{occ=$NF}
+                 /Issue Slots Busy/{iss=$NF} /Executed Instructions  /{ins=$NF} /Registers Per Thread/{regs=$NF}
+                 END{flush()}' "$f"
+          done
         done
       done
-    done
     done
   fi
 } >"$OUT/summary.md" 2>&1
