@@ -49,6 +49,9 @@ set -uo pipefail
 for cache in ${PROFILE_CACHE:-all}; do  # ncu --cache-control values, space-separated
   case $cache in all | none) ;; *) echo "PROFILE_CACHE: '$cache' is not all or none (a space-separated list)"; exit 2 ;; esac
 done
+for pside in ${PROFILE_SIDES:-new}; do  # the builds PROFILE=1 profiles, space-separated
+  case $pside in old | new) ;; *) echo "PROFILE_SIDES: '$pside' is not old or new (a space-separated list)"; exit 2 ;; esac
+done
 source "$(dirname "$0")/gpu-common.sh"
 gpu_begin gpu-kernels /tmp/gpu-kernels
 OLD=${OLD_SRC:-build-old-src}
@@ -192,11 +195,8 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
     skip=${PROFILE_SKIP:-84} count=${PROFILE_COUNT:-12}
     [ -n "${PROFILE_KERNEL:-}" ] && skip=${PROFILE_SKIP:-20}
     for pside in ${PROFILE_SIDES:-new}; do
-      case $pside in
-        new) pbuild=$NEW_BUILD ;;
-        old) pbuild=$OLD_BUILD ;;
-        *) echo "PROFILE_SIDES: '$pside' is not old or new"; continue ;;
-      esac
+      pbuild=$NEW_BUILD
+      [ "$pside" = old ] && pbuild=$OLD_BUILD
       for cfg in $(echo "${PROFILE_CONFIGS:-all-on:2:1:0,all-on:2:4:0}" | tr , ' '); do
         for cache in ${PROFILE_CACHE:-all}; do
           for seg in "${segs[@]}"; do

@@ -99,9 +99,22 @@ inline int BlocksPerSlice(const BatchShape& shape) { return static_cast<int>((Pr
 // The spatial kernel walks bricks of kBrickZ x kBrickY x kBrickX output voxels (a warp covers 4 x 8 in
 // (axis 1, axis 2), so its sampling points stay compact in the input: fewer cache lines per gather).
 inline constexpr int kBrickZ = kVoxPerThread, kBrickY = 16, kBrickX = 16;
-inline int SpatialBricks(const BatchShape& s) {
-  return ((s.out[0] + kBrickZ - 1) / kBrickZ) * ((s.out[1] + kBrickY - 1) / kBrickY) *
-         ((s.out[2] + kBrickX - 1) / kBrickX);
+static_assert(kMaxPatchAxis0 == 65535 * kBrickZ, "grid.y of the spatial kernel holds one brick plane per index");
+struct BrickGrid {
+  int nbx, nby, nbz;  // bricks along axes 2, 1 and 0; the spatial kernel's grid is (nbx·nby, nbz, B or B·C)
+};
+inline BrickGrid SpatialBrickGrid(const BatchShape& s) {
+  return {(s.out[2] + kBrickX - 1) / kBrickX, (s.out[1] + kBrickY - 1) / kBrickY, (s.out[0] + kBrickZ - 1) / kBrickZ};
+}
+inline int SpatialBricks(const BatchShape& s) {  // a sample's bricks (its statistics partials)
+  const BrickGrid g = SpatialBrickGrid(s);
+  return g.nbx * g.nby * g.nbz;
+}
+// Whether the spatial kernel's grid holds the shape: nbz <= 65535 (grid.y; patch axis 0 <= kMaxPatchAxis0) and
+// blockIdx.x = by·nbx + bx < 2^23 (DivSmall's contract; only degenerate thin patches come near it).
+inline bool SpatialGridFits(const BatchShape& s) {
+  const BrickGrid g = SpatialBrickGrid(s);
+  return g.nbz <= 65535 && int64_t{g.nbx} * g.nby < (int64_t{1} << 23);
 }
 
 // Carves the workspace (base may be null to only compute the size).

@@ -226,7 +226,7 @@ __device__ __forceinline__ void CropGather(const float* img_b, const int16_t* se
 // kPadFirst: BatchShape::seg_pad_first, the bgv2 0.3.6 vote (each build holds one vote: registers as the 0.3.5 one).
 // kPermute: kStagePermute, direct path only — the outputs are staged per brick in shared memory and stored through
 // the sample's signed permutation (StorePermutedBrick); the sampling itself is the same code.
-// kSplit (kCT == 1, not kPermute; from kSplitMinChannels): one block per channel, grid.y = B·C; block (b, c)
+// kSplit (kCT == 1, not kPermute; from kSplitMinChannels): one block per channel, grid.z = B·C; block (b, c)
 // resamples channel c alone, and only channel 0's blocks vote the seg and write seg and mask.
 // kCrops (no kStageResample: every sample of the batch is a centre crop, SampleParams::use_crop): the resampling path
 // compiled out, and with it the coordinates' invariants and the vote (the crop path does not depend on kPadFirst).
@@ -241,9 +241,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
   // (by, bx) come from blockIdx.x by one DivSmall, and the sample (split: sample·C + channel) is blockIdx.z. The grid
   // (bricks, B or B·C) before session 52 cost every warp three signed 32-bit divisions for the brick's position (the
   // split build one more for the sample, the table warp two more): ≈ 90 of a warp's ≈ 340 instructions before its
-  // first step. H100, NOTES.md s52, same call against that grid: the spatial kernel's warp instructions −1.9 %, every
-  // transform on B=2 C=1 −1.1 %, C=4 −1.1 %, B=8 −1.0 %; the same bits (the blocks' linear order, each brick's index
-  // and the bricks' count are that grid's).
+  // first step. H100, NOTES.md s52, same call against that grid: the spatial kernel's warp instructions −1.95 %, every
+  // transform on B=2 C=1 −1.1 %, C=4 −1.1 %, B=8 −1.0 %. The same bits: each brick's index (its statistics partial's
+  // slot, reduced in index order) and the bricks' count are that grid's.
   const int zi = blockIdx.z;
   const int b = kSplit ? DivSmall(zi, a.d.c, a.rcp_c) : zi;
   const int c0 = kSplit ? zi - b * a.d.c : 0;
@@ -969,14 +969,14 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   const int split_min = variant == SpatialVariant::kSplit2 ? 2 : kSplitMinChannels;
   const bool split =
       variant != SpatialVariant::kNoSplit && a.d.c >= split_min && !f.permute && !(direct && f.with_mask);
-  // The grid (nbx·nby, nbz, B or B·C) (the kernel's brick position). DivSmall's contract: blockIdx.x < 2^23.
-  const int nbx = (shape.out[2] + kBrickX - 1) / kBrickX, nby = (shape.out[1] + kBrickY - 1) / kBrickY;
-  const int nbz = (shape.out[0] + kBrickZ - 1) / kBrickZ, samples = shape.batch * (split ? a.d.c : 1);
-  if (int64_t{nbx} * nby >= (int64_t{1} << 23) || nbz > 65535 || samples > 65535) return cudaErrorInvalidValue;
-  a.nbx = nbx;
-  a.rcp_nbx = 1.f / static_cast<float>(nbx);
+  // The grid (nbx·nby, nbz, B or B·C) (the kernel's brick position; ValidShape checked SpatialGridFits).
+  const BrickGrid bg = SpatialBrickGrid(shape);
+  const int samples = shape.batch * (split ? a.d.c : 1);
+  if (!SpatialGridFits(shape) || samples > 65535) return cudaErrorInvalidValue;
+  a.nbx = bg.nbx;
+  a.rcp_nbx = 1.f / static_cast<float>(bg.nbx);
   a.rcp_c = 1.f / static_cast<float>(std::max(a.d.c, 1));
-  const dim3 grid(nbx * nby, nbz, samples);
+  const dim3 grid(bg.nbx * bg.nby, bg.nbz, samples);
   if (split) {
     LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, f.crops_only, grid, stream, a);
   } else if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels

@@ -595,9 +595,9 @@ AUGMENTD_KERNEL_HD float DivByReciprocal(float u, float d, float rcp) {
 }
 
 // The integer quotient n / d for 0 <= n < 2^23 and d >= 1, given rcp = RN(1/d) (1.f / d on the host, __frcp_rn on the
-// device): RN(RN(n)·rcp) is within a relative 2^-23 of n/d, so its truncation is within one of the quotient, and one
-// correction makes it exact. The spatial kernel's brick row and the split build's sample (spatial.cu) without a 32-bit
-// division.
+// device): RN(RN(n)·rcp) is within a relative 2^-23 + 2^-48 of n/d (two roundings of 2^-24), an absolute error below
+// 1, so its truncation is within one of the quotient and one correction makes it exact. The spatial kernel's brick row
+// and the split build's sample (spatial.cu) without a 32-bit division.
 AUGMENTD_KERNEL_HD int DivSmall(int n, int d, float rcp) {
 #if defined(__CUDA_ARCH__)
   int q = __float2int_rz(__fmul_rn(__int2float_rn(n), rcp));
