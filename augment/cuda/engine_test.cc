@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "augment/cuda/fused_params.h"
 #include "augment/engine.h"
 #include "augment/pipeline.h"
 #include "augment/testing/have_gpu.h"
@@ -984,21 +983,6 @@ TEST(CudaEngine, CoverageErrors) {
   big->transforms[0].transform = *SpatialTransform::Create(c);
   r = CudaAugmenter::Create(*big, 0);
   EXPECT_EQ(r.status().code(), covered) << r.status();
-  // Patch axis 0 past the fused spatial kernel's grid (cuda::kMaxPatchAxis0: bricks of 8 planes along grid.y) is not
-  // the fused plan's, nor the fused spatial step's: the generic spatial kernel's, as elastic axes > 512 are.
-  c.bg_style_seg_sampling = false;
-  c.p_elastic_deform = 0;
-  for (const int64_t axis0 : {int64_t{cuda::kMaxPatchAxis0}, int64_t{cuda::kMaxPatchAxis0} + 1}) {
-    c.patch_size = {axis0, 4, 4};
-    big->transforms[0].transform = *SpatialTransform::Create(c);
-    const absl::StatusOr<CudaPlan> fused = MakeCudaPlan(*big);
-    const absl::StatusOr<CudaPlan> step = MakeSpatialPlan(*big);
-    const bool past = axis0 > cuda::kMaxPatchAxis0;
-    for (const absl::Status& st : {fused.status(), step.status()}) {
-      EXPECT_EQ(st.message().find("patch axis 0 > 524280") != std::string::npos, past) << axis0 << ": " << st;
-      if (past) EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
-    }
-  }
 
   auto da5 = NnunetDa5Pipeline(tc);
   ASSERT_TRUE(da5.ok()) << da5.status();

@@ -63,8 +63,6 @@ absl::Status PlanSpatial(const TransformSpec& ts, size_t t, CudaPlan& plan) {
   const SpatialConfig& c = sp->config();
   if (c.dummy_2d) return Unimplemented(name, t, "dummy-2D augmentation");
   if (c.patch_size.size() != 3) return Unimplemented(name, t, "2D patch sizes (the kernels are 3D)");
-  if (c.patch_size[0] > cuda::kMaxPatchAxis0)
-    return Unimplemented(name, t, absl::StrCat("patch axis 0 > ", cuda::kMaxPatchAxis0, " (the fused kernels' grid)"));
   if (c.p_elastic_deform > 0) {
     for (int64_t v : c.patch_size) {
       if (v > cuda::kMaxElasticAxis)

@@ -99,7 +99,6 @@ inline int BlocksPerSlice(const BatchShape& shape) { return static_cast<int>((Pr
 // The spatial kernel walks bricks of kBrickZ x kBrickY x kBrickX output voxels (a warp covers 4 x 8 in
 // (axis 1, axis 2), so its sampling points stay compact in the input: fewer cache lines per gather).
 inline constexpr int kBrickZ = kVoxPerThread, kBrickY = 16, kBrickX = 16;
-static_assert(kMaxPatchAxis0 == 65535 * kBrickZ, "grid.y of the spatial kernel holds one brick plane per index");
 struct BrickGrid {
   int nbx, nby, nbz;  // bricks along axes 2, 1 and 0; the spatial kernel's grid is (nbx·nby, nbz, B or B·C)
 };
@@ -110,8 +109,9 @@ inline int SpatialBricks(const BatchShape& s) {  // a sample's bricks (its stati
   const BrickGrid g = SpatialBrickGrid(s);
   return g.nbx * g.nby * g.nbz;
 }
-// Whether the spatial kernel's grid holds the shape: nbz <= 65535 (grid.y; patch axis 0 <= kMaxPatchAxis0) and
-// blockIdx.x = by·nbx + bx < 2^23 (DivSmall's contract; only degenerate thin patches come near it).
+// Whether the spatial kernel's grid holds the shape: nbz <= 65535 (grid.y: patch axis 0 <= 524,280) and blockIdx.x =
+// by·nbx + bx < 2^23 (DivSmall's contract). Pipelines always fit (SpatialConfig's patch axes are <= 4096: nbz <= 512,
+// nbx·nby <= 65,536); ValidShape checks it for RunPipeline's direct callers.
 inline bool SpatialGridFits(const BatchShape& s) {
   const BrickGrid g = SpatialBrickGrid(s);
   return g.nbz <= 65535 && int64_t{g.nbx} * g.nby < (int64_t{1} << 23);

@@ -49,7 +49,6 @@ inline constexpr int kMaxPermutedChannels = 4;  // with kStagePermute (the outpu
 inline constexpr int kMaxDsLevels = 8;    // deep-supervision levels (full resolution excluded)
 inline constexpr int kMaxBlurRadius = 8;  // blur kernel size <= 17 (sigma <= ~2.75)
 inline constexpr int kMaxElasticAxis = 512;  // elastic deformation: patch axes <= 512 (the smoothing tiles a line)
-inline constexpr int kMaxPatchAxis0 = 65535 * 8;  // patch axis 0 <= 524,280: the spatial kernel's grid.y, 8 planes each
 
 enum class OutDType : int32_t { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 
