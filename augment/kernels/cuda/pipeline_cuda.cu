@@ -76,8 +76,8 @@ static bool ValidShape(const BatchShape& s) {
     if (s.in[d] < 1 || s.out[d] < 1) return false;
     if (s.elastic && s.out[d] > kMaxElasticAxis) return false;
   }
-  if (!internal::SpatialGridFits(s)) return false;  // the spatial kernel's grid (spatial.cu)
   if (internal::Prod(s.out) > (int64_t{1} << 30) || internal::Prod(s.in) >= (int64_t{1} << 31)) return false;
+  if (!internal::SpatialGridFits(s)) return false;  // the spatial kernel's grid (spatial.cu); axes <= 2^30 here
   for (int l = 0; l < s.num_ds; ++l) {
     for (int d = 0; d < 3; ++d) {
       if (s.ds[l][d] < 1 || s.ds[l][d] > s.out[d]) return false;
