@@ -969,14 +969,13 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   const int split_min = variant == SpatialVariant::kSplit2 ? 2 : kSplitMinChannels;
   const bool split =
       variant != SpatialVariant::kNoSplit && a.d.c >= split_min && !f.permute && !(direct && f.with_mask);
-  // The grid (nbx·nby, nbz, B or B·C) (the kernel's brick position; ValidShape checked SpatialGridFits).
+  // The grid (nbx·nby, nbz, B or B·C) (the kernel's brick position; RunPipeline's ValidShape checked
+  // SpatialGridFits, and a grid past CUDA's limits fails at the launch below).
   const BrickGrid bg = SpatialBrickGrid(shape);
-  const int samples = shape.batch * (split ? a.d.c : 1);
-  if (!SpatialGridFits(shape) || samples > 65535) return cudaErrorInvalidValue;
   a.nbx = bg.nbx;
   a.rcp_nbx = 1.f / static_cast<float>(bg.nbx);
   a.rcp_c = 1.f / static_cast<float>(std::max(a.d.c, 1));
-  const dim3 grid(bg.nbx * bg.nby, bg.nbz, samples);
+  const dim3 grid(bg.nbx * bg.nby, bg.nbz, shape.batch * (split ? a.d.c : 1));
   if (split) {
     LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, f.crops_only, grid, stream, a);
   } else if (f.permute) {  // RunPipeline checked: direct path, ≤ kMaxPermutedChannels
