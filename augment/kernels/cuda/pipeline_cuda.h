@@ -178,6 +178,9 @@ size_t WorkspaceBytes(const BatchShape& shape);
 // Zeroes the reduction counters (enqueued on `stream`). The kernels re-arm them, so steady-state batches of
 // the same shape need no further initialisation.
 cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t stream);
+// Whether every counter of the workspace is at rest (zero), as InitWorkspace leaves them and every completed batch
+// must: `*armed` is false if some kernel left one counting. Synchronous (copies the counters to the host); for tests.
+cudaError_t WorkspaceArmed(const BatchShape& shape, const void* workspace, bool* armed);
 
 // Runs the whole default pipeline on a batch. `d_params`: B SampleParams in device memory (read by the
 // kernels while they run). `stages`: ActiveStages(...) of the same parameters (a superset is valid, only

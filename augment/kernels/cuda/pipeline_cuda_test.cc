@@ -710,6 +710,9 @@ void RunBackToBack(const char* name, const Probs& even, const Probs& odd, float 
     for (int k = 0; k < kBatches; ++k) CUDA_OK(RunPipeline(sh, d_p + k * B, stages[k], io_of(k), d_ws, st));
   }
   CUDA_OK(cudaStreamSynchronize(st));
+  bool armed = false;  // every counter re-armed by the batch that used it
+  CUDA_OK(WorkspaceArmed(sh, d_ws, &armed));
+  EXPECT_TRUE(armed) << "a counter of the workspace was left counting after the batches";
   int direct = 0;
   for (int k = 0; k < kBatches; ++k) {
     direct += (stages[k] & kStagesAfterSpatial) == 0 ? 1 : 0;
