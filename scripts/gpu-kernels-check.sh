@@ -43,7 +43,8 @@
 # at the same time as each other and the new build: they share the machine's cores, but each waits mostly on its own
 # longest file), CLOCK_BUILDS
 # ("NAME ...": extra builds made with -DAUGMENTD_BLOCK_CLOCKS=1, whose cuda_pipeline_bench then records every block's
-# timeline with CLOCK_ARGS, default "--only all-on:2:1:0 --profile-set 0 --iters 20": bench/block_clocks.py's table
+# timeline with CLOCK_ARGS, default "--only all-on:2:1:0 --profile-set 0 --iters 20", and CLOCK_ENV (VAR=VALUE words) in
+# its environment: bench/block_clocks.py's table
 # per build in summary.md, the CSVs in clocks.tar.gz, one more returned file; NOTES.md s47).
 #   OUT=$OUT scripts/gpu-kernels-check.sh   # H200: builds 45 + 35 s, tests ≈ 15 s, chain bench ≈ 2 s and pipeline bench ≈ 45 s per build (CHAIN_ITERS=60, PIPE_ITERS=40)
 set -uo pipefail
@@ -180,7 +181,8 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
       echo "CLOCK_BUILDS: no build-$name (name it in EXTRA_BUILDS with -DAUGMENTD_BLOCK_CLOCKS=1)"; continue
     fi
     # shellcheck disable=SC2086  # clock_args is a word list
-    timeout 150 "$PWD/build-$name/augment/kernels/cuda/cuda_pipeline_bench" $clock_args \
+    # shellcheck disable=SC2086  # CLOCK_ENV: VAR=VALUE words for the recording runs (e.g. a bench knob)
+    env ${CLOCK_ENV:-} timeout 150 "$PWD/build-$name/augment/kernels/cuda/cuda_pipeline_bench" $clock_args \
       --block-clocks "$OUT/clocks-$name.csv" 2>&1 | tail -12
     if [ -s "$OUT/clocks-$name.csv" ]; then python3 "$(dirname "$0")/../bench/block_clocks.py" "$OUT/clocks-$name.csv" 2>&1
     else echo "build $name recorded no block (see above)"; fi
