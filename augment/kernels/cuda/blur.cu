@@ -55,6 +55,14 @@ struct BlurArgs {
   unsigned int bricks_per_plane;
 };
 
+// The narrow build for batches without kStageWideBlur (-DAUGMENTD_BLUR_NARROW=1; 0 by default until timed; NOTES.md
+// s53): its shared memory is ≈ 12 KB a block instead of 47 KB (the ring of 17 planes only BlurGeneral uses), so that
+// both kernels can take one carveout (AUGMENTD_CARVEOUT, common.cuh) that holds four spatial blocks and blur blocks
+// beside them without starving the spatial kernel's L1.
+#ifndef AUGMENTD_BLUR_NARROW
+#define AUGMENTD_BLUR_NARROW 0
+#endif
+
 // A source value: a read-only-cache load, or, with the early start, a coherent one (the spatial kernel may still be
 // storing other planes of x1 while this kernel runs; the acquire in WaitDone orders this block's loads after the
 // stores of the planes it reads).
@@ -282,6 +290,9 @@ __device__ __forceinline__ int WindowRadius0(const int* rad) {
   return rmax <= 1 ? 1 : (rmax <= 3 ? rmax : rad[0]);
 }
 
+// kWide: the build with BlurGeneral's ring (radius > 3 on some axis of some blurred slice, kStageWideBlur); without
+// it, the ring is BlurFast's taps alone (AUGMENTD_BLUR_NARROW, below).
+template <bool kWide>
 __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a) {
   const BlockClockScope clocks(kClockBlur);  // block_clocks.cuh
   const int slice = blockIdx.z;
@@ -299,7 +310,8 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   __shared__ int rad[3];
   __shared__ __align__(16) float tile[kBlurHaloY][kBlurHaloX];  // BlurFast reads rows as float2
   __shared__ __align__(16) float xb[kBlurHaloY][kBlurTX];
-  __shared__ __align__(16) float ring[kBlurRing][kBlurTY][kBlurTX];  // BlurFast's taps (wpad) as float4s
+  constexpr int kRingPlanes = kWide ? kBlurRing : 1, kRingRows = kWide ? kBlurTY : 1, kRingCols = kWide ? kBlurTX : 24;
+  __shared__ __align__(16) float ring[kRingPlanes][kRingRows][kRingCols];  // BlurFast's taps (wpad) as float4s
   // The taps: w[axis][t] = exp(−x²/2) / Σ exp(−x²/2), x = (t − r) / σ, in double (bgv2's float64 kernel). Each tap's
   // exp in a lane of its own (threads 0 … 3·kBlurRing − 1), not 2·k dependent exps in one lane per axis while the
   // block waits; summed in tap order by one lane per axis, then divided in parallel.
@@ -353,9 +365,9 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
     BlurFast<2>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 3) {
     BlurFast<3>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
-  } else {
+  } else if constexpr (kWide) {
     BlurGeneral(a, w, rad, tile, xb, ring, s, sink, part);
-  }
+  }  // (a narrow launch with a radius over 3 is outside RunPipeline's contract: kStageWideBlur)
   ChainTrigger();  // after the voxel loop (common.cuh)
   if (sink.stats) {
     const Partial red = BlockReduce(part);
@@ -376,7 +388,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
 int KernelSizeForHost(double sigma) { return KernelSizeFor(sigma); }
 
 cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
-                       bool early, cudaStream_t stream) {
+                       bool early, bool wide, cudaStream_t stream) {
   BlurArgs a{};
   a.d = MakeDims(shape);
   a.params = d_params;
@@ -394,7 +406,9 @@ cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, co
   }
   const int tiles_y = (shape.out[1] + kBlurTY - 1) / kBlurTY;
   const dim3 grid(a.tiles_x * tiles_y, (shape.out[0] + kBlurTZ - 1) / kBlurTZ, shape.batch * shape.channels);
-  return LaunchChained(BlurTiledKernel, grid, kThreads, stream, /*chain=*/true, a);
+  if (wide || !AUGMENTD_BLUR_NARROW) return LaunchChained(BlurTiledKernel<true>, grid, kThreads, stream, /*chain=*/true, a);
+  ApplyCarveout(BlurTiledKernel<false>);
+  return LaunchChained(BlurTiledKernel<false>, grid, kThreads, stream, /*chain=*/true, a);
 }
 
 

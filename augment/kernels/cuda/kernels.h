@@ -42,9 +42,10 @@ cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, cons
 // kPlainMidMaxSlices slices).
 
 // Separable blur of the blurred slices, one tiled launch: x1 -> x2; stats of the result into slot V1. `early`: right
-// after a spatial launch with SpatialFlags::signal_blur, whose bricks done it waits for (common.cuh).
+// after a spatial launch with SpatialFlags::signal_blur, whose bricks done it waits for (common.cuh). `wide`: some
+// blurred slice has a radius over 3 on some axis (kStageWideBlur).
 cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
-                       bool early, cudaStream_t stream);
+                       bool early, bool wide, cudaStream_t stream);
 
 // State of the intensity chain passed to the later passes.
 struct ChainState {

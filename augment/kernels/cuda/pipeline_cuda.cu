@@ -53,7 +53,12 @@ uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
     if (p.out_axis[0] != 0 || p.out_axis[1] != 1 || p.out_axis[2] != 2) st |= kStagePermute;
     for (int c = 0; c < shape.channels; ++c) {
       const ChannelParams& cp = p.ch[c];
-      if (cp.blur_sigma[0] != 0.f) st |= kStageBlur;
+      if (cp.blur_sigma[0] != 0.f) {
+        st |= kStageBlur;
+        for (int d = 0; d < 3; ++d) {
+          if (BlurKernelSize(cp.blur_sigma[d]) > 2 * 3 + 1) st |= kStageWideBlur;  // a radius over 3
+        }
+      }
       if (cp.contrast != 0.f) st |= kStageContrast;
       if (cp.lowres_shape[0] != 0) st |= kStageLowRes;
       if (cp.gamma[0] != 0.f) st |= kStageGamma0;
@@ -171,7 +176,10 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
   // default probabilities B=2 C=1, the two such parameter sets −5.4 / −7.4 %; B=2 C=4, the one such set +1.1 %).
   const bool mid_plain = !blur && lowres && (stages & kStageResample) == 0 &&
                          shape.batch * shape.channels <= kPlainMidMaxSlices;
-  if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, blur_early, stream));
+  if (blur) {
+    AUGMENTD_CUDA_RETURN_IF_ERROR(
+        internal::LaunchBlur(shape, d_params, ws, contrast, blur_early, (stages & kStageWideBlur) != 0, stream));
+  }
   if (lowres || g0 || g1) {
     AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, !mid_plain, stream));
     st.mid_done = true;

@@ -1057,6 +1057,19 @@ TEST(CudaKernels, ResampleStageRule) {
   EXPECT_EQ(ActiveStages(h, sh) & kStageResample, kStageResample);
 }
 
+// kStageWideBlur: some blurred channel has a radius over 3 (kernel size 9 or more) on some axis.
+TEST(CudaKernels, WideBlurStageRule) {
+  BatchShape sh = RuleShape(2);
+  SampleParams h[2];
+  EXPECT_EQ(ActiveStages(h, sh) & kStageWideBlur, 0u);  // no blur
+  for (int d = 0; d < 3; ++d) h[1].ch[1].blur_sigma[d] = 1.0f;  // size 7: radius 3
+  EXPECT_EQ(ActiveStages(h, sh) & (kStageBlur | kStageWideBlur), kStageBlur);
+  h[1].ch[1].blur_sigma[2] = 1.4f;  // size 9 on axis 2: radius 4
+  EXPECT_EQ(ActiveStages(h, sh) & kStageWideBlur, kStageWideBlur);
+  h[1].ch[1].blur_sigma[0] = 0.f;  // not blurred: its sigmas on the other axes do not count
+  EXPECT_EQ(ActiveStages(h, sh) & (kStageBlur | kStageWideBlur), 0u);
+}
+
 // kStageSliceIdle: some slice skips a slice pass (mid, gamma statistics 0 / 2) that another runs.
 TEST(CudaKernels, SliceIdleStageRule) {
   BatchShape sh = RuleShape(2);

@@ -909,35 +909,13 @@ SpatialVariant ReadSpatialVariant() {
 // default probabilities at 2 channels measured slower split (0.152 → 0.160 ms).
 constexpr int kSplitMinChannels = 3;
 
-// The spatial builds' preferred shared-memory carveout, in percent of the maximum (a bench knob, read once from
-// AUGMENTD_SPATIAL_CARVEOUT; unset: the driver's choice). NOTES.md s53: a multiprocessor running spatial blocks (≈ 6 KB
-// of shared memory each, so a small carveout) took no blur block (47 KB each) before its last spatial block had left,
-// in 4,096 of 4,096 blur blocks; the blur's early start needs them side by side.
-int ReadSpatialCarveout() {
-  const char* v = std::getenv("AUGMENTD_SPATIAL_CARVEOUT");
-  return v != nullptr && *v != '\0' ? std::atoi(v) : -1;
-}
-
-template <typename Kernel>
-void ApplySpatialCarveout(Kernel kernel) {
-  static const int pct = ReadSpatialCarveout();
-  if (pct < 0) return;
-  static const bool applied = [&] {  // once per build (this function's instantiation)
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, pct) != cudaSuccess) {
-      (void)cudaGetLastError();
-    }
-    return true;
-  }();
-  (void)applied;
-}
-
 template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute, bool kSplit, bool kCrops = false>
 void LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
   if (noise) {
-    ApplySpatialCarveout(SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit, kCrops>);
+    ApplyCarveout(SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit, kCrops>);
     SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit, kCrops><<<grid, kThreads, 0, stream>>>(a);
   } else {
-    ApplySpatialCarveout(SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit, kCrops>);
+    ApplyCarveout(SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit, kCrops>);
     SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit, kCrops><<<grid, kThreads, 0, stream>>>(a);
   }
 }
