@@ -106,12 +106,13 @@ cudaError_t WorkspaceArmed(const BatchShape& shape, const void* workspace, bool*
   const Workspace ws = internal::CarveWorkspace(shape, const_cast<void*>(workspace));
   const size_t slices = static_cast<size_t>(shape.batch) * shape.channels;
   std::vector<unsigned int> h(slices);
-  *armed = true;
+  bool all_zero = true;
   for (int s = 0; s < internal::kNumSlots; ++s) {
     AUGMENTD_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(h.data(), ws.slot[s].counters, slices * sizeof(unsigned int), cudaMemcpyDeviceToHost));
-    *armed = *armed && std::all_of(h.begin(), h.end(), [](unsigned int v) { return v == 0u; });
+    all_zero = all_zero && std::all_of(h.begin(), h.end(), [](unsigned int v) { return v == 0u; });
   }
+  *armed = all_zero;
   return cudaSuccess;
 }
 

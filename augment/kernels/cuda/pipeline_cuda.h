@@ -179,7 +179,8 @@ size_t WorkspaceBytes(const BatchShape& shape);
 // the same shape need no further initialisation.
 cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t stream);
 // Whether every reduction counter of the workspace is at rest (zero), as InitWorkspace leaves them and every completed
-// batch must: `*armed` is false if some kernel left one counting. Synchronous (copies the counters to the host); for
+// batch must: `*armed` is false if some kernel left one counting. Call it once the batches' stream is synchronized:
+// it copies the counters to the host with cudaMemcpy (the legacy stream). `*armed` is written only on success. For
 // tests.
 cudaError_t WorkspaceArmed(const BatchShape& shape, const void* workspace, bool* armed);
 
