@@ -180,8 +180,7 @@ pipe_run() {  # LABEL JSON_TAG [EXTRA ARGS...]: the pipeline rows of one side (b
     if [ ! -x "$PWD/build-$name/augment/kernels/cuda/cuda_pipeline_bench" ]; then
       echo "CLOCK_BUILDS: no build-$name (name it in EXTRA_BUILDS with -DAUGMENTD_BLOCK_CLOCKS=1)"; continue
     fi
-    # shellcheck disable=SC2086  # clock_args is a word list
-    # shellcheck disable=SC2086  # CLOCK_ENV: VAR=VALUE words for the recording runs (e.g. a bench knob)
+    # shellcheck disable=SC2086  # clock_args and CLOCK_ENV (VAR=VALUE words for the recording runs) are word lists
     env ${CLOCK_ENV:-} timeout 150 "$PWD/build-$name/augment/kernels/cuda/cuda_pipeline_bench" $clock_args \
       --block-clocks "$OUT/clocks-$name.csv" 2>&1 | tail -12
     if [ -s "$OUT/clocks-$name.csv" ]; then python3 "$(dirname "$0")/../bench/block_clocks.py" "$OUT/clocks-$name.csv" 2>&1
