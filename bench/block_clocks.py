@@ -64,6 +64,14 @@ def busy_share(blocks: list[dict], t0: float, t1: float, sms: int) -> float:
     return sum(shares) / max(sms, len(shares))
 
 
+def beside_share(prev: list[dict], blocks: list[dict]) -> float:
+    """The share of `blocks` that entered a multiprocessor before `prev`'s last block on it left."""
+    last_exit: dict[int, float] = {}
+    for b in prev:
+        last_exit[b["smid"]] = max(last_exit.get(b["smid"], b["exit"]), b["exit"])
+    return sum(b["entry"] < last_exit.get(b["smid"], float("-inf")) for b in blocks) / len(blocks)
+
+
 def kernel_row(blocks: list[dict], sms: int) -> dict:
     entry = [b["entry"] for b in blocks]
     exits = [b["exit"] for b in blocks]
@@ -137,23 +145,25 @@ def main() -> int:
         mine = [v for k, v in sorted(batches.items()) if k[0] == config]
         rows: dict[str, list[dict]] = defaultdict(list)
         for b in mine:
-            prev_exit = None
+            prev_exit, prev_name = None, None
             for name in [n for n in ORDER if n in b["kernels"]] + sorted(set(b["kernels"]) - set(ORDER)):
                 row = kernel_row(b["kernels"][name], b["sms"])
                 row["after_prev"] = (row["waited0"] - prev_exit
                                      if prev_exit is not None and row["waited0"] is not None else None)
                 row["early"] = (sum(x["entry"] < prev_exit for x in b["kernels"][name]) / row["blocks"]
                                 if prev_exit is not None else None)
+                row["beside"] = (beside_share(b["kernels"][prev_name], b["kernels"][name])
+                                 if prev_name is not None else None)
                 row["adds"] = row["exit1"] - (prev_exit if prev_exit is not None else 0.0)
-                prev_exit = row["exit1"]
+                prev_exit, prev_name = row["exit1"], name
                 rows[name].append(row)
         ends = [max(x["exit"] for k in b["kernels"].values() for x in k) for b in mine]
         print(f"\n## {config}: {len(mine)} batches (sets {sorted({b['set'] for b in mine})}), event time median "
               f"{statistics.median(b['ms'] for b in mine) * 1e3:.1f} µs, first entry to last exit median "
               f"{statistics.median(ends):.1f} µs\n")
-        print("| kernel | blocks | SMs | entry | waited | exit (first / p90 / last) | after prev | early | tail | "
-              "busy | block µs | block cycles | adds |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("| kernel | blocks | SMs | entry | waited | exit (first / p90 / last) | after prev | early | beside | "
+              "tail | busy | block µs | block cycles | adds |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
         def med(name, key, fmt="{:.1f}"):
             vals = [r[key] for r in rows[name] if r[key] is not None]
@@ -165,7 +175,7 @@ def main() -> int:
             print(f"| {name} | {med(name, 'blocks', '{:.0f}')} | {med(name, 'sms', '{:.0f}')} | "
                   f"{med(name, 'entry0')} … {med(name, 'entry1')} | {med(name, 'waited0')} … {med(name, 'waited1')} | "
                   f"{med(name, 'exit0')} / {med(name, 'exit90')} / {med(name, 'exit1')} | {med(name, 'after_prev')} | "
-                  f"{med(name, 'early', '{:.0%}')} | {tail:.1f} | {med(name, 'busy', '{:.0%}')} | "
+                  f"{med(name, 'early', '{:.0%}')} | {med(name, 'beside', '{:.0%}')} | {tail:.1f} | {med(name, 'busy', '{:.0%}')} | "
                   f"{med(name, 'block_us', '{:.2f}')} | {med(name, 'block_cyc', '{:.0f}')} | {med(name, 'adds')} |")
     return 0
 

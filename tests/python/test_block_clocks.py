@@ -41,14 +41,14 @@ def test_two_kernels_on_two_sms(tmp_path):
     r = run(f)
     assert r.returncode == 0, r.stderr
     rows = rows_of(r.stdout)
-    assert table_cells(r.stdout) == [13] * 4  # header, separator, two kernels: every row as wide as the header
+    assert table_cells(r.stdout) == [14] * 4  # header, separator, two kernels: every row as wide as the header
     assert list(rows) == ["spatial", "blur"]
     assert rows["spatial"][1:3] == ["2", "2"]
     # busy: SM 0 holds a block all of 0-10, SM 1 for 0-6: mean 80 %.
-    assert rows["spatial"][9] == "80%"
+    assert rows["spatial"][10] == "80%"
     assert rows["spatial"][7] == "–"  # no kernel before it
     assert rows["blur"][1:3] == ["10", "1"]
-    assert rows["blur"][9] == "50%"  # SM 1 of the device's two held none of its blocks
+    assert rows["blur"][10] == "50%"  # SM 1 of the device's two held none of its blocks
     assert rows["blur"][3] == "8.0 … 11.0"
     assert rows["blur"][4] == "12.0 … 12.0"
     assert rows["blur"][5] == "20.0 / 20.0 / 30.0"
@@ -56,11 +56,12 @@ def test_two_kernels_on_two_sms(tmp_path):
     # it left (the tenth at 11 µs); the last tenth took 10 µs more.
     assert rows["blur"][6] == "2.0"
     assert rows["blur"][7] == "90%"
-    assert rows["blur"][8] == "10.0"
-    assert rows["blur"][10] == "8.00"  # median block time from the wait's return
+    assert rows["blur"][8] == "90%"  # all on SM 0, whose spatial block left at 10 µs: the same nine shared it
+    assert rows["blur"][9] == "10.0"
+    assert rows["blur"][11] == "8.00"  # median block time from the wait's return
     # the critical path: the spatial kernel's last block left at 10 µs, the blur's 20 µs later; they sum to 30.
-    assert rows["spatial"][12] == "10.0"
-    assert rows["blur"][12] == "20.0"
+    assert rows["spatial"][13] == "10.0"
+    assert rows["blur"][13] == "20.0"
     assert "first entry to last exit median 30.0 µs" in r.stdout
 
 
@@ -94,12 +95,16 @@ def test_launch_order_first_kernel_and_the_early_boundary(tmp_path):
     assert list(rows_of(run(f).stdout)) == ["mid", "gamma0", "final"]  # launch order, not the names' order
     rows = rows_of(run(f, "--batch", 0).stdout)
     assert list(rows) == ["gamma0", "final"]
-    assert rows["gamma0"][12] == "10.0"  # from the batch's first entry, not from its own (2 µs)
+    assert rows["gamma0"][13] == "10.0"  # from the batch's first entry, not from its own (2 µs)
     assert rows["gamma0"][7] == "–"
+    assert rows["gamma0"][8] == "–"
     assert rows["final"][7] == "50%"  # entering as the previous kernel's last block leaves is not early
-    assert rows["final"][12] == "5.0"
+    # beside: the block that entered early did so on SM 1, which held no gamma0 block; the other entered SM 0 as
+    # gamma0's block there left. Neither shared a multiprocessor with the kernel before.
+    assert rows["final"][8] == "0%"
+    assert rows["final"][13] == "5.0"
     rows = rows_of(run(f, "--batch", 1).stdout)
-    assert [rows[k][12] for k in ("mid", "gamma0", "final")] == ["4.0", "6.0", "5.0"]
+    assert [rows[k][13] for k in ("mid", "gamma0", "final")] == ["4.0", "6.0", "5.0"]
 
 
 def test_a_missing_or_foreign_file_fails_in_one_line(tmp_path):
