@@ -1,0 +1,172 @@
+// carveout_probe: when may a kernel's blocks join a multiprocessor that still runs the kernel before it? (issue 27,
+// NOTES.md s53 / s54.) Two synthetic kernels stand in for the pipeline's boundary between the spatial kernel and the
+// blur:
+//   A  "spatial": 512 threads a block (four a multiprocessor fill its 2,048 threads, as the spatial kernel's four
+//      blocks fill its register file), `a_smem` bytes of static-sized dynamic shared memory, each block busy for
+//      a spin of 15-25 µs (a hash of its index), so that the grid of 16 blocks a multiprocessor drains in a tail;
+//      it triggers the next launch at entry, as the chain's kernels do.
+//   B  "blur": 256 threads, `b_smem` bytes of shared memory, launched right after A with programmatic stream
+//      serialization (the chain's launch), so its blocks may be dispatched into A's tail; each spins 5 µs.
+// Both record every block's multiprocessor and %globaltimer at entry and exit. A B block is "beside" A when it
+// entered its multiprocessor before A's last block there left. Each case sets the two kernels' preferred carveouts
+// (cudaFuncAttributePreferredSharedMemoryCarveout, percent; -1 leaves the driver's choice) on kernels of their own,
+// so no case inherits another's setting, and prints the share of B's blocks beside A (median over 5 runs) with
+// cudaFuncSetAttribute's result.
+//
+// Build and run on a GPU machine (not in CI; it needs a device):
+//   nvcc -arch=sm_90 -O3 -std=c++17 bench/carveout_probe.cu -o /tmp/carveout_probe && /tmp/carveout_probe
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+namespace {
+
+constexpr int kThreadsA = 512;
+constexpr int kThreadsB = 256;
+
+struct BlockMark {
+  unsigned int smid;
+  unsigned long long entry_ns, exit_ns;
+};
+
+__device__ unsigned long long Now() {
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+}
+
+__device__ unsigned int SmId() {
+  unsigned int id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+__device__ void Spin(unsigned long long ns, float* smem, int n) {
+  const unsigned long long t0 = Now();
+  float acc = threadIdx.x;
+  while (Now() - t0 < ns) acc = acc * 0.999f + 1.f;  // busy, not sleeping: the block holds its slot
+  if (n > 0) smem[threadIdx.x % n] = acc;               // the shared memory is used, so it is allocated
+}
+
+// kCase keeps each case's kernels distinct: a carveout set on one never reaches another case.
+template <int kCase>
+__global__ void __launch_bounds__(kThreadsA) KernelA(BlockMark* marks, int smem_floats) {
+  extern __shared__ float smem[];
+  const unsigned long long entry = Now();
+  cudaTriggerProgrammaticLaunchCompletion();
+  const unsigned int h = blockIdx.x * 2654435761u;
+  Spin(15000ull + (h >> 20) % 10000ull, smem, smem_floats);
+  __syncthreads();
+  if (threadIdx.x == 0) marks[blockIdx.x] = {SmId(), entry, Now()};
+}
+
+template <int kCase>
+__global__ void __launch_bounds__(kThreadsB) KernelB(BlockMark* marks, int smem_floats) {
+  extern __shared__ float smem[];
+  const unsigned long long entry = Now();
+  Spin(5000ull, smem, smem_floats);
+  __syncthreads();
+  if (threadIdx.x == 0) marks[blockIdx.x] = {SmId(), entry, Now()};
+}
+
+struct Case {
+  int a_pct, b_pct;   // preferred carveouts, percent (-1: the driver's)
+  int a_smem, b_smem; // bytes of shared memory a block
+};
+
+template <int kCase>
+int RunCase(const Case& c, int sms) {
+  const int blocks_a = 16 * sms, blocks_b = 4 * sms;
+  cudaError_t ea = cudaSuccess, eb = cudaSuccess;
+  if (c.a_pct >= 0) ea = cudaFuncSetAttribute(KernelA<kCase>, cudaFuncAttributePreferredSharedMemoryCarveout, c.a_pct);
+  if (c.b_pct >= 0) eb = cudaFuncSetAttribute(KernelB<kCase>, cudaFuncAttributePreferredSharedMemoryCarveout, c.b_pct);
+  if (c.b_smem > 48 * 1024 &&
+      cudaFuncSetAttribute(KernelB<kCase>, cudaFuncAttributeMaxDynamicSharedMemorySize, c.b_smem) != cudaSuccess) {
+    std::fprintf(stderr, "cannot allow %d bytes of shared memory\n", c.b_smem);
+    return 1;
+  }
+  BlockMark *d_a = nullptr, *d_b = nullptr;
+  if (cudaMalloc(&d_a, blocks_a * sizeof(BlockMark)) != cudaSuccess ||
+      cudaMalloc(&d_b, blocks_b * sizeof(BlockMark)) != cudaSuccess) {
+    std::fprintf(stderr, "cudaMalloc failed\n");
+    return 1;
+  }
+  std::vector<double> beside, gap_us;
+  for (int run = 0; run < 6; ++run) {  // run 0 warms up
+    KernelA<kCase><<<blocks_a, kThreadsA, c.a_smem>>>(d_a, c.a_smem / 4);
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(blocks_b);
+    cfg.blockDim = dim3(kThreadsB);
+    cfg.dynamicSmemBytes = c.b_smem;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    const cudaError_t el = cudaLaunchKernelEx(&cfg, KernelB<kCase>, d_b, c.b_smem / 4);
+    if (el != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+      std::fprintf(stderr, "launch failed: %s\n", cudaGetErrorString(el != cudaSuccess ? el : cudaGetLastError()));
+      return 1;
+    }
+    if (run == 0) continue;
+    std::vector<BlockMark> a(blocks_a), b(blocks_b);
+    cudaMemcpy(a.data(), d_a, a.size() * sizeof(BlockMark), cudaMemcpyDeviceToHost);
+    cudaMemcpy(b.data(), d_b, b.size() * sizeof(BlockMark), cudaMemcpyDeviceToHost);
+    std::map<unsigned int, unsigned long long> last_exit;
+    unsigned long long a_end = 0;
+    for (const auto& m : a) {
+      last_exit[m.smid] = std::max(last_exit[m.smid], m.exit_ns);
+      a_end = std::max(a_end, m.exit_ns);
+    }
+    int n = 0;
+    unsigned long long first_b = ~0ull;
+    for (const auto& m : b) {
+      const auto it = last_exit.find(m.smid);
+      n += it != last_exit.end() && m.entry_ns < it->second;
+      first_b = std::min(first_b, m.entry_ns);
+    }
+    beside.push_back(100.0 * n / blocks_b);
+    gap_us.push_back((static_cast<double>(first_b) - static_cast<double>(a_end)) / 1e3);
+  }
+  std::sort(beside.begin(), beside.end());
+  std::sort(gap_us.begin(), gap_us.end());
+  std::printf("| %3d | %3d | %6d | %6d | %s / %s | %5.1f %% (%.1f … %.1f) | %+.1f |\n", c.a_pct, c.b_pct, c.a_smem,
+              c.b_smem, cudaGetErrorName(ea), cudaGetErrorName(eb), beside[beside.size() / 2], beside.front(),
+              beside.back(), gap_us[gap_us.size() / 2]);
+  cudaFree(d_a);
+  cudaFree(d_b);
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  int dev = 0, sms = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    std::fprintf(stderr, "carveout_probe: no CUDA device\n");
+    return 1;
+  }
+  sms = prop.multiProcessorCount;
+  std::printf("%s, %d SMs, %zu bytes of shared memory a multiprocessor at most\n\n", prop.name, sms,
+              prop.sharedMemPerMultiprocessor);
+  std::printf("| A %% | B %% | A smem | B smem | set A / B | B blocks beside A (median, min … max of 5) | "
+              "first B entry − A's last exit µs |\n|---|---|---|---|---|---|---|\n");
+  // A as the spatial kernel (6,168 bytes), B as the narrow blur (12,400) or the wide one (47,120).
+  int rc = 0;
+  rc |= RunCase<0>({-1, -1, 6168, 12400}, sms);
+  rc |= RunCase<1>({43, 43, 6168, 12400}, sms);
+  rc |= RunCase<2>({100, 100, 6168, 12400}, sms);
+  rc |= RunCase<3>({100, -1, 6168, 12400}, sms);
+  rc |= RunCase<4>({-1, 43, 6168, 12400}, sms);
+  rc |= RunCase<5>({-1, -1, 6168, 47120}, sms);
+  rc |= RunCase<6>({100, -1, 6168, 47120}, sms);
+  rc |= RunCase<7>({43, 43, 6168, 47120}, sms);
+  rc |= RunCase<8>({-1, -1, 6168, 0}, sms);
+  rc |= RunCase<9>({-1, -1, 0, 0}, sms);
+  return rc;
+}
