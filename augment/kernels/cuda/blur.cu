@@ -48,31 +48,7 @@ struct BlurArgs {
   int want_stats;
   StatsSlot slot;
   int tiles_x;
-  // The early start (AUGMENTD_BLUR_EARLY, common.cuh): non-null when the spatial kernel counts its bricks done.
-  unsigned int* bricks_done;  // [slices][nbz]: a plane of bricks is done at bricks_per_plane
-  unsigned int* blur_done;    // [slices]: this slice's blocks past their wait (the last one re-arms both)
-  int nbz;
-  unsigned int bricks_per_plane;
 };
-
-// The narrow build for batches without kStageWideBlur (-DAUGMENTD_BLUR_NARROW=1; 0 by default until timed; NOTES.md
-// s53): its shared memory is ≈ 12 KB a block instead of 47 KB (the ring of 17 planes only BlurGeneral uses), so that
-// both kernels can take one carveout (AUGMENTD_CARVEOUT_PCT, common.cuh) that holds four spatial blocks and blur blocks
-// beside them without starving the spatial kernel's L1.
-#ifndef AUGMENTD_BLUR_NARROW
-#define AUGMENTD_BLUR_NARROW 0
-#endif
-
-// A source value: a read-only-cache load, or, with the early start, a coherent one (the spatial kernel may still be
-// storing other planes of x1 while this kernel runs; the acquire in WaitDone orders this block's loads after the
-// stores of the planes it reads).
-__device__ __forceinline__ float LoadSrc(const float* p) {
-#if AUGMENTD_BLUR_EARLY
-  return *p;
-#else
-  return __ldg(p);
-#endif
-}
 
 // Store and statistics of one blurred voxel.
 struct BlurSink {
@@ -133,7 +109,7 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   auto load = [&](int p) {
     const int plane = Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
 #pragma unroll
-    for (int k = 0; k < kLoads; ++k) pre[k] = in_tile(k) ? LoadSrc(s + (plane + off[k])) : 0.f;
+    for (int k = 0; k < kLoads; ++k) pre[k] = in_tile(k) ? __ldg(s + (plane + off[k])) : 0.f;
   };
   const int xc = 2 * (threadIdx.x & 15), xr = threadIdx.x >> 4;
   const int ya = 2 * ty, x = x0 + tx;
@@ -243,7 +219,7 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
     for (int ri = 0; ri < kBlurLoadRows; ++ri) {
       for (int ci = 0; ci < kBlurLoadCols; ++ci) {
         if (row_off[ri] >= 0 && col_off[ci] >= 0) {
-          tile[ty + ri * (kThreads / 32)][tx + ci * 32] = LoadSrc(sp + row_off[ri] + col_off[ci]);
+          tile[ty + ri * (kThreads / 32)][tx + ci * 32] = __ldg(sp + row_off[ri] + col_off[ci]);
         }
       }
     }
@@ -281,18 +257,6 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
   }
 }
 
-__device__ __forceinline__ int MaxRadius(const int* rad) { return max(rad[0], max(rad[1], rad[2])); }
-
-// The radius along axis 0 of the planes a block reads: BlurFast<kR>'s kR (1, 2 or 3 by the largest radius), or
-// BlurGeneral's rad[0].
-__device__ __forceinline__ int WindowRadius0(const int* rad) {
-  const int rmax = MaxRadius(rad);
-  return rmax <= 1 ? 1 : (rmax <= 3 ? rmax : rad[0]);
-}
-
-// kWide: the build with BlurGeneral's ring (radius > 3 on some axis of some blurred slice, kStageWideBlur); without
-// it, the ring is BlurFast's taps alone (AUGMENTD_BLUR_NARROW, below).
-template <bool kWide>
 __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a) {
   const BlockClockScope clocks(kClockBlur);  // block_clocks.cuh
   const int slice = blockIdx.z;
@@ -300,18 +264,13 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   const ChannelParams& cp = a.params[b].ch[c];
   if (cp.blur_sigma[0] == 0.f) {  // slice-uniform
     ChainWait();
-    // Early start: no block reads this slice's counters; one block re-arms them once the spatial kernel is done.
-    if (AUGMENTD_BLUR_EARLY && a.bricks_done != nullptr && blockIdx.x == 0 && blockIdx.y == 0) {
-      for (int z = threadIdx.x; z < a.nbz; z += blockDim.x) a.bricks_done[slice * a.nbz + z] = 0u;
-    }
     return;
   }
   __shared__ float w[3][kBlurRing];
   __shared__ int rad[3];
   __shared__ __align__(16) float tile[kBlurHaloY][kBlurHaloX];  // BlurFast reads rows as float2
   __shared__ __align__(16) float xb[kBlurHaloY][kBlurTX];
-  constexpr int kRingPlanes = kWide ? kBlurRing : 1, kRingRows = kWide ? kBlurTY : 1, kRingCols = kWide ? kBlurTX : 24;
-  __shared__ __align__(16) float ring[kRingPlanes][kRingRows][kRingCols];  // BlurFast's taps (wpad) as float4s
+  __shared__ __align__(16) float ring[kBlurRing][kBlurTY][kBlurTX];  // BlurFast's taps (wpad) as float4s
   // The taps: w[axis][t] = exp(−x²/2) / Σ exp(−x²/2), x = (t − r) / σ, in double (bgv2's float64 kernel). Each tap's
   // exp in a lane of its own (threads 0 … 3·kBlurRing − 1), not 2·k dependent exps in one lane per axis while the
   // block waits; summed in tap order by one lane per axis, then divided in parallel.
@@ -340,17 +299,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   __syncthreads();
   if (tap < taps) w[tap_axis][tap] = static_cast<float>(tap_exp[tap_axis][tap] / tap_sum[tap_axis]);
   __syncthreads();
-  if (AUGMENTD_BLUR_EARLY && a.bricks_done != nullptr) {
-    // Early start: the brick planes of this slice that the block's window reads. BlurFast<kR> reads planes
-    // Reflect(p, P0) for p in [zs − kR, ze − 1 + kR] (its zero-padded taps multiply the outer ones by 0, which a value
-    // not yet stored could turn into NaN), BlurGeneral for r0 = rad[0]; reflection keeps them in that range ∩ [0, P0).
-    const int r = WindowRadius0(rad);
-    const int P0 = a.d.out[0], zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
-    const int lo = max(zs - r, 0) / kBrickZ, hi = min(ze - 1 + r, P0 - 1) / kBrickZ;
-    WaitDone(a.bricks_done + slice * a.nbz + lo, hi - lo + 1, a.bricks_per_plane);
-  } else {
-    ChainWait();  // the taps above need only the parameters; the source is the spatial kernel's
-  }
+  ChainWait();  // the taps above need only the parameters; the source is the spatial kernel's
   BlurSink sink;
   sink.o = a.dst + static_cast<int64_t>(slice) * a.d.out_n;
   sink.P1 = a.d.out[1];
@@ -358,28 +307,20 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   sink.stats = a.want_stats != 0;
   const float* s = a.src + static_cast<int64_t>(slice) * a.d.out_n;
   Partial part = EmptyPartial();
-  const int rmax = MaxRadius(rad);
+  const int rmax = max(rad[0], max(rad[1], rad[2]));
   if (rmax <= 1) {
     BlurFast<1>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 2) {
     BlurFast<2>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 3) {
     BlurFast<3>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
-  } else if constexpr (kWide) {
+  } else {
     BlurGeneral(a, w, rad, tile, xb, ring, s, sink, part);
-  }  // (a narrow launch with a radius over 3 is outside RunPipeline's contract: kStageWideBlur)
+  }
   ChainTrigger();  // after the voxel loop (common.cuh)
   if (sink.stats) {
     const Partial red = BlockReduce(part);
     CommitPartial(a.slot, slice, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y, red, a.d.out_n);
-  }
-  if (AUGMENTD_BLUR_EARLY && a.bricks_done != nullptr) {
-    ChainWaitUnmarked();  // completes after the spatial kernel, as a chained pass does (common.cuh)
-    // The slice's last block past its wait re-arms the counters (every block's polls came before its ticket).
-    if (threadIdx.x == 0 && TakeTicket(a.blur_done + slice) == gridDim.x * gridDim.y - 1) {
-      for (int z = 0; z < a.nbz; ++z) a.bricks_done[slice * a.nbz + z] = 0u;
-      a.blur_done[slice] = 0u;
-    }
   }
 }
 
@@ -388,7 +329,7 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
 int KernelSizeForHost(double sigma) { return KernelSizeFor(sigma); }
 
 cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
-                       bool early, bool wide, cudaStream_t stream) {
+                       cudaStream_t stream) {
   BlurArgs a{};
   a.d = MakeDims(shape);
   a.params = d_params;
@@ -397,18 +338,9 @@ cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, co
   a.want_stats = want_stats ? 1 : 0;
   a.slot = ws.slot[kSlotV1];
   a.tiles_x = (shape.out[2] + kBlurTX - 1) / kBlurTX;
-  if (early) {
-    const BrickGrid bg = SpatialBrickGrid(shape);
-    a.bricks_done = ws.bricks_done;
-    a.blur_done = ws.blur_done;
-    a.nbz = bg.nbz;
-    a.bricks_per_plane = static_cast<unsigned int>(bg.nbx * bg.nby);
-  }
   const int tiles_y = (shape.out[1] + kBlurTY - 1) / kBlurTY;
   const dim3 grid(a.tiles_x * tiles_y, (shape.out[0] + kBlurTZ - 1) / kBlurTZ, shape.batch * shape.channels);
-  if (wide || !AUGMENTD_BLUR_NARROW) return LaunchChained(BlurTiledKernel<true>, grid, kThreads, stream, /*chain=*/true, a);
-  ApplyCarveout<BlurTiledKernel<false>>();
-  return LaunchChained(BlurTiledKernel<false>, grid, kThreads, stream, /*chain=*/true, a);
+  return LaunchChained(BlurTiledKernel, grid, kThreads, stream, /*chain=*/true, a);
 }
 
 

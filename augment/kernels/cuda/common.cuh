@@ -76,10 +76,6 @@ struct Workspace {
   uint8_t* mask;    // (B, P) seg < 0 at the final (mirrored) position
   int32_t* lowest;  // (B) lowest labels
   StatsSlot slot[kNumSlots];
-  // The blur's early start (AUGMENTD_BLUR_EARLY): per (slice, brick plane bz) the spatial bricks that have stored
-  // their x1 values ([slices][nbz]), and per slice the blur blocks that are done with those counters ([slices]).
-  unsigned int* bricks_done;
-  unsigned int* blur_done;
   // Elastic deformation (only when BatchShape::elastic): fields (B, 3, P) and their ping-pong scratch, the
   // smoothing taps (B, 3 components, 3 axes, kElasticTapStride) and per-(sample, component) max/sum.
   float* field;
@@ -144,8 +140,6 @@ inline Workspace CarveWorkspace(const BatchShape& shape, void* base) {
     ws.slot[s].result = reinterpret_cast<Stats*>(take(slices * sizeof(Stats)));
     ws.slot[s].max_blocks = max_blocks;
   }
-  ws.bricks_done = reinterpret_cast<unsigned int*>(take(slices * SpatialBrickGrid(shape).nbz * sizeof(unsigned int)));
-  ws.blur_done = reinterpret_cast<unsigned int*>(take(slices * sizeof(unsigned int)));
   if (shape.elastic) {
     const size_t fn = static_cast<size_t>(shape.batch) * 3 * static_cast<size_t>(Prod(shape.out));
     ws.field = reinterpret_cast<float*>(take(fn * sizeof(float)));
@@ -633,8 +627,7 @@ inline Dims MakeDims(const BatchShape& s) {
 //     (images, statistics, seg), and on every path, early exits included; so a kernel completes only after the one
 //     before it did, and completion stays transitive along the chain;
 //   - before ChainWait it reads only what the host wrote before the batch (parameters, PipelineIO) and writes nothing
-//     but shared memory (one exception behind a switch: the blur's early start reads x1 planes that the spatial
-//     kernel has counted done, WaitDone below).
+//     but shared memory.
 // ChainTrigger's places: the spatial kernel's entry (several waves: the next pass launches once the last wave has
 // started) and, in the blur, mid and gamma statistics passes, after the voxel loop, before the block's reduction and
 // commit, so that the next pass's launch and prologue overlap the commits and the last block's reduction, which the
@@ -659,58 +652,12 @@ __device__ __forceinline__ void ChainTrigger() {
   ClockMark(kMarkTriggered);  // block_clocks.cuh (a bench build's timeline; nothing otherwise)
 }
 
-// ChainWait without the block timeline's mark (the blur's early start: its mark is the counters' wait).
-__device__ __forceinline__ void ChainWaitUnmarked() {
-#if AUGMENTD_CHAINED && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 // Waits until the stream's previous kernel has completed and its writes are visible (returns at once outside a
 // chained launch).
 __device__ __forceinline__ void ChainWait() {
-  ChainWaitUnmarked();
-  ClockMark(kMarkWaited);
-}
-
-// The blur's early start (-DAUGMENTD_BLUR_EARLY=1; 0 by default until timed; NOTES.md s53). The blur's blocks launch
-// while the spatial kernel's last wave runs (its ChainTrigger is at entry) and today sit in ChainWait until its last
-// brick is done. With the switch each spatial brick counts itself done, per (slice, brick plane), once its x1 stores
-// are published (SignalDone); a blur block waits only for the planes its window reads (WaitDone), so the blur of the
-// slices and planes finished early runs in the spatial kernel's tail. The blur still calls ChainWait before it exits,
-// so that it completes after the spatial kernel and the chain's completion stays transitive (the mid pass reads the
-// spatial kernel's mask and statistics through its own wait on the blur).
-#ifndef AUGMENTD_BLUR_EARLY
-#define AUGMENTD_BLUR_EARLY 0
+#if AUGMENTD_CHAINED && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-
-// Threads 0 … n − 1 each add 1 to counters[t·stride], after every thread of the block has passed here: the barrier
-// orders the block's stores before thread t's release (cumulative at gpu scope), as cooperative groups' grid barrier
-// does.
-__device__ __forceinline__ void SignalDone(unsigned int* counters, int n, int stride) {
-  __syncthreads();
-  if (static_cast<int>(threadIdx.x) < n) {
-    unsigned int* c = counters + static_cast<int>(threadIdx.x) * stride;
-    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(c) : "memory");
-  }
-}
-
-// Returns once counters[0 … n − 1] (n <= blockDim.x) all reach `target`: thread t polls counter t with acquire loads,
-// and the barrier orders every thread's later loads after them. No deadlock: a chained blur's blocks become resident
-// only once every spatial block has started (its ChainTrigger is at entry), so the bricks they wait for are running or
-// done; launched plainly, the blur starts after the spatial kernel completes and the waits return at once.
-__device__ __forceinline__ void WaitDone(const unsigned int* counters, int n, unsigned int target) {
-  if (static_cast<int>(threadIdx.x) < n) {
-    for (;;) {
-      unsigned int v;
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counters + threadIdx.x) : "memory");
-      if (v >= target) break;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-      __nanosleep(128);
-#endif
-    }
-  }
-  __syncthreads();
   ClockMark(kMarkWaited);
 }
 
@@ -729,31 +676,6 @@ inline bool DeviceChains() {
     return major >= 9;
   }();
   return on;
-}
-
-// The preferred shared-memory carveout of the spatial builds and the narrow blur build, in percent of the maximum
-// (-DAUGMENTD_CARVEOUT_PCT=N; -1, the default: the driver's choice; NOTES.md s53). A multiprocessor takes a block only
-// where its current carveout holds the block's kernel's: in session 53's clocks no blur block (47 KB of shared
-// memory, a large carveout) joined a multiprocessor before its last spatial block (6 KB, a small one) had left, in
-// 4,096 of 4,096 blur blocks; with the spatial builds at 100 % 3,168 did (but the spatial kernel, its L1 down to
-// ≈ 28 KB, took 61 % longer alone). The same value for both kernels lets the blur's early start share the spatial
-// kernel's tail. Set once per kernel (a static of this function's instantiation for that kernel), before its first
-// launch.
-#ifndef AUGMENTD_CARVEOUT_PCT
-#define AUGMENTD_CARVEOUT_PCT -1
-#endif
-template <auto kKernel>
-void ApplyCarveout() {
-  if constexpr (AUGMENTD_CARVEOUT_PCT >= 0) {
-    static const bool applied = [] {
-      if (cudaFuncSetAttribute(kKernel, cudaFuncAttributePreferredSharedMemoryCarveout, AUGMENTD_CARVEOUT_PCT) !=
-          cudaSuccess) {
-        (void)cudaGetLastError();
-      }
-      return true;
-    }();
-    (void)applied;
-  }
 }
 
 // `kernel`<<<grid, block, 0, stream>>>(args...), chained to the stream's previous kernel (on a device that chains)

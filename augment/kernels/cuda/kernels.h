@@ -22,7 +22,6 @@ struct SpatialFlags {
   bool noise;              // some sample draws noise (false: the build without the noise epilogue)
   bool permute;            // some sample's out_axis is not the identity: the build storing through its brick (direct)
   bool crops_only;         // every sample is a centre crop (no kStageResample): the crops build where there is one
-  bool signal_blur = false;  // count the bricks done in ws.bricks_done for LaunchBlur's early start (common.cuh)
 };
 cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params, const PipelineIO& io,
                           const PipelineIO* d_io, const Workspace& ws, const SpatialFlags& flags, cudaStream_t stream);
@@ -41,11 +40,9 @@ cudaError_t LaunchLowestLabels(const BatchShape& shape, const int16_t* seg, cons
 // (RunPipelineFromDevice: right after the spatial kernel's crops build, with low-res, in batches of at most
 // kPlainMidMaxSlices slices).
 
-// Separable blur of the blurred slices, one tiled launch: x1 -> x2; stats of the result into slot V1. `early`: right
-// after a spatial launch with SpatialFlags::signal_blur, whose bricks done it waits for (common.cuh). `wide`: some
-// blurred slice has a radius over 3 on some axis (kStageWideBlur).
+// Separable blur of the blurred slices, one tiled launch: x1 -> x2; stats of the result into slot V1.
 cudaError_t LaunchBlur(const BatchShape& shape, const SampleParams* d_params, const Workspace& ws, bool want_stats,
-                       bool early, bool wide, cudaStream_t stream);
+                       cudaStream_t stream);
 
 // State of the intensity chain passed to the later passes.
 struct ChainState {

@@ -14,7 +14,6 @@
 // Every stage is one launch over the whole batch with per-sample parameters read on the device.
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <vector>
 
 #include "augment/kernels/cuda/block_clocks.h"
@@ -53,12 +52,7 @@ uint32_t ActiveStages(const SampleParams* h_params, const BatchShape& shape) {
     if (p.out_axis[0] != 0 || p.out_axis[1] != 1 || p.out_axis[2] != 2) st |= kStagePermute;
     for (int c = 0; c < shape.channels; ++c) {
       const ChannelParams& cp = p.ch[c];
-      if (cp.blur_sigma[0] != 0.f) {
-        st |= kStageBlur;
-        for (int d = 0; d < 3; ++d) {
-          if (BlurKernelSize(cp.blur_sigma[d]) > 2 * 3 + 1) st |= kStageWideBlur;  // a radius over 3
-        }
-      }
+      if (cp.blur_sigma[0] != 0.f) st |= kStageBlur;
       if (cp.contrast != 0.f) st |= kStageContrast;
       if (cp.lowres_shape[0] != 0) st |= kStageLowRes;
       if (cp.gamma[0] != 0.f) st |= kStageGamma0;
@@ -104,9 +98,6 @@ cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t
   for (int s = 0; s < internal::kNumSlots; ++s) {
     AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ws.slot[s].counters, 0, slices * sizeof(unsigned int), stream));
   }
-  const size_t planes = slices * static_cast<size_t>(internal::SpatialBrickGrid(shape).nbz);
-  AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ws.bricks_done, 0, planes * sizeof(unsigned int), stream));
-  AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ws.blur_done, 0, slices * sizeof(unsigned int), stream));
   return cudaSuccess;
 }
 
@@ -114,13 +105,11 @@ cudaError_t WorkspaceArmed(const BatchShape& shape, const void* workspace, bool*
   if (!ValidShape(shape) || workspace == nullptr || armed == nullptr) return cudaErrorInvalidValue;
   const Workspace ws = internal::CarveWorkspace(shape, const_cast<void*>(workspace));
   const size_t slices = static_cast<size_t>(shape.batch) * shape.channels;
-  const size_t planes = slices * static_cast<size_t>(internal::SpatialBrickGrid(shape).nbz);
-  std::vector<std::pair<const unsigned int*, size_t>> runs = {{ws.bricks_done, planes}, {ws.blur_done, slices}};
-  for (int s = 0; s < internal::kNumSlots; ++s) runs.emplace_back(ws.slot[s].counters, slices);
+  std::vector<unsigned int> h(slices);
   bool all_zero = true;
-  for (const auto& [p, n] : runs) {
-    std::vector<unsigned int> h(n);
-    AUGMENTD_CUDA_RETURN_IF_ERROR(cudaMemcpy(h.data(), p, n * sizeof(unsigned int), cudaMemcpyDeviceToHost));
+  for (int s = 0; s < internal::kNumSlots; ++s) {
+    AUGMENTD_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(h.data(), ws.slot[s].counters, slices * sizeof(unsigned int), cudaMemcpyDeviceToHost));
     all_zero = all_zero && std::all_of(h.begin(), h.end(), [](unsigned int v) { return v == 0u; });
   }
   *armed = all_zero;
@@ -159,14 +148,13 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
   const bool direct = !(blur || contrast || lowres || g0 || g1);
   const bool permute = stages & kStagePermute;
   if (permute && (!direct || shape.channels > kMaxPermutedChannels)) return cudaErrorInvalidValue;
-  const bool blur_early = AUGMENTD_BLUR_EARLY && blur;  // the blur's early start (common.cuh)
 
   if (lowest) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchLowestLabels(shape, io.seg, d_io, ws.lowest, stream));
   if (elastic) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchElasticField(shape, d_params, ws, stream));
   AUGMENTD_CUDA_RETURN_IF_ERROR(
       internal::LaunchSpatial(shape, d_params, io, d_io, ws,
                               {lowest, direct, mask, contrast, elastic, (stages & kStageNoise) != 0, permute,
-                               (stages & kStageResample) == 0, blur_early},
+                               (stages & kStageResample) == 0},
                               stream));
   if (direct) return cudaSuccess;
 
@@ -177,10 +165,7 @@ cudaError_t RunPipelineFromDevice(const BatchShape& shape, const SampleParams* d
   // default probabilities B=2 C=1, the two such parameter sets −5.4 / −7.4 %; B=2 C=4, the one such set +1.1 %).
   const bool mid_plain = !blur && lowres && (stages & kStageResample) == 0 &&
                          shape.batch * shape.channels <= kPlainMidMaxSlices;
-  if (blur) {
-    AUGMENTD_CUDA_RETURN_IF_ERROR(
-        internal::LaunchBlur(shape, d_params, ws, contrast, blur_early, (stages & kStageWideBlur) != 0, stream));
-  }
+  if (blur) AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchBlur(shape, d_params, ws, contrast, stream));
   if (lowres || g0 || g1) {
     AUGMENTD_CUDA_RETURN_IF_ERROR(internal::LaunchMid(shape, d_params, ws, st, !mid_plain, stream));
     st.mid_done = true;

@@ -152,11 +152,7 @@ enum StageBits : uint32_t {
   // but the statistics' partial sums are cut differently: with the hint a slice's output depends, in rounding only,
   // on which other slices of its batch run the pass (deterministic for a given batch).
   kStageSliceIdle = 1u << 12,
-  // Some blurred channel's Gaussian has a radius over 3 on some axis (kernel size over 7, σ ≳ 1.08): the blur launches
-  // its build with the general path. Without it every blurred channel must have radii <= 3 (a wider one is outside
-  // the contract: its outer taps would be dropped).
-  kStageWideBlur = 1u << 13,
-  kStageAll = 0x3fffu,
+  kStageAll = 0x1fffu,
 };
 // The stages that run after the spatial kernel (without them it writes the final outputs itself: the direct path).
 inline constexpr uint32_t kStagesAfterSpatial =
@@ -182,9 +178,10 @@ size_t WorkspaceBytes(const BatchShape& shape);
 // Zeroes the reduction counters (enqueued on `stream`). The kernels re-arm them, so steady-state batches of
 // the same shape need no further initialisation.
 cudaError_t InitWorkspace(const BatchShape& shape, void* workspace, cudaStream_t stream);
-// Whether every counter of the workspace is at rest (zero), as InitWorkspace leaves them and every completed batch
-// must: `*armed` is false if some kernel left one counting. Call it once the batches' stream is synchronized: it
-// copies the counters to the host with cudaMemcpy (the legacy stream). `*armed` is written only on success. For tests.
+// Whether every reduction counter of the workspace is at rest (zero), as InitWorkspace leaves them and every completed
+// batch must: `*armed` is false if some kernel left one counting. Call it once the batches' stream is synchronized:
+// it copies the counters to the host with cudaMemcpy (the legacy stream). `*armed` is written only on success. For
+// tests.
 cudaError_t WorkspaceArmed(const BatchShape& shape, const void* workspace, bool* armed);
 
 // Runs the whole default pipeline on a batch. `d_params`: B SampleParams in device memory (read by the

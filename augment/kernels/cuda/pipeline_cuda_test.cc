@@ -710,9 +710,9 @@ void RunBackToBack(const char* name, const Probs& even, const Probs& odd, float 
     for (int k = 0; k < kBatches; ++k) CUDA_OK(RunPipeline(sh, d_p + k * B, stages[k], io_of(k), d_ws, st));
   }
   CUDA_OK(cudaStreamSynchronize(st));
-  bool armed = false;  // every counter re-armed by the batch that used it
+  bool armed = false;  // every reduction counter re-armed by the batch that used it
   CUDA_OK(WorkspaceArmed(sh, d_ws, &armed));
-  EXPECT_TRUE(armed) << "a counter of the workspace was left counting after the batches";
+  EXPECT_TRUE(armed) << "a reduction counter of the workspace was left counting after the batches";
   int direct = 0;
   for (int k = 0; k < kBatches; ++k) {
     direct += (stages[k] & kStagesAfterSpatial) == 0 ? 1 : 0;
@@ -1055,19 +1055,6 @@ TEST(CudaKernels, ResampleStageRule) {
   h[0].use_crop = 0;
   h[0].elastic = 1;  // elastic samples resample (use_crop must be 0 for them)
   EXPECT_EQ(ActiveStages(h, sh) & kStageResample, kStageResample);
-}
-
-// kStageWideBlur: some blurred channel has a radius over 3 (kernel size 9 or more) on some axis.
-TEST(CudaKernels, WideBlurStageRule) {
-  BatchShape sh = RuleShape(2);
-  SampleParams h[2];
-  EXPECT_EQ(ActiveStages(h, sh) & kStageWideBlur, 0u);  // no blur
-  for (int d = 0; d < 3; ++d) h[1].ch[1].blur_sigma[d] = 1.0f;  // size 7: radius 3
-  EXPECT_EQ(ActiveStages(h, sh) & (kStageBlur | kStageWideBlur), kStageBlur);
-  h[1].ch[1].blur_sigma[2] = 1.4f;  // size 9 on axis 2: radius 4
-  EXPECT_EQ(ActiveStages(h, sh) & kStageWideBlur, kStageWideBlur);
-  h[1].ch[1].blur_sigma[0] = 0.f;  // not blurred: its sigmas on the other axes do not count
-  EXPECT_EQ(ActiveStages(h, sh) & (kStageBlur | kStageWideBlur), 0u);
 }
 
 // kStageSliceIdle: some slice skips a slice pass (mid, gamma statistics 0 / 2) that another runs.

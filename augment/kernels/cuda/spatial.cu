@@ -97,7 +97,6 @@ struct SpatialArgs {
   float sf[3], half_s[3], rcp_half_s[3], lo[3], hi[3];
   int nbx;               // bricks along axis 2: blockIdx.x = by·nbx + bx
   float rcp_nbx, rcp_c;  // RN(1 / nbx), RN(1 / d.c) (DivSmall: the brick's row; the split build's sample)
-  unsigned int* bricks_done;  // non-null (AUGMENTD_BLUR_EARLY): ws.bricks_done, counted per (slice, plane bz)
 };
 
 // Patch voxel (j0, j1, j2)'s index in the output, axis d mirrored where bit d of `mirror` is set.
@@ -848,11 +847,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) SpatialKernel(const Spat
       CommitPartial(a.slot, b * Ct + c0 + c, brick, nbricks, r, out_n);
     }
   }
-  // The blur's early start (common.cuh): this brick's x1 values of slices b·Ct + c0 … + C − 1 are stored.
-  if (AUGMENTD_BLUR_EARLY && a.bricks_done != nullptr) {
-    const int nbz = static_cast<int>(gridDim.y);
-    SignalDone(a.bricks_done + (b * Ct + c0) * nbz + bz, C, nbz);
-  }
 }
 
 // Deep-supervision targets: nearest-exact picks of the final seg, all levels in one launch (blockIdx.z = level).
@@ -912,10 +906,8 @@ constexpr int kSplitMinChannels = 3;
 template <int kCT, int kMinBlocks, bool kPadFirst, bool kPermute, bool kSplit, bool kCrops = false>
 void LaunchSpatialBuild(bool noise, dim3 grid, cudaStream_t stream, const SpatialArgs& a) {
   if (noise) {
-    ApplyCarveout<SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit, kCrops>>();
     SpatialKernel<kCT, kMinBlocks, true, kPadFirst, kPermute, kSplit, kCrops><<<grid, kThreads, 0, stream>>>(a);
   } else {
-    ApplyCarveout<SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit, kCrops>>();
     SpatialKernel<kCT, kMinBlocks, false, kPadFirst, kPermute, kSplit, kCrops><<<grid, kThreads, 0, stream>>>(a);
   }
 }
@@ -983,7 +975,6 @@ cudaError_t LaunchSpatial(const BatchShape& shape, const SampleParams* d_params,
   a.nbx = bg.nbx;
   a.rcp_nbx = 1.f / static_cast<float>(bg.nbx);
   a.rcp_c = 1.f / static_cast<float>(std::max(a.d.c, 1));
-  a.bricks_done = f.signal_blur && !direct ? ws.bricks_done : nullptr;
   const dim3 grid(bg.nbx * bg.nby, bg.nbz, shape.batch * (split ? a.d.c : 1));
   if (split) {
     LaunchSpatialBuild<1, 4, false, true>(noise, pad_first, f.crops_only, grid, stream, a);
