@@ -14,7 +14,8 @@
 // cudaFuncSetAttribute's result.
 //
 // Build and run on a GPU machine (not in CI; it needs a device):
-//   nvcc -arch=sm_90 -O3 -std=c++17 bench/carveout_probe.cu -o /tmp/carveout_probe && /tmp/carveout_probe
+//   cmake --build BUILD --target carveout_probe && BUILD/augment/kernels/cuda/carveout_probe
+// or alone: nvcc -arch=sm_90 -O3 -std=c++17 bench/carveout_probe.cu -o /tmp/carveout_probe && /tmp/carveout_probe
 #include <cuda_runtime.h>
 
 #include <algorithm>
