@@ -1,12 +1,13 @@
 // carveout_probe: when may a kernel's blocks join a multiprocessor that still runs the kernel before it? (issue 27,
 // NOTES.md s53 / s54.) Two synthetic kernels stand in for the pipeline's boundary between the spatial kernel and the
 // blur:
-//   A  "spatial": 512 threads a block (four a multiprocessor fill its 2,048 threads, as the spatial kernel's four
-//      blocks fill its register file), `a_smem` bytes of static-sized dynamic shared memory, each block busy for
-//      a spin of 15-25 µs (a hash of its index), so that the grid of 16 blocks a multiprocessor drains in a tail;
-//      it triggers the next launch at entry, as the chain's kernels do.
-//   B  "blur": 256 threads, `b_smem` bytes of shared memory, launched right after A with programmatic stream
-//      serialization (the chain's launch), so its blocks may be dispatched into A's tail; each spins 5 µs.
+//   A  "spatial": four blocks a multiprocessor, filling either its 2,048 threads (512 threads a block, few registers)
+//      or its register file (256 threads at 64 registers, as the spatial kernel's blocks do), `a_smem` bytes of
+//      dynamic shared memory, each block busy for a spin of 15-25 µs (a hash of its index), so that the grid of 16
+//      blocks a multiprocessor drains in a tail; it triggers the next launch at entry, as the chain's kernels do.
+//   B  "blur": 256 threads, few registers or ≈ 56 (the narrow blur's), `b_smem` bytes of shared memory, launched
+//      right after A with programmatic stream serialization (the chain's launch), so its blocks may be dispatched
+//      into A's tail; each spins 5 µs.
 // Both record every block's multiprocessor and %globaltimer at entry and exit. A B block is "beside" A when it
 // entered its multiprocessor before A's last block there left. Each case sets the two kernels' preferred carveouts
 // (cudaFuncAttributePreferredSharedMemoryCarveout, percent; -1 leaves the driver's choice) on kernels of their own,
@@ -26,7 +27,6 @@
 
 namespace {
 
-constexpr int kThreadsA = 512;
 constexpr int kThreadsB = 256;
 
 struct BlockMark {
@@ -53,23 +53,48 @@ __device__ void Spin(unsigned long long ns, float* smem, int n) {
   if (n > 0) smem[threadIdx.x % n] = acc;               // the shared memory is used, so it is allocated
 }
 
-// kCase keeps each case's kernels distinct: a carveout set on one never reaches another case.
-template <int kCase>
-__global__ void __launch_bounds__(kThreadsA) KernelA(BlockMark* marks, int smem_floats) {
+// Spin with kLive values live in registers across the loop: a block that holds as many registers as a pipeline
+// kernel does (kLive 0: a few).
+template <int kLive>
+__device__ void SpinHeavy(unsigned long long ns, float* smem, int n) {
+  if constexpr (kLive == 0) {
+    Spin(ns, smem, n);
+  } else {
+    float r[kLive];
+#pragma unroll
+    for (int i = 0; i < kLive; ++i) r[i] = threadIdx.x * (i + 1.f);
+    const unsigned long long t0 = Now();
+    while (Now() - t0 < ns) {
+#pragma unroll
+      for (int i = 0; i < kLive; ++i) r[i] = r[i] * 0.999f + r[(i + 1) % kLive];
+    }
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < kLive; ++i) acc += r[i];
+    if (n > 0) smem[threadIdx.x % n] = acc;
+  }
+}
+
+// kCase keeps each case's kernels distinct: a carveout set on one never reaches another case. kThreads /
+// kLive: A's block size and live registers (512 / 0: four blocks fill a multiprocessor's threads; 256 / 52: four fill
+// its register file at 64 registers a thread, as the spatial kernel's do).
+template <int kCase, int kThreads, int kLive>
+__global__ void __launch_bounds__(kThreads, 4) KernelA(BlockMark* marks, int smem_floats) {
   extern __shared__ float smem[];
   const unsigned long long entry = Now();
   cudaTriggerProgrammaticLaunchCompletion();
   const unsigned int h = blockIdx.x * 2654435761u;
-  Spin(15000ull + (h >> 20) % 10000ull, smem, smem_floats);
+  SpinHeavy<kLive>(15000ull + (h >> 20) % 10000ull, smem, smem_floats);
   __syncthreads();
   if (threadIdx.x == 0) marks[blockIdx.x] = {SmId(), entry, Now()};
 }
 
-template <int kCase>
-__global__ void __launch_bounds__(kThreadsB) KernelB(BlockMark* marks, int smem_floats) {
+// kLive 44: ≈ 56 registers a thread, as the narrow blur's.
+template <int kCase, int kLive>
+__global__ void __launch_bounds__(kThreadsB, 4) KernelB(BlockMark* marks, int smem_floats) {
   extern __shared__ float smem[];
   const unsigned long long entry = Now();
-  Spin(5000ull, smem, smem_floats);
+  SpinHeavy<kLive>(5000ull, smem, smem_floats);
   __syncthreads();
   if (threadIdx.x == 0) marks[blockIdx.x] = {SmId(), entry, Now()};
 }
@@ -79,14 +104,16 @@ struct Case {
   int a_smem, b_smem; // bytes of shared memory a block
 };
 
-template <int kCase>
+template <int kCase, int kThreadsA = 512, int kLiveA = 0, int kLiveB = 0>
 int RunCase(const Case& c, int sms) {
   const int blocks_a = 16 * sms, blocks_b = 4 * sms;
+  const auto kernel_a = KernelA<kCase, kThreadsA, kLiveA>;
+  const auto kernel_b = KernelB<kCase, kLiveB>;
   cudaError_t ea = cudaSuccess, eb = cudaSuccess;
-  if (c.a_pct >= 0) ea = cudaFuncSetAttribute(KernelA<kCase>, cudaFuncAttributePreferredSharedMemoryCarveout, c.a_pct);
-  if (c.b_pct >= 0) eb = cudaFuncSetAttribute(KernelB<kCase>, cudaFuncAttributePreferredSharedMemoryCarveout, c.b_pct);
+  if (c.a_pct >= 0) ea = cudaFuncSetAttribute(kernel_a, cudaFuncAttributePreferredSharedMemoryCarveout, c.a_pct);
+  if (c.b_pct >= 0) eb = cudaFuncSetAttribute(kernel_b, cudaFuncAttributePreferredSharedMemoryCarveout, c.b_pct);
   if (c.b_smem > 48 * 1024 &&
-      cudaFuncSetAttribute(KernelB<kCase>, cudaFuncAttributeMaxDynamicSharedMemorySize, c.b_smem) != cudaSuccess) {
+      cudaFuncSetAttribute(kernel_b, cudaFuncAttributeMaxDynamicSharedMemorySize, c.b_smem) != cudaSuccess) {
     std::fprintf(stderr, "cannot allow %d bytes of shared memory\n", c.b_smem);
     return 1;
   }
@@ -98,7 +125,7 @@ int RunCase(const Case& c, int sms) {
   }
   std::vector<double> beside, gap_us;
   for (int run = 0; run < 6; ++run) {  // run 0 warms up
-    KernelA<kCase><<<blocks_a, kThreadsA, c.a_smem>>>(d_a, c.a_smem / 4);
+    kernel_a<<<blocks_a, kThreadsA, c.a_smem>>>(d_a, c.a_smem / 4);
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
@@ -108,7 +135,7 @@ int RunCase(const Case& c, int sms) {
     cfg.dynamicSmemBytes = c.b_smem;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    const cudaError_t el = cudaLaunchKernelEx(&cfg, KernelB<kCase>, d_b, c.b_smem / 4);
+    const cudaError_t el = cudaLaunchKernelEx(&cfg, kernel_b, d_b, c.b_smem / 4);
     if (el != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
       std::fprintf(stderr, "launch failed: %s\n", cudaGetErrorString(el != cudaSuccess ? el : cudaGetLastError()));
       return 1;
@@ -133,11 +160,18 @@ int RunCase(const Case& c, int sms) {
     beside.push_back(100.0 * n / blocks_b);
     gap_us.push_back((static_cast<double>(first_b) - static_cast<double>(a_end)) / 1e3);
   }
+  cudaFuncAttributes fa{}, fb{};
+  int occ_a = 0, occ_b = 0;
+  cudaFuncGetAttributes(&fa, kernel_a);
+  cudaFuncGetAttributes(&fb, kernel_b);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_a, kernel_a, kThreadsA, c.a_smem);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_b, kernel_b, kThreadsB, c.b_smem);
   std::sort(beside.begin(), beside.end());
   std::sort(gap_us.begin(), gap_us.end());
-  std::printf("| %3d | %3d | %6d | %6d | %s / %s | %5.1f %% (%.1f … %.1f) | %+.1f |\n", c.a_pct, c.b_pct, c.a_smem,
-              c.b_smem, cudaGetErrorName(ea), cudaGetErrorName(eb), beside[beside.size() / 2], beside.front(),
-              beside.back(), gap_us[gap_us.size() / 2]);
+  std::printf("| %d × %d r, %d / SM | %d r, %d / SM | %3d | %3d | %6d | %6d | %s / %s | %5.1f %% (%.1f … %.1f) | %+.1f |\n",
+              kThreadsA, fa.numRegs, occ_a, fb.numRegs, occ_b, c.a_pct, c.b_pct, c.a_smem, c.b_smem,
+              cudaGetErrorName(ea), cudaGetErrorName(eb), beside[beside.size() / 2], beside.front(), beside.back(),
+              gap_us[gap_us.size() / 2]);
   cudaFree(d_a);
   cudaFree(d_b);
   return 0;
@@ -155,8 +189,9 @@ int main() {
   sms = prop.multiProcessorCount;
   std::printf("%s, %d SMs, %zu bytes of shared memory a multiprocessor at most\n\n", prop.name, sms,
               prop.sharedMemPerMultiprocessor);
-  std::printf("| A %% | B %% | A smem | B smem | set A / B | B blocks beside A (median, min … max of 5) | "
-              "first B entry − A's last exit µs |\n|---|---|---|---|---|---|---|\n");
+  std::printf("| A: threads × registers, blocks / SM | B: registers, blocks / SM | A %% | B %% | A smem | B smem | "
+              "set A / B | B blocks beside A (median, min … max of 5) | first B entry − A's last exit µs |\n"
+              "|---|---|---|---|---|---|---|---|---|\n");
   // A as the spatial kernel (6,168 bytes), B as the narrow blur (12,400) or the wide one (47,120).
   int rc = 0;
   rc |= RunCase<0>({-1, -1, 6168, 12400}, sms);
@@ -169,5 +204,14 @@ int main() {
   rc |= RunCase<7>({43, 43, 6168, 47120}, sms);
   rc |= RunCase<8>({-1, -1, 6168, 0}, sms);
   rc |= RunCase<9>({-1, -1, 0, 0}, sms);
+  // A as the spatial kernel's register file (256 threads at 64 registers: four blocks fill it), B as the narrow
+  // blur's 56 registers: the pipeline's own resources (session 54's pipeline clocks at 43 / 43 saw 0 %).
+  rc |= RunCase<10, 256, 52, 44>({-1, -1, 6168, 12400}, sms);
+  rc |= RunCase<11, 256, 52, 44>({43, 43, 6168, 12400}, sms);
+  rc |= RunCase<12, 256, 52, 44>({100, -1, 6168, 12400}, sms);
+  rc |= RunCase<13, 256, 52, 44>({100, 100, 6168, 12400}, sms);
+  rc |= RunCase<14, 256, 52, 0>({43, 43, 6168, 12400}, sms);
+  rc |= RunCase<15, 512, 0, 44>({43, 43, 6168, 12400}, sms);
+  rc |= RunCase<16, 256, 52, 44>({-1, -1, 6168, 0}, sms);
   return rc;
 }
