@@ -13,6 +13,10 @@ block entry; %globaltimer, so each mark is as fine as the timer's own step, prin
   early        the share of this kernel's blocks that entered before the previous kernel's last exit (the kernel
                before it in the same batch, as for after prev): resident and waiting while it still ran (chained
                launches), rather than dispatched as its blocks left
+  beside       the share of this kernel's blocks that entered a multiprocessor before the previous kernel's last
+               block on that same multiprocessor left (the previous kernel as for early): sharing it with that
+               kernel's tail. 0 % while early is not: the blocks waited for drained multiprocessors, as the blur
+               does for the spatial kernel's (NOTES.md s53 / s54)
   tail         last exit minus the 90th percentile exit: the last tenth of the blocks
   busy         the device's multiprocessors' mean share of the kernel's span (first entry to last exit) holding a
                block of it (every multiprocessor counted, used or not: comparable with ncu's active / elapsed)
@@ -175,7 +179,8 @@ def main() -> int:
             print(f"| {name} | {med(name, 'blocks', '{:.0f}')} | {med(name, 'sms', '{:.0f}')} | "
                   f"{med(name, 'entry0')} … {med(name, 'entry1')} | {med(name, 'waited0')} … {med(name, 'waited1')} | "
                   f"{med(name, 'exit0')} / {med(name, 'exit90')} / {med(name, 'exit1')} | {med(name, 'after_prev')} | "
-                  f"{med(name, 'early', '{:.0%}')} | {med(name, 'beside', '{:.0%}')} | {tail:.1f} | {med(name, 'busy', '{:.0%}')} | "
+                  f"{med(name, 'early', '{:.0%}')} | {med(name, 'beside', '{:.0%}')} | {tail:.1f} | "
+                  f"{med(name, 'busy', '{:.0%}')} | "
                   f"{med(name, 'block_us', '{:.2f}')} | {med(name, 'block_cyc', '{:.0f}')} | {med(name, 'adds')} |")
     return 0
 

@@ -11,8 +11,11 @@
 // Both record every block's multiprocessor and %globaltimer at entry and exit. A B block is "beside" A when it
 // entered its multiprocessor before A's last block there left. Each case sets the two kernels' preferred carveouts
 // (cudaFuncAttributePreferredSharedMemoryCarveout, percent; -1 leaves the driver's choice) on kernels of their own,
-// so no case inherits another's setting, and prints the share of B's blocks beside A (median over 5 runs) with
-// cudaFuncSetAttribute's result.
+// so no case inherits another's setting. A's `__launch_bounds__(threads, 4)` caps it at 64 registers a thread (256
+// threads) or 32 (512). One table row per case: A's threads, registers and blocks a multiprocessor
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor), B's registers and blocks, the two carveouts and shared-memory
+// sizes, cudaFuncSetAttribute's results, the share of B's blocks beside A (median, min and max of 5 runs after a
+// warm-up) and the median of B's first entry minus A's last exit. Exits 1 if a CUDA call fails.
 //
 // Build and run on a GPU machine (not in CI; it needs a device):
 //   cmake --build BUILD --target carveout_probe && BUILD/augment/kernels/cuda/carveout_probe
@@ -84,7 +87,7 @@ __global__ void __launch_bounds__(kThreads, 4) KernelA(BlockMark* marks, int sme
   const unsigned long long entry = Now();
   cudaTriggerProgrammaticLaunchCompletion();
   const unsigned int h = blockIdx.x * 2654435761u;
-  SpinHeavy<kLive>(15000ull + (h >> 20) % 10000ull, smem, smem_floats);
+  SpinHeavy<kLive>(15000ull + (((h >> 16) * 10000ull) >> 16), smem, smem_floats);  // 15-25 µs
   __syncthreads();
   if (threadIdx.x == 0) marks[blockIdx.x] = {SmId(), entry, Now()};
 }
@@ -104,77 +107,89 @@ struct Case {
   int a_smem, b_smem; // bytes of shared memory a block
 };
 
+// Whether `e` is cudaSuccess; else says which call failed.
+bool Ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) std::fprintf(stderr, "carveout_probe: %s: %s\n", what, cudaGetErrorString(e));
+  return e == cudaSuccess;
+}
+
+// Device memory for one case's marks, freed on every return.
+struct Marks {
+  BlockMark* d = nullptr;
+  ~Marks() { cudaFree(d); }
+};
+
+// B's blocks beside A in one run, in percent, and B's first entry minus A's last exit (µs).
+void Beside(const std::vector<BlockMark>& a, const std::vector<BlockMark>& b, double* beside, double* gap_us) {
+  std::map<unsigned int, unsigned long long> last_exit;  // A's last exit per multiprocessor
+  unsigned long long a_end = 0, first_b = ~0ull;
+  for (const auto& m : a) {
+    last_exit[m.smid] = std::max(last_exit[m.smid], m.exit_ns);
+    a_end = std::max(a_end, m.exit_ns);
+  }
+  int n = 0;
+  for (const auto& m : b) {
+    const auto it = last_exit.find(m.smid);
+    n += it != last_exit.end() && m.entry_ns < it->second;
+    first_b = std::min(first_b, m.entry_ns);
+  }
+  *beside = 100.0 * n / static_cast<double>(b.size());
+  *gap_us = (static_cast<double>(first_b) - static_cast<double>(a_end)) / 1e3;
+}
+
+// One case: prints its table row; false (after saying why) if a CUDA call failed.
 template <int kCase, int kThreadsA = 512, int kLiveA = 0, int kLiveB = 0>
-int RunCase(const Case& c, int sms) {
+bool RunCase(const Case& c, int sms) {
   const int blocks_a = 16 * sms, blocks_b = 4 * sms;
   const auto kernel_a = KernelA<kCase, kThreadsA, kLiveA>;
   const auto kernel_b = KernelB<kCase, kLiveB>;
-  cudaError_t ea = cudaSuccess, eb = cudaSuccess;
+  cudaError_t ea = cudaSuccess, eb = cudaSuccess;  // the carveouts' results, printed
   if (c.a_pct >= 0) ea = cudaFuncSetAttribute(kernel_a, cudaFuncAttributePreferredSharedMemoryCarveout, c.a_pct);
   if (c.b_pct >= 0) eb = cudaFuncSetAttribute(kernel_b, cudaFuncAttributePreferredSharedMemoryCarveout, c.b_pct);
-  if (c.b_smem > 48 * 1024 &&
-      cudaFuncSetAttribute(kernel_b, cudaFuncAttributeMaxDynamicSharedMemorySize, c.b_smem) != cudaSuccess) {
-    std::fprintf(stderr, "cannot allow %d bytes of shared memory\n", c.b_smem);
-    return 1;
-  }
-  BlockMark *d_a = nullptr, *d_b = nullptr;
-  if (cudaMalloc(&d_a, blocks_a * sizeof(BlockMark)) != cudaSuccess ||
-      cudaMalloc(&d_b, blocks_b * sizeof(BlockMark)) != cudaSuccess) {
-    std::fprintf(stderr, "cudaMalloc failed\n");
-    return 1;
-  }
-  std::vector<double> beside, gap_us;
-  for (int run = 0; run < 6; ++run) {  // run 0 warms up
-    kernel_a<<<blocks_a, kThreadsA, c.a_smem>>>(d_a, c.a_smem / 4);
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(blocks_b);
-    cfg.blockDim = dim3(kThreadsB);
-    cfg.dynamicSmemBytes = c.b_smem;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    const cudaError_t el = cudaLaunchKernelEx(&cfg, kernel_b, d_b, c.b_smem / 4);
-    if (el != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
-      std::fprintf(stderr, "launch failed: %s\n", cudaGetErrorString(el != cudaSuccess ? el : cudaGetLastError()));
-      return 1;
-    }
-    if (run == 0) continue;
-    std::vector<BlockMark> a(blocks_a), b(blocks_b);
-    cudaMemcpy(a.data(), d_a, a.size() * sizeof(BlockMark), cudaMemcpyDeviceToHost);
-    cudaMemcpy(b.data(), d_b, b.size() * sizeof(BlockMark), cudaMemcpyDeviceToHost);
-    std::map<unsigned int, unsigned long long> last_exit;
-    unsigned long long a_end = 0;
-    for (const auto& m : a) {
-      last_exit[m.smid] = std::max(last_exit[m.smid], m.exit_ns);
-      a_end = std::max(a_end, m.exit_ns);
-    }
-    int n = 0;
-    unsigned long long first_b = ~0ull;
-    for (const auto& m : b) {
-      const auto it = last_exit.find(m.smid);
-      n += it != last_exit.end() && m.entry_ns < it->second;
-      first_b = std::min(first_b, m.entry_ns);
-    }
-    beside.push_back(100.0 * n / blocks_b);
-    gap_us.push_back((static_cast<double>(first_b) - static_cast<double>(a_end)) / 1e3);
-  }
   cudaFuncAttributes fa{}, fb{};
   int occ_a = 0, occ_b = 0;
-  cudaFuncGetAttributes(&fa, kernel_a);
-  cudaFuncGetAttributes(&fb, kernel_b);
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_a, kernel_a, kThreadsA, c.a_smem);
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_b, kernel_b, kThreadsB, c.b_smem);
+  Marks d_a, d_b;
+  if (!Ok(cudaFuncGetAttributes(&fa, kernel_a), "cudaFuncGetAttributes A") ||
+      !Ok(cudaFuncGetAttributes(&fb, kernel_b), "cudaFuncGetAttributes B") ||
+      !Ok(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_a, kernel_a, kThreadsA, c.a_smem), "occupancy A") ||
+      !Ok(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_b, kernel_b, kThreadsB, c.b_smem), "occupancy B") ||
+      !Ok(cudaMalloc(&d_a.d, blocks_a * sizeof(BlockMark)), "cudaMalloc") ||
+      !Ok(cudaMalloc(&d_b.d, blocks_b * sizeof(BlockMark)), "cudaMalloc")) {
+    return false;
+  }
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(blocks_b);
+  cfg.blockDim = dim3(kThreadsB);
+  cfg.dynamicSmemBytes = c.b_smem;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  std::vector<double> beside, gap_us;
+  std::vector<BlockMark> a(blocks_a), b(blocks_b);
+  for (int run = 0; run < 6; ++run) {  // run 0 warms up
+    kernel_a<<<blocks_a, kThreadsA, c.a_smem>>>(d_a.d, c.a_smem / 4);
+    if (!Ok(cudaGetLastError(), "launch A") ||
+        !Ok(cudaLaunchKernelEx(&cfg, kernel_b, d_b.d, c.b_smem / 4), "launch B") ||
+        !Ok(cudaDeviceSynchronize(), "the kernels")) {
+      return false;
+    }
+    if (run == 0) continue;
+    if (!Ok(cudaMemcpy(a.data(), d_a.d, a.size() * sizeof(BlockMark), cudaMemcpyDeviceToHost), "copy A's marks") ||
+        !Ok(cudaMemcpy(b.data(), d_b.d, b.size() * sizeof(BlockMark), cudaMemcpyDeviceToHost), "copy B's marks")) {
+      return false;
+    }
+    Beside(a, b, &beside.emplace_back(), &gap_us.emplace_back());
+  }
   std::sort(beside.begin(), beside.end());
   std::sort(gap_us.begin(), gap_us.end());
-  std::printf("| %d × %d r, %d / SM | %d r, %d / SM | %3d | %3d | %6d | %6d | %s / %s | %5.1f %% (%.1f … %.1f) | %+.1f |\n",
+  std::printf("| %d × %d r, %d / SM | %d r, %d / SM | %3d | %3d | %6d | %6d | %s / %s | %5.1f %% (%.1f … %.1f) | "
+              "%+.1f |\n",
               kThreadsA, fa.numRegs, occ_a, fb.numRegs, occ_b, c.a_pct, c.b_pct, c.a_smem, c.b_smem,
               cudaGetErrorName(ea), cudaGetErrorName(eb), beside[beside.size() / 2], beside.front(), beside.back(),
               gap_us[gap_us.size() / 2]);
-  cudaFree(d_a);
-  cudaFree(d_b);
-  return 0;
+  return true;
 }
 
 }  // namespace
@@ -193,25 +208,25 @@ int main() {
               "set A / B | B blocks beside A (median, min … max of 5) | first B entry − A's last exit µs |\n"
               "|---|---|---|---|---|---|---|---|---|\n");
   // A as the spatial kernel (6,168 bytes), B as the narrow blur (12,400) or the wide one (47,120).
-  int rc = 0;
-  rc |= RunCase<0>({-1, -1, 6168, 12400}, sms);
-  rc |= RunCase<1>({43, 43, 6168, 12400}, sms);
-  rc |= RunCase<2>({100, 100, 6168, 12400}, sms);
-  rc |= RunCase<3>({100, -1, 6168, 12400}, sms);
-  rc |= RunCase<4>({-1, 43, 6168, 12400}, sms);
-  rc |= RunCase<5>({-1, -1, 6168, 47120}, sms);
-  rc |= RunCase<6>({100, -1, 6168, 47120}, sms);
-  rc |= RunCase<7>({43, 43, 6168, 47120}, sms);
-  rc |= RunCase<8>({-1, -1, 6168, 0}, sms);
-  rc |= RunCase<9>({-1, -1, 0, 0}, sms);
+  bool ok = true;
+  ok = ok && RunCase<0>({-1, -1, 6168, 12400}, sms);
+  ok = ok && RunCase<1>({43, 43, 6168, 12400}, sms);
+  ok = ok && RunCase<2>({100, 100, 6168, 12400}, sms);
+  ok = ok && RunCase<3>({100, -1, 6168, 12400}, sms);
+  ok = ok && RunCase<4>({-1, 43, 6168, 12400}, sms);
+  ok = ok && RunCase<5>({-1, -1, 6168, 47120}, sms);
+  ok = ok && RunCase<6>({100, -1, 6168, 47120}, sms);
+  ok = ok && RunCase<7>({43, 43, 6168, 47120}, sms);
+  ok = ok && RunCase<8>({-1, -1, 6168, 0}, sms);
+  ok = ok && RunCase<9>({-1, -1, 0, 0}, sms);
   // A as the spatial kernel's register file (256 threads at 64 registers: four blocks fill it), B as the narrow
   // blur's 56 registers: the pipeline's own resources (session 54's pipeline clocks at 43 / 43 saw 0 %).
-  rc |= RunCase<10, 256, 52, 44>({-1, -1, 6168, 12400}, sms);
-  rc |= RunCase<11, 256, 52, 44>({43, 43, 6168, 12400}, sms);
-  rc |= RunCase<12, 256, 52, 44>({100, -1, 6168, 12400}, sms);
-  rc |= RunCase<13, 256, 52, 44>({100, 100, 6168, 12400}, sms);
-  rc |= RunCase<14, 256, 52, 0>({43, 43, 6168, 12400}, sms);
-  rc |= RunCase<15, 512, 0, 44>({43, 43, 6168, 12400}, sms);
-  rc |= RunCase<16, 256, 52, 44>({-1, -1, 6168, 0}, sms);
-  return rc;
+  ok = ok && RunCase<10, 256, 52, 44>({-1, -1, 6168, 12400}, sms);
+  ok = ok && RunCase<11, 256, 52, 44>({43, 43, 6168, 12400}, sms);
+  ok = ok && RunCase<12, 256, 52, 44>({100, -1, 6168, 12400}, sms);
+  ok = ok && RunCase<13, 256, 52, 44>({100, 100, 6168, 12400}, sms);
+  ok = ok && RunCase<14, 256, 52, 0>({43, 43, 6168, 12400}, sms);
+  ok = ok && RunCase<15, 512, 0, 44>({43, 43, 6168, 12400}, sms);
+  ok = ok && RunCase<16, 256, 52, 44>({-1, -1, 6168, 0}, sms);
+  return ok ? 0 : 1;
 }

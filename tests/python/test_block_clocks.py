@@ -1,5 +1,6 @@
 """bench/block_clocks.py (issue 27, s47): the timeline table of cuda_pipeline_bench --block-clocks (a synthetic CSV in
 the bench's format; no GPU needed)."""
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,13 @@ def line(batch, kernel, block, smid, entry, waited, exit_, cfg="all-on:2:1:128x1
     w = "" if waited is None else str(waited)
     wc = "" if waited is None else str((waited - entry) * 2)
     return f"{cfg},{batch},0,0.0300,{sms},{kernel},{block},{smid},{entry},{w},,{exit_},{wc},,{(exit_ - entry) * 2}\n"
+
+
+def load_module():
+    spec = importlib.util.spec_from_file_location("block_clocks", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run(*args):
@@ -105,6 +113,29 @@ def test_launch_order_first_kernel_and_the_early_boundary(tmp_path):
     assert rows["final"][13] == "5.0"
     rows = rows_of(run(f, "--batch", 1).stdout)
     assert [rows[k][13] for k in ("mid", "gamma0", "final")] == ["4.0", "6.0", "5.0"]
+    # final's block entered SM 0 at 10 µs: mid's block there had left at 4, gamma0 (on SM 1) is the kernel before.
+    assert rows["final"][8] == "0%"
+
+
+def test_beside_compares_with_the_previous_kernel_on_the_same_multiprocessor(tmp_path):
+    # mid on SMs 0 and 1 (leaving at 4 and 2 µs); gamma0 on SM 1 until 10 µs; final's block enters SM 1 at 9 µs:
+    # beside gamma0 (the kernel before it), though mid has long left both multiprocessors.
+    text = HEADER + line(0, "mid", 0, 0, 0, None, 4_000) + line(0, "mid", 1, 1, 0, None, 2_000)
+    text += line(0, "gamma0", 0, 1, 1_000, 5_000, 10_000) + line(0, "final", 0, 1, 9_000, 11_000, 15_000)
+    f = tmp_path / "clocks.csv"
+    f.write_text(text)
+    rows = rows_of(run(f).stdout)
+    assert rows["gamma0"][8] == "100%"  # entered SM 1 at 1 µs, before mid's block there left at 2
+    assert rows["final"][8] == "100%"
+
+
+def test_beside_share_takes_each_multiprocessors_last_exit():
+    # SM 0 holds two blocks of the kernel before (leaving at 10 and 3 µs), SM 1 one (6 µs), SM 2 none.
+    prev = [{"smid": 0, "exit": 10.0}, {"smid": 0, "exit": 3.0}, {"smid": 1, "exit": 6.0}]
+    blocks = [{"smid": 0, "entry": 8.0}, {"smid": 1, "entry": 8.0}, {"smid": 2, "entry": 1.0},
+              {"smid": 1, "entry": 5.0}]
+    # beside: SM 0 at 8 (< 10) and SM 1 at 5 (< 6); not SM 1 at 8, nor SM 2, which held none.
+    assert load_module().beside_share(prev, blocks) == 0.5
 
 
 def test_a_missing_or_foreign_file_fails_in_one_line(tmp_path):
