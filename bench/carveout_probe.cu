@@ -23,7 +23,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -49,33 +48,24 @@ __device__ unsigned int SmId() {
   return id;
 }
 
-__device__ void Spin(unsigned long long ns, float* smem, int n) {
-  const unsigned long long t0 = Now();
-  float acc = threadIdx.x;
-  while (Now() - t0 < ns) acc = acc * 0.999f + 1.f;  // busy, not sleeping: the block holds its slot
-  if (n > 0) smem[threadIdx.x % n] = acc;               // the shared memory is used, so it is allocated
-}
-
-// Spin with kLive values live in registers across the loop: a block that holds as many registers as a pipeline
-// kernel does (kLive 0: a few).
+// Busy for `ns` (not sleeping: the block holds its slot) with kLive values live in registers across the loop, so
+// that a block holds as many registers as a pipeline kernel does (kLive 0: one). The result goes to shared memory, so
+// the shared memory is allocated and the loop kept.
 template <int kLive>
-__device__ void SpinHeavy(unsigned long long ns, float* smem, int n) {
-  if constexpr (kLive == 0) {
-    Spin(ns, smem, n);
-  } else {
-    float r[kLive];
+__device__ void Spin(unsigned long long ns, float* smem, int n) {
+  constexpr int kValues = kLive > 0 ? kLive : 1;
+  float r[kValues];
 #pragma unroll
-    for (int i = 0; i < kLive; ++i) r[i] = threadIdx.x * (i + 1.f);
-    const unsigned long long t0 = Now();
-    while (Now() - t0 < ns) {
+  for (int i = 0; i < kValues; ++i) r[i] = threadIdx.x * (i + 1.f);
+  const unsigned long long t0 = Now();
+  while (Now() - t0 < ns) {
 #pragma unroll
-      for (int i = 0; i < kLive; ++i) r[i] = r[i] * 0.999f + r[(i + 1) % kLive];
-    }
-    float acc = 0.f;
-#pragma unroll
-    for (int i = 0; i < kLive; ++i) acc += r[i];
-    if (n > 0) smem[threadIdx.x % n] = acc;
+    for (int i = 0; i < kValues; ++i) r[i] = r[i] * 0.999f + r[(i + 1) % kValues];
   }
+  float acc = 0.f;
+#pragma unroll
+  for (int i = 0; i < kValues; ++i) acc += r[i];
+  if (n > 0) smem[threadIdx.x % n] = acc;
 }
 
 // kCase keeps each case's kernels distinct: a carveout set on one never reaches another case. kThreads /
@@ -87,7 +77,7 @@ __global__ void __launch_bounds__(kThreads, 4) KernelA(BlockMark* marks, int sme
   const unsigned long long entry = Now();
   cudaTriggerProgrammaticLaunchCompletion();
   const unsigned int h = blockIdx.x * 2654435761u;
-  SpinHeavy<kLive>(15000ull + (((h >> 16) * 10000ull) >> 16), smem, smem_floats);  // 15-25 µs
+  Spin<kLive>(15000ull + (((h >> 16) * 10000ull) >> 16), smem, smem_floats);  // 15-25 µs
   __syncthreads();
   if (threadIdx.x == 0) marks[blockIdx.x] = {SmId(), entry, Now()};
 }
@@ -97,7 +87,7 @@ template <int kCase, int kLive>
 __global__ void __launch_bounds__(kThreadsB, 4) KernelB(BlockMark* marks, int smem_floats) {
   extern __shared__ float smem[];
   const unsigned long long entry = Now();
-  SpinHeavy<kLive>(5000ull, smem, smem_floats);
+  Spin<kLive>(5000ull, smem, smem_floats);
   __syncthreads();
   if (threadIdx.x == 0) marks[blockIdx.x] = {SmId(), entry, Now()};
 }
@@ -195,13 +185,13 @@ bool RunCase(const Case& c, int sms) {
 }  // namespace
 
 int main() {
-  int dev = 0, sms = 0;
+  int dev = 0;
   cudaDeviceProp prop{};
   if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
     std::fprintf(stderr, "carveout_probe: no CUDA device\n");
     return 1;
   }
-  sms = prop.multiProcessorCount;
+  const int sms = prop.multiProcessorCount;
   std::printf("%s, %d SMs, %zu bytes of shared memory a multiprocessor at most\n\n", prop.name, sms,
               prop.sharedMemPerMultiprocessor);
   std::printf("| A: threads × registers, blocks / SM | B: registers, blocks / SM | A %% | B %% | A smem | B smem | "
