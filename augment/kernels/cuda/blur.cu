@@ -3,10 +3,18 @@
 // (mirror without repeating the edge), kernel size nearest_odd(6σ + 0.5), taps exp(−t²/2σ²) normalised (bgv2
 // GaussianBlurTransform); statistics of the result (contrast input) in its epilogue. Per-tile plan and the two code
 // paths (radius ≤ 3 / up to kMaxBlurRadius): NOTES.md v4, v5.
+#include <cuda_pipeline_primitives.h>
+
 #include <cstdint>
 
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
+
+// bench A/B (session 55): 1 = BlurFast's halo planes by asynchronous copies, two planes ahead, with one barrier a plane
+// (BlurFast below); 0 = register prefetch one plane ahead and two barriers a plane, as before.
+#ifndef AUGMENTD_BLUR_ASYNC
+#define AUGMENTD_BLUR_ASYNC 0
+#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -105,12 +113,6 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
     off[k] = i < kN ? Reflect(y0 - kR + i / kHX, P1) * P2 + Reflect(x0 - kR + i % kHX, P2) : -1;
   }
   auto in_tile = [&](int k) { return (k + 1) * kThreads <= kN || off[k] >= 0; };
-  float pre[kLoads];
-  auto load = [&](int p) {
-    const int plane = Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
-#pragma unroll
-    for (int k = 0; k < kLoads; ++k) pre[k] = in_tile(k) ? __ldg(s + (plane + off[k])) : 0.f;
-  };
   const int xc = 2 * (threadIdx.x & 15), xr = threadIdx.x >> 4;
   const int ya = 2 * ty, x = x0 + tx;
   const bool out0 = y0 + ya < P1 && x < P2, out1 = y0 + ya + 1 < P1 && x < P2;
@@ -119,42 +121,37 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   float zwin[2][kW];
 #pragma unroll
   for (int t = 0; t < kW; ++t) zwin[0][t] = zwin[1][t] = 0.f;
-  const int p_last = ze - 1 + kR;
-  load(zs - kR);
-  for (int p = zs - kR; p <= p_last; ++p) {
+  const int p_first = zs - kR, p_last = ze - 1 + kR;
+  // The axis-2 pass of the halo plane in `tf` into `xb`.
+  const auto rows_pass = [&](const float* tf, float (*xb)[kBlurTX]) {
+    float wt[kW];
 #pragma unroll
-    for (int k = 0; k < kLoads; ++k) {
-      if (in_tile(k)) tf[threadIdx.x + kThreads * k] = pre[k];
-    }
-    __syncthreads();
-    if (p < p_last) load(p + 1);  // in flight while this plane is blurred
-    {
-      float wt[kW];
+    for (int t = 0; t < kW; ++t) wt[t] = wx[t];
 #pragma unroll
-      for (int t = 0; t < kW; ++t) wt[t] = wx[t];
+    for (int step = 0; step < kXSteps; ++step) {
+      const int i = xr + kXRows * step;
+      if (step + 1 < kXSteps || i < kHY) {
+        const float2* row = reinterpret_cast<const float2*>(tf + i * kHX + xc);
+        float v[kW + 1];
 #pragma unroll
-      for (int step = 0; step < kXSteps; ++step) {
-        const int i = xr + kXRows * step;
-        if (step + 1 < kXSteps || i < kHY) {
-          const float2* row = reinterpret_cast<const float2*>(tf + i * kHX + xc);
-          float v[kW + 1];
-#pragma unroll
-          for (int q = 0; q <= kR; ++q) {
-            const float2 pair = row[q];
-            v[2 * q] = pair.x;
-            v[2 * q + 1] = pair.y;
-          }
-          float acc0 = 0.f, acc1 = 0.f;
-#pragma unroll
-          for (int t = 0; t < kW; ++t) {
-            acc0 = __fmaf_rn(wt[t], v[t], acc0);
-            acc1 = __fmaf_rn(wt[t], v[t + 1], acc1);
-          }
-          *reinterpret_cast<float2*>(&xb[i][xc]) = make_float2(acc0, acc1);
+        for (int q = 0; q <= kR; ++q) {
+          const float2 pair = row[q];
+          v[2 * q] = pair.x;
+          v[2 * q + 1] = pair.y;
         }
+        float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll
+        for (int t = 0; t < kW; ++t) {
+          acc0 = __fmaf_rn(wt[t], v[t], acc0);
+          acc1 = __fmaf_rn(wt[t], v[t + 1], acc1);
+        }
+        *reinterpret_cast<float2*>(&xb[i][xc]) = make_float2(acc0, acc1);
       }
     }
-    __syncthreads();
+  };
+  // The axis-1 pass of the thread's two rows of plane p from `xb`, the axis-0 window's shift and, once the window
+  // holds an output plane's, that plane's two outputs.
+  const auto columns_pass = [&](int p, const float (*xb)[kBlurTX]) {
     float col[kW + 1];
 #pragma unroll
     for (int t = 0; t <= kW; ++t) col[t] = xb[ya + t][tx];
@@ -183,6 +180,64 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
         }
       }
       o += plane_n;
+    }
+  };
+  if constexpr (AUGMENTD_BLUR_ASYNC != 0) {
+    // Asynchronous copies (cp.async, no registers held) into three stages of the halo plane, two planes ahead, and
+    // the axis-2 results in two buffers: one barrier a plane. Plane p's barrier comes after its axis-2 pass and
+    // publishes both that pass (xb[p % 2]) and plane p + 1's copies; once past it, every thread is done reading plane
+    // p's stage, which plane p + 3's copies then take, and a thread can write xb[p % 2] again (plane p + 2) only
+    // after the next barrier, which every thread reaches after its axis-1 pass of plane p. The space is the ring's,
+    // which only BlurGeneral uses, past the taps.
+    constexpr int kStage = (kN + 3) / 4 * 4;  // 16-byte aligned stages
+    float* const stages = wpad + 4 * kWStride;
+    float(*const xb1)[kBlurTX] = reinterpret_cast<float(*)[kBlurTX]>(stages + 3 * kStage);
+    static_assert(4 * kWStride + 3 * kStage + kHY * kBlurTX <= kBlurRing * kBlurTY * kBlurTX, "fits the ring");
+    // Plane p's copies into stage `st`, as one commit group (an empty one past the last plane, so that the waits'
+    // counts hold).
+    const auto issue = [&](float* st, int p) {
+      if (p <= p_last) {
+        const float* src = s + Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
+#pragma unroll
+        for (int k = 0; k < kLoads; ++k) {
+          if (in_tile(k)) __pipeline_memcpy_async(st + threadIdx.x + kThreads * k, src + off[k], sizeof(float));
+        }
+      }
+      __pipeline_commit();
+    };
+    issue(stages, p_first);
+    issue(stages + kStage, p_first + 1);
+    issue(stages + 2 * kStage, p_first + 2);
+    __pipeline_wait_prior(2);
+    __syncthreads();
+    float* st = stages;  // plane p's stage, then plane p + 3's
+    for (int p = p_first; p <= p_last; ++p) {
+      float(*const xbp)[kBlurTX] = ((p - p_first) & 1) ? xb1 : xb;
+      rows_pass(st, xbp);
+      __pipeline_wait_prior(1);  // plane p + 1's copies (plane p + 2's may still be in flight)
+      __syncthreads();
+      issue(st, p + 3);
+      columns_pass(p, xbp);
+      st = st == stages + 2 * kStage ? stages : st + kStage;
+    }
+  } else {
+    float pre[kLoads];
+    auto load = [&](int p) {
+      const int plane = Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
+#pragma unroll
+      for (int k = 0; k < kLoads; ++k) pre[k] = in_tile(k) ? __ldg(s + (plane + off[k])) : 0.f;
+    };
+    load(p_first);
+    for (int p = p_first; p <= p_last; ++p) {
+#pragma unroll
+      for (int k = 0; k < kLoads; ++k) {
+        if (in_tile(k)) tf[threadIdx.x + kThreads * k] = pre[k];
+      }
+      __syncthreads();
+      if (p < p_last) load(p + 1);  // in flight while this plane is blurred
+      rows_pass(tf, xb);
+      __syncthreads();
+      columns_pass(p, xb);
     }
   }
 }
