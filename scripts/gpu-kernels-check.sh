@@ -30,7 +30,8 @@
 # -DAUGMENTD_MODE2_WAIT_TRIGGER=1 lost and were removed; session 51's -DAUGMENTD_SPATIAL_PERSIST=1 and
 # -DAUGMENTD_RELEASE_TICKET=1 lost or measured nothing and were removed, and -DAUGMENTD_BRICK_Z=4 was removed unmeasured;
 # session 52's -DAUGMENTD_BRICK_GRID=1 was kept and is gone; session 53's -DAUGMENTD_BLUR_EARLY=1, -DAUGMENTD_BLUR_NARROW=1
-# and -DAUGMENTD_CARVEOUT_PCT=N were reverted, timed in session 54 and not kept, and live in commit 225a988);
+# and -DAUGMENTD_CARVEOUT_PCT=N were reverted, timed in session 54 and not kept, and live in commit 225a988;
+# -DAUGMENTD_BLUR_ASYNC=1, the blur's halo planes by cp.async, session 55);
 # sessions 28-30's five were kept in session 32 and are gone),
 # NEW_CUDA_FLAGS (the new build and its
 # tests with these CUDA flags: a switch's GPU tests), PROFILE=1 (ncu per kernel of PROFILE_CONFIGS, default
