@@ -10,8 +10,9 @@
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 
-// bench A/B (session 55): 1 = BlurFast's halo planes by asynchronous copies, two planes ahead, with one barrier a plane
-// (BlurFast below); 0 = register prefetch one plane ahead and two barriers a plane, as before.
+// bench A/B (session 55): 1 = BlurFast's halo planes by asynchronous copies into three stages, two planes ahead, with one
+// barrier a plane (BlurFast below); 2 = four stages, three planes ahead, the plane loop unrolled by four; 0 = register
+// prefetch one plane ahead and two barriers a plane, as before.
 #ifndef AUGMENTD_BLUR_ASYNC
 #define AUGMENTD_BLUR_ASYNC 0
 #endif
@@ -68,6 +69,18 @@ struct BlurSink {
     if (stats) Accumulate(part, v);
   }
 };
+
+// One float from global to shared memory by an asynchronous copy (cp.async, sm_80+; the L1-allocating form, the
+// only one for 4 bytes), completed by __pipeline_commit / __pipeline_wait_prior as the pipeline primitives' copies.
+__device__ __forceinline__ void CopyAsync(float* dst, const float* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src)
+               : "memory");
+#else
+  *dst = __ldg(src);
+#endif
+}
 
 // Fast path, every radius <= kR: the taps are compile-time (weights zero-padded to radius kR: a zero tap adds an
 // exact 0), fused multiply-adds, and the axis-0 window lives in registers (shifted one plane per step). A thread
@@ -183,42 +196,54 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
     }
   };
   if constexpr (AUGMENTD_BLUR_ASYNC != 0) {
-    // Asynchronous copies (cp.async, no registers held) into three stages of the halo plane, two planes ahead, and
-    // the axis-2 results in two buffers: one barrier a plane. Plane p's barrier comes after its axis-2 pass and
-    // publishes both that pass (xb[p % 2]) and plane p + 1's copies; once past it, every thread is done reading plane
-    // p's stage, which plane p + 3's copies then take, and a thread can write xb[p % 2] again (plane p + 2) only
-    // after the next barrier, which every thread reaches after its axis-1 pass of plane p. The space is the ring's,
-    // which only BlurGeneral uses, past the taps.
+    // Asynchronous copies (cp.async, no registers held) into kStages stages of the halo plane, kStages − 1 planes
+    // ahead, and the axis-2 results in two buffers: one barrier a plane. Plane p's barrier comes after its axis-2 pass
+    // and publishes both that pass (one buffer) and plane p + 1's copies (each thread waits for its own first); once
+    // past it, every thread is done reading plane p's stage, which plane p + kStages's copies then take, and a thread
+    // can write plane p's buffer again (plane p + 2) only after the next barrier, which every thread reaches after its
+    // axis-1 pass of plane p. The space is the ring's, which only BlurGeneral uses, past the taps. kStages 4
+    // (AUGMENTD_BLUR_ASYNC=2): the loop unrolled by four, so that stages and buffers are fixed offsets; 3 (=1): rotated.
+    constexpr int kStages = AUGMENTD_BLUR_ASYNC == 2 ? 4 : 3;
     constexpr int kStage = (kN + 3) / 4 * 4;  // 16-byte aligned stages
     float* const stages = wpad + 4 * kWStride;
-    float(*const xb1)[kBlurTX] = reinterpret_cast<float(*)[kBlurTX]>(stages + 3 * kStage);
-    static_assert(4 * kWStride + 3 * kStage + kHY * kBlurTX <= kBlurRing * kBlurTY * kBlurTX, "fits the ring");
+    float(*const xb1)[kBlurTX] = reinterpret_cast<float(*)[kBlurTX]>(stages + kStages * kStage);
+    static_assert(4 * kWStride + kStages * kStage + kHY * kBlurTX <= kBlurRing * kBlurTY * kBlurTX, "fits the ring");
     // Plane p's copies into stage `st`, as one commit group (an empty one past the last plane, so that the waits'
     // counts hold).
     const auto issue = [&](float* st, int p) {
       if (p <= p_last) {
-        const float* src = s + Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
+        const int plane = Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
 #pragma unroll
         for (int k = 0; k < kLoads; ++k) {
-          if (in_tile(k)) __pipeline_memcpy_async(st + threadIdx.x + kThreads * k, src + off[k], sizeof(float));
+          if (in_tile(k)) CopyAsync(st + threadIdx.x + kThreads * k, s + (plane + off[k]));
         }
       }
       __pipeline_commit();
     };
-    issue(stages, p_first);
-    issue(stages + kStage, p_first + 1);
-    issue(stages + 2 * kStage, p_first + 2);
-    __pipeline_wait_prior(2);
+#pragma unroll
+    for (int j = 0; j < kStages; ++j) issue(stages + j * kStage, p_first + j);
+    __pipeline_wait_prior(kStages - 1);
     __syncthreads();
-    float* st = stages;  // plane p's stage, then plane p + 3's
-    for (int p = p_first; p <= p_last; ++p) {
-      float(*const xbp)[kBlurTX] = ((p - p_first) & 1) ? xb1 : xb;
+    const auto plane_step = [&](int p, float* st, float (*xbp)[kBlurTX]) {
       rows_pass(st, xbp);
-      __pipeline_wait_prior(1);  // plane p + 1's copies (plane p + 2's may still be in flight)
+      __pipeline_wait_prior(kStages - 2);  // plane p + 1's copies (later planes' may still be in flight)
       __syncthreads();
-      issue(st, p + 3);
+      issue(st, p + kStages);
       columns_pass(p, xbp);
-      st = st == stages + 2 * kStage ? stages : st + kStage;
+    };
+    if constexpr (kStages == 4) {
+      for (int p = p_first; p <= p_last; p += 4) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (j == 0 || p + j <= p_last) plane_step(p + j, stages + j * kStage, (j & 1) ? xb1 : xb);
+        }
+      }
+    } else {
+      float* st = stages;  // plane p's stage, then plane p + 3's
+      for (int p = p_first; p <= p_last; ++p) {
+        plane_step(p, st, ((p - p_first) & 1) ? xb1 : xb);
+        st = st == stages + 2 * kStage ? stages : st + kStage;
+      }
     }
   } else {
     float pre[kLoads];
