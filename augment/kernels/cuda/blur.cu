@@ -10,13 +10,6 @@
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 
-// bench A/B (session 55): 1 = BlurFast's halo planes by asynchronous copies into three stages, two planes ahead, with one
-// barrier a plane (BlurFast below); 2 = four stages, three planes ahead, the plane loop unrolled by four; 0 = register
-// prefetch one plane ahead and two barriers a plane, as before.
-#ifndef AUGMENTD_BLUR_ASYNC
-#define AUGMENTD_BLUR_ASYNC 0
-#endif
-
 namespace augmentd::cuda::internal {
 namespace {
 
@@ -37,9 +30,10 @@ __device__ __forceinline__ int Reflect(int i, int n) {
 
 // Tiled separable blur: one block owns a kBlurTY x kBlurTX column tile of one slice over kBlurTZ planes of axis 0
 // and streams the planes it needs (reflected halo of radius r0 along axis 0):
-//   per plane: load the (kBlurTY + 2·r1) x (kBlurTX + 2·r2) reflected tile into shared memory (prefetched into
-//   registers one plane ahead), blur along axis 2, then axis 1, and keep the result in a ring of 2·r0 + 1
-//   planes; once the ring holds an output plane's window, blur along axis 0 and write it.
+//   per plane: load the (kBlurTY + 2·r1) x (kBlurTX + 2·r2) reflected tile into shared memory (BlurFast: by
+//   asynchronous copies two planes ahead), blur along axis 2, then axis 1, and keep the result in a window of
+//   2·r0 + 1 planes (BlurFast: registers; BlurGeneral: a shared-memory ring); once the window holds an output plane's,
+//   blur along axis 0 and write it.
 // Every tap sum runs in tap order with explicitly rounded operations (as the 1-D passes before it did); the
 // axis order is 2, 1, 0 (bgv2: 0, 1, 2), a rounding-level difference. Each thread owns two columns and reads only
 // its own ring entries, so the ring needs no barrier. Epilogue: statistics of the result (contrast input).
@@ -70,18 +64,6 @@ struct BlurSink {
   }
 };
 
-// One float from global to shared memory by an asynchronous copy (cp.async, sm_80+; the L1-allocating form, the
-// only one for 4 bytes), completed by __pipeline_commit / __pipeline_wait_prior as the pipeline primitives' copies.
-__device__ __forceinline__ void CopyAsync(float* dst, const float* src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-               "l"(src)
-               : "memory");
-#else
-  *dst = __ldg(src);
-#endif
-}
-
 // Fast path, every radius <= kR: the taps are compile-time (weights zero-padded to radius kR: a zero tap adds an
 // exact 0), fused multiply-adds, and the axis-0 window lives in registers (shifted one plane per step). A thread
 // owns output rows 2·ty and 2·ty + 1 of the tile (they share 2·kR of their 2·kR + 2 axis-1 taps). The taps of all
@@ -90,14 +72,22 @@ __device__ __forceinline__ void CopyAsync(float* dst, const float* src) {
 // slice base (register pressure at 64 registers, 4 blocks per SM; s11 in NOTES.md). Per plane (s29; s32 on the H100:
 // every transform on B=2 C=1 −5.0 %, C=4 −4.7 %, B=8 −4.5 % against the loop before it, the same output bits):
 // - the halo tile is one flat run of kHY·kHX values in shared memory (row stride kHX), so a thread issues
-//   ⌈kHY·kHX / 256⌉ loads a plane, not (kHY / 8 rounded up) x (kHX / 32 rounded up) mostly predicated-off ones, each
+//   ⌈kHY·kHX / 256⌉ copies a plane, not (kHY / 8 rounded up) x (kHX / 32 rounded up) mostly predicated-off ones, each
 //   from a 32-bit offset computed once (the reflection of its row and column) plus the plane's;
 // - the axis-2 pass gives a thread two adjacent columns of a halo row: its kW + 1 inputs are kR + 1 float2 loads, and
 //   the two sums keep the single-column tap order;
 // - the outputs are stored through a pointer advanced one plane per output plane, bounds tested once.
+// The halo planes come by asynchronous copies (no registers held) into three stages, two planes ahead, and the axis-2
+// results go to two buffers in turn (xb, then xb1), so one barrier a plane suffices (s55; H100: every transform on
+// C=4 −2.1 %, B=8 −1.7 %, B=2 C=1 within its rounds' spread, against the register prefetch one plane ahead with two
+// barriers a plane). Plane p's barrier follows its axis-2 pass and publishes both that pass and plane p + 1's copies
+// (each thread waits for its own first); past it every thread is done reading plane p's stage, which plane p + 3's
+// copies then take, and a thread writes plane p's buffer again (plane p + 2) only after the next barrier, which every
+// thread reaches after its axis-1 pass of plane p. Stages and xb1 lie in `ring`, which only BlurGeneral uses, past
+// the taps (`wpad`, at its start).
 template <int kR>
-__device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad, float* tf,
-                                         float (*xb)[kBlurTX], float* wpad, const float* s, const BlurSink& sink,
+__device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
+                                         float (*xb)[kBlurTX], float* ring, const float* s, const BlurSink& sink,
                                          Partial& part) {
   constexpr int kW = 2 * kR + 1, kHY = kBlurTY + 2 * kR, kHX = kBlurTX + 2 * kR, kN = kHY * kHX;
   constexpr int kLoads = (kN + kThreads - 1) / kThreads;
@@ -106,6 +96,11 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   static_assert(kHX % 2 == 0 && kHY % 2 == 0, "float2 rows; a warp's two rows are both in or both out");
   constexpr int kWStride = 8;  // each axis's taps start 32 bytes apart: read as float4s
   static_assert(kW <= kWStride, "taps of one axis within its stride");
+  constexpr int kStage = (kN + 3) / 4 * 4;  // 16-byte aligned stages
+  static_assert(4 * kWStride + 3 * kStage + kHY * kBlurTX <= kBlurRing * kBlurTY * kBlurTX, "fits the ring");
+  float* const wpad = ring;
+  float* const stages = ring + 4 * kWStride;
+  float(*const xb1)[kBlurTX] = reinterpret_cast<float(*)[kBlurTX]>(stages + 3 * kStage);
   if (threadIdx.x < 3 * kW) {
     const int axis = threadIdx.x / kW, off = threadIdx.x % kW - kR;
     wpad[axis * kWStride + off + kR] = (off >= -rad[axis] && off <= rad[axis]) ? w[axis][off + rad[axis]] : 0.f;
@@ -118,7 +113,7 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   const int y0 = (blockIdx.x / a.tiles_x) * kBlurTY, x0 = (blockIdx.x % a.tiles_x) * kBlurTX;
   const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
-  // The k-th value a thread loads is the tile's element threadIdx.x + 256·k; only the last k can fall past kN.
+  // The k-th value a thread copies is the tile's element threadIdx.x + 256·k; only the last k can fall past kN.
   int off[kLoads];
 #pragma unroll
   for (int k = 0; k < kLoads; ++k) {
@@ -135,39 +130,60 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
 #pragma unroll
   for (int t = 0; t < kW; ++t) zwin[0][t] = zwin[1][t] = 0.f;
   const int p_first = zs - kR, p_last = ze - 1 + kR;
-  // The axis-2 pass of the halo plane in `tf` into `xb`.
-  const auto rows_pass = [&](const float* tf, float (*xb)[kBlurTX]) {
-    float wt[kW];
+  // Plane p's copies into stage `st`, as one commit group (an empty one past the last plane, so that the waits'
+  // counts hold).
+  const auto issue = [&](float* st, int p) {
+    if (p <= p_last) {
+      const float* src = s + Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
 #pragma unroll
-    for (int t = 0; t < kW; ++t) wt[t] = wx[t];
-#pragma unroll
-    for (int step = 0; step < kXSteps; ++step) {
-      const int i = xr + kXRows * step;
-      if (step + 1 < kXSteps || i < kHY) {
-        const float2* row = reinterpret_cast<const float2*>(tf + i * kHX + xc);
-        float v[kW + 1];
-#pragma unroll
-        for (int q = 0; q <= kR; ++q) {
-          const float2 pair = row[q];
-          v[2 * q] = pair.x;
-          v[2 * q + 1] = pair.y;
-        }
-        float acc0 = 0.f, acc1 = 0.f;
-#pragma unroll
-        for (int t = 0; t < kW; ++t) {
-          acc0 = __fmaf_rn(wt[t], v[t], acc0);
-          acc1 = __fmaf_rn(wt[t], v[t + 1], acc1);
-        }
-        *reinterpret_cast<float2*>(&xb[i][xc]) = make_float2(acc0, acc1);
+      for (int k = 0; k < kLoads; ++k) {
+        if (in_tile(k)) __pipeline_memcpy_async(st + threadIdx.x + kThreads * k, src + off[k], sizeof(float));
       }
     }
+    __pipeline_commit();
   };
-  // The axis-1 pass of the thread's two rows of plane p from `xb`, the axis-0 window's shift and, once the window
-  // holds an output plane's, that plane's two outputs.
-  const auto columns_pass = [&](int p, const float (*xb)[kBlurTX]) {
+  issue(stages, p_first);
+  issue(stages + kStage, p_first + 1);
+  issue(stages + 2 * kStage, p_first + 2);
+  __pipeline_wait_prior(2);
+  __syncthreads();
+  float* st = stages;  // plane p's stage, then plane p + 3's
+  for (int p = p_first; p <= p_last; ++p) {
+    float(*const xbp)[kBlurTX] = ((p - p_first) & 1) ? xb1 : xb;
+    {  // axis 2: halo rows of the stage into xbp
+      float wt[kW];
+#pragma unroll
+      for (int t = 0; t < kW; ++t) wt[t] = wx[t];
+#pragma unroll
+      for (int step = 0; step < kXSteps; ++step) {
+        const int i = xr + kXRows * step;
+        if (step + 1 < kXSteps || i < kHY) {
+          const float2* row = reinterpret_cast<const float2*>(st + i * kHX + xc);
+          float v[kW + 1];
+#pragma unroll
+          for (int q = 0; q <= kR; ++q) {
+            const float2 pair = row[q];
+            v[2 * q] = pair.x;
+            v[2 * q + 1] = pair.y;
+          }
+          float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll
+          for (int t = 0; t < kW; ++t) {
+            acc0 = __fmaf_rn(wt[t], v[t], acc0);
+            acc1 = __fmaf_rn(wt[t], v[t + 1], acc1);
+          }
+          *reinterpret_cast<float2*>(&xbp[i][xc]) = make_float2(acc0, acc1);
+        }
+      }
+    }
+    __pipeline_wait_prior(1);  // plane p + 1's copies (plane p + 2's may still be in flight)
+    __syncthreads();
+    issue(st, p + 3);
+    // Axis 1 of the thread's two rows, the axis-0 window's shift and, once the window holds an output plane's, that
+    // plane's two outputs.
     float col[kW + 1];
 #pragma unroll
-    for (int t = 0; t <= kW; ++t) col[t] = xb[ya + t][tx];
+    for (int t = 0; t <= kW; ++t) col[t] = xbp[ya + t][tx];
     float v0 = 0.f, v1 = 0.f;
 #pragma unroll
     for (int t = 0; t < kW; ++t) {
@@ -194,76 +210,7 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
       }
       o += plane_n;
     }
-  };
-  if constexpr (AUGMENTD_BLUR_ASYNC != 0) {
-    // Asynchronous copies (cp.async, no registers held) into kStages stages of the halo plane, kStages − 1 planes
-    // ahead, and the axis-2 results in two buffers: one barrier a plane. Plane p's barrier comes after its axis-2 pass
-    // and publishes both that pass (one buffer) and plane p + 1's copies (each thread waits for its own first); once
-    // past it, every thread is done reading plane p's stage, which plane p + kStages's copies then take, and a thread
-    // can write plane p's buffer again (plane p + 2) only after the next barrier, which every thread reaches after its
-    // axis-1 pass of plane p. The space is the ring's, which only BlurGeneral uses, past the taps. kStages 4
-    // (AUGMENTD_BLUR_ASYNC=2): the loop unrolled by four, so that stages and buffers are fixed offsets; 3 (=1): rotated.
-    constexpr int kStages = AUGMENTD_BLUR_ASYNC == 2 ? 4 : 3;
-    constexpr int kStage = (kN + 3) / 4 * 4;  // 16-byte aligned stages
-    float* const stages = wpad + 4 * kWStride;
-    float(*const xb1)[kBlurTX] = reinterpret_cast<float(*)[kBlurTX]>(stages + kStages * kStage);
-    static_assert(4 * kWStride + kStages * kStage + kHY * kBlurTX <= kBlurRing * kBlurTY * kBlurTX, "fits the ring");
-    // Plane p's copies into stage `st`, as one commit group (an empty one past the last plane, so that the waits'
-    // counts hold).
-    const auto issue = [&](float* st, int p) {
-      if (p <= p_last) {
-        const int plane = Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
-#pragma unroll
-        for (int k = 0; k < kLoads; ++k) {
-          if (in_tile(k)) CopyAsync(st + threadIdx.x + kThreads * k, s + (plane + off[k]));
-        }
-      }
-      __pipeline_commit();
-    };
-#pragma unroll
-    for (int j = 0; j < kStages; ++j) issue(stages + j * kStage, p_first + j);
-    __pipeline_wait_prior(kStages - 1);
-    __syncthreads();
-    const auto plane_step = [&](int p, float* st, float (*xbp)[kBlurTX]) {
-      rows_pass(st, xbp);
-      __pipeline_wait_prior(kStages - 2);  // plane p + 1's copies (later planes' may still be in flight)
-      __syncthreads();
-      issue(st, p + kStages);
-      columns_pass(p, xbp);
-    };
-    if constexpr (kStages == 4) {
-      for (int p = p_first; p <= p_last; p += 4) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if (j == 0 || p + j <= p_last) plane_step(p + j, stages + j * kStage, (j & 1) ? xb1 : xb);
-        }
-      }
-    } else {
-      float* st = stages;  // plane p's stage, then plane p + 3's
-      for (int p = p_first; p <= p_last; ++p) {
-        plane_step(p, st, ((p - p_first) & 1) ? xb1 : xb);
-        st = st == stages + 2 * kStage ? stages : st + kStage;
-      }
-    }
-  } else {
-    float pre[kLoads];
-    auto load = [&](int p) {
-      const int plane = Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
-#pragma unroll
-      for (int k = 0; k < kLoads; ++k) pre[k] = in_tile(k) ? __ldg(s + (plane + off[k])) : 0.f;
-    };
-    load(p_first);
-    for (int p = p_first; p <= p_last; ++p) {
-#pragma unroll
-      for (int k = 0; k < kLoads; ++k) {
-        if (in_tile(k)) tf[threadIdx.x + kThreads * k] = pre[k];
-      }
-      __syncthreads();
-      if (p < p_last) load(p + 1);  // in flight while this plane is blurred
-      rows_pass(tf, xb);
-      __syncthreads();
-      columns_pass(p, xb);
-    }
+    st = st == stages + 2 * kStage ? stages : st + kStage;
   }
 }
 
@@ -348,9 +295,9 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   }
   __shared__ float w[3][kBlurRing];
   __shared__ int rad[3];
-  __shared__ __align__(16) float tile[kBlurHaloY][kBlurHaloX];  // BlurFast reads rows as float2
+  __shared__ __align__(16) float tile[kBlurHaloY][kBlurHaloX];  // BlurGeneral's halo plane
   __shared__ __align__(16) float xb[kBlurHaloY][kBlurTX];
-  __shared__ __align__(16) float ring[kBlurRing][kBlurTY][kBlurTX];  // BlurFast's taps (wpad) as float4s
+  __shared__ __align__(16) float ring[kBlurRing][kBlurTY][kBlurTX];  // BlurFast: taps (float4s), stages, xb1
   // The taps: w[axis][t] = exp(−x²/2) / Σ exp(−x²/2), x = (t − r) / σ, in double (bgv2's float64 kernel). Each tap's
   // exp in a lane of its own (threads 0 … 3·kBlurRing − 1), not 2·k dependent exps in one lane per axis while the
   // block waits; summed in tap order by one lane per axis, then divided in parallel.
@@ -389,11 +336,11 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   Partial part = EmptyPartial();
   const int rmax = max(rad[0], max(rad[1], rad[2]));
   if (rmax <= 1) {
-    BlurFast<1>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
+    BlurFast<1>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 2) {
-    BlurFast<2>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
+    BlurFast<2>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 3) {
-    BlurFast<3>(a, w, rad, &tile[0][0], xb, &ring[0][0][0], s, sink, part);
+    BlurFast<3>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
   } else {
     BlurGeneral(a, w, rad, tile, xb, ring, s, sink, part);
   }
