@@ -3,9 +3,9 @@
 // (mirror without repeating the edge), kernel size nearest_odd(6σ + 0.5), taps exp(−t²/2σ²) normalised (bgv2
 // GaussianBlurTransform); statistics of the result (contrast input) in its epilogue. Per-tile plan and the two code
 // paths (radius ≤ 3 / up to kMaxBlurRadius): NOTES.md v4, v5.
-#include <cuda_pipeline_primitives.h>
-
 #include <cstdint>
+
+#include <cuda_pipeline_primitives.h>
 
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
@@ -35,8 +35,8 @@ __device__ __forceinline__ int Reflect(int i, int n) {
 //   2·r0 + 1 planes (BlurFast: registers; BlurGeneral: a shared-memory ring); once the window holds an output plane's,
 //   blur along axis 0 and write it.
 // Every tap sum runs in tap order with explicitly rounded operations (as the 1-D passes before it did); the
-// axis order is 2, 1, 0 (bgv2: 0, 1, 2), a rounding-level difference. Each thread owns two columns and reads only
-// its own ring entries, so the ring needs no barrier. Epilogue: statistics of the result (contrast input).
+// axis order is 2, 1, 0 (bgv2: 0, 1, 2), a rounding-level difference. In BlurGeneral each thread reads only its own
+// ring entries, so that ring needs no barrier. Epilogue: statistics of the result (contrast input).
 inline constexpr int kBlurTX = 32, kBlurTY = 16, kBlurTZ = 16;
 inline constexpr int kBlurRing = 2 * kMaxBlurRadius + 1;
 inline constexpr int kBlurHaloY = kBlurTY + 2 * kMaxBlurRadius, kBlurHaloX = kBlurTX + 2 * kMaxBlurRadius;
@@ -68,9 +68,10 @@ struct BlurSink {
 // exact 0), fused multiply-adds, and the axis-0 window lives in registers (shifted one plane per step). A thread
 // owns output rows 2·ty and 2·ty + 1 of the tile (they share 2·kR of their 2·kR + 2 axis-1 taps). The taps of all
 // three axes (zero-padded, in `wpad`, each axis's 32 bytes apart: float4 reads) are re-read from shared memory each
-// plane (broadcast loads) so that they are live only in their pass, and the halo loads use 32-bit offsets from the
-// slice base (register pressure at 64 registers, 4 blocks per SM; s11 in NOTES.md). Per plane (s29; s32 on the H100:
-// every transform on B=2 C=1 −5.0 %, C=4 −4.7 %, B=8 −4.5 % against the loop before it, the same output bits):
+// plane (broadcast loads) so that they are live only in their pass, and the halo copies use 32-bit offsets (register
+// pressure at 64 registers, 4 blocks per SM; s11 in NOTES.md), each added to the plane's pointer as a 64-bit value
+// (the build s55 timed). Per plane (s29; s32 on the H100: every transform on B=2 C=1 −5.0 %, C=4 −4.7 %, B=8 −4.5 %
+// against the loop before it, the same output bits):
 // - the halo tile is one flat run of kHY·kHX values in shared memory (row stride kHX), so a thread issues
 //   ⌈kHY·kHX / 256⌉ copies a plane, not (kHY / 8 rounded up) x (kHX / 32 rounded up) mostly predicated-off ones, each
 //   from a 32-bit offset computed once (the reflection of its row and column) plus the plane's;
@@ -83,8 +84,8 @@ struct BlurSink {
 // barriers a plane). Plane p's barrier follows its axis-2 pass and publishes both that pass and plane p + 1's copies
 // (each thread waits for its own first); past it every thread is done reading plane p's stage, which plane p + 3's
 // copies then take, and a thread writes plane p's buffer again (plane p + 2) only after the next barrier, which every
-// thread reaches after its axis-1 pass of plane p. Stages and xb1 lie in `ring`, which only BlurGeneral uses, past
-// the taps (`wpad`, at its start).
+// thread reaches after its axis-1 pass of plane p. Stages and xb1 lie in `ring`, which otherwise only BlurGeneral
+// uses, past the taps (`wpad`, at its start).
 template <int kR>
 __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
                                          float (*xb)[kBlurTX], float* ring, const float* s, const BlurSink& sink,
