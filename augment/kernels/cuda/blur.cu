@@ -10,6 +10,14 @@
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 
+// bench A/B (session 55; not timed yet): 1 = BlurFast's stages padded to kLoads·256 floats and every thread's copies
+// unconditional (offset 0, a valid element, for those past the halo plane: they land in the padding), so that a
+// plane's copies form one basic block: 3 of the compiler's cp.async hazard guards a plane instead of 6 and no branch;
+// the plane loops 216 / 177 / 139 → 210 / 170 / 132 instructions (kR 3 / 2 / 1; NOTES.md s55).
+#ifndef AUGMENTD_BLUR_PAD_COPIES
+#define AUGMENTD_BLUR_PAD_COPIES 0
+#endif
+
 namespace augmentd::cuda::internal {
 namespace {
 
@@ -97,7 +105,8 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   static_assert(kHX % 2 == 0 && kHY % 2 == 0, "float2 rows; a warp's two rows are both in or both out");
   constexpr int kWStride = 8;  // each axis's taps start 32 bytes apart: read as float4s
   static_assert(kW <= kWStride, "taps of one axis within its stride");
-  constexpr int kStage = (kN + 3) / 4 * 4;  // 16-byte aligned stages
+  constexpr bool kPadCopies = AUGMENTD_BLUR_PAD_COPIES != 0;
+  constexpr int kStage = kPadCopies ? kLoads * kThreads : (kN + 3) / 4 * 4;  // 16-byte aligned stages
   static_assert(4 * kWStride + 3 * kStage + kHY * kBlurTX <= kBlurRing * kBlurTY * kBlurTX, "fits the ring");
   float* const wpad = ring;
   float* const stages = ring + 4 * kWStride;
@@ -119,9 +128,9 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
 #pragma unroll
   for (int k = 0; k < kLoads; ++k) {
     const int i = threadIdx.x + kThreads * k;
-    off[k] = i < kN ? Reflect(y0 - kR + i / kHX, P1) * P2 + Reflect(x0 - kR + i % kHX, P2) : -1;
+    off[k] = i < kN ? Reflect(y0 - kR + i / kHX, P1) * P2 + Reflect(x0 - kR + i % kHX, P2) : kPadCopies ? 0 : -1;
   }
-  auto in_tile = [&](int k) { return (k + 1) * kThreads <= kN || off[k] >= 0; };
+  auto in_tile = [&](int k) { return kPadCopies || (k + 1) * kThreads <= kN || off[k] >= 0; };
   const int xc = 2 * (threadIdx.x & 15), xr = threadIdx.x >> 4;
   const int ya = 2 * ty, x = x0 + tx;
   const bool out0 = y0 + ya < P1 && x < P2, out1 = y0 + ya + 1 < P1 && x < P2;
