@@ -17,6 +17,13 @@
 #ifndef AUGMENTD_BLUR_PAD_COPIES
 #define AUGMENTD_BLUR_PAD_COPIES 0
 #endif
+// bench A/B (session 56; not timed yet): 1 = where the volume's rows are whole 16-byte chunks (P2 % 4 == 0, the
+// source 16-byte aligned), BlurFast's halo rows come in 16-byte copies, one chunk a thread, the stage's rows 40 floats
+// from column x0 − 4 (the reflected chunks at the volume's x edges as four 4-byte copies): ≈ 1 copy a thread a plane
+// instead of 3-4 (NOTES.md s56).
+#ifndef AUGMENTD_BLUR_VEC_COPIES
+#define AUGMENTD_BLUR_VEC_COPIES 0
+#endif
 
 namespace augmentd::cuda::internal {
 namespace {
@@ -94,7 +101,7 @@ struct BlurSink {
 // copies then take, and a thread writes plane p's buffer again (plane p + 2) only after the next barrier, which every
 // thread reaches after its axis-1 pass of plane p. Stages and xb1 lie in `ring`, which otherwise only BlurGeneral
 // uses, past the taps (`wpad`, at its start).
-template <int kR>
+template <int kR, bool kVec>
 __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBlurRing], const int* rad,
                                          float (*xb)[kBlurTX], float* ring, const float* s, const BlurSink& sink,
                                          Partial& part) {
@@ -106,7 +113,14 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   constexpr int kWStride = 8;  // each axis's taps start 32 bytes apart: read as float4s
   static_assert(kW <= kWStride, "taps of one axis within its stride");
   constexpr bool kPadCopies = AUGMENTD_BLUR_PAD_COPIES != 0;
-  constexpr int kStage = kPadCopies ? kLoads * kThreads : (kN + 3) / 4 * 4;  // 16-byte aligned stages
+  // kVec: a stage row is kVX floats from column x0 − 4 (halo column 0 at kS0), kVX / 4 chunks of 16 bytes, one chunk
+  // a thread (below); a stage is 256 chunks, so that the threads past the plane's kVChunks copy into its padding.
+  constexpr int kVX = kBlurTX + 8, kVRow = kVX / 4, kVChunks = kHY * kVRow;
+  static_assert(!kVec || (kR <= 4 && kVChunks <= kThreads), "one chunk a thread");
+  constexpr int kSX = kVec ? kVX : kHX, kS0 = kVec ? 4 - kR : 0;  // stage row stride, column of halo column 0
+  constexpr int kSh = kS0 & 1;                                    // float2 reads start one float early
+  constexpr int kPairs = (kW + 2 + kSh) / 2;                      // float2 reads a row step
+  constexpr int kStage = kVec ? 4 * kThreads : kPadCopies ? kLoads * kThreads : (kN + 3) / 4 * 4;  // 16-byte aligned
   static_assert(4 * kWStride + 3 * kStage + kHY * kBlurTX <= kBlurRing * kBlurTY * kBlurTX, "fits the ring");
   float* const wpad = ring;
   float* const stages = ring + 4 * kWStride;
@@ -124,11 +138,33 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   const int y0 = (blockIdx.x / a.tiles_x) * kBlurTY, x0 = (blockIdx.x % a.tiles_x) * kBlurTX;
   const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
   // The k-th value a thread copies is the tile's element threadIdx.x + 256·k; only the last k can fall past kN.
-  int off[kLoads];
+  // kVec: chunk j of a stage row holds columns vc … vc + 3, vc = x0 − 4 + 4j. The chunks inside the volume, j in
+  // [jlo, jhi), go 16 bytes at a time to threads 0 … kHY·nin − 1; those past its x edges (`edge`: four reflected
+  // columns) to the next kHY·(kVRow − nin) threads, so that only one warp of the block both copies 16-byte chunks and
+  // takes the edge branch. The thread's chunk starts at off[0] (its row's offset plus vc) and lands at stage + dst;
+  // threads past kVChunks copy the slice's first chunk to their own slot past the plane's.
+  constexpr int kOffs = kVec ? 1 : kLoads;
+  int off[kOffs];
+  int vc = 0, dst = 4 * threadIdx.x;
+  bool edge = false;
+  if constexpr (kVec) {
+    const int jlo = x0 == 0 ? 1 : 0, jhi = min(kVRow, (P2 - x0) / 4 + 1);  // P2 % 4 == 0, x0 < P2
+    const int nin = jhi - jlo, nedge = max(kVRow - nin, 1);
+    const int t = threadIdx.x, u = t - kHY * nin;
+    edge = u >= 0;
+    const int i = edge ? u / nedge : t / nin, k = edge ? u % nedge : t % nin;
+    const int j = !edge ? jlo + k : k < jlo ? k : jhi + k - jlo;
+    vc = x0 - 4 + 4 * j;
+    const bool in = t < kVChunks;
+    edge = edge && in;
+    off[0] = in ? Reflect(y0 - kR + i, P1) * P2 + vc : 0;
+    if (in) dst = 4 * (i * kVRow + j);
+  } else {
 #pragma unroll
-  for (int k = 0; k < kLoads; ++k) {
-    const int i = threadIdx.x + kThreads * k;
-    off[k] = i < kN ? Reflect(y0 - kR + i / kHX, P1) * P2 + Reflect(x0 - kR + i % kHX, P2) : kPadCopies ? 0 : -1;
+    for (int k = 0; k < kLoads; ++k) {
+      const int i = threadIdx.x + kThreads * k;
+      off[k] = i < kN ? Reflect(y0 - kR + i / kHX, P1) * P2 + Reflect(x0 - kR + i % kHX, P2) : kPadCopies ? 0 : -1;
+    }
   }
   auto in_tile = [&](int k) { return kPadCopies || (k + 1) * kThreads <= kN || off[k] >= 0; };
   const int xc = 2 * (threadIdx.x & 15), xr = threadIdx.x >> 4;
@@ -145,9 +181,20 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   const auto issue = [&](float* st, int p) {
     if (p <= p_last) {
       const float* src = s + Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
+      if constexpr (kVec) {
+        float* const d = st + dst;
+        if (edge) {
+          const float* const row = src + (off[0] - vc);
 #pragma unroll
-      for (int k = 0; k < kLoads; ++k) {
-        if (in_tile(k)) __pipeline_memcpy_async(st + threadIdx.x + kThreads * k, src + off[k], sizeof(float));
+          for (int e = 0; e < 4; ++e) __pipeline_memcpy_async(d + e, row + Reflect(vc + e, P2), sizeof(float));
+        } else {
+          __pipeline_memcpy_async(d, src + off[0], 4 * sizeof(float));
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < kLoads; ++k) {
+          if (in_tile(k)) __pipeline_memcpy_async(st + threadIdx.x + kThreads * k, src + off[k], sizeof(float));
+        }
       }
     }
     __pipeline_commit();
@@ -168,14 +215,15 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
       for (int step = 0; step < kXSteps; ++step) {
         const int i = xr + kXRows * step;
         if (step + 1 < kXSteps || i < kHY) {
-          const float2* row = reinterpret_cast<const float2*>(st + i * kHX + xc);
-          float v[kW + 1];
+          const float2* row = reinterpret_cast<const float2*>(st + i * kSX + xc + kS0 - kSh);
+          float u[2 * kPairs];
 #pragma unroll
-          for (int q = 0; q <= kR; ++q) {
+          for (int q = 0; q < kPairs; ++q) {
             const float2 pair = row[q];
-            v[2 * q] = pair.x;
-            v[2 * q + 1] = pair.y;
+            u[2 * q] = pair.x;
+            u[2 * q + 1] = pair.y;
           }
+          const float* const v = u + kSh;
           float acc0 = 0.f, acc1 = 0.f;
 #pragma unroll
           for (int t = 0; t < kW; ++t) {
@@ -345,12 +393,23 @@ __global__ void __launch_bounds__(kThreads, 4) BlurTiledKernel(const BlurArgs a)
   const float* s = a.src + static_cast<int64_t>(slice) * a.d.out_n;
   Partial part = EmptyPartial();
   const int rmax = max(rad[0], max(rad[1], rad[2]));
-  if (rmax <= 1) {
-    BlurFast<1>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
+#if AUGMENTD_BLUR_VEC_COPIES
+  const bool vec = sink.P2 % 4 == 0 && reinterpret_cast<uintptr_t>(s) % 16 == 0;  // whole 16-byte chunks
+#else
+  constexpr bool vec = false;
+#endif
+  if (vec && rmax <= 1) {
+    BlurFast<1, true>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
+  } else if (vec && rmax <= 2) {
+    BlurFast<2, true>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
+  } else if (vec && rmax <= 3) {
+    BlurFast<3, true>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
+  } else if (rmax <= 1) {
+    BlurFast<1, false>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 2) {
-    BlurFast<2>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
+    BlurFast<2, false>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
   } else if (rmax <= 3) {
-    BlurFast<3>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
+    BlurFast<3, false>(a, w, rad, xb, &ring[0][0][0], s, sink, part);
   } else {
     BlurGeneral(a, w, rad, tile, xb, ring, s, sink, part);
   }

@@ -895,6 +895,17 @@ TEST(CudaKernels, NarrowBlurAndThinVolumes) {
   RunCase(Make("blur-thin", 2, 1, 4, Probs::AllOn(), {19, 45, 41}, {7, 33, 40}));
 }
 
+// s56: rows of whole 16-byte chunks (P2 % 4 == 0) with tiles inside the volume and tiles past its x edges, a last
+// tile of 4 columns (100 = 3·32 + 4), and rows that are not (130 % 4 == 2), for every radius of the fast paths.
+TEST(CudaKernels, BlurHaloChunks) {
+  Probs p = Probs::AllOn();
+  for (int P2 : {100, 130}) {
+    RunCase(Make("blur-chunks-" + std::to_string(P2), 8, 1, 4, p, {21, 24, P2 + 6}, {9, 19, P2}));
+  }
+  p.blur_sigma_hi = 0.55;
+  RunCase(Make("narrow-blur-chunks", 2, 1, 4, p, {21, 24, 106}, {9, 19, 100}));
+}
+
 // s11: the mid pass keeps V1 in the buffer of a slice without low-res (the later passes apply brightness/contrast),
 // skips a slice with no gamma slot, and gamma slot 1 may be on without slot 0: fixed probabilities for each path,
 // which the default-probability draws reach only by chance.
