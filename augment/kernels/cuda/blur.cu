@@ -93,6 +93,8 @@ struct BlurSink {
 // - the axis-2 pass gives a thread two adjacent columns of a halo row: its kW + 1 inputs are kR + 1 float2 loads, and
 //   the two sums keep the single-column tap order;
 // - the outputs are stored through a pointer advanced one plane per output plane, bounds tested once.
+// (kVec, the A/B switch AUGMENTD_BLUR_VEC_COPIES: stage rows of 40 floats from column x0 − 4, one 16-byte copy a
+// thread a plane, and for odd kR the axis-2 reads start one float early: kR + 2 float2 loads.)
 // The halo planes come by asynchronous copies (no registers held) into three stages, two planes ahead, and the axis-2
 // results go to two buffers in turn (xb, then xb1), so one barrier a plane suffices (s55; H100: every transform on
 // C=4 −2.1 %, B=8 −1.7 %, B=2 C=1 within its rounds' spread, against the register prefetch one plane ahead with two
@@ -137,12 +139,13 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   const int y0 = (blockIdx.x / a.tiles_x) * kBlurTY, x0 = (blockIdx.x % a.tiles_x) * kBlurTX;
   const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
-  // The k-th value a thread copies is the tile's element threadIdx.x + 256·k; only the last k can fall past kN.
+  // Without kVec: the k-th value a thread copies is the tile's element threadIdx.x + 256·k; only the last k can fall
+  // past kN.
   // kVec: chunk j of a stage row holds columns vc … vc + 3, vc = x0 − 4 + 4j. The chunks inside the volume, j in
   // [jlo, jhi), go 16 bytes at a time to threads 0 … kHY·nin − 1; those past its x edges (`edge`: four reflected
-  // columns) to the next kHY·(kVRow − nin) threads, so that only one warp of the block both copies 16-byte chunks and
-  // takes the edge branch. The thread's chunk starts at off[0] (its row's offset plus vc) and lands at stage + dst;
-  // threads past kVChunks copy the slice's first chunk to their own slot past the plane's.
+  // columns) to the next kHY·(kVRow − nin) threads, so that at most two warps of the block mix 16-byte chunks with
+  // the edge branch (or the edge branch with padding). The thread's chunk starts at off[0] (its row's offset plus vc)
+  // and lands at stage + dst; threads past kVChunks copy the plane's first chunk to their own slot past the plane's.
   constexpr int kOffs = kVec ? 1 : kLoads;
   int off[kOffs];
   int vc = 0, dst = 4 * threadIdx.x;

@@ -896,14 +896,18 @@ TEST(CudaKernels, NarrowBlurAndThinVolumes) {
 }
 
 // s56: rows of whole 16-byte chunks (P2 % 4 == 0) with tiles inside the volume and tiles past its x edges, a last
-// tile of 4 columns (100 = 3·32 + 4), and rows that are not (130 % 4 == 2), for every radius of the fast paths.
+// tile of 4 columns (100 = 3·32 + 4), and rows that are not (130 % 4 == 2): radius 1 by the narrow draws, radii 2 and
+// 3 by the 8 samples' draws (each reached with probability > 98 %). The 16-byte path runs in the build with
+// -DAUGMENTD_BLUR_VEC_COPIES=1 (bench A/B); the default build runs the other path on the same shapes.
 TEST(CudaKernels, BlurHaloChunks) {
   Probs p = Probs::AllOn();
   for (int P2 : {100, 130}) {
     RunCase(Make("blur-chunks-" + std::to_string(P2), 8, 1, 4, p, {21, 24, P2 + 6}, {9, 19, P2}));
   }
   p.blur_sigma_hi = 0.55;
-  RunCase(Make("narrow-blur-chunks", 2, 1, 4, p, {21, 24, 106}, {9, 19, 100}));
+  for (int P2 : {100, 130}) {
+    RunCase(Make("narrow-blur-chunks-" + std::to_string(P2), 2, 1, 4, p, {21, 24, P2 + 6}, {9, 19, P2}));
+  }
 }
 
 // s11: the mid pass keeps V1 in the buffer of a slice without low-res (the later passes apply brightness/contrast),
