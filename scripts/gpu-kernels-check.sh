@@ -33,7 +33,7 @@
 # and -DAUGMENTD_CARVEOUT_PCT=N were reverted, timed in session 54 and not kept, and live in commit 225a988;
 # session 55's -DAUGMENTD_BLUR_ASYNC=1, the blur's halo planes by cp.async, was kept and is gone; its =2 (four stages,
 # the plane loop unrolled by four) never ran and lives in commit 4830412; -DAUGMENTD_BLUR_PAD_COPIES=1, session 55, not
-# timed yet);
+# timed yet; -DAUGMENTD_BLUR_VEC_COPIES=1, session 56, the halo rows in 16-byte copies, not timed yet);
 # sessions 28-30's five were kept in session 32 and are gone),
 # NEW_CUDA_FLAGS (the new build and its
 # tests with these CUDA flags: a switch's GPU tests), PROFILE=1 (ncu per kernel of PROFILE_CONFIGS, default

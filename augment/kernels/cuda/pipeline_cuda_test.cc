@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -896,17 +897,27 @@ TEST(CudaKernels, NarrowBlurAndThinVolumes) {
 }
 
 // s56: rows of whole 16-byte chunks (P2 % 4 == 0) with tiles inside the volume and tiles past its x edges, a last
-// tile of 4 columns (100 = 3·32 + 4), and rows that are not (130 % 4 == 2): radius 1 by the narrow draws, radii 2 and
-// 3 by the 8 samples' draws (each reached with probability > 98 %). The 16-byte path runs in the build with
-// -DAUGMENTD_BLUR_VEC_COPIES=1 (bench A/B); the default build runs the other path on the same shapes.
+// tile of 4 columns (100 = 3·32 + 4), and rows that are not (130 % 4 == 2), at every radius of the fast paths: the
+// samples' sigmas fixed to kernel sizes 3, 5 and 7 (radius 1, 2, 3) per axis, isotropic and not. The 16-byte path runs
+// in the build with -DAUGMENTD_BLUR_VEC_COPIES=1 (bench A/B); the default build runs the other path on the same shapes.
 TEST(CudaKernels, BlurHaloChunks) {
-  Probs p = Probs::AllOn();
+  constexpr float kR1 = 0.55f, kR2 = 0.75f, kR3 = 1.0f;  // nearest_odd(6σ + 0.5) = 3, 5, 7
+  const std::array<std::array<float, 3>, 8> sigmas = {{{kR1, kR1, kR1},
+                                                       {kR2, kR1, kR1},
+                                                       {kR1, kR2, kR3},
+                                                       {kR3, kR3, kR3},
+                                                       {kR1, kR3, kR2},
+                                                       {kR2, kR2, kR2},
+                                                       {kR1, kR1, kR2},
+                                                       {kR3, kR1, kR1}}};
   for (int P2 : {100, 130}) {
-    RunCase(Make("blur-chunks-" + std::to_string(P2), 8, 1, 4, p, {21, 24, P2 + 6}, {9, 19, P2}));
-  }
-  p.blur_sigma_hi = 0.55;
-  for (int P2 : {100, 130}) {
-    RunCase(Make("narrow-blur-chunks-" + std::to_string(P2), 2, 1, 4, p, {21, 24, P2 + 6}, {9, 19, P2}));
+    Case cs = Make("blur-chunks-" + std::to_string(P2), 8, 1, 4, Probs::AllOn(), {21, 24, P2 + 6}, {9, 19, P2});
+    cs.edit = [&sigmas](std::vector<SampleParams>& ps) {
+      for (size_t b = 0; b < ps.size(); ++b) {
+        for (int a = 0; a < 3; ++a) ps[b].ch[0].blur_sigma[a] = sigmas[b][a];
+      }
+    };
+    RunCase(cs);
   }
 }
 
