@@ -7,6 +7,7 @@
 
 #include <cuda_pipeline_primitives.h>
 
+#include "augment/kernels/cuda/blur_math.h"
 #include "augment/kernels/cuda/common.cuh"
 #include "augment/kernels/cuda/kernels.h"
 
@@ -35,12 +36,6 @@ __host__ __device__ inline int KernelSizeFor(double sigma) {
   long k = static_cast<long>(r);
   if (k % 2 == 0) k += (n > r) ? 1 : -1;
   return static_cast<int>(k);
-}
-
-__device__ __forceinline__ int Reflect(int i, int n) {
-  if (i < 0) i = -i;
-  if (i >= n) i = 2 * (n - 1) - i;
-  return min(max(i, 0), n - 1);  // clamp only matters when n <= radius (PyTorch would reject that)
 }
 
 // Tiled separable blur: one block owns a kBlurTY x kBlurTX column tile of one slice over kBlurTZ planes of axis 0
@@ -117,7 +112,8 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   constexpr bool kPadCopies = AUGMENTD_BLUR_PAD_COPIES != 0;
   // kVec: a stage row is kVX floats from column x0 − 4 (halo column 0 at kS0), kVX / 4 chunks of 16 bytes, one chunk
   // a thread (below); a stage is 256 chunks, so that the threads past the plane's kVChunks copy into its padding.
-  constexpr int kVX = kBlurTX + 8, kVRow = kVX / 4, kVChunks = kHY * kVRow;
+  constexpr int kVRow = kHaloChunkRow, kVX = 4 * kVRow, kVChunks = kHY * kVRow;
+  static_assert(kVX == kBlurTX + 8, "a stage row: the tile and 4 columns either side");
   static_assert(!kVec || (kR <= 4 && kVChunks <= kThreads), "one chunk a thread");
   constexpr int kSX = kVec ? kVX : kHX, kS0 = kVec ? 4 - kR : 0;  // stage row stride, column of halo column 0
   constexpr int kSh = kS0 & 1;                                    // float2 reads start one float early
@@ -141,32 +137,25 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
   // Without kVec: the k-th value a thread copies is the tile's element threadIdx.x + 256·k; only the last k can fall
   // past kN.
-  // kVec: chunk j of a stage row holds columns vc … vc + 3, vc = x0 − 4 + 4j. The chunks inside the volume, j in
-  // [jlo, jhi), go 16 bytes at a time to threads 0 … kHY·nin − 1; those past its x edges (`edge`: four reflected
-  // columns) to the next kHY·(kVRow − nin) threads, so that at most two warps of the block mix 16-byte chunks with
-  // the edge branch (or the edge branch with padding). The thread's chunk starts at off[0] (its row's offset plus vc)
-  // and lands at stage + dst; threads past kVChunks copy the plane's first chunk to their own slot past the plane's.
+  // kVec: the thread's 16-byte chunk (PlanHaloChunk, blur_math.h): from off[0] (or, at the volume's x edges, four
+  // reflected columns from off[0] − vc) to stage + dst.
   constexpr int kOffs = kVec ? 1 : kLoads;
   int off[kOffs];
-  int vc = 0, dst = 4 * threadIdx.x;
+  int vc = 0, dst = 0;
   bool edge = false;
   if constexpr (kVec) {
-    const int jlo = x0 == 0 ? 1 : 0, jhi = min(kVRow, (P2 - x0) / 4 + 1);  // P2 % 4 == 0, x0 < P2
-    const int nin = jhi - jlo, nedge = max(kVRow - nin, 1);
-    const int t = threadIdx.x, u = t - kHY * nin;
-    edge = u >= 0;
-    const int i = edge ? u / nedge : t / nin, k = edge ? u % nedge : t % nin;
-    const int j = !edge ? jlo + k : k < jlo ? k : jhi + k - jlo;
-    vc = x0 - 4 + 4 * j;
-    const bool in = t < kVChunks;
-    edge = edge && in;
-    off[0] = in ? Reflect(y0 - kR + i, P1) * P2 + vc : 0;
-    if (in) dst = 4 * (i * kVRow + j);
+    const HaloChunk c = PlanHaloChunk(threadIdx.x, kHY, y0 - kR, x0, P1, P2);
+    off[0] = c.off;
+    dst = c.dst;
+    vc = c.vc;
+    edge = c.edge;
   } else {
 #pragma unroll
     for (int k = 0; k < kLoads; ++k) {
       const int i = threadIdx.x + kThreads * k;
-      off[k] = i < kN ? Reflect(y0 - kR + i / kHX, P1) * P2 + Reflect(x0 - kR + i % kHX, P2) : kPadCopies ? 0 : -1;
+      off[k] = i < kN   ? BlurReflect(y0 - kR + i / kHX, P1) * P2 + BlurReflect(x0 - kR + i % kHX, P2)
+               : kPadCopies ? 0
+                            : -1;
     }
   }
   auto in_tile = [&](int k) { return kPadCopies || (k + 1) * kThreads <= kN || off[k] >= 0; };
@@ -183,13 +172,15 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   // counts hold).
   const auto issue = [&](float* st, int p) {
     if (p <= p_last) {
-      const float* src = s + Reflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
+      const float* src = s + BlurReflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
       if constexpr (kVec) {
         float* const d = st + dst;
         if (edge) {
           const float* const row = src + (off[0] - vc);
 #pragma unroll
-          for (int e = 0; e < 4; ++e) __pipeline_memcpy_async(d + e, row + Reflect(vc + e, P2), sizeof(float));
+          for (int e = 0; e < 4; ++e) {
+            __pipeline_memcpy_async(d + e, row + BlurReflect(vc + e, P2), sizeof(float));
+          }
         } else {
           __pipeline_memcpy_async(d, src + off[0], 4 * sizeof(float));
         }
@@ -291,19 +282,19 @@ __device__ __forceinline__ void BlurGeneral(const BlurArgs& a, const float (*w)[
 #pragma unroll
   for (int ri = 0; ri < kBlurLoadRows; ++ri) {
     const int i = ty + ri * (kThreads / 32);
-    row_off[ri] = i < hy ? Reflect(y0 - r1 + i, P1) * P2 : -1;
+    row_off[ri] = i < hy ? BlurReflect(y0 - r1 + i, P1) * P2 : -1;
   }
 #pragma unroll
   for (int ci = 0; ci < kBlurLoadCols; ++ci) {
     const int k = tx + ci * 32;
-    col_off[ci] = k < hx ? Reflect(x0 - r2 + k, P2) : -1;
+    col_off[ci] = k < hx ? BlurReflect(x0 - r2 + k, P2) : -1;
   }
   const int x = x0 + tx;
   const int nring = 2 * r0 + 1;
   const int p_first = zs - r0, p_last = ze - 1 + r0;
   int slot = 0;
   for (int p = p_first; p <= p_last; ++p) {
-    const float* sp = s + static_cast<int64_t>(Reflect(p, P0)) * P1 * P2;
+    const float* sp = s + static_cast<int64_t>(BlurReflect(p, P0)) * P1 * P2;
     for (int ri = 0; ri < kBlurLoadRows; ++ri) {
       for (int ci = 0; ci < kBlurLoadCols; ++ci) {
         if (row_off[ri] >= 0 && col_off[ci] >= 0) {
