@@ -47,11 +47,11 @@ __host__ __device__ inline int KernelSizeFor(double sigma) {
 // Every tap sum runs in tap order with explicitly rounded operations (as the 1-D passes before it did); the
 // axis order is 2, 1, 0 (bgv2: 0, 1, 2), a rounding-level difference. In BlurGeneral each thread reads only its own
 // ring entries, so that ring needs no barrier. Epilogue: statistics of the result (contrast input).
-inline constexpr int kBlurTX = 32, kBlurTY = 16, kBlurTZ = 16;
+inline constexpr int kBlurTZ = 16;  // kBlurTX, kBlurTY: blur_math.h
 inline constexpr int kBlurRing = 2 * kMaxBlurRadius + 1;
 inline constexpr int kBlurHaloY = kBlurTY + 2 * kMaxBlurRadius, kBlurHaloX = kBlurTX + 2 * kMaxBlurRadius;
 inline constexpr int kBlurLoadRows = kBlurHaloY / (kThreads / 32), kBlurLoadCols = (kBlurHaloX + 31) / 32;
-static_assert(kThreads == 256 && kBlurTX == 32 && kBlurTY == 2 * (kThreads / 32), "two columns per thread");
+static_assert(kThreads == kBlurThreads && kThreads == 256 && kBlurTX == 32 && kBlurTY == 2 * (kThreads / 32), "two columns per thread");
 
 struct BlurArgs {
   Dims d;
@@ -153,9 +153,8 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
 #pragma unroll
     for (int k = 0; k < kLoads; ++k) {
       const int i = threadIdx.x + kThreads * k;
-      off[k] = i < kN   ? BlurReflect(y0 - kR + i / kHX, P1) * P2 + BlurReflect(x0 - kR + i % kHX, P2)
-               : kPadCopies ? 0
-                            : -1;
+      off[k] = i < kN ? BlurReflect(y0 - kR + i / kHX, P1) * P2 + BlurReflect(x0 - kR + i % kHX, P2)
+                      : (kPadCopies ? 0 : -1);
     }
   }
   auto in_tile = [&](int k) { return kPadCopies || (k + 1) * kThreads <= kN || off[k] >= 0; };

@@ -21,15 +21,17 @@ AUGMENTD_KERNEL_HD int BlurReflect(int i, int n) {
 #endif
 }
 
-// A stage row of the 16-byte copies: kHaloChunkRow chunks of 4 floats from column x0 − 4 (a tile of 32 columns and a
-// halo of up to 4 on either side).
-inline constexpr int kHaloChunkRow = 10;
+// The blur's tile (kBlurTY rows x kBlurTX columns, in blocks of kBlurThreads threads; blur.cu) and a stage row of the
+// 16-byte copies: kHaloChunkRow chunks of 4 floats from column x0 − 4 (the tile and a halo of up to 4 either side).
+inline constexpr int kBlurTX = 32, kBlurTY = 16, kBlurThreads = 256;
+inline constexpr int kHaloChunkRow = (kBlurTX + 8) / 4;
 
 // Thread t's copy of a halo plane with `rows` rows from row y_first (reflected) and the stage columns of the tile at
 // column x0 (a multiple of 32, below P2; P2 % 4 == 0, so that a chunk lies inside the volume or wholly past an edge):
 // chunk j of a stage row holds columns vc … vc + 3, vc = x0 − 4 + 4j. The chunks inside the volume, j in [jlo, jhi),
 // go to threads 0 … rows·nin − 1 (one 16-byte copy from `off`), those past its x edges (`edge`: four reflected columns
-// from `off − vc`) to the next rows·(10 − nin), so that at most two warps mix the two kinds (or edges with padding).
+// from `off − vc`) to the next rows·(10 − nin), then padding (a 16-byte copy too): three runs of threads, so that at
+// most two warps mix kinds.
 // `dst` is the chunk's first float in the stage (row i at 40·i); threads past rows·10 copy the plane's first chunk
 // (off 0) to their own slot 4·t, past the plane's.
 struct HaloChunk {
@@ -47,13 +49,10 @@ AUGMENTD_KERNEL_HD HaloChunk PlanHaloChunk(int t, int rows, int y_first, int x0,
   const bool past = u >= 0;
   const int i = past ? u / nedge : t / nin, k = past ? u % nedge : t % nin;
   const int j = !past ? jlo + k : k < jlo ? k : jhi + k - jlo;
-  HaloChunk c;
-  c.vc = x0 - 4 + 4 * j;
+  const int vc = x0 - 4 + 4 * j;
   const bool in = t < rows * kHaloChunkRow;
-  c.edge = past && in;
-  c.off = in ? BlurReflect(y_first + i, P1) * P2 + c.vc : 0;
-  c.dst = 4 * (in ? i * kHaloChunkRow + j : t);
-  return c;
+  return HaloChunk{in ? BlurReflect(y_first + i, P1) * P2 + vc : 0, 4 * (in ? i * kHaloChunkRow + j : t), vc,
+                   past && in};
 }
 
 }  // namespace augmentd::cuda

@@ -1,4 +1,4 @@
-// Host tests of the tiled blur's index arithmetic (blur_math.h): reflect padding against its definition, and the
+// Host tests of the tiled blur's index arithmetic (blur_math.h): reflect padding at hand-computed points, and the
 // 16-byte halo copies' plan (PlanHaloChunk) replayed for all 256 threads of a block over every row width P2 ≡ 0 (mod 4)
 // up to 296, every tile, radii 1-4 and thin and thick volumes: every stage slot written once with its reflected source
 // voxel, nothing outside a stage, 16-byte alignment, and at most two warps mixing interior, edge and padding copies.
@@ -25,7 +25,8 @@ TEST(BlurMath, ReflectMirrorsWithoutRepeatingTheEdge) {
   EXPECT_EQ(BlurReflect(3, 1), 0);
 }
 
-constexpr int kThreadsPerBlock = 256, kStageFloats = 4 * kThreadsPerBlock, kTileX = 32, kTileY = 16;
+constexpr int kThreadsPerBlock = kBlurThreads, kStageFloats = 4 * kThreadsPerBlock, kTileX = kBlurTX,
+              kTileY = kBlurTY;
 
 // One block's copies of one halo plane, replayed: the source offset each stage float receives (−1: none), and how
 // many copies wrote it; a misplaced copy is a fatal test failure.
@@ -83,7 +84,7 @@ TEST(BlurMath, HaloChunksFillEveryStageSlotOnceWithItsReflectedVoxel) {
               return;
             }
             worst_mixed = std::max(worst_mixed, mixed);
-            EXPECT_LE(mixed, 2) << "radius " << radius << " P2 " << P2 << " x0 " << x0;
+            ASSERT_LE(mixed, 2) << "radius " << radius << " P2 " << P2 << " x0 " << x0;
             for (int i = 0; i < rows; ++i) {
               for (int col = 0; col < 4 * kHaloChunkRow; ++col) {
                 const int slot = i * 4 * kHaloChunkRow + col;
