@@ -51,7 +51,8 @@ inline constexpr int kBlurTZ = 16;  // kBlurTX, kBlurTY: blur_math.h
 inline constexpr int kBlurRing = 2 * kMaxBlurRadius + 1;
 inline constexpr int kBlurHaloY = kBlurTY + 2 * kMaxBlurRadius, kBlurHaloX = kBlurTX + 2 * kMaxBlurRadius;
 inline constexpr int kBlurLoadRows = kBlurHaloY / (kThreads / 32), kBlurLoadCols = (kBlurHaloX + 31) / 32;
-static_assert(kThreads == kBlurThreads && kThreads == 256 && kBlurTX == 32 && kBlurTY == 2 * (kThreads / 32), "two columns per thread");
+static_assert(kThreads == kBlurThreads && kThreads == 256 && kBlurTX == 32 && kBlurTY == 2 * (kThreads / 32),
+              "two columns per thread");
 
 struct BlurArgs {
   Dims d;
