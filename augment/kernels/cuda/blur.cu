@@ -51,8 +51,7 @@ inline constexpr int kBlurTZ = 16;  // kBlurTX, kBlurTY: blur_math.h
 inline constexpr int kBlurRing = 2 * kMaxBlurRadius + 1;
 inline constexpr int kBlurHaloY = kBlurTY + 2 * kMaxBlurRadius, kBlurHaloX = kBlurTX + 2 * kMaxBlurRadius;
 inline constexpr int kBlurLoadRows = kBlurHaloY / (kThreads / 32), kBlurLoadCols = (kBlurHaloX + 31) / 32;
-static_assert(kThreads == kBlurThreads && kThreads == 256 && kBlurTX == 32 && kBlurTY == 2 * (kThreads / 32),
-              "two columns per thread");
+static_assert(kThreads == kBlurThreads && kBlurTX == 32 && kBlurTY == 2 * (kThreads / 32), "two columns per thread");
 
 struct BlurArgs {
   Dims d;
@@ -138,18 +137,12 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
   const int zs = blockIdx.y * kBlurTZ, ze = min(zs + kBlurTZ, P0);
   // Without kVec: the k-th value a thread copies is the tile's element threadIdx.x + 256·k; only the last k can fall
   // past kN.
-  // kVec: the thread's 16-byte chunk (PlanHaloChunk, blur_math.h): from off[0] (or, at the volume's x edges, four
-  // reflected columns from off[0] − vc) to stage + dst.
-  constexpr int kOffs = kVec ? 1 : kLoads;
-  int off[kOffs];
-  int vc = 0, dst = 0;
-  bool edge = false;
+  // kVec: the thread's 16-byte chunk (PlanHaloChunk, blur_math.h): from chunk.off (or, at the volume's x edges, four
+  // reflected columns from chunk.off − chunk.vc) to stage + chunk.dst.
+  HaloChunk chunk{};
+  int off[kVec ? 1 : kLoads];
   if constexpr (kVec) {
-    const HaloChunk c = PlanHaloChunk(threadIdx.x, kHY, y0 - kR, x0, P1, P2);
-    off[0] = c.off;
-    dst = c.dst;
-    vc = c.vc;
-    edge = c.edge;
+    chunk = PlanHaloChunk(threadIdx.x, kHY, y0 - kR, x0, P1, P2);
   } else {
 #pragma unroll
     for (int k = 0; k < kLoads; ++k) {
@@ -158,7 +151,6 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
                       : (kPadCopies ? 0 : -1);
     }
   }
-  auto in_tile = [&](int k) { return kPadCopies || (k + 1) * kThreads <= kN || off[k] >= 0; };
   const int xc = 2 * (threadIdx.x & 15), xr = threadIdx.x >> 4;
   const int ya = 2 * ty, x = x0 + tx;
   const bool out0 = y0 + ya < P1 && x < P2, out1 = y0 + ya + 1 < P1 && x < P2;
@@ -174,20 +166,22 @@ __device__ __forceinline__ void BlurFast(const BlurArgs& a, const float (*w)[kBl
     if (p <= p_last) {
       const float* src = s + BlurReflect(p, P0) * P1 * P2;  // 32-bit offsets (a slice has < 2^30 voxels)
       if constexpr (kVec) {
-        float* const d = st + dst;
-        if (edge) {
-          const float* const row = src + (off[0] - vc);
+        float* const d = st + chunk.dst;
+        if (chunk.edge) {
+          const float* const row = src + (chunk.off - chunk.vc);
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            __pipeline_memcpy_async(d + e, row + BlurReflect(vc + e, P2), sizeof(float));
+            __pipeline_memcpy_async(d + e, row + BlurReflect(chunk.vc + e, P2), sizeof(float));
           }
         } else {
-          __pipeline_memcpy_async(d, src + off[0], 4 * sizeof(float));
+          __pipeline_memcpy_async(d, src + chunk.off, 4 * sizeof(float));
         }
       } else {
 #pragma unroll
         for (int k = 0; k < kLoads; ++k) {
-          if (in_tile(k)) __pipeline_memcpy_async(st + threadIdx.x + kThreads * k, src + off[k], sizeof(float));
+          if (kPadCopies || (k + 1) * kThreads <= kN || off[k] >= 0) {  // in the tile
+            __pipeline_memcpy_async(st + threadIdx.x + kThreads * k, src + off[k], sizeof(float));
+          }
         }
       }
     }
